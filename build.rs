@@ -1,0 +1,34 @@
+//! Build steps: generates the LALR(1) parser from `grammar/lt.lalrpop` and
+//! embeds the error-code pages of `docs/errors/` into the binary.
+use std::{env, fs, path::PathBuf};
+
+fn main() {
+    println!("cargo:rerun-if-changed=grammar");
+    println!("cargo:rerun-if-changed=docs/errors");
+    let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    lalrpop::Configuration::new()
+        .set_in_dir("grammar")
+        .set_out_dir(&out)
+        .process()
+        .expect("the grammar in grammar/ must generate a parser");
+
+    let dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
+        .join("docs/errors");
+    let mut pages: Vec<(String, PathBuf)> = fs::read_dir(&dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "md"))
+                .filter_map(|p| Some((p.file_stem()?.to_str()?.to_string(), p)))
+                .filter(|(stem, _)| stem.starts_with('E'))
+                .collect()
+        })
+        .unwrap_or_default();
+    pages.sort();
+    let mut src = String::from("&[\n");
+    for (code, path) in pages {
+        src.push_str(&format!("    ({code:?}, include_str!({:?})),\n", path.display().to_string()));
+    }
+    src.push_str("]\n");
+    fs::write(out.join("error_pages.rs"), src).expect("OUT_DIR is writable");
+}

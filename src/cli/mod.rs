@@ -1,0 +1,143 @@
+//! The `lt` command line: argument parsing (clap), file reading, printing.
+//! This is the only module that does I/O.
+//!
+//! Exit codes: 0 the program is well-typed; 1 it has errors (diagnostics were
+//! printed); 2 usage or I/O error (bad arguments, missing file, not UTF-8,
+//! unknown error code).
+
+pub mod check;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::io::{IsTerminal, Read};
+use std::process::ExitCode;
+
+/// Exit status: success.
+pub const EXIT_OK: u8 = 0;
+/// Exit status: the program has errors.
+pub const EXIT_DIAGNOSTICS: u8 = 1;
+/// Exit status: usage or I/O error.
+pub const EXIT_USAGE: u8 = 2;
+
+/// lt: a typed tool-composition language (λ-Tool compatible).
+#[derive(Parser, Debug)]
+#[command(name = "lt", version, about, long_about = None)]
+pub struct Cli {
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// What `lt --emit` prints in addition to the program's type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Emit {
+    /// The type of every `let` binding.
+    Types,
+}
+
+/// When to colour human output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Color {
+    /// When stderr is a terminal and `NO_COLOR` is unset.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Check a program: print its type and effects, or every diagnostic.
+    Check {
+        /// The program file, or `-` for standard input.
+        file: String,
+        /// Print one JSON object `{ok, type, effects, diagnostics}` on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Also print the types of intermediate bindings.
+        #[arg(long, value_enum)]
+        emit: Option<Emit>,
+        /// Colour the diagnostics.
+        #[arg(long, value_enum, default_value = "auto")]
+        color: Color,
+    },
+    /// Print the explanation of an error code, e.g. `lt explain E0202`.
+    Explain {
+        /// The code (`E0202`, `e0202` or `202`).
+        code: String,
+    },
+}
+
+/// Runs the command line `args` (including the program name).
+pub fn main_with_args(args: Vec<String>) -> ExitCode {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { EXIT_OK });
+        }
+    };
+    let code = match cli.command {
+        Command::Check { file, json, emit, color } => {
+            let color = match color {
+                Color::Always => true,
+                Color::Never => false,
+                Color::Auto => std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+            };
+            check::run(&file, json, emit, color)
+        }
+        Command::Explain { code } => explain(&code),
+    };
+    ExitCode::from(code)
+}
+
+fn explain(text: &str) -> u8 {
+    match crate::diag::Code::parse(text) {
+        Some(code) => match code.page() {
+            Some(page) => {
+                print!("{page}");
+                EXIT_OK
+            }
+            None => {
+                eprintln!("error: {code} ({}) has no explanation page yet", code.title());
+                EXIT_USAGE
+            }
+        },
+        None => {
+            let all: Vec<&str> = crate::diag::Code::ALL.iter().map(|c| c.as_str()).collect();
+            eprintln!("error: `{text}` is not an lt error code\n  the codes are: {}", all.join(" "));
+            EXIT_USAGE
+        }
+    }
+}
+
+/// Reads a program from `path` (`-` is stdin) as UTF-8 text.
+pub fn read_source(path: &str) -> Result<(String, String), String> {
+    let (name, bytes) = if path == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin().read_to_end(&mut buf).map_err(|e| format!("cannot read standard input: {e}"))?;
+        ("<stdin>".to_string(), buf)
+    } else {
+        let bytes = std::fs::read(path).map_err(|e| {
+            let hint = match e.kind() {
+                std::io::ErrorKind::NotFound => " (check the path; use `-` to read standard input)",
+                _ => "",
+            };
+            format!("cannot read `{path}`: {e}{hint}")
+        })?;
+        (path.to_string(), bytes)
+    };
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok((name, text)),
+        Err(e) => {
+            let valid = e.utf8_error().valid_up_to();
+            let prefix = String::from_utf8_lossy(&e.as_bytes()[..valid]);
+            let line = prefix.matches('\n').count() + 1;
+            let column = prefix.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            Err(format!(
+                "`{name}` is not valid UTF-8: invalid byte at line {line}, column {column} (byte offset {valid}); lt programs are UTF-8 text"
+            ))
+        }
+    }
+}

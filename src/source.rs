@@ -1,0 +1,88 @@
+//! Source text, byte spans and line/column lookup.
+//!
+//! A [`Span`] is a half-open byte range `[start, end)` into one [`SourceFile`].
+//! Lines and columns shown to users are 1-based; columns count Unicode scalar
+//! values (characters), not bytes, so that editors and LLMs agree on them.
+
+/// A half-open byte range `[start, end)` into the source text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Span {
+    /// Byte offset of the first byte.
+    pub start: u32,
+    /// Byte offset one past the last byte.
+    pub end: u32,
+}
+
+impl Span {
+    /// A span from byte offsets (saturating at `u32::MAX`).
+    pub fn new(start: usize, end: usize) -> Span {
+        let clamp = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
+        Span { start: clamp(start), end: clamp(end.max(start)) }
+    }
+
+    /// The smallest span covering both `self` and `other`.
+    pub fn to(self, other: Span) -> Span {
+        Span { start: self.start.min(other.start), end: self.end.max(other.end) }
+    }
+
+    /// The byte range, for slicing the source text.
+    pub fn range(self) -> std::ops::Range<usize> {
+        self.start as usize..self.end as usize
+    }
+}
+
+/// A named source text with a line index.
+#[derive(Clone, Debug)]
+pub struct SourceFile {
+    /// The name shown in diagnostics (a path, or `<stdin>`).
+    pub name: String,
+    /// The full text.
+    pub text: String,
+    line_starts: Vec<usize>,
+}
+
+/// A 1-based line and column (in characters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct LineCol {
+    /// 1-based line number.
+    pub line: usize,
+    /// 1-based column, counted in characters.
+    pub column: usize,
+}
+
+impl SourceFile {
+    /// Indexes `text` under `name`.
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> SourceFile {
+        let text = text.into();
+        let mut line_starts = vec![0];
+        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        SourceFile { name: name.into(), text, line_starts }
+    }
+
+    /// The line and column of a byte offset (clamped to the text).
+    pub fn line_col(&self, offset: u32) -> LineCol {
+        let mut offset = (offset as usize).min(self.text.len());
+        while !self.text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let line = match self.line_starts.binary_search(&offset) {
+            Ok(i) => i,
+            Err(i) => i - 1,
+        };
+        let start = self.line_starts[line];
+        let column = self.text[start..offset].chars().count() + 1;
+        LineCol { line: line + 1, column }
+    }
+
+    /// The text of a 1-based line, without its newline.
+    pub fn line_text(&self, line: usize) -> &str {
+        let Some(&start) = self.line_starts.get(line.wrapping_sub(1)) else { return "" };
+        let end = self.line_starts.get(line).map_or(self.text.len(), |&e| e - 1);
+        self.text[start..end.max(start)].trim_end_matches('\r')
+    }
+
+    /// The source text under a span (empty if the span is out of range).
+    pub fn slice(&self, span: Span) -> &str {
+        self.text.get(span.range()).unwrap_or("")
+    }
+}

@@ -1,0 +1,147 @@
+//! Builders called by the grammar's semantic actions.
+//!
+//! They compute spans and nesting depths, flatten `let` chains, and enforce
+//! [`MAX_DEPTH`]: a node deeper than the limit is replaced by an error node
+//! (reported once as `E0103`), so no later pass recurses deeper than the
+//! limit and dropping the tree never overflows the stack.
+
+use super::ast::*;
+use super::token::{LexError, Tok};
+use super::MAX_DEPTH;
+use crate::diag::{Code, Diagnostic};
+use crate::source::Span;
+use lalrpop_util::ErrorRecovery;
+use std::collections::VecDeque;
+
+/// Mutable state threaded through the parser's actions.
+#[derive(Default)]
+pub struct ParseState {
+    /// Syntax errors the parser recovered from.
+    pub recovered: Vec<ErrorRecovery<usize, Tok, LexError>>,
+    /// Diagnostics raised by the actions themselves.
+    pub diags: Vec<Diagnostic>,
+    depth_reported: bool,
+}
+
+/// A span from two byte offsets.
+pub fn span(l: usize, r: usize) -> Span {
+    Span::new(l, r)
+}
+
+/// An identifier.
+pub fn ident(name: String, l: usize, r: usize) -> Ident {
+    Ident { name: name.into(), span: span(l, r) }
+}
+
+fn too_deep(st: &mut ParseState, at: Span) {
+    if !st.depth_reported {
+        st.depth_reported = true;
+        st.diags.push(
+            Diagnostic::error(Code::E0103, at, format!("program is nested more than {MAX_DEPTH} levels deep"))
+                .with_label("nesting limit reached here")
+                .with_help("split the expression with `let` bindings (a `let … in` chain does not count as nesting)"),
+        );
+    }
+}
+
+/// Wraps an expression node, enforcing the depth limit.
+pub fn expr(st: &mut ParseState, kind: ExprKind, l: usize, r: usize) -> Expr {
+    cap(st, Expr::new(kind, span(l, r)))
+}
+
+fn cap(st: &mut ParseState, e: Expr) -> Expr {
+    if e.depth > MAX_DEPTH {
+        too_deep(st, e.span);
+        // Keep the depth at the limit so every enclosing node is replaced too.
+        Expr { kind: ExprKind::Error, span: e.span, depth: MAX_DEPTH }
+    } else {
+        e
+    }
+}
+
+/// Wraps a type node, enforcing the depth limit.
+pub fn ty(st: &mut ParseState, kind: TypeExprKind, l: usize, r: usize) -> TypeExpr {
+    let t = TypeExpr::new(kind, span(l, r));
+    if t.depth > MAX_DEPTH {
+        too_deep(st, t.span);
+        TypeExpr { kind: TypeExprKind::Error, span: t.span, depth: MAX_DEPTH }
+    } else {
+        t
+    }
+}
+
+/// `A -{E}-> B` (`effs` empty for `->`).
+#[allow(clippy::too_many_arguments)]
+pub fn fun_type(
+    st: &mut ParseState,
+    a: TypeExpr,
+    effs: Vec<Ident>,
+    el: usize,
+    er: usize,
+    ret: TypeExpr,
+    l: usize,
+    r: usize,
+) -> TypeExpr {
+    let row = EffectRowExpr { labels: effs, span: span(el, er) };
+    ty(st, TypeExprKind::Fun(Box::new(a), row, Box::new(ret)), l, r)
+}
+
+/// `a op b`.
+#[allow(clippy::too_many_arguments)]
+pub fn binary(st: &mut ParseState, op: BinOp, a: Expr, c: Expr, ol: usize, or: usize, l: usize, r: usize) -> Expr {
+    expr(st, ExprKind::Binary(op, span(ol, or), Box::new(a), Box::new(c)), l, r)
+}
+
+/// `let [rec] name [: T] = value in body`, prepended to `body`'s chain when
+/// `body` is itself a `let` (constant time, so long chains stay linear).
+#[allow(clippy::too_many_arguments)]
+pub fn let_in(
+    st: &mut ParseState,
+    rec_kw: Option<Span>,
+    name: Ident,
+    annot: Option<TypeExpr>,
+    value: Expr,
+    body: Expr,
+    l: usize,
+    vr: usize,
+    r: usize,
+) -> Expr {
+    let bdepth = value.depth.max(annot.as_ref().map_or(0, |t| t.depth));
+    let binding = LetBinding { rec_kw, name, annot, value, span: span(l, vr) };
+    let whole = span(l, r);
+    match body.kind {
+        ExprKind::Let(mut chain) => {
+            chain.bindings.push_front(binding);
+            let depth = body.depth.max(bdepth + 1);
+            cap(st, Expr { kind: ExprKind::Let(chain), span: whole, depth })
+        }
+        kind => {
+            let body = Expr { kind, span: body.span, depth: body.depth };
+            let depth = 1 + bdepth.max(body.depth);
+            let chain = LetChain { bindings: VecDeque::from([binding]), body };
+            cap(st, Expr { kind: ExprKind::Let(Box::new(chain)), span: whole, depth })
+        }
+    }
+}
+
+/// `tool name: ty;`
+pub fn tool_decl(name: Ident, ty: TypeExpr, l: usize, r: usize) -> Decl {
+    Decl::Tool(ToolDecl { name, ty, span: span(l, r) })
+}
+
+/// The whole program; a missing expression is reported as `E0104`.
+pub fn program(st: &mut ParseState, decls: Vec<Decl>, body: Option<Expr>, l: usize, r: usize) -> Program {
+    let body = body.unwrap_or_else(|| {
+        let at = span(r, r);
+        st.diags.push(
+            Diagnostic::error(Code::E0104, at, "the program has no expression")
+                .with_label("expected an expression after the declarations")
+                .with_help(
+                    "a program is tool declarations followed by one expression, e.g. \
+                     `match exec tool NAME ARG { Ok(x) => x, Err(e) => e }`",
+                ),
+        );
+        Expr::error(at)
+    });
+    Program { decls, body, span: span(l, r) }
+}

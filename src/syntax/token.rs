@@ -1,0 +1,387 @@
+//! Tokens and the lexer (logos).
+//!
+//! The lexer never fails: characters it cannot read become diagnostics
+//! (`E0001`–`E0005`) and are skipped, so the parser always sees a token
+//! stream and can report every syntax error in one pass.
+//!
+//! One rewrite happens after lexing, to keep the grammar LALR(1): a `{` that
+//! opens the arms of a `match` is told apart from a `{` that opens a record by
+//! looking at what follows (`Ok`, `Err`, `_`, or any token followed by `=>`).
+//! That resolves `match exec tool t {a = 1} { Ok(x) => … }`, where the first
+//! braces are the tool's argument and the second the arms.
+
+use crate::diag::{Code, Diagnostic};
+use crate::source::Span;
+use logos::Logos;
+use std::fmt;
+
+/// What went wrong while reading one token.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum LexError {
+    /// A character that starts no token.
+    #[default]
+    UnexpectedChar,
+    /// A string with no closing quote.
+    UnterminatedString,
+    /// A `(*` with no matching `*)`.
+    UnterminatedComment,
+    /// A bad `\` escape at the given byte range relative to the token start.
+    InvalidEscape(usize, usize),
+    /// An integer literal that does not fit in 64 bits.
+    IntOverflow,
+}
+
+/// A token of lt source. Keyword and punctuation variants are named after
+/// what they spell (`Let` is `let`, `FatArrow` is `=>`); see `Display`.
+#[allow(missing_docs)]
+#[derive(Logos, Clone, Debug, PartialEq)]
+#[logos(error = LexError)]
+#[logos(skip r"[ \t\r\n\f]+")]
+#[logos(skip(r"//[^\n]*", allow_greedy = true))]
+pub enum Tok {
+    /// `(* … *)`, nested; dropped before parsing.
+    #[token("(*", block_comment)]
+    BlockComment,
+
+    #[token("tool")]
+    Tool,
+    #[token("let")]
+    Let,
+    #[token("rec")]
+    Rec,
+    #[token("in")]
+    In,
+    #[token("fn")]
+    Fn,
+    #[token("if")]
+    If,
+    #[token("then")]
+    Then,
+    #[token("else")]
+    Else,
+    #[token("match")]
+    Match,
+    #[token("exec")]
+    Exec,
+    #[token("true")]
+    True,
+    #[token("false")]
+    False,
+    #[token("Ok")]
+    Ok,
+    #[token("Err")]
+    Err,
+    #[token("List")]
+    List,
+    #[token("Result")]
+    Result,
+    #[token("while")]
+    While,
+    #[token("for")]
+    For,
+
+    #[token("(")]
+    LParen,
+    #[token(")")]
+    RParen,
+    #[token("{")]
+    LBrace,
+    /// A `{` that opens match arms (produced by [`lex`], never by logos).
+    MatchLBrace,
+    #[token("}")]
+    RBrace,
+    #[token("[")]
+    LBracket,
+    #[token("]")]
+    RBracket,
+    #[token(",")]
+    Comma,
+    #[token(";")]
+    Semi,
+    #[token(":")]
+    Colon,
+    #[token(".")]
+    Dot,
+    #[token("=")]
+    Eq,
+    #[token("=>")]
+    FatArrow,
+    #[token("->")]
+    Arrow,
+    #[token("-")]
+    Minus,
+    #[token("+")]
+    Plus,
+    #[token("++")]
+    PlusPlus,
+    #[token("*")]
+    Star,
+    #[token("/")]
+    Slash,
+    #[token("%")]
+    Percent,
+    #[token("<")]
+    Lt,
+    #[token(">")]
+    Gt,
+    #[token("<=")]
+    Le,
+    #[token(">=")]
+    Ge,
+    #[token("==")]
+    EqEq,
+    #[token("!=")]
+    Ne,
+    #[token("!")]
+    Bang,
+    #[token("&&")]
+    AndAnd,
+    #[token("||")]
+    OrOr,
+    #[token("_", priority = 10)]
+    Underscore,
+
+    #[regex(r"[0-9]+", int_literal)]
+    Int(i64),
+    #[token("\"", string_literal)]
+    Str(String),
+    #[regex(r"[A-Za-z_][A-Za-z0-9_]*", |lex| lex.slice().to_string())]
+    Ident(String),
+}
+
+fn int_literal(lex: &mut logos::Lexer<Tok>) -> Result<i64, LexError> {
+    lex.slice().parse::<i64>().map_err(|_| LexError::IntOverflow)
+}
+
+fn block_comment(lex: &mut logos::Lexer<Tok>) -> Result<(), LexError> {
+    let rest = lex.remainder().as_bytes();
+    let mut depth = 1usize;
+    let mut i = 0;
+    while i < rest.len() {
+        if rest[i] == b'(' && rest.get(i + 1) == Some(&b'*') {
+            depth += 1;
+            i += 2;
+        } else if rest[i] == b'*' && rest.get(i + 1) == Some(&b')') {
+            depth -= 1;
+            i += 2;
+            if depth == 0 {
+                lex.bump(i);
+                return Ok(());
+            }
+        } else {
+            i += 1;
+        }
+    }
+    lex.bump(rest.len());
+    Err(LexError::UnterminatedComment)
+}
+
+fn string_literal(lex: &mut logos::Lexer<Tok>) -> Result<String, LexError> {
+    let rest = lex.remainder();
+    let mut out = String::new();
+    let mut chars = rest.char_indices();
+    let mut bad_escape: Option<(usize, usize)> = None;
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => {
+                lex.bump(i + 1);
+                return match bad_escape {
+                    Some((a, b)) => Err(LexError::InvalidEscape(a + 1, b + 1)),
+                    None => Ok(out),
+                };
+            }
+            '\n' => break,
+            '\\' => match chars.next() {
+                Some((_, 'n')) => out.push('\n'),
+                Some((_, 't')) => out.push('\t'),
+                Some((_, 'r')) => out.push('\r'),
+                Some((_, '0')) => out.push('\0'),
+                Some((_, '"')) => out.push('"'),
+                Some((_, '\\')) => out.push('\\'),
+                Some((_, 'u')) => {
+                    let after = &rest[i + 2..];
+                    let parsed = after
+                        .strip_prefix('{')
+                        .and_then(|s| s.split_once('}'))
+                        .filter(|(hex, _)| !hex.is_empty() && hex.len() <= 6)
+                        .and_then(|(hex, _)| Some((hex.len(), char::from_u32(u32::from_str_radix(hex, 16).ok()?)?)));
+                    match parsed {
+                        Some((len, ch)) => {
+                            out.push(ch);
+                            for _ in 0..len + 2 {
+                                chars.next();
+                            }
+                        }
+                        None => {
+                            bad_escape.get_or_insert((i, i + 2));
+                        }
+                    }
+                }
+                Some((j, other)) => {
+                    bad_escape.get_or_insert((i, j + other.len_utf8()));
+                }
+                None => break,
+            },
+            c => out.push(c),
+        }
+    }
+    // No closing quote on this line: the string runs to the end of the line.
+    let end = rest.find('\n').unwrap_or(rest.len());
+    lex.bump(end);
+    Err(LexError::UnterminatedString)
+}
+
+impl fmt::Display for Tok {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            Tok::BlockComment => "comment",
+            Tok::Tool => "tool",
+            Tok::Let => "let",
+            Tok::Rec => "rec",
+            Tok::In => "in",
+            Tok::Fn => "fn",
+            Tok::If => "if",
+            Tok::Then => "then",
+            Tok::Else => "else",
+            Tok::Match => "match",
+            Tok::Exec => "exec",
+            Tok::True => "true",
+            Tok::False => "false",
+            Tok::Ok => "Ok",
+            Tok::Err => "Err",
+            Tok::List => "List",
+            Tok::Result => "Result",
+            Tok::While => "while",
+            Tok::For => "for",
+            Tok::LParen => "(",
+            Tok::RParen => ")",
+            Tok::LBrace | Tok::MatchLBrace => "{",
+            Tok::RBrace => "}",
+            Tok::LBracket => "[",
+            Tok::RBracket => "]",
+            Tok::Comma => ",",
+            Tok::Semi => ";",
+            Tok::Colon => ":",
+            Tok::Dot => ".",
+            Tok::Eq => "=",
+            Tok::FatArrow => "=>",
+            Tok::Arrow => "->",
+            Tok::Minus => "-",
+            Tok::Plus => "+",
+            Tok::PlusPlus => "++",
+            Tok::Star => "*",
+            Tok::Slash => "/",
+            Tok::Percent => "%",
+            Tok::Lt => "<",
+            Tok::Gt => ">",
+            Tok::Le => "<=",
+            Tok::Ge => ">=",
+            Tok::EqEq => "==",
+            Tok::Ne => "!=",
+            Tok::Bang => "!",
+            Tok::AndAnd => "&&",
+            Tok::OrOr => "||",
+            Tok::Underscore => "_",
+            Tok::Int(n) => return write!(f, "{n}"),
+            Tok::Str(s) => return write!(f, "{s:?}"),
+            Tok::Ident(s) => return f.write_str(s),
+        };
+        f.write_str(s)
+    }
+}
+
+/// A token with its byte range, as the parser consumes it.
+pub type Spanned = (usize, Tok, usize);
+
+/// Lexes `text` into tokens (comments dropped, match braces marked) and the
+/// lexical diagnostics. Adjacent unreadable characters give one diagnostic.
+pub fn lex(text: &str) -> (Vec<Spanned>, Vec<Diagnostic>) {
+    let mut toks: Vec<Spanned> = Vec::new();
+    let mut diags: Vec<Diagnostic> = Vec::new();
+    let mut bad_run: Option<(usize, usize)> = None;
+    let flush = |run: &mut Option<(usize, usize)>, diags: &mut Vec<Diagnostic>| {
+        if let Some((a, b)) = run.take() {
+            let chars = &text[a..b];
+            let shown: String = chars.chars().take(12).collect();
+            let hint = if chars.starts_with('\'') {
+                "strings use double quotes: \"text\"".to_string()
+            } else if chars.starts_with('#') {
+                "comments are `// …` or `(* … *)`".to_string()
+            } else {
+                "remove it; lt source uses ASCII operators such as `+ - * < > == =>`".to_string()
+            };
+            diags.push(
+                Diagnostic::error(Code::E0001, Span::new(a, b), format!("unexpected character `{shown}`"))
+                    .with_label("this is not part of any token")
+                    .with_help(hint),
+            );
+        }
+    };
+    let mut lexer = Tok::lexer(text);
+    while let Some(res) = lexer.next() {
+        let range = lexer.span();
+        match res {
+            Ok(Tok::BlockComment) => flush(&mut bad_run, &mut diags),
+            Ok(tok) => {
+                flush(&mut bad_run, &mut diags);
+                toks.push((range.start, tok, range.end));
+            }
+            Err(LexError::UnexpectedChar) => match &mut bad_run {
+                Some((_, end)) if *end == range.start => *end = range.end,
+                _ => {
+                    flush(&mut bad_run, &mut diags);
+                    bad_run = Some((range.start, range.end));
+                }
+            },
+            Err(e) => {
+                flush(&mut bad_run, &mut diags);
+                let span = Span::new(range.start, range.end);
+                let d = match e {
+                    LexError::UnterminatedString => {
+                        toks.push((range.start, Tok::Str(String::new()), range.end));
+                        Diagnostic::error(Code::E0002, span, "unterminated string literal")
+                            .with_label("this string has no closing `\"` on its line")
+                            .with_help("close the string with `\"`; write a line break inside a string as `\\n`")
+                    }
+                    LexError::UnterminatedComment => Diagnostic::error(Code::E0003, span, "unterminated block comment")
+                        .with_label("this `(*` is never closed")
+                        .with_help("close the comment with `*)` (block comments nest)"),
+                    LexError::InvalidEscape(a, b) => {
+                        toks.push((range.start, Tok::Str(String::new()), range.end));
+                        let esc = Span::new(range.start + a, range.start + b);
+                        Diagnostic::error(Code::E0004, esc, format!("invalid escape `{}`", &text[esc.range()]))
+                            .with_label("unknown escape")
+                            .with_help("valid escapes are \\n \\t \\r \\0 \\\" \\\\ and \\u{1F600}")
+                    }
+                    LexError::IntOverflow => {
+                        toks.push((range.start, Tok::Int(0), range.end));
+                        Diagnostic::error(Code::E0005, span, "integer literal is too large")
+                            .with_label("does not fit in a 64-bit signed integer")
+                            .with_help(format!("integers range from {} to {}", i64::MIN, i64::MAX))
+                    }
+                    LexError::UnexpectedChar => continue,
+                };
+                diags.push(d);
+            }
+        }
+    }
+    flush(&mut bad_run, &mut diags);
+    mark_match_braces(&mut toks);
+    (toks, diags)
+}
+
+/// Turns each `{` that opens match arms into [`Tok::MatchLBrace`].
+fn mark_match_braces(toks: &mut [Spanned]) {
+    for i in 0..toks.len() {
+        if toks[i].1 != Tok::LBrace {
+            continue;
+        }
+        let next = toks.get(i + 1).map(|t| &t.1);
+        let after = toks.get(i + 2).map(|t| &t.1);
+        let opens_arms = matches!(next, Some(Tok::Ok | Tok::Err | Tok::Underscore))
+            || matches!(after, Some(Tok::FatArrow));
+        if opens_arms {
+            toks[i].1 = Tok::MatchLBrace;
+        }
+    }
+}

@@ -1,0 +1,539 @@
+//! The bidirectional checker: `synth` (Γ ⊢ e ⇒ T) and `check` (Γ ⊢ e ⇐ T).
+//!
+//! Checking mode pushes known types inward: a lambda checked against
+//! `A -{E}-> B` gets its parameter type from `A` and may perform only `E`
+//! (this is how `map`'s callback is held pure), a record literal checked
+//! against a record type reports missing and unknown fields by name, and
+//! `Ok(e)`/`Err(e)`/`[]` take the missing half of their type from the context.
+//! Everything else synthesizes and is compared with `actual ≤ expected`
+//! (see [`super::unify`]).
+//!
+//! Effects are tracked with a stack of frames, one per function body being
+//! checked: performing an effect (an `exec`, or calling a function with a
+//! latent effect) adds it to the innermost frame, and a frame created by a
+//! pure context (`map`/`filter`/`fold` callbacks, a parameter typed
+//! `A -{}-> B`) reports `E0401` at the offending call.
+//!
+//! The checker never stops at an error: an erroneous subexpression gets
+//! [`Type::Error`], which is compatible with everything, so each mistake is
+//! reported once.
+
+use super::decls::{lower_type, ToolSig};
+use super::ty::{EffectSet, Type};
+use super::unify::Metas;
+use crate::diag::{did_you_mean, Code, Diagnostic};
+use crate::source::Span;
+use crate::syntax::ast::*;
+use std::collections::{HashMap, HashSet};
+
+/// The builtin iteration functions (λ-Tool).
+pub const BUILTINS: [&str; 4] = ["map", "filter", "fold", "traverse"];
+
+/// A variable in scope.
+#[derive(Clone, Debug)]
+pub(super) struct VarInfo {
+    pub ty: Type,
+}
+
+/// Why a context allows only some effects, for `E0401`.
+#[derive(Clone, Debug)]
+pub(super) struct Allowed {
+    pub set: EffectSet,
+    pub span: Span,
+    pub reason: String,
+    pub help: String,
+}
+
+struct Frame {
+    performed: EffectSet,
+    allowed: Option<Allowed>,
+}
+
+/// The state of one checking run.
+pub struct Checker<'a> {
+    pub(super) metas: Metas,
+    pub(super) diags: Vec<Diagnostic>,
+    pub(super) tools: &'a [ToolSig],
+    pub(super) env: im::HashMap<Name, VarInfo>,
+    frames: Vec<Frame>,
+    pub(super) callback_reason: Option<Allowed>,
+    recursive_refs: &'a HashSet<Span>,
+    /// `(name span, name, type)` of every `let`, in source order.
+    pub(super) let_types: Vec<(Span, Name, Type)>,
+    /// The type of every binder (let, parameter, pattern), by binder span.
+    pub(super) binder_types: HashMap<Span, Type>,
+}
+
+impl<'a> Checker<'a> {
+    /// A checker over the declared `tools`; `recursive_refs` are the spans of
+    /// self-references already reported by validation (E0302).
+    pub fn new(tools: &'a [ToolSig], recursive_refs: &'a HashSet<Span>) -> Checker<'a> {
+        Checker {
+            metas: Metas::default(),
+            diags: Vec::new(),
+            tools,
+            env: im::HashMap::new(),
+            frames: vec![Frame { performed: EffectSet::pure(), allowed: None }],
+            callback_reason: None,
+            recursive_refs,
+            let_types: Vec::new(),
+            binder_types: HashMap::new(),
+        }
+    }
+
+    /// The effects performed at the top level so far.
+    pub fn top_effects(&self) -> EffectSet {
+        self.frames.first().map(|f| f.performed.clone()).unwrap_or_default()
+    }
+
+    /// `t` with solved metavariables substituted, for messages.
+    pub(super) fn show(&self, t: &Type) -> String {
+        self.metas.zonk(t).to_string()
+    }
+
+    pub(super) fn bind(&mut self, id: &Ident, ty: Type) {
+        self.binder_types.insert(id.span, ty.clone());
+        self.env.insert(id.name.clone(), VarInfo { ty });
+    }
+
+    /// Records that `eff` is performed at `span` by `what` (e.g. "`exec tool charge`").
+    pub(super) fn perform(&mut self, eff: &EffectSet, span: Span, what: &str) {
+        if eff.is_empty() {
+            return;
+        }
+        let Some(frame) = self.frames.last_mut() else { return };
+        frame.performed.extend(eff);
+        if let Some(allowed) = &frame.allowed {
+            if !eff.is_subset(&allowed.set) {
+                let d = Diagnostic::error(
+                    Code::E0401,
+                    span,
+                    format!("Effect violation: allowed {} but got {}", allowed.set, eff),
+                )
+                .with_label(format!("{what} performs {eff}"))
+                .with_secondary(allowed.span, allowed.reason.clone())
+                .with_expected_found(format!("effects within {}", allowed.set), eff.to_string())
+                .with_help(allowed.help.clone());
+                self.diags.push(d);
+            }
+        }
+    }
+
+    /// Γ ⊢ e ⇐ expected.
+    pub fn check(&mut self, e: &Expr, expected: &Type) {
+        stacker::maybe_grow(64 * 1024, 2 * 1024 * 1024, || self.check_inner(e, expected))
+    }
+
+    fn check_inner(&mut self, e: &Expr, expected: &Type) {
+        let exp = self.metas.resolve(expected);
+        match (&e.kind, &exp) {
+            (ExprKind::Fn { param, annot, body }, Type::Fun(p, eff, r)) => {
+                self.check_fn(e.span, param, annot.as_ref(), body, p, eff, r);
+            }
+            (ExprKind::Let(chain), _) => {
+                self.let_chain(chain, Some(&exp));
+            }
+            (ExprKind::If(c, t, f), _) => {
+                self.check_condition(c);
+                self.check(t, &exp);
+                self.check(f, &exp);
+            }
+            (ExprKind::Match(s, arms), _) => {
+                self.match_expr(s, arms, Some(exp.clone()), e.span);
+            }
+            (ExprKind::Record(fields), Type::Record(fe)) => {
+                let fe = fe.clone();
+                self.check_record(fields, &fe, e.span, None);
+            }
+            (ExprKind::List(elems, annot), Type::List(t)) => {
+                if let Some(a) = annot {
+                    let at = lower_type(a, &mut self.diags);
+                    self.expect(a.span, &at, t);
+                }
+                for el in elems {
+                    self.check(el, t);
+                }
+            }
+            (ExprKind::Ok(x), Type::Result(t, _)) => self.check(x, t),
+            (ExprKind::Err(x), Type::Result(_, er)) => self.check(x, er),
+            _ => {
+                let t = self.synth(e);
+                self.expect(e.span, &t, &exp);
+            }
+        }
+    }
+
+    /// Γ ⊢ e ⇒ T.
+    pub fn synth(&mut self, e: &Expr) -> Type {
+        stacker::maybe_grow(64 * 1024, 2 * 1024 * 1024, || self.synth_inner(e))
+    }
+
+    fn synth_inner(&mut self, e: &Expr) -> Type {
+        match &e.kind {
+            ExprKind::Unit => Type::Unit,
+            ExprKind::Bool(_) => Type::Bool,
+            ExprKind::Int(_) => Type::Int,
+            ExprKind::Str(_) => Type::String,
+            ExprKind::Var(id) => self.var(id),
+            ExprKind::Let(chain) => self.let_chain(chain, None),
+            ExprKind::Fn { param, annot, body } => self.synth_fn(param, annot.as_ref(), body, None),
+            ExprKind::App(..) => self.synth_app(e),
+            ExprKind::If(c, t, f) => {
+                self.check_condition(c);
+                let tt = self.synth(t);
+                self.check(f, &tt);
+                tt
+            }
+            ExprKind::Match(s, arms) => self.match_expr(s, arms, None, e.span),
+            ExprKind::Record(fields) => {
+                let mut out: Vec<(Name, Type)> = Vec::with_capacity(fields.len());
+                for f in fields {
+                    let t = self.synth(&f.value);
+                    if out.iter().any(|(n, _)| *n == f.name.name) {
+                        self.duplicate_field(&f.name);
+                    } else {
+                        out.push((f.name.name.clone(), t));
+                    }
+                }
+                Type::Record(out)
+            }
+            ExprKind::Field(r, f) => self.field(r, f),
+            ExprKind::List(elems, annot) => {
+                let elem = match annot {
+                    Some(a) => lower_type(a, &mut self.diags),
+                    None => match elems.first() {
+                        Some(first) => self.synth(first),
+                        None => self.metas.fresh(e.span, "the element type of this empty list"),
+                    },
+                };
+                let skip = usize::from(annot.is_none() && !elems.is_empty());
+                for el in elems.iter().skip(skip) {
+                    self.check(el, &elem);
+                }
+                Type::list(elem)
+            }
+            ExprKind::Ok(x) => {
+                let t = self.synth(x);
+                let err = self.metas.fresh(e.span, "the Err type of this `Ok(…)`");
+                Type::result(t, err)
+            }
+            ExprKind::Err(x) => {
+                let t = self.synth(x);
+                let ok = self.metas.fresh(e.span, "the Ok type of this `Err(…)`");
+                Type::result(ok, t)
+            }
+            ExprKind::Exec(tool, arg) => self.exec(tool, arg, e.span),
+            ExprKind::Binary(op, op_span, a, b) => self.binary(*op, *op_span, a, b),
+            ExprKind::Neg(x) => {
+                self.check(x, &Type::Int);
+                Type::Int
+            }
+            // Rejected by validation (E0301); nothing inside is checked.
+            ExprKind::Loop { .. } | ExprKind::Error => Type::Error,
+        }
+    }
+
+    fn check_condition(&mut self, c: &Expr) {
+        self.check(c, &Type::Bool);
+    }
+
+    fn var(&mut self, id: &Ident) -> Type {
+        if let Some(v) = self.env.get(&id.name) {
+            return v.ty.clone();
+        }
+        if self.recursive_refs.contains(&id.span) {
+            return Type::Error;
+        }
+        if BUILTINS.contains(&&*id.name) {
+            let d = Diagnostic::error(Code::E0210, id.span, format!("builtin `{}` must be applied to its arguments", id.name))
+                .with_label("used as a value")
+                .with_help(builtin_usage(&id.name));
+            self.diags.push(d);
+            return Type::Error;
+        }
+        let mut d = Diagnostic::error(Code::E0203, id.span, format!("unbound variable `{}`", id.name))
+            .with_label("not defined here");
+        if self.tools.iter().any(|t| t.name == id.name) {
+            d = d.with_help(format!(
+                "`{0}` is a tool: call it with `exec tool {0} ARG` and match the Result",
+                id.name
+            ));
+        } else {
+            let names: Vec<Name> = self.env.keys().cloned().collect();
+            let cands = names.iter().map(|n| &**n).chain(BUILTINS);
+            match did_you_mean(&id.name, cands) {
+                Some(s) => d = d.with_help(format!("did you mean `{s}`?")),
+                None => {
+                    d = d.with_help(format!("bind it first with `let {} = … in …`, or use a name in scope", id.name))
+                }
+            }
+        }
+        self.diags.push(d);
+        Type::Error
+    }
+
+    fn let_chain(&mut self, chain: &LetChain, expected: Option<&Type>) -> Type {
+        let saved = self.env.clone();
+        for b in &chain.bindings {
+            let ty = match &b.annot {
+                Some(a) => {
+                    let t = lower_type(a, &mut self.diags);
+                    self.check(&b.value, &t);
+                    t
+                }
+                None => self.synth(&b.value),
+            };
+            self.let_types.push((b.name.span, b.name.name.clone(), ty.clone()));
+            self.bind(&b.name, ty);
+        }
+        let t = match expected {
+            Some(exp) => {
+                self.check(&chain.body, exp);
+                exp.clone()
+            }
+            None => self.synth(&chain.body),
+        };
+        self.env = saved;
+        t
+    }
+
+    /// Synthesizes `fn param => body`; `hint` gives an unannotated parameter
+    /// its type (used by `traverse`).
+    pub(super) fn synth_fn(&mut self, param: &Ident, annot: Option<&TypeExpr>, body: &Expr, hint: Option<Type>) -> Type {
+        let pty = match (annot, hint) {
+            (Some(a), _) => lower_type(a, &mut self.diags),
+            (None, Some(h)) => h,
+            (None, None) => self.metas.fresh(param.span, "the type of this parameter"),
+        };
+        self.frames.push(Frame { performed: EffectSet::pure(), allowed: None });
+        let saved = self.env.clone();
+        self.bind(param, pty.clone());
+        let rty = self.synth(body);
+        self.env = saved;
+        let performed = self.frames.pop().map(|f| f.performed).unwrap_or_default();
+        Type::fun(pty, performed, rty)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn check_fn(
+        &mut self,
+        span: Span,
+        param: &Ident,
+        annot: Option<&TypeExpr>,
+        body: &Expr,
+        p: &Type,
+        eff: &EffectSet,
+        r: &Type,
+    ) {
+        let reason = self.callback_reason.take();
+        let pty = match annot {
+            Some(a) => {
+                let at = lower_type(a, &mut self.diags);
+                if self.metas.coerce(p, &at).is_err() {
+                    let (exp, found) = (self.show(p), self.show(&at));
+                    let d = Diagnostic::error(
+                        Code::E0201,
+                        a.span,
+                        format!("parameter `{}` is annotated `{found}`, but this function receives `{exp}`", param.name),
+                    )
+                    .with_label(format!("expected `{exp}`"))
+                    .with_expected_found(exp.clone(), found)
+                    .with_help(format!("annotate the parameter as `{}: {exp}`", param.name));
+                    self.diags.push(d);
+                }
+                at
+            }
+            None => p.clone(),
+        };
+        let allowed = match &reason {
+            Some(r) => r.clone(),
+            None => Allowed {
+                set: eff.clone(),
+                span,
+                reason: format!("this function is expected to perform at most {eff}"),
+                help: format!(
+                    "allow the effect in the expected function type (for example `A -{{Write}}-> B`), \
+                     or move the call out of this function; allowed here: {eff}"
+                ),
+            },
+        };
+        self.frames.push(Frame { performed: EffectSet::pure(), allowed: Some(allowed) });
+        let saved = self.env.clone();
+        self.bind(param, pty);
+        if matches!(body.kind, ExprKind::Fn { .. }) {
+            self.callback_reason = reason;
+        }
+        self.check(body, r);
+        self.callback_reason = None;
+        self.env = saved;
+        self.frames.pop();
+    }
+
+    fn synth_app(&mut self, e: &Expr) -> Type {
+        let mut args: Vec<(&Expr, Span)> = Vec::new();
+        let mut head = e;
+        while let ExprKind::App(f, a) = &head.kind {
+            args.push((a, head.span));
+            head = f;
+        }
+        args.reverse();
+        if let ExprKind::Var(id) = &head.kind {
+            if BUILTINS.contains(&&*id.name) && !self.env.contains_key(&id.name) {
+                return self.builtin(id, &args);
+            }
+        }
+        let what = match &head.kind {
+            ExprKind::Var(id) => format!("calling `{}`", id.name),
+            _ => "this call".to_string(),
+        };
+        let mut fty = self.synth(head);
+        let mut callee_span = head.span;
+        for (arg, app_span) in args {
+            fty = self.apply(fty, callee_span, arg, app_span, &what);
+            callee_span = app_span;
+        }
+        fty
+    }
+
+    /// Applies a function of type `fty` (spanning `callee`) to `arg`.
+    pub(super) fn apply(&mut self, fty: Type, callee: Span, arg: &Expr, app: Span, what: &str) -> Type {
+        let resolved = self.metas.resolve(&fty);
+        let resolved = self.metas.resolve(resolved.peel_linear());
+        match resolved {
+            Type::Fun(p, eff, r) => {
+                self.check(arg, &p);
+                self.perform(&eff, app, what);
+                *r
+            }
+            Type::Error => {
+                self.synth(arg);
+                Type::Error
+            }
+            Type::Meta(id) => {
+                self.synth(arg);
+                let mut d = Diagnostic::error(Code::E0209, callee, "cannot tell what function this is")
+                    .with_label("its type is not known here");
+                if let Some((origin, what)) = self.metas.origin(id) {
+                    d = d.with_secondary(origin, what);
+                }
+                self.diags.push(d.with_help("annotate the parameter with a function type, e.g. `fn f: Int -{}-> Int => …`"));
+                Type::Error
+            }
+            other => {
+                self.synth(arg);
+                let shown = self.show(&other);
+                let mut d = Diagnostic::error(Code::E0206, arg.span, format!("a value of type `{shown}` is not a function"))
+                    .with_label("this is passed as an argument")
+                    .with_secondary(callee, format!("this has type `{shown}`"));
+                d = if matches!(other, Type::Result(..)) {
+                    d.with_help("a Result must be matched first: `match … { Ok(v) => …, Err(e) => … }`")
+                } else {
+                    d.with_help("remove the extra argument, or add the missing operator or parentheses (application binds tighter than `+`)")
+                };
+                self.diags.push(d);
+                Type::Error
+            }
+        }
+    }
+
+    fn field(&mut self, r: &Expr, f: &Ident) -> Type {
+        let rt = self.synth(r);
+        let rt = self.metas.resolve(&rt);
+        let rt = self.metas.resolve(rt.peel_linear());
+        match &rt {
+            Type::Record(fs) => {
+                if let Some((_, t)) = fs.iter().find(|(n, _)| *n == f.name) {
+                    return t.clone();
+                }
+                let shown = self.show(&rt);
+                let names: Vec<&str> = fs.iter().map(|(n, _)| &**n).collect();
+                let mut d = Diagnostic::error(Code::E0202, f.span, format!("Field '{}' not found in record type {shown}", f.name))
+                    .with_label(format!("no field `{}`", f.name))
+                    .with_secondary(r.span, format!("this has type {shown}"));
+                d = if names.is_empty() {
+                    d.with_help("this record has no fields")
+                } else {
+                    d = d.with_note(format!("the record has fields: {}", names.join(", ")));
+                    match did_you_mean(&f.name, names.iter().copied()) {
+                        Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                        None => d.with_help(format!("use one of the record's fields: {}", names.join(", "))),
+                    }
+                };
+                self.diags.push(d);
+                Type::Error
+            }
+            Type::Result(..) => {
+                let shown = self.show(&rt);
+                let d = Diagnostic::error(Code::E0601, f.span, format!("cannot read field `{}` of a Result", f.name))
+                    .with_label("field access on a Result")
+                    .with_secondary(r.span, format!("this is a {shown}: it may have failed"))
+                    .with_help(format!("match it first: `match … {{ Ok(v) => v.{}, Err(e) => … }}`", f.name));
+                self.diags.push(d);
+                Type::Error
+            }
+            Type::Error => Type::Error,
+            Type::Meta(id) => {
+                let mut d = Diagnostic::error(Code::E0209, r.span, format!("cannot read field `{}`: the record type is not known here", f.name))
+                    .with_label("type not known");
+                if let Some((origin, what)) = self.metas.origin(*id) {
+                    d = d.with_secondary(origin, what);
+                }
+                self.diags.push(d.with_help("annotate the parameter with its record type, e.g. `fn r: {name: String} => r.name`"));
+                Type::Error
+            }
+            other => {
+                let shown = self.show(other);
+                let d = Diagnostic::error(Code::E0202, f.span, format!("`{shown}` is not a record, so it has no field `{}`", f.name))
+                    .with_label("field access on a non-record")
+                    .with_secondary(r.span, format!("this has type {shown}"))
+                    .with_help("only records have fields; remove `.field` or use a record value");
+                self.diags.push(d);
+                Type::Error
+            }
+        }
+    }
+
+    fn exec(&mut self, tool: &Ident, arg: &Expr, span: Span) -> Type {
+        let Some(sig) = self.tools.iter().find(|t| t.name == tool.name).cloned() else {
+            self.synth(arg);
+            let names: Vec<&str> = self.tools.iter().map(|t| &*t.name).collect();
+            let mut d = Diagnostic::error(Code::E0204, tool.span, format!("unknown tool `{}`", tool.name))
+                .with_label("no tool with this name is declared");
+            d = match did_you_mean(&tool.name, names.iter().copied()) {
+                Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                None if names.is_empty() => d.with_help(format!(
+                    "declare it before the program: `tool {}: In -{{Read}}-> Out;`",
+                    tool.name
+                )),
+                None => d.with_help(format!("the declared tools are: {}", names.join(", "))),
+            };
+            self.diags.push(d);
+            return Type::result(Type::Error, Type::String);
+        };
+        match (&arg.kind, self.metas.resolve(&sig.input)) {
+            (ExprKind::Record(fields), Type::Record(fe)) => {
+                self.check_record(fields, &fe, arg.span, Some(&sig.name));
+            }
+            _ => self.check(arg, &sig.input),
+        }
+        self.perform(&sig.effects, span, &format!("`exec tool {}`", sig.name));
+        Type::result(sig.output.clone(), Type::String)
+    }
+
+    pub(super) fn duplicate_field(&mut self, name: &Ident) {
+        let d = Diagnostic::error(Code::E0207, name.span, format!("field `{}` is given twice", name.name))
+            .with_label("duplicate field")
+            .with_help("remove one of the two");
+        self.diags.push(d);
+    }
+}
+
+/// How to call a builtin, for help lines.
+pub(super) fn builtin_usage(name: &str) -> String {
+    match name {
+        "map" => "apply it: `map (fn x: T => …) xs` (the callback must be pure)".into(),
+        "filter" => "apply it: `filter (fn x: T => …) xs` (the predicate must be pure and return Bool)".into(),
+        "fold" => "apply it: `fold (fn acc: A => fn x: T => …) init xs` (the callback must be pure)".into(),
+        _ => "apply it: `traverse (fn x: T => exec tool NAME x) xs` and match its Result".into(),
+    }
+}

@@ -1,0 +1,230 @@
+//! Usage pass: linear bindings are used exactly once on every path, and a
+//! `Result` bound by `let` is matched (used) somewhere.
+//!
+//! Runs after type synthesis, using the type of each binder. For every binder
+//! of type `!T` (a `let`, a parameter, or an `Ok(x)`/`Err(x)` pattern) it
+//! collects the uses along each control-flow path:
+//!
+//! * used twice or more → E0501 ("Linearity violation for 'token': used 2
+//!   times (must be exactly once)", each use labelled);
+//! * never used, or discarded by `_` → E0502;
+//! * used inside a `fn` that does not bind it → E0503 (a function may run
+//!   any number of times, so it cannot capture a single-use value);
+//! * `if`/`match` branches that use it a different number of times → E0504.
+//!
+//! A `let` whose value is a `Result` and whose name is never used is E0603:
+//! the failure it carries would be silently dropped.
+
+use super::ty::Type;
+use crate::diag::{Code, Diagnostic};
+use crate::source::Span;
+use crate::syntax::ast::*;
+use std::collections::HashMap;
+
+#[derive(Clone)]
+struct BinderInfo {
+    span: Span,
+    linear: bool,
+    result_let: bool,
+    level: u32,
+}
+
+struct Usage<'a> {
+    types: &'a HashMap<Span, Type>,
+    /// Uses of each linear binder along the current path.
+    uses: HashMap<Span, Vec<Span>>,
+    /// How often each `let`-bound Result is mentioned anywhere.
+    result_uses: HashMap<Span, usize>,
+    diags: Vec<Diagnostic>,
+    captured: Vec<Span>,
+}
+
+/// Runs the usage pass; `types` maps binder spans to their (zonked) types.
+pub fn check_usage(program: &Program, types: &HashMap<Span, Type>) -> Vec<Diagnostic> {
+    let mut u = Usage { types, uses: HashMap::new(), result_uses: HashMap::new(), diags: Vec::new(), captured: Vec::new() };
+    u.walk(&program.body, &im::HashMap::new(), 0);
+    u.diags
+}
+
+impl Usage<'_> {
+    fn info(&self, id: &Ident, level: u32, is_let: bool) -> BinderInfo {
+        let ty = self.types.get(&id.span);
+        let linear = matches!(ty, Some(Type::Linear(_)));
+        let result_let = is_let && matches!(ty, Some(Type::Result(..)));
+        BinderInfo { span: id.span, linear, result_let, level }
+    }
+
+    fn bind(&mut self, env: &mut im::HashMap<Name, BinderInfo>, id: &Ident, level: u32, is_let: bool) {
+        let info = self.info(id, level, is_let);
+        if info.linear {
+            self.uses.insert(id.span, Vec::new());
+        }
+        if info.result_let {
+            self.result_uses.insert(id.span, 0);
+        }
+        env.insert(id.name.clone(), info);
+    }
+
+    /// Reports on a binder going out of scope.
+    fn close(&mut self, id: &Ident) {
+        if let Some(uses) = self.uses.remove(&id.span) {
+            if uses.len() != 1 {
+                let n = uses.len();
+                let (code, label) = if n == 0 { (Code::E0502, "never used") } else { (Code::E0501, "bound here") };
+                let mut d = Diagnostic::error(
+                    code,
+                    id.span,
+                    format!("Linearity violation for '{}': used {n} times (must be exactly once)", id.name),
+                )
+                .with_label(label);
+                for (i, u) in uses.iter().enumerate() {
+                    d = d.with_secondary(*u, format!("use {}", i + 1));
+                }
+                d = d.with_help(if n == 0 {
+                    format!("a `!` value must be consumed exactly once: pass `{}` to the call that needs it", id.name)
+                } else {
+                    format!(
+                        "a `!` value can be consumed only once: keep one use of `{}`, and obtain a fresh value for each other use",
+                        id.name
+                    )
+                });
+                self.diags.push(d);
+            }
+        }
+        if let Some(0) = self.result_uses.remove(&id.span) {
+            let ty = self.types.get(&id.span).map(ToString::to_string).unwrap_or_default();
+            let d = Diagnostic::error(Code::E0603, id.span, format!("Unhandled Result: `{}` is never matched", id.name))
+                .with_label(format!("`{}` has type {ty}", id.name))
+                .with_help(format!(
+                    "match it: `match {} {{ Ok(v) => …, Err(e) => … }}`, so that a failure is handled",
+                    id.name
+                ));
+            self.diags.push(d);
+        }
+    }
+
+    fn walk(&mut self, e: &Expr, env: &im::HashMap<Name, BinderInfo>, level: u32) {
+        stacker::maybe_grow(64 * 1024, 2 * 1024 * 1024, || self.walk_inner(e, env, level))
+    }
+
+    fn walk_inner(&mut self, e: &Expr, env: &im::HashMap<Name, BinderInfo>, level: u32) {
+        match &e.kind {
+            ExprKind::Var(id) => {
+                let Some(b) = env.get(&id.name) else { return };
+                if b.linear {
+                    if level > b.level && !self.captured.contains(&b.span) {
+                        self.captured.push(b.span);
+                        let d = Diagnostic::error(
+                            Code::E0503,
+                            id.span,
+                            format!("linear value `{}` is captured by a function", id.name),
+                        )
+                        .with_label("used inside a function that may run several times")
+                        .with_secondary(b.span, "bound outside the function")
+                        .with_help(format!(
+                            "pass `{}` as an argument instead, or use it outside the function",
+                            id.name
+                        ));
+                        self.diags.push(d);
+                    }
+                    if let Some(u) = self.uses.get_mut(&b.span) {
+                        u.push(id.span);
+                    }
+                }
+                if b.result_let {
+                    if let Some(n) = self.result_uses.get_mut(&b.span) {
+                        *n += 1;
+                    }
+                }
+            }
+            ExprKind::Let(chain) => {
+                let mut env = env.clone();
+                for b in &chain.bindings {
+                    self.walk(&b.value, &env, level);
+                    self.bind(&mut env, &b.name, level, true);
+                }
+                self.walk(&chain.body, &env, level);
+                for b in chain.bindings.iter().rev() {
+                    self.close(&b.name);
+                }
+            }
+            ExprKind::Fn { param, body, .. } => {
+                let mut env = env.clone();
+                self.bind(&mut env, param, level + 1, false);
+                self.walk(body, &env, level + 1);
+                self.close(param);
+            }
+            ExprKind::If(c, t, f) => {
+                self.walk(c, env, level);
+                self.branches(env, level, &[(t, None), (f, None)]);
+            }
+            ExprKind::Match(s, arms) => {
+                self.walk(s, env, level);
+                let branches: Vec<(&Expr, Option<&Pattern>)> = arms.iter().map(|a| (&a.body, Some(&a.pattern))).collect();
+                self.branches(env, level, &branches);
+            }
+            kind => kind.for_each_child(|c| self.walk(c, env, level)),
+        }
+    }
+
+    /// Walks alternative branches from the same starting state and requires
+    /// every outer linear binder to be used equally often in each.
+    fn branches(&mut self, env: &im::HashMap<Name, BinderInfo>, level: u32, branches: &[(&Expr, Option<&Pattern>)]) {
+        let before = self.uses.clone();
+        let mut results: Vec<HashMap<Span, Vec<Span>>> = Vec::new();
+        for (body, pattern) in branches {
+            self.uses = before.clone();
+            let mut env = env.clone();
+            let bound = pattern.and_then(|p| match &p.kind {
+                PatternKind::Ok(Binder::Var(x)) | PatternKind::Err(Binder::Var(x)) | PatternKind::Var(x) => Some(x),
+                PatternKind::Ok(Binder::Wildcard(w)) | PatternKind::Err(Binder::Wildcard(w)) => {
+                    if matches!(self.types.get(w), Some(Type::Linear(_))) {
+                        let d = Diagnostic::error(Code::E0502, *w, "linear value discarded by `_`")
+                            .with_label("this `!` value is never used")
+                            .with_help("bind it to a name and consume it exactly once");
+                        self.diags.push(d);
+                    }
+                    None
+                }
+                PatternKind::Wildcard => None,
+            });
+            if let Some(x) = bound {
+                self.bind(&mut env, x, level, false);
+            }
+            self.walk(body, &env, level);
+            if let Some(x) = bound {
+                self.close(x);
+            }
+            results.push(std::mem::take(&mut self.uses));
+        }
+        // Merge: report disagreements, continue with the branch that used most.
+        let mut merged = before.clone();
+        for (binder, prior) in &before {
+            let counts: Vec<usize> = results.iter().map(|r| r.get(binder).map_or(0, Vec::len)).collect();
+            let (Some(&min), Some(&max)) = (counts.iter().min(), counts.iter().max()) else { continue };
+            let richest = results.iter().max_by_key(|r| r.get(binder).map_or(0, Vec::len));
+            if let Some(r) = richest.and_then(|r| r.get(binder)) {
+                merged.insert(*binder, r.clone());
+            }
+            if min != max {
+                let name = env.iter().find(|(_, b)| b.span == *binder).map(|(n, _)| n.to_string()).unwrap_or_default();
+                let mut d = Diagnostic::error(
+                    Code::E0504,
+                    *binder,
+                    format!("branches use linear value `{name}` differently (between {min} and {max} times)"),
+                )
+                .with_label("bound here");
+                for r in &results {
+                    for u in r.get(binder).into_iter().flatten().skip(prior.len()) {
+                        d = d.with_secondary(*u, "used in this branch");
+                    }
+                }
+                d = d.with_help(format!(
+                    "use `{name}` exactly once in every branch of the `if`/`match` (or once before it)"
+                ));
+                self.diags.push(d);
+            }
+        }
+        self.uses = merged;
+    }
+}

@@ -1,0 +1,162 @@
+//! The checker: AST → typed program, or every diagnostic at once.
+//!
+//! ```text
+//! Program ──validate (termination)──▶ ──tools──▶ ──synth/check──▶ ──usage (linear, Result)──▶ Analysis
+//! ```
+//!
+//! Judgements (bidirectional): `Γ ⊢ e ⇒ T ! E` synthesizes a type `T` and
+//! performs effects `E`; `Γ ⊢ e ⇐ T` checks against a known type. Records are
+//! closed rows compared as sets of fields; every function type carries an
+//! effect row; a program's effects are the union of everything it may do.
+//! After typing:
+//!
+//! * a program whose value contains a `Result` is rejected (E0602: the
+//!   failure would be unhandled);
+//! * linear `!T` binders are used exactly once on every path and a `let`-bound
+//!   `Result` is matched ([`linear`]).
+//!
+//! Accepted: `tool q: String -{Read}-> {n: Int}; match exec tool q "a" { Ok(r) => r.n, Err(e) => 0 }`
+//! has type `Int` and effects `[Read]`.
+//! Rejected: `… Ok(r) => r.m …` (E0202, did you mean `n`?), or the bare
+//! `exec tool q "a"` as the program (E0602).
+
+pub mod builtins;
+pub mod decls;
+pub mod infer;
+pub mod linear;
+pub mod pattern;
+pub mod report;
+pub mod ty;
+pub mod unify;
+
+use crate::diag::{Code, Diagnostic};
+use crate::source::Span;
+use crate::syntax::ast::{Expr, ExprKind, Name, Program};
+use crate::syntax::{self, validate};
+pub use decls::ToolSig;
+use std::collections::HashMap;
+pub use ty::{EffectSet, Type};
+
+/// At most this many diagnostics are kept (by source position); the rest are counted.
+pub const MAX_DIAGNOSTICS: usize = 100;
+
+/// The type of one `let` binding, for `lt check --emit types`.
+#[derive(Clone, Debug)]
+pub struct LetType {
+    /// The bound name's span.
+    pub span: Span,
+    /// The name.
+    pub name: Name,
+    /// Its type (metavariables substituted).
+    pub ty: Type,
+}
+
+/// Everything `lt check` learns about a source text.
+#[derive(Debug)]
+pub struct Analysis {
+    /// The parsed program (with error nodes where parsing failed).
+    pub program: Program,
+    /// Every diagnostic, sorted by position, at most [`MAX_DIAGNOSTICS`].
+    pub diagnostics: Vec<Diagnostic>,
+    /// How many diagnostics were dropped beyond [`MAX_DIAGNOSTICS`].
+    pub truncated: usize,
+    /// The program's type (meaningful when there are no errors).
+    pub ty: Type,
+    /// The effects the program may perform, in canonical order.
+    pub effects: EffectSet,
+    /// The declared tools.
+    pub tools: Vec<ToolSig>,
+    /// The type of every `let`, in source order.
+    pub let_types: Vec<LetType>,
+}
+
+/// A program that passed every check. Only [`Analysis::into_checked`] makes
+/// one, so later phases (lowering) accept nothing else.
+#[derive(Debug)]
+pub struct CheckedProgram {
+    /// The program.
+    pub program: Program,
+    /// Its type.
+    pub ty: Type,
+    /// Its effects.
+    pub effects: EffectSet,
+    /// The declared tools.
+    pub tools: Vec<ToolSig>,
+}
+
+impl Analysis {
+    /// True when there are no errors.
+    pub fn is_ok(&self) -> bool {
+        self.diagnostics.is_empty() && self.truncated == 0
+    }
+
+    /// The checked program, or the diagnostics.
+    pub fn into_checked(self) -> Result<CheckedProgram, Vec<Diagnostic>> {
+        if self.is_ok() {
+            Ok(CheckedProgram { program: self.program, ty: self.ty, effects: self.effects, tools: self.tools })
+        } else {
+            Err(self.diagnostics)
+        }
+    }
+}
+
+/// Parses and checks `text`.
+pub fn check_source(text: &str) -> Analysis {
+    let (program, diags) = syntax::parse(text);
+    check_program(program, diags)
+}
+
+/// Checks a parsed program; `diags` are the parse diagnostics so far.
+pub fn check_program(program: Program, mut diags: Vec<Diagnostic>) -> Analysis {
+    let validation = validate::validate(&program);
+    diags.extend(validation.diags);
+    let tools = decls::tools(&program.decls, &mut diags);
+
+    let mut ck = infer::Checker::new(&tools, &validation.recursive_refs);
+    let ty = ck.synth(&program.body);
+    let ty = ck.metas.zonk(&ty);
+    let effects = ck.top_effects();
+    let tail = tail_expr(&program.body);
+    if ty.contains_result() {
+        let d = Diagnostic::error(Code::E0602, tail.span, format!("Unhandled Result: the program's value has type {ty}"))
+            .with_label("this Result is never matched")
+            .with_help(
+                "match it and return a plain value from both arms: `match … { Ok(v) => …, Err(e) => … }`",
+            );
+        ck.diags.push(d);
+    }
+    let before = diags.len() + ck.diags.len();
+    if before == 0 {
+        if let Some(id) = ck.metas.first_unsolved(&ty) {
+            if let Some((origin, what)) = ck.metas.origin(id) {
+                let d = Diagnostic::error(Code::E0209, origin, format!("cannot infer {what}"))
+                    .with_label("type not known")
+                    .with_note(format!("the program's type would be {ty}"))
+                    .with_help("add a type annotation: `[]: String` for an empty list, `fn x: Int => …` for a parameter");
+                ck.diags.push(d);
+            }
+        }
+    }
+    let binder_types: HashMap<Span, Type> =
+        ck.binder_types.iter().map(|(s, t)| (*s, ck.metas.zonk(t))).collect();
+    let let_types: Vec<LetType> = ck
+        .let_types
+        .iter()
+        .map(|(span, name, t)| LetType { span: *span, name: name.clone(), ty: ck.metas.zonk(t) })
+        .collect();
+    diags.append(&mut ck.diags);
+    diags.extend(linear::check_usage(&program, &binder_types));
+    diags.sort_by_key(|d| (d.span.start, d.span.end, d.code));
+    diags.dedup_by(|a, b| a.span == b.span && a.code == b.code && a.message == b.message);
+    let truncated = diags.len().saturating_sub(MAX_DIAGNOSTICS);
+    diags.truncate(MAX_DIAGNOSTICS);
+    Analysis { program, diagnostics: diags, truncated, ty, effects, tools, let_types }
+}
+
+/// The expression whose value is the program's value (through `let` chains).
+fn tail_expr(e: &Expr) -> &Expr {
+    match &e.kind {
+        ExprKind::Let(chain) => tail_expr(&chain.body),
+        _ => e,
+    }
+}

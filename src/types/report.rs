@@ -1,0 +1,251 @@
+//! Comparing an actual type with an expected one and turning failures into
+//! diagnostics; record literals checked field by field; operators.
+
+use super::infer::Checker;
+use super::ty::Type;
+use super::unify::Mismatch;
+use crate::diag::{did_you_mean, Code, Diagnostic};
+use crate::source::Span;
+use crate::syntax::ast::{BinOp, Expr, Field, Name};
+
+fn at_path(path: &[String]) -> String {
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!(" (in {})", path.join(" → "))
+    }
+}
+
+impl Checker<'_> {
+    /// Reports unless `actual ≤ expected`; `span` is the expression's.
+    pub(super) fn expect(&mut self, span: Span, actual: &Type, expected: &Type) {
+        if let Err(m) = self.metas.coerce(actual, expected) {
+            let d = self.mismatch(span, actual, expected, m);
+            self.diags.push(d);
+        }
+    }
+
+    /// The diagnostic for a failed `actual ≤ expected`.
+    pub(super) fn mismatch(&self, span: Span, actual: &Type, expected: &Type, m: Mismatch) -> Diagnostic {
+        let full_exp = self.show(expected);
+        let full_found = self.show(actual);
+        match m {
+            Mismatch::Types { path, expected: e, found: f } => {
+                if path.is_empty() && matches!(f, Type::Result(..)) && !matches!(e, Type::Result(..)) {
+                    return Diagnostic::error(Code::E0606, span, format!("this is a {f}, but a {e} is expected"))
+                        .with_label("unmatched Result")
+                        .with_expected_found(e.to_string(), f.to_string())
+                        .with_help("a Result must be matched before its value is used: `match … { Ok(v) => …, Err(e) => … }`");
+                }
+                let mut d = Diagnostic::error(Code::E0201, span, format!("type mismatch: expected {e}, found {f}{}", at_path(&path)))
+                    .with_label(format!("this has type {f}"))
+                    .with_expected_found(e.to_string(), f.to_string());
+                if !path.is_empty() {
+                    d = d.with_note(format!("the whole value has type {full_found}, but {full_exp} is expected"));
+                }
+                let help = match (&e, &f) {
+                    (Type::String, Type::Int) => "convert explicitly, or use a String value".to_string(),
+                    (Type::Int, Type::String) => "use an Int value (numbers are written without quotes)".to_string(),
+                    (Type::List(_), Type::Unit) | (Type::List(_), Type::Record(_)) => {
+                        "write a list as `[a, b]`, or `[]: T` for an empty list of T".to_string()
+                    }
+                    (Type::Result(..), _) => {
+                        "wrap the value: `Ok(value)` for success or `Err(\"message\")` for failure".to_string()
+                    }
+                    (Type::Fun(..), _) => "pass a function such as `fn x: T => …`".to_string(),
+                    _ => format!("make this a value of type {e}"),
+                };
+                d.with_help(help)
+            }
+            Mismatch::Fields { path, missing, extra } => {
+                let mut parts = Vec::new();
+                if !missing.is_empty() {
+                    parts.push(format!("missing {}", list(&missing)));
+                }
+                if !extra.is_empty() {
+                    parts.push(format!("unexpected {}", list(&extra)));
+                }
+                let mut d = Diagnostic::error(
+                    Code::E0208,
+                    span,
+                    format!("record fields do not match{}: {}", at_path(&path), parts.join(", ")),
+                )
+                .with_label(format!("this has type {full_found}"))
+                .with_expected_found(full_exp.clone(), full_found);
+                d = d.with_help(fields_help(&missing, &extra));
+                d
+            }
+            Mismatch::Effects { path, allowed, got } => {
+                let mut d = Diagnostic::error(Code::E0401, span, format!("Effect violation: allowed {allowed} but got {got}"))
+                    .with_label(format!("this function may perform {got}{}", at_path(&path)))
+                    .with_expected_found(full_exp, full_found);
+                d = match &self.callback_reason {
+                    Some(r) => d.with_secondary(r.span, r.reason.clone()).with_help(r.help.clone()),
+                    None => d.with_help(
+                        "only a function with fewer effects fits here; for effectful iteration use `traverse` and match its Result",
+                    ),
+                };
+                d
+            }
+            Mismatch::Occurs => Diagnostic::error(Code::E0201, span, "this would need an infinite type")
+                .with_label(format!("{full_found} cannot equal {full_exp}"))
+                .with_help("add type annotations to find the mistake"),
+        }
+    }
+
+    /// Checks a record literal against the fields of an expected record type,
+    /// naming each missing and unknown field. `tool` names the tool whose
+    /// argument this is.
+    pub(super) fn check_record(&mut self, fields: &[Field], expected: &[(Name, Type)], span: Span, tool: Option<&Name>) {
+        let mut seen: Vec<Name> = Vec::new();
+        let mut unknown: Vec<&Field> = Vec::new();
+        for f in fields {
+            if seen.contains(&f.name.name) {
+                self.duplicate_field(&f.name);
+                self.synth(&f.value);
+                continue;
+            }
+            seen.push(f.name.name.clone());
+            match expected.iter().find(|(n, _)| *n == f.name.name) {
+                Some((_, t)) => self.check(&f.value, t),
+                None => {
+                    self.synth(&f.value);
+                    unknown.push(f);
+                }
+            }
+        }
+        let missing: Vec<&(Name, Type)> = expected.iter().filter(|(n, _)| !seen.contains(n)).collect();
+        if unknown.is_empty() && missing.is_empty() {
+            return;
+        }
+        let exp_ty = self.show(&Type::Record(expected.to_vec()));
+        let whose = match tool {
+            Some(t) => format!("tool `{t}` takes"),
+            None => "expected".to_string(),
+        };
+        for f in &unknown {
+            let cands = missing.iter().map(|(n, _)| &**n);
+            let help = match did_you_mean(&f.name.name, cands) {
+                Some(s) => format!("did you mean `{s}`?"),
+                None => format!("remove it; {whose} {exp_ty}"),
+            };
+            let d = Diagnostic::error(Code::E0208, f.name.span, format!("unknown field `{}`", f.name.name))
+                .with_label(format!("not a field of {exp_ty}"))
+                .with_note(format!("{whose} {exp_ty}"))
+                .with_help(help);
+            self.diags.push(d);
+        }
+        let unmatched_missing: Vec<String> = missing
+            .iter()
+            .filter(|(n, _)| !unknown.iter().any(|f| did_you_mean(&f.name.name, [&**n]).is_some()))
+            .map(|(n, t)| format!("{n}: {}", self.show(t)))
+            .collect();
+        if !unmatched_missing.is_empty() {
+            let d = Diagnostic::error(
+                Code::E0208,
+                span,
+                format!("missing field{} {}", if unmatched_missing.len() > 1 { "s" } else { "" }, unmatched_missing.join(", ")),
+            )
+            .with_label("this record lacks them")
+            .with_note(format!("{whose} {exp_ty}"))
+            .with_help(format!("add {}", unmatched_missing.iter().map(|m| format!("`{}`", m.replacen(':', " =", 1))).collect::<Vec<_>>().join(", ")));
+            self.diags.push(d);
+        }
+    }
+
+    /// Types a binary operation.
+    pub(super) fn binary(&mut self, op: BinOp, op_span: Span, a: &Expr, b: &Expr) -> Type {
+        match op {
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => {
+                let ta = self.synth(a);
+                if op == BinOp::Add && matches!(self.metas.resolve(ta.peel_linear()), Type::String) {
+                    self.synth(b);
+                    let d = Diagnostic::error(Code::E0201, op_span, "`+` adds Ints; it cannot join Strings")
+                        .with_label("String + …")
+                        .with_expected_found("Int", "String")
+                        .with_help("join strings with `++`: `a ++ b`");
+                    self.diags.push(d);
+                    return Type::String;
+                }
+                self.expect(a.span, &ta, &Type::Int);
+                self.check(b, &Type::Int);
+                Type::Int
+            }
+            BinOp::Concat => {
+                self.check(a, &Type::String);
+                self.check(b, &Type::String);
+                Type::String
+            }
+            BinOp::And | BinOp::Or => {
+                self.check(a, &Type::Bool);
+                self.check(b, &Type::Bool);
+                Type::Bool
+            }
+            BinOp::Eq | BinOp::Ne => {
+                let ta = self.synth(a);
+                self.check(b, &ta);
+                let t = self.metas.zonk(&ta);
+                if let Some(why) = not_comparable(&t) {
+                    let d = Diagnostic::error(Code::E0211, op_span, format!("`{}` cannot compare values of type {t}", op.as_str()))
+                        .with_label(why)
+                        .with_help(match t {
+                            Type::Result(..) => "match the Result first and compare the values inside",
+                            _ => "compare plain data: Int, Bool, String, Unit, or records and lists of them",
+                        });
+                    self.diags.push(d);
+                }
+                Type::Bool
+            }
+            BinOp::Lt | BinOp::Gt | BinOp::Le | BinOp::Ge => {
+                let ta = self.synth(a);
+                match self.metas.resolve(ta.peel_linear()) {
+                    Type::Int | Type::String => self.check(b, &ta),
+                    Type::Error => {
+                        self.synth(b);
+                    }
+                    Type::Meta(_) => {
+                        self.expect(a.span, &ta, &Type::Int);
+                        self.check(b, &Type::Int);
+                    }
+                    other => {
+                        self.synth(b);
+                        let shown = self.show(&other);
+                        let d = Diagnostic::error(Code::E0211, op_span, format!("`{}` cannot order values of type {shown}", op.as_str()))
+                            .with_label("only Int and String are ordered")
+                            .with_help("compare Ints (or Strings) instead");
+                        self.diags.push(d);
+                    }
+                }
+                Type::Bool
+            }
+        }
+    }
+}
+
+fn list(names: &[Name]) -> String {
+    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+}
+
+fn fields_help(missing: &[Name], extra: &[Name]) -> String {
+    for x in extra {
+        if let Some(s) = did_you_mean(x, missing.iter().map(|n| &**n)) {
+            return format!("did you mean `{s}` instead of `{x}`?");
+        }
+    }
+    match (missing.is_empty(), extra.is_empty()) {
+        (false, true) => format!("add {}", list(missing)),
+        (true, false) => format!("remove {}", list(extra)),
+        _ => format!("add {} and remove {}", list(missing), list(extra)),
+    }
+}
+
+/// Why values of `t` cannot be compared with `==`, if they cannot.
+fn not_comparable(t: &Type) -> Option<&'static str> {
+    match t {
+        Type::Unit | Type::Bool | Type::Int | Type::String | Type::Meta(_) | Type::Error => None,
+        Type::Linear(t) | Type::List(t) => not_comparable(t),
+        Type::Record(fs) => fs.iter().find_map(|(_, t)| not_comparable(t)),
+        Type::Result(..) => Some("Results must be matched, not compared"),
+        Type::Fun(..) => Some("functions cannot be compared"),
+    }
+}

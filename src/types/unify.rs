@@ -1,0 +1,213 @@
+//! Metavariables and subsumption (`actual ≤ expected`).
+//!
+//! Metavariables stand for types not yet known: the element type of `[]`, the
+//! other side of `Ok(e)`/`Err(e)`, an unannotated parameter, and the type
+//! parameters of the builtins. They are solved by [`Metas::coerce`], which is
+//! structural unification extended with three subsumption rules:
+//!
+//! * effect rows: `A -{E1}-> B ≤ A -{E2}-> B` when `E1 ⊆ E2` (a purer function
+//!   may be used where effects are allowed; parameters are contravariant);
+//! * linearity: `!T ≤ T` (using a linear value consumes it) and `T ≤ !T`;
+//! * records are closed rows compared as sets of fields (order is irrelevant).
+
+use super::ty::{EffectSet, Type};
+use crate::source::Span;
+use crate::syntax::ast::Name;
+
+/// Why `actual ≤ expected` failed, with the path to the failing part.
+#[derive(Clone, Debug)]
+pub enum Mismatch {
+    /// Two different type constructors.
+    Types {
+        /// Where inside the compared types (`field \`a\``, `list element`…).
+        path: Vec<String>,
+        /// The expected part.
+        expected: Type,
+        /// The actual part.
+        found: Type,
+    },
+    /// Records with different field sets.
+    Fields {
+        /// Where inside the compared types.
+        path: Vec<String>,
+        /// Fields the expected record has and the actual lacks.
+        missing: Vec<Name>,
+        /// Fields the actual record has and the expected lacks.
+        extra: Vec<Name>,
+    },
+    /// A function performs effects its expected type does not allow.
+    Effects {
+        /// Where inside the compared types.
+        path: Vec<String>,
+        /// What is allowed.
+        allowed: EffectSet,
+        /// What the function may perform.
+        got: EffectSet,
+    },
+    /// Solving would build an infinite type.
+    Occurs,
+}
+
+/// One metavariable.
+#[derive(Clone, Debug)]
+struct Meta {
+    solution: Option<Type>,
+    origin: Span,
+    what: &'static str,
+}
+
+/// The table of metavariables of one checking run.
+#[derive(Default)]
+pub struct Metas {
+    table: Vec<Meta>,
+}
+
+impl Metas {
+    /// A fresh metavariable created at `origin` for `what` (e.g.
+    /// "the element type of this empty list").
+    pub fn fresh(&mut self, origin: Span, what: &'static str) -> Type {
+        let id = u32::try_from(self.table.len()).unwrap_or(u32::MAX);
+        self.table.push(Meta { solution: None, origin, what });
+        Type::Meta(id)
+    }
+
+    /// Where and why an unsolved metavariable was created.
+    pub fn origin(&self, id: u32) -> Option<(Span, &'static str)> {
+        self.table.get(id as usize).map(|m| (m.origin, m.what))
+    }
+
+    /// Follows solved metavariables at the root of `t`.
+    pub fn resolve(&self, t: &Type) -> Type {
+        let mut cur = t.clone();
+        while let Type::Meta(id) = cur {
+            match self.table.get(id as usize).and_then(|m| m.solution.clone()) {
+                Some(next) => cur = next,
+                None => return Type::Meta(id),
+            }
+        }
+        cur
+    }
+
+    /// Substitutes every solved metavariable in `t`.
+    pub fn zonk(&self, t: &Type) -> Type {
+        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match self.resolve(t) {
+            Type::Record(fs) => Type::Record(fs.iter().map(|(n, t)| (n.clone(), self.zonk(t))).collect()),
+            Type::List(t) => Type::list(self.zonk(&t)),
+            Type::Linear(t) => Type::Linear(Box::new(self.zonk(&t))),
+            Type::Result(a, b) => Type::result(self.zonk(&a), self.zonk(&b)),
+            Type::Fun(a, e, b) => Type::fun(self.zonk(&a), e, self.zonk(&b)),
+            t => t,
+        })
+    }
+
+    /// The first unsolved metavariable in `t`, if any.
+    pub fn first_unsolved(&self, t: &Type) -> Option<u32> {
+        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match self.resolve(t) {
+            Type::Meta(id) => Some(id),
+            Type::Record(fs) => fs.iter().find_map(|(_, t)| self.first_unsolved(t)),
+            Type::List(t) | Type::Linear(t) => self.first_unsolved(&t),
+            Type::Result(a, b) | Type::Fun(a, _, b) => self.first_unsolved(&a).or_else(|| self.first_unsolved(&b)),
+            _ => None,
+        })
+    }
+
+    fn occurs(&self, id: u32, t: &Type) -> bool {
+        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match self.resolve(t) {
+            Type::Meta(other) => other == id,
+            Type::Record(fs) => fs.iter().any(|(_, t)| self.occurs(id, t)),
+            Type::List(t) | Type::Linear(t) => self.occurs(id, &t),
+            Type::Result(a, b) | Type::Fun(a, _, b) => self.occurs(id, &a) || self.occurs(id, &b),
+            _ => false,
+        })
+    }
+
+    fn bind(&mut self, id: u32, t: Type) -> Result<(), Mismatch> {
+        if let Type::Meta(other) = t {
+            if other == id {
+                return Ok(());
+            }
+        }
+        if self.occurs(id, &t) {
+            return Err(Mismatch::Occurs);
+        }
+        if let Some(m) = self.table.get_mut(id as usize) {
+            m.solution = Some(t);
+        }
+        Ok(())
+    }
+
+    /// Checks `actual ≤ expected`, solving metavariables on the way.
+    pub fn coerce(&mut self, actual: &Type, expected: &Type) -> Result<(), Mismatch> {
+        let mut path = Vec::new();
+        self.coerce_at(actual, expected, &mut path)
+    }
+
+    fn coerce_at(&mut self, actual: &Type, expected: &Type, path: &mut Vec<String>) -> Result<(), Mismatch> {
+        stacker::maybe_grow(32 * 1024, 1024 * 1024, || self.coerce_inner(actual, expected, path))
+    }
+
+    fn coerce_inner(&mut self, actual: &Type, expected: &Type, path: &mut Vec<String>) -> Result<(), Mismatch> {
+        let a = self.resolve(actual);
+        let e = self.resolve(expected);
+        let mismatch = |path: &Vec<String>, this: &Self| Mismatch::Types {
+            path: path.clone(),
+            expected: this.zonk(&e),
+            found: this.zonk(&a),
+        };
+        match (&a, &e) {
+            (Type::Error, _) | (_, Type::Error) => Ok(()),
+            (Type::Meta(x), _) => self.bind(*x, e.clone()),
+            (_, Type::Meta(y)) => self.bind(*y, a.clone()),
+            (Type::Linear(x), Type::Linear(y)) => self.coerce_at(x, y, path),
+            (Type::Linear(x), _) => self.coerce_at(x, &e, path),
+            (_, Type::Linear(y)) => self.coerce_at(&a, y, path),
+            (Type::Unit, Type::Unit) | (Type::Bool, Type::Bool) | (Type::Int, Type::Int) => Ok(()),
+            (Type::String, Type::String) => Ok(()),
+            (Type::List(x), Type::List(y)) => {
+                path.push("list element".into());
+                self.coerce_at(x, y, path)?;
+                path.pop();
+                Ok(())
+            }
+            (Type::Result(x1, x2), Type::Result(y1, y2)) => {
+                path.push("Ok value".into());
+                self.coerce_at(x1, y1, path)?;
+                path.pop();
+                path.push("Err value".into());
+                self.coerce_at(x2, y2, path)?;
+                path.pop();
+                Ok(())
+            }
+            (Type::Fun(a1, ea, r1), Type::Fun(a2, ee, r2)) => {
+                path.push("parameter".into());
+                self.coerce_at(a2, a1, path)?;
+                path.pop();
+                if !ea.is_subset(ee) {
+                    return Err(Mismatch::Effects { path: path.clone(), allowed: ee.clone(), got: ea.clone() });
+                }
+                path.push("result".into());
+                self.coerce_at(r1, r2, path)?;
+                path.pop();
+                Ok(())
+            }
+            (Type::Record(fa), Type::Record(fe)) => {
+                let missing: Vec<Name> =
+                    fe.iter().filter(|(n, _)| !fa.iter().any(|(m, _)| m == n)).map(|(n, _)| n.clone()).collect();
+                let extra: Vec<Name> =
+                    fa.iter().filter(|(n, _)| !fe.iter().any(|(m, _)| m == n)).map(|(n, _)| n.clone()).collect();
+                if !missing.is_empty() || !extra.is_empty() {
+                    return Err(Mismatch::Fields { path: path.clone(), missing, extra });
+                }
+                for (n, te) in fe {
+                    if let Some((_, ta)) = fa.iter().find(|(m, _)| m == n) {
+                        path.push(format!("field `{n}`"));
+                        self.coerce_at(ta, te, path)?;
+                        path.pop();
+                    }
+                }
+                Ok(())
+            }
+            _ => Err(mismatch(path, self)),
+        }
+    }
+}
