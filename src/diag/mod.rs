@@ -127,3 +127,16 @@ pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str
     }
     best.map(|(_, c)| c)
 }
+
+/// The candidate most similar to `name` (Jaro–Winkler), however far: used
+/// where a message must always name the closest alternative.
+pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let mut best: Option<(f64, &str)> = None;
+    for cand in candidates {
+        let score = strsim::jaro_winkler(&name.to_lowercase(), &cand.to_lowercase());
+        if best.is_none_or(|(s, _)| score > s) {
+            best = Some((score, cand));
+        }
+    }
+    best.map(|(_, c)| c)
+}

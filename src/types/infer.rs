@@ -21,7 +21,7 @@
 use super::decls::{lower_type, ToolSig};
 use super::ty::{EffectSet, Type};
 use super::unify::Metas;
-use crate::diag::{did_you_mean, Code, Diagnostic};
+use crate::diag::{closest, did_you_mean, Code, Diagnostic};
 use crate::source::Span;
 use crate::syntax::ast::*;
 use std::collections::{HashMap, HashSet};
@@ -456,7 +456,13 @@ impl<'a> Checker<'a> {
                     d = d.with_note(format!("the record has fields: {}", names.join(", ")));
                     match did_you_mean(&f.name, names.iter().copied()) {
                         Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                        None => d.with_help(format!("use one of the record's fields: {}", names.join(", "))),
+                        None => match closest(&f.name, names.iter().copied()) {
+                            Some(c) => d.with_help(format!(
+                                "the closest field is `{c}`; use one of the record's fields: {}",
+                                names.join(", ")
+                            )),
+                            None => d.with_help(format!("use one of the record's fields: {}", names.join(", "))),
+                        },
                     }
                 };
                 self.diags.push(d);
