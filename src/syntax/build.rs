@@ -129,6 +129,13 @@ pub fn tool_decl(name: Ident, ty: TypeExpr, l: usize, r: usize) -> Decl {
     Decl::Tool(ToolDecl { name, ty, span: span(l, r) })
 }
 
+/// A tool declaration whose type did not parse: the name stays declared
+/// (with an error type) so that its uses are not reported again.
+pub fn broken_tool_decl(name: Ident, l: usize, r: usize) -> Decl {
+    let ty = TypeExpr { kind: TypeExprKind::Error, span: span(l, r), depth: 1 };
+    Decl::Tool(ToolDecl { name, ty, span: span(l, r) })
+}
+
 /// The whole program; a missing expression is reported as `E0104`.
 pub fn program(st: &mut ParseState, decls: Vec<Decl>, body: Option<Expr>, l: usize, r: usize) -> Program {
     let body = body.unwrap_or_else(|| {

@@ -367,7 +367,52 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<Diagnostic>) {
     }
     flush(&mut bad_run, &mut diags);
     mark_match_braces(&mut toks);
+    insert_missing_semicolons(&mut toks, &mut diags);
     (toks, diags)
+}
+
+/// A declaration runs from `tool` to `;`. When another declaration starts
+/// (`tool` not preceded by `exec`) before the `;`, the `;` was forgotten:
+/// report it and insert one, so that both declarations still parse.
+fn insert_missing_semicolons(toks: &mut Vec<Spanned>, diags: &mut Vec<Diagnostic>) {
+    let mut i = 0;
+    let mut in_decl = false;
+    let mut decl_name = String::new();
+    while i < toks.len() {
+        match &toks[i].1 {
+            Tok::Tool if i == 0 || toks[i - 1].1 != Tok::Exec => {
+                if in_decl && i > 0 {
+                    let at = toks[i - 1].2;
+                    diags.push(
+                        Diagnostic::error(Code::E0101, Span::new(at, at), format!("missing `;` after the declaration of tool `{decl_name}`"))
+                            .with_label("expected `;` here")
+                            .with_expected_found("`;`", "`tool`")
+                            .with_help("end every tool declaration with `;`"),
+                    );
+                    toks.insert(i, (at, Tok::Semi, at));
+                    i += 1;
+                }
+                in_decl = true;
+                decl_name = match toks.get(i + 1) {
+                    Some((_, Tok::Ident(n), _)) => n.clone(),
+                    _ => String::new(),
+                };
+            }
+            Tok::Semi => in_decl = false,
+            Tok::Exec | Tok::Let | Tok::Match => {
+                if in_decl {
+                    // The declarations are over; the parser reports what is missing.
+                    in_decl = false;
+                }
+                if !matches!(toks[i].1, Tok::Exec) {
+                    // Declarations only come first; stop scanning at the program.
+                    break;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
 }
 
 /// Turns each `{` that opens match arms into [`Tok::MatchLBrace`].

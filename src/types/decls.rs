@@ -130,6 +130,7 @@ pub fn tools(decls: &[Decl], diags: &mut Vec<Diagnostic>) -> Vec<ToolSig> {
         let Decl::Tool(d) = decl else { continue };
         let (input, effects, output) = match &d.ty.kind {
             TypeExprKind::Fun(a, row, b) => (lower_type(a, diags), lower_effects(row, diags), lower_type(b, diags)),
+            TypeExprKind::Error => (Type::Error, EffectSet::pure(), Type::Error),
             _ => {
                 let ty = lower_type(&d.ty, diags);
                 diags.push(

@@ -101,9 +101,36 @@ impl Analysis {
 }
 
 /// Parses and checks `text`.
+///
+/// Where the parser had to recover from a syntax error, the tree around it is
+/// partly guessed; type diagnostics on the same lines as a syntax error are
+/// dropped, because they describe the guess rather than the program.
 pub fn check_source(text: &str) -> Analysis {
     let (program, diags) = syntax::parse(text);
-    check_program(program, diags)
+    let broken_lines: Vec<std::ops::Range<u32>> = diags
+        .iter()
+        .filter(|d| matches!(d.code.as_str().as_bytes().get(2), Some(b'1')))
+        .map(|d| line_range(text, d.span))
+        .collect();
+    let mut analysis = check_program(program, diags);
+    if !broken_lines.is_empty() {
+        analysis.diagnostics.retain(|d| {
+            let syntax_phase = d.code.as_str() < "E0200";
+            syntax_phase || !broken_lines.iter().any(|r| r.contains(&d.span.start))
+        });
+    }
+    analysis
+}
+
+/// The byte range of the lines a span touches.
+fn line_range(text: &str, span: Span) -> std::ops::Range<u32> {
+    let start = (span.start as usize).min(text.len());
+    let end = (span.end as usize).min(text.len());
+    let bytes = text.as_bytes();
+    let a = bytes[..start].iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1);
+    let b = bytes[end..].iter().position(|&c| c == b'\n').map_or(text.len(), |i| end + i + 1);
+    let clamp = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
+    clamp(a)..clamp(b)
 }
 
 /// Checks a parsed program; `diags` are the parse diagnostics so far.
