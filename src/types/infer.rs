@@ -57,6 +57,9 @@ pub struct Checker<'a> {
     pub(super) env: im::HashMap<Name, VarInfo>,
     frames: Vec<Frame>,
     pub(super) callback_reason: Option<Allowed>,
+    /// While checking a later branch against the first branch's type:
+    /// `(later branch span, first branch span, what the first branch is)`.
+    pub(super) branch_ctx: Option<(Span, Span, &'static str)>,
     recursive_refs: &'a HashSet<Span>,
     /// `(name span, name, type)` of every `let`, in source order.
     pub(super) let_types: Vec<(Span, Name, Type)>,
@@ -75,6 +78,7 @@ impl<'a> Checker<'a> {
             env: im::HashMap::new(),
             frames: vec![Frame { performed: EffectSet::pure(), allowed: None }],
             callback_reason: None,
+            branch_ctx: None,
             recursive_refs,
             let_types: Vec::new(),
             binder_types: HashMap::new(),
@@ -181,7 +185,7 @@ impl<'a> Checker<'a> {
             ExprKind::If(c, t, f) => {
                 self.check_condition(c);
                 let tt = self.synth(t);
-                self.check(f, &tt);
+                self.check_branch(f, &tt, t.span, "the `then` branch");
                 tt
             }
             ExprKind::Match(s, arms) => self.match_expr(s, arms, None, e.span),
@@ -231,6 +235,14 @@ impl<'a> Checker<'a> {
             // Rejected by validation (E0301); nothing inside is checked.
             ExprKind::Loop { .. } | ExprKind::Error => Type::Error,
         }
+    }
+
+    /// Checks a later branch against the type synthesized for the first one,
+    /// so that a mismatch points at both.
+    pub(super) fn check_branch(&mut self, e: &Expr, first_ty: &Type, first: Span, what: &'static str) {
+        let saved = self.branch_ctx.replace((e.span, first, what));
+        self.check(e, first_ty);
+        self.branch_ctx = saved;
     }
 
     fn check_condition(&mut self, c: &Expr) {

@@ -53,7 +53,8 @@ impl Checker<'_> {
             self.plain_arms(arms, span);
         }
 
-        let mut result_ty = expected;
+        let mut result_ty = expected.clone();
+        let mut first_arm: Option<Span> = None;
         for arm in arms {
             let saved = self.env.clone();
             match &arm.pattern.kind {
@@ -68,12 +69,19 @@ impl Checker<'_> {
                 }
                 PatternKind::Wildcard => {}
             }
-            match &result_ty {
-                Some(t) => {
+            match (&result_ty, first_arm) {
+                (Some(t), Some(first)) if expected.is_none() => {
+                    let t = t.clone();
+                    self.check_branch(&arm.body, &t, first, "the first arm");
+                }
+                (Some(t), _) => {
                     let t = t.clone();
                     self.check(&arm.body, &t);
                 }
-                None => result_ty = Some(self.synth(&arm.body)),
+                (None, _) => {
+                    result_ty = Some(self.synth(&arm.body));
+                    first_arm = Some(arm.body.span);
+                }
             }
             self.env = saved;
         }
@@ -111,8 +119,9 @@ impl Checker<'_> {
                 None => *slot = Some(arm.pattern.span),
             }
         }
+        let has_catch_all = arms.iter().any(|a| matches!(a.pattern.kind, PatternKind::Wildcard | PatternKind::Var(_)));
         for (present, name, example) in [(ok_arm, "Ok", "Ok(v) => …"), (err_arm, "Err", "Err(e) => …")] {
-            if present.is_none() {
+            if present.is_none() && !has_catch_all {
                 let d = Diagnostic::error(Code::E0604, whole, format!("Unhandled Result: this match has no `{name}` arm"))
                     .with_label(format!("missing `{example}`"))
                     .with_secondary(scrut, "this is a Result")

@@ -20,7 +20,15 @@ impl Checker<'_> {
     /// Reports unless `actual ≤ expected`; `span` is the expression's.
     pub(super) fn expect(&mut self, span: Span, actual: &Type, expected: &Type) {
         if let Err(m) = self.metas.coerce(actual, expected) {
-            let d = self.mismatch(span, actual, expected, m);
+            let mut d = self.mismatch(span, actual, expected, m);
+            if let Some((branch, first, what)) = self.branch_ctx {
+                if branch == span && matches!(d.code, Code::E0201 | Code::E0208 | Code::E0606) {
+                    let first_ty = self.show(expected);
+                    d = d
+                        .with_secondary(first, format!("{what} has type {first_ty}"))
+                        .with_help(format!("every branch must have the same type: give this branch type {first_ty}, or change {what}"));
+                }
+            }
             self.diags.push(d);
         }
     }
@@ -53,7 +61,7 @@ impl Checker<'_> {
                         "wrap the value: `Ok(value)` for success or `Err(\"message\")` for failure".to_string()
                     }
                     (Type::Fun(..), _) => "pass a function such as `fn x: T => …`".to_string(),
-                    _ => format!("make this a value of type {e}"),
+                    _ => format!("give this expression type {e}"),
                 };
                 d.with_help(help)
             }
