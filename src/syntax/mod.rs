@@ -53,6 +53,9 @@ pub fn parse(text: &str) -> (Program, Vec<Diagnostic>) {
     }
     diags.append(&mut st.diags);
     diags.sort_by_key(|d| (d.span.start, d.span.end));
+    // The lexer (brackets) and the parser (tree depth) may both hit the limit.
+    let mut seen_depth = false;
+    diags.retain(|d| d.code != Code::E0103 || !std::mem::replace(&mut seen_depth, true));
     diags.dedup_by(|a, b| a.span == b.span && a.code == b.code);
     (program, diags)
 }

@@ -368,7 +368,36 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<Diagnostic>) {
     flush(&mut bad_run, &mut diags);
     mark_match_braces(&mut toks);
     insert_missing_semicolons(&mut toks, &mut diags);
+    check_bracket_depth(&toks, &mut diags);
     (toks, diags)
+}
+
+/// Reports (once) brackets nested deeper than [`MAX_DEPTH`](super::MAX_DEPTH).
+/// Parentheses add no node to the tree, so the parser's own depth limit would
+/// not see `((((…))))`; the limit applies to what is written.
+fn check_bracket_depth(toks: &[Spanned], diags: &mut Vec<Diagnostic>) {
+    let mut depth: u32 = 0;
+    for (l, tok, r) in toks {
+        match tok {
+            Tok::LParen | Tok::LBracket | Tok::LBrace | Tok::MatchLBrace => {
+                depth += 1;
+                if depth > super::MAX_DEPTH {
+                    diags.push(
+                        Diagnostic::error(
+                            Code::E0103,
+                            Span::new(*l, *r),
+                            format!("program is nested more than {} levels deep", super::MAX_DEPTH),
+                        )
+                        .with_label("nesting limit reached here")
+                        .with_help("split the expression with `let` bindings (a `let … in` chain does not count as nesting)"),
+                    );
+                    return;
+                }
+            }
+            Tok::RParen | Tok::RBracket | Tok::RBrace => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
 }
 
 /// A declaration runs from `tool` to `;`. When another declaration starts
