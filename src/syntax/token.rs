@@ -357,7 +357,7 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<Diagnostic>) {
                         toks.push((range.start, Tok::Int(0), range.end));
                         Diagnostic::error(Code::E0005, span, "integer literal is too large")
                             .with_label("does not fit in a 64-bit signed integer")
-                            .with_help(format!("integers range from {} to {}", i64::MIN, i64::MAX))
+                            .with_help(format!("integers are 64-bit: at most {} (and at least -{})", i64::MAX, i64::MAX))
                     }
                     LexError::UnexpectedChar => continue,
                 };
@@ -444,18 +444,40 @@ fn insert_missing_semicolons(toks: &mut Vec<Spanned>, diags: &mut Vec<Diagnostic
     }
 }
 
-/// Turns each `{` that opens match arms into [`Tok::MatchLBrace`].
+/// Turns each `{` that opens match arms into [`Tok::MatchLBrace`]: a `{`
+/// followed by `Ok`, `Err`, `_`, or any token and then `=>`; or an empty
+/// `{ }` where a `match` at the same bracket depth still awaits its arms and
+/// no other `{` follows (so `match x { }` is an empty match, while
+/// `match f {} { … }` passes an empty record to `f`).
 fn mark_match_braces(toks: &mut [Spanned]) {
+    let mut depth: u32 = 0;
+    let mut pending: Vec<u32> = Vec::new();
     for i in 0..toks.len() {
-        if toks[i].1 != Tok::LBrace {
-            continue;
-        }
-        let next = toks.get(i + 1).map(|t| &t.1);
-        let after = toks.get(i + 2).map(|t| &t.1);
-        let opens_arms = matches!(next, Some(Tok::Ok | Tok::Err | Tok::Underscore))
-            || matches!(after, Some(Tok::FatArrow));
-        if opens_arms {
-            toks[i].1 = Tok::MatchLBrace;
+        match toks[i].1 {
+            Tok::Match => pending.push(depth),
+            Tok::LBrace => {
+                let next = toks.get(i + 1).map(|t| &t.1);
+                let after = toks.get(i + 2).map(|t| &t.1);
+                let awaited = pending.last() == Some(&depth);
+                let opens_arms = matches!(next, Some(Tok::Ok | Tok::Err | Tok::Underscore))
+                    || (matches!(after, Some(Tok::FatArrow)) && !matches!(next, Some(Tok::RBrace)))
+                    || (awaited && matches!(next, Some(Tok::RBrace)) && !matches!(after, Some(Tok::LBrace)));
+                if opens_arms {
+                    toks[i].1 = Tok::MatchLBrace;
+                    if awaited {
+                        pending.pop();
+                    }
+                }
+                depth += 1;
+            }
+            Tok::LParen | Tok::LBracket => depth += 1,
+            Tok::RParen | Tok::RBracket | Tok::RBrace => {
+                depth = depth.saturating_sub(1);
+                while pending.last().is_some_and(|&d| d > depth) {
+                    pending.pop();
+                }
+            }
+            _ => {}
         }
     }
 }

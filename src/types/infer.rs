@@ -394,6 +394,23 @@ impl<'a> Checker<'a> {
                 return self.builtin(id, &args);
             }
         }
+        if let ExprKind::Exec(tool, _) = &head.kind {
+            self.synth(head);
+            for (arg, _) in &args {
+                self.synth(arg);
+            }
+            if let Some(&(extra, _)) = args.first() {
+                let d = Diagnostic::error(Code::E0206, extra.span, format!("tool `{}` takes one argument", tool.name))
+                    .with_label("extra argument")
+                    .with_secondary(head.span, "this call already has its argument")
+                    .with_help(format!(
+                        "pass several values as one record: `exec tool {} {{a = …, b = …}}`, matching the tool's declared input",
+                        tool.name
+                    ));
+                self.diags.push(d);
+            }
+            return Type::Error;
+        }
         let what = match &head.kind {
             ExprKind::Var(id) => format!("calling `{}`", id.name),
             _ => "this call".to_string(),
@@ -431,6 +448,7 @@ impl<'a> Checker<'a> {
                 self.diags.push(d.with_help("annotate the parameter with a function type, e.g. `fn f: Int -{}-> Int => …`"));
                 Type::Error
             }
+            _ if matches!(arg.kind, ExprKind::Error) => Type::Error,
             other => {
                 self.synth(arg);
                 let shown = self.show(&other);

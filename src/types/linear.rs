@@ -12,8 +12,9 @@
 //!   any number of times, so it cannot capture a single-use value);
 //! * `if`/`match` branches that use it a different number of times → E0504.
 //!
-//! A `let` whose value is a `Result` and whose name is never used is E0603:
-//! the failure it carries would be silently dropped.
+//! A `let` or a parameter whose type holds a `Result` (directly, or in a
+//! record field or list element) and whose name is never used is E0603: the
+//! failure it carries would be silently dropped.
 
 use super::ty::Type;
 use crate::diag::{Code, Diagnostic};
@@ -25,7 +26,7 @@ use std::collections::HashMap;
 struct BinderInfo {
     span: Span,
     linear: bool,
-    result_let: bool,
+    holds_result: bool,
     level: u32,
 }
 
@@ -47,19 +48,19 @@ pub fn check_usage(program: &Program, types: &HashMap<Span, Type>) -> Vec<Diagno
 }
 
 impl Usage<'_> {
-    fn info(&self, id: &Ident, level: u32, is_let: bool) -> BinderInfo {
+    fn info(&self, id: &Ident, level: u32, is_named: bool) -> BinderInfo {
         let ty = self.types.get(&id.span);
         let linear = matches!(ty, Some(Type::Linear(_)));
-        let result_let = is_let && matches!(ty, Some(Type::Result(..)));
-        BinderInfo { span: id.span, linear, result_let, level }
+        let holds_result = is_named && ty.is_some_and(Type::contains_result);
+        BinderInfo { span: id.span, linear, holds_result, level }
     }
 
-    fn bind(&mut self, env: &mut im::HashMap<Name, BinderInfo>, id: &Ident, level: u32, is_let: bool) {
-        let info = self.info(id, level, is_let);
+    fn bind(&mut self, env: &mut im::HashMap<Name, BinderInfo>, id: &Ident, level: u32, is_named: bool) {
+        let info = self.info(id, level, is_named);
         if info.linear {
             self.uses.insert(id.span, Vec::new());
         }
-        if info.result_let {
+        if info.holds_result {
             self.result_uses.insert(id.span, 0);
         }
         env.insert(id.name.clone(), info);
@@ -94,7 +95,7 @@ impl Usage<'_> {
         if let Some(0) = self.result_uses.remove(&id.span) {
             let ty = self.types.get(&id.span).map(ToString::to_string).unwrap_or_default();
             let d = Diagnostic::error(Code::E0603, id.span, format!("Unhandled Result: `{}` is never matched", id.name))
-                .with_label(format!("`{}` has type {ty}", id.name))
+                .with_label(format!("`{}` has type {ty}, which holds a Result", id.name))
                 .with_help(format!(
                     "match it: `match {} {{ Ok(v) => …, Err(e) => … }}`, so that a failure is handled",
                     id.name
@@ -131,7 +132,7 @@ impl Usage<'_> {
                         u.push(id.span);
                     }
                 }
-                if b.result_let {
+                if b.holds_result {
                     if let Some(n) = self.result_uses.get_mut(&b.span) {
                         *n += 1;
                     }
@@ -150,7 +151,7 @@ impl Usage<'_> {
             }
             ExprKind::Fn { param, body, .. } => {
                 let mut env = env.clone();
-                self.bind(&mut env, param, level + 1, false);
+                self.bind(&mut env, param, level + 1, true);
                 self.walk(body, &env, level + 1);
                 self.close(param);
             }
@@ -186,7 +187,15 @@ impl Usage<'_> {
                     }
                     None
                 }
-                PatternKind::Wildcard => None,
+                PatternKind::Wildcard => {
+                    if matches!(self.types.get(&p.span), Some(Type::Linear(_))) {
+                        let d = Diagnostic::error(Code::E0502, p.span, "linear value discarded by `_`")
+                            .with_label("the matched `!` value is never used")
+                            .with_help("bind it with a name (`x => …`) and consume it exactly once");
+                        self.diags.push(d);
+                    }
+                    None
+                }
             });
             if let Some(x) = bound {
                 self.bind(&mut env, x, level, false);

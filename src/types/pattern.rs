@@ -67,7 +67,9 @@ impl Checker<'_> {
                 PatternKind::Err(Binder::Wildcard(w)) => {
                     self.binder_types.insert(*w, err_t.clone());
                 }
-                PatternKind::Wildcard => {}
+                PatternKind::Wildcard => {
+                    self.binder_types.insert(arm.pattern.span, st.clone());
+                }
             }
             match (&result_ty, first_arm) {
                 (Some(t), Some(first)) if expected.is_none() => {

@@ -156,7 +156,17 @@ impl Checker<'_> {
             )
             .with_label("this record lacks them")
             .with_note(format!("{whose} {exp_ty}"))
-            .with_help(format!("add {}", unmatched_missing.iter().map(|m| format!("`{}`", m.replacen(':', " =", 1))).collect::<Vec<_>>().join(", ")));
+            .with_help(format!(
+                "add {}",
+                unmatched_missing
+                    .iter()
+                    .map(|m| {
+                        let (name, ty) = m.split_once(": ").unwrap_or((m, "…"));
+                        format!("`{name} = …` (a {ty})")
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
             self.diags.push(d);
         }
     }
