@@ -26,16 +26,13 @@ pub fn render(file: &SourceFile, diags: &[Diagnostic], color: bool) -> String {
             .with_code(d.code.as_str())
             .with_message(&d.message);
         let primary = if d.primary_label.is_empty() { d.message.clone() } else { d.primary_label.clone() };
-        report = report.with_label(
-            Label::new((name, clamp(d.span))).with_message(primary).with_color(Color::Red).with_order(0),
-        );
-        for (i, l) in d.labels.iter().enumerate() {
-            report = report.with_label(
-                Label::new((name, clamp(l.span)))
-                    .with_message(&l.message)
-                    .with_color(Color::Blue)
-                    .with_order(i32::try_from(i + 1).unwrap_or(i32::MAX)),
-            );
+        // ariadne starts a new snippet whenever a label lies before the
+        // previous one, so labels are added in source order.
+        let mut labels: Vec<(crate::source::Span, String, Color)> = vec![(d.span, primary, Color::Red)];
+        labels.extend(d.labels.iter().map(|l| (l.span, l.message.clone(), Color::Blue)));
+        labels.sort_by_key(|(s, _, _)| (s.start, s.end));
+        for (span, message, color) in labels {
+            report = report.with_label(Label::new((name, clamp(span))).with_message(message).with_color(color));
         }
         if let (Some(e), Some(f)) = (&d.expected, &d.found) {
             report = report.with_note(format!("expected: {e}\n   found: {f}"));

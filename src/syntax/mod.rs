@@ -16,6 +16,7 @@
 
 pub mod ast;
 pub mod build;
+pub mod repair;
 pub mod token;
 pub mod validate;
 
@@ -56,6 +57,24 @@ pub fn parse(text: &str) -> (Program, Vec<Diagnostic>) {
     // The lexer (brackets) and the parser (tree depth) may both hit the limit.
     let mut seen_depth = false;
     diags.retain(|d| d.code != Code::E0103 || !std::mem::replace(&mut seen_depth, true));
+    // An unterminated comment swallows the rest, expression included: one error.
+    if diags.iter().any(|d| d.code == Code::E0003) {
+        diags.retain(|d| d.code != Code::E0104);
+    }
+    // After recovery, later errors on the same line are usually echoes of the first.
+    let mut lines_seen: Vec<usize> = Vec::new();
+    diags.retain(|d| {
+        if !matches!(d.code, Code::E0101 | Code::E0102) {
+            return true;
+        }
+        let line = text.as_bytes()[..(d.span.start as usize).min(text.len())].iter().filter(|&&c| c == b'\n').count();
+        if lines_seen.contains(&line) {
+            false
+        } else {
+            lines_seen.push(line);
+            true
+        }
+    });
     diags.dedup_by(|a, b| a.span == b.span && a.code == b.code);
     (program, diags)
 }
@@ -115,22 +134,22 @@ fn convert(e: ParseError<usize, Tok, LexError>, end: usize) -> Diagnostic {
                 .with_expected_found(expected_text(&list), "end of input")
                 .with_help(help)
         }
+        ParseError::UnrecognizedToken { token: (l, tok, r), expected } if expected.is_empty() => {
+            extra_token(l, tok, r)
+        }
         ParseError::UnrecognizedToken { token: (l, tok, r), expected } => {
             let list = describe_expected(&expected);
             let span = Span::new(l, r);
             let exp = expected_text(&list);
-            let help = hint_for(&tok, &list)
-                .unwrap_or_else(|| format!("expected {exp} here"));
-            Diagnostic::error(Code::E0101, span, format!("unexpected `{tok}`"))
+            let d = Diagnostic::error(Code::E0101, span, format!("unexpected `{tok}`"))
                 .with_label(format!("expected {exp}"))
-                .with_expected_found(exp, format!("`{tok}`"))
-                .with_help(help)
+                .with_expected_found(exp, format!("`{tok}`"));
+            match hint_for(&tok, &list) {
+                Some(help) => d.with_help(help),
+                None => d,
+            }
         }
-        ParseError::ExtraToken { token: (l, tok, r) } => {
-            Diagnostic::error(Code::E0101, Span::new(l, r), format!("unexpected `{tok}` after the end of the program"))
-                .with_label("the program's expression ended before this")
-                .with_help("a program is declarations and then exactly one expression; combine steps with `let … in`")
-        }
+        ParseError::ExtraToken { token: (l, tok, r) } => extra_token(l, tok, r),
         ParseError::InvalidToken { location } => {
             Diagnostic::error(Code::E0001, Span::new(location, location + 1), "invalid token")
                 .with_help("remove this character")
@@ -139,6 +158,16 @@ fn convert(e: ParseError<usize, Tok, LexError>, end: usize) -> Diagnostic {
             Diagnostic::error(Code::E0001, Span::new(end, end), format!("lexical error: {error:?}"))
         }
     }
+}
+
+fn extra_token(l: usize, tok: Tok, r: usize) -> Diagnostic {
+    let help = match tok {
+        Tok::RParen | Tok::RBrace | Tok::RBracket => format!("remove this `{tok}`: it closes nothing"),
+        _ => "a program is declarations and then exactly one expression; combine steps with `let … in`".to_string(),
+    };
+    Diagnostic::error(Code::E0101, Span::new(l, r), format!("unexpected `{tok}` after the end of the program"))
+        .with_label("the program's expression ended before this")
+        .with_help(help)
 }
 
 fn hint_for(tok: &Tok, expected: &[String]) -> Option<String> {
@@ -160,6 +189,8 @@ fn hint_for(tok: &Tok, expected: &[String]) -> Option<String> {
         _ if has("`then`") => "an `if` is written `if cond then a else b`".into(),
         _ if has("`else`") => "every `if` needs an `else` branch of the same type".into(),
         _ if has("`=>`") => "a match arm is written `Ok(x) => …` or `Err(e) => …`".into(),
+        Tok::FatArrow => "a `,` is probably missing between two match arms".into(),
+        Tok::Ok | Tok::Err if has("`,`") && has("`}`") => "separate match arms with `,`".into(),
         _ if has("`,`") && has("`}`") => "separate record fields and match arms with `,`".into(),
         _ => return None,
     })

@@ -42,6 +42,9 @@ pub enum Tok {
     /// `(* … *)`, nested; dropped before parsing.
     #[token("(*", block_comment)]
     BlockComment,
+    /// `-- …` to the end of the line: not a comment in lt; reported and skipped.
+    #[regex(r"--[^\n]*", allow_greedy = true)]
+    DashComment,
 
     #[token("tool")]
     Tool,
@@ -234,7 +237,7 @@ fn string_literal(lex: &mut logos::Lexer<Tok>) -> Result<String, LexError> {
 impl fmt::Display for Tok {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = match self {
-            Tok::BlockComment => "comment",
+            Tok::BlockComment | Tok::DashComment => "comment",
             Tok::Tool => "tool",
             Tok::Let => "let",
             Tok::Rec => "rec",
@@ -322,6 +325,14 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<Diagnostic>) {
         let range = lexer.span();
         match res {
             Ok(Tok::BlockComment) => flush(&mut bad_run, &mut diags),
+            Ok(Tok::DashComment) => {
+                flush(&mut bad_run, &mut diags);
+                diags.push(
+                    Diagnostic::error(Code::E0001, Span::new(range.start, range.start + 2), "`--` does not start a comment")
+                        .with_label("not a comment")
+                        .with_help("comments are `// …` to the end of the line, or `(* … *)`"),
+                );
+            }
             Ok(tok) => {
                 flush(&mut bad_run, &mut diags);
                 toks.push((range.start, tok, range.end));
@@ -367,7 +378,7 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<Diagnostic>) {
     }
     flush(&mut bad_run, &mut diags);
     mark_match_braces(&mut toks);
-    insert_missing_semicolons(&mut toks, &mut diags);
+    super::repair::repair(&mut toks, &mut diags);
     check_bracket_depth(&toks, &mut diags);
     (toks, diags)
 }
@@ -397,50 +408,6 @@ fn check_bracket_depth(toks: &[Spanned], diags: &mut Vec<Diagnostic>) {
             Tok::RParen | Tok::RBracket | Tok::RBrace => depth = depth.saturating_sub(1),
             _ => {}
         }
-    }
-}
-
-/// A declaration runs from `tool` to `;`. When another declaration starts
-/// (`tool` not preceded by `exec`) before the `;`, the `;` was forgotten:
-/// report it and insert one, so that both declarations still parse.
-fn insert_missing_semicolons(toks: &mut Vec<Spanned>, diags: &mut Vec<Diagnostic>) {
-    let mut i = 0;
-    let mut in_decl = false;
-    let mut decl_name = String::new();
-    while i < toks.len() {
-        match &toks[i].1 {
-            Tok::Tool if i == 0 || toks[i - 1].1 != Tok::Exec => {
-                if in_decl && i > 0 {
-                    let at = toks[i - 1].2;
-                    diags.push(
-                        Diagnostic::error(Code::E0101, Span::new(at, at), format!("missing `;` after the declaration of tool `{decl_name}`"))
-                            .with_label("expected `;` here")
-                            .with_expected_found("`;`", "`tool`")
-                            .with_help("end every tool declaration with `;`"),
-                    );
-                    toks.insert(i, (at, Tok::Semi, at));
-                    i += 1;
-                }
-                in_decl = true;
-                decl_name = match toks.get(i + 1) {
-                    Some((_, Tok::Ident(n), _)) => n.clone(),
-                    _ => String::new(),
-                };
-            }
-            Tok::Semi => in_decl = false,
-            Tok::Exec | Tok::Let | Tok::Match => {
-                if in_decl {
-                    // The declarations are over; the parser reports what is missing.
-                    in_decl = false;
-                }
-                if !matches!(toks[i].1, Tok::Exec) {
-                    // Declarations only come first; stop scanning at the program.
-                    break;
-                }
-            }
-            _ => {}
-        }
-        i += 1;
     }
 }
 

@@ -152,11 +152,20 @@ impl<'a> Checker<'a> {
             (ExprKind::List(elems, annot), Type::List(t)) => {
                 if let Some(a) = annot {
                     let at = lower_type(a, &mut self.diags);
-                    self.expect(a.span, &at, t);
+                    if self.metas.coerce(&at, t).is_err() {
+                        let (exp, found) = (self.show(t), self.show(&at));
+                        let d = Diagnostic::error(
+                            Code::E0201,
+                            a.span,
+                            format!("this list is annotated as `List {found}`, but `List {exp}` is expected"),
+                        )
+                        .with_label(format!("element type {found}"))
+                        .with_expected_found(format!("List {exp}"), format!("List {found}"))
+                        .with_help(format!("annotate the empty list with its element type: `[]: {exp}`"));
+                        self.diags.push(d);
+                    }
                 }
-                for el in elems {
-                    self.check(el, t);
-                }
+                self.check_elements(elems, t);
             }
             (ExprKind::Ok(x), Type::Result(t, _)) => self.check(x, t),
             (ExprKind::Err(x), Type::Result(_, er)) => self.check(x, er),
@@ -185,8 +194,7 @@ impl<'a> Checker<'a> {
             ExprKind::If(c, t, f) => {
                 self.check_condition(c);
                 let tt = self.synth(t);
-                self.check_branch(f, &tt, t.span, "the `then` branch");
-                tt
+                self.check_branch(f, &tt, t.span, "the `then` branch")
             }
             ExprKind::Match(s, arms) => self.match_expr(s, arms, None, e.span),
             ExprKind::Record(fields) => {
@@ -210,9 +218,13 @@ impl<'a> Checker<'a> {
                         None => self.metas.fresh(e.span, "the element type of this empty list"),
                     },
                 };
-                let skip = usize::from(annot.is_none() && !elems.is_empty());
-                for el in elems.iter().skip(skip) {
-                    self.check(el, &elem);
+                let mut elem = elem;
+                if annot.is_some() {
+                    self.check_elements(elems, &elem);
+                } else if let Some(first) = elems.first() {
+                    for el in &elems[1..] {
+                        elem = self.check_branch(el, &elem, first.span, "the first element");
+                    }
                 }
                 Type::list(elem)
             }
@@ -239,10 +251,44 @@ impl<'a> Checker<'a> {
 
     /// Checks a later branch against the type synthesized for the first one,
     /// so that a mismatch points at both.
-    pub(super) fn check_branch(&mut self, e: &Expr, first_ty: &Type, first: Span, what: &'static str) {
+    /// When the first branch's type holds a function, the later branch is
+    /// synthesized and the two types joined instead (see
+    /// [`Metas::join`](super::unify::Metas::join)), so that a pure function in
+    /// the first branch does not make an effectful one in the next an error.
+    /// Returns the type of the whole.
+    pub(super) fn check_branch(&mut self, e: &Expr, first_ty: &Type, first: Span, what: &'static str) -> Type {
+        if self.metas.zonk(first_ty).contains_fun() {
+            let t = self.synth(e);
+            return match self.metas.join(first_ty, &t) {
+                Ok(joined) => joined,
+                Err(m) => {
+                    let d = self
+                        .mismatch(e.span, &t, first_ty, m)
+                        .with_secondary(first, format!("{what} has type {}", self.show(first_ty)));
+                    self.diags.push(d);
+                    first_ty.clone()
+                }
+            };
+        }
         let saved = self.branch_ctx.replace((e.span, first, what));
         self.check(e, first_ty);
         self.branch_ctx = saved;
+        first_ty.clone()
+    }
+
+    /// Checks list elements against `t`; after the first element that does
+    /// not fit, the rest are only synthesized (one error, not one per element).
+    fn check_elements(&mut self, elems: &[Expr], t: &Type) {
+        let mut failed = false;
+        for el in elems {
+            if failed {
+                self.synth(el);
+                continue;
+            }
+            let before = self.diags.len();
+            self.check(el, t);
+            failed = self.diags.len() > before;
+        }
     }
 
     fn check_condition(&mut self, c: &Expr) {

@@ -2,7 +2,8 @@
 //! `Result` bound by `let` is matched (used) somewhere.
 //!
 //! Runs after type synthesis, using the type of each binder. For every binder
-//! of type `!T` (a `let`, a parameter, or an `Ok(x)`/`Err(x)` pattern) it
+//! of a linear type (`!T`, or a record, list or Result holding one; bound by
+//! a `let`, a parameter, or an `Ok(x)`/`Err(x)` pattern) it
 //! collects the uses along each control-flow path:
 //!
 //! * used twice or more → E0501 ("Linearity violation for 'token': used 2
@@ -31,6 +32,9 @@ struct BinderInfo {
 }
 
 struct Usage<'a> {
+    /// Linear `let`s whose value was a second use of another linear binder
+    /// (`let b = token` after `token` was used): not reported again as unused.
+    aliases: Vec<Span>,
     types: &'a HashMap<Span, Type>,
     /// Uses of each linear binder along the current path.
     uses: HashMap<Span, Vec<Span>>,
@@ -42,7 +46,7 @@ struct Usage<'a> {
 
 /// Runs the usage pass; `types` maps binder spans to their (zonked) types.
 pub fn check_usage(program: &Program, types: &HashMap<Span, Type>) -> Vec<Diagnostic> {
-    let mut u = Usage { types, uses: HashMap::new(), result_uses: HashMap::new(), diags: Vec::new(), captured: Vec::new() };
+    let mut u = Usage { aliases: Vec::new(), types, uses: HashMap::new(), result_uses: HashMap::new(), diags: Vec::new(), captured: Vec::new() };
     u.walk(&program.body, &im::HashMap::new(), 0);
     u.diags
 }
@@ -50,7 +54,7 @@ pub fn check_usage(program: &Program, types: &HashMap<Span, Type>) -> Vec<Diagno
 impl Usage<'_> {
     fn info(&self, id: &Ident, level: u32, is_named: bool) -> BinderInfo {
         let ty = self.types.get(&id.span);
-        let linear = matches!(ty, Some(Type::Linear(_)));
+        let linear = ty.is_some_and(Type::is_linear);
         let holds_result = is_named && ty.is_some_and(Type::contains_result);
         BinderInfo { span: id.span, linear, holds_result, level }
     }
@@ -69,7 +73,7 @@ impl Usage<'_> {
     /// Reports on a binder going out of scope.
     fn close(&mut self, id: &Ident) {
         if let Some(uses) = self.uses.remove(&id.span) {
-            if uses.len() != 1 {
+            if uses.len() != 1 && !(uses.is_empty() && self.aliases.contains(&id.span)) {
                 let n = uses.len();
                 let (code, label) = if n == 0 { (Code::E0502, "never used") } else { (Code::E0501, "bound here") };
                 let mut d = Diagnostic::error(
@@ -93,13 +97,25 @@ impl Usage<'_> {
             }
         }
         if let Some(0) = self.result_uses.remove(&id.span) {
-            let ty = self.types.get(&id.span).map(ToString::to_string).unwrap_or_default();
-            let d = Diagnostic::error(Code::E0603, id.span, format!("Unhandled Result: `{}` is never matched", id.name))
-                .with_label(format!("`{}` has type {ty}, which holds a Result", id.name))
-                .with_help(format!(
-                    "match it: `match {} {{ Ok(v) => …, Err(e) => … }}`, so that a failure is handled",
-                    id.name
-                ));
+            let ty = self.types.get(&id.span);
+            let shown = ty.map(ToString::to_string).unwrap_or_default();
+            let direct = matches!(ty, Some(Type::Result(..)));
+            let name = if &*id.name == "_" { "this value".to_string() } else { format!("`{}`", id.name) };
+            let label = if direct {
+                format!("{name} has type {shown}")
+            } else {
+                format!("{name} has type {shown}, which holds a Result")
+            };
+            let help = match (direct, &*id.name) {
+                (true, "_") => "bind it to a name and match it: `match r { Ok(v) => …, Err(e) => … }`".to_string(),
+                (true, n) => format!("match it: `match {n} {{ Ok(v) => …, Err(e) => … }}`, so that a failure is handled"),
+                (false, _) => format!(
+                    "use {name} so that each Result it holds is matched (for a list of tool calls, use `traverse` instead)"
+                ),
+            };
+            let d = Diagnostic::error(Code::E0603, id.span, format!("Unhandled Result: {name} is never matched"))
+                .with_label(label)
+                .with_help(help);
             self.diags.push(d);
         }
     }
@@ -142,6 +158,12 @@ impl Usage<'_> {
                 let mut env = env.clone();
                 for b in &chain.bindings {
                     self.walk(&b.value, &env, level);
+                    if let ExprKind::Var(x) = &b.value.kind {
+                        let overused = env.get(&x.name).and_then(|i| self.uses.get(&i.span)).is_some_and(|u| u.len() > 1);
+                        if overused {
+                            self.aliases.push(b.name.span);
+                        }
+                    }
                     self.bind(&mut env, &b.name, level, true);
                 }
                 self.walk(&chain.body, &env, level);
@@ -179,7 +201,7 @@ impl Usage<'_> {
             let bound = pattern.and_then(|p| match &p.kind {
                 PatternKind::Ok(Binder::Var(x)) | PatternKind::Err(Binder::Var(x)) | PatternKind::Var(x) => Some(x),
                 PatternKind::Ok(Binder::Wildcard(w)) | PatternKind::Err(Binder::Wildcard(w)) => {
-                    if matches!(self.types.get(w), Some(Type::Linear(_))) {
+                    if self.types.get(w).is_some_and(Type::is_linear) {
                         let d = Diagnostic::error(Code::E0502, *w, "linear value discarded by `_`")
                             .with_label("this `!` value is never used")
                             .with_help("bind it to a name and consume it exactly once");
@@ -188,7 +210,7 @@ impl Usage<'_> {
                     None
                 }
                 PatternKind::Wildcard => {
-                    if matches!(self.types.get(&p.span), Some(Type::Linear(_))) {
+                    if self.types.get(&p.span).is_some_and(Type::is_linear) {
                         let d = Diagnostic::error(Code::E0502, p.span, "linear value discarded by `_`")
                             .with_label("the matched `!` value is never used")
                             .with_help("bind it with a name (`x => …`) and consume it exactly once");
@@ -215,7 +237,9 @@ impl Usage<'_> {
             if let Some(r) = richest.and_then(|r| r.get(binder)) {
                 merged.insert(*binder, r.clone());
             }
-            if min != max {
+            // With a use before the branches, any use inside is already a second
+            // use: E0501 reports it when the binder closes.
+            if min != max && prior.is_empty() {
                 let name = env.iter().find(|(_, b)| b.span == *binder).map(|(n, _)| n.to_string()).unwrap_or_default();
                 let mut d = Diagnostic::error(
                     Code::E0504,

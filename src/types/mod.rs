@@ -109,7 +109,7 @@ pub fn check_source(text: &str) -> Analysis {
     let (program, diags) = syntax::parse(text);
     let broken_lines: Vec<std::ops::Range<u32>> = diags
         .iter()
-        .filter(|d| matches!(d.code.as_str().as_bytes().get(2), Some(b'1')))
+        .filter(|d| d.code < Code::E0201 && !matches!(d.code, Code::E0004 | Code::E0005))
         .map(|d| line_range(text, d.span))
         .collect();
     let mut analysis = check_program(program, diags);

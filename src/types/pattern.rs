@@ -74,7 +74,7 @@ impl Checker<'_> {
             match (&result_ty, first_arm) {
                 (Some(t), Some(first)) if expected.is_none() => {
                     let t = t.clone();
-                    self.check_branch(&arm.body, &t, first, "the first arm");
+                    result_ty = Some(self.check_branch(&arm.body, &t, first, "the first arm"));
                 }
                 (Some(t), _) => {
                     let t = t.clone();
@@ -149,7 +149,7 @@ impl Checker<'_> {
         if arms.is_empty() {
             let d = Diagnostic::error(Code::E0604, whole, "this match has no arms")
                 .with_label("empty match")
-                .with_help("add arms such as `Ok(v) => …, Err(e) => …`");
+                .with_help("add an arm such as `x => …` (or `Ok(v) => …, Err(e) => …` when matching a Result)");
             self.diags.push(d);
         }
     }

@@ -52,7 +52,7 @@ impl Checker<'_> {
                     d = d.with_note(format!("the whole value has type {full_found}, but {full_exp} is expected"));
                 }
                 let help = match (&e, &f) {
-                    (Type::String, Type::Int) => "convert explicitly, or use a String value".to_string(),
+                    (Type::String, Type::Int) => "use a String value (text in double quotes)".to_string(),
                     (Type::Int, Type::String) => "use an Int value (numbers are written without quotes)".to_string(),
                     (Type::List(_), Type::Unit) | (Type::List(_), Type::Record(_)) => {
                         "write a list as `[a, b]`, or `[]: T` for an empty list of T".to_string()
@@ -154,7 +154,7 @@ impl Checker<'_> {
                 span,
                 format!("missing field{} {}", if unmatched_missing.len() > 1 { "s" } else { "" }, unmatched_missing.join(", ")),
             )
-            .with_label("this record lacks them")
+            .with_label(if unmatched_missing.len() > 1 { "this record lacks them" } else { "this record lacks it" })
             .with_note(format!("{whose} {exp_ty}"))
             .with_help(format!(
                 "add {}",
@@ -162,7 +162,7 @@ impl Checker<'_> {
                     .iter()
                     .map(|m| {
                         let (name, ty) = m.split_once(": ").unwrap_or((m, "…"));
-                        format!("`{name} = …` (a {ty})")
+                        format!("`{name} = …` (type {ty})")
                     })
                     .collect::<Vec<_>>()
                     .join(", ")

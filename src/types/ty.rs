@@ -138,6 +138,30 @@ impl Type {
         })
     }
 
+    /// True when values of this type must be used exactly once: the type is
+    /// `!T`, or holds a `!T` in a record field, list element or Result
+    /// payload (a record holding a token is as single-use as the token).
+    pub fn is_linear(&self) -> bool {
+        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match self {
+            Type::Linear(_) => true,
+            Type::Record(fs) => fs.iter().any(|(_, t)| t.is_linear()),
+            Type::List(t) => t.is_linear(),
+            Type::Result(a, b) => a.is_linear() || b.is_linear(),
+            _ => false,
+        })
+    }
+
+    /// True when a function type occurs in this type.
+    pub fn contains_fun(&self) -> bool {
+        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match self {
+            Type::Fun(..) => true,
+            Type::Record(fs) => fs.iter().any(|(_, t)| t.contains_fun()),
+            Type::List(t) | Type::Linear(t) => t.contains_fun(),
+            Type::Result(a, b) => a.contains_fun() || b.contains_fun(),
+            _ => false,
+        })
+    }
+
     /// True when the type has no metavariables and no errors.
     pub fn is_complete(&self) -> bool {
         stacker::maybe_grow(32 * 1024, 1024 * 1024, || match self {

@@ -136,6 +136,46 @@ impl Metas {
         Ok(())
     }
 
+    /// The least type both `a` and `b` fit: like unification, except that
+    /// the effect rows of function types are joined (unioned), so that
+    /// branches returning a pure and an effectful function agree on the
+    /// effectful type. Parameters must be equal.
+    pub fn join(&mut self, a: &Type, b: &Type) -> Result<Type, Mismatch> {
+        stacker::maybe_grow(32 * 1024, 1024 * 1024, || {
+            let (ra, rb) = (self.resolve(a), self.resolve(b));
+            match (&ra, &rb) {
+                (Type::Fun(a1, e1, r1), Type::Fun(a2, e2, r2)) => {
+                    self.coerce(a1, a2)?;
+                    self.coerce(a2, a1)?;
+                    let mut e = e1.clone();
+                    e.extend(e2);
+                    let r = self.join(r1, r2)?;
+                    Ok(Type::fun((**a1).clone(), e, r))
+                }
+                (Type::Record(fa), Type::Record(fb))
+                    if fa.len() == fb.len() && fa.iter().all(|(n, _)| fb.iter().any(|(m, _)| m == n)) =>
+                {
+                    let mut out = Vec::with_capacity(fa.len());
+                    for (n, ta) in fa {
+                        let tb = fb.iter().find(|(m, _)| m == n).map(|(_, t)| t.clone()).unwrap_or(Type::Error);
+                        out.push((n.clone(), self.join(ta, &tb)?));
+                    }
+                    Ok(Type::Record(out))
+                }
+                (Type::List(x), Type::List(y)) => Ok(Type::list(self.join(x, y)?)),
+                (Type::Result(x1, x2), Type::Result(y1, y2)) => {
+                    let ok = self.join(x1, y1)?;
+                    Ok(Type::result(ok, self.join(x2, y2)?))
+                }
+                (Type::Linear(x), Type::Linear(y)) => Ok(Type::Linear(Box::new(self.join(x, y)?))),
+                _ => {
+                    self.coerce(&rb, &ra)?;
+                    Ok(ra)
+                }
+            }
+        })
+    }
+
     /// Checks `actual ≤ expected`, solving metavariables on the way.
     pub fn coerce(&mut self, actual: &Type, expected: &Type) -> Result<(), Mismatch> {
         let mut path = Vec::new();

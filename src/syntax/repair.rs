@@ -1,0 +1,170 @@
+//! Token-level repairs of common mistakes, run between lexing and parsing.
+//!
+//! LALR error recovery handles a missing token poorly: it discards input
+//! until it can go on, and the discarded tokens often produce a cascade of
+//! unrelated errors. The few mistakes that LLMs and people make most often are
+//! recognised here instead, reported once with a precise message, and the
+//! missing token is inserted so that the rest of the program is parsed (and
+//! checked) as intended:
+//!
+//! * a missing `;` between two tool declarations;
+//! * a missing `:` between a tool's name and its type;
+//! * a missing `,` between two match arms;
+//! * OCaml's `match e with …` (reported; arms are written in braces).
+
+use super::token::{Spanned, Tok};
+use crate::diag::{Code, Diagnostic};
+use crate::source::Span;
+
+/// Applies every repair to `toks`, reporting each one in `diags`.
+pub fn repair(toks: &mut Vec<Spanned>, diags: &mut Vec<Diagnostic>) {
+    insert_missing_decl_punctuation(toks, diags);
+    insert_missing_arm_commas(toks, diags);
+    report_match_with(toks, diags);
+}
+
+fn missing(at: usize, what: &str, found: &Tok, context: String, help: &str) -> Diagnostic {
+    Diagnostic::error(Code::E0101, Span::new(at, at), format!("missing `{what}` {context}"))
+        .with_label(format!("expected `{what}` here"))
+        .with_expected_found(format!("`{what}`"), format!("`{found}`"))
+        .with_help(help.to_string())
+}
+
+fn starts_type(t: &Tok) -> bool {
+    matches!(t, Tok::Ident(_) | Tok::LBrace | Tok::LBracket | Tok::LParen | Tok::Bang | Tok::List | Tok::Result)
+}
+
+/// A declaration runs from `tool` to `;`. When another declaration starts
+/// (`tool` not preceded by `exec`) before the `;`, the `;` was forgotten.
+/// `tool NAME T…` where a type starts right after the name lacks its `:`.
+fn insert_missing_decl_punctuation(toks: &mut Vec<Spanned>, diags: &mut Vec<Diagnostic>) {
+    let mut i = 0;
+    let mut in_decl = false;
+    let mut decl_name = String::new();
+    while i < toks.len() {
+        match &toks[i].1 {
+            Tok::Tool if i == 0 || toks[i - 1].1 != Tok::Exec => {
+                if in_decl && i > 0 {
+                    let at = toks[i - 1].2;
+                    diags.push(missing(
+                        at,
+                        ";",
+                        &Tok::Tool,
+                        format!("after the declaration of tool `{decl_name}`"),
+                        "end every tool declaration with `;`",
+                    ));
+                    toks.insert(i, (at, Tok::Semi, at));
+                    i += 1;
+                }
+                in_decl = true;
+                decl_name = match toks.get(i + 1) {
+                    Some((_, Tok::Ident(n), _)) => n.clone(),
+                    _ => String::new(),
+                };
+                let name_end = toks.get(i + 1).map(|t| t.2);
+                if let (Some(at), Some((_, next, _))) = (name_end, toks.get(i + 2)) {
+                    if !decl_name.is_empty() && starts_type(next) {
+                        diags.push(missing(
+                            at,
+                            ":",
+                            next,
+                            format!("after the tool name `{decl_name}`"),
+                            "a tool is declared `tool NAME: In -{Effects}-> Out;`",
+                        ));
+                        toks.insert(i + 2, (at, Tok::Colon, at));
+                    }
+                }
+            }
+            Tok::Semi => in_decl = false,
+            Tok::Let | Tok::Match => break,
+            _ => {}
+        }
+        i += 1;
+    }
+}
+
+/// Inside match arms, `… body  Ok(x) => …` at the arms' own bracket depth
+/// lacks the `,` before the second pattern.
+fn insert_missing_arm_commas(toks: &mut Vec<Spanned>, diags: &mut Vec<Diagnostic>) {
+    let mut depth: u32 = 0;
+    let mut arm_depths: Vec<u32> = Vec::new();
+    let mut i = 0;
+    while i < toks.len() {
+        match &toks[i].1 {
+            Tok::MatchLBrace => {
+                depth += 1;
+                arm_depths.push(depth);
+            }
+            Tok::LParen | Tok::LBracket | Tok::LBrace => depth += 1,
+            Tok::RParen | Tok::RBracket | Tok::RBrace => {
+                if arm_depths.last() == Some(&depth) {
+                    arm_depths.pop();
+                }
+                depth = depth.saturating_sub(1);
+            }
+            _ if arm_depths.last() == Some(&depth) && i > 0 => {
+                let prev = &toks[i - 1].1;
+                let after_separator = matches!(
+                    prev,
+                    Tok::Comma | Tok::MatchLBrace | Tok::Fn | Tok::Colon | Tok::List | Tok::Bang | Tok::Arrow | Tok::FatArrow
+                );
+                if !after_separator {
+                    if let Some(len) = pattern_len(&toks[i..]) {
+                        if toks.get(i + len).map(|t| &t.1) == Some(&Tok::FatArrow) {
+                            let at = toks[i - 1].2;
+                            diags.push(missing(
+                                at,
+                                ",",
+                                &toks[i].1,
+                                "between two match arms".to_string(),
+                                "separate match arms with `,`: `Ok(x) => …, Err(e) => …`",
+                            ));
+                            toks.insert(i, (at, Tok::Comma, at));
+                            i += 1;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+}
+
+/// The number of tokens of a match pattern starting at `t[0]`, if one does.
+fn pattern_len(t: &[Spanned]) -> Option<usize> {
+    let binder = |x: Option<&Spanned>| matches!(x.map(|x| &x.1), Some(Tok::Ident(_) | Tok::Underscore));
+    match t.first().map(|x| &x.1)? {
+        Tok::Ok | Tok::Err => {
+            if t.get(1).map(|x| &x.1) == Some(&Tok::LParen) && binder(t.get(2)) && t.get(3).map(|x| &x.1) == Some(&Tok::RParen) {
+                Some(4)
+            } else if binder(t.get(1)) {
+                Some(2)
+            } else {
+                None
+            }
+        }
+        Tok::Underscore | Tok::Ident(_) => Some(1),
+        _ => None,
+    }
+}
+
+/// `match e with` (OCaml) is reported with the lt form.
+fn report_match_with(toks: &[Spanned], diags: &mut Vec<Diagnostic>) {
+    let mut open_match = false;
+    for (l, tok, r) in toks {
+        match tok {
+            Tok::Match => open_match = true,
+            Tok::MatchLBrace => open_match = false,
+            Tok::Ident(w) if w == "with" && open_match => {
+                diags.push(
+                    Diagnostic::error(Code::E0101, Span::new(*l, *r), "lt writes match arms in braces, not after `with`")
+                        .with_label("`with` is not lt syntax")
+                        .with_help("write `match e { Ok(x) => …, Err(e) => … }`"),
+                );
+                open_match = false;
+            }
+            _ => {}
+        }
+    }
+}
