@@ -440,22 +440,10 @@ impl<'a> Checker<'a> {
                 return self.builtin(id, &args);
             }
         }
-        if let ExprKind::Exec(tool, _) = &head.kind {
-            self.synth(head);
-            for (arg, _) in &args {
-                self.synth(arg);
+        if let ExprKind::Exec(tool, tool_arg) = &head.kind {
+            if !args.is_empty() {
+                return self.exec_with_extra_args(tool, tool_arg, head.span, &args);
             }
-            if let Some(&(extra, _)) = args.first() {
-                let d = Diagnostic::error(Code::E0206, extra.span, format!("tool `{}` takes one argument", tool.name))
-                    .with_label("extra argument")
-                    .with_secondary(head.span, "this call already has its argument")
-                    .with_help(format!(
-                        "pass several values as one record: `exec tool {} {{a = …, b = …}}`, matching the tool's declared input",
-                        tool.name
-                    ));
-                self.diags.push(d);
-            }
-            return Type::Error;
         }
         let what = match &head.kind {
             ExprKind::Var(id) => format!("calling `{}`", id.name),
@@ -600,6 +588,38 @@ impl<'a> Checker<'a> {
         }
         self.perform(&sig.effects, span, &format!("`exec tool {}`", sig.name));
         Type::result(sig.output.clone(), Type::String)
+    }
+
+    /// `exec tool t a b …`: a tool takes one argument. One error, suggesting
+    /// the record the tool takes.
+    fn exec_with_extra_args(&mut self, tool: &Ident, arg: &Expr, head: Span, extra: &[(&Expr, Span)]) -> Type {
+        let sig = self.tools.iter().find(|t| t.name == tool.name).cloned();
+        match &sig {
+            Some(_) => {
+                self.synth(arg);
+            }
+            None => {
+                self.exec(tool, arg, head);
+            }
+        }
+        for (e, _) in extra {
+            self.synth(e);
+        }
+        if let (Some(sig), Some(&(first, _))) = (sig, extra.first()) {
+            let example = match self.metas.resolve(&sig.input) {
+                Type::Record(fs) if !fs.is_empty() => {
+                    fs.iter().map(|(n, _)| format!("{n} = …")).collect::<Vec<_>>().join(", ")
+                }
+                _ => "a = …, b = …".to_string(),
+            };
+            let d = Diagnostic::error(Code::E0206, first.span, format!("tool `{}` takes one argument", tool.name))
+                .with_label("extra argument")
+                .with_secondary(arg.span, "this is the tool's argument")
+                .with_note(format!("tool `{}` takes {}", tool.name, self.show(&sig.input)))
+                .with_help(format!("pass the values as one record: `exec tool {} {{{example}}}`", tool.name));
+            self.diags.push(d);
+        }
+        Type::result(Type::Error, Type::String)
     }
 
     pub(super) fn duplicate_field(&mut self, name: &Ident) {
