@@ -27,7 +27,10 @@ fn main() {
     pages.sort();
     let mut src = String::from("&[\n");
     for (code, path) in pages {
-        src.push_str(&format!("    ({code:?}, include_str!({:?})),\n", path.display().to_string()));
+        src.push_str(&format!(
+            "    ({code:?}, include_str!({:?})),\n",
+            path.display().to_string()
+        ));
     }
     src.push_str("]\n");
     fs::write(out.join("error_pages.rs"), src).expect("OUT_DIR is writable");

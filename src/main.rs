@@ -6,10 +6,14 @@ fn main() -> ExitCode {
     // Deeply nested programs are bounded by the parser's depth limit, and the
     // checker grows its stack on demand; a large main stack covers the rest
     // (for example dropping a very deep inferred type).
-    let worker = std::thread::Builder::new().stack_size(256 * 1024 * 1024).spawn(move || lt::cli::main_with_args(args));
+    let worker = std::thread::Builder::new()
+        .stack_size(256 * 1024 * 1024)
+        .spawn(move || lt::cli::main_with_args(args));
     match worker {
         Ok(handle) => handle.join().unwrap_or_else(|_| {
-            eprintln!("error: internal error in lt (this is a bug; please report it with the input)");
+            eprintln!(
+                "error: internal error in lt (this is a bug; please report it with the input)"
+            );
             ExitCode::from(101)
         }),
         Err(e) => {

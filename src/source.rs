@@ -17,12 +17,18 @@ impl Span {
     /// A span from byte offsets (saturating at `u32::MAX`).
     pub fn new(start: usize, end: usize) -> Span {
         let clamp = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
-        Span { start: clamp(start), end: clamp(end.max(start)) }
+        Span {
+            start: clamp(start),
+            end: clamp(end.max(start)),
+        }
     }
 
     /// The smallest span covering both `self` and `other`.
     pub fn to(self, other: Span) -> Span {
-        Span { start: self.start.min(other.start), end: self.end.max(other.end) }
+        Span {
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
     }
 
     /// The byte range, for slicing the source text.
@@ -56,7 +62,11 @@ impl SourceFile {
         let text = text.into();
         let mut line_starts = vec![0];
         line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        SourceFile { name: name.into(), text, line_starts }
+        SourceFile {
+            name: name.into(),
+            text,
+            line_starts,
+        }
     }
 
     /// The line and column of a byte offset (clamped to the text).
@@ -71,13 +81,21 @@ impl SourceFile {
         };
         let start = self.line_starts[line];
         let column = self.text[start..offset].chars().count() + 1;
-        LineCol { line: line + 1, column }
+        LineCol {
+            line: line + 1,
+            column,
+        }
     }
 
     /// The text of a 1-based line, without its newline.
     pub fn line_text(&self, line: usize) -> &str {
-        let Some(&start) = self.line_starts.get(line.wrapping_sub(1)) else { return "" };
-        let end = self.line_starts.get(line).map_or(self.text.len(), |&e| e - 1);
+        let Some(&start) = self.line_starts.get(line.wrapping_sub(1)) else {
+            return "";
+        };
+        let end = self
+            .line_starts
+            .get(line)
+            .map_or(self.text.len(), |&e| e - 1);
         self.text[start..end.max(start)].trim_end_matches('\r')
     }
 

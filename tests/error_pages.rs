@@ -69,20 +69,28 @@ fn fenced_blocks(page: &str, tag: &str) -> Vec<String> {
 
 /// The 1-based line of the first `## heading` equal to `heading`.
 fn heading_line(page: &str, heading: &str) -> Option<usize> {
-    page.lines().position(|l| l.trim_end() == heading).map(|i| i + 1)
+    page.lines()
+        .position(|l| l.trim_end() == heading)
+        .map(|i| i + 1)
 }
 
 /// The 1-based line of the fence that opens the first block tagged `tag`.
 fn fence_line(page: &str, tag: &str) -> Option<usize> {
     let open = format!("```{tag}");
-    page.lines().position(|l| l.trim_end() == open).map(|i| i + 1)
+    page.lines()
+        .position(|l| l.trim_end() == open)
+        .map(|i| i + 1)
 }
 
 /// Repeats every line containing [`REPEAT_MARKER`].
 fn expand(block: &str) -> String {
     let mut out = String::with_capacity(block.len());
     for line in block.lines() {
-        let n = if line.contains(REPEAT_MARKER) { REPEAT_COUNT } else { 1 };
+        let n = if line.contains(REPEAT_MARKER) {
+            REPEAT_COUNT
+        } else {
+            1
+        };
         for _ in 0..n {
             out.push_str(line);
             out.push('\n');
@@ -109,7 +117,10 @@ fn check(text: String) -> Checked {
         .stack_size(256 * 1024 * 1024)
         .spawn(move || {
             let a = check_source(&text);
-            Checked { diagnostics: a.diagnostics, truncated: a.truncated }
+            Checked {
+                diagnostics: a.diagnostics,
+                truncated: a.truncated,
+            }
         })
         .expect("spawn a checker thread")
         .join()
@@ -122,7 +133,13 @@ fn describe(a: &Checked) -> String {
     }
     let mut s = String::new();
     for d in &a.diagnostics {
-        s.push_str(&format!("\n      {} {} (bytes {}..{})", d.code.as_str(), d.message, d.span.start, d.span.end));
+        s.push_str(&format!(
+            "\n      {} {} (bytes {}..{})",
+            d.code.as_str(),
+            d.message,
+            d.span.start,
+            d.span.end
+        ));
     }
     if a.truncated > 0 {
         s.push_str(&format!("\n      … and {} more", a.truncated));
@@ -137,7 +154,11 @@ fn indent(text: &str) -> String {
 /// Panics with every problem found, one per line, if there are any.
 fn report(what: &str, problems: Vec<String>) {
     if !problems.is_empty() {
-        panic!("{} page problem(s) ({what}):\n\n{}\n", problems.len(), problems.join("\n\n"));
+        panic!(
+            "{} page problem(s) ({what}):\n\n{}\n",
+            problems.len(),
+            problems.join("\n\n")
+        );
     }
 }
 
@@ -148,17 +169,25 @@ fn every_code_has_a_page() {
         let name = page_name(code);
         let path = pages_dir().join(format!("{}.md", code.as_str()));
         if !path.is_file() {
-            problems.push(format!("{name}: missing (write a page for {} \"{}\")", code.as_str(), code.title()));
+            problems.push(format!(
+                "{name}: missing (write a page for {} \"{}\")",
+                code.as_str(),
+                code.title()
+            ));
             continue;
         }
         let Some(page) = code.page() else {
-            problems.push(format!("{name}: exists but is not embedded by build.rs (rebuild?)"));
+            problems.push(format!(
+                "{name}: exists but is not embedded by build.rs (rebuild?)"
+            ));
             continue;
         };
         let title = format!("# {}: {}", code.as_str(), code.title());
         let first = page.lines().next().unwrap_or("").trim_end();
         if first != title {
-            problems.push(format!("{name}: first line is `{first}`, expected `{title}`"));
+            problems.push(format!(
+                "{name}: first line is `{first}`, expected `{title}`"
+            ));
         }
         for heading in ["## Example", "## Fix"] {
             if heading_line(page, heading).is_none() {
@@ -176,7 +205,10 @@ fn every_page_is_a_code() {
     let entries = std::fs::read_dir(pages_dir()).expect("docs/errors/ exists");
     for entry in entries {
         let path = entry.expect("readable directory entry").path();
-        let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let file = path
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let stem = file.strip_suffix(".md");
         match stem {
             Some(stem) if known.contains(stem) => {}
@@ -203,13 +235,18 @@ fn every_example_yields_its_code() {
         let name = page_name(code);
         let blocks = fenced_blocks(page, "lt");
         if blocks.len() != 1 {
-            problems.push(format!("{name}: has {} ```lt blocks; expected exactly one (the example)", blocks.len()));
+            problems.push(format!(
+                "{name}: has {} ```lt blocks; expected exactly one (the example)",
+                blocks.len()
+            ));
             continue;
         }
         if let (Some(h), Some(f)) = (heading_line(page, "## Example"), fence_line(page, "lt")) {
             let fix = heading_line(page, "## Fix").unwrap_or(usize::MAX);
             if !(h < f && f < fix) {
-                problems.push(format!("{name}: the ```lt block (line {f}) must be in the `## Example` section"));
+                problems.push(format!(
+                    "{name}: the ```lt block (line {f}) must be in the `## Example` section"
+                ));
             }
         }
         let analysis = check(expand(&blocks[0]));
@@ -234,12 +271,17 @@ fn every_fix_checks_cleanly() {
         let name = page_name(code);
         let blocks = fenced_blocks(page, "lt-ok");
         if blocks.len() != 1 {
-            problems.push(format!("{name}: has {} ```lt-ok blocks; expected exactly one (the fix)", blocks.len()));
+            problems.push(format!(
+                "{name}: has {} ```lt-ok blocks; expected exactly one (the fix)",
+                blocks.len()
+            ));
             continue;
         }
         if let (Some(h), Some(f)) = (heading_line(page, "## Fix"), fence_line(page, "lt-ok")) {
             if f < h {
-                problems.push(format!("{name}: the ```lt-ok block (line {f}) must be in the `## Fix` section"));
+                problems.push(format!(
+                    "{name}: the ```lt-ok block (line {f}) must be in the `## Fix` section"
+                ));
             }
         }
         let analysis = check(expand(&blocks[0]));
@@ -259,5 +301,10 @@ fn fenced_blocks_are_found() {
     let page = "# T\n\n```lt\na\n```\n\n```text\n```lt\n```\n\n```lt-ok\nb\nc\n```\n";
     assert_eq!(fenced_blocks(page, "lt"), vec!["a\n".to_string()]);
     assert_eq!(fenced_blocks(page, "lt-ok"), vec!["b\nc\n".to_string()]);
-    assert_eq!(expand(&format!("x\ny {REPEAT_MARKER}\nz\n")).lines().count(), REPEAT_COUNT + 2);
+    assert_eq!(
+        expand(&format!("x\ny {REPEAT_MARKER}\nz\n"))
+            .lines()
+            .count(),
+        REPEAT_COUNT + 2
+    );
 }

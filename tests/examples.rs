@@ -23,9 +23,13 @@ fn examples_dir() -> PathBuf {
 
 fn example_files() -> Vec<PathBuf> {
     let dir = examples_dir();
-    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()));
-    let mut out: Vec<PathBuf> =
-        entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "lt")).collect();
+    let entries =
+        std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()));
+    let mut out: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "lt"))
+        .collect();
     out.sort();
     out
 }
@@ -47,7 +51,10 @@ fn split_list(v: &str) -> Vec<String> {
     if v.eq_ignore_ascii_case("none") {
         return Vec::new();
     }
-    v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+    v.split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 fn parse_expect(text: &str) -> Expect {
@@ -58,7 +65,9 @@ fn parse_expect(text: &str) -> Expect {
         } else if let Some(v) = header_value(line, "expect-effects") {
             e.effects = Some(split_list(v));
         } else if let Some(v) = header_value(line, "expect-error") {
-            e.errors.get_or_insert_with(BTreeSet::new).extend(split_list(v));
+            e.errors
+                .get_or_insert_with(BTreeSet::new)
+                .extend(split_list(v));
         }
     }
     e
@@ -71,17 +80,28 @@ fn rendered(name: &str, text: &str, a: &lt::types::Analysis) -> String {
 
 /// Checks one example; returns a description of what went wrong, if anything.
 fn check_example(path: &Path) -> Option<String> {
-    let name = format!("examples/{}", path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+    let name = format!(
+        "examples/{}",
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    );
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) => return Some(format!("{name}: cannot read: {e}")),
     };
     let exp = parse_expect(&text);
-    let a = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lt::types::check_source(&text))) {
+    let a = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        lt::types::check_source(&text)
+    })) {
         Ok(a) => a,
         Err(_) => return Some(format!("{name}: the checker panicked")),
     };
-    let codes: BTreeSet<String> = a.diagnostics.iter().map(|d| d.code.as_str().to_string()).collect();
+    let codes: BTreeSet<String> = a
+        .diagnostics
+        .iter()
+        .map(|d| d.code.as_str().to_string())
+        .collect();
     match (exp.errors, exp.ty, exp.effects) {
         (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
             Some(format!("{name}: header mixes `expect-error` with `expect-type`/`expect-effects`"))
@@ -129,7 +149,11 @@ fn check_example(path: &Path) -> Option<String> {
 #[test]
 fn examples_match_their_headers() {
     let files = example_files();
-    assert!(!files.is_empty(), "no examples/*.lt found in {}", examples_dir().display());
+    assert!(
+        !files.is_empty(),
+        "no examples/*.lt found in {}",
+        examples_dir().display()
+    );
     let failures: Vec<String> = files.iter().filter_map(|p| check_example(p)).collect();
     assert!(
         failures.is_empty(),
@@ -168,10 +192,20 @@ fn required_examples_exist() {
 fn header_parsing() {
     let e = parse_expect("// expect-type: List {a: Int}\n// expect-effects: Read, Write\n1");
     assert_eq!(e.ty.as_deref(), Some("List {a: Int}"));
-    assert_eq!(e.effects, Some(vec!["Read".to_string(), "Write".to_string()]));
+    assert_eq!(
+        e.effects,
+        Some(vec!["Read".to_string(), "Write".to_string()])
+    );
     assert!(e.errors.is_none());
     let e = parse_expect("// expect-effects: none\n");
     assert_eq!(e.effects, Some(Vec::new()));
     let e = parse_expect("// expect-error: E0401, E0602\n");
-    assert_eq!(e.errors, Some(["E0401".to_string(), "E0602".to_string()].into_iter().collect()));
+    assert_eq!(
+        e.errors,
+        Some(
+            ["E0401".to_string(), "E0602".to_string()]
+                .into_iter()
+                .collect()
+        )
+    );
 }

@@ -25,10 +25,14 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-const PHASES: [&str; 8] = ["lex", "parse", "validate", "types", "effects", "linear", "result", "accept"];
+const PHASES: [&str; 8] = [
+    "lex", "parse", "validate", "types", "effects", "linear", "result", "accept",
+];
 
 fn ui_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("ui")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("ui")
 }
 
 /// Every `.lt` case, sorted by path.
@@ -36,7 +40,9 @@ fn cases() -> Vec<PathBuf> {
     let mut out = Vec::new();
     for phase in PHASES {
         let dir = ui_dir().join(phase);
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         for entry in entries.flatten() {
             let path = entry.path();
             if path.extension().is_some_and(|e| e == "lt") {
@@ -71,7 +77,10 @@ fn split_list(v: &str) -> Vec<String> {
     if v.eq_ignore_ascii_case("none") {
         return Vec::new();
     }
-    v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+    v.split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 fn parse_expect(text: &str) -> Expect {
@@ -82,7 +91,9 @@ fn parse_expect(text: &str) -> Expect {
         } else if let Some(v) = header_value(line, "expect-effects") {
             e.effects = Some(split_list(v));
         } else if let Some(v) = header_value(line, "expect-error") {
-            e.errors.get_or_insert_with(BTreeSet::new).extend(split_list(v));
+            e.errors
+                .get_or_insert_with(BTreeSet::new)
+                .extend(split_list(v));
         }
     }
     e
@@ -92,10 +103,18 @@ fn parse_expect(text: &str) -> Expect {
 fn verdict_problems(name: &str, text: &str, a: &lt::types::Analysis) -> Vec<String> {
     let exp = parse_expect(text);
     let mut problems = Vec::new();
-    let codes: BTreeSet<String> = a.diagnostics.iter().map(|d| d.code.as_str().to_string()).collect();
+    let codes: BTreeSet<String> = a
+        .diagnostics
+        .iter()
+        .map(|d| d.code.as_str().to_string())
+        .collect();
     match (&exp.errors, &exp.ty) {
-        (Some(_), Some(_)) => problems.push(format!("{name}: header has both expect-error and expect-type")),
-        (None, None) => problems.push(format!("{name}: header has neither `// expect-type:` nor `// expect-error:`")),
+        (Some(_), Some(_)) => problems.push(format!(
+            "{name}: header has both expect-error and expect-type"
+        )),
+        (None, None) => problems.push(format!(
+            "{name}: header has neither `// expect-type:` nor `// expect-error:`"
+        )),
         (Some(want), None) => {
             if a.is_ok() {
                 problems.push(format!(
@@ -103,19 +122,25 @@ fn verdict_problems(name: &str, text: &str, a: &lt::types::Analysis) -> Vec<Stri
                     a.ty, a.effects
                 ));
             } else if &codes != want {
-                problems.push(format!("{name}: expected error codes {want:?}, got {codes:?}"));
+                problems.push(format!(
+                    "{name}: expected error codes {want:?}, got {codes:?}"
+                ));
             }
         }
         (None, Some(want_ty)) => {
             if !a.is_ok() {
-                problems.push(format!("{name}: expected type {want_ty}, but the program was rejected with {codes:?}"));
+                problems.push(format!(
+                    "{name}: expected type {want_ty}, but the program was rejected with {codes:?}"
+                ));
             } else {
                 if a.ty.to_string() != *want_ty {
                     problems.push(format!("{name}: expected type `{want_ty}`, got `{}`", a.ty));
                 }
                 let got: Vec<String> = a.effects.labels().map(str::to_string).collect();
                 match &exp.effects {
-                    None => problems.push(format!("{name}: header has expect-type but no `// expect-effects:`")),
+                    None => problems.push(format!(
+                        "{name}: header has expect-type but no `// expect-effects:`"
+                    )),
                     Some(want) if *want != got => {
                         problems.push(format!("{name}: expected effects {want:?}, got {got:?}"));
                     }
@@ -147,18 +172,29 @@ fn snapshot_text(name: &str, text: &str, a: &lt::types::Analysis) -> String {
         if a.is_ok() { "accepted" } else { "rejected" },
         verdict
     );
-    whole.lines().map(str::trim_end).collect::<Vec<_>>().join("\n")
+    whole
+        .lines()
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[test]
 fn ui() {
     let cases = cases();
-    assert!(cases.len() >= 60, "expected at least 60 UI cases under tests/ui, found {}", cases.len());
+    assert!(
+        cases.len() >= 60,
+        "expected at least 60 UI cases under tests/ui, found {}",
+        cases.len()
+    );
     let mut failures: Vec<String> = Vec::new();
     for path in &cases {
         let name = display_name(path);
-        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {name}: {e}"));
-        let analysis = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lt::types::check_source(&text))) {
+        let text =
+            std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {name}: {e}"));
+        let analysis = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            lt::types::check_source(&text)
+        })) {
             Ok(a) => a,
             Err(_) => {
                 failures.push(format!("{name}: the checker panicked"));
@@ -168,7 +204,10 @@ fn ui() {
         failures.extend(verdict_problems(&name, &text, &analysis));
         let snap = snapshot_text(&name, &text, &analysis);
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_else(ui_dir);
-        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             insta::with_settings!({
                 snapshot_path => dir.clone(),
@@ -195,11 +234,16 @@ fn ui() {
     }
     // A snapshot without its case is stale (the case was renamed or removed).
     for phase in PHASES {
-        let Ok(entries) = std::fs::read_dir(ui_dir().join(phase)) else { continue };
+        let Ok(entries) = std::fs::read_dir(ui_dir().join(phase)) else {
+            continue;
+        };
         for entry in entries.flatten() {
             let p = entry.path();
             if p.extension().is_some_and(|e| e == "snap") && !p.with_extension("lt").exists() {
-                failures.push(format!("{}: snapshot has no matching .lt case", display_name(&p)));
+                failures.push(format!(
+                    "{}: snapshot has no matching .lt case",
+                    display_name(&p)
+                ));
             }
         }
     }
@@ -207,11 +251,23 @@ fn ui() {
     if let Ok(entries) = std::fs::read_dir(ui_dir()) {
         for entry in entries.flatten() {
             let p = entry.path();
-            let ok = p.file_name().and_then(|n| n.to_str()).is_some_and(|n| PHASES.contains(&n));
+            let ok = p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| PHASES.contains(&n));
             if !ok {
-                failures.push(format!("{}: not a phase directory ({})", display_name(&p), PHASES.join(", ")));
+                failures.push(format!(
+                    "{}: not a phase directory ({})",
+                    display_name(&p),
+                    PHASES.join(", ")
+                ));
             }
         }
     }
-    assert!(failures.is_empty(), "{} UI case(s) failed:\n  {}", failures.len(), failures.join("\n  "));
+    assert!(
+        failures.is_empty(),
+        "{} UI case(s) failed:\n  {}",
+        failures.len(),
+        failures.join("\n  ")
+    );
 }

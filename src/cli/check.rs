@@ -12,7 +12,10 @@ pub fn run(path: &str, as_json: bool, emit: Option<Emit>, color: bool) -> u8 {
         Ok(x) => x,
         Err(msg) => {
             if as_json {
-                println!("{}", json!({"ok": false, "type": null, "effects": [], "diagnostics": [], "error": msg}));
+                println!(
+                    "{}",
+                    json!({"ok": false, "type": null, "effects": [], "diagnostics": [], "error": msg})
+                );
             }
             eprintln!("error: {msg}");
             return EXIT_USAGE;
@@ -36,7 +39,11 @@ pub fn run(path: &str, as_json: bool, emit: Option<Emit>, color: bool) -> u8 {
 /// `bindings` with `--emit types`).
 pub fn report_json(file: &SourceFile, a: &Analysis, emit: Option<Emit>) -> serde_json::Value {
     let ok = a.is_ok();
-    let effects: Vec<&str> = if ok { a.effects.labels().collect() } else { Vec::new() };
+    let effects: Vec<&str> = if ok {
+        a.effects.labels().collect()
+    } else {
+        Vec::new()
+    };
     let mut v = json!({
         "ok": ok,
         "type": if ok { json!(a.ty.to_string()) } else { json!(null) },
@@ -64,7 +71,10 @@ fn print_human(file: &SourceFile, a: &Analysis, emit: Option<Emit>, color: bool)
     if emit == Some(Emit::Types) {
         for b in &a.let_types {
             let lc = file.line_col(b.span.start);
-            println!("{}:{}:{}: let {}: {}", file.name, lc.line, lc.column, b.name, b.ty);
+            println!(
+                "{}:{}:{}: let {}: {}",
+                file.name, lc.line, lc.column, b.name, b.ty
+            );
         }
     }
     if a.is_ok() {
@@ -77,5 +87,13 @@ fn print_human(file: &SourceFile, a: &Analysis, emit: Option<Emit>, color: bool)
     if a.truncated > 0 {
         eprintln!("… and {} more errors not shown", a.truncated);
     }
-    eprintln!("error: {} found in {}", if n == 1 { "1 error".to_string() } else { format!("{n} errors") }, file.name);
+    eprintln!(
+        "error: {} found in {}",
+        if n == 1 {
+            "1 error".to_string()
+        } else {
+            format!("{n} errors")
+        },
+        file.name
+    );
 }

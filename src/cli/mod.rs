@@ -79,11 +79,18 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
         }
     };
     let code = match cli.command {
-        Command::Check { file, json, emit, color } => {
+        Command::Check {
+            file,
+            json,
+            emit,
+            color,
+        } => {
             let color = match color {
                 Color::Always => true,
                 Color::Never => false,
-                Color::Auto => std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+                Color::Auto => {
+                    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+                }
             };
             check::run(&file, json, emit, color)
         }
@@ -100,13 +107,19 @@ fn explain(text: &str) -> u8 {
                 EXIT_OK
             }
             None => {
-                eprintln!("error: {code} ({}) has no explanation page yet", code.title());
+                eprintln!(
+                    "error: {code} ({}) has no explanation page yet",
+                    code.title()
+                );
                 EXIT_USAGE
             }
         },
         None => {
             let all: Vec<&str> = crate::diag::Code::ALL.iter().map(|c| c.as_str()).collect();
-            eprintln!("error: `{text}` is not an lt error code\n  the codes are: {}", all.join(" "));
+            eprintln!(
+                "error: `{text}` is not an lt error code\n  the codes are: {}",
+                all.join(" ")
+            );
             EXIT_USAGE
         }
     }
@@ -116,7 +129,9 @@ fn explain(text: &str) -> u8 {
 pub fn read_source(path: &str) -> Result<(String, String), String> {
     let (name, bytes) = if path == "-" {
         let mut buf = Vec::new();
-        std::io::stdin().read_to_end(&mut buf).map_err(|e| format!("cannot read standard input: {e}"))?;
+        std::io::stdin()
+            .read_to_end(&mut buf)
+            .map_err(|e| format!("cannot read standard input: {e}"))?;
         ("<stdin>".to_string(), buf)
     } else {
         let bytes = std::fs::read(path).map_err(|e| {

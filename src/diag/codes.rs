@@ -75,12 +75,18 @@ impl Code {
     pub fn parse(text: &str) -> Option<Code> {
         let t = text.trim().trim_start_matches(['E', 'e']);
         let n: u32 = t.parse().ok()?;
-        Code::ALL.iter().copied().find(|c| c.as_str()[1..].parse::<u32>().ok() == Some(n))
+        Code::ALL
+            .iter()
+            .copied()
+            .find(|c| c.as_str()[1..].parse::<u32>().ok() == Some(n))
     }
 
     /// The page `docs/errors/<CODE>.md`, if it exists.
     pub fn page(self) -> Option<&'static str> {
-        PAGES.iter().find(|(c, _)| *c == self.as_str()).map(|(_, p)| *p)
+        PAGES
+            .iter()
+            .find(|(c, _)| *c == self.as_str())
+            .map(|(_, p)| *p)
     }
 }
 

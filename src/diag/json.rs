@@ -52,7 +52,10 @@ pub fn to_json(file: &SourceFile, d: &Diagnostic) -> Value {
 /// `file:line:col: error[E0202]: message (help: …)`.
 pub fn to_line(file: &SourceFile, d: &Diagnostic) -> String {
     let s = file.line_col(d.span.start);
-    let mut out = format!("{}:{}:{}: error[{}]: {}", file.name, s.line, s.column, d.code, d.message);
+    let mut out = format!(
+        "{}:{}:{}: error[{}]: {}",
+        file.name, s.line, s.column, d.code, d.message
+    );
     if let Some(h) = &d.help {
         out.push_str(" (help: ");
         out.push_str(h);

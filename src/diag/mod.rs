@@ -83,12 +83,19 @@ impl Diagnostic {
 
     /// Adds a secondary label.
     pub fn with_secondary(mut self, span: Span, text: impl Into<String>) -> Self {
-        self.labels.push(Label { span, message: text.into() });
+        self.labels.push(Label {
+            span,
+            message: text.into(),
+        });
         self
     }
 
     /// Sets expected and found.
-    pub fn with_expected_found(mut self, expected: impl Into<String>, found: impl Into<String>) -> Self {
+    pub fn with_expected_found(
+        mut self,
+        expected: impl Into<String>,
+        found: impl Into<String>,
+    ) -> Self {
         self.expected = Some(expected.into());
         self.found = Some(found.into());
         self
@@ -109,7 +116,10 @@ impl Diagnostic {
 
 /// The closest candidate to `name` by edit distance, if it is close enough to
 /// be a plausible typo ("did you mean").
-pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     let mut best: Option<(f64, &str)> = None;
     for cand in candidates {
         if cand == name {

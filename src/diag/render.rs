@@ -22,17 +22,34 @@ pub fn render(file: &SourceFile, diags: &[Diagnostic], color: bool) -> String {
             Severity::Warning => ReportKind::Warning,
         };
         let mut report = Report::build(kind, (name, clamp(d.span)))
-            .with_config(Config::default().with_color(color).with_index_type(IndexType::Byte))
+            .with_config(
+                Config::default()
+                    .with_color(color)
+                    .with_index_type(IndexType::Byte),
+            )
             .with_code(d.code.as_str())
             .with_message(&d.message);
-        let primary = if d.primary_label.is_empty() { d.message.clone() } else { d.primary_label.clone() };
+        let primary = if d.primary_label.is_empty() {
+            d.message.clone()
+        } else {
+            d.primary_label.clone()
+        };
         // ariadne starts a new snippet whenever a label lies before the
         // previous one, so labels are added in source order.
-        let mut labels: Vec<(crate::source::Span, String, Color)> = vec![(d.span, primary, Color::Red)];
-        labels.extend(d.labels.iter().map(|l| (l.span, l.message.clone(), Color::Blue)));
+        let mut labels: Vec<(crate::source::Span, String, Color)> =
+            vec![(d.span, primary, Color::Red)];
+        labels.extend(
+            d.labels
+                .iter()
+                .map(|l| (l.span, l.message.clone(), Color::Blue)),
+        );
         labels.sort_by_key(|(s, _, _)| (s.start, s.end));
         for (span, message, color) in labels {
-            report = report.with_label(Label::new((name, clamp(span))).with_message(message).with_color(color));
+            report = report.with_label(
+                Label::new((name, clamp(span)))
+                    .with_message(message)
+                    .with_color(color),
+            );
         }
         if let (Some(e), Some(f)) = (&d.expected, &d.found) {
             report = report.with_note(format!("expected: {e}\n   found: {f}"));

@@ -314,7 +314,11 @@ impl Expr {
 
     /// An error node (already reported).
     pub fn error(span: Span) -> Expr {
-        Expr { kind: ExprKind::Error, span, depth: 1 }
+        Expr {
+            kind: ExprKind::Error,
+            span,
+            depth: 1,
+        }
     }
 }
 
@@ -330,20 +334,36 @@ impl ExprKind {
             | ExprKind::Var(_)
             | ExprKind::Error => 0,
             ExprKind::Let(chain) => {
-                let b = chain.bindings.iter().map(|b| b.value.depth + b.annot.as_ref().map_or(0, |t| t.depth)).max();
+                let b = chain
+                    .bindings
+                    .iter()
+                    .map(|b| b.value.depth + b.annot.as_ref().map_or(0, |t| t.depth))
+                    .max();
                 b.unwrap_or(0).max(chain.body.depth)
             }
-            ExprKind::Fn { annot, body, .. } => body.depth.max(annot.as_ref().map_or(0, |t| t.depth)),
+            ExprKind::Fn { annot, body, .. } => {
+                body.depth.max(annot.as_ref().map_or(0, |t| t.depth))
+            }
             ExprKind::App(a, b) | ExprKind::Binary(_, _, a, b) => a.depth.max(b.depth),
             ExprKind::If(a, b, c) => a.depth.max(b.depth).max(c.depth),
-            ExprKind::Match(s, arms) => arms.iter().map(|a| a.body.depth).max().unwrap_or(0).max(s.depth),
+            ExprKind::Match(s, arms) => arms
+                .iter()
+                .map(|a| a.body.depth)
+                .max()
+                .unwrap_or(0)
+                .max(s.depth),
             ExprKind::Record(fields) => fields.iter().map(|f| f.value.depth).max().unwrap_or(0),
-            ExprKind::Field(e, _) | ExprKind::Ok(e) | ExprKind::Err(e) | ExprKind::Exec(_, e) | ExprKind::Neg(e) => {
-                e.depth
-            }
-            ExprKind::List(elems, annot) => {
-                elems.iter().map(|e| e.depth).max().unwrap_or(0).max(annot.as_ref().map_or(0, |t| t.depth))
-            }
+            ExprKind::Field(e, _)
+            | ExprKind::Ok(e)
+            | ExprKind::Err(e)
+            | ExprKind::Exec(_, e)
+            | ExprKind::Neg(e) => e.depth,
+            ExprKind::List(elems, annot) => elems
+                .iter()
+                .map(|e| e.depth)
+                .max()
+                .unwrap_or(0)
+                .max(annot.as_ref().map_or(0, |t| t.depth)),
             ExprKind::Loop { head, body, .. } => head.depth.max(body.depth),
         }
     }
@@ -358,7 +378,11 @@ impl TypeExpr {
             TypeExprKind::List(t) | TypeExprKind::Linear(t) => t.depth,
             TypeExprKind::Result(a, b) | TypeExprKind::Fun(a, _, b) => a.depth.max(b.depth),
         };
-        TypeExpr { kind, span, depth: child + 1 }
+        TypeExpr {
+            kind,
+            span,
+            depth: child + 1,
+        }
     }
 }
 
@@ -406,7 +430,11 @@ impl ExprKind {
                     f(e);
                 }
             }
-            ExprKind::Field(e, _) | ExprKind::Ok(e) | ExprKind::Err(e) | ExprKind::Exec(_, e) | ExprKind::Neg(e) => f(e),
+            ExprKind::Field(e, _)
+            | ExprKind::Ok(e)
+            | ExprKind::Err(e)
+            | ExprKind::Exec(_, e)
+            | ExprKind::Neg(e) => f(e),
             ExprKind::Loop { head, body, .. } => {
                 f(head);
                 f(body);

@@ -30,7 +30,10 @@ pub fn span(l: usize, r: usize) -> Span {
 
 /// An identifier.
 pub fn ident(name: String, l: usize, r: usize) -> Ident {
-    Ident { name: name.into(), span: span(l, r) }
+    Ident {
+        name: name.into(),
+        span: span(l, r),
+    }
 }
 
 fn too_deep(st: &mut ParseState, at: Span) {
@@ -53,7 +56,11 @@ fn cap(st: &mut ParseState, e: Expr) -> Expr {
     if e.depth > MAX_DEPTH {
         too_deep(st, e.span);
         // Keep the depth at the limit so every enclosing node is replaced too.
-        Expr { kind: ExprKind::Error, span: e.span, depth: MAX_DEPTH }
+        Expr {
+            kind: ExprKind::Error,
+            span: e.span,
+            depth: MAX_DEPTH,
+        }
     } else {
         e
     }
@@ -64,7 +71,11 @@ pub fn ty(st: &mut ParseState, kind: TypeExprKind, l: usize, r: usize) -> TypeEx
     let t = TypeExpr::new(kind, span(l, r));
     if t.depth > MAX_DEPTH {
         too_deep(st, t.span);
-        TypeExpr { kind: TypeExprKind::Error, span: t.span, depth: MAX_DEPTH }
+        TypeExpr {
+            kind: TypeExprKind::Error,
+            span: t.span,
+            depth: MAX_DEPTH,
+        }
     } else {
         t
     }
@@ -82,14 +93,31 @@ pub fn fun_type(
     l: usize,
     r: usize,
 ) -> TypeExpr {
-    let row = EffectRowExpr { labels: effs, span: span(el, er) };
+    let row = EffectRowExpr {
+        labels: effs,
+        span: span(el, er),
+    };
     ty(st, TypeExprKind::Fun(Box::new(a), row, Box::new(ret)), l, r)
 }
 
 /// `a op b`.
 #[allow(clippy::too_many_arguments)]
-pub fn binary(st: &mut ParseState, op: BinOp, a: Expr, c: Expr, ol: usize, or: usize, l: usize, r: usize) -> Expr {
-    expr(st, ExprKind::Binary(op, span(ol, or), Box::new(a), Box::new(c)), l, r)
+pub fn binary(
+    st: &mut ParseState,
+    op: BinOp,
+    a: Expr,
+    c: Expr,
+    ol: usize,
+    or: usize,
+    l: usize,
+    r: usize,
+) -> Expr {
+    expr(
+        st,
+        ExprKind::Binary(op, span(ol, or), Box::new(a), Box::new(c)),
+        l,
+        r,
+    )
 }
 
 /// `let [rec] name [: T] = value in body`, prepended to `body`'s chain when
@@ -107,37 +135,82 @@ pub fn let_in(
     r: usize,
 ) -> Expr {
     let bdepth = value.depth.max(annot.as_ref().map_or(0, |t| t.depth));
-    let binding = LetBinding { rec_kw, name, annot, value, span: span(l, vr) };
+    let binding = LetBinding {
+        rec_kw,
+        name,
+        annot,
+        value,
+        span: span(l, vr),
+    };
     let whole = span(l, r);
     match body.kind {
         ExprKind::Let(mut chain) => {
             chain.bindings.push_front(binding);
             let depth = body.depth.max(bdepth + 1);
-            cap(st, Expr { kind: ExprKind::Let(chain), span: whole, depth })
+            cap(
+                st,
+                Expr {
+                    kind: ExprKind::Let(chain),
+                    span: whole,
+                    depth,
+                },
+            )
         }
         kind => {
-            let body = Expr { kind, span: body.span, depth: body.depth };
+            let body = Expr {
+                kind,
+                span: body.span,
+                depth: body.depth,
+            };
             let depth = 1 + bdepth.max(body.depth);
-            let chain = LetChain { bindings: VecDeque::from([binding]), body };
-            cap(st, Expr { kind: ExprKind::Let(Box::new(chain)), span: whole, depth })
+            let chain = LetChain {
+                bindings: VecDeque::from([binding]),
+                body,
+            };
+            cap(
+                st,
+                Expr {
+                    kind: ExprKind::Let(Box::new(chain)),
+                    span: whole,
+                    depth,
+                },
+            )
         }
     }
 }
 
 /// `tool name: ty;`
 pub fn tool_decl(name: Ident, ty: TypeExpr, l: usize, r: usize) -> Decl {
-    Decl::Tool(ToolDecl { name, ty, span: span(l, r) })
+    Decl::Tool(ToolDecl {
+        name,
+        ty,
+        span: span(l, r),
+    })
 }
 
 /// A tool declaration whose type did not parse: the name stays declared
 /// (with an error type) so that its uses are not reported again.
 pub fn broken_tool_decl(name: Ident, l: usize, r: usize) -> Decl {
-    let ty = TypeExpr { kind: TypeExprKind::Error, span: span(l, r), depth: 1 };
-    Decl::Tool(ToolDecl { name, ty, span: span(l, r) })
+    let ty = TypeExpr {
+        kind: TypeExprKind::Error,
+        span: span(l, r),
+        depth: 1,
+    };
+    Decl::Tool(ToolDecl {
+        name,
+        ty,
+        span: span(l, r),
+    })
 }
 
 /// The whole program; a missing expression is reported as `E0104`.
-pub fn program(st: &mut ParseState, decls: Vec<Decl>, body: Option<Expr>, l: usize, r: usize) -> Program {
+pub fn program(
+    st: &mut ParseState,
+    decls: Vec<Decl>,
+    body: Option<Expr>,
+    l: usize,
+    r: usize,
+) -> Program {
     let body = body.unwrap_or_else(|| {
         let at = span(r, r);
         st.diags.push(
@@ -150,5 +223,9 @@ pub fn program(st: &mut ParseState, decls: Vec<Decl>, body: Option<Expr>, l: usi
         );
         Expr::error(at)
     });
-    Program { decls, body, span: span(l, r) }
+    Program {
+        decls,
+        body,
+        span: span(l, r),
+    }
 }

@@ -20,7 +20,13 @@ pub mod repair;
 pub mod token;
 pub mod validate;
 
-#[allow(clippy::all, clippy::unwrap_used, missing_docs, unused_qualifications, dead_code)]
+#[allow(
+    clippy::all,
+    clippy::unwrap_used,
+    missing_docs,
+    unused_qualifications,
+    dead_code
+)]
 mod grammar {
     lalrpop_util::lalrpop_mod!(pub lt, "/lt.rs");
 }
@@ -46,7 +52,11 @@ pub fn parse(text: &str) -> (Program, Vec<Diagnostic>) {
         Ok(p) => p,
         Err(e) => {
             diags.push(convert(e, end));
-            Program { decls: Vec::new(), body: Expr::error(Span::new(end, end)), span: Span::new(0, end) }
+            Program {
+                decls: Vec::new(),
+                body: Expr::error(Span::new(end, end)),
+                span: Span::new(0, end),
+            }
         }
     };
     for rec in std::mem::take(&mut st.recovered) {
@@ -67,7 +77,10 @@ pub fn parse(text: &str) -> (Program, Vec<Diagnostic>) {
         if !matches!(d.code, Code::E0101 | Code::E0102) {
             return true;
         }
-        let line = text.as_bytes()[..(d.span.start as usize).min(text.len())].iter().filter(|&&c| c == b'\n').count();
+        let line = text.as_bytes()[..(d.span.start as usize).min(text.len())]
+            .iter()
+            .filter(|&&c| c == b'\n')
+            .count();
         if lines_seen.contains(&line) {
             false
         } else {
@@ -104,8 +117,24 @@ fn expected_text(list: &[String]) -> String {
             .filter(|e| {
                 !matches!(
                     e.as_str(),
-                    "a name" | "an integer" | "a string" | "`(`" | "`[`" | "`{`" | "`true`" | "`false`" | "`match`"
-                        | "`exec`" | "`Ok`" | "`Err`" | "`-`" | "`let`" | "`fn`" | "`if`" | "`while`" | "`for`"
+                    "a name"
+                        | "an integer"
+                        | "a string"
+                        | "`(`"
+                        | "`[`"
+                        | "`{`"
+                        | "`true`"
+                        | "`false`"
+                        | "`match`"
+                        | "`exec`"
+                        | "`Ok`"
+                        | "`Err`"
+                        | "`-`"
+                        | "`let`"
+                        | "`fn`"
+                        | "`if`"
+                        | "`while`"
+                        | "`for`"
                 )
             })
             .map(String::as_str)
@@ -125,7 +154,8 @@ fn convert(e: ParseError<usize, Tok, LexError>, end: usize) -> Diagnostic {
         ParseError::UnrecognizedEof { location, expected } => {
             let list = describe_expected(&expected);
             let at = Span::new(location.min(end), end);
-            let mut help = "the program ended early: look for a missing `}`, `)`, `in` or `else`".to_string();
+            let mut help =
+                "the program ended early: look for a missing `}`, `)`, `in` or `else`".to_string();
             if list.iter().any(|e| e == "`in`") {
                 help = "every `let` needs `in` and a body: `let x = value in body`".to_string();
             }
@@ -134,10 +164,14 @@ fn convert(e: ParseError<usize, Tok, LexError>, end: usize) -> Diagnostic {
                 .with_expected_found(expected_text(&list), "end of input")
                 .with_help(help)
         }
-        ParseError::UnrecognizedToken { token: (l, tok, r), expected } if expected.is_empty() => {
-            extra_token(l, tok, r)
-        }
-        ParseError::UnrecognizedToken { token: (l, tok, r), expected } => {
+        ParseError::UnrecognizedToken {
+            token: (l, tok, r),
+            expected,
+        } if expected.is_empty() => extra_token(l, tok, r),
+        ParseError::UnrecognizedToken {
+            token: (l, tok, r),
+            expected,
+        } => {
             let list = describe_expected(&expected);
             let span = Span::new(l, r);
             let exp = expected_text(&list);
@@ -150,13 +184,17 @@ fn convert(e: ParseError<usize, Tok, LexError>, end: usize) -> Diagnostic {
             }
         }
         ParseError::ExtraToken { token: (l, tok, r) } => extra_token(l, tok, r),
-        ParseError::InvalidToken { location } => {
-            Diagnostic::error(Code::E0001, Span::new(location, location + 1), "invalid token")
-                .with_help("remove this character")
-        }
-        ParseError::User { error } => {
-            Diagnostic::error(Code::E0001, Span::new(end, end), format!("lexical error: {error:?}"))
-        }
+        ParseError::InvalidToken { location } => Diagnostic::error(
+            Code::E0001,
+            Span::new(location, location + 1),
+            "invalid token",
+        )
+        .with_help("remove this character"),
+        ParseError::User { error } => Diagnostic::error(
+            Code::E0001,
+            Span::new(end, end),
+            format!("lexical error: {error:?}"),
+        ),
     }
 }
 
@@ -165,9 +203,13 @@ fn extra_token(l: usize, tok: Tok, r: usize) -> Diagnostic {
         Tok::RParen | Tok::RBrace | Tok::RBracket => format!("remove this `{tok}`: it closes nothing"),
         _ => "a program is declarations and then exactly one expression; combine steps with `let … in`".to_string(),
     };
-    Diagnostic::error(Code::E0101, Span::new(l, r), format!("unexpected `{tok}` after the end of the program"))
-        .with_label("the program's expression ended before this")
-        .with_help(help)
+    Diagnostic::error(
+        Code::E0101,
+        Span::new(l, r),
+        format!("unexpected `{tok}` after the end of the program"),
+    )
+    .with_label("the program's expression ended before this")
+    .with_help(help)
 }
 
 fn hint_for(tok: &Tok, expected: &[String]) -> Option<String> {

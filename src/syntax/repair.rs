@@ -24,14 +24,27 @@ pub fn repair(toks: &mut Vec<Spanned>, diags: &mut Vec<Diagnostic>) {
 }
 
 fn missing(at: usize, what: &str, found: &Tok, context: String, help: &str) -> Diagnostic {
-    Diagnostic::error(Code::E0101, Span::new(at, at), format!("missing `{what}` {context}"))
-        .with_label(format!("expected `{what}` here"))
-        .with_expected_found(format!("`{what}`"), format!("`{found}`"))
-        .with_help(help.to_string())
+    Diagnostic::error(
+        Code::E0101,
+        Span::new(at, at),
+        format!("missing `{what}` {context}"),
+    )
+    .with_label(format!("expected `{what}` here"))
+    .with_expected_found(format!("`{what}`"), format!("`{found}`"))
+    .with_help(help.to_string())
 }
 
 fn starts_type(t: &Tok) -> bool {
-    matches!(t, Tok::Ident(_) | Tok::LBrace | Tok::LBracket | Tok::LParen | Tok::Bang | Tok::List | Tok::Result)
+    matches!(
+        t,
+        Tok::Ident(_)
+            | Tok::LBrace
+            | Tok::LBracket
+            | Tok::LParen
+            | Tok::Bang
+            | Tok::List
+            | Tok::Result
+    )
 }
 
 /// A declaration runs from `tool` to `;`. When another declaration starts
@@ -106,7 +119,14 @@ fn insert_missing_arm_commas(toks: &mut Vec<Spanned>, diags: &mut Vec<Diagnostic
                 let prev = &toks[i - 1].1;
                 let after_separator = matches!(
                     prev,
-                    Tok::Comma | Tok::MatchLBrace | Tok::Fn | Tok::Colon | Tok::List | Tok::Bang | Tok::Arrow | Tok::FatArrow
+                    Tok::Comma
+                        | Tok::MatchLBrace
+                        | Tok::Fn
+                        | Tok::Colon
+                        | Tok::List
+                        | Tok::Bang
+                        | Tok::Arrow
+                        | Tok::FatArrow
                 );
                 if !after_separator {
                     if let Some(len) = pattern_len(&toks[i..]) {
@@ -133,10 +153,14 @@ fn insert_missing_arm_commas(toks: &mut Vec<Spanned>, diags: &mut Vec<Diagnostic
 
 /// The number of tokens of a match pattern starting at `t[0]`, if one does.
 fn pattern_len(t: &[Spanned]) -> Option<usize> {
-    let binder = |x: Option<&Spanned>| matches!(x.map(|x| &x.1), Some(Tok::Ident(_) | Tok::Underscore));
+    let binder =
+        |x: Option<&Spanned>| matches!(x.map(|x| &x.1), Some(Tok::Ident(_) | Tok::Underscore));
     match t.first().map(|x| &x.1)? {
         Tok::Ok | Tok::Err => {
-            if t.get(1).map(|x| &x.1) == Some(&Tok::LParen) && binder(t.get(2)) && t.get(3).map(|x| &x.1) == Some(&Tok::RParen) {
+            if t.get(1).map(|x| &x.1) == Some(&Tok::LParen)
+                && binder(t.get(2))
+                && t.get(3).map(|x| &x.1) == Some(&Tok::RParen)
+            {
                 Some(4)
             } else if binder(t.get(1)) {
                 Some(2)
@@ -158,9 +182,13 @@ fn report_match_with(toks: &[Spanned], diags: &mut Vec<Diagnostic>) {
             Tok::MatchLBrace => open_match = false,
             Tok::Ident(w) if w == "with" && open_match => {
                 diags.push(
-                    Diagnostic::error(Code::E0101, Span::new(*l, *r), "lt writes match arms in braces, not after `with`")
-                        .with_label("`with` is not lt syntax")
-                        .with_help("write `match e { Ok(x) => …, Err(e) => … }`"),
+                    Diagnostic::error(
+                        Code::E0101,
+                        Span::new(*l, *r),
+                        "lt writes match arms in braces, not after `with`",
+                    )
+                    .with_label("`with` is not lt syntax")
+                    .with_help("write `match e { Ok(x) => …, Err(e) => … }`"),
                 );
                 open_match = false;
             }

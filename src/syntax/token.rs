@@ -153,7 +153,9 @@ pub enum Tok {
 }
 
 fn int_literal(lex: &mut logos::Lexer<Tok>) -> Result<i64, LexError> {
-    lex.slice().parse::<i64>().map_err(|_| LexError::IntOverflow)
+    lex.slice()
+        .parse::<i64>()
+        .map_err(|_| LexError::IntOverflow)
 }
 
 fn block_comment(lex: &mut logos::Lexer<Tok>) -> Result<(), LexError> {
@@ -207,7 +209,12 @@ fn string_literal(lex: &mut logos::Lexer<Tok>) -> Result<String, LexError> {
                         .strip_prefix('{')
                         .and_then(|s| s.split_once('}'))
                         .filter(|(hex, _)| !hex.is_empty() && hex.len() <= 6)
-                        .and_then(|(hex, _)| Some((hex.len(), char::from_u32(u32::from_str_radix(hex, 16).ok()?)?)));
+                        .and_then(|(hex, _)| {
+                            Some((
+                                hex.len(),
+                                char::from_u32(u32::from_str_radix(hex, 16).ok()?)?,
+                            ))
+                        });
                     match parsed {
                         Some((len, ch)) => {
                             out.push(ch);
@@ -314,9 +321,13 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<Diagnostic>) {
                 "remove it; lt source uses ASCII operators such as `+ - * < > == =>`".to_string()
             };
             diags.push(
-                Diagnostic::error(Code::E0001, Span::new(a, b), format!("unexpected character `{shown}`"))
-                    .with_label("this is not part of any token")
-                    .with_help(hint),
+                Diagnostic::error(
+                    Code::E0001,
+                    Span::new(a, b),
+                    format!("unexpected character `{shown}`"),
+                )
+                .with_label("this is not part of any token")
+                .with_help(hint),
             );
         }
     };
@@ -328,9 +339,13 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<Diagnostic>) {
             Ok(Tok::DashComment) => {
                 flush(&mut bad_run, &mut diags);
                 diags.push(
-                    Diagnostic::error(Code::E0001, Span::new(range.start, range.start + 2), "`--` does not start a comment")
-                        .with_label("not a comment")
-                        .with_help("comments are `// …` to the end of the line, or `(* … *)`"),
+                    Diagnostic::error(
+                        Code::E0001,
+                        Span::new(range.start, range.start + 2),
+                        "`--` does not start a comment",
+                    )
+                    .with_label("not a comment")
+                    .with_help("comments are `// …` to the end of the line, or `(* … *)`"),
                 );
             }
             Ok(tok) => {
@@ -354,21 +369,31 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<Diagnostic>) {
                             .with_label("this string has no closing `\"` on its line")
                             .with_help("close the string with `\"`; write a line break inside a string as `\\n`")
                     }
-                    LexError::UnterminatedComment => Diagnostic::error(Code::E0003, span, "unterminated block comment")
-                        .with_label("this `(*` is never closed")
-                        .with_help("close the comment with `*)` (block comments nest)"),
+                    LexError::UnterminatedComment => {
+                        Diagnostic::error(Code::E0003, span, "unterminated block comment")
+                            .with_label("this `(*` is never closed")
+                            .with_help("close the comment with `*)` (block comments nest)")
+                    }
                     LexError::InvalidEscape(a, b) => {
                         toks.push((range.start, Tok::Str(String::new()), range.end));
                         let esc = Span::new(range.start + a, range.start + b);
-                        Diagnostic::error(Code::E0004, esc, format!("invalid escape `{}`", &text[esc.range()]))
-                            .with_label("unknown escape")
-                            .with_help("valid escapes are \\n \\t \\r \\0 \\\" \\\\ and \\u{1F600}")
+                        Diagnostic::error(
+                            Code::E0004,
+                            esc,
+                            format!("invalid escape `{}`", &text[esc.range()]),
+                        )
+                        .with_label("unknown escape")
+                        .with_help("valid escapes are \\n \\t \\r \\0 \\\" \\\\ and \\u{1F600}")
                     }
                     LexError::IntOverflow => {
                         toks.push((range.start, Tok::Int(0), range.end));
                         Diagnostic::error(Code::E0005, span, "integer literal is too large")
                             .with_label("does not fit in a 64-bit signed integer")
-                            .with_help(format!("integers are 64-bit: at most {} (and at least -{})", i64::MAX, i64::MAX))
+                            .with_help(format!(
+                                "integers are 64-bit: at most {} (and at least -{})",
+                                i64::MAX,
+                                i64::MAX
+                            ))
                     }
                     LexError::UnexpectedChar => continue,
                 };
@@ -428,7 +453,9 @@ fn mark_match_braces(toks: &mut [Spanned]) {
                 let awaited = pending.last() == Some(&depth);
                 let opens_arms = matches!(next, Some(Tok::Ok | Tok::Err | Tok::Underscore))
                     || (matches!(after, Some(Tok::FatArrow)) && !matches!(next, Some(Tok::RBrace)))
-                    || (awaited && matches!(next, Some(Tok::RBrace)) && !matches!(after, Some(Tok::LBrace)));
+                    || (awaited
+                        && matches!(next, Some(Tok::RBrace))
+                        && !matches!(after, Some(Tok::LBrace)));
                 if opens_arms {
                     toks[i].1 = Tok::MatchLBrace;
                     if awaited {

@@ -12,6 +12,7 @@
 
 use super::ast::*;
 use crate::diag::{Code, Diagnostic};
+use crate::scope::Scope;
 use crate::source::Span;
 use std::collections::HashSet;
 
@@ -29,87 +30,122 @@ const ITERATE_HINT: &str =
 
 /// Runs the restriction pass over `program`.
 pub fn validate(program: &Program) -> Validation {
-    let mut v = Validation::default();
-    walk(&program.body, &im::HashSet::new(), &im::HashMap::new(), &mut v);
-    v
+    let mut w = Walker {
+        scope: Scope::default(),
+        defining: Scope::default(),
+        v: Validation::default(),
+    };
+    w.walk(&program.body);
+    w.v
 }
 
-fn walk(e: &Expr, scope: &im::HashSet<Name>, defining: &im::HashMap<Name, Span>, v: &mut Validation) {
-    stacker::maybe_grow(64 * 1024, 2 * 1024 * 1024, || walk_inner(e, scope, defining, v))
+struct Walker {
+    /// Names in scope (`false` hides an outer binding inside a `let rec` value).
+    scope: Scope<bool>,
+    /// Names whose own value is being walked, with their binding site.
+    defining: Scope<Span>,
+    v: Validation,
 }
 
-fn walk_inner(e: &Expr, scope: &im::HashSet<Name>, defining: &im::HashMap<Name, Span>, v: &mut Validation) {
-    match &e.kind {
-        ExprKind::Var(id) => {
-            if !scope.contains(&id.name) {
-                if let Some(&def) = defining.get(&id.name) {
-                    v.recursive_refs.insert(id.span);
-                    v.diags.push(
-                        Diagnostic::error(Code::E0302, id.span, format!("`{}` refers to itself: recursion is not allowed", id.name))
+impl Walker {
+    fn walk(&mut self, e: &Expr) {
+        stacker::maybe_grow(64 * 1024, 2 * 1024 * 1024, || self.walk_inner(e))
+    }
+
+    fn bound(&mut self, name: &Name, body: &Expr) {
+        let m = self.scope.mark();
+        self.scope.push(name.clone(), true);
+        self.walk(body);
+        self.scope.reset(m);
+    }
+
+    fn walk_inner(&mut self, e: &Expr) {
+        let v = &mut self.v;
+        match &e.kind {
+            ExprKind::Var(id) => {
+                if self.scope.get(&id.name) != Some(&true) {
+                    if let Some(&def) = self.defining.get(&id.name) {
+                        v.recursive_refs.insert(id.span);
+                        v.diags.push(
+                            Diagnostic::error(
+                                Code::E0302,
+                                id.span,
+                                format!("`{}` refers to itself: recursion is not allowed", id.name),
+                            )
                             .with_label("recursive reference")
                             .with_secondary(def, "defined here")
                             .with_help(ITERATE_HINT),
-                    );
+                        );
+                    }
                 }
             }
-        }
-        ExprKind::Let(chain) => {
-            let mut scope = scope.clone();
-            for b in &chain.bindings {
-                if let Some(rk) = b.rec_kw {
-                    v.diags.push(
-                        Diagnostic::error(Code::E0302, rk, "`let rec` is not allowed: lt programs cannot recurse")
+            ExprKind::Let(chain) => {
+                let outer = self.scope.mark();
+                for b in &chain.bindings {
+                    if let Some(rk) = b.rec_kw {
+                        self.v.diags.push(
+                            Diagnostic::error(
+                                Code::E0302,
+                                rk,
+                                "`let rec` is not allowed: lt programs cannot recurse",
+                            )
                             .with_label("recursive binding")
                             .with_help(ITERATE_HINT),
-                    );
-                }
-                // `let x = … x …` where x is bound outside refers to the outer x;
-                // otherwise (and always under `rec`) it refers to itself.
-                let mut value_scope = scope.clone();
-                let mut value_defining = defining.clone();
-                if b.rec_kw.is_some() {
-                    value_scope.remove(&b.name.name);
-                }
-                if !value_scope.contains(&b.name.name) {
-                    value_defining.insert(b.name.name.clone(), b.name.span);
-                }
-                walk(&b.value, &value_scope, &value_defining, v);
-                scope.insert(b.name.name.clone());
-            }
-            walk(&chain.body, &scope, defining, v);
-        }
-        ExprKind::Fn { param, body, .. } => {
-            let scope = scope.update(param.name.clone());
-            walk(body, &scope, defining, v);
-        }
-        ExprKind::Match(s, arms) => {
-            walk(s, scope, defining, v);
-            for arm in arms {
-                let bound = match &arm.pattern.kind {
-                    PatternKind::Ok(Binder::Var(x)) | PatternKind::Err(Binder::Var(x)) | PatternKind::Var(x) => {
-                        Some(x.name.clone())
+                        );
                     }
-                    _ => None,
-                };
-                match bound {
-                    Some(n) => walk(&arm.body, &scope.update(n), defining, v),
-                    None => walk(&arm.body, scope, defining, v),
+                    // `let x = … x …` where x is bound outside refers to the outer x;
+                    // otherwise (and always under `rec`) it refers to itself.
+                    let before_value = self.scope.mark();
+                    if b.rec_kw.is_some() {
+                        self.scope.push(b.name.name.clone(), false);
+                    }
+                    let defining = self.defining.mark();
+                    if self.scope.get(&b.name.name) != Some(&true) {
+                        self.defining.push(b.name.name.clone(), b.name.span);
+                    }
+                    self.walk(&b.value);
+                    self.defining.reset(defining);
+                    self.scope.reset(before_value);
+                    self.scope.push(b.name.name.clone(), true);
+                }
+                self.walk(&chain.body);
+                self.scope.reset(outer);
+            }
+            ExprKind::Fn { param, body, .. } => self.bound(&param.name, body),
+            ExprKind::Match(s, arms) => {
+                self.walk(s);
+                for arm in arms {
+                    match &arm.pattern.kind {
+                        PatternKind::Ok(Binder::Var(x))
+                        | PatternKind::Err(Binder::Var(x))
+                        | PatternKind::Var(x) => self.bound(&x.name, &arm.body),
+                        _ => self.walk(&arm.body),
+                    }
                 }
             }
-        }
-        ExprKind::Loop { kind, kw, head, body } => {
-            let word = match kind {
-                LoopKind::While => "while",
-                LoopKind::For => "for",
-            };
-            v.diags.push(
-                Diagnostic::error(Code::E0301, *kw, format!("`{word}` loops are not allowed: lt programs must terminate"))
+            ExprKind::Loop {
+                kind,
+                kw,
+                head,
+                body,
+            } => {
+                let word = match kind {
+                    LoopKind::While => "while",
+                    LoopKind::For => "for",
+                };
+                v.diags.push(
+                    Diagnostic::error(
+                        Code::E0301,
+                        *kw,
+                        format!("`{word}` loops are not allowed: lt programs must terminate"),
+                    )
                     .with_label("loop")
                     .with_help(ITERATE_HINT),
-            );
-            walk(head, scope, defining, v);
-            walk(body, scope, defining, v);
+                );
+                self.walk(head);
+                self.walk(body);
+            }
+            kind => kind.for_each_child(|c| self.walk(c)),
         }
-        kind => kind.for_each_child(|c| walk(c, scope, defining, v)),
     }
 }

@@ -30,14 +30,17 @@ impl Checker<'_> {
     pub(super) fn builtin(&mut self, id: &Ident, args: &[(&Expr, Span)]) -> Type {
         let name: &str = &id.name;
         let arity = if name == "fold" { 3 } else { 2 };
-        let Some(&(callback, _)) = args.first() else { return Type::Error };
+        let Some(&(callback, _)) = args.first() else {
+            return Type::Error;
+        };
         let list_index = arity - 1;
         let a = self.metas.fresh(id.span, "the element type of the list");
         let list_first = is_unannotated_fn(callback) && args.len() > list_index;
         if list_first {
             self.check(args[list_index].0, &Type::list(a.clone()));
         }
-        let pure = |what: &str| Allowed {
+        let pure = |what: &str| {
+            Allowed {
             set: EffectSet::pure(),
             span: id.span,
             reason: format!("`{name}` requires a pure {what}"),
@@ -46,22 +49,41 @@ impl Checker<'_> {
                  `traverse`, which stops at the first Err: `match traverse (fn x: T => exec tool NAME x) xs \
                  {{ Ok(results) => …, Err(e) => … }}`"
             ),
+        }
         };
         // The parameters after the callback, the result, and the effects of
         // the final application.
         let (params, result, effects) = match name {
             "map" => {
-                let b = self.metas.fresh(callback.span, "the result type of the callback");
-                self.callback(callback, &Type::fun(a.clone(), EffectSet::pure(), b.clone()), pure("callback"));
+                let b = self
+                    .metas
+                    .fresh(callback.span, "the result type of the callback");
+                self.callback(
+                    callback,
+                    &Type::fun(a.clone(), EffectSet::pure(), b.clone()),
+                    pure("callback"),
+                );
                 (vec![Type::list(a)], Type::list(b), EffectSet::pure())
             }
             "filter" => {
-                self.callback(callback, &Type::fun(a.clone(), EffectSet::pure(), Type::Bool), pure("predicate"));
-                (vec![Type::list(a.clone())], Type::list(a), EffectSet::pure())
+                self.callback(
+                    callback,
+                    &Type::fun(a.clone(), EffectSet::pure(), Type::Bool),
+                    pure("predicate"),
+                );
+                (
+                    vec![Type::list(a.clone())],
+                    Type::list(a),
+                    EffectSet::pure(),
+                )
             }
             "fold" => {
                 let c = self.metas.fresh(callback.span, "the accumulator type");
-                let step = Type::fun(c.clone(), EffectSet::pure(), Type::fun(a.clone(), EffectSet::pure(), c.clone()));
+                let step = Type::fun(
+                    c.clone(),
+                    EffectSet::pure(),
+                    Type::fun(a.clone(), EffectSet::pure(), c.clone()),
+                );
                 self.callback(callback, &step, pure("callback"));
                 (vec![c.clone(), Type::list(a)], c, EffectSet::pure())
             }
@@ -121,17 +143,29 @@ impl Checker<'_> {
     /// Synthesizes `traverse`'s callback: `a -{E}-> Result<b, e>`; returns `(b, e, E)`.
     fn traverse_callback(&mut self, cb: &Expr, a: &Type) -> (Type, Type, EffectSet) {
         let ft = match &cb.kind {
-            ExprKind::Fn { param, annot: None, body } => self.synth_fn(param, None, body, Some(a.clone())),
+            ExprKind::Fn {
+                param,
+                annot: None,
+                body,
+            } => self.synth_fn(param, None, body, Some(a.clone())),
             _ => self.synth(cb),
         };
-        let b = self.metas.fresh(cb.span, "the Ok type of the callback's result");
-        let e = self.metas.fresh(cb.span, "the Err type of the callback's result");
+        let b = self
+            .metas
+            .fresh(cb.span, "the Ok type of the callback's result");
+        let e = self
+            .metas
+            .fresh(cb.span, "the Err type of the callback's result");
         let resolved = self.metas.resolve(&ft);
         let resolved = self.metas.resolve(resolved.peel_linear());
         match resolved {
             Type::Fun(p, eff, r) => {
                 self.expect(cb.span, a, &p);
-                if self.metas.coerce(&r, &Type::result(b.clone(), e.clone())).is_err() {
+                if self
+                    .metas
+                    .coerce(&r, &Type::result(b.clone(), e.clone()))
+                    .is_err()
+                {
                     let shown = self.show(&r);
                     let d = Diagnostic::error(Code::E0201, cb.span, format!("`traverse` needs a callback that returns a Result, but this one returns {shown}"))
                         .with_label(format!("returns {shown}"))
@@ -145,10 +179,14 @@ impl Checker<'_> {
             Type::Error => (Type::Error, Type::Error, EffectSet::pure()),
             other => {
                 let shown = self.show(&other);
-                let d = Diagnostic::error(Code::E0201, cb.span, format!("`traverse` needs a function, but this is {shown}"))
-                    .with_label("not a function")
-                    .with_expected_found("a -{E}-> Result<b, e>", shown)
-                    .with_help("pass a function: `traverse (fn x: T => exec tool NAME x) xs`");
+                let d = Diagnostic::error(
+                    Code::E0201,
+                    cb.span,
+                    format!("`traverse` needs a function, but this is {shown}"),
+                )
+                .with_label("not a function")
+                .with_expected_found("a -{E}-> Result<b, e>", shown)
+                .with_help("pass a function: `traverse (fn x: T => exec tool NAME x) xs`");
                 self.diags.push(d);
                 (Type::Error, Type::Error, EffectSet::pure())
             }

@@ -38,9 +38,13 @@ pub fn lower_type(t: &TypeExpr, diags: &mut Vec<Diagnostic>) -> Type {
                 let ty = lower_type(ft, diags);
                 if out.iter().any(|(n, _)| *n == name.name) {
                     diags.push(
-                        Diagnostic::error(Code::E0207, name.span, format!("field `{}` is declared twice", name.name))
-                            .with_label("duplicate field")
-                            .with_help("remove one of the two declarations"),
+                        Diagnostic::error(
+                            Code::E0207,
+                            name.span,
+                            format!("field `{}` is declared twice", name.name),
+                        )
+                        .with_label("duplicate field")
+                        .with_help("remove one of the two declarations"),
                     );
                 } else {
                     out.push((name.name.clone(), ty));
@@ -75,12 +79,17 @@ fn named(id: &Ident, diags: &mut Vec<Diagnostic>) -> Type {
                 .with_note("the types are Unit, Bool, Int, String, records {a: T}, List T, Result<T, E>, !T and A -{E}-> B");
             if let Some(s) = did_you_mean(other, BASE_TYPES) {
                 d = d.with_help(format!("did you mean `{s}`?"));
-            } else if matches!(other, "Float" | "Option" | "Json" | "Map" | "Dict" | "Tuple") {
+            } else if matches!(
+                other,
+                "Float" | "Option" | "Json" | "Map" | "Dict" | "Tuple"
+            ) {
                 d = d.with_help(format!("`{other}` is not part of the language yet; use Int, String, a record or a List"));
             } else if matches!(other, "Integer" | "Number" | "Str" | "Boolean") {
                 d = d.with_help("use Int, String or Bool");
             } else {
-                d = d.with_help("use one of Unit, Bool, Int, String, or a record type {field: Type}");
+                d = d.with_help(
+                    "use one of Unit, Bool, Int, String, or a record type {field: Type}",
+                );
             }
             diags.push(d);
             Type::Error
@@ -99,7 +108,10 @@ pub fn lower_effects(row: &EffectRowExpr, diags: &mut Vec<Diagnostic>) -> Effect
                 let known = BUILTIN_EFFECTS.iter().copied().chain(["Pure"]);
                 let help = match did_you_mean(other, known) {
                     Some(s) => format!("did you mean `{s}`?"),
-                    None => "the effects are Read, Write and Network (write `Pure` or `{}` for none)".to_string(),
+                    None => {
+                        "the effects are Read, Write and Network (write `Pure` or `{}` for none)"
+                            .to_string()
+                    }
                 };
                 diags.push(
                     Diagnostic::error(Code::E0212, label.span, format!("unknown effect `{other}`"))
@@ -129,15 +141,26 @@ pub fn tools(decls: &[Decl], diags: &mut Vec<Diagnostic>) -> Vec<ToolSig> {
     for decl in decls {
         let Decl::Tool(d) = decl else { continue };
         let (input, effects, output) = match &d.ty.kind {
-            TypeExprKind::Fun(a, row, b) => (lower_type(a, diags), lower_effects(row, diags), lower_type(b, diags)),
+            TypeExprKind::Fun(a, row, b) => (
+                lower_type(a, diags),
+                lower_effects(row, diags),
+                lower_type(b, diags),
+            ),
             TypeExprKind::Error => (Type::Error, EffectSet::pure(), Type::Error),
             _ => {
                 let ty = lower_type(&d.ty, diags);
                 diags.push(
-                    Diagnostic::error(Code::E0201, d.ty.span, format!("tool `{}` must have a function type", d.name.name))
-                        .with_label(format!("this is `{ty}`"))
-                        .with_expected_found("In -{Effects}-> Out", ty.to_string())
-                        .with_help(format!("declare it as `tool {}: {ty} -{{Read}}-> Out;`", d.name.name)),
+                    Diagnostic::error(
+                        Code::E0201,
+                        d.ty.span,
+                        format!("tool `{}` must have a function type", d.name.name),
+                    )
+                    .with_label(format!("this is `{ty}`"))
+                    .with_expected_found("In -{Effects}-> Out", ty.to_string())
+                    .with_help(format!(
+                        "declare it as `tool {}: {ty} -{{Read}}-> Out;`",
+                        d.name.name
+                    )),
                 );
                 (Type::Error, EffectSet::pure(), Type::Error)
             }
@@ -145,22 +168,38 @@ pub fn tools(decls: &[Decl], diags: &mut Vec<Diagnostic>) -> Vec<ToolSig> {
         for (what, t) in [("input", &input), ("output", &output)] {
             if has_function(t) {
                 diags.push(
-                    Diagnostic::error(Code::E0201, d.ty.span, format!("tool `{}` has a function in its {what}", d.name.name))
-                        .with_label("tool arguments and results must be data")
-                        .with_help("tools exchange JSON data: use records, lists, Int, String, Bool or Unit"),
+                    Diagnostic::error(
+                        Code::E0201,
+                        d.ty.span,
+                        format!("tool `{}` has a function in its {what}", d.name.name),
+                    )
+                    .with_label("tool arguments and results must be data")
+                    .with_help(
+                        "tools exchange JSON data: use records, lists, Int, String, Bool or Unit",
+                    ),
                 );
             }
         }
         if let Some(prev) = out.iter().find(|t| t.name == d.name.name) {
             diags.push(
-                Diagnostic::error(Code::E0213, d.name.span, format!("tool `{}` is declared twice", d.name.name))
-                    .with_label("second declaration")
-                    .with_secondary(prev.span, "first declared here")
-                    .with_help("remove one declaration, or give the tools different names"),
+                Diagnostic::error(
+                    Code::E0213,
+                    d.name.span,
+                    format!("tool `{}` is declared twice", d.name.name),
+                )
+                .with_label("second declaration")
+                .with_secondary(prev.span, "first declared here")
+                .with_help("remove one declaration, or give the tools different names"),
             );
             continue;
         }
-        out.push(ToolSig { name: d.name.name.clone(), input, effects, output, span: d.span });
+        out.push(ToolSig {
+            name: d.name.name.clone(),
+            input,
+            effects,
+            output,
+            span: d.span,
+        });
     }
     out
 }

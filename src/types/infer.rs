@@ -76,7 +76,10 @@ impl<'a> Checker<'a> {
             diags: Vec::new(),
             tools,
             env: im::HashMap::new(),
-            frames: vec![Frame { performed: EffectSet::pure(), allowed: None }],
+            frames: vec![Frame {
+                performed: EffectSet::pure(),
+                allowed: None,
+            }],
             callback_reason: None,
             branch_ctx: None,
             recursive_refs,
@@ -87,7 +90,10 @@ impl<'a> Checker<'a> {
 
     /// The effects performed at the top level so far.
     pub fn top_effects(&self) -> EffectSet {
-        self.frames.first().map(|f| f.performed.clone()).unwrap_or_default()
+        self.frames
+            .first()
+            .map(|f| f.performed.clone())
+            .unwrap_or_default()
     }
 
     /// `t` with solved metavariables substituted, for messages.
@@ -105,7 +111,9 @@ impl<'a> Checker<'a> {
         if eff.is_empty() {
             return;
         }
-        let Some(frame) = self.frames.last_mut() else { return };
+        let Some(frame) = self.frames.last_mut() else {
+            return;
+        };
         frame.performed.extend(eff);
         if let Some(allowed) = &frame.allowed {
             if !eff.is_subset(&allowed.set) {
@@ -215,7 +223,9 @@ impl<'a> Checker<'a> {
                     Some(a) => lower_type(a, &mut self.diags),
                     None => match elems.first() {
                         Some(first) => self.synth(first),
-                        None => self.metas.fresh(e.span, "the element type of this empty list"),
+                        None => self
+                            .metas
+                            .fresh(e.span, "the element type of this empty list"),
                     },
                 };
                 let mut elem = elem;
@@ -256,7 +266,13 @@ impl<'a> Checker<'a> {
     /// [`Metas::join`](super::unify::Metas::join)), so that a pure function in
     /// the first branch does not make an effectful one in the next an error.
     /// Returns the type of the whole.
-    pub(super) fn check_branch(&mut self, e: &Expr, first_ty: &Type, first: Span, what: &'static str) -> Type {
+    pub(super) fn check_branch(
+        &mut self,
+        e: &Expr,
+        first_ty: &Type,
+        first: Span,
+        what: &'static str,
+    ) -> Type {
         if self.metas.zonk(first_ty).contains_fun() {
             let t = self.synth(e);
             return match self.metas.join(first_ty, &t) {
@@ -303,14 +319,22 @@ impl<'a> Checker<'a> {
             return Type::Error;
         }
         if BUILTINS.contains(&&*id.name) {
-            let d = Diagnostic::error(Code::E0210, id.span, format!("builtin `{}` must be applied to its arguments", id.name))
-                .with_label("used as a value")
-                .with_help(builtin_usage(&id.name));
+            let d = Diagnostic::error(
+                Code::E0210,
+                id.span,
+                format!("builtin `{}` must be applied to its arguments", id.name),
+            )
+            .with_label("used as a value")
+            .with_help(builtin_usage(&id.name));
             self.diags.push(d);
             return Type::Error;
         }
-        let mut d = Diagnostic::error(Code::E0203, id.span, format!("unbound variable `{}`", id.name))
-            .with_label("not defined here");
+        let mut d = Diagnostic::error(
+            Code::E0203,
+            id.span,
+            format!("unbound variable `{}`", id.name),
+        )
+        .with_label("not defined here");
         if self.tools.iter().any(|t| t.name == id.name) {
             d = d.with_help(format!(
                 "`{0}` is a tool: call it with `exec tool {0} ARG` and match the Result",
@@ -322,7 +346,10 @@ impl<'a> Checker<'a> {
             match did_you_mean(&id.name, cands) {
                 Some(s) => d = d.with_help(format!("did you mean `{s}`?")),
                 None => {
-                    d = d.with_help(format!("bind it first with `let {} = … in …`, or use a name in scope", id.name))
+                    d = d.with_help(format!(
+                        "bind it first with `let {} = … in …`, or use a name in scope",
+                        id.name
+                    ))
                 }
             }
         }
@@ -341,7 +368,8 @@ impl<'a> Checker<'a> {
                 }
                 None => self.synth(&b.value),
             };
-            self.let_types.push((b.name.span, b.name.name.clone(), ty.clone()));
+            self.let_types
+                .push((b.name.span, b.name.name.clone(), ty.clone()));
             self.bind(&b.name, ty);
         }
         let t = match expected {
@@ -357,13 +385,22 @@ impl<'a> Checker<'a> {
 
     /// Synthesizes `fn param => body`; `hint` gives an unannotated parameter
     /// its type (used by `traverse`).
-    pub(super) fn synth_fn(&mut self, param: &Ident, annot: Option<&TypeExpr>, body: &Expr, hint: Option<Type>) -> Type {
+    pub(super) fn synth_fn(
+        &mut self,
+        param: &Ident,
+        annot: Option<&TypeExpr>,
+        body: &Expr,
+        hint: Option<Type>,
+    ) -> Type {
         let pty = match (annot, hint) {
             (Some(a), _) => lower_type(a, &mut self.diags),
             (None, Some(h)) => h,
             (None, None) => self.metas.fresh(param.span, "the type of this parameter"),
         };
-        self.frames.push(Frame { performed: EffectSet::pure(), allowed: None });
+        self.frames.push(Frame {
+            performed: EffectSet::pure(),
+            allowed: None,
+        });
         let saved = self.env.clone();
         self.bind(param, pty.clone());
         let rty = self.synth(body);
@@ -415,7 +452,10 @@ impl<'a> Checker<'a> {
                 ),
             },
         };
-        self.frames.push(Frame { performed: EffectSet::pure(), allowed: Some(allowed) });
+        self.frames.push(Frame {
+            performed: EffectSet::pure(),
+            allowed: Some(allowed),
+        });
         let saved = self.env.clone();
         self.bind(param, pty);
         if matches!(body.kind, ExprKind::Fn { .. }) {
@@ -459,7 +499,14 @@ impl<'a> Checker<'a> {
     }
 
     /// Applies a function of type `fty` (spanning `callee`) to `arg`.
-    pub(super) fn apply(&mut self, fty: Type, callee: Span, arg: &Expr, app: Span, what: &str) -> Type {
+    pub(super) fn apply(
+        &mut self,
+        fty: Type,
+        callee: Span,
+        arg: &Expr,
+        app: Span,
+        what: &str,
+    ) -> Type {
         let resolved = self.metas.resolve(&fty);
         let resolved = self.metas.resolve(resolved.peel_linear());
         match resolved {
@@ -474,23 +521,32 @@ impl<'a> Checker<'a> {
             }
             Type::Meta(id) => {
                 self.synth(arg);
-                let mut d = Diagnostic::error(Code::E0209, callee, "cannot tell what function this is")
-                    .with_label("its type is not known here");
+                let mut d =
+                    Diagnostic::error(Code::E0209, callee, "cannot tell what function this is")
+                        .with_label("its type is not known here");
                 if let Some((origin, what)) = self.metas.origin(id) {
                     d = d.with_secondary(origin, what);
                 }
-                self.diags.push(d.with_help("annotate the parameter with a function type, e.g. `fn f: Int -{}-> Int => …`"));
+                self.diags.push(d.with_help(
+                    "annotate the parameter with a function type, e.g. `fn f: Int -{}-> Int => …`",
+                ));
                 Type::Error
             }
             _ if matches!(arg.kind, ExprKind::Error) => Type::Error,
             other => {
                 self.synth(arg);
                 let shown = self.show(&other);
-                let mut d = Diagnostic::error(Code::E0206, arg.span, format!("a value of type `{shown}` is not a function"))
-                    .with_label("this is passed as an argument")
-                    .with_secondary(callee, format!("this has type `{shown}`"));
+                let mut d = Diagnostic::error(
+                    Code::E0206,
+                    arg.span,
+                    format!("a value of type `{shown}` is not a function"),
+                )
+                .with_label("this is passed as an argument")
+                .with_secondary(callee, format!("this has type `{shown}`"));
                 d = if matches!(other, Type::Result(..)) {
-                    d.with_help("a Result must be matched first: `match … { Ok(v) => …, Err(e) => … }`")
+                    d.with_help(
+                        "a Result must be matched first: `match … { Ok(v) => …, Err(e) => … }`",
+                    )
                 } else {
                     d.with_help("remove the extra argument, or add the missing operator or parentheses (application binds tighter than `+`)")
                 };
@@ -511,9 +567,13 @@ impl<'a> Checker<'a> {
                 }
                 let shown = self.show(&rt);
                 let names: Vec<&str> = fs.iter().map(|(n, _)| &**n).collect();
-                let mut d = Diagnostic::error(Code::E0202, f.span, format!("Field '{}' not found in record type {shown}", f.name))
-                    .with_label(format!("no field `{}`", f.name))
-                    .with_secondary(r.span, format!("this has type {shown}"));
+                let mut d = Diagnostic::error(
+                    Code::E0202,
+                    f.span,
+                    format!("Field '{}' not found in record type {shown}", f.name),
+                )
+                .with_label(format!("no field `{}`", f.name))
+                .with_secondary(r.span, format!("this has type {shown}"));
                 d = if names.is_empty() {
                     d.with_help("this record has no fields")
                 } else {
@@ -525,7 +585,10 @@ impl<'a> Checker<'a> {
                                 "the closest field is `{c}`; use one of the record's fields: {}",
                                 names.join(", ")
                             )),
-                            None => d.with_help(format!("use one of the record's fields: {}", names.join(", "))),
+                            None => d.with_help(format!(
+                                "use one of the record's fields: {}",
+                                names.join(", ")
+                            )),
                         },
                     }
                 };
@@ -534,17 +597,31 @@ impl<'a> Checker<'a> {
             }
             Type::Result(..) => {
                 let shown = self.show(&rt);
-                let d = Diagnostic::error(Code::E0601, f.span, format!("cannot read field `{}` of a Result", f.name))
-                    .with_label("field access on a Result")
-                    .with_secondary(r.span, format!("this is a {shown}: it may have failed"))
-                    .with_help(format!("match it first: `match … {{ Ok(v) => v.{}, Err(e) => … }}`", f.name));
+                let d = Diagnostic::error(
+                    Code::E0601,
+                    f.span,
+                    format!("cannot read field `{}` of a Result", f.name),
+                )
+                .with_label("field access on a Result")
+                .with_secondary(r.span, format!("this is a {shown}: it may have failed"))
+                .with_help(format!(
+                    "match it first: `match … {{ Ok(v) => v.{}, Err(e) => … }}`",
+                    f.name
+                ));
                 self.diags.push(d);
                 Type::Error
             }
             Type::Error => Type::Error,
             Type::Meta(id) => {
-                let mut d = Diagnostic::error(Code::E0209, r.span, format!("cannot read field `{}`: the record type is not known here", f.name))
-                    .with_label("type not known");
+                let mut d = Diagnostic::error(
+                    Code::E0209,
+                    r.span,
+                    format!(
+                        "cannot read field `{}`: the record type is not known here",
+                        f.name
+                    ),
+                )
+                .with_label("type not known");
                 if let Some((origin, what)) = self.metas.origin(*id) {
                     d = d.with_secondary(origin, what);
                 }
@@ -553,10 +630,14 @@ impl<'a> Checker<'a> {
             }
             other => {
                 let shown = self.show(other);
-                let d = Diagnostic::error(Code::E0202, f.span, format!("`{shown}` is not a record, so it has no field `{}`", f.name))
-                    .with_label("field access on a non-record")
-                    .with_secondary(r.span, format!("this has type {shown}"))
-                    .with_help("only records have fields; remove `.field` or use a record value");
+                let d = Diagnostic::error(
+                    Code::E0202,
+                    f.span,
+                    format!("`{shown}` is not a record, so it has no field `{}`", f.name),
+                )
+                .with_label("field access on a non-record")
+                .with_secondary(r.span, format!("this has type {shown}"))
+                .with_help("only records have fields; remove `.field` or use a record value");
                 self.diags.push(d);
                 Type::Error
             }
@@ -567,8 +648,12 @@ impl<'a> Checker<'a> {
         let Some(sig) = self.tools.iter().find(|t| t.name == tool.name).cloned() else {
             self.synth(arg);
             let names: Vec<&str> = self.tools.iter().map(|t| &*t.name).collect();
-            let mut d = Diagnostic::error(Code::E0204, tool.span, format!("unknown tool `{}`", tool.name))
-                .with_label("no tool with this name is declared");
+            let mut d = Diagnostic::error(
+                Code::E0204,
+                tool.span,
+                format!("unknown tool `{}`", tool.name),
+            )
+            .with_label("no tool with this name is declared");
             d = match did_you_mean(&tool.name, names.iter().copied()) {
                 Some(s) => d.with_help(format!("did you mean `{s}`?")),
                 None if names.is_empty() => d.with_help(format!(
@@ -592,7 +677,13 @@ impl<'a> Checker<'a> {
 
     /// `exec tool t a b …`: a tool takes one argument. One error, suggesting
     /// the record the tool takes.
-    fn exec_with_extra_args(&mut self, tool: &Ident, arg: &Expr, head: Span, extra: &[(&Expr, Span)]) -> Type {
+    fn exec_with_extra_args(
+        &mut self,
+        tool: &Ident,
+        arg: &Expr,
+        head: Span,
+        extra: &[(&Expr, Span)],
+    ) -> Type {
         let sig = self.tools.iter().find(|t| t.name == tool.name).cloned();
         match &sig {
             Some(_) => {
@@ -607,25 +698,42 @@ impl<'a> Checker<'a> {
         }
         if let (Some(sig), Some(&(first, _))) = (sig, extra.first()) {
             let example = match self.metas.resolve(&sig.input) {
-                Type::Record(fs) if !fs.is_empty() => {
-                    fs.iter().map(|(n, _)| format!("{n} = …")).collect::<Vec<_>>().join(", ")
-                }
+                Type::Record(fs) if !fs.is_empty() => fs
+                    .iter()
+                    .map(|(n, _)| format!("{n} = …"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 _ => "a = …, b = …".to_string(),
             };
-            let d = Diagnostic::error(Code::E0206, first.span, format!("tool `{}` takes one argument", tool.name))
-                .with_label("extra argument")
-                .with_secondary(arg.span, "this is the tool's argument")
-                .with_note(format!("tool `{}` takes {}", tool.name, self.show(&sig.input)))
-                .with_help(format!("pass the values as one record: `exec tool {} {{{example}}}`", tool.name));
+            let d = Diagnostic::error(
+                Code::E0206,
+                first.span,
+                format!("tool `{}` takes one argument", tool.name),
+            )
+            .with_label("extra argument")
+            .with_secondary(arg.span, "this is the tool's argument")
+            .with_note(format!(
+                "tool `{}` takes {}",
+                tool.name,
+                self.show(&sig.input)
+            ))
+            .with_help(format!(
+                "pass the values as one record: `exec tool {} {{{example}}}`",
+                tool.name
+            ));
             self.diags.push(d);
         }
         Type::result(Type::Error, Type::String)
     }
 
     pub(super) fn duplicate_field(&mut self, name: &Ident) {
-        let d = Diagnostic::error(Code::E0207, name.span, format!("field `{}` is given twice", name.name))
-            .with_label("duplicate field")
-            .with_help("remove one of the two");
+        let d = Diagnostic::error(
+            Code::E0207,
+            name.span,
+            format!("field `{}` is given twice", name.name),
+        )
+        .with_label("duplicate field")
+        .with_help("remove one of the two");
         self.diags.push(d);
     }
 }
@@ -634,8 +742,14 @@ impl<'a> Checker<'a> {
 pub(super) fn builtin_usage(name: &str) -> String {
     match name {
         "map" => "apply it: `map (fn x: T => …) xs` (the callback must be pure)".into(),
-        "filter" => "apply it: `filter (fn x: T => …) xs` (the predicate must be pure and return Bool)".into(),
-        "fold" => "apply it: `fold (fn acc: A => fn x: T => …) init xs` (the callback must be pure)".into(),
+        "filter" => {
+            "apply it: `filter (fn x: T => …) xs` (the predicate must be pure and return Bool)"
+                .into()
+        }
+        "fold" => {
+            "apply it: `fold (fn acc: A => fn x: T => …) init xs` (the callback must be pure)"
+                .into()
+        }
         _ => "apply it: `traverse (fn x: T => exec tool NAME x) xs` and match its Result".into(),
     }
 }

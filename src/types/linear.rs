@@ -32,6 +32,10 @@ struct BinderInfo {
 }
 
 struct Usage<'a> {
+    /// `(binder, length of its use list before the use)` for every use made
+    /// inside `if`/`match` branches, so that a branch can be undone.
+    log: Vec<(Span, usize)>,
+    branch_depth: u32,
     /// Linear `let`s whose value was a second use of another linear binder
     /// (`let b = token` after `token` was used): not reported again as unused.
     aliases: Vec<Span>,
@@ -46,7 +50,16 @@ struct Usage<'a> {
 
 /// Runs the usage pass; `types` maps binder spans to their (zonked) types.
 pub fn check_usage(program: &Program, types: &HashMap<Span, Type>) -> Vec<Diagnostic> {
-    let mut u = Usage { aliases: Vec::new(), types, uses: HashMap::new(), result_uses: HashMap::new(), diags: Vec::new(), captured: Vec::new() };
+    let mut u = Usage {
+        log: Vec::new(),
+        branch_depth: 0,
+        aliases: Vec::new(),
+        types,
+        uses: HashMap::new(),
+        result_uses: HashMap::new(),
+        diags: Vec::new(),
+        captured: Vec::new(),
+    };
     u.walk(&program.body, &im::HashMap::new(), 0);
     u.diags
 }
@@ -56,10 +69,21 @@ impl Usage<'_> {
         let ty = self.types.get(&id.span);
         let linear = ty.is_some_and(Type::is_linear);
         let holds_result = is_named && ty.is_some_and(Type::contains_result);
-        BinderInfo { span: id.span, linear, holds_result, level }
+        BinderInfo {
+            span: id.span,
+            linear,
+            holds_result,
+            level,
+        }
     }
 
-    fn bind(&mut self, env: &mut im::HashMap<Name, BinderInfo>, id: &Ident, level: u32, is_named: bool) {
+    fn bind(
+        &mut self,
+        env: &mut im::HashMap<Name, BinderInfo>,
+        id: &Ident,
+        level: u32,
+        is_named: bool,
+    ) {
         let info = self.info(id, level, is_named);
         if info.linear {
             self.uses.insert(id.span, Vec::new());
@@ -75,11 +99,18 @@ impl Usage<'_> {
         if let Some(uses) = self.uses.remove(&id.span) {
             if uses.len() != 1 && !(uses.is_empty() && self.aliases.contains(&id.span)) {
                 let n = uses.len();
-                let (code, label) = if n == 0 { (Code::E0502, "never used") } else { (Code::E0501, "bound here") };
+                let (code, label) = if n == 0 {
+                    (Code::E0502, "never used")
+                } else {
+                    (Code::E0501, "bound here")
+                };
                 let mut d = Diagnostic::error(
                     code,
                     id.span,
-                    format!("Linearity violation for '{}': used {n} times (must be exactly once)", id.name),
+                    format!(
+                        "Linearity violation for '{}': used {n} times (must be exactly once)",
+                        id.name
+                    ),
                 )
                 .with_label(label);
                 for (i, u) in uses.iter().enumerate() {
@@ -100,7 +131,11 @@ impl Usage<'_> {
             let ty = self.types.get(&id.span);
             let shown = ty.map(ToString::to_string).unwrap_or_default();
             let direct = matches!(ty, Some(Type::Result(..)));
-            let name = if &*id.name == "_" { "this value".to_string() } else { format!("`{}`", id.name) };
+            let name = if &*id.name == "_" {
+                "this value".to_string()
+            } else {
+                format!("`{}`", id.name)
+            };
             let label = if direct {
                 format!("{name} has type {shown}")
             } else {
@@ -113,15 +148,21 @@ impl Usage<'_> {
                     "use {name} so that each Result it holds is matched (for a list of tool calls, use `traverse` instead)"
                 ),
             };
-            let d = Diagnostic::error(Code::E0603, id.span, format!("Unhandled Result: {name} is never matched"))
-                .with_label(label)
-                .with_help(help);
+            let d = Diagnostic::error(
+                Code::E0603,
+                id.span,
+                format!("Unhandled Result: {name} is never matched"),
+            )
+            .with_label(label)
+            .with_help(help);
             self.diags.push(d);
         }
     }
 
     fn walk(&mut self, e: &Expr, env: &im::HashMap<Name, BinderInfo>, level: u32) {
-        stacker::maybe_grow(64 * 1024, 2 * 1024 * 1024, || self.walk_inner(e, env, level))
+        stacker::maybe_grow(64 * 1024, 2 * 1024 * 1024, || {
+            self.walk_inner(e, env, level)
+        })
     }
 
     fn walk_inner(&mut self, e: &Expr, env: &im::HashMap<Name, BinderInfo>, level: u32) {
@@ -144,9 +185,7 @@ impl Usage<'_> {
                         ));
                         self.diags.push(d);
                     }
-                    if let Some(u) = self.uses.get_mut(&b.span) {
-                        u.push(id.span);
-                    }
+                    self.record_use(b.span, id.span);
                 }
                 if b.holds_result {
                     if let Some(n) = self.result_uses.get_mut(&b.span) {
@@ -159,7 +198,10 @@ impl Usage<'_> {
                 for b in &chain.bindings {
                     self.walk(&b.value, &env, level);
                     if let ExprKind::Var(x) = &b.value.kind {
-                        let overused = env.get(&x.name).and_then(|i| self.uses.get(&i.span)).is_some_and(|u| u.len() > 1);
+                        let overused = env
+                            .get(&x.name)
+                            .and_then(|i| self.uses.get(&i.span))
+                            .is_some_and(|u| u.len() > 1);
                         if overused {
                             self.aliases.push(b.name.span);
                         }
@@ -183,7 +225,8 @@ impl Usage<'_> {
             }
             ExprKind::Match(s, arms) => {
                 self.walk(s, env, level);
-                let branches: Vec<(&Expr, Option<&Pattern>)> = arms.iter().map(|a| (&a.body, Some(&a.pattern))).collect();
+                let branches: Vec<(&Expr, Option<&Pattern>)> =
+                    arms.iter().map(|a| (&a.body, Some(&a.pattern))).collect();
                 self.branches(env, level, &branches);
             }
             kind => kind.for_each_child(|c| self.walk(c, env, level)),
@@ -192,33 +235,24 @@ impl Usage<'_> {
 
     /// Walks alternative branches from the same starting state and requires
     /// every outer linear binder to be used equally often in each.
-    fn branches(&mut self, env: &im::HashMap<Name, BinderInfo>, level: u32, branches: &[(&Expr, Option<&Pattern>)]) {
-        let before = self.uses.clone();
-        let mut results: Vec<HashMap<Span, Vec<Span>>> = Vec::new();
+    fn branches(
+        &mut self,
+        env: &im::HashMap<Name, BinderInfo>,
+        level: u32,
+        branches: &[(&Expr, Option<&Pattern>)],
+    ) {
+        // Each branch starts from the same state. Uses only ever append, so a
+        // branch is undone by truncating the lists it touched (found in the
+        // undo log); the cost is proportional to the uses inside the branches,
+        // not to the number of binders in scope.
+        let mut added: Vec<HashMap<Span, Vec<Span>>> = Vec::new();
+        let mut touched: Vec<Span> = Vec::new();
+        let mut touched_set: std::collections::HashSet<Span> = std::collections::HashSet::new();
+        self.branch_depth += 1;
         for (body, pattern) in branches {
-            self.uses = before.clone();
+            let log_start = self.log.len();
             let mut env = env.clone();
-            let bound = pattern.and_then(|p| match &p.kind {
-                PatternKind::Ok(Binder::Var(x)) | PatternKind::Err(Binder::Var(x)) | PatternKind::Var(x) => Some(x),
-                PatternKind::Ok(Binder::Wildcard(w)) | PatternKind::Err(Binder::Wildcard(w)) => {
-                    if self.types.get(w).is_some_and(Type::is_linear) {
-                        let d = Diagnostic::error(Code::E0502, *w, "linear value discarded by `_`")
-                            .with_label("this `!` value is never used")
-                            .with_help("bind it to a name and consume it exactly once");
-                        self.diags.push(d);
-                    }
-                    None
-                }
-                PatternKind::Wildcard => {
-                    if self.types.get(&p.span).is_some_and(Type::is_linear) {
-                        let d = Diagnostic::error(Code::E0502, p.span, "linear value discarded by `_`")
-                            .with_label("the matched `!` value is never used")
-                            .with_help("bind it with a name (`x => …`) and consume it exactly once");
-                        self.diags.push(d);
-                    }
-                    None
-                }
-            });
+            let bound = pattern.and_then(|p| self.pattern_binder(p));
             if let Some(x) = bound {
                 self.bind(&mut env, x, level, false);
             }
@@ -226,38 +260,102 @@ impl Usage<'_> {
             if let Some(x) = bound {
                 self.close(x);
             }
-            results.push(std::mem::take(&mut self.uses));
-        }
-        // Merge: report disagreements, continue with the branch that used most.
-        let mut merged = before.clone();
-        for (binder, prior) in &before {
-            let counts: Vec<usize> = results.iter().map(|r| r.get(binder).map_or(0, Vec::len)).collect();
-            let (Some(&min), Some(&max)) = (counts.iter().min(), counts.iter().max()) else { continue };
-            let richest = results.iter().max_by_key(|r| r.get(binder).map_or(0, Vec::len));
-            if let Some(r) = richest.and_then(|r| r.get(binder)) {
-                merged.insert(*binder, r.clone());
+            let mut mine: HashMap<Span, Vec<Span>> = HashMap::new();
+            while self.log.len() > log_start {
+                let Some((binder, len_before)) = self.log.pop() else {
+                    break;
+                };
+                let Some(list) = self.uses.get_mut(&binder) else {
+                    continue;
+                };
+                let mut extra: Vec<Span> = list.drain(len_before.min(list.len())..).collect();
+                let entry = mine.entry(binder).or_default();
+                extra.append(entry);
+                *entry = extra;
+                if touched_set.insert(binder) {
+                    touched.push(binder);
+                }
             }
+            added.push(mine);
+        }
+        self.branch_depth -= 1;
+        // Merge: report disagreements, continue with the branch that used most.
+        for binder in touched {
+            let count = |m: &HashMap<Span, Vec<Span>>| m.get(&binder).map_or(0, Vec::len);
+            let (Some(min), Some(max)) =
+                (added.iter().map(count).min(), added.iter().map(count).max())
+            else {
+                continue;
+            };
+            let prior = self.uses.get(&binder).map_or(0, Vec::len);
             // With a use before the branches, any use inside is already a second
             // use: E0501 reports it when the binder closes.
-            if min != max && prior.is_empty() {
-                let name = env.iter().find(|(_, b)| b.span == *binder).map(|(n, _)| n.to_string()).unwrap_or_default();
+            if min != max && prior == 0 {
+                let name = env
+                    .iter()
+                    .find(|(_, b)| b.span == binder)
+                    .map(|(n, _)| n.to_string())
+                    .unwrap_or_default();
                 let mut d = Diagnostic::error(
                     Code::E0504,
-                    *binder,
+                    binder,
                     format!("branches use linear value `{name}` differently (between {min} and {max} times)"),
                 )
                 .with_label("bound here");
-                for r in &results {
-                    for u in r.get(binder).into_iter().flatten().skip(prior.len()) {
+                for m in &added {
+                    for u in m.get(&binder).into_iter().flatten() {
                         d = d.with_secondary(*u, "used in this branch");
                     }
                 }
-                d = d.with_help(format!(
-                    "use `{name}` exactly once in every branch of the `if`/`match` (or once before it)"
-                ));
+                d = d.with_help(format!("use `{name}` exactly once in every branch of the `if`/`match` (or once before it)"));
                 self.diags.push(d);
             }
+            let richest = added
+                .iter()
+                .max_by_key(|m| count(m))
+                .and_then(|m| m.get(&binder))
+                .cloned()
+                .unwrap_or_default();
+            for u in richest {
+                self.record_use(binder, u);
+            }
         }
-        self.uses = merged;
+    }
+
+    /// Appends a use of `binder`, logging it while inside branches.
+    fn record_use(&mut self, binder: Span, at: Span) {
+        if let Some(list) = self.uses.get_mut(&binder) {
+            if self.branch_depth > 0 {
+                self.log.push((binder, list.len()));
+            }
+            list.push(at);
+        }
+    }
+
+    /// The name an arm's pattern binds; reports a linear value discarded by `_`.
+    fn pattern_binder<'p>(&mut self, p: &'p Pattern) -> Option<&'p Ident> {
+        match &p.kind {
+            PatternKind::Ok(Binder::Var(x))
+            | PatternKind::Err(Binder::Var(x))
+            | PatternKind::Var(x) => Some(x),
+            PatternKind::Ok(Binder::Wildcard(w)) | PatternKind::Err(Binder::Wildcard(w)) => {
+                if self.types.get(w).is_some_and(Type::is_linear) {
+                    let d = Diagnostic::error(Code::E0502, *w, "linear value discarded by `_`")
+                        .with_label("this `!` value is never used")
+                        .with_help("bind it to a name and consume it exactly once");
+                    self.diags.push(d);
+                }
+                None
+            }
+            PatternKind::Wildcard => {
+                if self.types.get(&p.span).is_some_and(Type::is_linear) {
+                    let d = Diagnostic::error(Code::E0502, p.span, "linear value discarded by `_`")
+                        .with_label("the matched `!` value is never used")
+                        .with_help("bind it with a name (`x => …`) and consume it exactly once");
+                    self.diags.push(d);
+                }
+                None
+            }
+        }
     }
 }

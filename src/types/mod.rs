@@ -93,7 +93,12 @@ impl Analysis {
     /// The checked program, or the diagnostics.
     pub fn into_checked(self) -> Result<CheckedProgram, Vec<Diagnostic>> {
         if self.is_ok() {
-            Ok(CheckedProgram { program: self.program, ty: self.ty, effects: self.effects, tools: self.tools })
+            Ok(CheckedProgram {
+                program: self.program,
+                ty: self.ty,
+                effects: self.effects,
+                tools: self.tools,
+            })
         } else {
             Err(self.diagnostics)
         }
@@ -127,8 +132,14 @@ fn line_range(text: &str, span: Span) -> std::ops::Range<u32> {
     let start = (span.start as usize).min(text.len());
     let end = (span.end as usize).min(text.len());
     let bytes = text.as_bytes();
-    let a = bytes[..start].iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1);
-    let b = bytes[end..].iter().position(|&c| c == b'\n').map_or(text.len(), |i| end + i + 1);
+    let a = bytes[..start]
+        .iter()
+        .rposition(|&c| c == b'\n')
+        .map_or(0, |i| i + 1);
+    let b = bytes[end..]
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(text.len(), |i| end + i + 1);
     let clamp = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
     clamp(a)..clamp(b)
 }
@@ -164,12 +175,19 @@ pub fn check_program(program: Program, mut diags: Vec<Diagnostic>) -> Analysis {
             }
         }
     }
-    let binder_types: HashMap<Span, Type> =
-        ck.binder_types.iter().map(|(s, t)| (*s, ck.metas.zonk(t))).collect();
+    let binder_types: HashMap<Span, Type> = ck
+        .binder_types
+        .iter()
+        .map(|(s, t)| (*s, ck.metas.zonk(t)))
+        .collect();
     let let_types: Vec<LetType> = ck
         .let_types
         .iter()
-        .map(|(span, name, t)| LetType { span: *span, name: name.clone(), ty: ck.metas.zonk(t) })
+        .map(|(span, name, t)| LetType {
+            span: *span,
+            name: name.clone(),
+            ty: ck.metas.zonk(t),
+        })
         .collect();
     diags.append(&mut ck.diags);
     diags.extend(linear::check_usage(&program, &binder_types));
@@ -177,7 +195,15 @@ pub fn check_program(program: Program, mut diags: Vec<Diagnostic>) -> Analysis {
     diags.dedup_by(|a, b| a.span == b.span && a.code == b.code && a.message == b.message);
     let truncated = diags.len().saturating_sub(MAX_DIAGNOSTICS);
     diags.truncate(MAX_DIAGNOSTICS);
-    Analysis { program, diagnostics: diags, truncated, ty, effects, tools, let_types }
+    Analysis {
+        program,
+        diagnostics: diags,
+        truncated,
+        ty,
+        effects,
+        tools,
+        let_types,
+    }
 }
 
 /// The expression whose value is the program's value (through `let` chains).

@@ -15,16 +15,28 @@ use crate::syntax::ast::{Arm, Binder, Expr, PatternKind};
 
 impl Checker<'_> {
     /// Types `match scrut { arms }`; `expected` is the checking-mode type.
-    pub(super) fn match_expr(&mut self, scrut: &Expr, arms: &[Arm], expected: Option<Type>, span: Span) -> Type {
+    pub(super) fn match_expr(
+        &mut self,
+        scrut: &Expr,
+        arms: &[Arm],
+        expected: Option<Type>,
+        span: Span,
+    ) -> Type {
         let st = self.synth(scrut);
         let resolved = self.metas.resolve(&st);
         let resolved = self.metas.resolve(resolved.peel_linear());
-        let has_result_pats = arms.iter().any(|a| matches!(a.pattern.kind, PatternKind::Ok(_) | PatternKind::Err(_)));
+        let has_result_pats = arms
+            .iter()
+            .any(|a| matches!(a.pattern.kind, PatternKind::Ok(_) | PatternKind::Err(_)));
         let (ok_t, err_t, is_result) = match &resolved {
             Type::Result(a, b) => ((**a).clone(), (**b).clone(), true),
             Type::Meta(_) if has_result_pats => {
-                let a = self.metas.fresh(scrut.span, "the Ok type of the matched Result");
-                let b = self.metas.fresh(scrut.span, "the Err type of the matched Result");
+                let a = self
+                    .metas
+                    .fresh(scrut.span, "the Ok type of the matched Result");
+                let b = self
+                    .metas
+                    .fresh(scrut.span, "the Err type of the matched Result");
                 let _ = self.metas.coerce(&st, &Type::result(a.clone(), b.clone()));
                 (a, b, true)
             }
@@ -112,22 +124,37 @@ impl Checker<'_> {
             match slot {
                 Some(first) => {
                     let first = *first;
-                    let d = Diagnostic::error(Code::E0605, arm.pattern.span, format!("duplicate `{name}` arm"))
-                        .with_label("never reached")
-                        .with_secondary(first, format!("the first `{name}` arm already matches"))
-                        .with_help("remove this arm");
+                    let d = Diagnostic::error(
+                        Code::E0605,
+                        arm.pattern.span,
+                        format!("duplicate `{name}` arm"),
+                    )
+                    .with_label("never reached")
+                    .with_secondary(first, format!("the first `{name}` arm already matches"))
+                    .with_help("remove this arm");
                     self.diags.push(d);
                 }
                 None => *slot = Some(arm.pattern.span),
             }
         }
-        let has_catch_all = arms.iter().any(|a| matches!(a.pattern.kind, PatternKind::Wildcard | PatternKind::Var(_)));
-        for (present, name, example) in [(ok_arm, "Ok", "Ok(v) => …"), (err_arm, "Err", "Err(e) => …")] {
+        let has_catch_all = arms
+            .iter()
+            .any(|a| matches!(a.pattern.kind, PatternKind::Wildcard | PatternKind::Var(_)));
+        for (present, name, example) in [
+            (ok_arm, "Ok", "Ok(v) => …"),
+            (err_arm, "Err", "Err(e) => …"),
+        ] {
             if present.is_none() && !has_catch_all {
-                let d = Diagnostic::error(Code::E0604, whole, format!("Unhandled Result: this match has no `{name}` arm"))
-                    .with_label(format!("missing `{example}`"))
-                    .with_secondary(scrut, "this is a Result")
-                    .with_help(format!("add the arm `{example}`: every Result must be matched with both Ok and Err"));
+                let d = Diagnostic::error(
+                    Code::E0604,
+                    whole,
+                    format!("Unhandled Result: this match has no `{name}` arm"),
+                )
+                .with_label(format!("missing `{example}`"))
+                .with_secondary(scrut, "this is a Result")
+                .with_help(format!(
+                    "add the arm `{example}`: every Result must be matched with both Ok and Err"
+                ));
                 self.diags.push(d);
             }
         }
@@ -142,7 +169,10 @@ impl Checker<'_> {
                     .with_secondary(first, "this pattern already matches everything")
                     .with_help("remove this arm");
                 self.diags.push(d);
-            } else if matches!(arm.pattern.kind, PatternKind::Wildcard | PatternKind::Var(_)) {
+            } else if matches!(
+                arm.pattern.kind,
+                PatternKind::Wildcard | PatternKind::Var(_)
+            ) {
                 catch_all = Some(arm.pattern.span);
             }
         }

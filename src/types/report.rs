@@ -34,38 +34,66 @@ impl Checker<'_> {
     }
 
     /// The diagnostic for a failed `actual ≤ expected`.
-    pub(super) fn mismatch(&self, span: Span, actual: &Type, expected: &Type, m: Mismatch) -> Diagnostic {
+    pub(super) fn mismatch(
+        &self,
+        span: Span,
+        actual: &Type,
+        expected: &Type,
+        m: Mismatch,
+    ) -> Diagnostic {
         let full_exp = self.show(expected);
         let full_found = self.show(actual);
         match m {
-            Mismatch::Types { path, expected: e, found: f } => {
-                if path.is_empty() && matches!(f, Type::Result(..)) && !matches!(e, Type::Result(..)) {
+            Mismatch::Types {
+                path,
+                expected: e,
+                found: f,
+            } => {
+                if path.is_empty()
+                    && matches!(f, Type::Result(..))
+                    && !matches!(e, Type::Result(..))
+                {
                     return Diagnostic::error(Code::E0606, span, format!("this is a {f}, but a {e} is expected"))
                         .with_label("unmatched Result")
                         .with_expected_found(e.to_string(), f.to_string())
                         .with_help("a Result must be matched before its value is used: `match … { Ok(v) => …, Err(e) => … }`");
                 }
-                let mut d = Diagnostic::error(Code::E0201, span, format!("type mismatch: expected {e}, found {f}{}", at_path(&path)))
-                    .with_label(format!("this has type {f}"))
-                    .with_expected_found(e.to_string(), f.to_string());
+                let mut d = Diagnostic::error(
+                    Code::E0201,
+                    span,
+                    format!("type mismatch: expected {e}, found {f}{}", at_path(&path)),
+                )
+                .with_label(format!("this has type {f}"))
+                .with_expected_found(e.to_string(), f.to_string());
                 if !path.is_empty() {
-                    d = d.with_note(format!("the whole value has type {full_found}, but {full_exp} is expected"));
+                    d = d.with_note(format!(
+                        "the whole value has type {full_found}, but {full_exp} is expected"
+                    ));
                 }
                 let help = match (&e, &f) {
-                    (Type::String, Type::Int) => "use a String value (text in double quotes)".to_string(),
-                    (Type::Int, Type::String) => "use an Int value (numbers are written without quotes)".to_string(),
+                    (Type::String, Type::Int) => {
+                        "use a String value (text in double quotes)".to_string()
+                    }
+                    (Type::Int, Type::String) => {
+                        "use an Int value (numbers are written without quotes)".to_string()
+                    }
                     (Type::List(_), Type::Unit) | (Type::List(_), Type::Record(_)) => {
                         "write a list as `[a, b]`, or `[]: T` for an empty list of T".to_string()
                     }
                     (Type::Result(..), _) => {
-                        "wrap the value: `Ok(value)` for success or `Err(\"message\")` for failure".to_string()
+                        "wrap the value: `Ok(value)` for success or `Err(\"message\")` for failure"
+                            .to_string()
                     }
                     (Type::Fun(..), _) => "pass a function such as `fn x: T => …`".to_string(),
                     _ => format!("give this expression type {e}"),
                 };
                 d.with_help(help)
             }
-            Mismatch::Fields { path, missing, extra } => {
+            Mismatch::Fields {
+                path,
+                missing,
+                extra,
+            } => {
                 let mut parts = Vec::new();
                 if !missing.is_empty() {
                     parts.push(format!("missing {}", list(&missing)));
@@ -76,7 +104,11 @@ impl Checker<'_> {
                 let mut d = Diagnostic::error(
                     Code::E0208,
                     span,
-                    format!("record fields do not match{}: {}", at_path(&path), parts.join(", ")),
+                    format!(
+                        "record fields do not match{}: {}",
+                        at_path(&path),
+                        parts.join(", ")
+                    ),
                 )
                 .with_label(format!("this has type {full_found}"))
                 .with_expected_found(full_exp.clone(), full_found);
@@ -84,9 +116,13 @@ impl Checker<'_> {
                 d
             }
             Mismatch::Effects { path, allowed, got } => {
-                let mut d = Diagnostic::error(Code::E0401, span, format!("Effect violation: allowed {allowed} but got {got}"))
-                    .with_label(format!("this function may perform {got}{}", at_path(&path)))
-                    .with_expected_found(full_exp, full_found);
+                let mut d = Diagnostic::error(
+                    Code::E0401,
+                    span,
+                    format!("Effect violation: allowed {allowed} but got {got}"),
+                )
+                .with_label(format!("this function may perform {got}{}", at_path(&path)))
+                .with_expected_found(full_exp, full_found);
                 d = match &self.callback_reason {
                     Some(r) => d.with_secondary(r.span, r.reason.clone()).with_help(r.help.clone()),
                     None => d.with_help(
@@ -95,16 +131,24 @@ impl Checker<'_> {
                 };
                 d
             }
-            Mismatch::Occurs => Diagnostic::error(Code::E0201, span, "this would need an infinite type")
-                .with_label(format!("{full_found} cannot equal {full_exp}"))
-                .with_help("add type annotations to find the mistake"),
+            Mismatch::Occurs => {
+                Diagnostic::error(Code::E0201, span, "this would need an infinite type")
+                    .with_label(format!("{full_found} cannot equal {full_exp}"))
+                    .with_help("add type annotations to find the mistake")
+            }
         }
     }
 
     /// Checks a record literal against the fields of an expected record type,
     /// naming each missing and unknown field. `tool` names the tool whose
     /// argument this is.
-    pub(super) fn check_record(&mut self, fields: &[Field], expected: &[(Name, Type)], span: Span, tool: Option<&Name>) {
+    pub(super) fn check_record(
+        &mut self,
+        fields: &[Field],
+        expected: &[(Name, Type)],
+        span: Span,
+        tool: Option<&Name>,
+    ) {
         let mut seen: Vec<Name> = Vec::new();
         let mut unknown: Vec<&Field> = Vec::new();
         for f in fields {
@@ -122,7 +166,8 @@ impl Checker<'_> {
                 }
             }
         }
-        let missing: Vec<&(Name, Type)> = expected.iter().filter(|(n, _)| !seen.contains(n)).collect();
+        let missing: Vec<&(Name, Type)> =
+            expected.iter().filter(|(n, _)| !seen.contains(n)).collect();
         if unknown.is_empty() && missing.is_empty() {
             return;
         }
@@ -137,24 +182,40 @@ impl Checker<'_> {
                 Some(s) => format!("did you mean `{s}`?"),
                 None => format!("remove it; {whose} {exp_ty}"),
             };
-            let d = Diagnostic::error(Code::E0208, f.name.span, format!("unknown field `{}`", f.name.name))
-                .with_label(format!("not a field of {exp_ty}"))
-                .with_note(format!("{whose} {exp_ty}"))
-                .with_help(help);
+            let d = Diagnostic::error(
+                Code::E0208,
+                f.name.span,
+                format!("unknown field `{}`", f.name.name),
+            )
+            .with_label(format!("not a field of {exp_ty}"))
+            .with_note(format!("{whose} {exp_ty}"))
+            .with_help(help);
             self.diags.push(d);
         }
         let unmatched_missing: Vec<String> = missing
             .iter()
-            .filter(|(n, _)| !unknown.iter().any(|f| did_you_mean(&f.name.name, [&**n]).is_some()))
+            .filter(|(n, _)| {
+                !unknown
+                    .iter()
+                    .any(|f| did_you_mean(&f.name.name, [&**n]).is_some())
+            })
             .map(|(n, t)| format!("{n}: {}", self.show(t)))
             .collect();
         if !unmatched_missing.is_empty() {
             let d = Diagnostic::error(
                 Code::E0208,
                 span,
-                format!("missing field{} {}", if unmatched_missing.len() > 1 { "s" } else { "" }, unmatched_missing.join(", ")),
+                format!(
+                    "missing field{} {}",
+                    if unmatched_missing.len() > 1 { "s" } else { "" },
+                    unmatched_missing.join(", ")
+                ),
             )
-            .with_label(if unmatched_missing.len() > 1 { "this record lacks them" } else { "this record lacks it" })
+            .with_label(if unmatched_missing.len() > 1 {
+                "this record lacks them"
+            } else {
+                "this record lacks it"
+            })
             .with_note(format!("{whose} {exp_ty}"))
             .with_help(format!(
                 "add {}",
@@ -176,12 +237,17 @@ impl Checker<'_> {
         match op {
             BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => {
                 let ta = self.synth(a);
-                if op == BinOp::Add && matches!(self.metas.resolve(ta.peel_linear()), Type::String) {
+                if op == BinOp::Add && matches!(self.metas.resolve(ta.peel_linear()), Type::String)
+                {
                     self.synth(b);
-                    let d = Diagnostic::error(Code::E0201, op_span, "`+` adds Ints; it cannot join Strings")
-                        .with_label("String + …")
-                        .with_expected_found("Int", "String")
-                        .with_help("join strings with `++`: `a ++ b`");
+                    let d = Diagnostic::error(
+                        Code::E0201,
+                        op_span,
+                        "`+` adds Ints; it cannot join Strings",
+                    )
+                    .with_label("String + …")
+                    .with_expected_found("Int", "String")
+                    .with_help("join strings with `++`: `a ++ b`");
                     self.diags.push(d);
                     return Type::String;
                 }
@@ -228,9 +294,13 @@ impl Checker<'_> {
                     other => {
                         self.synth(b);
                         let shown = self.show(&other);
-                        let d = Diagnostic::error(Code::E0211, op_span, format!("`{}` cannot order values of type {shown}", op.as_str()))
-                            .with_label("only Int and String are ordered")
-                            .with_help("compare Ints (or Strings) instead");
+                        let d = Diagnostic::error(
+                            Code::E0211,
+                            op_span,
+                            format!("`{}` cannot order values of type {shown}", op.as_str()),
+                        )
+                        .with_label("only Int and String are ordered")
+                        .with_help("compare Ints (or Strings) instead");
                         self.diags.push(d);
                     }
                 }
@@ -241,7 +311,11 @@ impl Checker<'_> {
 }
 
 fn list(names: &[Name]) -> String {
-    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn fields_help(missing: &[Name], extra: &[Name]) -> String {

@@ -17,7 +17,13 @@ pub struct EffectSet(Vec<Name>);
 pub const BUILTIN_EFFECTS: [&str; 3] = ["Read", "Write", "Network"];
 
 fn rank(label: &str) -> (usize, &str) {
-    (BUILTIN_EFFECTS.iter().position(|b| *b == label).unwrap_or(BUILTIN_EFFECTS.len()), label)
+    (
+        BUILTIN_EFFECTS
+            .iter()
+            .position(|b| *b == label)
+            .unwrap_or(BUILTIN_EFFECTS.len()),
+        label,
+    )
 }
 
 impl EffectSet {
@@ -47,7 +53,13 @@ impl EffectSet {
 
     /// The labels of `self` that are not in `other`.
     pub fn minus(&self, other: &EffectSet) -> EffectSet {
-        EffectSet(self.0.iter().filter(|l| !other.0.contains(l)).cloned().collect())
+        EffectSet(
+            self.0
+                .iter()
+                .filter(|l| !other.0.contains(l))
+                .cloned()
+                .collect(),
+        )
     }
 
     /// True when no label is present.

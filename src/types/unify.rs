@@ -67,7 +67,11 @@ impl Metas {
     /// "the element type of this empty list").
     pub fn fresh(&mut self, origin: Span, what: &'static str) -> Type {
         let id = u32::try_from(self.table.len()).unwrap_or(u32::MAX);
-        self.table.push(Meta { solution: None, origin, what });
+        self.table.push(Meta {
+            solution: None,
+            origin,
+            what,
+        });
         Type::Meta(id)
     }
 
@@ -91,7 +95,9 @@ impl Metas {
     /// Substitutes every solved metavariable in `t`.
     pub fn zonk(&self, t: &Type) -> Type {
         stacker::maybe_grow(32 * 1024, 1024 * 1024, || match self.resolve(t) {
-            Type::Record(fs) => Type::Record(fs.iter().map(|(n, t)| (n.clone(), self.zonk(t))).collect()),
+            Type::Record(fs) => {
+                Type::Record(fs.iter().map(|(n, t)| (n.clone(), self.zonk(t))).collect())
+            }
             Type::List(t) => Type::list(self.zonk(&t)),
             Type::Linear(t) => Type::Linear(Box::new(self.zonk(&t))),
             Type::Result(a, b) => Type::result(self.zonk(&a), self.zonk(&b)),
@@ -106,7 +112,9 @@ impl Metas {
             Type::Meta(id) => Some(id),
             Type::Record(fs) => fs.iter().find_map(|(_, t)| self.first_unsolved(t)),
             Type::List(t) | Type::Linear(t) => self.first_unsolved(&t),
-            Type::Result(a, b) | Type::Fun(a, _, b) => self.first_unsolved(&a).or_else(|| self.first_unsolved(&b)),
+            Type::Result(a, b) | Type::Fun(a, _, b) => {
+                self.first_unsolved(&a).or_else(|| self.first_unsolved(&b))
+            }
             _ => None,
         })
     }
@@ -153,11 +161,16 @@ impl Metas {
                     Ok(Type::fun((**a1).clone(), e, r))
                 }
                 (Type::Record(fa), Type::Record(fb))
-                    if fa.len() == fb.len() && fa.iter().all(|(n, _)| fb.iter().any(|(m, _)| m == n)) =>
+                    if fa.len() == fb.len()
+                        && fa.iter().all(|(n, _)| fb.iter().any(|(m, _)| m == n)) =>
                 {
                     let mut out = Vec::with_capacity(fa.len());
                     for (n, ta) in fa {
-                        let tb = fb.iter().find(|(m, _)| m == n).map(|(_, t)| t.clone()).unwrap_or(Type::Error);
+                        let tb = fb
+                            .iter()
+                            .find(|(m, _)| m == n)
+                            .map(|(_, t)| t.clone())
+                            .unwrap_or(Type::Error);
                         out.push((n.clone(), self.join(ta, &tb)?));
                     }
                     Ok(Type::Record(out))
@@ -182,11 +195,23 @@ impl Metas {
         self.coerce_at(actual, expected, &mut path)
     }
 
-    fn coerce_at(&mut self, actual: &Type, expected: &Type, path: &mut Vec<String>) -> Result<(), Mismatch> {
-        stacker::maybe_grow(32 * 1024, 1024 * 1024, || self.coerce_inner(actual, expected, path))
+    fn coerce_at(
+        &mut self,
+        actual: &Type,
+        expected: &Type,
+        path: &mut Vec<String>,
+    ) -> Result<(), Mismatch> {
+        stacker::maybe_grow(32 * 1024, 1024 * 1024, || {
+            self.coerce_inner(actual, expected, path)
+        })
     }
 
-    fn coerce_inner(&mut self, actual: &Type, expected: &Type, path: &mut Vec<String>) -> Result<(), Mismatch> {
+    fn coerce_inner(
+        &mut self,
+        actual: &Type,
+        expected: &Type,
+        path: &mut Vec<String>,
+    ) -> Result<(), Mismatch> {
         let a = self.resolve(actual);
         let e = self.resolve(expected);
         let mismatch = |path: &Vec<String>, this: &Self| Mismatch::Types {
@@ -223,7 +248,11 @@ impl Metas {
                 self.coerce_at(a2, a1, path)?;
                 path.pop();
                 if !ea.is_subset(ee) {
-                    return Err(Mismatch::Effects { path: path.clone(), allowed: ee.clone(), got: ea.clone() });
+                    return Err(Mismatch::Effects {
+                        path: path.clone(),
+                        allowed: ee.clone(),
+                        got: ea.clone(),
+                    });
                 }
                 path.push("result".into());
                 self.coerce_at(r1, r2, path)?;
@@ -231,12 +260,22 @@ impl Metas {
                 Ok(())
             }
             (Type::Record(fa), Type::Record(fe)) => {
-                let missing: Vec<Name> =
-                    fe.iter().filter(|(n, _)| !fa.iter().any(|(m, _)| m == n)).map(|(n, _)| n.clone()).collect();
-                let extra: Vec<Name> =
-                    fa.iter().filter(|(n, _)| !fe.iter().any(|(m, _)| m == n)).map(|(n, _)| n.clone()).collect();
+                let missing: Vec<Name> = fe
+                    .iter()
+                    .filter(|(n, _)| !fa.iter().any(|(m, _)| m == n))
+                    .map(|(n, _)| n.clone())
+                    .collect();
+                let extra: Vec<Name> = fa
+                    .iter()
+                    .filter(|(n, _)| !fe.iter().any(|(m, _)| m == n))
+                    .map(|(n, _)| n.clone())
+                    .collect();
                 if !missing.is_empty() || !extra.is_empty() {
-                    return Err(Mismatch::Fields { path: path.clone(), missing, extra });
+                    return Err(Mismatch::Fields {
+                        path: path.clone(),
+                        missing,
+                        extra,
+                    });
                 }
                 for (n, te) in fe {
                     if let Some((_, ta)) = fa.iter().find(|(m, _)| m == n) {
