@@ -54,7 +54,7 @@ pub struct Checker<'a> {
     pub(super) metas: Metas,
     pub(super) diags: Vec<Diagnostic>,
     pub(super) tools: &'a [ToolSig],
-    pub(super) env: im::HashMap<Name, VarInfo>,
+    pub(super) env: im::HashMap<Name, VarInfo, rustc_hash::FxBuildHasher>,
     frames: Vec<Frame>,
     pub(super) callback_reason: Option<Allowed>,
     /// While checking a later branch against the first branch's type:
@@ -75,7 +75,7 @@ impl<'a> Checker<'a> {
             metas: Metas::default(),
             diags: Vec::new(),
             tools,
-            env: im::HashMap::new(),
+            env: im::HashMap::default(),
             frames: vec![Frame {
                 performed: EffectSet::pure(),
                 allowed: None,
@@ -138,17 +138,18 @@ impl<'a> Checker<'a> {
 
     fn check_inner(&mut self, e: &Expr, expected: &Type) {
         let exp = self.metas.resolve(expected);
-        match (&e.kind, &exp) {
+        let exp: &Type = &exp;
+        match (&e.kind, exp) {
             (ExprKind::Fn { param, annot, body }, Type::Fun(p, eff, r)) => {
                 self.check_fn(e.span, param, annot.as_ref(), body, p, eff, r);
             }
             (ExprKind::Let(chain), _) => {
-                self.let_chain(chain, Some(&exp));
+                self.let_chain(chain, Some(exp));
             }
             (ExprKind::If(c, t, f), _) => {
                 self.check_condition(c);
-                self.check(t, &exp);
-                self.check(f, &exp);
+                self.check(t, exp);
+                self.check(f, exp);
             }
             (ExprKind::Match(s, arms), _) => {
                 self.match_expr(s, arms, Some(exp.clone()), e.span);
@@ -179,7 +180,7 @@ impl<'a> Checker<'a> {
             (ExprKind::Err(x), Type::Result(_, er)) => self.check(x, er),
             _ => {
                 let t = self.synth(e);
-                self.expect(e.span, &t, &exp);
+                self.expect(e.span, &t, exp);
             }
         }
     }
@@ -507,8 +508,8 @@ impl<'a> Checker<'a> {
         app: Span,
         what: &str,
     ) -> Type {
-        let resolved = self.metas.resolve(&fty);
-        let resolved = self.metas.resolve(resolved.peel_linear());
+        let resolved = self.metas.resolve(&fty).into_owned();
+        let resolved = self.metas.resolve(resolved.peel_linear()).into_owned();
         match resolved {
             Type::Fun(p, eff, r) => {
                 self.check(arg, &p);
@@ -558,8 +559,8 @@ impl<'a> Checker<'a> {
 
     fn field(&mut self, r: &Expr, f: &Ident) -> Type {
         let rt = self.synth(r);
-        let rt = self.metas.resolve(&rt);
-        let rt = self.metas.resolve(rt.peel_linear());
+        let rt = self.metas.resolve(&rt).into_owned();
+        let rt = self.metas.resolve(rt.peel_linear()).into_owned();
         match &rt {
             Type::Record(fs) => {
                 if let Some((_, t)) = fs.iter().find(|(n, _)| *n == f.name) {
@@ -665,7 +666,7 @@ impl<'a> Checker<'a> {
             self.diags.push(d);
             return Type::result(Type::Error, Type::String);
         };
-        match (&arg.kind, self.metas.resolve(&sig.input)) {
+        match (&arg.kind, self.metas.resolve(&sig.input).into_owned()) {
             (ExprKind::Record(fields), Type::Record(fe)) => {
                 self.check_record(fields, &fe, arg.span, Some(&sig.name));
             }
@@ -697,7 +698,7 @@ impl<'a> Checker<'a> {
             self.synth(e);
         }
         if let (Some(sig), Some(&(first, _))) = (sig, extra.first()) {
-            let example = match self.metas.resolve(&sig.input) {
+            let example = match self.metas.resolve(&sig.input).into_owned() {
                 Type::Record(fs) if !fs.is_empty() => fs
                     .iter()
                     .map(|(n, _)| format!("{n} = …"))

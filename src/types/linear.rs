@@ -19,6 +19,7 @@
 
 use super::ty::Type;
 use crate::diag::{Code, Diagnostic};
+use crate::scope::Scope;
 use crate::source::Span;
 use crate::syntax::ast::*;
 use std::collections::HashMap;
@@ -32,6 +33,10 @@ struct BinderInfo {
 }
 
 struct Usage<'a> {
+    /// The binders in scope.
+    env: Scope<BinderInfo>,
+    /// The name of every binder, by binder span.
+    names: HashMap<Span, Name>,
     /// `(binder, length of its use list before the use)` for every use made
     /// inside `if`/`match` branches, so that a branch can be undone.
     log: Vec<(Span, usize)>,
@@ -51,6 +56,8 @@ struct Usage<'a> {
 /// Runs the usage pass; `types` maps binder spans to their (zonked) types.
 pub fn check_usage(program: &Program, types: &HashMap<Span, Type>) -> Vec<Diagnostic> {
     let mut u = Usage {
+        env: Scope::default(),
+        names: HashMap::new(),
         log: Vec::new(),
         branch_depth: 0,
         aliases: Vec::new(),
@@ -60,7 +67,7 @@ pub fn check_usage(program: &Program, types: &HashMap<Span, Type>) -> Vec<Diagno
         diags: Vec::new(),
         captured: Vec::new(),
     };
-    u.walk(&program.body, &im::HashMap::new(), 0);
+    u.walk(&program.body, 0);
     u.diags
 }
 
@@ -77,13 +84,7 @@ impl Usage<'_> {
         }
     }
 
-    fn bind(
-        &mut self,
-        env: &mut im::HashMap<Name, BinderInfo>,
-        id: &Ident,
-        level: u32,
-        is_named: bool,
-    ) {
+    fn bind(&mut self, id: &Ident, level: u32, is_named: bool) {
         let info = self.info(id, level, is_named);
         if info.linear {
             self.uses.insert(id.span, Vec::new());
@@ -91,7 +92,8 @@ impl Usage<'_> {
         if info.holds_result {
             self.result_uses.insert(id.span, 0);
         }
-        env.insert(id.name.clone(), info);
+        self.names.insert(id.span, id.name.clone());
+        self.env.push(id.name.clone(), info);
     }
 
     /// Reports on a binder going out of scope.
@@ -159,16 +161,16 @@ impl Usage<'_> {
         }
     }
 
-    fn walk(&mut self, e: &Expr, env: &im::HashMap<Name, BinderInfo>, level: u32) {
-        stacker::maybe_grow(64 * 1024, 2 * 1024 * 1024, || {
-            self.walk_inner(e, env, level)
-        })
+    fn walk(&mut self, e: &Expr, level: u32) {
+        stacker::maybe_grow(64 * 1024, 2 * 1024 * 1024, || self.walk_inner(e, level))
     }
 
-    fn walk_inner(&mut self, e: &Expr, env: &im::HashMap<Name, BinderInfo>, level: u32) {
+    fn walk_inner(&mut self, e: &Expr, level: u32) {
         match &e.kind {
             ExprKind::Var(id) => {
-                let Some(b) = env.get(&id.name) else { return };
+                let Some(b) = self.env.get(&id.name).cloned() else {
+                    return;
+                };
                 if b.linear {
                     if level > b.level && !self.captured.contains(&b.span) {
                         self.captured.push(b.span);
@@ -194,11 +196,12 @@ impl Usage<'_> {
                 }
             }
             ExprKind::Let(chain) => {
-                let mut env = env.clone();
+                let mark = self.env.mark();
                 for b in &chain.bindings {
-                    self.walk(&b.value, &env, level);
+                    self.walk(&b.value, level);
                     if let ExprKind::Var(x) = &b.value.kind {
-                        let overused = env
+                        let overused = self
+                            .env
                             .get(&x.name)
                             .and_then(|i| self.uses.get(&i.span))
                             .is_some_and(|u| u.len() > 1);
@@ -206,41 +209,38 @@ impl Usage<'_> {
                             self.aliases.push(b.name.span);
                         }
                     }
-                    self.bind(&mut env, &b.name, level, true);
+                    self.bind(&b.name, level, true);
                 }
-                self.walk(&chain.body, &env, level);
+                self.walk(&chain.body, level);
                 for b in chain.bindings.iter().rev() {
                     self.close(&b.name);
                 }
+                self.env.reset(mark);
             }
             ExprKind::Fn { param, body, .. } => {
-                let mut env = env.clone();
-                self.bind(&mut env, param, level + 1, true);
-                self.walk(body, &env, level + 1);
+                let mark = self.env.mark();
+                self.bind(param, level + 1, true);
+                self.walk(body, level + 1);
                 self.close(param);
+                self.env.reset(mark);
             }
             ExprKind::If(c, t, f) => {
-                self.walk(c, env, level);
-                self.branches(env, level, &[(t, None), (f, None)]);
+                self.walk(c, level);
+                self.branches(level, &[(t, None), (f, None)]);
             }
             ExprKind::Match(s, arms) => {
-                self.walk(s, env, level);
+                self.walk(s, level);
                 let branches: Vec<(&Expr, Option<&Pattern>)> =
                     arms.iter().map(|a| (&a.body, Some(&a.pattern))).collect();
-                self.branches(env, level, &branches);
+                self.branches(level, &branches);
             }
-            kind => kind.for_each_child(|c| self.walk(c, env, level)),
+            kind => kind.for_each_child(|c| self.walk(c, level)),
         }
     }
 
     /// Walks alternative branches from the same starting state and requires
     /// every outer linear binder to be used equally often in each.
-    fn branches(
-        &mut self,
-        env: &im::HashMap<Name, BinderInfo>,
-        level: u32,
-        branches: &[(&Expr, Option<&Pattern>)],
-    ) {
+    fn branches(&mut self, level: u32, branches: &[(&Expr, Option<&Pattern>)]) {
         // Each branch starts from the same state. Uses only ever append, so a
         // branch is undone by truncating the lists it touched (found in the
         // undo log); the cost is proportional to the uses inside the branches,
@@ -251,15 +251,16 @@ impl Usage<'_> {
         self.branch_depth += 1;
         for (body, pattern) in branches {
             let log_start = self.log.len();
-            let mut env = env.clone();
+            let mark = self.env.mark();
             let bound = pattern.and_then(|p| self.pattern_binder(p));
             if let Some(x) = bound {
-                self.bind(&mut env, x, level, false);
+                self.bind(x, level, false);
             }
-            self.walk(body, &env, level);
+            self.walk(body, level);
             if let Some(x) = bound {
                 self.close(x);
             }
+            self.env.reset(mark);
             let mut mine: HashMap<Span, Vec<Span>> = HashMap::new();
             while self.log.len() > log_start {
                 let Some((binder, len_before)) = self.log.pop() else {
@@ -291,10 +292,10 @@ impl Usage<'_> {
             // With a use before the branches, any use inside is already a second
             // use: E0501 reports it when the binder closes.
             if min != max && prior == 0 {
-                let name = env
-                    .iter()
-                    .find(|(_, b)| b.span == binder)
-                    .map(|(n, _)| n.to_string())
+                let name = self
+                    .names
+                    .get(&binder)
+                    .map(|n| n.to_string())
                     .unwrap_or_default();
                 let mut d = Diagnostic::error(
                     Code::E0504,

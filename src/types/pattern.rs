@@ -23,8 +23,8 @@ impl Checker<'_> {
         span: Span,
     ) -> Type {
         let st = self.synth(scrut);
-        let resolved = self.metas.resolve(&st);
-        let resolved = self.metas.resolve(resolved.peel_linear());
+        let resolved = self.metas.resolve(&st).into_owned();
+        let resolved = self.metas.resolve(resolved.peel_linear()).into_owned();
         let has_result_pats = arms
             .iter()
             .any(|a| matches!(a.pattern.kind, PatternKind::Ok(_) | PatternKind::Err(_)));

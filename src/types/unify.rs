@@ -13,6 +13,7 @@
 use super::ty::{EffectSet, Type};
 use crate::source::Span;
 use crate::syntax::ast::Name;
+use std::borrow::Cow;
 
 /// Why `actual ≤ expected` failed, with the path to the failing part.
 #[derive(Clone, Debug)]
@@ -80,52 +81,67 @@ impl Metas {
         self.table.get(id as usize).map(|m| (m.origin, m.what))
     }
 
-    /// Follows solved metavariables at the root of `t`.
-    pub fn resolve(&self, t: &Type) -> Type {
-        let mut cur = t.clone();
-        while let Type::Meta(id) = cur {
-            match self.table.get(id as usize).and_then(|m| m.solution.clone()) {
-                Some(next) => cur = next,
-                None => return Type::Meta(id),
+    /// Follows solved metavariables at the root of `t` (borrowing `t` when
+    /// it is not a metavariable).
+    pub fn resolve<'t>(&self, t: &'t Type) -> Cow<'t, Type> {
+        let Type::Meta(mut id) = t else {
+            return Cow::Borrowed(t);
+        };
+        loop {
+            match self
+                .table
+                .get(id as usize)
+                .and_then(|m| m.solution.as_ref())
+            {
+                Some(Type::Meta(next)) => id = *next,
+                Some(solved) => return Cow::Owned(solved.clone()),
+                None => return Cow::Owned(Type::Meta(id)),
             }
         }
-        cur
     }
 
     /// Substitutes every solved metavariable in `t`.
     pub fn zonk(&self, t: &Type) -> Type {
-        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match self.resolve(t) {
-            Type::Record(fs) => {
-                Type::Record(fs.iter().map(|(n, t)| (n.clone(), self.zonk(t))).collect())
+        stacker::maybe_grow(32 * 1024, 1024 * 1024, || {
+            match self.resolve(t).into_owned() {
+                Type::Record(fs) => {
+                    Type::Record(fs.iter().map(|(n, t)| (n.clone(), self.zonk(t))).collect())
+                }
+                Type::List(t) => Type::list(self.zonk(&t)),
+                Type::Linear(t) => Type::Linear(Box::new(self.zonk(&t))),
+                Type::Result(a, b) => Type::result(self.zonk(&a), self.zonk(&b)),
+                Type::Fun(a, e, b) => Type::fun(self.zonk(&a), e, self.zonk(&b)),
+                t => t,
             }
-            Type::List(t) => Type::list(self.zonk(&t)),
-            Type::Linear(t) => Type::Linear(Box::new(self.zonk(&t))),
-            Type::Result(a, b) => Type::result(self.zonk(&a), self.zonk(&b)),
-            Type::Fun(a, e, b) => Type::fun(self.zonk(&a), e, self.zonk(&b)),
-            t => t,
         })
     }
 
     /// The first unsolved metavariable in `t`, if any.
     pub fn first_unsolved(&self, t: &Type) -> Option<u32> {
-        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match self.resolve(t) {
-            Type::Meta(id) => Some(id),
-            Type::Record(fs) => fs.iter().find_map(|(_, t)| self.first_unsolved(t)),
-            Type::List(t) | Type::Linear(t) => self.first_unsolved(&t),
-            Type::Result(a, b) | Type::Fun(a, _, b) => {
-                self.first_unsolved(&a).or_else(|| self.first_unsolved(&b))
+        stacker::maybe_grow(32 * 1024, 1024 * 1024, || {
+            match self.resolve(t).into_owned() {
+                Type::Meta(id) => Some(id),
+                Type::Record(fs) => fs.iter().find_map(|(_, t)| self.first_unsolved(t)),
+                Type::List(t) | Type::Linear(t) => self.first_unsolved(&t),
+                Type::Result(a, b) | Type::Fun(a, _, b) => {
+                    self.first_unsolved(&a).or_else(|| self.first_unsolved(&b))
+                }
+                _ => None,
             }
-            _ => None,
         })
     }
 
     fn occurs(&self, id: u32, t: &Type) -> bool {
-        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match self.resolve(t) {
-            Type::Meta(other) => other == id,
-            Type::Record(fs) => fs.iter().any(|(_, t)| self.occurs(id, t)),
-            Type::List(t) | Type::Linear(t) => self.occurs(id, &t),
-            Type::Result(a, b) | Type::Fun(a, _, b) => self.occurs(id, &a) || self.occurs(id, &b),
-            _ => false,
+        stacker::maybe_grow(32 * 1024, 1024 * 1024, || {
+            match self.resolve(t).into_owned() {
+                Type::Meta(other) => other == id,
+                Type::Record(fs) => fs.iter().any(|(_, t)| self.occurs(id, t)),
+                Type::List(t) | Type::Linear(t) => self.occurs(id, &t),
+                Type::Result(a, b) | Type::Fun(a, _, b) => {
+                    self.occurs(id, &a) || self.occurs(id, &b)
+                }
+                _ => false,
+            }
         })
     }
 
@@ -150,7 +166,7 @@ impl Metas {
     /// effectful type. Parameters must be equal.
     pub fn join(&mut self, a: &Type, b: &Type) -> Result<Type, Mismatch> {
         stacker::maybe_grow(32 * 1024, 1024 * 1024, || {
-            let (ra, rb) = (self.resolve(a), self.resolve(b));
+            let (ra, rb) = (self.resolve(a).into_owned(), self.resolve(b).into_owned());
             match (&ra, &rb) {
                 (Type::Fun(a1, e1, r1), Type::Fun(a2, e2, r2)) => {
                     self.coerce(a1, a2)?;
@@ -214,18 +230,19 @@ impl Metas {
     ) -> Result<(), Mismatch> {
         let a = self.resolve(actual);
         let e = self.resolve(expected);
+        let (a, e): (&Type, &Type) = (&a, &e);
         let mismatch = |path: &Vec<String>, this: &Self| Mismatch::Types {
             path: path.clone(),
-            expected: this.zonk(&e),
-            found: this.zonk(&a),
+            expected: this.zonk(e),
+            found: this.zonk(a),
         };
-        match (&a, &e) {
+        match (a, e) {
             (Type::Error, _) | (_, Type::Error) => Ok(()),
             (Type::Meta(x), _) => self.bind(*x, e.clone()),
             (_, Type::Meta(y)) => self.bind(*y, a.clone()),
             (Type::Linear(x), Type::Linear(y)) => self.coerce_at(x, y, path),
-            (Type::Linear(x), _) => self.coerce_at(x, &e, path),
-            (_, Type::Linear(y)) => self.coerce_at(&a, y, path),
+            (Type::Linear(x), _) => self.coerce_at(x, e, path),
+            (_, Type::Linear(y)) => self.coerce_at(a, y, path),
             (Type::Unit, Type::Unit) | (Type::Bool, Type::Bool) | (Type::Int, Type::Int) => Ok(()),
             (Type::String, Type::String) => Ok(()),
             (Type::List(x), Type::List(y)) => {
