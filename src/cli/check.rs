@@ -14,7 +14,7 @@ pub fn run(path: &str, as_json: bool, emit: Option<Emit>, color: bool) -> u8 {
             if as_json {
                 println!(
                     "{}",
-                    json!({"ok": false, "type": null, "effects": [], "diagnostics": [], "error": msg})
+                    json!({"ok": false, "type": null, "effects": [], "diagnostics": [], "truncated": 0, "error": msg})
                 );
             }
             eprintln!("error: {msg}");

@@ -17,6 +17,10 @@ pub fn render(file: &SourceFile, diags: &[Diagnostic], color: bool) -> String {
         a..b
     };
     for d in diags {
+        if touches_long_line(file, d) {
+            out.extend_from_slice(render_plain(file, d).as_bytes());
+            continue;
+        }
         let kind = match d.severity {
             Severity::Error => ReportKind::Error,
             Severity::Warning => ReportKind::Warning,
@@ -64,4 +68,58 @@ pub fn render(file: &SourceFile, diags: &[Diagnostic], color: bool) -> String {
         let _ = report.finish().write((name, source.clone()), &mut out);
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Lines longer than this are not echoed whole (a 10 MB one-line file would
+/// be printed once per diagnostic); an excerpt around the span is shown.
+const LONG_LINE: usize = 400;
+
+fn touches_long_line(file: &SourceFile, d: &Diagnostic) -> bool {
+    std::iter::once(d.span)
+        .chain(d.labels.iter().map(|l| l.span))
+        .any(|s| {
+            let lc = file.line_col(s.start);
+            file.line_text(lc.line).len() > LONG_LINE
+        })
+}
+
+/// A compact rendering with an excerpt of at most ~120 characters.
+fn render_plain(file: &SourceFile, d: &Diagnostic) -> String {
+    let lc = file.line_col(d.span.start);
+    let line = file.line_text(lc.line);
+    let col = lc.column.saturating_sub(1);
+    let start = col.saturating_sub(60);
+    let excerpt: String = line.chars().skip(start).take(120).collect();
+    let width = file
+        .slice(d.span)
+        .chars()
+        .count()
+        .clamp(1, 120 - (col - start).min(119));
+    let mut out = format!(
+        "[{}] {}: {}\n  --> {}:{}:{}\n   | {}{}\n   | {}{}{}\n",
+        d.code,
+        match d.severity {
+            Severity::Error => "Error",
+            Severity::Warning => "Warning",
+        },
+        d.message,
+        file.name,
+        lc.line,
+        lc.column,
+        if start > 0 { "…" } else { "" },
+        excerpt,
+        if start > 0 { " " } else { "" },
+        " ".repeat(col - start),
+        "^".repeat(width),
+    );
+    if !d.primary_label.is_empty() {
+        out.push_str(&format!("   = {}\n", d.primary_label));
+    }
+    for n in &d.notes {
+        out.push_str(&format!("   = note: {n}\n"));
+    }
+    if let Some(h) = &d.help {
+        out.push_str(&format!("   = help: {h}\n"));
+    }
+    out
 }

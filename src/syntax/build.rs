@@ -120,63 +120,50 @@ pub fn binary(
     )
 }
 
-/// `let [rec] name [: T] = value in body`, prepended to `body`'s chain when
-/// `body` is itself a `let` (constant time, so long chains stay linear).
-#[allow(clippy::too_many_arguments)]
-pub fn let_in(
-    st: &mut ParseState,
+/// One `let [rec] name [: T] = value in` head of a chain.
+pub fn let_binding(
     rec_kw: Option<Span>,
     name: Ident,
     annot: Option<TypeExpr>,
     value: Expr,
-    body: Expr,
     l: usize,
     vr: usize,
-    r: usize,
-) -> Expr {
-    let bdepth = value.depth.max(annot.as_ref().map_or(0, |t| t.depth));
-    let binding = LetBinding {
+) -> LetBinding {
+    LetBinding {
         rec_kw,
         name,
         annot,
         value,
         span: span(l, vr),
-    };
-    let whole = span(l, r);
-    match body.kind {
-        ExprKind::Let(mut chain) => {
-            chain.bindings.push_front(binding);
-            let depth = body.depth.max(bdepth + 1);
-            cap(
-                st,
-                Expr {
-                    kind: ExprKind::Let(chain),
-                    span: whole,
-                    depth,
-                },
-            )
-        }
-        kind => {
-            let body = Expr {
-                kind,
-                span: body.span,
-                depth: body.depth,
-            };
-            let depth = 1 + bdepth.max(body.depth);
-            let chain = LetChain {
-                bindings: VecDeque::from([binding]),
-                body,
-            };
-            cap(
-                st,
-                Expr {
-                    kind: ExprKind::Let(Box::new(chain)),
-                    span: whole,
-                    depth,
-                },
-            )
-        }
     }
+}
+
+/// A whole `let` chain: its heads and final body, as one node.
+pub fn let_chain(
+    st: &mut ParseState,
+    heads: Vec<LetBinding>,
+    body: Expr,
+    l: usize,
+    r: usize,
+) -> Expr {
+    let heads_depth = heads
+        .iter()
+        .map(|b| b.value.depth.max(b.annot.as_ref().map_or(0, |t| t.depth)))
+        .max()
+        .unwrap_or(0);
+    let depth = 1 + heads_depth.max(body.depth);
+    let chain = LetChain {
+        bindings: VecDeque::from(heads),
+        body,
+    };
+    cap(
+        st,
+        Expr {
+            kind: ExprKind::Let(Box::new(chain)),
+            span: span(l, r),
+            depth,
+        },
+    )
 }
 
 /// `tool name: ty;`

@@ -45,6 +45,19 @@ pub const MAX_DEPTH: u32 = 1000;
 pub fn parse(text: &str) -> (Program, Vec<Diagnostic>) {
     let (tokens, mut diags) = token::lex(text);
     let end = text.len();
+    if diags.iter().any(|d| d.code == Code::E0103) {
+        // Too deep to parse safely; the lexer has said where.
+        diags.retain(|d| d.code == Code::E0103);
+        let body = Expr::error(Span::new(end, end));
+        return (
+            Program {
+                decls: Vec::new(),
+                body,
+                span: Span::new(0, end),
+            },
+            diags,
+        );
+    }
     let mut st = build::ParseState::default();
     let parser = grammar::lt::ProgramParser::new();
     let result = parser.parse(&mut st, tokens.into_iter().map(Ok::<_, LexError>));

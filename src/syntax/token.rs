@@ -404,34 +404,88 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<Diagnostic>) {
     flush(&mut bad_run, &mut diags);
     mark_match_braces(&mut toks);
     super::repair::repair(&mut toks, &mut diags);
-    check_bracket_depth(&toks, &mut diags);
+    check_nesting(&toks, &mut diags);
     (toks, diags)
 }
 
-/// Reports (once) brackets nested deeper than [`MAX_DEPTH`](super::MAX_DEPTH).
-/// Parentheses add no node to the tree, so the parser's own depth limit would
-/// not see `((((…))))`; the limit applies to what is written.
-fn check_bracket_depth(toks: &[Spanned], diags: &mut Vec<Diagnostic>) {
-    let mut depth: u32 = 0;
-    for (l, tok, r) in toks {
+/// Reports (once) a program nested deeper than [`MAX_DEPTH`](super::MAX_DEPTH),
+/// estimated from the tokens: open brackets plus the constructs whose body
+/// runs to the right (`fn … =>`, `else`, unary `-`) that are still open.
+/// `let … in`, `if … then`, `,` and closing brackets close what they end, so
+/// long programs (a chain of 100,000 `let`s) stay shallow. When this fires the
+/// parser is not run: parsing (and LR error recovery) on such input is what
+/// the limit protects against.
+fn check_nesting(toks: &[Spanned], diags: &mut Vec<Diagnostic>) {
+    #[derive(PartialEq)]
+    enum Open {
+        Bracket,
+        Let,
+        If,
+        Then,
+        Prefix,
+    }
+    let mut opens: Vec<Open> = Vec::new();
+    let pop_until = |opens: &mut Vec<Open>, stop: Open| {
+        while let Some(top) = opens.pop() {
+            if top == stop {
+                break;
+            }
+        }
+    };
+    for (i, (l, tok, r)) in toks.iter().enumerate() {
         match tok {
             Tok::LParen | Tok::LBracket | Tok::LBrace | Tok::MatchLBrace => {
-                depth += 1;
-                if depth > super::MAX_DEPTH {
-                    diags.push(
-                        Diagnostic::error(
-                            Code::E0103,
-                            Span::new(*l, *r),
-                            format!("program is nested more than {} levels deep", super::MAX_DEPTH),
-                        )
-                        .with_label("nesting limit reached here")
-                        .with_help("split the expression with `let` bindings (a `let … in` chain does not count as nesting)"),
-                    );
-                    return;
+                opens.push(Open::Bracket)
+            }
+            Tok::RParen | Tok::RBracket | Tok::RBrace => pop_until(&mut opens, Open::Bracket),
+            Tok::Let => opens.push(Open::Let),
+            Tok::In => pop_until(&mut opens, Open::Let),
+            Tok::If => opens.push(Open::If),
+            Tok::Then => {
+                pop_until(&mut opens, Open::If);
+                opens.push(Open::Then);
+            }
+            Tok::Else => {
+                pop_until(&mut opens, Open::Then);
+                opens.push(Open::Prefix);
+            }
+            Tok::FatArrow => opens.push(Open::Prefix),
+            Tok::Comma => {
+                while opens.last().is_some_and(|o| *o != Open::Bracket) {
+                    opens.pop();
                 }
             }
-            Tok::RParen | Tok::RBracket | Tok::RBrace => depth = depth.saturating_sub(1),
+            Tok::Semi => opens.clear(),
+            Tok::Minus => {
+                let after_operand = i > 0
+                    && matches!(
+                        toks[i - 1].1,
+                        Tok::Ident(_)
+                            | Tok::Int(_)
+                            | Tok::Str(_)
+                            | Tok::True
+                            | Tok::False
+                            | Tok::RParen
+                            | Tok::RBracket
+                            | Tok::RBrace
+                    );
+                if !after_operand {
+                    opens.push(Open::Prefix);
+                }
+            }
             _ => {}
+        }
+        if opens.len() > super::MAX_DEPTH as usize {
+            diags.push(
+                Diagnostic::error(
+                    Code::E0103,
+                    Span::new(*l, *r),
+                    format!("program is nested more than {} levels deep", super::MAX_DEPTH),
+                )
+                .with_label("nesting limit reached here")
+                .with_help("split the expression with `let` bindings (a `let … in` chain does not count as nesting)"),
+            );
+            return;
         }
     }
 }

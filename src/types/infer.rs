@@ -88,6 +88,13 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// Whether to search for "did you mean" candidates: only while few
+    /// diagnostics exist (at most [`MAX_DIAGNOSTICS`](super::MAX_DIAGNOSTICS)
+    /// are shown), so that a program with thousands of errors stays linear.
+    fn suggestions_allowed(&self) -> bool {
+        self.diags.len() < 2 * super::MAX_DIAGNOSTICS
+    }
+
     /// The effects performed at the top level so far.
     pub fn top_effects(&self) -> EffectSet {
         self.frames
@@ -341,6 +348,8 @@ impl<'a> Checker<'a> {
                 "`{0}` is a tool: call it with `exec tool {0} ARG` and match the Result",
                 id.name
             ));
+        } else if !self.suggestions_allowed() {
+            d = d.with_help(format!("bind it first with `let {} = … in …`", id.name));
         } else {
             let names: Vec<Name> = self.env.keys().cloned().collect();
             let cands = names.iter().map(|n| &**n).chain(BUILTINS);
@@ -648,7 +657,12 @@ impl<'a> Checker<'a> {
     fn exec(&mut self, tool: &Ident, arg: &Expr, span: Span) -> Type {
         let Some(sig) = self.tools.iter().find(|t| t.name == tool.name).cloned() else {
             self.synth(arg);
-            let names: Vec<&str> = self.tools.iter().map(|t| &*t.name).collect();
+            let allowed = self.suggestions_allowed();
+            let names: Vec<&str> = if allowed {
+                self.tools.iter().map(|t| &*t.name).collect()
+            } else {
+                Vec::new()
+            };
             let mut d = Diagnostic::error(
                 Code::E0204,
                 tool.span,
@@ -657,6 +671,9 @@ impl<'a> Checker<'a> {
             .with_label("no tool with this name is declared");
             d = match did_you_mean(&tool.name, names.iter().copied()) {
                 Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                None if !allowed => {
+                    d.with_help("declare the tool before the program, or use a declared one")
+                }
                 None if names.is_empty() => d.with_help(format!(
                     "declare it before the program: `tool {}: In -{{Read}}-> Out;`",
                     tool.name
