@@ -12,19 +12,19 @@ pub fn run(path: &str, as_json: bool, emit: Option<Emit>, color: bool) -> u8 {
         Ok(x) => x,
         Err(msg) => {
             if as_json {
-                println!(
+                out!(
                     "{}",
                     json!({"ok": false, "type": null, "effects": [], "diagnostics": [], "truncated": 0, "error": msg})
                 );
             }
-            eprintln!("error: {msg}");
+            err!("error: {msg}");
             return EXIT_USAGE;
         }
     };
     let file = SourceFile::new(name, text);
     let analysis = check_source(&file.text);
     if as_json {
-        println!("{}", report_json(&file, &analysis, emit));
+        out!("{}", report_json(&file, &analysis, emit));
     } else {
         print_human(&file, &analysis, emit, color);
     }
@@ -71,23 +71,34 @@ fn print_human(file: &SourceFile, a: &Analysis, emit: Option<Emit>, color: bool)
     if emit == Some(Emit::Types) {
         for b in &a.let_types {
             let lc = file.line_col(b.span.start);
-            println!(
+            out!(
                 "{}:{}:{}: let {}: {}",
-                file.name, lc.line, lc.column, b.name, b.ty
+                file.name,
+                lc.line,
+                lc.column,
+                b.name,
+                b.ty
             );
         }
     }
     if a.is_ok() {
-        println!("type: {}", a.ty);
-        println!("effects: {}", a.effects);
+        out!("type: {}", a.ty);
+        out!("effects: {}", a.effects);
         return;
     }
-    eprint!("{}", render(file, &a.diagnostics, color));
+    {
+        use std::io::Write as _;
+        let _ = write!(
+            std::io::stderr().lock(),
+            "{}",
+            render(file, &a.diagnostics, color)
+        );
+    }
     let n = a.diagnostics.len() + a.truncated;
     if a.truncated > 0 {
-        eprintln!("… and {} more errors not shown", a.truncated);
+        err!("… and {} more errors not shown", a.truncated);
     }
-    eprintln!(
+    err!(
         "error: {} found in {}",
         if n == 1 {
             "1 error".to_string()

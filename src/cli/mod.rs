@@ -5,6 +5,23 @@
 //! printed); 2 usage or I/O error (bad arguments, missing file, not UTF-8,
 //! unknown error code).
 
+/// `println!` that ignores a closed standard output (`lt … | head -1`):
+/// a reader that stops early is not an error of the program being checked.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` that ignores a closed standard error.
+macro_rules! err {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 pub mod check;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -103,11 +120,14 @@ fn explain(text: &str) -> u8 {
     match crate::diag::Code::parse(text) {
         Some(code) => match code.page() {
             Some(page) => {
-                print!("{page}");
+                {
+                    use std::io::Write as _;
+                    let _ = write!(std::io::stdout().lock(), "{page}");
+                }
                 EXIT_OK
             }
             None => {
-                eprintln!(
+                err!(
                     "error: {code} ({}) has no explanation page yet",
                     code.title()
                 );
@@ -116,7 +136,7 @@ fn explain(text: &str) -> u8 {
         },
         None => {
             let all: Vec<&str> = crate::diag::Code::ALL.iter().map(|c| c.as_str()).collect();
-            eprintln!(
+            err!(
                 "error: `{text}` is not an lt error code\n  the codes are: {}",
                 all.join(" ")
             );

@@ -168,7 +168,7 @@ pub struct LetBinding {
     /// The bound name.
     pub name: Ident,
     /// `let x: T = …`, if annotated.
-    pub annot: Option<TypeExpr>,
+    pub annot: Option<Box<TypeExpr>>,
     /// The bound expression.
     pub value: Expr,
     /// From `let` to the end of the value.
@@ -264,7 +264,7 @@ pub enum ExprKind {
         /// The parameter.
         param: Ident,
         /// Its annotation.
-        annot: Option<TypeExpr>,
+        annot: Option<Box<TypeExpr>>,
         /// The body.
         body: Box<Expr>,
     },
@@ -279,7 +279,7 @@ pub enum ExprKind {
     /// `e.field`.
     Field(Box<Expr>, Ident),
     /// `[a, b]`, or `[]: T` with the element type.
-    List(Vec<Expr>, Option<TypeExpr>),
+    List(Vec<Expr>, Option<Box<TypeExpr>>),
     /// `Ok(e)`.
     Ok(Box<Expr>),
     /// `Err(e)`.

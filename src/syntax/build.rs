@@ -29,9 +29,9 @@ pub fn span(l: usize, r: usize) -> Span {
 }
 
 /// An identifier.
-pub fn ident(name: String, l: usize, r: usize) -> Ident {
+pub fn ident(name: Name, l: usize, r: usize) -> Ident {
     Ident {
-        name: name.into(),
+        name,
         span: span(l, r),
     }
 }
@@ -124,7 +124,7 @@ pub fn binary(
 pub fn let_binding(
     rec_kw: Option<Span>,
     name: Ident,
-    annot: Option<TypeExpr>,
+    annot: Option<Box<TypeExpr>>,
     value: Expr,
     l: usize,
     vr: usize,

@@ -71,7 +71,7 @@ fn insert_missing_decl_punctuation(toks: &mut Vec<Spanned>, diags: &mut Vec<Diag
                 }
                 in_decl = true;
                 decl_name = match toks.get(i + 1) {
-                    Some((_, Tok::Ident(n), _)) => n.clone(),
+                    Some((_, Tok::Ident(n), _)) => n.to_string(),
                     _ => String::new(),
                 };
                 let name_end = toks.get(i + 1).map(|t| t.2);
@@ -180,7 +180,7 @@ fn report_match_with(toks: &[Spanned], diags: &mut Vec<Diagnostic>) {
         match tok {
             Tok::Match => open_match = true,
             Tok::MatchLBrace => open_match = false,
-            Tok::Ident(w) if w == "with" && open_match => {
+            Tok::Ident(w) if &**w == "with" && open_match => {
                 diags.push(
                     Diagnostic::error(
                         Code::E0101,

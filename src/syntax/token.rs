@@ -10,9 +10,11 @@
 //! That resolves `match exec tool t {a = 1} { Ok(x) => … }`, where the first
 //! braces are the tool's argument and the second the arms.
 
+use super::ast::Name;
 use crate::diag::{Code, Diagnostic};
 use crate::source::Span;
 use logos::Logos;
+use rustc_hash::FxHashMap;
 use std::fmt;
 
 /// What went wrong while reading one token.
@@ -148,8 +150,9 @@ pub enum Tok {
     Int(i64),
     #[token("\"", string_literal)]
     Str(String),
-    #[regex(r"[A-Za-z_][A-Za-z0-9_]*", |lex| lex.slice().to_string())]
-    Ident(String),
+    /// A name (interned by [`lex`]: equal names share one allocation).
+    #[regex(r"[A-Za-z_][A-Za-z0-9_]*", |lex| Name::from(lex.slice()))]
+    Ident(Name),
 }
 
 fn int_literal(lex: &mut logos::Lexer<Tok>) -> Result<i64, LexError> {
@@ -331,6 +334,7 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<Diagnostic>) {
             );
         }
     };
+    let mut names: FxHashMap<Name, Name> = FxHashMap::default();
     let mut lexer = Tok::lexer(text);
     while let Some(res) = lexer.next() {
         let range = lexer.span();
@@ -347,6 +351,11 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<Diagnostic>) {
                     .with_label("not a comment")
                     .with_help("comments are `// …` to the end of the line, or `(* … *)`"),
                 );
+            }
+            Ok(Tok::Ident(name)) => {
+                flush(&mut bad_run, &mut diags);
+                let shared = names.entry(name.clone()).or_insert(name).clone();
+                toks.push((range.start, Tok::Ident(shared), range.end));
             }
             Ok(tok) => {
                 flush(&mut bad_run, &mut diags);

@@ -24,7 +24,8 @@ use super::unify::Metas;
 use crate::diag::{closest, did_you_mean, Code, Diagnostic};
 use crate::source::Span;
 use crate::syntax::ast::*;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::HashSet;
 
 /// The builtin iteration functions (λ-Tool).
 pub const BUILTINS: [&str; 4] = ["map", "filter", "fold", "traverse"];
@@ -84,7 +85,7 @@ impl<'a> Checker<'a> {
             branch_ctx: None,
             recursive_refs,
             let_types: Vec::new(),
-            binder_types: HashMap::new(),
+            binder_types: HashMap::default(),
         }
     }
 
@@ -148,7 +149,7 @@ impl<'a> Checker<'a> {
         let exp: &Type = &exp;
         match (&e.kind, exp) {
             (ExprKind::Fn { param, annot, body }, Type::Fun(p, eff, r)) => {
-                self.check_fn(e.span, param, annot.as_ref(), body, p, eff, r);
+                self.check_fn(e.span, param, annot.as_deref(), body, p, eff, r);
             }
             (ExprKind::Let(chain), _) => {
                 self.let_chain(chain, Some(exp));
@@ -205,7 +206,9 @@ impl<'a> Checker<'a> {
             ExprKind::Str(_) => Type::String,
             ExprKind::Var(id) => self.var(id),
             ExprKind::Let(chain) => self.let_chain(chain, None),
-            ExprKind::Fn { param, annot, body } => self.synth_fn(param, annot.as_ref(), body, None),
+            ExprKind::Fn { param, annot, body } => {
+                self.synth_fn(param, annot.as_deref(), body, None)
+            }
             ExprKind::App(..) => self.synth_app(e),
             ExprKind::If(c, t, f) => {
                 self.check_condition(c);

@@ -22,7 +22,7 @@ use crate::diag::{Code, Diagnostic};
 use crate::scope::Scope;
 use crate::source::Span;
 use crate::syntax::ast::*;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 #[derive(Clone)]
 struct BinderInfo {
@@ -57,13 +57,13 @@ struct Usage<'a> {
 pub fn check_usage(program: &Program, types: &HashMap<Span, Type>) -> Vec<Diagnostic> {
     let mut u = Usage {
         env: Scope::default(),
-        names: HashMap::new(),
+        names: HashMap::default(),
         log: Vec::new(),
         branch_depth: 0,
         aliases: Vec::new(),
         types,
-        uses: HashMap::new(),
-        result_uses: HashMap::new(),
+        uses: HashMap::default(),
+        result_uses: HashMap::default(),
         diags: Vec::new(),
         captured: Vec::new(),
     };
@@ -261,7 +261,7 @@ impl Usage<'_> {
                 self.close(x);
             }
             self.env.reset(mark);
-            let mut mine: HashMap<Span, Vec<Span>> = HashMap::new();
+            let mut mine: HashMap<Span, Vec<Span>> = HashMap::default();
             while self.log.len() > log_start {
                 let Some((binder, len_before)) = self.log.pop() else {
                     break;

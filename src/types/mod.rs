@@ -34,7 +34,7 @@ use crate::source::Span;
 use crate::syntax::ast::{Expr, ExprKind, Name, Program};
 use crate::syntax::{self, validate};
 pub use decls::ToolSig;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 pub use ty::{EffectSet, Type};
 
 /// At most this many diagnostics are kept (by source position); the rest are counted.
