@@ -150,8 +150,10 @@ pub enum Tok {
     Int(i64),
     #[token("\"", string_literal)]
     Str(String),
+    /// A name as logos sees it; [`lex`] turns it into [`Tok::Ident`].
+    #[regex(r"[A-Za-z_][A-Za-z0-9_]*")]
+    RawIdent,
     /// A name (interned by [`lex`]: equal names share one allocation).
-    #[regex(r"[A-Za-z_][A-Za-z0-9_]*", |lex| Name::from(lex.slice()))]
     Ident(Name),
 }
 
@@ -298,6 +300,7 @@ impl fmt::Display for Tok {
             Tok::Int(n) => return write!(f, "{n}"),
             Tok::Str(s) => return write!(f, "{s:?}"),
             Tok::Ident(s) => return f.write_str(s),
+            Tok::RawIdent => "name",
         };
         f.write_str(s)
     }
@@ -334,7 +337,7 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<Diagnostic>) {
             );
         }
     };
-    let mut names: FxHashMap<Name, Name> = FxHashMap::default();
+    let mut names: FxHashMap<Name, ()> = FxHashMap::default();
     let mut lexer = Tok::lexer(text);
     while let Some(res) = lexer.next() {
         let range = lexer.span();
@@ -352,9 +355,17 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<Diagnostic>) {
                     .with_help("comments are `// …` to the end of the line, or `(* … *)`"),
                 );
             }
-            Ok(Tok::Ident(name)) => {
+            Ok(Tok::RawIdent) => {
                 flush(&mut bad_run, &mut diags);
-                let shared = names.entry(name.clone()).or_insert(name).clone();
+                let text = lexer.slice();
+                let shared = match names.get_key_value(text) {
+                    Some((name, ())) => name.clone(),
+                    None => {
+                        let name = Name::from(text);
+                        names.insert(name.clone(), ());
+                        name
+                    }
+                };
                 toks.push((range.start, Tok::Ident(shared), range.end));
             }
             Ok(tok) => {

@@ -30,10 +30,11 @@ use std::collections::HashSet;
 /// The builtin iteration functions (λ-Tool).
 pub const BUILTINS: [&str; 4] = ["map", "filter", "fold", "traverse"];
 
-/// A variable in scope.
+/// A variable in scope. The type is shared so that the persistent map's
+/// copy-on-write node copies stay cheap.
 #[derive(Clone, Debug)]
 pub(super) struct VarInfo {
-    pub ty: Type,
+    pub ty: std::rc::Rc<Type>,
 }
 
 /// Why a context allows only some effects, for `E0401`.
@@ -111,7 +112,12 @@ impl<'a> Checker<'a> {
 
     pub(super) fn bind(&mut self, id: &Ident, ty: Type) {
         self.binder_types.insert(id.span, ty.clone());
-        self.env.insert(id.name.clone(), VarInfo { ty });
+        self.env.insert(
+            id.name.clone(),
+            VarInfo {
+                ty: std::rc::Rc::new(ty),
+            },
+        );
     }
 
     /// Records that `eff` is performed at `span` by `what` (e.g. "`exec tool charge`").
@@ -324,7 +330,7 @@ impl<'a> Checker<'a> {
 
     fn var(&mut self, id: &Ident) -> Type {
         if let Some(v) = self.env.get(&id.name) {
-            return v.ty.clone();
+            return (*v.ty).clone();
         }
         if self.recursive_refs.contains(&id.span) {
             return Type::Error;
