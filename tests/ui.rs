@@ -25,6 +25,10 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+mod common;
+#[allow(unused_imports)]
+use common::{parse_expect, split_list, Expect};
+
 const PHASES: [&str; 8] = [
     "lex", "parse", "validate", "types", "effects", "linear", "result", "accept",
 ];
@@ -60,44 +64,6 @@ fn display_name(path: &Path) -> String {
     rel.to_string_lossy().replace('\\', "/")
 }
 
-/// What a case's header says the checker must conclude.
-#[derive(Debug, Default)]
-struct Expect {
-    ty: Option<String>,
-    effects: Option<Vec<String>>,
-    errors: Option<BTreeSet<String>>,
-}
-
-fn header_value<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    let rest = line.trim().strip_prefix("//")?.trim_start();
-    rest.strip_prefix(key)?.strip_prefix(':').map(str::trim)
-}
-
-fn split_list(v: &str) -> Vec<String> {
-    if v.eq_ignore_ascii_case("none") {
-        return Vec::new();
-    }
-    v.split(',')
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .collect()
-}
-
-fn parse_expect(text: &str) -> Expect {
-    let mut e = Expect::default();
-    for line in text.lines() {
-        if let Some(v) = header_value(line, "expect-type") {
-            e.ty = Some(v.to_string());
-        } else if let Some(v) = header_value(line, "expect-effects") {
-            e.effects = Some(split_list(v));
-        } else if let Some(v) = header_value(line, "expect-error") {
-            e.errors
-                .get_or_insert_with(BTreeSet::new)
-                .extend(split_list(v));
-        }
-    }
-    e
-}
 
 /// Compares the analysis with the header; returns a description of each mismatch.
 fn verdict_problems(name: &str, text: &str, a: &lt::types::Analysis) -> Vec<String> {
