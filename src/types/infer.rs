@@ -59,6 +59,10 @@ pub struct Checker<'a> {
     pub(super) env: im::HashMap<Name, VarInfo, rustc_hash::FxBuildHasher>,
     frames: Vec<Frame>,
     pub(super) callback_reason: Option<Allowed>,
+    /// Set just before checking a tool's argument (or a field of a record
+    /// literal that is one): a linear value may be passed as plain data there,
+    /// because the tool consumes it.
+    pub(super) consuming: bool,
     /// While checking a later branch against the first branch's type:
     /// `(later branch span, first branch span, what the first branch is)`.
     pub(super) branch_ctx: Option<(Span, Span, &'static str)>,
@@ -83,6 +87,7 @@ impl<'a> Checker<'a> {
                 allowed: None,
             }],
             callback_reason: None,
+            consuming: false,
             branch_ctx: None,
             recursive_refs,
             let_types: Vec::new(),
@@ -151,6 +156,7 @@ impl<'a> Checker<'a> {
     }
 
     fn check_inner(&mut self, e: &Expr, expected: &Type) {
+        let consuming = std::mem::take(&mut self.consuming);
         let exp = self.metas.resolve(expected);
         let exp: &Type = &exp;
         match (&e.kind, exp) {
@@ -170,7 +176,7 @@ impl<'a> Checker<'a> {
             }
             (ExprKind::Record(fields), Type::Record(fe)) => {
                 let fe = fe.clone();
-                self.check_record(fields, &fe, e.span, None);
+                self.check_record(fields, &fe, e.span, None, consuming);
             }
             (ExprKind::List(elems, annot), Type::List(t)) => {
                 if let Some(a) = annot {
@@ -194,7 +200,10 @@ impl<'a> Checker<'a> {
             (ExprKind::Err(x), Type::Result(_, er)) => self.check(x, er),
             _ => {
                 let t = self.synth(e);
+                let direct = matches!(e.kind, ExprKind::Var(_) | ExprKind::Field(..));
+                self.metas.allow_unlinear = consuming && direct;
                 self.expect(e.span, &t, exp);
+                self.metas.allow_unlinear = false;
             }
         }
     }
@@ -694,9 +703,12 @@ impl<'a> Checker<'a> {
         };
         match (&arg.kind, self.metas.resolve(&sig.input).into_owned()) {
             (ExprKind::Record(fields), Type::Record(fe)) => {
-                self.check_record(fields, &fe, arg.span, Some(&sig.name));
+                self.check_record(fields, &fe, arg.span, Some(&sig.name), true);
             }
-            _ => self.check(arg, &sig.input),
+            _ => {
+                self.consuming = true;
+                self.check(arg, &sig.input);
+            }
         }
         self.perform(&sig.effects, span, &format!("`exec tool {}`", sig.name));
         Type::result(sig.output.clone(), Type::String)

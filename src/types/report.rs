@@ -131,6 +131,17 @@ impl Checker<'_> {
                 };
                 d
             }
+            Mismatch::Unlinear { path, found } => Diagnostic::error(
+                Code::E0505,
+                span,
+                format!("a linear {found} is used where a plain value is expected{}", at_path(&path)),
+            )
+            .with_label(format!("this is {found}: it must be used exactly once"))
+            .with_expected_found(full_exp, full_found)
+            .with_help(
+                "keep the `!`: pass the value straight to the tool that consumes it (as its argument or a \
+                 field of it), or give the parameter or binding a `!` type",
+            ),
             Mismatch::Occurs => {
                 Diagnostic::error(Code::E0201, span, "this would need an infinite type")
                     .with_label(format!("{full_found} cannot equal {full_exp}"))
@@ -148,6 +159,7 @@ impl Checker<'_> {
         expected: &[(Name, Type)],
         span: Span,
         tool: Option<&Name>,
+        consuming: bool,
     ) {
         let mut seen: Vec<Name> = Vec::new();
         let mut unknown: Vec<&Field> = Vec::new();
@@ -159,7 +171,10 @@ impl Checker<'_> {
             }
             seen.push(f.name.name.clone());
             match expected.iter().find(|(n, _)| *n == f.name.name) {
-                Some((_, t)) => self.check(&f.value, t),
+                Some((_, t)) => {
+                    self.consuming = consuming;
+                    self.check(&f.value, t);
+                }
                 None => {
                     self.synth(&f.value);
                     unknown.push(f);

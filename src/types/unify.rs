@@ -45,6 +45,14 @@ pub enum Mismatch {
         /// What the function may perform.
         got: EffectSet,
     },
+    /// A linear `!T` where a plain `T` is expected, outside a tool argument:
+    /// the plain value could be copied.
+    Unlinear {
+        /// Where inside the compared types.
+        path: Vec<String>,
+        /// The linear type found.
+        found: Type,
+    },
     /// Solving would build an infinite type.
     Occurs,
 }
@@ -61,6 +69,9 @@ struct Meta {
 #[derive(Default)]
 pub struct Metas {
     table: Vec<Meta>,
+    /// Whether `!T ≤ T` holds: only while checking a tool's argument, where
+    /// the tool consumes the value (elsewhere the plain copy could be reused).
+    pub allow_unlinear: bool,
 }
 
 impl Metas {
@@ -241,7 +252,8 @@ impl Metas {
             (Type::Meta(x), _) => self.bind(*x, e.clone()),
             (_, Type::Meta(y)) => self.bind(*y, a.clone()),
             (Type::Linear(x), Type::Linear(y)) => self.coerce_at(x, y, path),
-            (Type::Linear(x), _) => self.coerce_at(x, e, path),
+            (Type::Linear(x), _) if self.allow_unlinear => self.coerce_at(x, e, path),
+            (Type::Linear(_), _) => Err(Mismatch::Unlinear { path: path.clone(), found: self.zonk(a) }),
             (_, Type::Linear(y)) => self.coerce_at(a, y, path),
             (Type::Unit, Type::Unit) | (Type::Bool, Type::Bool) | (Type::Int, Type::Int) => Ok(()),
             (Type::String, Type::String) => Ok(()),
