@@ -38,7 +38,6 @@ fn example_files() -> Vec<PathBuf> {
     out
 }
 
-
 fn rendered(name: &str, text: &str, a: &lt::types::Analysis) -> String {
     let file = lt::source::SourceFile::new(name, text);
     lt::diag::render::render(&file, &a.diagnostics, false)

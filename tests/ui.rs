@@ -64,7 +64,6 @@ fn display_name(path: &Path) -> String {
     rel.to_string_lossy().replace('\\', "/")
 }
 
-
 /// Compares the analysis with the header; returns a description of each mismatch.
 fn verdict_problems(name: &str, text: &str, a: &lt::types::Analysis) -> Vec<String> {
     let exp = parse_expect(text);

@@ -180,6 +180,13 @@ pub fn tools(decls: &[Decl], diags: &mut Vec<Diagnostic>) -> Vec<ToolSig> {
                 );
             }
         }
+        if input.contains_result() {
+            diags.push(
+                Diagnostic::error(Code::E0201, d.ty.span, format!("tool `{}` takes a Result as input", d.name.name))
+                    .with_label("a Result can only be consumed by `match`")
+                    .with_help("declare the input as the data the tool needs, and pass it from the `Ok` arm of a match"),
+            );
+        }
         if let Some(prev) = out.iter().find(|t| t.name == d.name.name) {
             diags.push(
                 Diagnostic::error(

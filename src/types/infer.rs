@@ -591,6 +591,7 @@ impl<'a> Checker<'a> {
         match &rt {
             Type::Record(fs) => {
                 if let Some((_, t)) = fs.iter().find(|(n, _)| *n == f.name) {
+                    self.dropped_fields(r, f, fs);
                     return t.clone();
                 }
                 let shown = self.show(&rt);
@@ -668,6 +669,40 @@ impl<'a> Checker<'a> {
                 .with_help("only records have fields; remove `.field` or use a record value");
                 self.diags.push(d);
                 Type::Error
+            }
+        }
+    }
+
+    /// Reading `r.f` discards the record's other fields: a linear one (its
+    /// value is never used) is E0502, and a Result in a record literal (its
+    /// failure is never handled) is E0603.
+    fn dropped_fields(&mut self, r: &Expr, f: &Ident, fs: &[(Name, Type)]) {
+        let literal = matches!(r.kind, ExprKind::Record(_));
+        for (n, t) in fs {
+            if *n == f.name {
+                continue;
+            }
+            let t = self.metas.zonk(t);
+            if t.is_linear() {
+                let d = Diagnostic::error(Code::E0502, f.span, format!("reading `.{}` discards the linear field `{n}`", f.name))
+                    .with_label(format!("`{n}` has type {t} and is never used"))
+                    .with_secondary(r.span, "this record holds a `!` value")
+                    .with_help(format!("use `{n}` exactly once: pass the whole record to the tool that consumes it, or bind the field before reading others"));
+                self.diags.push(d);
+            } else if literal && t.contains_result() {
+                let d = Diagnostic::error(
+                    Code::E0603,
+                    f.span,
+                    format!(
+                        "Unhandled Result: reading `.{}` discards the Result in field `{n}`",
+                        f.name
+                    ),
+                )
+                .with_label(format!("`{n}` has type {t}, which is never matched"))
+                .with_help(format!(
+                    "match `{n}` first: `match … {{ Ok(v) => …, Err(e) => … }}`"
+                ));
+                self.diags.push(d);
             }
         }
     }

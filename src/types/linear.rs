@@ -48,7 +48,9 @@ struct Usage<'a> {
     /// Uses of each linear binder along the current path.
     uses: HashMap<Span, Vec<Span>>,
     /// How often each `let`-bound Result is mentioned anywhere.
-    result_uses: HashMap<Span, usize>,
+    /// For each tracked binder: true when linear (exactly once), false when it
+    /// holds a Result (at least once on every path).
+    kinds: HashMap<Span, bool>,
     diags: Vec<Diagnostic>,
     captured: Vec<Span>,
 }
@@ -63,7 +65,7 @@ pub fn check_usage(program: &Program, types: &HashMap<Span, Type>) -> Vec<Diagno
         aliases: Vec::new(),
         types,
         uses: HashMap::default(),
-        result_uses: HashMap::default(),
+        kinds: HashMap::default(),
         diags: Vec::new(),
         captured: Vec::new(),
     };
@@ -86,11 +88,9 @@ impl Usage<'_> {
 
     fn bind(&mut self, id: &Ident, level: u32, is_named: bool) {
         let info = self.info(id, level, is_named);
-        if info.linear {
+        if info.linear || info.holds_result {
             self.uses.insert(id.span, Vec::new());
-        }
-        if info.holds_result {
-            self.result_uses.insert(id.span, 0);
+            self.kinds.insert(id.span, info.linear);
         }
         self.names.insert(id.span, id.name.clone());
         self.env.push(id.name.clone(), info);
@@ -98,7 +98,11 @@ impl Usage<'_> {
 
     /// Reports on a binder going out of scope.
     fn close(&mut self, id: &Ident) {
-        if let Some(uses) = self.uses.remove(&id.span) {
+        let Some(uses) = self.uses.remove(&id.span) else {
+            return;
+        };
+        let linear = self.kinds.remove(&id.span).unwrap_or(false);
+        if linear {
             if uses.len() != 1 && !(uses.is_empty() && self.aliases.contains(&id.span)) {
                 let n = uses.len();
                 let (code, label) = if n == 0 {
@@ -129,7 +133,7 @@ impl Usage<'_> {
                 self.diags.push(d);
             }
         }
-        if let Some(0) = self.result_uses.remove(&id.span) {
+        if !linear && uses.is_empty() {
             let ty = self.types.get(&id.span);
             let shown = ty.map(ToString::to_string).unwrap_or_default();
             let direct = matches!(ty, Some(Type::Result(..)));
@@ -189,10 +193,8 @@ impl Usage<'_> {
                     }
                     self.record_use(b.span, id.span);
                 }
-                if b.holds_result {
-                    if let Some(n) = self.result_uses.get_mut(&b.span) {
-                        *n += 1;
-                    }
+                if b.holds_result && !b.linear {
+                    self.record_use(b.span, id.span);
                 }
             }
             ExprKind::Let(chain) => {
@@ -254,7 +256,7 @@ impl Usage<'_> {
             let mark = self.env.mark();
             let bound = pattern.and_then(|p| self.pattern_binder(p));
             if let Some(x) = bound {
-                self.bind(x, level, false);
+                self.bind(x, level, true);
             }
             self.walk(body, level);
             if let Some(x) = bound {
@@ -291,7 +293,32 @@ impl Usage<'_> {
             let prior = self.uses.get(&binder).map_or(0, Vec::len);
             // With a use before the branches, any use inside is already a second
             // use: E0501 reports it when the binder closes.
-            if min != max && prior == 0 {
+            let linear = self.kinds.get(&binder).copied().unwrap_or(false);
+            if !linear && min == 0 && max > 0 && prior == 0 {
+                let name = self
+                    .names
+                    .get(&binder)
+                    .map(|n| n.to_string())
+                    .unwrap_or_default();
+                let mut d = Diagnostic::error(
+                    Code::E0603,
+                    binder,
+                    format!(
+                        "Unhandled Result: `{name}` is matched on some paths but not on others"
+                    ),
+                )
+                .with_label("bound here");
+                for m in &added {
+                    for u in m.get(&binder).into_iter().flatten() {
+                        d = d.with_secondary(*u, "used in this branch");
+                    }
+                }
+                d = d.with_help(format!(
+                    "match `{name}` in every branch (or once, before the `if`/`match`), so that its failure is always handled"
+                ));
+                self.diags.push(d);
+            }
+            if linear && min != max && prior == 0 {
                 let name = self
                     .names
                     .get(&binder)

@@ -72,6 +72,8 @@ impl Checker<'_> {
             match &arm.pattern.kind {
                 PatternKind::Ok(Binder::Var(x)) => self.bind(x, ok_t.clone()),
                 PatternKind::Err(Binder::Var(x)) => self.bind(x, err_t.clone()),
+                // On a Result a catch-all is already E0604; do not report it again.
+                PatternKind::Var(x) if is_result => self.bind(x, Type::Error),
                 PatternKind::Var(x) => self.bind(x, st.clone()),
                 PatternKind::Ok(Binder::Wildcard(w)) => {
                     self.binder_types.insert(*w, ok_t.clone());

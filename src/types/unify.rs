@@ -253,7 +253,10 @@ impl Metas {
             (_, Type::Meta(y)) => self.bind(*y, a.clone()),
             (Type::Linear(x), Type::Linear(y)) => self.coerce_at(x, y, path),
             (Type::Linear(x), _) if self.allow_unlinear => self.coerce_at(x, e, path),
-            (Type::Linear(_), _) => Err(Mismatch::Unlinear { path: path.clone(), found: self.zonk(a) }),
+            (Type::Linear(_), _) => Err(Mismatch::Unlinear {
+                path: path.clone(),
+                found: self.zonk(a),
+            }),
             (_, Type::Linear(y)) => self.coerce_at(a, y, path),
             (Type::Unit, Type::Unit) | (Type::Bool, Type::Bool) | (Type::Int, Type::Int) => Ok(()),
             (Type::String, Type::String) => Ok(()),

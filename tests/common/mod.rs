@@ -27,7 +27,10 @@ pub fn split_list(v: &str) -> Vec<String> {
     if v.eq_ignore_ascii_case("none") {
         return Vec::new();
     }
-    v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+    v.split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 /// Reads the `expect-*` lines of a source text.
@@ -39,7 +42,9 @@ pub fn parse_expect(text: &str) -> Expect {
         } else if let Some(v) = header_value(line, "expect-effects") {
             e.effects = Some(split_list(v));
         } else if let Some(v) = header_value(line, "expect-error") {
-            e.errors.get_or_insert_with(BTreeSet::new).extend(split_list(v));
+            e.errors
+                .get_or_insert_with(BTreeSet::new)
+                .extend(split_list(v));
         }
     }
     e
