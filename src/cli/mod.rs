@@ -145,23 +145,51 @@ fn explain(text: &str) -> u8 {
     }
 }
 
-/// Reads a program from `path` (`-` is stdin) as UTF-8 text.
+/// The largest program `lt` reads, in bytes (64 MiB): far beyond any real
+/// program, and a bound on memory for inputs such as `/dev/zero`.
+pub const MAX_SOURCE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Reads at most [`MAX_SOURCE_BYTES`] from `reader`, in 64 KiB chunks.
+fn read_limited(reader: &mut dyn Read, what: &str) -> Result<Vec<u8>, String> {
+    let mut buf = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => return Ok(buf),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("cannot read {what}: {e}")),
+        };
+        if buf.len() + n > MAX_SOURCE_BYTES {
+            return Err(format!(
+                "{what} is larger than {} MiB; lt programs are much smaller (is this the right file?)",
+                MAX_SOURCE_BYTES / (1024 * 1024)
+            ));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// Reads a program from `path` (`-` is stdin) as UTF-8 text, at most
+/// [`MAX_SOURCE_BYTES`].
 pub fn read_source(path: &str) -> Result<(String, String), String> {
     let (name, bytes) = if path == "-" {
-        let mut buf = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut buf)
-            .map_err(|e| format!("cannot read standard input: {e}"))?;
-        ("<stdin>".to_string(), buf)
+        (
+            "<stdin>".to_string(),
+            read_limited(&mut std::io::stdin().lock(), "standard input")?,
+        )
     } else {
-        let bytes = std::fs::read(path).map_err(|e| {
+        let mut file = std::fs::File::open(path).map_err(|e| {
             let hint = match e.kind() {
                 std::io::ErrorKind::NotFound => " (check the path; use `-` to read standard input)",
                 _ => "",
             };
             format!("cannot read `{path}`: {e}{hint}")
         })?;
-        (path.to_string(), bytes)
+        (
+            path.to_string(),
+            read_limited(&mut file, &format!("`{path}`"))?,
+        )
     };
     match String::from_utf8(bytes) {
         Ok(text) => Ok((name, text)),

@@ -34,9 +34,10 @@ pub fn lower_type(t: &TypeExpr, diags: &mut Vec<Diagnostic>) -> Type {
         TypeExprKind::Unit => Type::Unit,
         TypeExprKind::Record(fields) => {
             let mut out: Vec<(Name, Type)> = Vec::with_capacity(fields.len());
+            let mut seen: rustc_hash::FxHashSet<Name> = rustc_hash::FxHashSet::default();
             for (name, ft) in fields {
                 let ty = lower_type(ft, diags);
-                if out.iter().any(|(n, _)| *n == name.name) {
+                if !seen.insert(name.name.clone()) {
                     diags.push(
                         Diagnostic::error(
                             Code::E0207,
@@ -138,6 +139,7 @@ fn has_function(t: &Type) -> bool {
 /// duplicate declarations.
 pub fn tools(decls: &[Decl], diags: &mut Vec<Diagnostic>) -> Vec<ToolSig> {
     let mut out: Vec<ToolSig> = Vec::new();
+    let mut index: rustc_hash::FxHashMap<Name, usize> = rustc_hash::FxHashMap::default();
     for decl in decls {
         let Decl::Tool(d) = decl else { continue };
         let (input, effects, output) = match &d.ty.kind {
@@ -187,7 +189,7 @@ pub fn tools(decls: &[Decl], diags: &mut Vec<Diagnostic>) -> Vec<ToolSig> {
                     .with_help("declare the input as the data the tool needs, and pass it from the `Ok` arm of a match"),
             );
         }
-        if let Some(prev) = out.iter().find(|t| t.name == d.name.name) {
+        if let Some(prev) = index.get(&d.name.name).map(|&i| &out[i]) {
             diags.push(
                 Diagnostic::error(
                     Code::E0213,
@@ -200,6 +202,7 @@ pub fn tools(decls: &[Decl], diags: &mut Vec<Diagnostic>) -> Vec<ToolSig> {
             );
             continue;
         }
+        index.insert(d.name.name.clone(), out.len());
         out.push(ToolSig {
             name: d.name.name.clone(),
             input,

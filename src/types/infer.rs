@@ -56,6 +56,7 @@ pub struct Checker<'a> {
     pub(super) metas: Metas,
     pub(super) diags: Vec<Diagnostic>,
     pub(super) tools: &'a [ToolSig],
+    tool_index: HashMap<Name, usize>,
     pub(super) env: im::HashMap<Name, VarInfo, rustc_hash::FxBuildHasher>,
     frames: Vec<Frame>,
     pub(super) callback_reason: Option<Allowed>,
@@ -81,6 +82,11 @@ impl<'a> Checker<'a> {
             metas: Metas::default(),
             diags: Vec::new(),
             tools,
+            tool_index: tools
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.name.clone(), i))
+                .collect(),
             env: im::HashMap::default(),
             frames: vec![Frame {
                 performed: EffectSet::pure(),
@@ -93,6 +99,11 @@ impl<'a> Checker<'a> {
             let_types: Vec::new(),
             binder_types: HashMap::default(),
         }
+    }
+
+    /// The declared tool called `name`.
+    fn tool(&self, name: &str) -> Option<ToolSig> {
+        self.tool_index.get(name).map(|&i| self.tools[i].clone())
     }
 
     /// Whether to search for "did you mean" candidates: only while few
@@ -112,7 +123,7 @@ impl<'a> Checker<'a> {
 
     /// `t` with solved metavariables substituted, for messages.
     pub(super) fn show(&self, t: &Type) -> String {
-        self.metas.zonk(t).to_string()
+        shorten(self.metas.zonk(t).to_string())
     }
 
     pub(super) fn bind(&mut self, id: &Ident, ty: Type) {
@@ -233,9 +244,10 @@ impl<'a> Checker<'a> {
             ExprKind::Match(s, arms) => self.match_expr(s, arms, None, e.span),
             ExprKind::Record(fields) => {
                 let mut out: Vec<(Name, Type)> = Vec::with_capacity(fields.len());
+                let mut seen: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
                 for f in fields {
                     let t = self.synth(&f.value);
-                    if out.iter().any(|(n, _)| *n == f.name.name) {
+                    if !seen.insert(&f.name.name) {
                         self.duplicate_field(&f.name);
                     } else {
                         out.push((f.name.name.clone(), t));
@@ -361,7 +373,7 @@ impl<'a> Checker<'a> {
             format!("unbound variable `{}`", id.name),
         )
         .with_label("not defined here");
-        if self.tools.iter().any(|t| t.name == id.name) {
+        if self.tool_index.contains_key(&id.name) {
             d = d.with_help(format!(
                 "`{0}` is a tool: call it with `exec tool {0} ARG` and match the Result",
                 id.name
@@ -594,8 +606,9 @@ impl<'a> Checker<'a> {
                     self.dropped_fields(r, f, fs);
                     return t.clone();
                 }
-                let shown = self.show(&rt);
-                let names: Vec<&str> = fs.iter().map(|(n, _)| &**n).collect();
+                let shown = shorten(self.show(&rt));
+                let all: Vec<&str> = fs.iter().map(|(n, _)| &**n).collect();
+                let listed = list_names(&all);
                 let mut d = Diagnostic::error(
                     Code::E0202,
                     f.span,
@@ -603,22 +616,29 @@ impl<'a> Checker<'a> {
                 )
                 .with_label(format!("no field `{}`", f.name))
                 .with_secondary(r.span, format!("this has type {shown}"));
-                d = if names.is_empty() {
+                let searchable = self.suggestions_allowed() && all.len() <= 1000;
+                d = if all.is_empty() {
                     d.with_help("this record has no fields")
                 } else {
-                    d = d.with_note(format!("the record has fields: {}", names.join(", ")));
-                    match did_you_mean(&f.name, names.iter().copied()) {
-                        Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                        None => match closest(&f.name, names.iter().copied()) {
-                            Some(c) => d.with_help(format!(
-                                "the closest field is `{c}`; use one of the record's fields: {}",
-                                names.join(", ")
-                            )),
-                            None => d.with_help(format!(
-                                "use one of the record's fields: {}",
-                                names.join(", ")
-                            )),
-                        },
+                    d = d.with_note(format!("the record has fields: {listed}"));
+                    let typo = if searchable {
+                        did_you_mean(&f.name, all.iter().copied())
+                    } else {
+                        None
+                    };
+                    let near = if searchable {
+                        closest(&f.name, all.iter().copied())
+                    } else {
+                        None
+                    };
+                    match (typo, near) {
+                        (Some(s), _) => d.with_help(format!("did you mean `{s}`?")),
+                        (None, Some(c)) => d.with_help(format!(
+                            "the closest field is `{c}`; use one of the record's fields: {listed}"
+                        )),
+                        (None, None) => {
+                            d.with_help(format!("use one of the record's fields: {listed}"))
+                        }
                     }
                 };
                 self.diags.push(d);
@@ -708,7 +728,7 @@ impl<'a> Checker<'a> {
     }
 
     fn exec(&mut self, tool: &Ident, arg: &Expr, span: Span) -> Type {
-        let Some(sig) = self.tools.iter().find(|t| t.name == tool.name).cloned() else {
+        let Some(sig) = self.tool(&tool.name) else {
             self.synth(arg);
             let allowed = self.suggestions_allowed();
             let names: Vec<&str> = if allowed {
@@ -758,7 +778,7 @@ impl<'a> Checker<'a> {
         head: Span,
         extra: &[(&Expr, Span)],
     ) -> Type {
-        let sig = self.tools.iter().find(|t| t.name == tool.name).cloned();
+        let sig = self.tool(&tool.name);
         match &sig {
             Some(_) => {
                 self.synth(arg);
@@ -810,6 +830,31 @@ impl<'a> Checker<'a> {
         .with_help("remove one of the two");
         self.diags.push(d);
     }
+}
+
+/// A type's text for a message, cut after 300 characters (a record of
+/// thousands of fields would otherwise be repeated in every diagnostic).
+pub(super) fn shorten(text: String) -> String {
+    const MAX: usize = 300;
+    match text.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
+
+/// At most 30 names, comma-separated, then how many more.
+fn list_names(names: &[&str]) -> String {
+    const MAX: usize = 30;
+    let mut out = names
+        .iter()
+        .take(MAX)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > MAX {
+        out.push_str(&format!(" … and {} more", names.len() - MAX));
+    }
+    out
 }
 
 /// How to call a builtin, for help lines.

@@ -161,16 +161,17 @@ impl Checker<'_> {
         tool: Option<&Name>,
         consuming: bool,
     ) {
-        let mut seen: Vec<Name> = Vec::new();
+        let index: rustc_hash::FxHashMap<&str, &Type> =
+            expected.iter().map(|(n, t)| (&**n, t)).collect();
+        let mut seen: rustc_hash::FxHashSet<Name> = rustc_hash::FxHashSet::default();
         let mut unknown: Vec<&Field> = Vec::new();
         for f in fields {
-            if seen.contains(&f.name.name) {
+            if !seen.insert(f.name.name.clone()) {
                 self.duplicate_field(&f.name);
                 self.synth(&f.value);
                 continue;
             }
-            seen.push(f.name.name.clone());
-            match expected.iter().find(|(n, _)| *n == f.name.name) {
+            match index.get(&*f.name.name).map(|t| ((), *t)) {
                 Some((_, t)) => {
                     self.consuming = consuming;
                     self.check(&f.value, t);

@@ -292,14 +292,17 @@ impl Metas {
                 Ok(())
             }
             (Type::Record(fa), Type::Record(fe)) => {
+                let ia: rustc_hash::FxHashMap<&str, &Type> =
+                    fa.iter().map(|(n, t)| (&**n, t)).collect();
+                let ie: rustc_hash::FxHashSet<&str> = fe.iter().map(|(n, _)| &**n).collect();
                 let missing: Vec<Name> = fe
                     .iter()
-                    .filter(|(n, _)| !fa.iter().any(|(m, _)| m == n))
+                    .filter(|(n, _)| !ia.contains_key(&**n))
                     .map(|(n, _)| n.clone())
                     .collect();
                 let extra: Vec<Name> = fa
                     .iter()
-                    .filter(|(n, _)| !fe.iter().any(|(m, _)| m == n))
+                    .filter(|(n, _)| !ie.contains(&**n))
                     .map(|(n, _)| n.clone())
                     .collect();
                 if !missing.is_empty() || !extra.is_empty() {
@@ -310,7 +313,7 @@ impl Metas {
                     });
                 }
                 for (n, te) in fe {
-                    if let Some((_, ta)) = fa.iter().find(|(m, _)| m == n) {
+                    if let Some(ta) = ia.get(&**n).copied() {
                         path.push(format!("field `{n}`"));
                         self.coerce_at(ta, te, path)?;
                         path.pop();
