@@ -457,6 +457,7 @@ fn json_for_a_bad_program_field_by_field() {
         "end_line",
         "file",
         "help",
+        "label",
         "labels",
         "line",
         "message",
@@ -466,6 +467,7 @@ fn json_for_a_bad_program_field_by_field() {
     for k in required {
         assert!(d.get(k).is_some(), "diagnostic lacks `{k}`: {d}");
     }
+    assert_eq!(d["label"], json!("no field `m`"), "the primary label: {d}");
     for k in keys(d) {
         assert!(
             required.contains(&k) || k == "expected" || k == "found",

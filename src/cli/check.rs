@@ -88,11 +88,11 @@ fn print_human(file: &SourceFile, a: &Analysis, emit: Option<Emit>, color: bool)
     }
     {
         use std::io::Write as _;
-        let _ = write!(
+        super::note_write(write!(
             std::io::stderr().lock(),
             "{}",
             render(file, &a.diagnostics, color)
-        );
+        ));
     }
     let n = a.diagnostics.len() + a.truncated;
     if a.truncated > 0 {

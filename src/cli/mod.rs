@@ -5,20 +5,34 @@
 //! printed); 2 usage or I/O error (bad arguments, missing file, not UTF-8,
 //! unknown error code).
 
-/// `println!` that ignores a closed standard output (`lt … | head -1`):
-/// a reader that stops early is not an error of the program being checked.
+/// Set when writing the output failed for a reason other than a closed
+/// pipe (a full disk, say); the command then exits with [`EXIT_USAGE`].
+pub static WRITE_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Records a failed write: a closed pipe (`lt … | head -1`) is a reader that
+/// stopped early, not an error; anything else is.
+pub fn note_write(result: std::io::Result<()>) {
+    if let Err(e) = result {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            WRITE_FAILED.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+/// `println!` that reports failures through [`note_write`] instead of panicking.
 macro_rules! out {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+        let mut lock = std::io::stdout().lock();
+        $crate::cli::note_write(writeln!(lock, $($arg)*).and_then(|_| lock.flush()));
     }};
 }
 
-/// `eprintln!` that ignores a closed standard error.
+/// `eprintln!` that reports failures through [`note_write`] instead of panicking.
 macro_rules! err {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+        $crate::cli::note_write(writeln!(std::io::stderr().lock(), $($arg)*));
     }};
 }
 
@@ -113,6 +127,12 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
         }
         Command::Explain { code } => explain(&code),
     };
+    if WRITE_FAILED.load(std::sync::atomic::Ordering::Relaxed) {
+        // The output is incomplete: say so where it can still be seen.
+        let _ =
+            std::io::Write::write_all(&mut std::io::stderr(), b"error: cannot write the output\n");
+        return ExitCode::from(EXIT_USAGE);
+    }
     ExitCode::from(code)
 }
 
@@ -122,7 +142,8 @@ fn explain(text: &str) -> u8 {
             Some(page) => {
                 {
                     use std::io::Write as _;
-                    let _ = write!(std::io::stdout().lock(), "{page}");
+                    let mut lock = std::io::stdout().lock();
+                    note_write(write!(lock, "{page}").and_then(|_| lock.flush()));
                 }
                 EXIT_OK
             }

@@ -1,7 +1,7 @@
 //! The machine form of diagnostics, printed by `lt check --json`.
 //!
 //! Shape (a public interface, documented in `docs/cli.md`):
-//! `{code, severity, message, file, line, column, end_line, end_column,
+//! `{code, severity, message, label, file, line, column, end_line, end_column,
 //!   labels: [{message, line, column, end_line, end_column}], expected?, found?,
 //!   notes, help}` with 1-based lines and character columns; `end_*` point one
 //! past the last character.
@@ -28,6 +28,7 @@ pub fn to_json(file: &SourceFile, d: &Diagnostic) -> Value {
         "code": d.code.as_str(),
         "severity": d.severity,
         "message": d.message,
+        "label": d.primary_label,
         "file": file.name,
         "line": start.line,
         "column": start.column,

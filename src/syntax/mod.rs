@@ -87,14 +87,14 @@ pub fn parse(text: &str) -> (Program, Vec<Diagnostic>) {
     // After recovery, later errors on the same line are usually echoes of the first.
     let mut lines_seen: Vec<usize> = Vec::new();
     diags.retain(|d| {
-        if !matches!(d.code, Code::E0101 | Code::E0102) {
+        if !matches!(d.code, Code::E0101 | Code::E0102 | Code::E0301) {
             return true;
         }
         let line = text.as_bytes()[..(d.span.start as usize).min(text.len())]
             .iter()
             .filter(|&&c| c == b'\n')
             .count();
-        if lines_seen.contains(&line) {
+        if lines_seen.contains(&line) && d.code != Code::E0301 {
             false
         } else {
             lines_seen.push(line);

@@ -21,6 +21,28 @@ pub fn repair(toks: &mut Vec<Spanned>, diags: &mut Vec<Diagnostic>) {
     insert_missing_decl_punctuation(toks, diags);
     insert_missing_arm_commas(toks, diags);
     report_match_with(toks, diags);
+    report_loops(toks, diags);
+}
+
+/// `while` and `for` are reported here, whatever shape the loop has (the
+/// grammar parses only `while c { … }` and `for x in xs { … }`, so that the
+/// rest of the program is still checked).
+fn report_loops(toks: &[Spanned], diags: &mut Vec<Diagnostic>) {
+    for (l, tok, r) in toks {
+        let word = match tok {
+            Tok::While => "while",
+            Tok::For => "for",
+            _ => continue,
+        };
+        diags.push(
+            Diagnostic::error(Code::E0301, Span::new(*l, *r), format!("`{word}` loops are not allowed: lt programs must terminate"))
+                .with_label("loop")
+                .with_help(
+                    "iterate over a finite list instead: `fold` (accumulate), `map`/`filter` (pure), or \
+                     `traverse` (tool calls, stops at the first Err)",
+                ),
+        );
+    }
 }
 
 fn missing(at: usize, what: &str, found: &Tok, context: String, help: &str) -> Diagnostic {

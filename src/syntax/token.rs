@@ -439,6 +439,7 @@ fn check_nesting(toks: &[Spanned], diags: &mut Vec<Diagnostic>) {
     #[derive(PartialEq)]
     enum Open {
         Bracket,
+        MatchArms,
         Let,
         If,
         Then,
@@ -469,9 +470,14 @@ fn check_nesting(toks: &[Spanned], diags: &mut Vec<Diagnostic>) {
                 pop_until(&mut opens, Open::Then);
                 opens.push(Open::Prefix);
             }
+            // An arm's body ends at `,` or `}`: it adds no level of its own.
+            Tok::FatArrow if opens.last() == Some(&Open::MatchArms) => {}
             Tok::FatArrow => opens.push(Open::Prefix),
             Tok::Comma => {
-                while opens.last().is_some_and(|o| *o != Open::Bracket) {
+                while opens
+                    .last()
+                    .is_some_and(|o| !matches!(o, Open::Bracket | Open::MatchArms))
+                {
                     opens.pop();
                 }
             }

@@ -43,7 +43,9 @@ struct Walker {
     /// Names in scope (`false` hides an outer binding inside a `let rec` value).
     scope: Scope<bool>,
     /// Names whose own value is being walked, with their binding site.
-    defining: Scope<Span>,
+    /// (binding site, whether a self-reference is reported: not under `rec`,
+    /// which is reported once itself).
+    defining: Scope<(Span, bool)>,
     v: Validation,
 }
 
@@ -64,8 +66,11 @@ impl Walker {
         match &e.kind {
             ExprKind::Var(id) => {
                 if self.scope.get(&id.name) != Some(&true) {
-                    if let Some(&def) = self.defining.get(&id.name) {
+                    if let Some(&(def, report)) = self.defining.get(&id.name) {
                         v.recursive_refs.insert(id.span);
+                        if !report {
+                            return;
+                        }
                         v.diags.push(
                             Diagnostic::error(
                                 Code::E0302,
@@ -101,7 +106,8 @@ impl Walker {
                     }
                     let defining = self.defining.mark();
                     if self.scope.get(&b.name.name) != Some(&true) {
-                        self.defining.push(b.name.name.clone(), b.name.span);
+                        self.defining
+                            .push(b.name.name.clone(), (b.name.span, b.rec_kw.is_none()));
                     }
                     self.walk(&b.value);
                     self.defining.reset(defining);
@@ -123,25 +129,8 @@ impl Walker {
                     }
                 }
             }
-            ExprKind::Loop {
-                kind,
-                kw,
-                head,
-                body,
-            } => {
-                let word = match kind {
-                    LoopKind::While => "while",
-                    LoopKind::For => "for",
-                };
-                v.diags.push(
-                    Diagnostic::error(
-                        Code::E0301,
-                        *kw,
-                        format!("`{word}` loops are not allowed: lt programs must terminate"),
-                    )
-                    .with_label("loop")
-                    .with_help(ITERATE_HINT),
-                );
+            // Reported from the tokens (E0301), whatever shape the loop has.
+            ExprKind::Loop { head, body, .. } => {
                 self.walk(head);
                 self.walk(body);
             }

@@ -114,13 +114,16 @@ pub fn check_source(text: &str) -> Analysis {
     let (program, diags) = syntax::parse(text);
     let broken_lines: Vec<std::ops::Range<u32>> = diags
         .iter()
-        .filter(|d| d.code < Code::E0201 && !matches!(d.code, Code::E0004 | Code::E0005))
+        .filter(|d| {
+            (d.code < Code::E0201 && !matches!(d.code, Code::E0004 | Code::E0005))
+                || d.code == Code::E0301
+        })
         .map(|d| line_range(text, d.span))
         .collect();
     let mut analysis = check_program(program, diags);
     if !broken_lines.is_empty() {
         analysis.diagnostics.retain(|d| {
-            let syntax_phase = d.code.as_str() < "E0200";
+            let syntax_phase = d.code.as_str() < "E0200" || d.code == Code::E0301;
             syntax_phase || !broken_lines.iter().any(|r| r.contains(&d.span.start))
         });
     }
@@ -180,7 +183,7 @@ pub fn check_program(program: Program, mut diags: Vec<Diagnostic>) -> Analysis {
         .iter()
         .map(|(s, t)| (*s, ck.metas.zonk(t)))
         .collect();
-    let let_types: Vec<LetType> = ck
+    let mut let_types: Vec<LetType> = ck
         .let_types
         .iter()
         .map(|(span, name, t)| LetType {
@@ -189,6 +192,7 @@ pub fn check_program(program: Program, mut diags: Vec<Diagnostic>) -> Analysis {
             ty: ck.metas.zonk(t),
         })
         .collect();
+    let_types.sort_by_key(|b| b.span.start);
     diags.append(&mut ck.diags);
     diags.extend(linear::check_usage(&program, &binder_types));
     diags.sort_by_key(|d| (d.span.start, d.span.end, d.code));

@@ -54,6 +54,8 @@ impl Checker<'_> {
                         .with_secondary(scrut.span, format!("this has type {shown}"))
                         .with_help("match a Result here (for example `exec tool …`), or use `_` / a name as the pattern");
                         self.diags.push(d);
+                        // One error per match: the other arms have the same problem.
+                        break;
                     }
                 }
                 (Type::Error, Type::Error, false)

@@ -208,13 +208,15 @@ impl Checker<'_> {
             .with_help(help);
             self.diags.push(d);
         }
+        // A missing field that some unknown field is a typo of is reported
+        // with that field; every other missing field is listed here.
+        let suggested: Vec<&str> = unknown
+            .iter()
+            .filter_map(|f| did_you_mean(&f.name.name, missing.iter().map(|(n, _)| &**n)))
+            .collect();
         let unmatched_missing: Vec<String> = missing
             .iter()
-            .filter(|(n, _)| {
-                !unknown
-                    .iter()
-                    .any(|f| did_you_mean(&f.name.name, [&**n]).is_some())
-            })
+            .filter(|(n, _)| !suggested.contains(&&**n))
             .map(|(n, t)| format!("{n}: {}", self.show(t)))
             .collect();
         if !unmatched_missing.is_empty() {
