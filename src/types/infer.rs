@@ -378,6 +378,14 @@ impl<'a> Checker<'a> {
                 "`{0}` is a tool: call it with `exec tool {0} ARG` and match the Result",
                 id.name
             ));
+        } else if matches!(&*id.name, "not" | "and" | "or") {
+            d = d.with_help(match &*id.name {
+                "not" => {
+                    "lt has no `not`; write `if c then false else true`, or compare: `x == false`"
+                }
+                "and" => "write `&&` for “and”",
+                _ => "write `||` for “or”",
+            });
         } else if !self.suggestions_allowed() {
             d = d.with_help(format!("bind it first with `let {} = … in …`", id.name));
         } else {
@@ -530,6 +538,30 @@ impl<'a> Checker<'a> {
             _ => "this call".to_string(),
         };
         let mut fty = self.synth(head);
+        let block = matches!(
+            head.kind,
+            ExprKind::Match(..) | ExprKind::If(..) | ExprKind::Let(..)
+        );
+        let applicable = matches!(
+            &*self.metas.resolve(&fty),
+            Type::Fun(..) | Type::Linear(_) | Type::Meta(_) | Type::Error
+        );
+        if block && !applicable {
+            if let Some(&(next, _)) = args.first() {
+                for (a, _) in &args {
+                    self.synth(a);
+                }
+                let d = Diagnostic::error(Code::E0206, next.span, "a program is one expression, but a second one follows")
+                    .with_label("this starts a second expression")
+                    .with_secondary(head.span, "the first expression ends here")
+                    .with_help(
+                        "to run steps in order, nest them: bind the first step's result with `let r = … in` and \
+                         continue in its body, or call the next tool inside the `Ok` arm",
+                    );
+                self.diags.push(d);
+                return Type::Error;
+            }
+        }
         let mut callee_span = head.span;
         for (arg, app_span) in args {
             fty = self.apply(fty, callee_span, arg, app_span, &what);

@@ -53,7 +53,7 @@ impl Checker<'_> {
                     && matches!(f, Type::Result(..))
                     && !matches!(e, Type::Result(..))
                 {
-                    return Diagnostic::error(Code::E0606, span, format!("this is a {f}, but a {e} is expected"))
+                    return Diagnostic::error(Code::E0606, span, format!("this is a {f}, but a value of type {e} is expected"))
                         .with_label("unmatched Result")
                         .with_expected_found(e.to_string(), f.to_string())
                         .with_help("a Result must be matched before its value is used: `match … { Ok(v) => …, Err(e) => … }`");
