@@ -294,49 +294,39 @@ impl Usage<'_> {
             // With a use before the branches, any use inside is already a second
             // use: E0501 reports it when the binder closes.
             let linear = self.kinds.get(&binder).copied().unwrap_or(false);
-            if !linear && min == 0 && max > 0 && prior == 0 {
+            let disagree = if linear {
+                min != max
+            } else {
+                min == 0 && max > 0
+            };
+            if disagree && prior == 0 {
                 let name = self
                     .names
                     .get(&binder)
                     .map(|n| n.to_string())
                     .unwrap_or_default();
-                let mut d = Diagnostic::error(
-                    Code::E0603,
-                    binder,
-                    format!(
-                        "Unhandled Result: `{name}` is matched on some paths but not on others"
-                    ),
-                )
-                .with_label("bound here");
+                let (code, message, help) = if linear {
+                    (
+                        Code::E0504,
+                        format!("branches use linear value `{name}` differently (between {min} and {max} times)"),
+                        format!("use `{name}` exactly once in every branch of the `if`/`match` (or once before it)"),
+                    )
+                } else {
+                    (
+                        Code::E0603,
+                        format!("Unhandled Result: `{name}` is matched on some paths but not on others"),
+                        format!(
+                            "match `{name}` in every branch (or once, before the `if`/`match`), so that its failure is always handled"
+                        ),
+                    )
+                };
+                let mut d = Diagnostic::error(code, binder, message).with_label("bound here");
                 for m in &added {
                     for u in m.get(&binder).into_iter().flatten() {
                         d = d.with_secondary(*u, "used in this branch");
                     }
                 }
-                d = d.with_help(format!(
-                    "match `{name}` in every branch (or once, before the `if`/`match`), so that its failure is always handled"
-                ));
-                self.diags.push(d);
-            }
-            if linear && min != max && prior == 0 {
-                let name = self
-                    .names
-                    .get(&binder)
-                    .map(|n| n.to_string())
-                    .unwrap_or_default();
-                let mut d = Diagnostic::error(
-                    Code::E0504,
-                    binder,
-                    format!("branches use linear value `{name}` differently (between {min} and {max} times)"),
-                )
-                .with_label("bound here");
-                for m in &added {
-                    for u in m.get(&binder).into_iter().flatten() {
-                        d = d.with_secondary(*u, "used in this branch");
-                    }
-                }
-                d = d.with_help(format!("use `{name}` exactly once in every branch of the `if`/`match` (or once before it)"));
-                self.diags.push(d);
+                self.diags.push(d.with_help(help));
             }
             let richest = added
                 .iter()
