@@ -41,6 +41,11 @@ impl<V> Scope<V> {
         self.map.get(name).and_then(|stack| stack.last())
     }
 
+    /// The innermost binding of `name`, mutably.
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut V> {
+        self.map.get_mut(name).and_then(|stack| stack.last_mut())
+    }
+
     /// Undoes every binding made since `mark`.
     pub fn reset(&mut self, mark: usize) {
         while self.log.len() > mark {

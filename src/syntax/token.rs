@@ -38,14 +38,14 @@ pub enum LexError {
 #[allow(missing_docs)]
 #[derive(Logos, Clone, Debug, PartialEq)]
 #[logos(error = LexError)]
-#[logos(skip r"[ \t\r\n\f]+")]
+#[logos(skip r"[ \t\r\n\f\u{FEFF}]+")]
 #[logos(skip(r"//[^\n]*", allow_greedy = true))]
 pub enum Tok {
     /// `(* … *)`, nested; dropped before parsing.
     #[token("(*", block_comment)]
     BlockComment,
     /// `-- …` to the end of the line: not a comment in lt; reported and skipped.
-    #[regex(r"--[^\n]*", allow_greedy = true)]
+    #[regex(r"--[ \t][^\n]*", allow_greedy = true)]
     DashComment,
 
     #[token("tool")]
@@ -455,10 +455,15 @@ fn check_nesting(toks: &[Spanned], diags: &mut Vec<Diagnostic>) {
     };
     for (i, (l, tok, r)) in toks.iter().enumerate() {
         match tok {
-            Tok::LParen | Tok::LBracket | Tok::LBrace | Tok::MatchLBrace => {
-                opens.push(Open::Bracket)
+            Tok::LParen | Tok::LBracket | Tok::LBrace => opens.push(Open::Bracket),
+            Tok::MatchLBrace => opens.push(Open::MatchArms),
+            Tok::RParen | Tok::RBracket | Tok::RBrace => {
+                while let Some(top) = opens.pop() {
+                    if matches!(top, Open::Bracket | Open::MatchArms) {
+                        break;
+                    }
+                }
             }
-            Tok::RParen | Tok::RBracket | Tok::RBrace => pop_until(&mut opens, Open::Bracket),
             Tok::Let => opens.push(Open::Let),
             Tok::In => pop_until(&mut opens, Open::Let),
             Tok::If => opens.push(Open::If),

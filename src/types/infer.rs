@@ -123,7 +123,7 @@ impl<'a> Checker<'a> {
 
     /// `t` with solved metavariables substituted, for messages.
     pub(super) fn show(&self, t: &Type) -> String {
-        shorten(self.metas.zonk(t).to_string())
+        self.metas.show_bounded(t, 300)
     }
 
     pub(super) fn bind(&mut self, id: &Ident, ty: Type) {
@@ -638,7 +638,7 @@ impl<'a> Checker<'a> {
                     self.dropped_fields(r, f, fs);
                     return t.clone();
                 }
-                let shown = shorten(self.show(&rt));
+                let shown = self.show(&rt);
                 let all: Vec<&str> = fs.iter().map(|(n, _)| &**n).collect();
                 let listed = list_names(&all);
                 let mut d = Diagnostic::error(
@@ -861,16 +861,6 @@ impl<'a> Checker<'a> {
         .with_label("duplicate field")
         .with_help("remove one of the two");
         self.diags.push(d);
-    }
-}
-
-/// A type's text for a message, cut after 300 characters (a record of
-/// thousands of fields would otherwise be repeated in every diagnostic).
-pub(super) fn shorten(text: String) -> String {
-    const MAX: usize = 300;
-    match text.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text,
     }
 }
 

@@ -30,6 +30,9 @@ struct BinderInfo {
     linear: bool,
     holds_result: bool,
     level: u32,
+    /// A function parameter: its Result comes from the caller, so uses in
+    /// nested (curried) functions count.
+    param: bool,
 }
 
 struct Usage<'a> {
@@ -48,6 +51,8 @@ struct Usage<'a> {
     /// Uses of each linear binder along the current path.
     uses: HashMap<Span, Vec<Span>>,
     /// How often each `let`-bound Result is mentioned anywhere.
+    /// Result binders mentioned only inside a function (for the E0603 note).
+    captured_results: std::collections::HashSet<Span>,
     /// For each tracked binder: true when linear (exactly once), false when it
     /// holds a Result (at least once on every path).
     kinds: HashMap<Span, bool>,
@@ -66,6 +71,7 @@ pub fn check_usage(program: &Program, types: &HashMap<Span, Type>) -> Vec<Diagno
         types,
         uses: HashMap::default(),
         kinds: HashMap::default(),
+        captured_results: std::collections::HashSet::new(),
         diags: Vec::new(),
         captured: Vec::new(),
     };
@@ -83,6 +89,7 @@ impl Usage<'_> {
             linear,
             holds_result,
             level,
+            param: false,
         }
     }
 
@@ -161,6 +168,13 @@ impl Usage<'_> {
             )
             .with_label(label)
             .with_help(help);
+            let d = if self.captured_results.contains(&id.span) {
+                d.with_note(
+                    "it is used only inside a function, which may never be called: match it outside the function",
+                )
+            } else {
+                d
+            };
             self.diags.push(d);
         }
     }
@@ -194,7 +208,13 @@ impl Usage<'_> {
                     self.record_use(b.span, id.span);
                 }
                 if b.holds_result && !b.linear {
-                    self.record_use(b.span, id.span);
+                    // A use inside a function that does not bind the Result does
+                    // not count: the function may never be called.
+                    if level == b.level || b.param {
+                        self.record_use(b.span, id.span);
+                    } else {
+                        self.captured_results.insert(b.span);
+                    }
                 }
             }
             ExprKind::Let(chain) => {
@@ -222,6 +242,9 @@ impl Usage<'_> {
             ExprKind::Fn { param, body, .. } => {
                 let mark = self.env.mark();
                 self.bind(param, level + 1, true);
+                if let Some(info) = self.env.get_mut(&param.name) {
+                    info.param = true;
+                }
                 self.walk(body, level + 1);
                 self.close(param);
                 self.env.reset(mark);

@@ -287,6 +287,21 @@ impl Checker<'_> {
                 let ta = self.synth(a);
                 self.check(b, &ta);
                 let t = self.metas.zonk(&ta);
+                if t.is_linear() {
+                    let d = Diagnostic::error(
+                        Code::E0505,
+                        op_span,
+                        format!(
+                            "`{}` would consume a linear {t} just to compare it",
+                            op.as_str()
+                        ),
+                    )
+                    .with_label("comparison of a `!` value")
+                    .with_expected_found("a plain value", t.to_string())
+                    .with_help("a `!` value is for one tool call; compare plain values instead");
+                    self.diags.push(d);
+                    return Type::Bool;
+                }
                 if let Some(why) = not_comparable(&t) {
                     let d = Diagnostic::error(Code::E0211, op_span, format!("`{}` cannot compare values of type {t}", op.as_str()))
                         .with_label(why)

@@ -111,6 +111,91 @@ impl Metas {
         }
     }
 
+    /// `t` printed as [`Type`]'s `Display` does (metavariables resolved),
+    /// stopping with `…` after about `max` bytes: messages about huge
+    /// records stay small and cost no more than their length.
+    pub fn show_bounded(&self, t: &Type, max: usize) -> String {
+        let mut out = String::new();
+        self.write_bounded(t, &mut out, max);
+        if out.len() > max {
+            let mut cut = max;
+            while !out.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            out.truncate(cut);
+            out.push('…');
+        }
+        out
+    }
+
+    fn write_bounded(&self, t: &Type, out: &mut String, max: usize) {
+        if out.len() > max {
+            return;
+        }
+        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match &*self.resolve(t) {
+            Type::Record(fs) => {
+                out.push('{');
+                for (i, (n, t)) in fs.iter().enumerate() {
+                    if out.len() > max {
+                        return;
+                    }
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    out.push_str(n);
+                    out.push_str(": ");
+                    self.write_bounded(t, out, max);
+                }
+                out.push('}');
+            }
+            Type::List(t) => {
+                out.push_str("List ");
+                let fun = matches!(&*self.resolve(t), Type::Fun(..));
+                if fun {
+                    out.push('(');
+                }
+                self.write_bounded(t, out, max);
+                if fun {
+                    out.push(')');
+                }
+            }
+            Type::Result(a, b) => {
+                out.push_str("Result<");
+                self.write_bounded(a, out, max);
+                out.push_str(", ");
+                self.write_bounded(b, out, max);
+                out.push('>');
+            }
+            Type::Linear(t) => {
+                out.push('!');
+                let paren = matches!(
+                    &*self.resolve(t),
+                    Type::Fun(..) | Type::List(..) | Type::Linear(..)
+                );
+                if paren {
+                    out.push('(');
+                }
+                self.write_bounded(t, out, max);
+                if paren {
+                    out.push(')');
+                }
+            }
+            Type::Fun(a, e, b) => {
+                let paren = matches!(&*self.resolve(a), Type::Fun(..));
+                if paren {
+                    out.push('(');
+                }
+                self.write_bounded(a, out, max);
+                if paren {
+                    out.push(')');
+                }
+                out.push_str(&format!(" -{e}-> "));
+                self.write_bounded(b, out, max);
+            }
+            other => out.push_str(&other.to_string()),
+        })
+    }
+
     /// Substitutes every solved metavariable in `t`.
     pub fn zonk(&self, t: &Type) -> Type {
         stacker::maybe_grow(32 * 1024, 1024 * 1024, || {
