@@ -138,10 +138,15 @@ pub fn let_binding(
     }
 }
 
+/// Moves boxed parser results (boxed to keep the parse stack small) into place.
+pub fn unbox<T>(items: Vec<Box<T>>) -> Vec<T> {
+    items.into_iter().map(|b| *b).collect()
+}
+
 /// A whole `let` chain: its heads and final body, as one node.
 pub fn let_chain(
     st: &mut ParseState,
-    heads: Vec<LetBinding>,
+    heads: Vec<Box<LetBinding>>,
     body: Expr,
     l: usize,
     r: usize,
@@ -153,7 +158,7 @@ pub fn let_chain(
         .unwrap_or(0);
     let depth = 1 + heads_depth.max(body.depth);
     let chain = LetChain {
-        bindings: VecDeque::from(heads),
+        bindings: heads.into_iter().map(|b| *b).collect::<VecDeque<_>>(),
         body,
     };
     cap(
