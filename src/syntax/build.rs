@@ -42,6 +42,7 @@ fn too_deep(st: &mut ParseState, at: Span) {
         st.diags.push(
             Diagnostic::error(Code::E0103, at, format!("program is nested more than {MAX_DEPTH} levels deep"))
                 .with_label("nesting limit reached here")
+                .with_note("a chain of operators or arguments (`a + b + …`, `f x y …`) nests one level per term")
                 .with_help("split the expression with `let` bindings (a `let … in` chain does not count as nesting)"),
         );
     }

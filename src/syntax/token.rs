@@ -402,7 +402,11 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<Diagnostic>) {
                             esc,
                             format!("invalid escape `{}`", &text[esc.range()]),
                         )
-                        .with_label("unknown escape")
+                        .with_label(if text[esc.range()].starts_with("\\u") {
+                            "`\\u{…}` needs 1 to 6 hex digits naming a Unicode scalar value (not a surrogate, at most 10FFFF)"
+                        } else {
+                            "unknown escape"
+                        })
                         .with_help("valid escapes are \\n \\t \\r \\0 \\\" \\\\ and \\u{1F600}")
                     }
                     LexError::IntOverflow => {
