@@ -11,6 +11,7 @@
 
 pub mod cli;
 pub mod diag;
+pub mod runtime;
 pub mod scope;
 pub mod source;
 pub mod syntax;

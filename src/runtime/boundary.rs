@@ -1,0 +1,157 @@
+//! The boundary contract: JSON from a tool → a value of the declared type.
+//!
+//! Rules (issue 3), by type:
+//!
+//! | type | accepted JSON |
+//! |---|---|
+//! | `Unit` | `null` or `{}` |
+//! | `Bool`, `String` | a boolean, a string |
+//! | `Int` | an integer in the 64-bit range (also `3.0`, an integral float) |
+//! | `{a: T, …}` | an object with every declared field (extra fields are dropped) |
+//! | `List T` | an array |
+//! | `Result<T, E>` | `{"Ok": t}` or `{"Err": e}` |
+//! | `!T` | as `T` |
+//!
+//! Anything else is a [`BoundaryError`] naming the path to the offending part:
+//! `field orders[2].amount: expected Int, found String`. The interpreter turns
+//! it into the call's `Err("tool NAME returned an invalid result: …")`, so a
+//! program never sees data that does not match its tool declarations.
+
+use super::value::Value;
+use crate::syntax::ast::Name;
+use crate::types::Type;
+use serde_json::Value as Json;
+use std::fmt;
+use std::rc::Rc;
+
+/// Why a JSON value does not fit a type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BoundaryError {
+    /// Where: `.field`, `[index]`, `.Ok` segments from the root (empty: the whole value).
+    pub path: String,
+    /// What was wrong, e.g. `expected Int, found String`.
+    pub problem: String,
+}
+
+impl fmt::Display for BoundaryError {
+    /// `field a.b[2]: expected Int, found String`, or just the problem at the root.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.path.strip_prefix('.') {
+            Some(p) => write!(f, "field {p}: {}", self.problem),
+            None if self.path.is_empty() => f.write_str(&self.problem),
+            None => write!(f, "element {}: {}", self.path, self.problem),
+        }
+    }
+}
+
+/// A short description of a JSON value's kind, in lt's terms.
+fn kind(json: &Json) -> String {
+    match json {
+        Json::Null => "null".to_string(),
+        Json::Bool(_) => "Bool".to_string(),
+        Json::Number(n) if n.is_i64() || n.is_u64() => "Int".to_string(),
+        Json::Number(n) => format!("Float {n}"),
+        Json::String(_) => "String".to_string(),
+        Json::Array(_) => "a list".to_string(),
+        Json::Object(m) if m.is_empty() => "an empty object".to_string(),
+        Json::Object(_) => "an object".to_string(),
+    }
+}
+
+/// Converts `json` to a value of type `ty`, or says where it does not fit.
+pub fn from_json(json: &Json, ty: &Type) -> Result<Value, BoundaryError> {
+    let mut path = String::new();
+    convert(json, ty, &mut path)
+}
+
+/// [`from_json`] for a tool's result, with the message the program sees in
+/// `Err`: `tool lookup_account returned an invalid result: field …`.
+pub fn tool_result(tool: &str, json: &Json, ty: &Type) -> Result<Value, String> {
+    from_json(json, ty).map_err(|e| format!("tool {tool} returned an invalid result: {e}"))
+}
+
+fn mismatch(path: &str, ty: &Type, json: &Json) -> BoundaryError {
+    BoundaryError {
+        path: path.to_string(),
+        problem: format!("expected {ty}, found {}", kind(json)),
+    }
+}
+
+fn convert(json: &Json, ty: &Type, path: &mut String) -> Result<Value, BoundaryError> {
+    stacker::maybe_grow(32 * 1024, 1024 * 1024, || match (ty, json) {
+        (Type::Unit, Json::Null) => Ok(Value::Unit),
+        (Type::Unit, Json::Object(m)) if m.is_empty() => Ok(Value::Unit),
+        (Type::Bool, Json::Bool(b)) => Ok(Value::Bool(*b)),
+        (Type::String, Json::String(s)) => Ok(Value::Str(Rc::from(s.as_str()))),
+        (Type::Int, Json::Number(n)) => {
+            if let Some(i) = n.as_i64() {
+                return Ok(Value::Int(i));
+            }
+            match n.as_f64() {
+                Some(f) if f.fract() == 0.0 && f >= i64::MIN as f64 && f < i64::MAX as f64 => {
+                    // Integral floats such as `3.0` (common from JSON encoders).
+                    #[allow(clippy::cast_possible_truncation)]
+                    Ok(Value::Int(f as i64))
+                }
+                _ if n.is_u64() => Err(BoundaryError {
+                    path: path.clone(),
+                    problem: format!("expected Int, found {n}, which is larger than {}", i64::MAX),
+                }),
+                _ => Err(mismatch(path, ty, json)),
+            }
+        }
+        (Type::Record(fields), Json::Object(map)) => {
+            let mut out: Vec<(Name, Value)> = Vec::with_capacity(fields.len());
+            for (name, fty) in fields {
+                let len = path.len();
+                path.push('.');
+                path.push_str(name);
+                let v = match map.get(&**name) {
+                    Some(j) => convert(j, fty, path),
+                    None => Err(BoundaryError {
+                        path: path.clone(),
+                        problem: format!("missing (expected {fty})"),
+                    }),
+                };
+                path.truncate(len);
+                out.push((name.clone(), v?));
+            }
+            Ok(Value::Record(out.into()))
+        }
+        (Type::List(elem), Json::Array(items)) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, j) in items.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                let v = convert(j, elem, path);
+                path.truncate(len);
+                out.push(v?);
+            }
+            Ok(Value::List(out.into()))
+        }
+        (Type::Result(ok, err), Json::Object(map)) if map.len() == 1 => {
+            let (key, inner, inner_ty) = match (map.get("Ok"), map.get("Err")) {
+                (Some(v), _) => ("Ok", v, &**ok),
+                (_, Some(e)) => ("Err", e, &**err),
+                _ => return Err(mismatch(path, ty, json)),
+            };
+            let len = path.len();
+            path.push('.');
+            path.push_str(key);
+            let v = convert(inner, inner_ty, path);
+            path.truncate(len);
+            let v = Rc::new(v?);
+            Ok(if key == "Ok" {
+                Value::Ok(v)
+            } else {
+                Value::Err(v)
+            })
+        }
+        (Type::Linear(inner), _) => convert(json, inner, path),
+        (Type::Fun(..) | Type::Meta(_) | Type::Error, _) => Err(BoundaryError {
+            path: path.clone(),
+            problem: format!("{ty} cannot be received from a tool"),
+        }),
+        _ => Err(mismatch(path, ty, json)),
+    })
+}

@@ -1,0 +1,189 @@
+//! The boundary contract (issue 3, item 4): a tool's JSON result is checked
+//! against the declared output type, one test per type form.
+
+use lt::runtime::boundary::{from_json, tool_result};
+use lt::runtime::value::Value;
+use lt::types::{EffectSet, Type};
+use serde_json::json;
+
+fn record(fields: &[(&str, Type)]) -> Type {
+    Type::Record(
+        fields
+            .iter()
+            .map(|(n, t)| ((*n).into(), t.clone()))
+            .collect(),
+    )
+}
+
+fn account() -> Type {
+    record(&[
+        ("id", Type::String),
+        ("subscription_tier", Type::String),
+        ("email", Type::String),
+        ("last_charge_cents", Type::Int),
+    ])
+}
+
+#[test]
+fn a_record_keeps_declared_fields_in_declaration_order_and_drops_extras() {
+    let v = from_json(
+        &json!({"email": "a@b.c", "id": "acct_1", "last_charge_cents": 4999,
+                "subscription_tier": "pro", "internal_flag": true}),
+        &account(),
+    )
+    .expect("fits");
+    let Value::Record(fields) = &v else {
+        panic!("a record: {v:?}")
+    };
+    let names: Vec<&str> = fields.iter().map(|(n, _)| &**n).collect();
+    assert_eq!(
+        names,
+        ["id", "subscription_tier", "email", "last_charge_cents"]
+    );
+    assert_eq!(
+        v.to_string(),
+        r#"{id = "acct_1", subscription_tier = "pro", email = "a@b.c", last_charge_cents = 4999}"#
+    );
+}
+
+#[test]
+fn a_wrong_field_type_is_named_with_its_path() {
+    let err = tool_result(
+        "lookup_account",
+        &json!({"id": "acct_1", "subscription_tier": "pro", "email": "a@b.c", "last_charge_cents": "4999"}),
+        &account(),
+    )
+    .expect_err("a String where an Int is declared");
+    assert_eq!(
+        err,
+        "tool lookup_account returned an invalid result: field last_charge_cents: expected Int, found String"
+    );
+}
+
+#[test]
+fn a_missing_field_is_an_error() {
+    let err = from_json(&json!({"id": "acct_1"}), &account()).expect_err("fields are missing");
+    assert_eq!(
+        err.to_string(),
+        "field subscription_tier: missing (expected String)"
+    );
+}
+
+#[test]
+fn nested_paths_name_fields_and_elements() {
+    let ty = record(&[(
+        "orders",
+        Type::list(record(&[("id", Type::Int), ("amount", Type::Int)])),
+    )]);
+    let err = from_json(&json!({"orders": [{"id": 1, "amount": 5}, {"id": 2, "amount": 7}, {"id": 3, "amount": "x"}]}), &ty)
+        .expect_err("the third amount is a String");
+    assert_eq!(
+        err.to_string(),
+        "field orders[2].amount: expected Int, found String"
+    );
+
+    let err =
+        from_json(&json!([1, 2, null]), &Type::list(Type::Int)).expect_err("null in a list of Int");
+    assert_eq!(err.to_string(), "element [2]: expected Int, found null");
+}
+
+#[test]
+fn base_types() {
+    assert_eq!(from_json(&json!(true), &Type::Bool), Ok(Value::Bool(true)));
+    assert_eq!(
+        from_json(&json!("hi"), &Type::String),
+        Ok(Value::Str("hi".into()))
+    );
+    assert_eq!(from_json(&json!(-7), &Type::Int), Ok(Value::Int(-7)));
+    assert_eq!(
+        from_json(&json!(3.0), &Type::Int),
+        Ok(Value::Int(3)),
+        "an integral float is an Int"
+    );
+    assert_eq!(from_json(&json!(null), &Type::Unit), Ok(Value::Unit));
+    assert_eq!(from_json(&json!({}), &Type::Unit), Ok(Value::Unit));
+
+    let err = from_json(&json!(2.5), &Type::Int).expect_err("2.5 is not an Int");
+    assert_eq!(err.to_string(), "expected Int, found Float 2.5");
+    let err = from_json(&json!(18446744073709551615u64), &Type::Int).expect_err("out of range");
+    assert!(
+        err.to_string().contains("larger than 9223372036854775807"),
+        "{err}"
+    );
+    let err = from_json(&json!("true"), &Type::Bool).expect_err("a string is not a Bool");
+    assert_eq!(err.to_string(), "expected Bool, found String");
+    let err = from_json(&json!({"a": 1}), &Type::Unit).expect_err("a non-empty object is not Unit");
+    assert_eq!(err.to_string(), "expected Unit, found an object");
+}
+
+#[test]
+fn results_and_linear_values() {
+    let ty = Type::result(Type::Int, Type::String);
+    assert_eq!(
+        from_json(&json!({"Ok": 5}), &ty),
+        Ok(Value::Ok(Value::Int(5).into()))
+    );
+    assert_eq!(
+        from_json(&json!({"Err": "no"}), &ty),
+        Ok(Value::Err(Value::Str("no".into()).into()))
+    );
+    let err = from_json(&json!({"Ok": "five"}), &ty).expect_err("wrong Ok payload");
+    assert_eq!(err.to_string(), "field Ok: expected Int, found String");
+    assert!(
+        from_json(&json!({"Ok": 1, "Err": "x"}), &ty).is_err(),
+        "both tags is not a Result"
+    );
+    assert!(
+        from_json(&json!(5), &ty).is_err(),
+        "a bare value is not a Result"
+    );
+
+    let token = Type::Linear(Box::new(Type::String));
+    assert_eq!(
+        from_json(&json!("tok_1"), &token),
+        Ok(Value::Str("tok_1".into()))
+    );
+}
+
+#[test]
+fn functions_never_cross_the_boundary() {
+    let f = Type::fun(Type::Int, EffectSet::pure(), Type::Int);
+    let err = from_json(&json!(1), &f).expect_err("no functions from tools");
+    assert!(
+        err.to_string().contains("cannot be received from a tool"),
+        "{err}"
+    );
+}
+
+#[test]
+fn values_encode_as_lambda_tool_json() {
+    let v = Value::Record(
+        vec![
+            ("ok".into(), Value::Ok(Value::Unit.into())),
+            (
+                "err".into(),
+                Value::Err(Value::Str("declined".into()).into()),
+            ),
+            (
+                "items".into(),
+                Value::List(vec![Value::Int(1), Value::Bool(false)].into()),
+            ),
+        ]
+        .into(),
+    );
+    assert_eq!(
+        v.to_json(),
+        json!({"ok": {"Ok": null}, "err": {"Err": "declined"}, "items": [1, false]})
+    );
+}
+
+#[test]
+fn round_trip_through_json_keeps_the_value() {
+    let ty = record(&[
+        ("tags", Type::list(Type::String)),
+        ("r", Type::result(Type::Unit, Type::String)),
+    ]);
+    let json = json!({"tags": ["a", "b"], "r": {"Err": "x"}});
+    let v = from_json(&json, &ty).expect("fits");
+    assert_eq!(from_json(&v.to_json(), &ty), Ok(v));
+}
