@@ -156,8 +156,7 @@ impl Checker<'_> {
         let e = self
             .metas
             .fresh(cb.span, "the Err type of the callback's result");
-        let resolved = self.metas.resolve(&ft).into_owned();
-        let resolved = self.metas.resolve(resolved.peel_linear()).into_owned();
+        let resolved = self.metas.resolve_peeled(&ft).into_owned();
         match resolved {
             Type::Fun(p, eff, r) => {
                 self.expect(cb.span, a, &p);

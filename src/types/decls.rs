@@ -125,16 +125,6 @@ pub fn lower_effects(row: &EffectRowExpr, diags: &mut Vec<Diagnostic>) -> Effect
     set
 }
 
-fn has_function(t: &Type) -> bool {
-    match t {
-        Type::Fun(..) => true,
-        Type::Record(fs) => fs.iter().any(|(_, t)| has_function(t)),
-        Type::List(t) | Type::Linear(t) => has_function(t),
-        Type::Result(a, b) => has_function(a) || has_function(b),
-        _ => false,
-    }
-}
-
 /// Builds the tool table from the declarations (in order), reporting bad and
 /// duplicate declarations.
 pub fn tools(decls: &[Decl], diags: &mut Vec<Diagnostic>) -> Vec<ToolSig> {
@@ -168,7 +158,7 @@ pub fn tools(decls: &[Decl], diags: &mut Vec<Diagnostic>) -> Vec<ToolSig> {
             }
         };
         for (what, t) in [("input", &input), ("output", &output)] {
-            if has_function(t) {
+            if t.contains_fun() {
                 diags.push(
                     Diagnostic::error(
                         Code::E0201,

@@ -102,8 +102,9 @@ impl<'a> Checker<'a> {
     }
 
     /// The declared tool called `name`.
-    fn tool(&self, name: &str) -> Option<ToolSig> {
-        self.tool_index.get(name).map(|&i| self.tools[i].clone())
+    fn tool(&self, name: &str) -> Option<&'a ToolSig> {
+        let tools: &'a [ToolSig] = self.tools;
+        self.tool_index.get(name).map(|&i| &tools[i])
     }
 
     /// Whether to search for "did you mean" candidates: only while few
@@ -579,8 +580,7 @@ impl<'a> Checker<'a> {
         app: Span,
         what: &str,
     ) -> Type {
-        let resolved = self.metas.resolve(&fty).into_owned();
-        let resolved = self.metas.resolve(resolved.peel_linear()).into_owned();
+        let resolved = self.metas.resolve_peeled(&fty).into_owned();
         match resolved {
             Type::Fun(p, eff, r) => {
                 self.check(arg, &p);
@@ -630,9 +630,8 @@ impl<'a> Checker<'a> {
 
     fn field(&mut self, r: &Expr, f: &Ident) -> Type {
         let rt = self.synth(r);
-        let rt = self.metas.resolve(&rt).into_owned();
-        let rt = self.metas.resolve(rt.peel_linear()).into_owned();
-        match &rt {
+        let rt = self.metas.resolve_peeled(&rt);
+        match &*rt {
             Type::Record(fs) => {
                 if let Some((_, t)) = fs.iter().find(|(n, _)| *n == f.name) {
                     self.dropped_fields(r, f, fs);

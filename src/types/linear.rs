@@ -46,7 +46,7 @@ struct Usage<'a> {
     branch_depth: u32,
     /// Linear `let`s whose value was a second use of another linear binder
     /// (`let b = token` after `token` was used): not reported again as unused.
-    aliases: Vec<Span>,
+    aliases: std::collections::HashSet<Span>,
     types: &'a HashMap<Span, Type>,
     /// Uses of each linear binder along the current path.
     uses: HashMap<Span, Vec<Span>>,
@@ -57,7 +57,7 @@ struct Usage<'a> {
     /// holds a Result (at least once on every path).
     kinds: HashMap<Span, bool>,
     diags: Vec<Diagnostic>,
-    captured: Vec<Span>,
+    captured: std::collections::HashSet<Span>,
 }
 
 /// Runs the usage pass; `types` maps binder spans to their (zonked) types.
@@ -67,13 +67,13 @@ pub fn check_usage(program: &Program, types: &HashMap<Span, Type>) -> Vec<Diagno
         names: HashMap::default(),
         log: Vec::new(),
         branch_depth: 0,
-        aliases: Vec::new(),
+        aliases: std::collections::HashSet::new(),
         types,
         uses: HashMap::default(),
         kinds: HashMap::default(),
         captured_results: std::collections::HashSet::new(),
         diags: Vec::new(),
-        captured: Vec::new(),
+        captured: std::collections::HashSet::new(),
     };
     u.walk(&program.body, 0);
     u.diags
@@ -190,8 +190,7 @@ impl Usage<'_> {
                     return;
                 };
                 if b.linear {
-                    if level > b.level && !self.captured.contains(&b.span) {
-                        self.captured.push(b.span);
+                    if level > b.level && self.captured.insert(b.span) {
                         let d = Diagnostic::error(
                             Code::E0503,
                             id.span,
@@ -228,7 +227,7 @@ impl Usage<'_> {
                             .and_then(|i| self.uses.get(&i.span))
                             .is_some_and(|u| u.len() > 1);
                         if overused {
-                            self.aliases.push(b.name.span);
+                            self.aliases.insert(b.name.span);
                         }
                     }
                     self.bind(&b.name, level, true);

@@ -23,8 +23,7 @@ impl Checker<'_> {
         span: Span,
     ) -> Type {
         let st = self.synth(scrut);
-        let resolved = self.metas.resolve(&st).into_owned();
-        let resolved = self.metas.resolve(resolved.peel_linear()).into_owned();
+        let resolved = self.metas.resolve_peeled(&st).into_owned();
         let has_result_pats = arms
             .iter()
             .any(|a| matches!(a.pattern.kind, PatternKind::Ok(_) | PatternKind::Err(_)));

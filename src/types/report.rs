@@ -255,8 +255,7 @@ impl Checker<'_> {
         match op {
             BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => {
                 let ta = self.synth(a);
-                if op == BinOp::Add && matches!(*self.metas.resolve(ta.peel_linear()), Type::String)
-                {
+                if op == BinOp::Add && matches!(*self.metas.resolve_peeled(&ta), Type::String) {
                     self.synth(b);
                     let d = Diagnostic::error(
                         Code::E0201,
@@ -315,7 +314,7 @@ impl Checker<'_> {
             }
             BinOp::Lt | BinOp::Gt | BinOp::Le | BinOp::Ge => {
                 let ta = self.synth(a);
-                match self.metas.resolve(ta.peel_linear()).into_owned() {
+                match self.metas.resolve_peeled(&ta).into_owned() {
                     Type::Int | Type::String => self.check(b, &ta),
                     Type::Error => {
                         self.synth(b);

@@ -6,6 +6,7 @@
 //! `Int -{}-> Bool`). Unsolved metavariables print as `_`.
 
 use crate::syntax::ast::Name;
+use std::borrow::Cow;
 use std::fmt;
 
 /// A set of effect labels, kept sorted in canonical order (`Read`, `Write`,
@@ -140,96 +141,117 @@ impl Type {
         }
     }
 
+    /// True when `is` holds for this type or for a part of its data (record
+    /// fields, list elements, Result payloads, the inside of `!T`; not the
+    /// inside of function types, whose values are not data).
+    pub fn holds(&self, is: fn(&Type) -> bool) -> bool {
+        is(self)
+            || stacker::maybe_grow(32 * 1024, 1024 * 1024, || match self {
+                Type::Record(fs) => fs.iter().any(|(_, t)| t.holds(is)),
+                Type::List(t) | Type::Linear(t) => t.holds(is),
+                Type::Result(a, b) => a.holds(is) || b.holds(is),
+                _ => false,
+            })
+    }
+
     /// True when a `Result` occurs in this type outside function types.
     pub fn contains_result(&self) -> bool {
-        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match self {
-            Type::Result(..) => true,
-            Type::Record(fs) => fs.iter().any(|(_, t)| t.contains_result()),
-            Type::List(t) | Type::Linear(t) => t.contains_result(),
-            _ => false,
-        })
+        self.holds(|t| matches!(t, Type::Result(..)))
     }
 
     /// True when values of this type must be used exactly once: the type is
     /// `!T`, or holds a `!T` in a record field, list element or Result
     /// payload (a record holding a token is as single-use as the token).
     pub fn is_linear(&self) -> bool {
-        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match self {
-            Type::Linear(_) => true,
-            Type::Record(fs) => fs.iter().any(|(_, t)| t.is_linear()),
-            Type::List(t) => t.is_linear(),
-            Type::Result(a, b) => a.is_linear() || b.is_linear(),
-            _ => false,
-        })
+        self.holds(|t| matches!(t, Type::Linear(_)))
     }
 
-    /// True when a function type occurs in this type.
+    /// True when a function type occurs in this type (outside other functions).
     pub fn contains_fun(&self) -> bool {
-        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match self {
-            Type::Fun(..) => true,
-            Type::Record(fs) => fs.iter().any(|(_, t)| t.contains_fun()),
-            Type::List(t) | Type::Linear(t) => t.contains_fun(),
-            Type::Result(a, b) => a.contains_fun() || b.contains_fun(),
-            _ => false,
-        })
+        self.holds(|t| matches!(t, Type::Fun(..)))
     }
+}
 
-    /// True when the type has no metavariables and no errors.
-    pub fn is_complete(&self) -> bool {
-        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match self {
-            Type::Meta(_) | Type::Error => false,
-            Type::Unit | Type::Bool | Type::Int | Type::String => true,
-            Type::Record(fs) => fs.iter().all(|(_, t)| t.is_complete()),
-            Type::List(t) | Type::Linear(t) => t.is_complete(),
-            Type::Result(a, b) | Type::Fun(a, _, b) => a.is_complete() && b.is_complete(),
-        })
+/// Writes `t` as types print (see the module note), looking through
+/// metavariables with `resolve` and stopping once `out` is longer than `max`
+/// bytes (the caller marks the cut). `Display` and the checker's bounded
+/// messages share this one printer.
+pub fn write_type(
+    t: &Type,
+    out: &mut String,
+    max: usize,
+    resolve: &dyn for<'a> Fn(&'a Type) -> Cow<'a, Type>,
+) {
+    if out.len() > max {
+        return;
     }
-
-    fn fmt_atom(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Type::Fun(..) | Type::List(..) | Type::Linear(..) => write!(f, "({self})"),
-            t => write!(f, "{t}"),
+    stacker::maybe_grow(32 * 1024, 1024 * 1024, || {
+        let t = resolve(t);
+        let paren = |inner: &Type, out: &mut String, wrap: bool| {
+            if wrap {
+                out.push('(');
+            }
+            write_type(inner, out, max, resolve);
+            if wrap {
+                out.push(')');
+            }
+        };
+        match &*t {
+            Type::Unit => out.push_str("Unit"),
+            Type::Bool => out.push_str("Bool"),
+            Type::Int => out.push_str("Int"),
+            Type::String => out.push_str("String"),
+            Type::Record(fs) => {
+                out.push('{');
+                for (i, (n, ft)) in fs.iter().enumerate() {
+                    if out.len() > max {
+                        return;
+                    }
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    out.push_str(n);
+                    out.push_str(": ");
+                    write_type(ft, out, max, resolve);
+                }
+                out.push('}');
+            }
+            Type::List(e) => {
+                out.push_str("List ");
+                paren(e, out, matches!(&*resolve(e), Type::Fun(..)));
+            }
+            Type::Result(a, b) => {
+                out.push_str("Result<");
+                write_type(a, out, max, resolve);
+                out.push_str(", ");
+                write_type(b, out, max, resolve);
+                out.push('>');
+            }
+            Type::Linear(inner) => {
+                out.push('!');
+                paren(
+                    inner,
+                    out,
+                    matches!(
+                        &*resolve(inner),
+                        Type::Fun(..) | Type::List(..) | Type::Linear(..)
+                    ),
+                );
+            }
+            Type::Fun(a, e, b) => {
+                paren(a, out, matches!(&*resolve(a), Type::Fun(..)));
+                out.push_str(&format!(" -{e}-> "));
+                write_type(b, out, max, resolve);
+            }
+            Type::Meta(_) | Type::Error => out.push('_'),
         }
-    }
+    })
 }
 
 impl fmt::Display for Type {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match self {
-            Type::Unit => f.write_str("Unit"),
-            Type::Bool => f.write_str("Bool"),
-            Type::Int => f.write_str("Int"),
-            Type::String => f.write_str("String"),
-            Type::Record(fs) => {
-                f.write_str("{")?;
-                for (i, (n, t)) in fs.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{n}: {t}")?;
-                }
-                f.write_str("}")
-            }
-            Type::List(t) => {
-                f.write_str("List ")?;
-                match **t {
-                    Type::Fun(..) => write!(f, "({t})"),
-                    _ => write!(f, "{t}"),
-                }
-            }
-            Type::Result(a, b) => write!(f, "Result<{a}, {b}>"),
-            Type::Linear(t) => {
-                f.write_str("!")?;
-                t.fmt_atom(f)
-            }
-            Type::Fun(a, e, b) => {
-                match **a {
-                    Type::Fun(..) => write!(f, "({a})")?,
-                    _ => write!(f, "{a}")?,
-                }
-                write!(f, " -{e}-> {b}")
-            }
-            Type::Meta(_) | Type::Error => f.write_str("_"),
-        })
+        let mut out = String::new();
+        write_type(self, &mut out, usize::MAX, &|t| Cow::Borrowed(t));
+        f.write_str(&out)
     }
 }

@@ -10,7 +10,7 @@
 //! * linearity: `!T ≤ T` (using a linear value consumes it) and `T ≤ !T`;
 //! * records are closed rows compared as sets of fields (order is irrelevant).
 
-use super::ty::{EffectSet, Type};
+use super::ty::{write_type, EffectSet, Type};
 use crate::source::Span;
 use crate::syntax::ast::Name;
 use std::borrow::Cow;
@@ -111,12 +111,22 @@ impl Metas {
         }
     }
 
+    /// `t` resolved one level further when it is `!T`: the type whose shape
+    /// decides what can be done with a value (apply it, read a field, match it).
+    pub fn resolve_peeled<'t>(&self, t: &'t Type) -> Cow<'t, Type> {
+        match self.resolve(t) {
+            Cow::Borrowed(Type::Linear(inner)) => self.resolve(inner),
+            Cow::Owned(Type::Linear(inner)) => Cow::Owned(self.resolve(&inner).into_owned()),
+            other => other,
+        }
+    }
+
     /// `t` printed as [`Type`]'s `Display` does (metavariables resolved),
     /// stopping with `…` after about `max` bytes: messages about huge
     /// records stay small and cost no more than their length.
     pub fn show_bounded(&self, t: &Type, max: usize) -> String {
         let mut out = String::new();
-        self.write_bounded(t, &mut out, max);
+        write_type(t, &mut out, max, &|t| self.resolve(t));
         if out.len() > max {
             let mut cut = max;
             while !out.is_char_boundary(cut) {
@@ -128,116 +138,39 @@ impl Metas {
         out
     }
 
-    fn write_bounded(&self, t: &Type, out: &mut String, max: usize) {
-        if out.len() > max {
-            return;
-        }
-        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match &*self.resolve(t) {
-            Type::Record(fs) => {
-                out.push('{');
-                for (i, (n, t)) in fs.iter().enumerate() {
-                    if out.len() > max {
-                        return;
-                    }
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    out.push_str(n);
-                    out.push_str(": ");
-                    self.write_bounded(t, out, max);
-                }
-                out.push('}');
-            }
-            Type::List(t) => {
-                out.push_str("List ");
-                let fun = matches!(&*self.resolve(t), Type::Fun(..));
-                if fun {
-                    out.push('(');
-                }
-                self.write_bounded(t, out, max);
-                if fun {
-                    out.push(')');
-                }
-            }
-            Type::Result(a, b) => {
-                out.push_str("Result<");
-                self.write_bounded(a, out, max);
-                out.push_str(", ");
-                self.write_bounded(b, out, max);
-                out.push('>');
-            }
-            Type::Linear(t) => {
-                out.push('!');
-                let paren = matches!(
-                    &*self.resolve(t),
-                    Type::Fun(..) | Type::List(..) | Type::Linear(..)
-                );
-                if paren {
-                    out.push('(');
-                }
-                self.write_bounded(t, out, max);
-                if paren {
-                    out.push(')');
-                }
-            }
-            Type::Fun(a, e, b) => {
-                let paren = matches!(&*self.resolve(a), Type::Fun(..));
-                if paren {
-                    out.push('(');
-                }
-                self.write_bounded(a, out, max);
-                if paren {
-                    out.push(')');
-                }
-                out.push_str(&format!(" -{e}-> "));
-                self.write_bounded(b, out, max);
-            }
-            other => out.push_str(&other.to_string()),
-        })
-    }
-
     /// Substitutes every solved metavariable in `t`.
     pub fn zonk(&self, t: &Type) -> Type {
-        stacker::maybe_grow(32 * 1024, 1024 * 1024, || {
-            match self.resolve(t).into_owned() {
-                Type::Record(fs) => {
-                    Type::Record(fs.iter().map(|(n, t)| (n.clone(), self.zonk(t))).collect())
-                }
-                Type::List(t) => Type::list(self.zonk(&t)),
-                Type::Linear(t) => Type::Linear(Box::new(self.zonk(&t))),
-                Type::Result(a, b) => Type::result(self.zonk(&a), self.zonk(&b)),
-                Type::Fun(a, e, b) => Type::fun(self.zonk(&a), e, self.zonk(&b)),
-                t => t,
+        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match &*self.resolve(t) {
+            Type::Record(fs) => {
+                Type::Record(fs.iter().map(|(n, t)| (n.clone(), self.zonk(t))).collect())
             }
+            Type::List(t) => Type::list(self.zonk(t)),
+            Type::Linear(t) => Type::Linear(Box::new(self.zonk(t))),
+            Type::Result(a, b) => Type::result(self.zonk(a), self.zonk(b)),
+            Type::Fun(a, e, b) => Type::fun(self.zonk(a), e.clone(), self.zonk(b)),
+            t => t.clone(),
         })
     }
 
     /// The first unsolved metavariable in `t`, if any.
     pub fn first_unsolved(&self, t: &Type) -> Option<u32> {
-        stacker::maybe_grow(32 * 1024, 1024 * 1024, || {
-            match self.resolve(t).into_owned() {
-                Type::Meta(id) => Some(id),
-                Type::Record(fs) => fs.iter().find_map(|(_, t)| self.first_unsolved(t)),
-                Type::List(t) | Type::Linear(t) => self.first_unsolved(&t),
-                Type::Result(a, b) | Type::Fun(a, _, b) => {
-                    self.first_unsolved(&a).or_else(|| self.first_unsolved(&b))
-                }
-                _ => None,
-            }
-        })
+        self.find_meta(t, &|_| true)
     }
 
     fn occurs(&self, id: u32, t: &Type) -> bool {
-        stacker::maybe_grow(32 * 1024, 1024 * 1024, || {
-            match self.resolve(t).into_owned() {
-                Type::Meta(other) => other == id,
-                Type::Record(fs) => fs.iter().any(|(_, t)| self.occurs(id, t)),
-                Type::List(t) | Type::Linear(t) => self.occurs(id, &t),
-                Type::Result(a, b) | Type::Fun(a, _, b) => {
-                    self.occurs(id, &a) || self.occurs(id, &b)
-                }
-                _ => false,
+        self.find_meta(t, &|m| m == id).is_some()
+    }
+
+    /// The first unsolved metavariable in `t` that `pick` accepts.
+    fn find_meta(&self, t: &Type, pick: &dyn Fn(u32) -> bool) -> Option<u32> {
+        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match &*self.resolve(t) {
+            Type::Meta(id) => Some(*id).filter(|id| pick(*id)),
+            Type::Record(fs) => fs.iter().find_map(|(_, t)| self.find_meta(t, pick)),
+            Type::List(t) | Type::Linear(t) => self.find_meta(t, pick),
+            Type::Result(a, b) | Type::Fun(a, _, b) => {
+                self.find_meta(a, pick).or_else(|| self.find_meta(b, pick))
             }
+            _ => None,
         })
     }
 
