@@ -77,29 +77,19 @@ pub fn parse(text: &str) -> (Program, Vec<Diagnostic>) {
     }
     diags.append(&mut st.diags);
     diags.sort_by_key(|d| (d.span.start, d.span.end));
-    // The lexer (brackets) and the parser (tree depth) may both hit the limit.
-    let mut seen_depth = false;
-    diags.retain(|d| d.code != Code::E0103 || !std::mem::replace(&mut seen_depth, true));
     // An unterminated comment swallows the rest, expression included: one error.
     if diags.iter().any(|d| d.code == Code::E0003) {
         diags.retain(|d| d.code != Code::E0104);
     }
     // After recovery, later errors on the same line are usually echoes of the first.
-    let mut lines_seen: Vec<usize> = Vec::new();
+    let line_starts: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).collect();
+    let mut lines_seen: std::collections::HashSet<usize> = std::collections::HashSet::new();
     diags.retain(|d| {
         if !matches!(d.code, Code::E0101 | Code::E0102 | Code::E0301) {
             return true;
         }
-        let line = text.as_bytes()[..(d.span.start as usize).min(text.len())]
-            .iter()
-            .filter(|&&c| c == b'\n')
-            .count();
-        if lines_seen.contains(&line) && d.code != Code::E0301 {
-            false
-        } else {
-            lines_seen.push(line);
-            true
-        }
+        let line = line_starts.partition_point(|&nl| nl < d.span.start as usize);
+        lines_seen.insert(line) || d.code == Code::E0301
     });
     diags.dedup_by(|a, b| a.span == b.span && a.code == b.code);
     (program, diags)
