@@ -44,11 +44,9 @@ impl Checker<'_> {
             set: EffectSet::pure(),
             span: id.span,
             reason: format!("`{name}` requires a pure {what}"),
-            help: format!(
-                "`map`, `filter` and `fold` only take pure callbacks; to call a tool for each element use \
+            help: "`map`, `filter` and `fold` only take pure callbacks; to call a tool for each element use \
                  `traverse`, which stops at the first Err: `match traverse (fn x: T => exec tool NAME x) xs \
-                 {{ Ok(results) => …, Err(e) => … }}`"
-            ),
+                 { Ok(results) => …, Err(e) => … }`".to_string(),
         }
         };
         // The parameters after the callback, the result, and the effects of

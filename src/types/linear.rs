@@ -109,8 +109,8 @@ impl Usage<'_> {
             return;
         };
         let linear = self.kinds.remove(&id.span).unwrap_or(false);
-        if linear {
-            if uses.len() != 1 && !(uses.is_empty() && self.aliases.contains(&id.span)) {
+        if linear
+            && uses.len() != 1 && !(uses.is_empty() && self.aliases.contains(&id.span)) {
                 let n = uses.len();
                 let (code, label) = if n == 0 {
                     (Code::E0502, "never used")
@@ -139,7 +139,6 @@ impl Usage<'_> {
                 });
                 self.diags.push(d);
             }
-        }
         if !linear && uses.is_empty() {
             let ty = self.types.get(&id.span);
             let shown = ty.map(ToString::to_string).unwrap_or_default();

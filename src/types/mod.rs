@@ -21,7 +21,9 @@
 //! `exec tool q "a"` as the program (E0602).
 
 pub mod builtins;
+pub mod calls;
 pub mod decls;
+pub mod fields;
 pub mod infer;
 pub mod linear;
 pub mod pattern;

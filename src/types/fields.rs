@@ -1,0 +1,159 @@
+//! Field access: `r.f` on a record type.
+//!
+//! A missing field is E0202, naming the record's fields and the closest one
+//! (λ-Tool's wording: `Field 'plan' not found in record type {…}`); a field
+//! of a Result is E0601 (match it first); reading one field discards the
+//! others, which is an error when one of them is linear (E0502) or, in a
+//! record literal, a Result (E0603).
+
+use super::infer::Checker;
+use super::ty::Type;
+use crate::diag::{closest, did_you_mean, Code, Diagnostic};
+use crate::syntax::ast::*;
+
+impl Checker<'_> {
+    pub(super) fn field(&mut self, r: &Expr, f: &Ident) -> Type {
+        let rt = self.synth(r);
+        let rt = self.metas.resolve_peeled(&rt);
+        match &*rt {
+            Type::Record(fs) => {
+                if let Some((_, t)) = fs.iter().find(|(n, _)| *n == f.name) {
+                    self.dropped_fields(r, f, fs);
+                    return t.clone();
+                }
+                let shown = self.show(&rt);
+                let all: Vec<&str> = fs.iter().map(|(n, _)| &**n).collect();
+                let listed = list_names(&all);
+                let mut d = Diagnostic::error(
+                    Code::E0202,
+                    f.span,
+                    format!("Field '{}' not found in record type {shown}", f.name),
+                )
+                .with_label(format!("no field `{}`", f.name))
+                .with_secondary(r.span, format!("this has type {shown}"));
+                let searchable = self.suggestions_allowed() && all.len() <= 1000;
+                d = if all.is_empty() {
+                    d.with_help("this record has no fields")
+                } else {
+                    d = d.with_note(format!("the record has fields: {listed}"));
+                    let typo = if searchable {
+                        did_you_mean(&f.name, all.iter().copied())
+                    } else {
+                        None
+                    };
+                    let near = if searchable {
+                        closest(&f.name, all.iter().copied())
+                    } else {
+                        None
+                    };
+                    match (typo, near) {
+                        (Some(s), _) => d.with_help(format!("did you mean `{s}`?")),
+                        (None, Some(c)) => d.with_help(format!(
+                            "the closest field is `{c}`; use one of the record's fields: {listed}"
+                        )),
+                        (None, None) => {
+                            d.with_help(format!("use one of the record's fields: {listed}"))
+                        }
+                    }
+                };
+                self.diags.push(d);
+                Type::Error
+            }
+            Type::Result(..) => {
+                let shown = self.show(&rt);
+                let d = Diagnostic::error(
+                    Code::E0601,
+                    f.span,
+                    format!("cannot read field `{}` of a Result", f.name),
+                )
+                .with_label("field access on a Result")
+                .with_secondary(r.span, format!("this is a {shown}: it may have failed"))
+                .with_help(format!(
+                    "match it first: `match … {{ Ok(v) => v.{}, Err(e) => … }}`",
+                    f.name
+                ));
+                self.diags.push(d);
+                Type::Error
+            }
+            Type::Error => Type::Error,
+            Type::Meta(id) => {
+                let mut d = Diagnostic::error(
+                    Code::E0209,
+                    r.span,
+                    format!(
+                        "cannot read field `{}`: the record type is not known here",
+                        f.name
+                    ),
+                )
+                .with_label("type not known");
+                if let Some((origin, what)) = self.metas.origin(*id) {
+                    d = d.with_secondary(origin, what);
+                }
+                self.diags.push(d.with_help("annotate the parameter with its record type, e.g. `fn r: {name: String} => r.name`"));
+                Type::Error
+            }
+            other => {
+                let shown = self.show(other);
+                let d = Diagnostic::error(
+                    Code::E0202,
+                    f.span,
+                    format!("`{shown}` is not a record, so it has no field `{}`", f.name),
+                )
+                .with_label("field access on a non-record")
+                .with_secondary(r.span, format!("this has type {shown}"))
+                .with_help("only records have fields; remove `.field` or use a record value");
+                self.diags.push(d);
+                Type::Error
+            }
+        }
+    }
+
+    /// Reading `r.f` discards the record's other fields: a linear one (its
+    /// value is never used) is E0502, and a Result in a record literal (its
+    /// failure is never handled) is E0603.
+    pub(super) fn dropped_fields(&mut self, r: &Expr, f: &Ident, fs: &[(Name, Type)]) {
+        let literal = matches!(r.kind, ExprKind::Record(_));
+        for (n, t) in fs {
+            if *n == f.name {
+                continue;
+            }
+            let t = self.metas.zonk(t);
+            if t.is_linear() {
+                let d = Diagnostic::error(Code::E0502, f.span, format!("reading `.{}` discards the linear field `{n}`", f.name))
+                    .with_label(format!("`{n}` has type {t} and is never used"))
+                    .with_secondary(r.span, "this record holds a `!` value")
+                    .with_help(format!("use `{n}` exactly once: pass the whole record to the tool that consumes it, or bind the field before reading others"));
+                self.diags.push(d);
+            } else if literal && t.contains_result() {
+                let d = Diagnostic::error(
+                    Code::E0603,
+                    f.span,
+                    format!(
+                        "Unhandled Result: reading `.{}` discards the Result in field `{n}`",
+                        f.name
+                    ),
+                )
+                .with_label(format!("`{n}` has type {t}, which is never matched"))
+                .with_help(format!(
+                    "match `{n}` first: `match … {{ Ok(v) => …, Err(e) => … }}`"
+                ));
+                self.diags.push(d);
+            }
+        }
+    }
+}
+
+/// At most 30 names, comma-separated, then how many more.
+fn list_names(names: &[&str]) -> String {
+    const MAX: usize = 30;
+    let mut out = names
+        .iter()
+        .take(MAX)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > MAX {
+        out.push_str(&format!(" … and {} more", names.len() - MAX));
+    }
+    out
+}
