@@ -55,6 +55,7 @@ codes! {
     E0212 = "E0212", "unknown effect";
     E0213 = "E0213", "duplicate tool declaration";
     E0214 = "E0214", "pattern does not fit the matched type";
+    E0215 = "E0215", "type too large";
     E0301 = "E0301", "loops are not allowed";
     E0302 = "E0302", "recursion is not allowed";
     E0401 = "E0401", "effect not allowed here";

@@ -64,6 +64,9 @@ pub struct Checker<'a> {
     /// literal that is one): a linear value may be passed as plain data there,
     /// because the tool consumes it.
     pub(super) consuming: bool,
+    /// Whether E0215 was reported (once per program: after it the same
+    /// doubling usually starts again from the error type).
+    type_size_reported: bool,
     /// While checking a later branch against the first branch's type:
     /// `(later branch span, first branch span, what the first branch is)`.
     pub(super) branch_ctx: Option<(Span, Span, &'static str)>,
@@ -94,6 +97,7 @@ impl<'a> Checker<'a> {
             }],
             callback_reason: None,
             consuming: false,
+            type_size_reported: false,
             branch_ctx: None,
             recursive_refs,
             let_types: Vec::new(),
@@ -254,7 +258,7 @@ impl<'a> Checker<'a> {
                         out.push((f.name.name.clone(), t));
                     }
                 }
-                Type::Record(out)
+                self.bounded(Type::Record(out), e.span)
             }
             ExprKind::Field(r, f) => self.field(r, f),
             ExprKind::List(elems, annot) => {
@@ -329,6 +333,25 @@ impl<'a> Checker<'a> {
         self.check(e, first_ty);
         self.branch_ctx = saved;
         first_ty.clone()
+    }
+
+    /// `ty`, or `Error` with E0215 when it has more than
+    /// [`MAX_TYPE_SIZE`](super::MAX_TYPE_SIZE) nodes. Only record literals
+    /// can multiply a type's size (`{x = a, y = a}` holds `a`'s type twice),
+    /// so they are where the bound is applied.
+    fn bounded(&mut self, ty: Type, span: Span) -> Type {
+        let max = super::MAX_TYPE_SIZE;
+        if self.metas.size(&ty, max) <= max {
+            return ty;
+        }
+        if std::mem::replace(&mut self.type_size_reported, true) {
+            return Type::Error;
+        }
+        let d = Diagnostic::error(Code::E0215, span, format!("the type of this record has more than {max} parts"))
+            .with_label("type too large")
+            .with_help("a record that holds another value several times doubles its type each time; store an id or a smaller part instead");
+        self.diags.push(d);
+        Type::Error
     }
 
     /// Checks list elements against `t`; after the first element that does

@@ -109,27 +109,26 @@ impl Usage<'_> {
             return;
         };
         let linear = self.kinds.remove(&id.span).unwrap_or(false);
-        if linear
-            && uses.len() != 1 && !(uses.is_empty() && self.aliases.contains(&id.span)) {
-                let n = uses.len();
-                let (code, label) = if n == 0 {
-                    (Code::E0502, "never used")
-                } else {
-                    (Code::E0501, "bound here")
-                };
-                let mut d = Diagnostic::error(
-                    code,
-                    id.span,
-                    format!(
-                        "Linearity violation for '{}': used {n} times (must be exactly once)",
-                        id.name
-                    ),
-                )
-                .with_label(label);
-                for (i, u) in uses.iter().enumerate() {
-                    d = d.with_secondary(*u, format!("use {}", i + 1));
-                }
-                d = d.with_help(if n == 0 {
+        if linear && uses.len() != 1 && !(uses.is_empty() && self.aliases.contains(&id.span)) {
+            let n = uses.len();
+            let (code, label) = if n == 0 {
+                (Code::E0502, "never used")
+            } else {
+                (Code::E0501, "bound here")
+            };
+            let mut d = Diagnostic::error(
+                code,
+                id.span,
+                format!(
+                    "Linearity violation for '{}': used {n} times (must be exactly once)",
+                    id.name
+                ),
+            )
+            .with_label(label);
+            for (i, u) in uses.iter().enumerate() {
+                d = d.with_secondary(*u, format!("use {}", i + 1));
+            }
+            d = d.with_help(if n == 0 {
                     format!("a `!` value must be consumed exactly once: pass `{}` to the call that needs it", id.name)
                 } else {
                     format!(
@@ -137,8 +136,8 @@ impl Usage<'_> {
                         id.name
                     )
                 });
-                self.diags.push(d);
-            }
+            self.diags.push(d);
+        }
         if !linear && uses.is_empty() {
             let ty = self.types.get(&id.span);
             let shown = ty.map(ToString::to_string).unwrap_or_default();

@@ -39,6 +39,11 @@ pub use decls::ToolSig;
 use rustc_hash::FxHashMap as HashMap;
 pub use ty::{EffectSet, Type};
 
+/// The most nodes a record literal's type may have (E0215). Types of
+/// programs are small; the bound stops `{x = a, y = a}` chains, which double
+/// the type on every line, before they exhaust memory.
+pub const MAX_TYPE_SIZE: usize = 100_000;
+
 /// At most this many diagnostics are kept (by source position); the rest are counted.
 pub const MAX_DIAGNOSTICS: usize = 100;
 

@@ -152,6 +152,31 @@ impl Metas {
         })
     }
 
+    /// The number of nodes of `t` (metavariables resolved), counted no
+    /// further than just past `cap`, so the count is cheap even for a type
+    /// too large to walk.
+    pub fn size(&self, t: &Type, cap: usize) -> usize {
+        let mut n = 0;
+        self.count(t, cap, &mut n);
+        n
+    }
+
+    fn count(&self, t: &Type, cap: usize, n: &mut usize) {
+        if *n > cap {
+            return;
+        }
+        *n += 1;
+        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match &*self.resolve(t) {
+            Type::Record(fs) => fs.iter().for_each(|(_, t)| self.count(t, cap, n)),
+            Type::List(t) | Type::Linear(t) => self.count(t, cap, n),
+            Type::Result(a, b) | Type::Fun(a, _, b) => {
+                self.count(a, cap, n);
+                self.count(b, cap, n);
+            }
+            _ => {}
+        })
+    }
+
     /// The first unsolved metavariable in `t`, if any.
     pub fn first_unsolved(&self, t: &Type) -> Option<u32> {
         self.find_meta(t, &|_| true)
