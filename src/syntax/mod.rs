@@ -233,6 +233,9 @@ fn hint_for(tok: &Tok, expected: &[String]) -> Option<String> {
         _ if has("`in`") => "every `let` needs `in` and a body: `let x = value in body`".into(),
         _ if has("`then`") => "an `if` is written `if cond then a else b`".into(),
         _ if has("`else`") => "every `if` needs an `else` branch of the same type".into(),
+        Tok::Comma if has("`=>`") => {
+            "a function takes one parameter: write `fn a: Int => fn b: Int => …`, or take a record `fn p: {a: Int, b: Int} => …`".into()
+        }
         _ if has("`=>`") => "a match arm is written `Ok(x) => …` or `Err(e) => …`".into(),
         Tok::FatArrow => "a `,` is probably missing between two match arms".into(),
         Tok::Ok | Tok::Err if has("`,`") && has("`}`") => "separate match arms with `,`".into(),

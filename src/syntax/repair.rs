@@ -149,6 +149,9 @@ fn insert_missing_arm_commas(toks: &mut Vec<Spanned>, diags: &mut Vec<Diagnostic
                         | Tok::Bang
                         | Tok::Arrow
                         | Tok::FatArrow
+                        // `Ok x =>`: the name is the pattern's binder.
+                        | Tok::Ok
+                        | Tok::Err
                 );
                 if !after_separator {
                     if let Some(len) = pattern_len(&toks[i..]) {

@@ -26,7 +26,9 @@ impl Checker<'_> {
                     let first_ty = self.show(expected);
                     d = d
                         .with_secondary(first, format!("{what} has type {first_ty}"))
-                        .with_help(format!("every branch must have the same type: give this branch type {first_ty}, or change {what}"));
+                        .with_help(format!(
+                            "give this the same type as {what} ({first_ty}), or change {what}"
+                        ));
                 }
             }
             self.diags.push(d);
