@@ -16,4 +16,5 @@
 //! The interpreter, the host trait and the executors are still to come.
 
 pub mod boundary;
+pub mod host;
 pub mod value;

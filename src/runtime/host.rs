@@ -1,0 +1,143 @@
+//! The host boundary: the one door through which a running program reaches
+//! the world.
+//!
+//! The interpreter never performs I/O itself. Each `exec` becomes a
+//! [`CallRequest`] handed to a [`Host`], which answers with an [`Outcome`]:
+//! the tool's raw JSON result, or a [`ToolFailure`]. The interpreter then
+//! validates the JSON against the tool's declared output type
+//! ([`super::boundary`]) and gives the program `Ok(v)` or `Err(message)`.
+//!
+//! The trait is synchronous from the interpreter's side: pure evaluation
+//! runs on one thread without a future per node, and a host that does real
+//! I/O (the executors in [`crate::exec`]) blocks that thread on a tokio
+//! future for the duration of the call. Replay (issue 4) is a host that
+//! answers from the event log instead of calling anything.
+
+use serde_json::Value as Json;
+use std::fmt;
+use std::time::Duration;
+
+/// One step of an [`CallId`]'s path: where the call sits in the dynamic
+/// structure of the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PathStep {
+    /// Inside iteration `index` (0-based) of the `for_each` or `reduce` node `node`.
+    Item {
+        /// The iterating IR node.
+        node: u32,
+        /// The element's position in the list.
+        index: u32,
+    },
+    /// Inside the body of a function applied at the `apply` node `node`.
+    Apply {
+        /// The application's IR node.
+        node: u32,
+    },
+}
+
+/// The identity of one tool call: the `exec` node's id plus the iteration
+/// and application path that led to it. The same program with the same tool
+/// outcomes produces the same identities on every run, which is what lets a
+/// log be replayed and a call be matched to its recorded outcome.
+///
+/// Printed as `n7` (top level), `n7[n3:2]` (item 2 of node 3's iteration),
+/// `n7[n3:2,n5]` (…then inside a function applied at node 5).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CallId {
+    /// The `exec` node's id.
+    pub node: u32,
+    /// Outermost first.
+    pub path: Vec<PathStep>,
+}
+
+impl fmt::Display for CallId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "n{}", self.node)?;
+        if self.path.is_empty() {
+            return Ok(());
+        }
+        f.write_str("[")?;
+        for (i, step) in self.path.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            match step {
+                PathStep::Item { node, index } => write!(f, "n{node}:{index}")?,
+                PathStep::Apply { node } => write!(f, "n{node}")?,
+            }
+        }
+        f.write_str("]")
+    }
+}
+
+/// A tool call the interpreter asks its host to perform.
+#[derive(Clone, Debug)]
+pub struct CallRequest<'a> {
+    /// The call's stable identity.
+    pub id: &'a CallId,
+    /// The tool's declared name.
+    pub tool: &'a str,
+    /// The argument, already encoded as JSON (records → objects, lists →
+    /// arrays, unit → `null`, `Ok`/`Err` → `{"Ok": v}` / `{"Err": e}`).
+    pub arg: Json,
+    /// The longest the call may take: the smaller of the tool's own
+    /// `timeout_ms` (applied by the host) and the time left in the run.
+    /// `None`: no run-level deadline.
+    pub time_left: Option<Duration>,
+}
+
+/// Why a tool call produced no usable JSON result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FailureKind {
+    /// The tool ran and reported failure: a non-zero exit status, a non-2xx
+    /// HTTP status, a `fixed` error response.
+    Failed,
+    /// The process was killed by a signal (a crash).
+    Crashed,
+    /// The call took longer than its timeout and was abandoned (a subprocess
+    /// is killed).
+    TimedOut,
+    /// The tool's output is not JSON (or exceeds the output size limit).
+    BadOutput,
+    /// The tool could not be reached: the program could not be started, the
+    /// connection was refused.
+    Unavailable,
+}
+
+impl FailureKind {
+    /// A stable lowercase name (`failed`, `crashed`, `timed_out`,
+    /// `bad_output`, `unavailable`) for logs and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Failed => "failed",
+            FailureKind::Crashed => "crashed",
+            FailureKind::TimedOut => "timed_out",
+            FailureKind::BadOutput => "bad_output",
+            FailureKind::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// A failed tool call. `message` is what the program sees as the `Err`
+/// payload, e.g. `tool issue_refund failed (exit status 1): card declined`,
+/// including the tool's stderr (trimmed, at most a few KiB) where there is one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolFailure {
+    /// What kind of failure.
+    pub kind: FailureKind,
+    /// The whole message, naming the tool.
+    pub message: String,
+}
+
+/// What a host answers for one call: the tool's raw JSON result (not yet
+/// validated against the declared output type), or why there is none.
+pub type Outcome = Result<Json, ToolFailure>;
+
+/// Performs tool calls for the interpreter. Implementations: the executor
+/// host (`tools.toml`, [`crate::exec`]), the fixed hosts in tests, and later
+/// the control plane and replay.
+pub trait Host {
+    /// Performs one call and waits for its outcome. Must not panic on any
+    /// tool behaviour: every failure is an `Err(ToolFailure)`.
+    fn call(&mut self, request: CallRequest<'_>) -> Outcome;
+}
