@@ -11,6 +11,8 @@
 
 pub mod cli;
 pub mod diag;
+pub mod exec;
+pub mod ir;
 pub mod runtime;
 pub mod scope;
 pub mod source;

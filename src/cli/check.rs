@@ -51,6 +51,11 @@ pub fn report_json(file: &SourceFile, a: &Analysis, emit: Option<Emit>) -> serde
         "diagnostics": a.diagnostics.iter().map(|d| to_json(file, d)).collect::<Vec<_>>(),
         "truncated": a.truncated,
     });
+    if ok && emit == Some(Emit::Ir) {
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert("ir".into(), json!(ir_text(file, a)));
+        }
+    }
     if emit == Some(Emit::Types) {
         let bindings: Vec<serde_json::Value> = a
             .let_types
@@ -84,8 +89,39 @@ fn print_human(file: &SourceFile, a: &Analysis, emit: Option<Emit>, color: bool)
     if a.is_ok() {
         out!("type: {}", a.ty);
         out!("effects: {}", a.effects);
+        if emit == Some(Emit::Ir) {
+            if let Some(text) = ir_text(file, a) {
+                out!("{}", text.trim_end());
+            }
+        }
         return;
     }
+    print_diagnostics(file, a, color);
+}
+
+/// The IR of a well-typed program, as `--emit ir` prints it (`None` when
+/// lowering fails, which is an internal error reported on stderr).
+fn ir_text(file: &SourceFile, a: &Analysis) -> Option<String> {
+    let checked = crate::types::CheckedProgram {
+        program: a.program.clone(),
+        ty: a.ty.clone(),
+        effects: a.effects.clone(),
+        tools: a.tools.clone(),
+    };
+    match crate::ir::lower::lower(&checked) {
+        Ok(ir) => Some(crate::ir::print::print(&ir, file)),
+        Err(e) => {
+            err!(
+                "error: internal error while lowering: {} (this is a bug in lt)",
+                e.message
+            );
+            None
+        }
+    }
+}
+
+/// Prints the diagnostics of a rejected program on stderr, with a count.
+pub fn print_diagnostics(file: &SourceFile, a: &Analysis, color: bool) {
     {
         use std::io::Write as _;
         super::note_write(write!(

@@ -37,6 +37,9 @@ macro_rules! err {
 }
 
 pub mod check;
+pub mod run;
+
+use crate::runtime::limits::Limits;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::{IsTerminal, Read};
@@ -46,8 +49,11 @@ use std::process::ExitCode;
 pub const EXIT_OK: u8 = 0;
 /// Exit status: the program has errors.
 pub const EXIT_DIAGNOSTICS: u8 = 1;
-/// Exit status: usage or I/O error.
+/// Exit status: usage or I/O error (bad arguments, unreadable file, invalid
+/// `tools.toml`, a called tool without an executor).
 pub const EXIT_USAGE: u8 = 2;
+/// Exit status: the run stopped (a limit was hit, or an internal error).
+pub const EXIT_RUN_FAILED: u8 = 3;
 
 /// lt: a typed tool-composition language (λ-Tool compatible).
 #[derive(Parser, Debug)]
@@ -63,6 +69,8 @@ pub struct Cli {
 pub enum Emit {
     /// The type of every `let` binding.
     Types,
+    /// The combinator IR the program lowers to.
+    Ir,
 }
 
 /// When to colour human output.
@@ -93,6 +101,35 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "auto")]
         color: Color,
     },
+    /// Check a program, then run it with the executors of a tools.toml.
+    Run {
+        /// The program file, or `-` for standard input.
+        file: String,
+        /// The tools.toml mapping each tool to an executor.
+        #[arg(long, value_name = "TOOLS_TOML")]
+        executors: Option<String>,
+        /// Print one JSON object `{ok, value, type, effects, calls, steps}` on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Print a line per tool call on stderr.
+        #[arg(long, short)]
+        verbose: bool,
+        /// Most tool calls in the run.
+        #[arg(long, value_name = "N", default_value_t = Limits::default().max_calls)]
+        max_calls: u64,
+        /// Most evaluation steps (fuel).
+        #[arg(long, value_name = "N", default_value_t = Limits::default().max_steps)]
+        max_steps: u64,
+        /// Wall-clock limit of the whole run, in milliseconds (0: none).
+        #[arg(long, value_name = "MS", default_value_t = 300_000)]
+        timeout_ms: u64,
+        /// Longest list the program may build or receive.
+        #[arg(long, value_name = "N", default_value_t = Limits::default().max_list_len)]
+        max_list_len: usize,
+        /// Colour the diagnostics.
+        #[arg(long, value_enum, default_value = "auto")]
+        color: Color,
+    },
     /// Print the explanation of an error code, e.g. `lt explain E0202`.
     Explain {
         /// The code (`E0202`, `e0202` or `202`).
@@ -115,15 +152,33 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             json,
             emit,
             color,
+        } => check::run(&file, json, emit, color_on(color)),
+        Command::Run {
+            file,
+            executors,
+            json,
+            verbose,
+            max_calls,
+            max_steps,
+            timeout_ms,
+            max_list_len,
+            color,
         } => {
-            let color = match color {
-                Color::Always => true,
-                Color::Never => false,
-                Color::Auto => {
-                    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
-                }
+            let limits = Limits {
+                max_calls,
+                max_steps,
+                timeout: (timeout_ms > 0).then(|| std::time::Duration::from_millis(timeout_ms)),
+                max_list_len,
+                ..Limits::default()
             };
-            check::run(&file, json, emit, color)
+            run::run(&run::RunOptions {
+                file,
+                executors,
+                json,
+                verbose,
+                color: color_on(color),
+                limits,
+            })
         }
         Command::Explain { code } => explain(&code),
     };
@@ -134,6 +189,14 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
         return ExitCode::from(EXIT_USAGE);
     }
     ExitCode::from(code)
+}
+
+fn color_on(color: Color) -> bool {
+    match color {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    }
 }
 
 fn explain(text: &str) -> u8 {

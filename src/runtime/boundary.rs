@@ -70,6 +70,28 @@ pub fn tool_result(tool: &str, json: &Json, ty: &Type) -> Result<Value, String> 
     from_json(json, ty).map_err(|e| format!("tool {tool} returned an invalid result: {e}"))
 }
 
+/// Checks that no array inside `json` is longer than `max` items (a tool's
+/// result is bounded before it is converted). The message names the path.
+pub fn check_lists(json: &Json, max: usize) -> Result<(), String> {
+    let mut work: Vec<&Json> = vec![json];
+    while let Some(j) = work.pop() {
+        match j {
+            Json::Array(items) => {
+                if items.len() > max {
+                    return Err(format!(
+                        "a list of {} items, more than the limit of {max}",
+                        items.len()
+                    ));
+                }
+                work.extend(items.iter());
+            }
+            Json::Object(map) => work.extend(map.values()),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 fn mismatch(path: &str, ty: &Type, json: &Json) -> BoundaryError {
     BoundaryError {
         path: path.to_string(),
@@ -121,11 +143,17 @@ fn convert(json: &Json, ty: &Type, path: &mut String) -> Result<Value, BoundaryE
         (Type::List(elem), Json::Array(items)) => {
             let mut out = Vec::with_capacity(items.len());
             for (i, j) in items.iter().enumerate() {
-                let len = path.len();
-                path.push_str(&format!("[{i}]"));
-                let v = convert(j, elem, path);
-                path.truncate(len);
-                out.push(v?);
+                // The index joins the path only when the element is wrong,
+                // so a valid list of a million items formats nothing.
+                match convert(j, elem, path) {
+                    Ok(v) => out.push(v),
+                    Err(mut e) => {
+                        let tail = e.path.split_off(path.len().min(e.path.len()));
+                        e.path.push_str(&format!("[{i}]"));
+                        e.path.push_str(&tail);
+                        return Err(e);
+                    }
+                }
             }
             Ok(Value::List(out.into()))
         }

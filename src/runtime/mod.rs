@@ -16,5 +16,8 @@
 //! The interpreter, the host trait and the executors are still to come.
 
 pub mod boundary;
+pub mod eval;
 pub mod host;
+pub mod limits;
+pub mod ops;
 pub mod value;

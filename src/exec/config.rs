@@ -1,0 +1,513 @@
+//! Reading `tools.toml` into a [`Registry`].
+//!
+//! Parsing is two steps: serde (with `deny_unknown_fields`) reads the file
+//! into raw tables that keep the spans of the values we validate further;
+//! then each raw table becomes a [`Tool`] or a [`ConfigError`] pointing at
+//! `file:line:column`. Loading stops at the first error (the file is small
+//! and the fix is usually one line).
+
+use super::command::CommandTool;
+use super::fixed::{FixedTool, Response};
+use super::http::HttpTool;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde::Deserialize;
+use serde_json::Value as Json;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use toml::Spanned;
+
+/// The timeout of a `command` or `http` tool without `timeout_ms`: 30 s.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(30_000);
+
+/// A `tools.toml` that could not be used: unreadable, not TOML, or a table
+/// that breaks a rule. Displayed as `path:line:column: message` followed by
+/// `help: …` on a second line when there is a hint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file as the caller named it (e.g. `tools.toml`).
+    pub path: String,
+    /// 1-based line of the offending text, when known.
+    pub line: Option<usize>,
+    /// 1-based column (in characters) of the offending text, when known.
+    pub column: Option<usize>,
+    /// What is wrong, naming the tool where there is one.
+    pub message: String,
+    /// How to fix it, when there is a useful hint.
+    pub help: Option<String>,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.path)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(column) = self.column {
+                write!(f, ":{column}")?;
+            }
+        }
+        write!(f, ": {}", self.message)?;
+        if let Some(help) = &self.help {
+            write!(f, "\nhelp: {help}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// The loaded `tools.toml`: one executor per tool name. Immutable once
+/// loaded, except for the position of each `fixed` sequence (an atomic
+/// counter), so a registry may be shared between threads.
+#[derive(Debug)]
+pub struct Registry {
+    origin: String,
+    tools: BTreeMap<String, Tool>,
+}
+
+/// One tool's executor.
+#[derive(Debug)]
+pub(crate) enum Tool {
+    Command(CommandTool),
+    Http(HttpTool),
+    Fixed(FixedTool),
+}
+
+impl Registry {
+    /// Reads and validates the file at `path`. Relative paths inside it
+    /// resolve from the folder that contains it. Errors: the file cannot be
+    /// read (the message names the path and the OS error), it is not TOML, or
+    /// a table breaks a rule of `docs/executors.md`.
+    pub fn load(path: &Path) -> Result<Registry, ConfigError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            path: origin.clone(),
+            line: None,
+            column: None,
+            message: format!("cannot read the tool configuration: {e}"),
+            help: None,
+        })?;
+        let folder = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        Registry::from_str(&text, folder, &origin)
+    }
+
+    /// Parses `text` as the contents of a `tools.toml` living in `folder`
+    /// (relative paths inside resolve from it; a relative `folder` is made
+    /// absolute against the current directory now). `origin` names the file
+    /// in error messages.
+    pub fn from_str(text: &str, folder: &Path, origin: &str) -> Result<Registry, ConfigError> {
+        let err = |span: Option<Range<usize>>, message: String, help: Option<String>| {
+            let (line, column) = match span {
+                Some(s) => {
+                    let (l, c) = line_column(text, s.start);
+                    (Some(l), Some(c))
+                }
+                None => (None, None),
+            };
+            ConfigError {
+                path: origin.to_string(),
+                line,
+                column,
+                message,
+                help,
+            }
+        };
+        let raw: RawFile = toml::from_str(text).map_err(|e| {
+            // toml's syntax messages may span lines; keep the error on one.
+            let message = e.message().trim().replace('\n', "; ");
+            let message = match e.span().and_then(|s| tool_at(text, s.start)) {
+                Some(name) => format!("tool {name}: {message}"),
+                None => message,
+            };
+            err(e.span(), message, None)
+        })?;
+        let folder = absolute(folder);
+        let mut tools = BTreeMap::new();
+        for (name, table) in raw.tools {
+            let span = table.span();
+            let tool = build_tool(&name, table.into_inner(), &folder)
+                .map_err(|e| err(Some(e.span.unwrap_or(span.clone())), e.message, e.help))?;
+            tools.insert(name, tool);
+        }
+        Ok(Registry {
+            origin: origin.to_string(),
+            tools,
+        })
+    }
+
+    /// The names among `names` that have no executor, in the order given,
+    /// each once. The CLI reports these before a run starts.
+    pub fn missing<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+        let mut out: Vec<&'a str> = Vec::new();
+        for n in names {
+            if !self.tools.contains_key(n) && !out.contains(&n) {
+                out.push(n);
+            }
+        }
+        out
+    }
+
+    /// A one-line description of a tool's executor for `--verbose`, e.g.
+    /// `command python3 tools/x.py (timeout 5000 ms)`,
+    /// `http POST http://127.0.0.1:8080/refund (timeout 2000 ms)`,
+    /// `fixed ok {"sent":true}`. `None` if the tool has no executor.
+    pub fn describe(&self, tool: &str) -> Option<String> {
+        self.tools.get(tool).map(|t| match t {
+            Tool::Command(c) => c.describe(),
+            Tool::Http(h) => h.describe(),
+            Tool::Fixed(f) => f.describe(),
+        })
+    }
+
+    /// The names of all configured tools, in sorted order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tools.keys().map(String::as_str)
+    }
+
+    /// The file the registry was read from, as named when loading.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    pub(crate) fn get(&self, tool: &str) -> Option<&Tool> {
+        self.tools.get(tool)
+    }
+}
+
+/// The tool whose table holds byte `offset`, if the text is valid TOML
+/// (used to name the tool in serde's messages, which do not).
+fn tool_at(text: &str, offset: usize) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Loose {
+        tools: Option<BTreeMap<String, Spanned<toml::Value>>>,
+    }
+    let loose: Loose = toml::from_str(text).ok()?;
+    loose
+        .tools?
+        .into_iter()
+        .find(|(_, t)| t.span().contains(&offset))
+        .map(|(name, _)| name)
+}
+
+/// 1-based line and character column of byte `offset` in `text`.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before[line_start..].chars().count() + 1;
+    (line, column)
+}
+
+fn absolute(folder: &Path) -> PathBuf {
+    let folder = if folder.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        folder
+    };
+    std::path::absolute(folder).unwrap_or_else(|_| folder.to_path_buf())
+}
+
+// ---- raw tables (serde) ----
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table with a `tools` table")]
+struct RawFile {
+    #[serde(default)]
+    tools: BTreeMap<String, Spanned<RawTool>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a tool table")]
+struct RawTool {
+    command: Option<Spanned<Vec<String>>>,
+    cwd: Option<Spanned<String>>,
+    env: Option<Spanned<BTreeMap<String, String>>>,
+    timeout_ms: Option<Spanned<toml::Value>>,
+    http: Option<Spanned<RawHttp>>,
+    fixed: Option<Spanned<RawFixed>>,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "an http table such as `{ url = \"http://…\" }`"
+)]
+struct RawHttp {
+    url: Spanned<String>,
+    headers: Option<Spanned<BTreeMap<String, String>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a fixed table: `{ ok = … }`, `{ error = \"…\" }` or `{ sequence = […] }`"
+)]
+struct RawFixed {
+    ok: Option<Spanned<toml::Value>>,
+    error: Option<String>,
+    sequence: Option<Spanned<Vec<Spanned<RawResponse>>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a response: `{ ok = … }` or `{ error = \"…\" }`"
+)]
+struct RawResponse {
+    ok: Option<Spanned<toml::Value>>,
+    error: Option<String>,
+}
+
+/// A rule broken inside one tool table; `span: None` means the whole table.
+struct ToolError {
+    span: Option<Range<usize>>,
+    message: String,
+    help: Option<String>,
+}
+
+fn tool_error(name: &str, span: Option<Range<usize>>, what: &str, help: Option<&str>) -> ToolError {
+    ToolError {
+        span,
+        message: format!("tool {name}: {what}"),
+        help: help.map(str::to_string),
+    }
+}
+
+fn build_tool(name: &str, raw: RawTool, folder: &Path) -> Result<Tool, ToolError> {
+    let given: Vec<&str> = [
+        raw.command.as_ref().map(|_| "command"),
+        raw.http.as_ref().map(|_| "http"),
+        raw.fixed.as_ref().map(|_| "fixed"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if given.len() != 1 {
+        let found = if given.is_empty() {
+            "none is given".to_string()
+        } else {
+            format!("found {}", given.join(" and "))
+        };
+        return Err(tool_error(
+            name,
+            None,
+            &format!("give exactly one of command, http or fixed ({found})"),
+            Some("`command = [\"python3\", \"tools/x.py\"]` runs a program per call; `http = { url = \"…\" }` posts to a URL; `fixed = { ok = … }` answers with a canned result"),
+        ));
+    }
+    let timeout = match &raw.timeout_ms {
+        None => DEFAULT_TIMEOUT,
+        Some(t) => match t.get_ref() {
+            toml::Value::Integer(ms) if *ms > 0 => Duration::from_millis(ms.unsigned_abs()),
+            _ => {
+                return Err(tool_error(
+                    name,
+                    Some(t.span()),
+                    "timeout_ms must be a positive number of milliseconds",
+                    Some("e.g. `timeout_ms = 5000`; leave it out for the default of 30000"),
+                ))
+            }
+        },
+    };
+    if let Some(command) = raw.command {
+        let span = command.span();
+        let argv = command.into_inner();
+        return CommandTool::new(
+            argv,
+            raw.cwd.map(Spanned::into_inner),
+            raw.env.map(Spanned::into_inner).unwrap_or_default(),
+            timeout,
+            folder,
+        )
+        .map(Tool::Command)
+        .map_err(|(what, help)| tool_error(name, Some(span), what, help));
+    }
+    for (key, span) in [
+        ("cwd", raw.cwd.as_ref().map(Spanned::span)),
+        ("env", raw.env.as_ref().map(Spanned::span)),
+    ] {
+        if let Some(span) = span {
+            return Err(tool_error(
+                name,
+                Some(span),
+                &format!("`{key}` applies only to command tools"),
+                Some(&format!("remove `{key}`")),
+            ));
+        }
+    }
+    if let Some(http) = raw.http {
+        return build_http(name, http.into_inner(), timeout).map(Tool::Http);
+    }
+    if let Some(t) = raw.timeout_ms {
+        return Err(tool_error(
+            name,
+            Some(t.span()),
+            "`timeout_ms` has no effect on a fixed tool",
+            Some("remove `timeout_ms`"),
+        ));
+    }
+    match raw.fixed {
+        Some(fixed) => build_fixed(name, fixed).map(Tool::Fixed),
+        None => Err(tool_error(
+            name,
+            None,
+            "give exactly one of command, http or fixed",
+            None,
+        )),
+    }
+}
+
+fn build_http(name: &str, raw: RawHttp, timeout: Duration) -> Result<HttpTool, ToolError> {
+    let url_span = raw.url.span();
+    let url = reqwest::Url::parse(raw.url.get_ref()).map_err(|e| {
+        tool_error(
+            name,
+            Some(url_span.clone()),
+            &format!("`{}` is not a URL: {e}", raw.url.get_ref()),
+            Some("give an absolute URL such as `http://127.0.0.1:8080/refund`"),
+        )
+    })?;
+    if url.scheme() != "http" && url.scheme() != "https" {
+        return Err(tool_error(
+            name,
+            Some(url_span),
+            &format!(
+                "the URL scheme must be http or https, not `{}`",
+                url.scheme()
+            ),
+            None,
+        ));
+    }
+    let mut headers = HeaderMap::new();
+    if let Some(h) = raw.headers {
+        let span = h.span();
+        for (k, v) in h.into_inner() {
+            let key = HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
+                tool_error(
+                    name,
+                    Some(span.clone()),
+                    &format!("`{k}` is not a valid HTTP header name"),
+                    None,
+                )
+            })?;
+            let value = HeaderValue::from_str(&v).map_err(|_| {
+                tool_error(
+                    name,
+                    Some(span.clone()),
+                    &format!("the value of header `{k}` is not a valid HTTP header value"),
+                    Some("header values must be visible ASCII without line breaks"),
+                )
+            })?;
+            headers.insert(key, value);
+        }
+    }
+    Ok(HttpTool::new(url, headers, timeout))
+}
+
+fn build_fixed(name: &str, raw: Spanned<RawFixed>) -> Result<FixedTool, ToolError> {
+    let span = raw.span();
+    let raw = raw.into_inner();
+    let exactly_one = || {
+        tool_error(
+            name,
+            Some(span.clone()),
+            "a fixed table takes exactly one of ok, error or sequence",
+            Some(
+                "e.g. `fixed = { ok = { sent = true } }` or `fixed = { error = \"mailbox full\" }`",
+            ),
+        )
+    };
+    match (raw.ok, raw.error, raw.sequence) {
+        (Some(ok), None, None) => Ok(FixedTool::always(Response::Ok(to_json(name, &ok)?))),
+        (None, Some(error), None) => Ok(FixedTool::always(Response::Error(error))),
+        (None, None, Some(seq)) => {
+            let seq_span = seq.span();
+            let items = seq.into_inner();
+            if items.is_empty() {
+                return Err(tool_error(
+                    name,
+                    Some(seq_span),
+                    "a fixed sequence needs at least one response",
+                    Some("e.g. `sequence = [ { ok = 1 }, { error = \"boom\" } ]`"),
+                ));
+            }
+            let mut responses = Vec::with_capacity(items.len());
+            for item in items {
+                let item_span = item.span();
+                responses.push(match item.into_inner() {
+                    RawResponse {
+                        ok: Some(ok),
+                        error: None,
+                    } => Response::Ok(to_json(name, &ok)?),
+                    RawResponse {
+                        ok: None,
+                        error: Some(e),
+                    } => Response::Error(e),
+                    RawResponse { .. } => {
+                        return Err(tool_error(
+                            name,
+                            Some(item_span),
+                            "each response of a sequence takes exactly one of ok or error",
+                            Some("e.g. `{ ok = 1 }` or `{ error = \"boom\" }`"),
+                        ))
+                    }
+                });
+            }
+            Ok(FixedTool::sequence(responses))
+        }
+        _ => Err(exactly_one()),
+    }
+}
+
+/// TOML → JSON: tables → objects, arrays → arrays, datetimes → their RFC
+/// 3339 text. A float that JSON cannot hold (nan, inf) is an error.
+fn to_json(name: &str, value: &Spanned<toml::Value>) -> Result<Json, ToolError> {
+    convert(value.get_ref()).ok_or_else(|| {
+        tool_error(
+            name,
+            Some(value.span()),
+            "the fixed result contains nan or inf, which JSON cannot represent",
+            None,
+        )
+    })
+}
+
+fn convert(value: &toml::Value) -> Option<Json> {
+    Some(match value {
+        toml::Value::String(s) => Json::String(s.clone()),
+        toml::Value::Integer(i) => Json::from(*i),
+        toml::Value::Float(f) => Json::Number(serde_json::Number::from_f64(*f)?),
+        toml::Value::Boolean(b) => Json::Bool(*b),
+        toml::Value::Datetime(d) => Json::String(d.to_string()),
+        toml::Value::Array(items) => Json::Array(items.iter().map(convert).collect::<Option<_>>()?),
+        toml::Value::Table(t) => Json::Object(
+            t.iter()
+                .map(|(k, v)| Some((k.clone(), convert(v)?)))
+                .collect::<Option<_>>()?,
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::line_column;
+
+    #[test]
+    fn line_and_column_are_one_based_and_count_characters() {
+        let text = "a\nλb\nc";
+        assert_eq!(line_column(text, 0), (1, 1));
+        assert_eq!(line_column(text, 2), (2, 1));
+        assert_eq!(line_column(text, 4), (2, 2));
+        assert_eq!(line_column(text, 3), (2, 1)); // inside λ: snaps back
+        assert_eq!(line_column(text, 99), (3, 2));
+    }
+}

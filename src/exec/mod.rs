@@ -1,0 +1,181 @@
+//! Executors: how a tool call reaches the world.
+//!
+//! An *executor* performs the calls of one tool. A program declares a tool's
+//! name and types; `tools.toml`, beside the program, says what runs it. Each
+//! tool gets one table with exactly one of three executors:
+//!
+//! ```toml
+//! [tools.lookup_account]
+//! command = ["python3", "tools/lookup.py"]   # a subprocess per call
+//! cwd = "."                                  # default: the folder of tools.toml
+//! env = { SUPPORT_DB = "support.db" }         # added to the inherited environment
+//! timeout_ms = 5000                          # default 30000
+//!
+//! [tools.issue_refund]
+//! http = { url = "http://127.0.0.1:8080/refund", headers = { Authorization = "…" } }
+//!
+//! [tools.send_reply]
+//! fixed = { ok = { sent = true } }   # or { error = "…" }, or { sequence = [ … ] }
+//! ```
+//!
+//! Relative paths resolve from the folder holding `tools.toml`: it is the
+//! default working directory, `cwd` is relative to it, and a relative
+//! `command[0]` containing `/` (`./tools/x.sh`) is made absolute against it.
+//! [`Registry`] is the loaded file (`config.rs` validates it, pointing at
+//! `file:line:column`); [`ExecutorHost`] is the [`Host`] that runs calls
+//! through it. `docs/executors.md` is the user-facing reference.
+//!
+//! Every way a call can go wrong is an [`Outcome`] error, never a panic:
+//!
+//! | what happened | kind | message |
+//! | --- | --- | --- |
+//! | exit status N ≠ 0 | `Failed` | `tool T failed (exit status N): <stderr>` |
+//! | HTTP status not 2xx | `Failed` | `tool T failed (HTTP 500 Internal Server Error): <body>` |
+//! | `fixed` error | `Failed` | `tool T failed: <msg>` |
+//! | `fixed` sequence used up | `Failed` | `tool T: fixed sequence exhausted after N calls` |
+//! | killed by a signal | `Crashed` | `tool T crashed (signal 11, SIGSEGV): <stderr>` |
+//! | past its timeout | `TimedOut` | `tool T timed out after 500 ms` |
+//! | stdout / body not JSON | `BadOutput` | `tool T returned output that is not JSON: <error> (output starts: "…")` |
+//! | stdout / body over 64 MiB | `BadOutput` | `tool T returned output larger than 64 MiB; …` |
+//! | program cannot start | `Unavailable` | `tool T could not be started: python9: No such file or directory (os error 2)` |
+//! | connection refused | `Unavailable` | `tool T could not be reached at <url>: …` |
+//! | no table for the tool | `Unavailable` | `tool T has no executor in tools.toml` |
+//!
+//! Empty stdout (or an empty 2xx body), whitespace aside, is the result
+//! `null`: a tool returning `Unit` may print nothing.
+
+mod command;
+mod config;
+mod fixed;
+mod http;
+mod text;
+
+pub use command::{MAX_OUTPUT_BYTES, STDERR_KEEP_BYTES};
+pub use config::{ConfigError, Registry, DEFAULT_TIMEOUT};
+
+use crate::runtime::host::{CallRequest, FailureKind, Host, Outcome, ToolFailure};
+use config::Tool;
+use serde_json::Value as Json;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The [`Host`] that performs calls with the executors of a [`Registry`].
+///
+/// The interpreter runs on a plain thread and calls [`Host::call`], which
+/// spawns the executor's future on `handle`'s runtime and blocks the calling
+/// thread until the outcome comes back. The runtime must be a
+/// *multi-thread* one: its worker threads drive the processes, sockets and
+/// timers (a current-thread runtime drives nothing unless some thread is
+/// inside its `block_on`, and a call would wait forever). Call it from a
+/// thread of your own or from `spawn_blocking`, not from an async task, which
+/// it would block. If the runtime shuts down during a call, the call fails
+/// as `Unavailable`; it never panics.
+///
+/// Cloning is cheap and shares the registry (and so the positions of
+/// `fixed` sequences) and the HTTP client.
+#[derive(Clone, Debug)]
+pub struct ExecutorHost {
+    registry: Arc<Registry>,
+    handle: tokio::runtime::Handle,
+    /// One client for every `http` tool (its connection pool is shared).
+    /// `Err`: it could not be built; every `http` call reports why.
+    client: Result<reqwest::Client, String>,
+}
+
+impl ExecutorHost {
+    /// A host running `registry`'s executors on `handle`'s runtime (which
+    /// must be multi-thread; see the type's documentation).
+    pub fn new(registry: Registry, handle: tokio::runtime::Handle) -> Self {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| e.to_string());
+        ExecutorHost {
+            registry: Arc::new(registry),
+            handle,
+            client,
+        }
+    }
+
+    /// The registry the host runs.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Performs one call of `tool` with argument `arg` and waits for it, for
+    /// at most the smaller of the tool's timeout and `time_left` (`None`: no
+    /// run-level deadline). For callers already inside the runtime (e.g. to
+    /// run independent calls concurrently); [`Host::call`] wraps it.
+    pub async fn call_async(&self, tool: &str, arg: &Json, time_left: Option<Duration>) -> Outcome {
+        let Some(executor) = self.registry.get(tool) else {
+            return Err(ToolFailure {
+                kind: FailureKind::Unavailable,
+                message: format!("tool {tool} has no executor in {}", self.registry.origin()),
+            });
+        };
+        let limit = |own: Duration| match time_left {
+            Some(left) => own.min(left),
+            None => own,
+        };
+        let timed_out = |timeout: Duration| {
+            Err(ToolFailure {
+                kind: FailureKind::TimedOut,
+                message: format!("tool {tool} timed out after {} ms", timeout.as_millis()),
+            })
+        };
+        match executor {
+            Tool::Fixed(f) => f.call(tool),
+            Tool::Command(c) => {
+                let timeout = limit(c.timeout);
+                if timeout.is_zero() {
+                    return timed_out(timeout);
+                }
+                c.call(tool, arg, timeout).await
+            }
+            Tool::Http(h) => {
+                let timeout = limit(h.timeout);
+                if timeout.is_zero() {
+                    return timed_out(timeout);
+                }
+                match &self.client {
+                    Ok(client) => h.call(client, tool, arg, timeout).await,
+                    Err(e) => Err(ToolFailure {
+                        kind: FailureKind::Unavailable,
+                        message: format!("tool {tool}: no HTTP client could be built: {e}"),
+                    }),
+                }
+            }
+        }
+    }
+}
+
+impl Host for ExecutorHost {
+    fn call(&mut self, request: CallRequest<'_>) -> Outcome {
+        // A `fixed` answer needs no I/O: answered on this thread, without a
+        // trip through the runtime (this keeps the per-call overhead of the
+        // interpreter itself measurable: `cargo bench --bench run`).
+        if let Some(Tool::Fixed(f)) = self.registry.get(request.tool) {
+            return f.call(request.tool);
+        }
+        let host = self.clone();
+        let tool = request.tool.to_string();
+        let (arg, time_left) = (request.arg, request.time_left);
+        let (sender, receiver) = std::sync::mpsc::sync_channel(1);
+        // Spawned rather than `Handle::block_on`, which panics when the
+        // thread is inside a runtime context; a task also keeps the timeout's
+        // kill-and-reap independent of this thread.
+        drop(self.handle.spawn(async move {
+            let outcome = host.call_async(&tool, &arg, time_left).await;
+            let _ = sender.send(outcome);
+        }));
+        receiver.recv().unwrap_or_else(|_| {
+            Err(ToolFailure {
+                kind: FailureKind::Unavailable,
+                message: format!(
+                    "tool {}: the async runtime shut down before the call finished",
+                    request.tool
+                ),
+            })
+        })
+    }
+}

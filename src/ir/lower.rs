@@ -1,0 +1,503 @@
+//! Lowering: a checked program → the combinator IR.
+//!
+//! One walk over the AST, in source order, that
+//!
+//! * numbers nodes in pre-order (a node's id is taken before its children's),
+//!   so ids depend only on the program text;
+//! * resolves every name to a frame slot or a closure capture (flat closure
+//!   conversion: a lambda lists the variables it copies when created);
+//! * resolves `map`/`filter`/`fold`/`traverse` (unless shadowed) to
+//!   `for_each`/`reduce`, eta-expanding partial applications;
+//! * recognises the combinator shapes listed in [`super`] (`pipe`, `gather`,
+//!   `try_and_check`).
+//!
+//! Only a [`CheckedProgram`] is accepted, so every name is bound and every
+//! call well-typed; a violation is an internal error, never a panic.
+
+use super::{Arm, ArmTest, ForEachMode, Ir, Lambda, Node, NodeId, NodeKind, Step, VarRef};
+use crate::runtime::value::Value;
+use crate::scope::Scope;
+use crate::source::Span;
+use crate::syntax::ast::{Binder, Expr, ExprKind, Ident, Name, PatternKind};
+use crate::types::CheckedProgram;
+use rustc_hash::FxHashMap;
+use std::rc::Rc;
+
+/// Lowering found a program the checker should have rejected (a bug in lt).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LowerError {
+    /// What was wrong.
+    pub message: String,
+    /// Where.
+    pub span: Span,
+}
+
+/// Lowers a checked program. Errors only on internal inconsistencies.
+pub fn lower(program: &CheckedProgram) -> Result<Ir, LowerError> {
+    let mut lw = Lowerer {
+        nodes: Vec::new(),
+        frames: vec![Frame::default()],
+        tools: program
+            .tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.clone(), u32::try_from(i).unwrap_or(u32::MAX)))
+            .collect(),
+        fresh: 0,
+    };
+    let root = lw.expr(&program.program.body)?;
+    let frame_size = lw.frames[0].next_slot;
+    Ok(Ir {
+        nodes: lw.nodes,
+        root,
+        frame_size,
+        tools: program.tools.clone(),
+        ty: program.ty.clone(),
+        effects: program.effects.clone(),
+    })
+}
+
+/// The lowering state of one function body (or the top level).
+#[derive(Default)]
+struct Frame {
+    names: Scope<u32>,
+    next_slot: u32,
+    captures: Vec<VarRef>,
+    capture_index: FxHashMap<VarRef, u32>,
+    /// Every slot of this frame that a name resolved to, in order (for `pipe`).
+    touched: Vec<u32>,
+}
+
+struct Lowerer {
+    nodes: Vec<Node>,
+    frames: Vec<Frame>,
+    tools: FxHashMap<Name, u32>,
+    fresh: u32,
+}
+
+const BUILTINS: [(&str, usize); 4] = [("map", 2), ("filter", 2), ("fold", 3), ("traverse", 2)];
+
+fn internal(message: impl Into<String>, span: Span) -> LowerError {
+    LowerError {
+        message: message.into(),
+        span,
+    }
+}
+
+impl Lowerer {
+    /// Reserves the next id (pre-order); the kind is filled in by [`Lowerer::set`].
+    fn reserve(&mut self, span: Span) -> NodeId {
+        let id = NodeId::try_from(self.nodes.len()).unwrap_or(NodeId::MAX);
+        self.nodes.push(Node {
+            kind: NodeKind::Const(Value::Unit),
+            span,
+        });
+        id
+    }
+
+    fn set(&mut self, id: NodeId, kind: NodeKind) -> NodeId {
+        self.nodes[id as usize].kind = kind;
+        id
+    }
+
+    fn leaf(&mut self, kind: NodeKind, span: Span) -> NodeId {
+        let id = self.reserve(span);
+        self.set(id, kind)
+    }
+
+    fn frame(&mut self) -> &mut Frame {
+        let last = self.frames.len() - 1;
+        &mut self.frames[last]
+    }
+
+    fn bind(&mut self, name: Name) -> u32 {
+        let f = self.frame();
+        let slot = f.next_slot;
+        f.next_slot += 1;
+        f.names.push(name, slot);
+        slot
+    }
+
+    /// Resolves `name` as seen from frame `depth`, adding captures on the way.
+    fn resolve_in(&mut self, depth: usize, name: &str) -> Option<VarRef> {
+        if let Some(&slot) = self.frames[depth].names.get(name) {
+            self.frames[depth].touched.push(slot);
+            return Some(VarRef::Local(slot));
+        }
+        if depth == 0 {
+            return None;
+        }
+        let outer = self.resolve_in(depth - 1, name)?;
+        let f = &mut self.frames[depth];
+        let idx = match f.capture_index.get(&outer) {
+            Some(&i) => i,
+            None => {
+                let i = u32::try_from(f.captures.len()).unwrap_or(u32::MAX);
+                f.captures.push(outer);
+                f.capture_index.insert(outer, i);
+                i
+            }
+        };
+        Some(VarRef::Capture(idx))
+    }
+
+    fn resolve(&mut self, name: &str) -> Option<VarRef> {
+        self.resolve_in(self.frames.len() - 1, name)
+    }
+
+    fn var(&mut self, id: &Ident) -> Result<NodeId, LowerError> {
+        let kind = match self.resolve(&id.name) {
+            Some(VarRef::Local(s)) => NodeKind::Local(s),
+            Some(VarRef::Capture(c)) => NodeKind::Capture(c),
+            None => return Err(internal(format!("unbound name `{}`", id.name), id.span)),
+        };
+        Ok(self.leaf(kind, id.span))
+    }
+
+    fn expr(&mut self, e: &Expr) -> Result<NodeId, LowerError> {
+        stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.expr_inner(e))
+    }
+
+    fn expr_inner(&mut self, e: &Expr) -> Result<NodeId, LowerError> {
+        let span = e.span;
+        Ok(match &e.kind {
+            ExprKind::Unit => self.leaf(NodeKind::Const(Value::Unit), span),
+            ExprKind::Bool(b) => self.leaf(NodeKind::Const(Value::Bool(*b)), span),
+            ExprKind::Int(n) => self.leaf(NodeKind::Const(Value::Int(*n)), span),
+            ExprKind::Str(s) => self.leaf(NodeKind::Const(Value::Str(Rc::from(s.as_str()))), span),
+            ExprKind::Var(id) => self.var(id)?,
+            ExprKind::Let(chain) => {
+                let id = self.reserve(span);
+                let mark = self.frame().names.mark();
+                let mut steps = Vec::with_capacity(chain.bindings.len());
+                let mut uses = Vec::with_capacity(chain.bindings.len());
+                for b in &chain.bindings {
+                    let t0 = self.frame().touched.len();
+                    let value = self.expr(&b.value)?;
+                    uses.push(self.frame().touched.split_off(t0));
+                    let slot = self.bind(b.name.name.clone());
+                    steps.push(Step {
+                        name: b.name.name.clone(),
+                        slot,
+                        value,
+                    });
+                }
+                let t0 = self.frame().touched.len();
+                let body = self.expr(&chain.body)?;
+                uses.push(self.frame().touched.split_off(t0));
+                self.frame().names.reset(mark);
+                let kind = if is_pipe(&steps, &uses) {
+                    NodeKind::Pipe { steps, body }
+                } else {
+                    NodeKind::Sequence { steps, body }
+                };
+                self.set(id, kind)
+            }
+            ExprKind::Fn { .. } => self.lambda(e)?,
+            ExprKind::App(..) => self.app(e)?,
+            ExprKind::If(c, a, b) => {
+                let id = self.reserve(span);
+                let c = self.expr(c)?;
+                let a = self.expr(a)?;
+                let b = self.expr(b)?;
+                self.set(id, NodeKind::If(c, a, b))
+            }
+            ExprKind::Match(scrutinee, arms) => {
+                let id = self.reserve(span);
+                let checks = matches!(scrutinee.kind, ExprKind::Exec(..))
+                    && arms.iter().any(|a| {
+                        matches!(a.pattern.kind, PatternKind::Ok(_)) && contains_exec(&a.body)
+                    });
+                let s = self.expr(scrutinee)?;
+                let mut out = Vec::with_capacity(arms.len());
+                for arm in arms {
+                    let (test, binder) = match &arm.pattern.kind {
+                        PatternKind::Ok(b) => (ArmTest::Ok, binder_name(b)),
+                        PatternKind::Err(b) => (ArmTest::Err, binder_name(b)),
+                        PatternKind::Wildcard => (ArmTest::Any, None),
+                        PatternKind::Var(x) => (ArmTest::Any, Some(x.name.clone())),
+                    };
+                    let mark = self.frame().names.mark();
+                    let bind = binder.clone().map(|n| self.bind(n));
+                    let body = self.expr(&arm.body)?;
+                    self.frame().names.reset(mark);
+                    out.push(Arm {
+                        test,
+                        bind,
+                        name: binder,
+                        body,
+                    });
+                }
+                let kind = if checks {
+                    NodeKind::TryAndCheck { call: s, arms: out }
+                } else {
+                    NodeKind::Match {
+                        scrutinee: s,
+                        arms: out,
+                    }
+                };
+                self.set(id, kind)
+            }
+            ExprKind::Record(fields) => {
+                let id = self.reserve(span);
+                let gather = fields.len() >= 2
+                    && fields
+                        .iter()
+                        .all(|f| matches!(f.value.kind, ExprKind::Exec(..)));
+                let mut out = Vec::with_capacity(fields.len());
+                for f in fields {
+                    out.push((f.name.name.clone(), self.expr(&f.value)?));
+                }
+                let kind = if gather {
+                    NodeKind::Gather { fields: out }
+                } else {
+                    NodeKind::Record(out)
+                };
+                self.set(id, kind)
+            }
+            ExprKind::Field(r, name) => {
+                let id = self.reserve(span);
+                let r = self.expr(r)?;
+                self.set(id, NodeKind::Field(r, name.name.clone()))
+            }
+            ExprKind::List(elems, _) => {
+                let id = self.reserve(span);
+                let mut out = Vec::with_capacity(elems.len());
+                for x in elems {
+                    out.push(self.expr(x)?);
+                }
+                self.set(id, NodeKind::List(out))
+            }
+            ExprKind::Ok(x) => {
+                let id = self.reserve(span);
+                let x = self.expr(x)?;
+                self.set(id, NodeKind::Ok(x))
+            }
+            ExprKind::Err(x) => {
+                let id = self.reserve(span);
+                let x = self.expr(x)?;
+                self.set(id, NodeKind::Err(x))
+            }
+            ExprKind::Exec(tool, arg) => {
+                let id = self.reserve(span);
+                let Some(&t) = self.tools.get(&tool.name) else {
+                    return Err(internal(format!("unknown tool `{}`", tool.name), tool.span));
+                };
+                let arg = self.expr(arg)?;
+                self.set(id, NodeKind::Exec { tool: t, arg })
+            }
+            ExprKind::Binary(op, _, a, b) => {
+                let id = self.reserve(span);
+                let a = self.expr(a)?;
+                let b = self.expr(b)?;
+                self.set(id, NodeKind::Binary(*op, a, b))
+            }
+            ExprKind::Neg(x) => {
+                let id = self.reserve(span);
+                let x = self.expr(x)?;
+                self.set(id, NodeKind::Neg(x))
+            }
+            ExprKind::Loop { .. } | ExprKind::Error => {
+                return Err(internal(
+                    "a construct the checker rejects reached lowering",
+                    span,
+                ))
+            }
+        })
+    }
+
+    /// `fn a => fn b => body` → one lambda of arity 2.
+    fn lambda(&mut self, e: &Expr) -> Result<NodeId, LowerError> {
+        let id = self.reserve(e.span);
+        let mut params = Vec::new();
+        let mut body = e;
+        while let ExprKind::Fn { param, body: b, .. } = &body.kind {
+            params.push(param.name.clone());
+            body = b;
+        }
+        self.frames.push(Frame::default());
+        for p in &params {
+            self.bind(p.clone());
+        }
+        let body = self.expr(body);
+        let frame = self.frames.pop().unwrap_or_default();
+        let body = body?;
+        self.set(
+            id,
+            NodeKind::Lambda(Box::new(Lambda {
+                params,
+                frame_size: frame.next_slot,
+                captures: frame.captures,
+                body,
+            })),
+        );
+        Ok(id)
+    }
+
+    /// An application spine `f a b …`, a builtin call when `f` names one.
+    fn app(&mut self, e: &Expr) -> Result<NodeId, LowerError> {
+        let mut args = Vec::new();
+        let mut head = e;
+        while let ExprKind::App(f, a) = &head.kind {
+            args.push(&**a);
+            head = f;
+        }
+        args.reverse();
+        if let ExprKind::Var(id) = &head.kind {
+            if let Some(&(_, arity)) = BUILTINS.iter().find(|(n, _)| **n == *id.name) {
+                if self.resolve(&id.name).is_none() {
+                    return self.builtin_app(e.span, id, arity, &args);
+                }
+            }
+        }
+        let id = self.reserve(e.span);
+        let f = self.expr(head)?;
+        let mut out = Vec::with_capacity(args.len());
+        for a in args {
+            out.push(self.expr(a)?);
+        }
+        Ok(self.set(id, NodeKind::Apply(f, out)))
+    }
+
+    fn builtin_app(
+        &mut self,
+        span: Span,
+        name: &Ident,
+        arity: usize,
+        args: &[&Expr],
+    ) -> Result<NodeId, LowerError> {
+        if args.len() > arity {
+            // The builtin's result (a function) applied to the rest.
+            let id = self.reserve(span);
+            let inner_span = name.span.to(args[arity - 1].span);
+            let inner = self.builtin_app(inner_span, name, arity, &args[..arity])?;
+            let mut rest = Vec::new();
+            for a in &args[arity..] {
+                rest.push(self.expr(a)?);
+            }
+            return Ok(self.set(id, NodeKind::Apply(inner, rest)));
+        }
+        if args.len() == arity {
+            let id = self.reserve(span);
+            let mut lowered = Vec::with_capacity(arity);
+            for a in args {
+                lowered.push(self.expr(a)?);
+            }
+            return Ok(self.set(id, builtin_kind(&name.name, &lowered)));
+        }
+        // Partial: evaluate the given arguments once, then a lambda over the rest.
+        let id = self.reserve(span);
+        let mark = self.frame().names.mark();
+        let mut steps = Vec::new();
+        let mut names = Vec::new();
+        for a in args {
+            let value = self.expr(a)?;
+            let n = self.fresh_name();
+            let slot = self.bind(n.clone());
+            steps.push(Step {
+                name: n.clone(),
+                slot,
+                value,
+            });
+            names.push(n);
+        }
+        let lam = self.reserve(span);
+        self.frames.push(Frame::default());
+        let mut params = Vec::new();
+        for _ in args.len()..arity {
+            let n = self.fresh_name();
+            self.bind(n.clone());
+            params.push(n.clone());
+            names.push(n);
+        }
+        let result = (|| {
+            let body = self.reserve(span);
+            let mut lowered = Vec::with_capacity(arity);
+            for n in &names {
+                let ident = Ident {
+                    name: n.clone(),
+                    span,
+                };
+                lowered.push(self.var(&ident)?);
+            }
+            Ok(self.set(body, builtin_kind(&name.name, &lowered)))
+        })();
+        let frame = self.frames.pop().unwrap_or_default();
+        let body = result?;
+        self.set(
+            lam,
+            NodeKind::Lambda(Box::new(Lambda {
+                params,
+                frame_size: frame.next_slot,
+                captures: frame.captures,
+                body,
+            })),
+        );
+        self.frame().names.reset(mark);
+        Ok(self.set(id, NodeKind::Sequence { steps, body: lam }))
+    }
+
+    /// A name no program can write (`$0`, `$1`, …).
+    fn fresh_name(&mut self) -> Name {
+        self.fresh += 1;
+        Rc::from(format!("${}", self.fresh - 1))
+    }
+}
+
+fn builtin_kind(name: &str, args: &[NodeId]) -> NodeKind {
+    match name {
+        "fold" => NodeKind::Reduce {
+            func: args[0],
+            init: args[1],
+            items: args[2],
+        },
+        _ => NodeKind::ForEach {
+            mode: match name {
+                "map" => ForEachMode::Map,
+                "filter" => ForEachMode::Filter,
+                _ => ForEachMode::Traverse,
+            },
+            func: args[0],
+            items: args[1],
+        },
+    }
+}
+
+fn binder_name(b: &Binder) -> Option<Name> {
+    match b {
+        Binder::Var(x) => Some(x.name.clone()),
+        Binder::Wildcard(_) => None,
+    }
+}
+
+/// True when `e` contains an `exec` (anywhere, lambdas included).
+fn contains_exec(e: &Expr) -> bool {
+    let mut stack = vec![e];
+    while let Some(x) = stack.pop() {
+        if matches!(x.kind, ExprKind::Exec(..)) {
+            return true;
+        }
+        x.kind.for_each_child(|c| stack.push(c));
+    }
+    false
+}
+
+/// A `let` chain of at least two steps is a `pipe` when each step after the
+/// first reads the step just before it and no other step of the chain, and
+/// the body reads only the last. `uses[i]` are the slots read by step `i`
+/// (the body last).
+fn is_pipe(steps: &[Step], uses: &[Vec<u32>]) -> bool {
+    if steps.len() < 2 {
+        return false;
+    }
+    let chain: rustc_hash::FxHashSet<u32> = steps.iter().map(|s| s.slot).collect();
+    (1..=steps.len()).all(|i| {
+        let prev = steps[i - 1].slot;
+        let read: Vec<u32> = uses[i]
+            .iter()
+            .copied()
+            .filter(|s| chain.contains(s))
+            .collect();
+        !read.is_empty() && read.iter().all(|s| *s == prev)
+    })
+}

@@ -1,0 +1,288 @@
+//! The combinator IR: what a checked program lowers to and what the
+//! interpreter runs.
+//!
+//! ```text
+//! CheckedProgram ──lower──▶ Ir { nodes (arena, pre-order ids), root, tools }
+//! ```
+//!
+//! Node kinds carry the names of the tool-call combinators (seed 000,
+//! "Tool Call Combinators") wherever the surface construct has the same
+//! meaning; everything else is a pure expression node. The mapping:
+//!
+//! | surface | IR node | seed meaning |
+//! |---|---|---|
+//! | `let x = a in let y = b in c` | `sequence` | `bind`: each step sees the ones before |
+//! | a `let` chain in which every step reads only the step just before it, and the body only the last | `pipe` | Kleisli composition: A's output feeds B |
+//! | `traverse f xs` | `for_each[traverse]` | `traverse`: in list order, stops at the first `Err` |
+//! | `map f xs`, `filter p xs` | `for_each[map]`, `for_each[filter]` | apply a template over a list (pure) |
+//! | `fold f init xs` | `reduce` | `foldMap`: accumulate across items |
+//! | `{a = exec tool t x, b = exec tool u y}` (every field a call) | `gather` | named results of independent calls |
+//! | `match exec tool t x { Ok(r) => …exec…, Err(e) => … }` (the `Ok` arm calls a tool) | `try_and_check` | do A, then check with B |
+//! | `exec tool t x` | `exec` | one tool call, with a call identity |
+//!
+//! `scope`, `annotate` and `bounded_loop` have no surface construct with
+//! their meaning yet (the language has no rollback, no annotations and no
+//! loops); they arrive with the constructs that mean them (issue 7 and the
+//! LLM loop), not as renamings of something else. `gather` runs its calls
+//! one after another, left to right, for now: concurrency is issue 7.
+//!
+//! Invariants the interpreter relies on:
+//!
+//! * ids are pre-order positions: the same program text always lowers to the
+//!   same ids, so a call identity ([`crate::runtime::host::CallId`]: `exec`
+//!   node id + iteration path) is stable across runs;
+//! * names are resolved: a variable is a slot of the current function's
+//!   frame ([`NodeKind::Local`]) or of its closure ([`NodeKind::Capture`]);
+//! * curried lambdas `fn a => fn b => e` are one [`Lambda`] of arity 2, so a
+//!   `fold` callback is entered once per element without building a closure;
+//! * builtins are resolved: a partial application such as `map f` becomes a
+//!   `sequence` that evaluates `f` once and a lambda over the missing list.
+
+pub mod lower;
+pub mod print;
+
+use crate::runtime::value::Value;
+use crate::source::Span;
+use crate::syntax::ast::{BinOp, Name};
+use crate::types::{EffectSet, ToolSig, Type};
+
+/// An index into [`Ir::nodes`]; also the node's stable id (pre-order).
+pub type NodeId = u32;
+
+/// A lowered program.
+#[derive(Debug)]
+pub struct Ir {
+    /// Every node; `nodes[id]` is node `id`.
+    pub nodes: Vec<Node>,
+    /// The program's expression.
+    pub root: NodeId,
+    /// Slots the top-level frame needs.
+    pub frame_size: u32,
+    /// The declared tools; [`NodeKind::Exec`] refers to them by index.
+    pub tools: Vec<ToolSig>,
+    /// The program's type.
+    pub ty: Type,
+    /// The program's effects.
+    pub effects: EffectSet,
+}
+
+impl Ir {
+    /// The node with id `id`.
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id as usize]
+    }
+
+    /// The tools the program may call, by name, in declaration order.
+    pub fn tool_names(&self) -> impl Iterator<Item = &str> {
+        self.tools.iter().map(|t| &*t.name)
+    }
+}
+
+/// One node: its kind and the source it came from.
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// What it computes.
+    pub kind: NodeKind,
+    /// The surface expression it was lowered from.
+    pub span: Span,
+}
+
+/// How `for_each` combines its callback's results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForEachMode {
+    /// `map`: collect every result.
+    Map,
+    /// `filter`: keep the items for which the predicate is `true`.
+    Filter,
+    /// `traverse`: collect `Ok` payloads, stop at the first `Err` and return it.
+    Traverse,
+}
+
+impl ForEachMode {
+    /// `map`, `filter` or `traverse`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ForEachMode::Map => "map",
+            ForEachMode::Filter => "filter",
+            ForEachMode::Traverse => "traverse",
+        }
+    }
+}
+
+/// What a match arm accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArmTest {
+    /// `Ok(_)`: binds the payload.
+    Ok,
+    /// `Err(_)`: binds the payload.
+    Err,
+    /// `_` or a variable: anything; binds the whole value.
+    Any,
+}
+
+/// A match arm: a test, the slot its binder fills (none for `_`), a body.
+#[derive(Clone, Debug)]
+pub struct Arm {
+    /// What the arm accepts.
+    pub test: ArmTest,
+    /// The slot of the bound name in the current frame, if any.
+    pub bind: Option<u32>,
+    /// The bound name (for printing).
+    pub name: Option<Name>,
+    /// The body.
+    pub body: NodeId,
+}
+
+/// One binding of a `sequence` or `pipe`.
+#[derive(Clone, Debug)]
+pub struct Step {
+    /// The bound name (for printing).
+    pub name: Name,
+    /// Its slot in the current frame.
+    pub slot: u32,
+    /// The bound value.
+    pub value: NodeId,
+}
+
+/// Where a lambda's captured variable comes from, in the frame where the
+/// lambda is created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum VarRef {
+    /// A slot of the creating frame.
+    Local(u32),
+    /// A capture of the creating closure.
+    Capture(u32),
+}
+
+/// A function literal, possibly of several curried parameters.
+#[derive(Clone, Debug)]
+pub struct Lambda {
+    /// The parameter names (slots `0..params.len()`).
+    pub params: Vec<Name>,
+    /// Slots the function's frame needs (parameters included).
+    pub frame_size: u32,
+    /// What the closure copies when it is created, in capture-index order.
+    pub captures: Vec<VarRef>,
+    /// The body.
+    pub body: NodeId,
+}
+
+/// The node kinds: the seed's combinators, `exec`, and pure expressions.
+#[derive(Clone, Debug)]
+pub enum NodeKind {
+    // ---- combinators (seed 000) ----
+    /// `let` chain: bind each step in order, then the body.
+    Sequence {
+        /// The bindings, in order.
+        steps: Vec<Step>,
+        /// The chain's value.
+        body: NodeId,
+    },
+    /// A `let` chain where each step feeds only the next (see the module table).
+    Pipe {
+        /// The stages, in order.
+        steps: Vec<Step>,
+        /// The chain's value.
+        body: NodeId,
+    },
+    /// `map` / `filter` / `traverse`: the callback over the list, in order.
+    ForEach {
+        /// How results combine.
+        mode: ForEachMode,
+        /// The callback (a function value).
+        func: NodeId,
+        /// The list.
+        items: NodeId,
+    },
+    /// `fold f init xs`: `acc = f acc x` for each item, in order.
+    Reduce {
+        /// The step function `acc -> item -> acc`.
+        func: NodeId,
+        /// The initial accumulator.
+        init: NodeId,
+        /// The list.
+        items: NodeId,
+    },
+    /// A record of tool calls: each field an `exec`, run left to right.
+    Gather {
+        /// The named calls.
+        fields: Vec<(Name, NodeId)>,
+    },
+    /// A match on a call whose `Ok` arm calls a tool (the check).
+    TryAndCheck {
+        /// The `exec` node (the "do").
+        call: NodeId,
+        /// The arms, in source order.
+        arms: Vec<Arm>,
+    },
+    /// `exec tool NAME arg`.
+    Exec {
+        /// Index into [`Ir::tools`].
+        tool: u32,
+        /// The argument.
+        arg: NodeId,
+    },
+    // ---- pure expression nodes ----
+    /// A literal.
+    Const(Value),
+    /// A slot of the current frame.
+    Local(u32),
+    /// A captured variable of the current closure.
+    Capture(u32),
+    /// A record literal (fields in source order).
+    Record(Vec<(Name, NodeId)>),
+    /// `e.field`.
+    Field(NodeId, Name),
+    /// A list literal.
+    List(Vec<NodeId>),
+    /// `Ok(e)`.
+    Ok(NodeId),
+    /// `Err(e)`.
+    Err(NodeId),
+    /// `a op b` (`&&` and `||` short-circuit).
+    Binary(BinOp, NodeId, NodeId),
+    /// `-e`.
+    Neg(NodeId),
+    /// `if c then a else b`.
+    If(NodeId, NodeId, NodeId),
+    /// `match e { arms }`.
+    Match {
+        /// The matched value.
+        scrutinee: NodeId,
+        /// The arms, in source order; the first that accepts runs.
+        arms: Vec<Arm>,
+    },
+    /// `fn x => e` (curried parameters merged).
+    Lambda(Box<Lambda>),
+    /// `f a b …`: the function, then the arguments, left to right.
+    Apply(NodeId, Vec<NodeId>),
+}
+
+impl NodeKind {
+    /// The kind's name as printed by `--emit ir` (the seed's name for combinators).
+    pub fn name(&self) -> &'static str {
+        match self {
+            NodeKind::Sequence { .. } => "sequence",
+            NodeKind::Pipe { .. } => "pipe",
+            NodeKind::ForEach { .. } => "for_each",
+            NodeKind::Reduce { .. } => "reduce",
+            NodeKind::Gather { .. } => "gather",
+            NodeKind::TryAndCheck { .. } => "try_and_check",
+            NodeKind::Exec { .. } => "exec",
+            NodeKind::Const(_) => "const",
+            NodeKind::Local(_) => "local",
+            NodeKind::Capture(_) => "capture",
+            NodeKind::Record(_) => "record",
+            NodeKind::Field(..) => "field",
+            NodeKind::List(_) => "list",
+            NodeKind::Ok(_) => "ok",
+            NodeKind::Err(_) => "err",
+            NodeKind::Binary(..) => "binary",
+            NodeKind::Neg(_) => "neg",
+            NodeKind::If(..) => "if",
+            NodeKind::Match { .. } => "match",
+            NodeKind::Lambda(_) => "lambda",
+            NodeKind::Apply(..) => "apply",
+        }
+    }
+}

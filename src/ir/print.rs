@@ -1,0 +1,187 @@
+//! `lt check --emit ir`: the IR as an indented tree, one node per line.
+//!
+//! ```text
+//! #0 try_and_check                                   1:1
+//!   call: #1 exec lookup_account                     1:7
+//!     arg: #2 const "cust_12345"                     1:31
+//!   Ok(account → %0): #3 const "found"               2:17
+//! ```
+//!
+//! `#N` is the node id (the `exec` ids are the call identities' roots),
+//! `%N` a slot of the current frame, `^N` a captured variable, and the
+//! column on the right the node's source position (line:column).
+
+use super::{Arm, ArmTest, Ir, NodeId, NodeKind, VarRef};
+use crate::source::SourceFile;
+use std::fmt::Write as _;
+
+/// The whole IR: the tools, the top frame's size, then the tree.
+pub fn print(ir: &Ir, file: &SourceFile) -> String {
+    let mut p = Printer {
+        ir,
+        file,
+        out: String::new(),
+    };
+    for (i, t) in ir.tools.iter().enumerate() {
+        let _ = writeln!(
+            p.out,
+            "tool {i}: {}: {} -{}-> {}",
+            t.name, t.input, t.effects, t.output
+        );
+    }
+    let _ = writeln!(p.out, "frame: {} slots", ir.frame_size);
+    p.node("", ir.root, 0);
+    p.out
+}
+
+struct Printer<'a> {
+    ir: &'a Ir,
+    file: &'a SourceFile,
+    out: String,
+}
+
+const POSITION_COLUMN: usize = 56;
+
+impl Printer<'_> {
+    fn line(&mut self, depth: usize, text: &str, id: NodeId) {
+        let start = self.out.len();
+        for _ in 0..depth {
+            self.out.push_str("  ");
+        }
+        self.out.push_str(text);
+        let width = self.out[start..].chars().count();
+        let lc = self.file.line_col(self.ir.node(id).span.start);
+        let pad = POSITION_COLUMN.saturating_sub(width).max(2);
+        let _ = writeln!(self.out, "{:pad$}{}:{}", "", lc.line, lc.column);
+    }
+
+    fn node(&mut self, role: &str, id: NodeId, depth: usize) {
+        stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.node_inner(role, id, depth));
+    }
+
+    fn node_inner(&mut self, role: &str, id: NodeId, depth: usize) {
+        let ir = self.ir;
+        let kind = &ir.node(id).kind;
+        let head = format!("{role}#{id} {}", kind.name());
+        match kind {
+            NodeKind::Sequence { steps, body } | NodeKind::Pipe { steps, body } => {
+                self.line(depth, &head, id);
+                for s in steps {
+                    self.node(&format!("{} → %{}: ", s.name, s.slot), s.value, depth + 1);
+                }
+                self.node("in: ", *body, depth + 1);
+            }
+            NodeKind::ForEach { mode, func, items } => {
+                let note = if *mode == crate::ir::ForEachMode::Traverse {
+                    ", stops at the first Err"
+                } else {
+                    ""
+                };
+                self.line(depth, &format!("{head}[{}{note}]", mode.as_str()), id);
+                self.node("items: ", *items, depth + 1);
+                self.node("each: ", *func, depth + 1);
+            }
+            NodeKind::Reduce { func, init, items } => {
+                self.line(depth, &head, id);
+                self.node("items: ", *items, depth + 1);
+                self.node("init: ", *init, depth + 1);
+                self.node("step: ", *func, depth + 1);
+            }
+            NodeKind::Gather { fields } | NodeKind::Record(fields) => {
+                self.line(depth, &head, id);
+                for (name, v) in fields {
+                    self.node(&format!("{name}: "), *v, depth + 1);
+                }
+            }
+            NodeKind::TryAndCheck { call, arms } => {
+                self.line(depth, &head, id);
+                self.node("do: ", *call, depth + 1);
+                self.arms(arms, depth + 1);
+            }
+            NodeKind::Match { scrutinee, arms } => {
+                self.line(depth, &head, id);
+                self.node("on: ", *scrutinee, depth + 1);
+                self.arms(arms, depth + 1);
+            }
+            NodeKind::Exec { tool, arg } => {
+                let name = ir.tools.get(*tool as usize).map_or("?", |t| &*t.name);
+                self.line(depth, &format!("{head} {name}"), id);
+                self.node("arg: ", *arg, depth + 1);
+            }
+            NodeKind::Const(v) => self.line(depth, &format!("{head} {v}"), id),
+            NodeKind::Local(s) => self.line(depth, &format!("{head} %{s}"), id),
+            NodeKind::Capture(c) => self.line(depth, &format!("{head} ^{c}"), id),
+            NodeKind::Field(r, name) => {
+                self.line(depth, &format!("{head} .{name}"), id);
+                self.node("of: ", *r, depth + 1);
+            }
+            NodeKind::List(items) => {
+                self.line(depth, &format!("{head} ({} items)", items.len()), id);
+                for (i, x) in items.iter().enumerate() {
+                    self.node(&format!("{i}: "), *x, depth + 1);
+                }
+            }
+            NodeKind::Ok(x) | NodeKind::Err(x) | NodeKind::Neg(x) => {
+                self.line(depth, &head, id);
+                self.node("", *x, depth + 1);
+            }
+            NodeKind::Binary(op, a, b) => {
+                self.line(depth, &format!("{head} {}", op.as_str()), id);
+                self.node("", *a, depth + 1);
+                self.node("", *b, depth + 1);
+            }
+            NodeKind::If(c, a, b) => {
+                self.line(depth, &head, id);
+                self.node("if: ", *c, depth + 1);
+                self.node("then: ", *a, depth + 1);
+                self.node("else: ", *b, depth + 1);
+            }
+            NodeKind::Lambda(l) => {
+                let params: Vec<String> = l
+                    .params
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| format!("{p} → %{i}"))
+                    .collect();
+                let caps: Vec<String> = l
+                    .captures
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| match c {
+                        VarRef::Local(s) => format!("^{i} = %{s}"),
+                        VarRef::Capture(s) => format!("^{i} = ^{s}"),
+                    })
+                    .collect();
+                let mut text = format!("{head} ({})", params.join(", "));
+                if !caps.is_empty() {
+                    let _ = write!(text, " captures {}", caps.join(", "));
+                }
+                let _ = write!(text, ", {} slots", l.frame_size);
+                self.line(depth, &text, id);
+                self.node("body: ", l.body, depth + 1);
+            }
+            NodeKind::Apply(f, args) => {
+                self.line(depth, &head, id);
+                self.node("fn: ", *f, depth + 1);
+                for a in args {
+                    self.node("arg: ", *a, depth + 1);
+                }
+            }
+        }
+    }
+
+    fn arms(&mut self, arms: &[Arm], depth: usize) {
+        for arm in arms {
+            let binder = match (&arm.name, arm.bind) {
+                (Some(n), Some(s)) => format!("{n} → %{s}"),
+                _ => "_".to_string(),
+            };
+            let role = match arm.test {
+                ArmTest::Ok => format!("Ok({binder}) => "),
+                ArmTest::Err => format!("Err({binder}) => "),
+                ArmTest::Any => format!("{binder} => "),
+            };
+            self.node(&role, arm.body, depth);
+        }
+    }
+}

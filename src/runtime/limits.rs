@@ -1,0 +1,117 @@
+//! Resource limits of a run, and the errors that end a run.
+//!
+//! A run stops with a [`RunError`] (never a panic) when it exceeds a limit or
+//! meets an arithmetic fault. Tool failures are not run errors: they are
+//! `Err` values the program handles.
+
+use crate::source::Span;
+use std::fmt;
+use std::time::Duration;
+
+/// The limits of one run. Every limit is checked before the work that would
+/// exceed it, so a limit error means nothing past the limit happened.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Most tool calls (`exec`) in the run. Default 10,000.
+    pub max_calls: u64,
+    /// Most evaluation steps (fuel): one per IR node evaluated, plus one per
+    /// value compared by `==`. Default 100,000,000 (about a second of pure work).
+    pub max_steps: u64,
+    /// Wall-clock limit for the whole run, tool calls included. Default 300 s.
+    pub timeout: Option<Duration>,
+    /// Longest list a program may build or receive from a tool. Default 10,000,000.
+    pub max_list_len: usize,
+    /// Longest string `++` may build, in bytes. Default 16 MiB.
+    pub max_string_bytes: usize,
+    /// Most value nodes in one tool argument or in the final value (values
+    /// share structure, so a short program can describe a huge one). Default 10,000,000.
+    pub max_value_nodes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_calls: 10_000,
+            max_steps: 100_000_000,
+            timeout: Some(Duration::from_secs(300)),
+            max_list_len: 10_000_000,
+            max_string_bytes: 16 * 1024 * 1024,
+            max_value_nodes: 10_000_000,
+        }
+    }
+}
+
+/// What ended a run early.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunErrorKind {
+    /// More tool calls than [`Limits::max_calls`].
+    CallLimit,
+    /// More steps than [`Limits::max_steps`].
+    StepLimit,
+    /// The run's wall clock passed [`Limits::timeout`].
+    Timeout,
+    /// A list, string or value larger than its limit.
+    SizeLimit,
+    /// Integer overflow or division by zero.
+    Arithmetic,
+    /// A broken invariant inside lt (a bug: please report it).
+    Internal,
+}
+
+impl RunErrorKind {
+    /// A stable snake_case name for JSON and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunErrorKind::CallLimit => "call_limit",
+            RunErrorKind::StepLimit => "step_limit",
+            RunErrorKind::Timeout => "timeout",
+            RunErrorKind::SizeLimit => "size_limit",
+            RunErrorKind::Arithmetic => "arithmetic",
+            RunErrorKind::Internal => "internal",
+        }
+    }
+}
+
+/// A run that could not finish: the kind, a message, the node's source span
+/// and a hint for the fix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunError {
+    /// What went wrong.
+    pub kind: RunErrorKind,
+    /// One sentence, e.g. `step limit of 1000 exceeded`.
+    pub message: String,
+    /// The expression being evaluated.
+    pub span: Span,
+    /// How to fix or avoid it.
+    pub help: Option<String>,
+}
+
+impl RunError {
+    /// A run error at `span`.
+    pub fn new(kind: RunErrorKind, span: Span, message: impl Into<String>) -> RunError {
+        RunError {
+            kind,
+            message: message.into(),
+            span,
+            help: None,
+        }
+    }
+
+    /// Adds the hint.
+    pub fn with_help(mut self, help: impl Into<String>) -> RunError {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// An internal error (a bug in lt).
+    pub fn internal(span: Span, message: impl Into<String>) -> RunError {
+        RunError::new(RunErrorKind::Internal, span, message)
+            .with_help("this is a bug in lt; please report it with the program")
+    }
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}

@@ -1,0 +1,686 @@
+//! The executors of `tools.toml` against real processes and a real HTTP
+//! server (the scripts in `tests/tools/`). No mocks.
+
+use lt::exec::{ConfigError, ExecutorHost, Registry};
+use lt::runtime::host::{CallId, CallRequest, FailureKind, Host, Outcome};
+use serde_json::{json, Value as Json};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn tools_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("tools")
+}
+
+/// A host over a registry whose folder is `tests/tools`, with its own
+/// multi-thread runtime. The host is dropped before the runtime.
+struct Fixture {
+    host: ExecutorHost,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl Fixture {
+    fn new(toml: &str) -> Fixture {
+        let registry = Registry::from_str(toml, &tools_dir(), "tools.toml")
+            .unwrap_or_else(|e| panic!("config error: {e}"));
+        Fixture::with(registry)
+    }
+
+    fn with(registry: Registry) -> Fixture {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let host = ExecutorHost::new(registry, runtime.handle().clone());
+        Fixture {
+            host,
+            _runtime: runtime,
+        }
+    }
+
+    fn call(&mut self, tool: &str, arg: Json) -> Outcome {
+        self.call_within(tool, arg, None)
+    }
+
+    fn call_within(&mut self, tool: &str, arg: Json, time_left: Option<Duration>) -> Outcome {
+        let id = CallId {
+            node: 0,
+            path: Vec::new(),
+        };
+        self.host.call(CallRequest {
+            id: &id,
+            tool,
+            arg,
+            time_left,
+        })
+    }
+}
+
+/// The failure's kind and message; panics if the call succeeded.
+fn failure(outcome: Outcome) -> (FailureKind, String) {
+    match outcome {
+        Ok(v) => panic!("expected a failure, got Ok({v})"),
+        Err(f) => (f.kind, f.message),
+    }
+}
+
+fn config_error(toml: &str) -> ConfigError {
+    match Registry::from_str(toml, &tools_dir(), "tools.toml") {
+        Ok(_) => panic!("expected a config error for:\n{toml}"),
+        Err(e) => e,
+    }
+}
+
+fn temp_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("lt-executors-{}-{name}", std::process::id()))
+}
+
+// ---- command ----
+
+#[test]
+fn command_echo_returns_stdout_json() {
+    let mut f = Fixture::new(
+        r#"
+        [tools.echo]
+        command = ["python3", "echo.py", "two words"]
+        "#,
+    );
+    let out = f
+        .call("echo", json!({"name": "Ada", "tags": [1, 2]}))
+        .expect("ok");
+    assert_eq!(out["got"], json!({"name": "Ada", "tags": [1, 2]}));
+    assert_eq!(out["argv"], json!(["two words"]));
+    assert_eq!(out["has_path"], json!(true), "the environment is inherited");
+    let cwd = PathBuf::from(out["cwd"].as_str().expect("cwd"));
+    assert_eq!(cwd.canonicalize().ok(), tools_dir().canonicalize().ok());
+}
+
+#[test]
+fn command_paths_resolve_from_the_config_folder_and_env_is_added() {
+    // The test process runs in the crate root; the config folder is
+    // tests/tools. `./echo.py` and `./sub/where.py` resolve against the
+    // folder, `cwd = "sub"` too.
+    let mut f = Fixture::new(
+        r#"
+        [tools.relative]
+        command = ["./echo.py"]
+        env = { LT_TEST_VAR = "from tools.toml" }
+
+        [tools.where]
+        command = ["./sub/where.py"]
+        cwd = "sub"
+        "#,
+    );
+    assert_ne!(
+        std::env::current_dir()
+            .ok()
+            .and_then(|d| d.canonicalize().ok()),
+        tools_dir().canonicalize().ok()
+    );
+    let out = f.call("relative", json!(null)).expect("ok");
+    assert_eq!(out["env"], json!("from tools.toml"));
+    assert_eq!(out["got"], json!(null));
+    let out = f.call("where", json!({})).expect("ok");
+    assert_eq!(out["marker"], json!("in sub"));
+    let cwd = PathBuf::from(out["cwd"].as_str().expect("cwd"));
+    assert_eq!(
+        cwd.canonicalize().ok(),
+        tools_dir().join("sub").canonicalize().ok()
+    );
+}
+
+#[test]
+fn load_resolves_relative_to_the_file_not_the_process() {
+    let dir = temp_path("load");
+    std::fs::create_dir_all(dir.join("bin")).expect("mkdir");
+    let script = dir.join("bin").join("echo.py");
+    std::fs::copy(tools_dir().join("echo.py"), &script).expect("copy");
+    std::fs::write(
+        dir.join("tools.toml"),
+        "[tools.echo]\ncommand = [\"./bin/echo.py\"]\ntimeout_ms = 10000\n",
+    )
+    .expect("write");
+    let registry = Registry::load(&dir.join("tools.toml")).expect("load");
+    assert_eq!(registry.missing(["echo", "other", "other"]), vec!["other"]);
+    let described = registry.describe("echo").expect("describe");
+    assert!(
+        described.starts_with("command ./bin/echo.py"),
+        "{described}"
+    );
+    assert!(described.contains("timeout 10000 ms"), "{described}");
+    let mut f = Fixture::with(registry);
+    let out = f.call("echo", json!(7)).expect("ok");
+    assert_eq!(out["got"], json!(7));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn nonzero_exit_is_failed_with_stderr() {
+    let mut f = Fixture::new("[tools.refund]\ncommand = [\"python3\", \"fail.py\"]\n");
+    let (kind, message) = failure(f.call("refund", json!({"amount": 5})));
+    assert_eq!(kind, FailureKind::Failed);
+    assert_eq!(message, "tool refund failed (exit status 3): card declined");
+}
+
+#[test]
+fn nonzero_exit_without_stderr_says_so() {
+    let mut f =
+        Fixture::new("[tools.f]\ncommand = [\"python3\", \"-c\", \"import sys; sys.exit(1)\"]\n");
+    let (kind, message) = failure(f.call("f", json!(null)));
+    assert_eq!(kind, FailureKind::Failed);
+    assert_eq!(
+        message,
+        "tool f failed (exit status 1): no output on stderr"
+    );
+}
+
+#[test]
+fn signal_is_crashed() {
+    let mut f = Fixture::new("[tools.crash]\ncommand = [\"python3\", \"segv.py\"]\n");
+    let (kind, message) = failure(f.call("crash", json!(null)));
+    assert_eq!(kind, FailureKind::Crashed);
+    assert_eq!(
+        message,
+        "tool crash crashed (signal 11, SIGSEGV): about to crash"
+    );
+}
+
+#[test]
+fn stdin_stdout_and_stderr_are_pumped_concurrently_and_stderr_is_cut() {
+    let mut f = Fixture::new(
+        r#"
+        [tools.ok]
+        command = ["python3", "chatty.py", "0"]
+        timeout_ms = 10000
+
+        [tools.bad]
+        command = ["python3", "chatty.py", "1"]
+        timeout_ms = 10000
+        "#,
+    );
+    let big = "y".repeat(1 << 20);
+    let expected_len = json!(big).to_string().len() + 1; // one line, with its `\n`
+    assert_eq!(
+        f.call("ok", json!(big.clone())),
+        Ok(json!({ "len": expected_len }))
+    );
+    let (kind, message) = failure(f.call("bad", json!(big)));
+    assert_eq!(kind, FailureKind::Failed);
+    assert!(
+        message.starts_with("tool bad failed (exit status 1): first line\neee"),
+        "{}",
+        &message[..200]
+    );
+    assert!(message.contains("bytes omitted"), "stderr was not cut");
+    assert!(
+        message.ends_with("eee\nlast line"),
+        "{}",
+        &message[message.len() - 200..]
+    );
+    assert!(
+        message.len() < 5 * 1024,
+        "message is {} bytes",
+        message.len()
+    );
+}
+
+/// Also true of a zombie: the check fails if the child was not reaped.
+fn process_exists(pid: u32) -> bool {
+    Path::new("/proc").join(pid.to_string()).exists()
+}
+
+#[test]
+fn timeout_kills_the_process() {
+    let pid_file = temp_path("sleep.pid");
+    let _ = std::fs::remove_file(&pid_file);
+    let toml = format!(
+        "[tools.slow]\ncommand = [\"python3\", \"sleep.py\", {:?}]\ntimeout_ms = 300\n",
+        pid_file.display().to_string()
+    );
+    let mut f = Fixture::new(&toml);
+    let start = Instant::now();
+    let (kind, message) = failure(f.call("slow", json!(null)));
+    let elapsed = start.elapsed();
+    assert_eq!(kind, FailureKind::TimedOut);
+    assert_eq!(message, "tool slow timed out after 300 ms");
+    assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
+    // On a loaded machine the tool may be killed before it writes its pid;
+    // then there is nothing left to check.
+    let pid = std::fs::read_to_string(&pid_file).ok();
+    if let Some(pid) = pid.and_then(|p| p.trim().parse::<u32>().ok()) {
+        assert!(!process_exists(pid), "process {pid} still exists");
+    }
+    let _ = std::fs::remove_file(&pid_file);
+}
+
+#[test]
+fn time_left_in_the_run_shortens_the_timeout() {
+    let pid_file = temp_path("sleep2.pid");
+    let toml = format!(
+        "[tools.slow]\ncommand = [\"python3\", \"sleep.py\", {:?}]\n",
+        pid_file.display().to_string()
+    );
+    let mut f = Fixture::new(&toml);
+    let (kind, message) =
+        failure(f.call_within("slow", json!(null), Some(Duration::from_millis(250))));
+    assert_eq!(kind, FailureKind::TimedOut);
+    assert_eq!(message, "tool slow timed out after 250 ms");
+    let (kind, _) = failure(f.call_within("slow", json!(null), Some(Duration::ZERO)));
+    assert_eq!(kind, FailureKind::TimedOut);
+    let _ = std::fs::remove_file(&pid_file);
+}
+
+#[test]
+fn garbage_is_bad_output_with_excerpt_and_stderr() {
+    let mut f = Fixture::new("[tools.g]\ncommand = [\"python3\", \"garbage.py\"]\n");
+    let (kind, message) = failure(f.call("g", json!(null)));
+    assert_eq!(kind, FailureKind::BadOutput);
+    assert!(
+        message.starts_with("tool g returned output that is not JSON: expected"),
+        "{message}"
+    );
+    assert!(
+        message.contains(r#"(output starts: "this is not json\n")"#),
+        "{message}"
+    );
+    assert!(
+        message.ends_with("; stderr: warning: deprecated"),
+        "{message}"
+    );
+}
+
+#[test]
+fn empty_stdout_is_null() {
+    let mut f = Fixture::new("[tools.quiet]\ncommand = [\"python3\", \"silent.py\"]\n");
+    assert_eq!(f.call("quiet", json!({"a": 1})), Ok(Json::Null));
+}
+
+#[test]
+fn a_tool_that_ignores_stdin_is_fine() {
+    let mut f = Fixture::new("[tools.n]\ncommand = [\"python3\", \"no_stdin.py\"]\n");
+    // A megabyte of argument: more than a pipe holds, so the write fails
+    // with EPIPE once the tool has exited.
+    let big = "x".repeat(1 << 20);
+    assert_eq!(f.call("n", json!({ "blob": big })), Ok(json!({"ok": true})));
+    assert_eq!(f.call("n", json!(null)), Ok(json!({"ok": true})));
+}
+
+#[test]
+fn huge_output_is_bad_output() {
+    let mut f =
+        Fixture::new("[tools.big]\ncommand = [\"python3\", \"big.py\"]\ntimeout_ms = 15000\n");
+    let (kind, message) = failure(f.call("big", json!(null)));
+    assert_eq!(kind, FailureKind::BadOutput);
+    assert!(
+        message.starts_with("tool big returned output larger than 64 MiB"),
+        "{message}"
+    );
+}
+
+#[test]
+fn missing_program_is_unavailable() {
+    let mut f = Fixture::new(
+        r#"
+        [tools.gone]
+        command = ["python9-no-such-program", "x.py"]
+
+        [tools.gone_relative]
+        command = ["./no/such/tool.sh"]
+
+        [tools.bad_cwd]
+        command = ["python3", "echo.py"]
+        cwd = "no-such-dir"
+        "#,
+    );
+    let (kind, message) = failure(f.call("gone", json!(null)));
+    assert_eq!(kind, FailureKind::Unavailable);
+    assert_eq!(
+        message,
+        "tool gone could not be started: python9-no-such-program: No such file or directory (os error 2)"
+    );
+    let (kind, message) = failure(f.call("gone_relative", json!(null)));
+    assert_eq!(kind, FailureKind::Unavailable);
+    let resolved = tools_dir().join("./no/such/tool.sh");
+    assert!(
+        message.contains(&resolved.display().to_string()),
+        "{message}"
+    );
+    let (kind, message) = failure(f.call("bad_cwd", json!(null)));
+    assert_eq!(kind, FailureKind::Unavailable);
+    assert!(message.contains("working directory"), "{message}");
+    assert!(message.contains("no-such-dir"), "{message}");
+}
+
+#[test]
+fn tool_without_executor_is_unavailable() {
+    let mut f = Fixture::new("[tools.a]\nfixed = { ok = 1 }\n");
+    let (kind, message) = failure(f.call("b", json!(null)));
+    assert_eq!(kind, FailureKind::Unavailable);
+    assert_eq!(message, "tool b has no executor in tools.toml");
+}
+
+#[test]
+fn calls_work_from_spawn_blocking_and_fail_cleanly_after_shutdown() {
+    let registry = Registry::from_str(
+        "[tools.a]\ncommand = [\"python3\", \"echo.py\"]\n",
+        &tools_dir(),
+        "tools.toml",
+    )
+    .expect("config");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let host = ExecutorHost::new(registry, runtime.handle().clone());
+    let call = |mut host: ExecutorHost| {
+        let id = CallId {
+            node: 0,
+            path: Vec::new(),
+        };
+        host.call(CallRequest {
+            id: &id,
+            tool: "a",
+            arg: json!(5),
+            time_left: None,
+        })
+    };
+    let inside = host.clone();
+    let outcome = runtime
+        .block_on(runtime.spawn_blocking(move || call(inside)))
+        .expect("join");
+    assert_eq!(outcome.expect("ok")["got"], json!(5));
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    let (kind, message) = failure(call(host));
+    assert_eq!(kind, FailureKind::Unavailable);
+    assert!(message.contains("runtime shut down"), "{message}");
+}
+
+// ---- http ----
+
+/// The Python test server; killed (and reaped) on drop.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    fn start() -> Server {
+        let mut child = Command::new("python3")
+            .arg(tools_dir().join("http_server.py"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start http_server.py");
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("stdout");
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("port line");
+        let port = line.trim().parse().unwrap_or_else(|_| {
+            let _ = child.kill();
+            panic!("http_server.py printed {line:?} instead of a port")
+        });
+        Server { child, port }
+    }
+
+    fn url(&self, route: &str) -> String {
+        format!("http://127.0.0.1:{}{route}", self.port)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn http_tools() {
+    let server = Server::start();
+    let closed_port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("addr").port()
+    };
+    let toml = format!(
+        r#"
+        [tools.echo]
+        http = {{ url = "{echo}", headers = {{ Authorization = "Bearer t0k" }} }}
+
+        [tools.fail]
+        http = {{ url = "{fail}" }}
+
+        [tools.slow]
+        http = {{ url = "{slow}" }}
+        timeout_ms = 300
+
+        [tools.garbage]
+        http = {{ url = "{garbage}" }}
+
+        [tools.empty]
+        http = {{ url = "{empty}" }}
+
+        [tools.refused]
+        http = {{ url = "http://127.0.0.1:{closed_port}/x" }}
+        "#,
+        echo = server.url("/echo"),
+        fail = server.url("/fail"),
+        slow = server.url("/slow"),
+        garbage = server.url("/garbage"),
+        empty = server.url("/empty"),
+    );
+    let mut f = Fixture::new(&toml);
+    assert_eq!(
+        f.host.registry().describe("fail"),
+        Some(format!(
+            "http POST {} (timeout 30000 ms)",
+            server.url("/fail")
+        ))
+    );
+
+    let out = f.call("echo", json!({"amount": 12})).expect("ok");
+    assert_eq!(out["got"], json!({"amount": 12}));
+    assert_eq!(out["content_type"], json!("application/json"));
+    assert_eq!(out["auth"], json!("Bearer t0k"));
+
+    let (kind, message) = failure(f.call("fail", json!(null)));
+    assert_eq!(kind, FailureKind::Failed);
+    assert_eq!(
+        message,
+        "tool fail failed (HTTP 500 Internal Server Error): database down"
+    );
+
+    let start = Instant::now();
+    let (kind, message) = failure(f.call("slow", json!(null)));
+    assert_eq!(kind, FailureKind::TimedOut);
+    assert_eq!(message, "tool slow timed out after 300 ms");
+    assert!(start.elapsed() < Duration::from_secs(4));
+
+    let (kind, message) = failure(f.call("garbage", json!(null)));
+    assert_eq!(kind, FailureKind::BadOutput);
+    assert!(
+        message.starts_with("tool garbage returned a body that is not JSON"),
+        "{message}"
+    );
+    assert!(message.contains("<html>not json</html>"), "{message}");
+
+    assert_eq!(f.call("empty", json!(1)), Ok(Json::Null));
+
+    let (kind, message) = failure(f.call("refused", json!(null)));
+    assert_eq!(kind, FailureKind::Unavailable);
+    assert!(
+        message.starts_with("tool refused could not be reached at http://127.0.0.1:"),
+        "{message}"
+    );
+}
+
+// ---- fixed ----
+
+#[test]
+fn fixed_tools() {
+    let mut f = Fixture::new(
+        r#"
+        [tools.send_reply]
+        fixed = { ok = { sent = true, at = 1979-05-27T07:32:00Z, ratio = 0.5, ids = [1, 2] } }
+
+        [tools.full]
+        fixed = { error = "mailbox full" }
+
+        [tools.seq]
+        fixed = { sequence = [ { ok = 1 }, { error = "boom" }, { ok = 3 } ] }
+        "#,
+    );
+    let expected = json!({"sent": true, "at": "1979-05-27T07:32:00Z", "ratio": 0.5, "ids": [1, 2]});
+    assert_eq!(f.call("send_reply", json!(null)), Ok(expected.clone()));
+    assert_eq!(f.call("send_reply", json!(null)), Ok(expected));
+
+    let (kind, message) = failure(f.call("full", json!(null)));
+    assert_eq!(kind, FailureKind::Failed);
+    assert_eq!(message, "tool full failed: mailbox full");
+
+    assert_eq!(f.call("seq", json!(null)), Ok(json!(1)));
+    assert_eq!(
+        failure(f.call("seq", json!(null))).1,
+        "tool seq failed: boom"
+    );
+    assert_eq!(f.call("seq", json!(null)), Ok(json!(3)));
+    for _ in 0..2 {
+        let (kind, message) = failure(f.call("seq", json!(null)));
+        assert_eq!(kind, FailureKind::Failed);
+        assert_eq!(message, "tool seq: fixed sequence exhausted after 3 calls");
+    }
+    assert_eq!(
+        f.host.registry().describe("full").as_deref(),
+        Some("fixed error \"mailbox full\"")
+    );
+}
+
+#[test]
+fn fixed_sequence_is_shared_between_threads() {
+    let f = Fixture::new(
+        "[tools.seq]\nfixed = { sequence = [ { ok = 0 }, { ok = 1 }, { ok = 2 }, { ok = 3 } ] }\n",
+    );
+    let results: Vec<Outcome> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..6)
+            .map(|_| {
+                let mut host = f.host.clone();
+                s.spawn(move || {
+                    let id = CallId {
+                        node: 0,
+                        path: Vec::new(),
+                    };
+                    host.call(CallRequest {
+                        id: &id,
+                        tool: "seq",
+                        arg: Json::Null,
+                        time_left: None,
+                    })
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("thread"))
+            .collect()
+    });
+    let mut oks: Vec<i64> = results
+        .iter()
+        .filter_map(|r| r.as_ref().ok().and_then(Json::as_i64))
+        .collect();
+    oks.sort();
+    assert_eq!(oks, vec![0, 1, 2, 3]);
+    assert_eq!(results.iter().filter(|r| r.is_err()).count(), 2);
+}
+
+// ---- configuration errors ----
+
+/// `(toml, expected "line:column", a fragment of the message)`.
+const BAD_CONFIGS: &[(&str, &str, &str)] = &[
+    (
+        "[tools.a]\nfixed = { ok = 1 }\n\n[tools.issue_refund]\ncommand = [\"x\"]\nhttp = { url = \"http://127.0.0.1:1/\" }\n",
+        "4:1",
+        "tool issue_refund: give exactly one of command, http or fixed (found command and http)",
+    ),
+    ("[tools.nothing]\ntimeout_ms = 5\n", "1:1", "tool nothing: give exactly one of command, http or fixed (none is given)"),
+    ("[tools.t]\ncomand = [\"x\"]\n", "2:1", "tool t: unknown field `comand`"),
+    ("[tools.t]\ncommand = []\n", "2:11", "tool t: `command` is empty"),
+    ("[tools.t]\ncommand = [\"\"]\n", "2:11", "tool t: the program name"),
+    ("[tools.t]\ncommand = [\"x\"]\ntimeout_ms = 0\n", "3:14", "tool t: timeout_ms must be a positive number of milliseconds"),
+    ("[tools.t]\ncommand = [\"x\"]\ntimeout_ms = -5\n", "3:14", "timeout_ms must be a positive"),
+    ("[tools.t]\ncommand = [\"x\"]\ntimeout_ms = \"5s\"\n", "3:14", "tool t: timeout_ms must be a positive"),
+    ("[tools.t]\ncommand = [\"x\", 3]\n", "2:17", "tool t: invalid type: integer"),
+    ("[tools.t]\ncommand = [\"x\"]\nenv = { A = 1 }\n", "3:13", "tool t: invalid type: integer"),
+    ("[tools.t\ncommand = [\"x\"]\n", "1:9", "invalid table header; expected"),
+    ("[tool.t]\ncommand = [\"x\"]\n", "1:2", "unknown field `tool`"),
+    ("[tools.t]\nhttp = { url = \"not a url\" }\n", "2:16", "tool t: `not a url` is not a URL"),
+    ("[tools.t]\nhttp = { url = \"ftp://h/x\" }\n", "2:16", "scheme must be http or https"),
+    ("[tools.t]\nhttp = { uri = \"http://h/\" }\n", "2:10", "tool t: unknown field `uri`"),
+    ("[tools.t]\nhttp = { url = \"http://h/\" }\ncwd = \"x\"\n", "3:7", "tool t: `cwd` applies only to command tools"),
+    ("[tools.t]\nhttp = { url = \"http://h/\", headers = { \"a b\" = \"x\" } }\n", "2:39", "not a valid HTTP header name"),
+    ("[tools.t]\nfixed = { ok = 1, error = \"e\" }\n", "2:9", "tool t: a fixed table takes exactly one of ok, error or sequence"),
+    ("[tools.t]\nfixed = {}\n", "2:9", "exactly one of ok, error or sequence"),
+    ("[tools.t]\nfixed = { sequence = [] }\n", "2:22", "a fixed sequence needs at least one response"),
+    ("[tools.t]\nfixed = { sequence = [ { ok = 1 }, { ok = 2, error = \"e\" } ] }\n", "2:36", "each response of a sequence takes exactly one of ok or error"),
+    ("[tools.t]\nfixed = { ok = nan }\n", "2:16", "nan or inf"),
+    ("[tools.t]\nfixed = { ok = 1 }\ntimeout_ms = 10\n", "3:14", "`timeout_ms` has no effect on a fixed tool"),
+    ("[tools.t]\nfixed = 3\n", "2:9", "tool t: invalid type: integer `3`, expected a fixed table"),
+];
+
+#[test]
+fn config_errors_point_at_line_and_column() {
+    let mut problems = Vec::new();
+    for (toml, position, fragment) in BAD_CONFIGS {
+        let e = config_error(toml);
+        let shown = e.to_string();
+        let first = shown.lines().next().unwrap_or("");
+        let expected_start = format!("tools.toml:{position}: ");
+        if !first.starts_with(&expected_start) || !first.contains(fragment) {
+            problems.push(format!(
+                "for {toml:?}\n  expected `{expected_start}…{fragment}…`\n  got      `{shown}`"
+            ));
+        }
+        assert_eq!(e.path, "tools.toml");
+    }
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
+
+#[test]
+fn config_error_shows_help_on_its_own_line() {
+    let e = config_error("[tools.t]\ncommand = []\n");
+    assert_eq!(e.line, Some(2));
+    assert_eq!(e.column, Some(11));
+    assert!(e.help.is_some());
+    let shown = e.to_string();
+    assert_eq!(shown.lines().count(), 2, "{shown}");
+    assert!(
+        shown
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("help: ")),
+        "{shown}"
+    );
+}
+
+#[test]
+fn missing_file_names_the_path() {
+    let path = temp_path("absent/tools.toml");
+    let e = Registry::load(&path).expect_err("an error");
+    assert_eq!(e.path, path.display().to_string());
+    assert_eq!(e.line, None);
+    let shown = e.to_string();
+    assert!(shown.starts_with(&path.display().to_string()), "{shown}");
+    assert!(shown.contains("No such file or directory"), "{shown}");
+}
+
+#[test]
+fn an_empty_file_is_an_empty_registry() {
+    let registry = Registry::from_str("", &tools_dir(), "tools.toml").expect("ok");
+    assert_eq!(registry.names().count(), 0);
+    assert_eq!(registry.missing(["a"]), vec!["a"]);
+    assert_eq!(registry.describe("a"), None);
+}
