@@ -1,10 +1,14 @@
 //! `lt`: a typed tool-composition language (compatible with λ-Tool), its
-//! checker, and (in later phases) its combinator IR and control plane.
+//! checker, its combinator IR and interpreter, and (in later phases) its
+//! control plane.
 //!
 //! The phases only look downstream:
-//! [`syntax`] (text → AST) → [`types`] (AST → typed program + diagnostics).
-//! [`diag`] holds the one diagnostic type every phase produces. The library
-//! does no I/O; the `lt` binary ([`cli`]) reads files and prints.
+//! [`syntax`] (text → AST) → [`types`] (AST → typed program + diagnostics)
+//! → [`ir`] (checked program → combinator IR) → [`runtime`] (IR → value,
+//! every tool call through a [`runtime::host::Host`]). [`diag`] holds the
+//! one diagnostic type every phase produces. [`exec`] holds the executors
+//! (subprocess, HTTP, fixed) behind the host; [`cli`] reads files and
+//! prints. Nothing else does I/O.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -1,19 +1,21 @@
-//! The runtime (issue 3, in progress): values and the tool boundary.
+//! The runtime: runs a lowered program ([`crate::ir::Ir`]).
 //!
-//! So far this holds the data every later part shares:
-//!
-//! * [`value`]: the values a program computes, and their JSON encoding
-//!   (records → objects, lists → arrays, unit → `null`,
-//!   `Ok`/`Err` → `{"Ok": v}` / `{"Err": e}`), which is also how tool
-//!   arguments are sent;
+//! * [`eval`]: the interpreter: strict, left to right, deterministic given
+//!   the tool outcomes; synchronous pure evaluation on one value stack;
+//!   fuel, clock and size limits ([`limits`]).
+//! * [`host`]: the one door to the world. Each `exec` becomes a
+//!   [`host::CallRequest`] with a stable [`host::CallId`]; the host answers
+//!   with the tool's JSON or a [`host::ToolFailure`].
 //! * [`boundary`]: the boundary contract: a tool's JSON result is validated
 //!   against the tool's declared output type before the program sees it.
 //!   Extra fields are dropped; a missing field or a wrong type is an error
 //!   naming the path (`field last_charge_cents: expected Int, found String`),
 //!   which the interpreter turns into the call's `Err`. A program can
 //!   therefore never read a field that is not there.
-//!
-//! The interpreter, the host trait and the executors are still to come.
+//! * [`value`]: the values a program computes, and their JSON encoding
+//!   (records → objects, lists → arrays, unit → `null`,
+//!   `Ok`/`Err` → `{"Ok": v}` / `{"Err": e}`), which is also how tool
+//!   arguments are sent. [`ops`]: the operators.
 
 pub mod boundary;
 pub mod eval;
