@@ -205,8 +205,16 @@ impl Machine<'_> {
         ops::binary(op, a, b, self.limits, &mut self.steps, span).map_err(Box::new)
     }
 
+    /// Every compound node passes here, so the stack is checked at every
+    /// level of nesting but a run of operators (`a + b + …`, at most the
+    /// parser's depth limit of small `eval` frames, about 200 KB) — less
+    /// than the 256 KB red zone.
     #[inline(never)]
     fn eval_other(&mut self, id: NodeId) -> Eval {
+        stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || self.eval_compound(id))
+    }
+
+    fn eval_compound(&mut self, id: NodeId) -> Eval {
         let ir = self.ir;
         let node = ir.node(id);
         match &node.kind {
@@ -412,8 +420,10 @@ impl Machine<'_> {
                 for (k, a) in args.into_iter().enumerate() {
                     self.stack[base + k] = a;
                 }
+                // No stack check here: a compound body checks in
+                // `eval_other`, an application in `invoke`.
                 self.path.push(site);
-                let r = stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || self.eval(*body));
+                let r = self.eval(*body);
                 self.path.pop();
                 r
             }
