@@ -43,7 +43,6 @@ pub fn lower(program: &CheckedProgram) -> Result<Ir, LowerError> {
             .enumerate()
             .map(|(i, t)| (t.name.clone(), u32::try_from(i).unwrap_or(u32::MAX)))
             .collect(),
-        fresh: 0,
     };
     let root = lw.expr(&program.program.body)?;
     let frame_size = lw.frames[0].next_slot;
@@ -62,7 +61,7 @@ pub fn lower(program: &CheckedProgram) -> Result<Ir, LowerError> {
 struct Frame {
     names: Scope<u32>,
     next_slot: u32,
-    captures: Vec<VarRef>,
+    captures: Vec<(VarRef, Name)>,
     capture_index: FxHashMap<VarRef, u32>,
     /// Every slot of this frame that a name resolved to, in order (for `pipe`).
     touched: Vec<u32>,
@@ -72,7 +71,6 @@ struct Lowerer {
     nodes: Vec<Node>,
     frames: Vec<Frame>,
     tools: FxHashMap<Name, u32>,
-    fresh: u32,
 }
 
 const BUILTINS: [(&str, usize); 4] = [("map", 2), ("filter", 2), ("fold", 3), ("traverse", 2)];
@@ -133,7 +131,7 @@ impl Lowerer {
             Some(&i) => i,
             None => {
                 let i = u32::try_from(f.captures.len()).unwrap_or(u32::MAX);
-                f.captures.push(outer);
+                f.captures.push((outer, Rc::from(name)));
                 f.capture_index.insert(outer, i);
                 i
             }
@@ -147,8 +145,8 @@ impl Lowerer {
 
     fn var(&mut self, id: &Ident) -> Result<NodeId, LowerError> {
         let kind = match self.resolve(&id.name) {
-            Some(VarRef::Local(s)) => NodeKind::Local(s),
-            Some(VarRef::Capture(c)) => NodeKind::Capture(c),
+            Some(VarRef::Local(s)) => NodeKind::Local(s, id.name.clone()),
+            Some(VarRef::Capture(c)) => NodeKind::Capture(c, id.name.clone()),
             None => return Err(internal(format!("unbound name `{}`", id.name), id.span)),
         };
         Ok(self.leaf(kind, id.span))
@@ -390,9 +388,14 @@ impl Lowerer {
         let mark = self.frame().names.mark();
         let mut steps = Vec::new();
         let mut names = Vec::new();
-        for a in args {
+        let roles: &[&str] = if arity == 3 {
+            &["$f", "$init", "$xs"]
+        } else {
+            &["$f", "$xs"]
+        };
+        for (a, role) in args.iter().zip(roles) {
             let value = self.expr(a)?;
-            let n = self.fresh_name();
+            let n: Name = Rc::from(*role);
             let slot = self.bind(n.clone());
             steps.push(Step {
                 name: n.clone(),
@@ -404,8 +407,8 @@ impl Lowerer {
         let lam = self.reserve(span);
         self.frames.push(Frame::default());
         let mut params = Vec::new();
-        for _ in args.len()..arity {
-            let n = self.fresh_name();
+        for role in &roles[args.len()..arity] {
+            let n: Name = Rc::from(*role);
             self.bind(n.clone());
             params.push(n.clone());
             names.push(n);
@@ -435,12 +438,6 @@ impl Lowerer {
         );
         self.frame().names.reset(mark);
         Ok(self.set(id, NodeKind::Sequence { steps, body: lam }))
-    }
-
-    /// A name no program can write (`$0`, `$1`, …).
-    fn fresh_name(&mut self) -> Name {
-        self.fresh += 1;
-        Rc::from(format!("${}", self.fresh - 1))
     }
 }
 

@@ -161,8 +161,9 @@ pub struct Lambda {
     pub params: Vec<Name>,
     /// Slots the function's frame needs (parameters included).
     pub frame_size: u32,
-    /// What the closure copies when it is created, in capture-index order.
-    pub captures: Vec<VarRef>,
+    /// What the closure copies when it is created, in capture-index order,
+    /// with the captured variables' names.
+    pub captures: Vec<(VarRef, Name)>,
     /// The body.
     pub body: NodeId,
 }
@@ -225,10 +226,10 @@ pub enum NodeKind {
     // ---- pure expression nodes ----
     /// A literal.
     Const(Value),
-    /// A slot of the current frame.
-    Local(u32),
-    /// A captured variable of the current closure.
-    Capture(u32),
+    /// A slot of the current frame, and the variable's name (for printing).
+    Local(u32, Name),
+    /// A captured variable of the current closure, and its name.
+    Capture(u32, Name),
     /// A record literal (fields in source order).
     Record(Vec<(Name, NodeId)>),
     /// `e.field`.
@@ -270,8 +271,8 @@ impl NodeKind {
             NodeKind::TryAndCheck { .. } => "try_and_check",
             NodeKind::Exec { .. } => "exec",
             NodeKind::Const(_) => "const",
-            NodeKind::Local(_) => "local",
-            NodeKind::Capture(_) => "capture",
+            NodeKind::Local(..) => "local",
+            NodeKind::Capture(..) => "capture",
             NodeKind::Record(_) => "record",
             NodeKind::Field(..) => "field",
             NodeKind::List(_) => "list",

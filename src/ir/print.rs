@@ -29,9 +29,17 @@ pub fn print(ir: &Ir, file: &SourceFile) -> String {
             t.name, t.input, t.effects, t.output
         );
     }
-    let _ = writeln!(p.out, "frame: {} slots", ir.frame_size);
+    let _ = writeln!(p.out, "frame: {}", slots(ir.frame_size));
     p.node("", ir.root, 0);
     p.out
+}
+
+fn slots(n: u32) -> String {
+    if n == 1 {
+        "1 slot".to_string()
+    } else {
+        format!("{n} slots")
+    }
 }
 
 struct Printer<'a> {
@@ -78,14 +86,14 @@ impl Printer<'_> {
                     ""
                 };
                 self.line(depth, &format!("{head}[{}{note}]", mode.as_str()), id);
-                self.node("items: ", *items, depth + 1);
                 self.node("each: ", *func, depth + 1);
+                self.node("items: ", *items, depth + 1);
             }
             NodeKind::Reduce { func, init, items } => {
                 self.line(depth, &head, id);
-                self.node("items: ", *items, depth + 1);
-                self.node("init: ", *init, depth + 1);
                 self.node("step: ", *func, depth + 1);
+                self.node("init: ", *init, depth + 1);
+                self.node("items: ", *items, depth + 1);
             }
             NodeKind::Gather { fields } | NodeKind::Record(fields) => {
                 self.line(depth, &head, id);
@@ -109,8 +117,8 @@ impl Printer<'_> {
                 self.node("arg: ", *arg, depth + 1);
             }
             NodeKind::Const(v) => self.line(depth, &format!("{head} {v}"), id),
-            NodeKind::Local(s) => self.line(depth, &format!("{head} %{s}"), id),
-            NodeKind::Capture(c) => self.line(depth, &format!("{head} ^{c}"), id),
+            NodeKind::Local(s, name) => self.line(depth, &format!("{head} %{s} ({name})"), id),
+            NodeKind::Capture(c, name) => self.line(depth, &format!("{head} ^{c} ({name})"), id),
             NodeKind::Field(r, name) => {
                 self.line(depth, &format!("{head} .{name}"), id);
                 self.node("of: ", *r, depth + 1);
@@ -127,8 +135,8 @@ impl Printer<'_> {
             }
             NodeKind::Binary(op, a, b) => {
                 self.line(depth, &format!("{head} {}", op.as_str()), id);
-                self.node("", *a, depth + 1);
-                self.node("", *b, depth + 1);
+                self.node("lhs: ", *a, depth + 1);
+                self.node("rhs: ", *b, depth + 1);
             }
             NodeKind::If(c, a, b) => {
                 self.line(depth, &head, id);
@@ -147,16 +155,16 @@ impl Printer<'_> {
                     .captures
                     .iter()
                     .enumerate()
-                    .map(|(i, c)| match c {
-                        VarRef::Local(s) => format!("^{i} = %{s}"),
-                        VarRef::Capture(s) => format!("^{i} = ^{s}"),
+                    .map(|(i, (c, name))| match c {
+                        VarRef::Local(s) => format!("^{i} = %{s} ({name})"),
+                        VarRef::Capture(s) => format!("^{i} = ^{s} ({name})"),
                     })
                     .collect();
                 let mut text = format!("{head} ({})", params.join(", "));
                 if !caps.is_empty() {
                     let _ = write!(text, " captures {}", caps.join(", "));
                 }
-                let _ = write!(text, ", {} slots", l.frame_size);
+                let _ = write!(text, ", {}", slots(l.frame_size));
                 self.line(depth, &text, id);
                 self.node("body: ", l.body, depth + 1);
             }

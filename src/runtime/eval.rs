@@ -149,8 +149,8 @@ impl Machine<'_> {
         let ir = self.ir;
         match &ir.node(id).kind {
             NodeKind::Const(v) => Ok(v.clone()),
-            NodeKind::Local(s) => Ok(self.stack[self.base + *s as usize].clone()),
-            NodeKind::Capture(c) => Ok(self.captures[*c as usize].clone()),
+            NodeKind::Local(s, _) => Ok(self.stack[self.base + *s as usize].clone()),
+            NodeKind::Capture(c, _) => Ok(self.captures[*c as usize].clone()),
             NodeKind::Binary(op, a, b) => {
                 let op = *op;
                 let a = self.operand(*a)?;
@@ -181,7 +181,7 @@ impl Machine<'_> {
     fn operand(&mut self, id: NodeId) -> Eval {
         let ir = self.ir;
         match &ir.node(id).kind {
-            NodeKind::Local(s) => {
+            NodeKind::Local(s, _) => {
                 self.charge(1, id)?;
                 Ok(self.stack[self.base + *s as usize].clone())
             }
@@ -219,8 +219,8 @@ impl Machine<'_> {
         let node = ir.node(id);
         match &node.kind {
             NodeKind::Const(_)
-            | NodeKind::Local(_)
-            | NodeKind::Capture(_)
+            | NodeKind::Local(..)
+            | NodeKind::Capture(..)
             | NodeKind::Binary(..)
             | NodeKind::Apply(..) => Err(internal(node.span, "hot node kind in eval_other")),
             NodeKind::Sequence { steps, body } | NodeKind::Pipe { steps, body } => {
@@ -284,7 +284,7 @@ impl Machine<'_> {
                 let captures: Rc<[Value]> = l
                     .captures
                     .iter()
-                    .map(|r| match r {
+                    .map(|(r, _)| match r {
                         VarRef::Local(s) => self.stack[self.base + *s as usize].clone(),
                         VarRef::Capture(c) => self.captures[*c as usize].clone(),
                     })
