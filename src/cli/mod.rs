@@ -123,7 +123,7 @@ pub enum Command {
         /// Wall-clock limit of the whole run, in milliseconds (0: none).
         #[arg(long, value_name = "MS", default_value_t = 300_000)]
         timeout_ms: u64,
-        /// Longest list the program may build or receive.
+        /// Longest list a tool may return (longer: that call is an Err).
         #[arg(long, value_name = "N", default_value_t = Limits::default().max_list_len)]
         max_list_len: usize,
         /// Colour the diagnostics.

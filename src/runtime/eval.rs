@@ -24,11 +24,12 @@
 //!   failure or an invalid result becomes the program's `Err(message)`.
 
 use super::boundary;
+use super::compile::{self, Code, Compiled};
 use super::host::{CallId, CallRequest, Host, PathStep};
 use super::limits::{Limits, RunError, RunErrorKind};
 use super::ops;
 use super::value::{Closure, Value};
-use crate::ir::{Arm, ArmTest, ForEachMode, Ir, NodeId, NodeKind, VarRef};
+use crate::ir::{Ir, NodeId};
 use crate::source::Span;
 use std::rc::Rc;
 use std::time::Instant;
@@ -46,8 +47,10 @@ pub struct RunStats {
 /// run stopped, plus what it used.
 pub fn run(ir: &Ir, host: &mut dyn Host, limits: &Limits) -> (Result<Value, RunError>, RunStats) {
     let started = Instant::now();
+    let code = compile::compile(ir);
     let mut m = Machine {
         ir,
+        code: &code,
         host,
         limits,
         stack: vec![Value::Unit; ir.frame_size as usize],
@@ -59,8 +62,7 @@ pub fn run(ir: &Ir, host: &mut dyn Host, limits: &Limits) -> (Result<Value, RunE
         calls: 0,
         deadline: limits.timeout.map(|t| started + t),
     };
-    let result = m
-        .eval(ir.root)
+    let result = (code.root)(&mut m)
         .and_then(|v| {
             m.check_size(&v, ir.node(ir.root).span, "the program's value")?;
             Ok(v)
@@ -73,13 +75,19 @@ pub fn run(ir: &Ir, host: &mut dyn Host, limits: &Limits) -> (Result<Value, RunE
     (result, stats)
 }
 
-struct Machine<'a> {
+/// The interpreter's state. The compiled closures ([`super::compile`])
+/// read and write it directly.
+pub(super) struct Machine<'a> {
     ir: &'a Ir,
+    code: &'a Compiled,
     host: &'a mut dyn Host,
     limits: &'a Limits,
-    stack: Vec<Value>,
-    base: usize,
-    captures: Rc<[Value]>,
+    /// The value stack; the current frame is `stack[base..]`.
+    pub(super) stack: Vec<Value>,
+    /// Where the current frame begins.
+    pub(super) base: usize,
+    /// The current closure's captured values.
+    pub(super) captures: Rc<[Value]>,
     path: Vec<PathStep>,
     steps: u64,
     /// The step count at which `charge` next looks at the limit and the clock.
@@ -88,19 +96,21 @@ struct Machine<'a> {
     deadline: Option<Instant>,
 }
 
-/// Errors are boxed so that the hot `Ok` path returns a small value.
-type Eval = Result<Value, Box<RunError>>;
+/// The result of evaluating a node. Errors are boxed so that the hot `Ok`
+/// path returns a small value.
+pub(super) type Eval = Result<Value, Box<RunError>>;
 type Unit = Result<(), Box<RunError>>;
 
-impl Machine<'_> {
-    fn span(&self, id: NodeId) -> Span {
+impl<'a> Machine<'a> {
+    /// The source span of node `id`.
+    pub(super) fn span(&self, id: NodeId) -> Span {
         self.ir.node(id).span
     }
 
     /// Charges `n` steps of fuel; one comparison on the hot path, the limit
     /// and the clock (every 1,024 steps) checked out of line.
     #[inline(always)]
-    fn charge(&mut self, n: u64, id: NodeId) -> Unit {
+    pub(super) fn charge(&mut self, n: u64, id: NodeId) -> Unit {
         self.steps += n;
         if self.steps >= self.next_check {
             return self.charge_slow(id);
@@ -142,59 +152,8 @@ impl Machine<'_> {
         }
     }
 
-    /// Evaluates node `id`. The frequent kinds are handled here; the rest
-    /// out of line, which keeps this function's stack frame small.
-    fn eval(&mut self, id: NodeId) -> Eval {
-        self.charge(1, id)?;
-        let ir = self.ir;
-        match &ir.node(id).kind {
-            NodeKind::Const(v) => Ok(v.clone()),
-            NodeKind::Local(s, _) => Ok(self.stack[self.base + *s as usize].clone()),
-            NodeKind::Capture(c, _) => Ok(self.captures[*c as usize].clone()),
-            NodeKind::Binary(op, a, b) => {
-                let op = *op;
-                let a = self.operand(*a)?;
-                if let Some(v) = ops::short_circuit(op, &a) {
-                    return Ok(v);
-                }
-                let b = self.operand(*b)?;
-                if let Some(v) = ops::fast(op, &a, &b) {
-                    return Ok(v);
-                }
-                self.binary_slow(id, op, &a, &b)
-            }
-            NodeKind::Apply(f, args) => {
-                let f = self.eval(*f)?;
-                for a in args {
-                    let v = self.eval(*a)?;
-                    self.stack.push(v);
-                }
-                self.invoke(&f, args.len(), PathStep::Apply { node: id }, id)
-            }
-            _ => self.eval_other(id),
-        }
-    }
-
-    /// [`Machine::eval`] with variables and literals read in place (the
-    /// operands of most operators), saving a call per leaf. Same fuel.
-    #[inline(always)]
-    fn operand(&mut self, id: NodeId) -> Eval {
-        let ir = self.ir;
-        match &ir.node(id).kind {
-            NodeKind::Local(s, _) => {
-                self.charge(1, id)?;
-                Ok(self.stack[self.base + *s as usize].clone())
-            }
-            NodeKind::Const(v) => {
-                self.charge(1, id)?;
-                Ok(v.clone())
-            }
-            _ => self.eval(id),
-        }
-    }
-
     #[inline(never)]
-    fn binary_slow(
+    pub(super) fn binary_slow(
         &mut self,
         id: NodeId,
         op: crate::syntax::ast::BinOp,
@@ -205,198 +164,22 @@ impl Machine<'_> {
         ops::binary(op, a, b, self.limits, &mut self.steps, span).map_err(Box::new)
     }
 
-    /// Every compound node passes here, so the stack is checked at every
-    /// level of nesting but a run of operators (`a + b + …`, at most the
-    /// parser's depth limit of small `eval` frames, about 200 KB) — less
-    /// than the 256 KB red zone.
-    #[inline(never)]
-    fn eval_other(&mut self, id: NodeId) -> Eval {
-        stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || self.eval_compound(id))
-    }
-
-    fn eval_compound(&mut self, id: NodeId) -> Eval {
-        let ir = self.ir;
-        let node = ir.node(id);
-        match &node.kind {
-            NodeKind::Const(_)
-            | NodeKind::Local(..)
-            | NodeKind::Capture(..)
-            | NodeKind::Binary(..)
-            | NodeKind::Apply(..) => Err(internal(node.span, "hot node kind in eval_other")),
-            NodeKind::Sequence { steps, body } | NodeKind::Pipe { steps, body } => {
-                for step in steps {
-                    let v = self.eval(step.value)?;
-                    self.stack[self.base + step.slot as usize] = v;
-                }
-                self.eval(*body)
-            }
-            NodeKind::Record(fields) | NodeKind::Gather { fields } => {
-                let mut out = Vec::with_capacity(fields.len());
-                for (name, f) in fields {
-                    out.push((name.clone(), self.eval(*f)?));
-                }
-                Ok(Value::Record(out.into()))
-            }
-            NodeKind::Field(r, name) => match self.eval(*r)? {
-                Value::Record(fields) => fields
-                    .iter()
-                    .find(|(n, _)| Rc::ptr_eq(n, name) || n == name)
-                    .map(|(_, v)| v.clone())
-                    .ok_or_else(|| internal(node.span, format!("record has no field `{name}`"))),
-                other => Err(internal(
-                    node.span,
-                    format!("field `{name}` of a non-record {other}"),
-                )),
-            },
-            NodeKind::List(items) => {
-                let mut out = Vec::with_capacity(items.len());
-                for x in items {
-                    out.push(self.eval(*x)?);
-                }
-                Ok(Value::List(out.into()))
-            }
-            NodeKind::Ok(x) => Ok(Value::Ok(Rc::new(self.eval(*x)?))),
-            NodeKind::Err(x) => Ok(Value::Err(Rc::new(self.eval(*x)?))),
-            NodeKind::Neg(x) => match self.eval(*x)? {
-                Value::Int(n) => n.checked_neg().map(Value::Int).ok_or_else(|| {
-                    Box::new(RunError::new(
-                        RunErrorKind::Arithmetic,
-                        node.span,
-                        format!("integer overflow: -({n})"),
-                    ))
-                }),
-                other => Err(internal(node.span, format!("negation of {other}"))),
-            },
-            NodeKind::If(c, a, b) => match self.eval(*c)? {
-                Value::Bool(true) => self.eval(*a),
-                Value::Bool(false) => self.eval(*b),
-                other => Err(internal(node.span, format!("`if` on {other}"))),
-            },
-            NodeKind::Match { scrutinee, arms } => {
-                let v = self.eval(*scrutinee)?;
-                self.select(id, v, arms)
-            }
-            NodeKind::TryAndCheck { call, arms } => {
-                let v = self.eval(*call)?;
-                self.select(id, v, arms)
-            }
-            NodeKind::Lambda(l) => {
-                let captures: Rc<[Value]> = l
-                    .captures
-                    .iter()
-                    .map(|(r, _)| match r {
-                        VarRef::Local(s) => self.stack[self.base + *s as usize].clone(),
-                        VarRef::Capture(c) => self.captures[*c as usize].clone(),
-                    })
-                    .collect();
-                Ok(Value::Fn(Rc::new(Closure {
-                    lambda: id,
-                    captures,
-                    args: Vec::new(),
-                })))
-            }
-            NodeKind::ForEach { mode, func, items } => self.for_each(id, *mode, *func, *items),
-            NodeKind::Reduce { func, init, items } => {
-                let f = self.eval(*func)?;
-                let mut acc = self.eval(*init)?;
-                let items = self.list(*items)?;
-                let callee = self.enter(&f, 2);
-                for (i, x) in items.iter().enumerate() {
-                    acc = self.call(&callee, [acc, x.clone()], item(id, i), id)?;
-                }
-                self.leave(callee);
-                Ok(acc)
-            }
-            NodeKind::Exec { tool, arg } => {
-                let arg = self.eval(*arg)?;
-                self.exec(id, *tool, &arg)
-            }
-        }
-    }
-
-    /// Runs the first arm that accepts `v`, with its binder set.
-    fn select(&mut self, id: NodeId, v: Value, arms: &[Arm]) -> Eval {
-        for arm in arms {
-            let bound = match (arm.test, &v) {
-                (ArmTest::Ok, Value::Ok(x)) | (ArmTest::Err, Value::Err(x)) => (**x).clone(),
-                (ArmTest::Any, _) => v.clone(),
-                _ => continue,
-            };
-            if let Some(slot) = arm.bind {
-                self.stack[self.base + slot as usize] = bound;
-            }
-            return self.eval(arm.body);
-        }
-        Err(internal(self.span(id), format!("no arm matches {v}")))
-    }
-
-    fn list(&mut self, id: NodeId) -> Result<Rc<[Value]>, Box<RunError>> {
-        match self.eval(id)? {
-            Value::List(items) => Ok(items),
-            other => Err(internal(
-                self.span(id),
-                format!("expected a list, found {other}"),
-            )),
-        }
-    }
-
-    fn for_each(&mut self, id: NodeId, mode: ForEachMode, func: NodeId, items: NodeId) -> Eval {
-        let f = self.eval(func)?;
-        let items = self.list(items)?;
-        let mut out = Vec::with_capacity(if mode == ForEachMode::Filter {
-            0
-        } else {
-            items.len()
-        });
-        let callee = self.enter(&f, 1);
-        for (i, x) in items.iter().enumerate() {
-            let r = self.call(&callee, [x.clone()], item(id, i), id)?;
-            match (mode, r) {
-                (ForEachMode::Map, v) => out.push(v),
-                (ForEachMode::Filter, Value::Bool(keep)) => {
-                    if keep {
-                        out.push(x.clone());
-                    }
-                }
-                (ForEachMode::Traverse, Value::Ok(v)) => out.push((*v).clone()),
-                (ForEachMode::Traverse, Value::Err(e)) => {
-                    self.leave(callee);
-                    return Ok(Value::Err(e));
-                }
-                (_, other) => {
-                    return Err(internal(
-                        self.span(id),
-                        format!("unexpected callback result {other}"),
-                    ))
-                }
-            }
-        }
-        self.leave(callee);
-        let list = Value::List(out.into());
-        Ok(if mode == ForEachMode::Traverse {
-            Value::Ok(Rc::new(list))
-        } else {
-            list
-        })
-    }
-
     /// Prepares `f` to be called once per item with `arity` arguments. A
     /// lambda of exactly that arity gets its frame set up here, once for the
     /// whole loop (the common `fold (fn acc => fn x => …)`); any other
     /// function value is applied through [`Machine::invoke`] each time.
-    fn enter(&mut self, f: &Value, arity: usize) -> Callee {
-        let ir = self.ir;
+    pub(super) fn enter(&mut self, f: &Value, arity: usize) -> Callee<'a> {
+        let code = self.code;
         if let Value::Fn(clo) = f {
-            if let NodeKind::Lambda(lam) = &ir.node(clo.lambda).kind {
-                if clo.args.is_empty() && lam.params.len() == arity {
+            if let Some(Some(lam)) = code.lambdas.get(clo.lambda as usize) {
+                if clo.args.is_empty() && lam.arity == arity {
                     let base = self.stack.len();
-                    self.stack
-                        .resize(base + lam.frame_size as usize, Value::Unit);
+                    self.stack.resize(base + lam.frame_size, Value::Unit);
                     let saved_base = std::mem::replace(&mut self.base, base);
                     let saved_captures =
                         std::mem::replace(&mut self.captures, clo.captures.clone());
                     return Callee::Frame {
-                        body: lam.body,
+                        body: &lam.body,
                         base,
                         saved_base,
                         saved_captures,
@@ -407,35 +190,63 @@ impl Machine<'_> {
         Callee::General(f.clone())
     }
 
-    /// Calls a callee prepared by [`Machine::enter`] with one item's arguments.
-    fn call<const N: usize>(
+    /// Calls a callee prepared by [`Machine::enter`] with one argument.
+    /// (One method per arity: each argument is stored straight into its
+    /// slot, no temporary array, which the measurements showed stalling.)
+    pub(super) fn call1(
         &mut self,
-        callee: &Callee,
-        args: [Value; N],
+        callee: &Callee<'a>,
+        a: Value,
         site: PathStep,
         at: NodeId,
     ) -> Eval {
         match callee {
             Callee::Frame { body, base, .. } => {
-                for (k, a) in args.into_iter().enumerate() {
-                    self.stack[base + k] = a;
-                }
-                // No stack check here: a compound body checks in
-                // `eval_other`, an application in `invoke`.
-                self.path.push(site);
-                let r = self.eval(*body);
-                self.path.pop();
-                r
+                self.stack[*base] = a;
+                self.run_body(body, site)
             }
             Callee::General(f) => {
-                self.stack.extend(args);
-                self.invoke(f, N, site, at)
+                self.stack.push(a);
+                self.invoke(f, 1, site, at)
             }
         }
     }
 
+    /// [`Machine::call1`] with two arguments (a `fold` step).
+    pub(super) fn call2(
+        &mut self,
+        callee: &Callee<'a>,
+        a: Value,
+        b: Value,
+        site: PathStep,
+        at: NodeId,
+    ) -> Eval {
+        match callee {
+            Callee::Frame { body, base, .. } => {
+                self.stack[*base] = a;
+                self.stack[*base + 1] = b;
+                self.run_body(body, site)
+            }
+            Callee::General(f) => {
+                self.stack.push(a);
+                self.stack.push(b);
+                self.invoke(f, 2, site, at)
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn run_body(&mut self, body: &Code, site: PathStep) -> Eval {
+        // No stack check here: the body checks every 16 levels, an
+        // application in `invoke`.
+        self.path.push(site);
+        let r = body(self);
+        self.path.pop();
+        r
+    }
+
     /// Ends a loop begun with [`Machine::enter`], restoring the caller's frame.
-    fn leave(&mut self, callee: Callee) {
+    pub(super) fn leave(&mut self, callee: Callee<'a>) {
         if let Callee::Frame {
             base,
             saved_base,
@@ -452,15 +263,15 @@ impl Machine<'_> {
     /// Applies `f` to the `nargs` values on top of the stack (curried:
     /// fewer arguments make a partial application, more apply the result to
     /// the rest). `site` is pushed on the call path while the body runs.
-    fn invoke(&mut self, f: &Value, nargs: usize, site: PathStep, at: NodeId) -> Eval {
+    pub(super) fn invoke(&mut self, f: &Value, nargs: usize, site: PathStep, at: NodeId) -> Eval {
         let Value::Fn(clo) = f else {
             return Err(internal(
                 self.span(at),
                 format!("applying a non-function {f}"),
             ));
         };
-        let ir = self.ir;
-        let NodeKind::Lambda(lam) = &ir.node(clo.lambda).kind else {
+        let code = self.code;
+        let Some(Some(lam)) = code.lambdas.get(clo.lambda as usize) else {
             return Err(internal(self.span(at), "closure without a lambda"));
         };
         let mut nargs = nargs;
@@ -469,7 +280,7 @@ impl Machine<'_> {
             self.stack.splice(at..at, clo.args.iter().cloned());
             nargs += clo.args.len();
         }
-        let arity = lam.params.len();
+        let arity = lam.arity;
         if nargs < arity {
             let args = self.stack.split_off(self.stack.len() - nargs);
             return Ok(Value::Fn(Rc::new(Closure {
@@ -484,14 +295,13 @@ impl Machine<'_> {
             Vec::new()
         };
         let base = self.stack.len() - arity;
-        if lam.frame_size as usize > arity {
-            self.stack
-                .resize(base + lam.frame_size as usize, Value::Unit);
+        if lam.frame_size > arity {
+            self.stack.resize(base + lam.frame_size, Value::Unit);
         }
         let saved_base = std::mem::replace(&mut self.base, base);
         let saved_captures = std::mem::replace(&mut self.captures, clo.captures.clone());
         self.path.push(site);
-        let result = stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || self.eval(lam.body));
+        let result = stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || (lam.body)(self));
         self.path.pop();
         self.captures = saved_captures;
         self.base = saved_base;
@@ -506,7 +316,7 @@ impl Machine<'_> {
     }
 
     /// One tool call through the host, its result validated at the boundary.
-    fn exec(&mut self, id: NodeId, tool: u32, arg: &Value) -> Eval {
+    pub(super) fn exec(&mut self, id: NodeId, tool: u32, arg: &Value) -> Eval {
         let span = self.span(id);
         let ir = self.ir;
         let Some(sig) = ir.tools.get(tool as usize) else {
@@ -574,27 +384,21 @@ impl Machine<'_> {
     }
 }
 
+/// An internal error (a bug in lt) at `span`, boxed.
 #[cold]
-fn internal(span: Span, message: impl Into<String>) -> Box<RunError> {
+pub(super) fn internal(span: Span, message: impl Into<String>) -> Box<RunError> {
     Box::new(RunError::internal(span, message))
 }
 
 /// A callback prepared for a loop (see [`Machine::enter`]).
-enum Callee {
+pub(super) enum Callee<'a> {
     /// A lambda whose frame is in place: each call writes the parameters.
     Frame {
-        body: NodeId,
+        body: &'a Code,
         base: usize,
         saved_base: usize,
         saved_captures: Rc<[Value]>,
     },
     /// Any other function value.
     General(Value),
-}
-
-fn item(node: NodeId, index: usize) -> PathStep {
-    PathStep::Item {
-        node,
-        index: u32::try_from(index).unwrap_or(u32::MAX),
-    }
 }

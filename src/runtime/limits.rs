@@ -19,7 +19,9 @@ pub struct Limits {
     pub max_steps: u64,
     /// Wall-clock limit for the whole run, tool calls included. Default 300 s.
     pub timeout: Option<Duration>,
-    /// Longest list a program may build or receive from a tool. Default 10,000,000.
+    /// Longest list a tool may return (a longer one is that call's `Err`).
+    /// Programs cannot grow lists themselves: `map` keeps the length,
+    /// `filter` shortens, literals are as long as written. Default 10,000,000.
     pub max_list_len: usize,
     /// Longest string `++` may build, in bytes. Default 16 MiB.
     pub max_string_bytes: usize,

@@ -18,6 +18,7 @@
 //!   arguments are sent. [`ops`]: the operators.
 
 pub mod boundary;
+mod compile;
 pub mod eval;
 pub mod host;
 pub mod limits;

@@ -46,6 +46,60 @@ pub struct Closure {
     pub args: Vec<Value>,
 }
 
+impl Drop for Closure {
+    /// Drops captured values iteratively. A program can build an arbitrarily
+    /// long chain of closures, each capturing the one before (a `fold` whose
+    /// accumulator is a function), and the default drop would recurse once
+    /// per link.
+    fn drop(&mut self) {
+        let mut work: Vec<Value> = Vec::new();
+        take_shared(&mut self.captures, &mut work);
+        work.append(&mut self.args);
+        while let Some(mut v) = work.pop() {
+            v.take_children(&mut work);
+            // `v` now owns no deeper structure: dropping it is shallow.
+        }
+    }
+}
+
+/// Moves the values out of `items` into `work` when this is the last
+/// reference to them.
+fn take_shared(items: &mut Rc<[Value]>, work: &mut Vec<Value>) {
+    if let Some(items) = Rc::get_mut(items) {
+        work.extend(items.iter_mut().map(|x| std::mem::replace(x, Value::Unit)));
+    }
+}
+
+impl Value {
+    /// Moves out the children this value solely owns (for iterative drops).
+    fn take_children(&mut self, work: &mut Vec<Value>) {
+        match self {
+            Value::Fn(rc) => {
+                if let Some(clo) = Rc::get_mut(rc) {
+                    take_shared(&mut clo.captures, work);
+                    work.append(&mut clo.args);
+                }
+            }
+            Value::List(items) => take_shared(items, work),
+            Value::Record(fields) => {
+                if let Some(fields) = Rc::get_mut(fields) {
+                    work.extend(
+                        fields
+                            .iter_mut()
+                            .map(|(_, x)| std::mem::replace(x, Value::Unit)),
+                    );
+                }
+            }
+            Value::Ok(x) | Value::Err(x) => {
+                if let Some(x) = Rc::get_mut(x) {
+                    work.push(std::mem::replace(x, Value::Unit));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 impl PartialEq for Closure {
     /// Functions are equal only to themselves (the checker never lets a
     /// program compare them).

@@ -14,6 +14,28 @@ use std::fmt;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct EffectSet(Vec<Name>);
 
+impl Clone for Type {
+    /// A deep copy. Inferred types can nest as deeply as the program's
+    /// expressions (a record literal 999 levels deep), so the copy grows
+    /// the stack on demand rather than trusting the caller's thread to be
+    /// large.
+    fn clone(&self) -> Type {
+        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match self {
+            Type::Unit => Type::Unit,
+            Type::Bool => Type::Bool,
+            Type::Int => Type::Int,
+            Type::String => Type::String,
+            Type::Record(fields) => Type::Record(fields.clone()),
+            Type::List(t) => Type::List(t.clone()),
+            Type::Result(a, b) => Type::Result(a.clone(), b.clone()),
+            Type::Linear(t) => Type::Linear(t.clone()),
+            Type::Fun(a, e, b) => Type::Fun(a.clone(), e.clone(), b.clone()),
+            Type::Meta(m) => Type::Meta(*m),
+            Type::Error => Type::Error,
+        })
+    }
+}
+
 /// The effect labels λ-Tool defines (`Pure` is the empty row, not a label).
 pub const BUILTIN_EFFECTS: [&str; 3] = ["Read", "Write", "Network"];
 
@@ -89,7 +111,7 @@ impl fmt::Display for EffectSet {
 }
 
 /// A semantic type.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub enum Type {
     /// `Unit`, the type of `()`.
     Unit,
