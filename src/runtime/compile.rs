@@ -91,7 +91,7 @@ impl Compiler<'_> {
     /// Compiles node `id` at nesting `depth` within its function body.
     fn node(&mut self, id: NodeId, depth: u32) -> Code {
         let code = stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.node_inner(id, depth));
-        if depth > 0 && depth % CHECK_EVERY == 0 {
+        if depth > 0 && depth.is_multiple_of(CHECK_EVERY) {
             Box::new(move |m: &mut Machine<'_>| {
                 stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || code(m))
             })
