@@ -3,12 +3,14 @@
 //!
 //! Design:
 //!
-//! * **Direct-style and synchronous.** Pure evaluation is a recursive walk
-//!   over the IR with no future and no allocation per node; a tool call asks
-//!   the [`Host`], which may block this thread on a tokio future. Rust
-//!   recursion follows the IR's nesting (bounded by the parser) and function
-//!   calls; every function entry goes through `stacker`, so neither a deep
-//!   expression nor a long chain of calls can overflow the stack.
+//! * **Direct-style and synchronous.** The IR is first compiled to one
+//!   closure per node ([`super::compile`]); running it is a recursive
+//!   descent with no future and no allocation per node. A tool call asks the
+//!   [`Host`], which may block this thread on a tokio future. Rust recursion
+//!   follows the IR's nesting (bounded by the parser) and function calls;
+//!   every 16 levels and every function entry go through `stacker`, so
+//!   neither a deep expression nor a long chain of calls can overflow the
+//!   stack.
 //! * **One value stack.** A function's frame is a window of slots on a
 //!   shared stack (parameters first); arguments are pushed where the callee's
 //!   frame begins, so calling a lambda allocates nothing. Closures copy their
