@@ -4,7 +4,7 @@
 //! Design:
 //!
 //! * **Direct-style and synchronous.** The IR is first compiled to one
-//!   closure per node ([`super::compile`]); running it is a recursive
+//!   closure per node (`runtime/compile.rs`); running it is a recursive
 //!   descent with no future and no allocation per node. A tool call asks the
 //!   [`Host`], which may block this thread on a tokio future. Rust recursion
 //!   follows the IR's nesting (bounded by the parser) and function calls;
