@@ -58,6 +58,13 @@ struct Usage<'a> {
     kinds: HashMap<Span, bool>,
     diags: Vec<Diagnostic>,
     captured: std::collections::HashSet<Span>,
+    /// For a binder of a record type holding Results: the fields read by a
+    /// projection `r.f` (at the binder's level).
+    projected: HashMap<Span, std::collections::HashSet<Name>>,
+    /// Binders (holding Results) used whole, not only through projections.
+    whole: std::collections::HashSet<Span>,
+    /// Set while walking the record of a projection `r.f`.
+    projecting: bool,
 }
 
 /// Runs the usage pass; `types` maps binder spans to their (zonked) types.
@@ -74,6 +81,9 @@ pub fn check_usage(program: &Program, types: &HashMap<Span, Type>) -> Vec<Diagno
         captured_results: std::collections::HashSet::new(),
         diags: Vec::new(),
         captured: std::collections::HashSet::new(),
+        projected: HashMap::default(),
+        whole: std::collections::HashSet::new(),
+        projecting: false,
     };
     u.walk(&program.body, 0);
     u.diags
@@ -109,6 +119,11 @@ impl Usage<'_> {
             return;
         };
         let linear = self.kinds.remove(&id.span).unwrap_or(false);
+        let projected = self.projected.remove(&id.span);
+        let whole = self.whole.remove(&id.span);
+        if !linear && !uses.is_empty() && !whole {
+            self.unread_result_fields(id, projected.unwrap_or_default());
+        }
         if linear && uses.len() != 1 && !(uses.is_empty() && self.aliases.contains(&id.span)) {
             let n = uses.len();
             let (code, label) = if n == 0 {
@@ -209,6 +224,9 @@ impl Usage<'_> {
                     // not count: the function may never be called.
                     if level == b.level || b.param {
                         self.record_use(b.span, id.span);
+                        if !self.projecting {
+                            self.whole.insert(b.span);
+                        }
                     } else {
                         self.captured_results.insert(b.span);
                     }
@@ -246,6 +264,21 @@ impl Usage<'_> {
                 self.close(param);
                 self.env.reset(mark);
             }
+            ExprKind::Field(inner, field) if matches!(inner.kind, ExprKind::Var(_)) => {
+                if let ExprKind::Var(x) = &inner.kind {
+                    if let Some(b) = self.env.get(&x.name).cloned() {
+                        if b.holds_result && !b.linear && (level == b.level || b.param) {
+                            self.projected
+                                .entry(b.span)
+                                .or_default()
+                                .insert(field.name.clone());
+                        }
+                    }
+                }
+                let outer = std::mem::replace(&mut self.projecting, true);
+                self.walk(inner, level);
+                self.projecting = outer;
+            }
             ExprKind::If(c, t, f) => {
                 self.walk(c, level);
                 self.branches(level, &[(t, None), (f, None)]);
@@ -258,6 +291,43 @@ impl Usage<'_> {
             }
             kind => kind.for_each_child(|c| self.walk(c, level)),
         }
+    }
+
+    /// A record binder that is only ever read through projections: every
+    /// field holding a Result must be read somewhere, or its failure is
+    /// dropped (`let c = {a = exec …, b = exec …} in match c.a {…}`).
+    fn unread_result_fields(&mut self, id: &Ident, read: std::collections::HashSet<Name>) {
+        let Some(Type::Record(fields)) = self.types.get(&id.span) else {
+            return;
+        };
+        let unread: Vec<(&Name, &Type)> = fields
+            .iter()
+            .filter(|(n, t)| t.contains_result() && !read.contains(n))
+            .map(|(n, t)| (n, t))
+            .collect();
+        let Some((first, ty)) = unread.first() else {
+            return;
+        };
+        let list: Vec<String> = unread.iter().map(|(n, _)| format!("`{n}`")).collect();
+        let d = Diagnostic::error(
+            Code::E0603,
+            id.span,
+            if list.len() == 1 {
+                format!("Unhandled Result: field {} of `{}` is never matched", list[0], id.name)
+            } else {
+                format!(
+                    "Unhandled Result: fields {} of `{}` are never matched",
+                    list.join(", "),
+                    id.name
+                )
+            },
+        )
+        .with_label(format!("`{}.{first}` has type {ty}", id.name))
+        .with_help(format!(
+            "match it as well: `match {}.{first} {{ Ok(v) => …, Err(e) => … }}`, so that its failure is handled",
+            id.name
+        ));
+        self.diags.push(d);
     }
 
     /// Walks alternative branches from the same starting state and requires
