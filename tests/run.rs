@@ -1650,6 +1650,73 @@ fn list_length_limit_on_a_tool_result_is_an_err_value() {
     );
 }
 
+#[test]
+fn value_count_limit_on_a_tool_result_is_an_err_value() {
+    let src = r#"tool t: Unit -{Read}-> List (List Int);
+                 match exec tool t () { Ok(r) => "ok", Err(e) => e }"#;
+    let limits = Limits {
+        max_value_nodes: 20,
+        ..Limits::default()
+    };
+    // 1 outer list + 5 inner lists + 15 Ints = 21 values.
+    let mut h = ScriptedHost::new().answer(
+        "t",
+        json!([[1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1]]),
+    );
+    let (r, _) = run_on(src, &mut h, &limits);
+    assert_eq!(
+        r.map(|v| v.to_json()),
+        Ok(json!(
+            "tool t returned an invalid result: more than 20 values in all"
+        ))
+    );
+}
+
+#[test]
+fn strings_built_by_concatenation_are_bounded_in_total() {
+    // Each string stays under the per-string limit, but together they pass
+    // the run's budget: a size_limit stop, not unbounded memory.
+    let mut src = String::from("let s0 = \"abcdefgh\" in\n");
+    for i in 1..=7 {
+        src.push_str(&format!("let s{i} = s{} ++ s{} in\n", i - 1, i - 1));
+    }
+    // s7 is 1 KiB; 100 copies built by `map` are 100 KiB.
+    src.push_str("let big = map (fn i: Int => s7 ++ s7) [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49] in\n");
+    src.push_str("fold (fn n: Int => fn x: String => n + 1) 0 big");
+    assert_eq!(value(&src), Value::Int(50));
+    let limits = Limits {
+        max_string_total_bytes: 50_000,
+        ..Limits::default()
+    };
+    let e = run_error(&src, &limits);
+    assert_eq!(e.kind, RunErrorKind::SizeLimit);
+    assert_eq!(
+        e.message,
+        "the strings built by `++` add up to more than 50000 bytes"
+    );
+    assert_eq!(text_at(&src, &e), "s7 ++ s7");
+}
+
+#[test]
+fn concatenation_is_charged_by_length() {
+    // Building a long string in a fold is charged for the bytes it copies,
+    // so the step limit stops quadratic string building.
+    let xs = vec!["\"abcdefgh\""; 2_000].join(", ");
+    let src = format!(
+        "let s = fold (fn acc: String => fn x: String => acc ++ x) \"\" [{xs}] in s == \"\""
+    );
+    let mut host = ScriptedHost::new();
+    let (r, stats) = run_on(&src, &mut host, &Limits::default());
+    assert_eq!(r, Ok(Value::Bool(false)));
+    // The strings copied add up to about 8 * 2000^2 / 2 = 16 MB: 250,000 steps.
+    assert!(stats.steps > 200_000, "{}", stats.steps);
+    let limits = Limits {
+        max_steps: 100_000,
+        ..Limits::default()
+    };
+    assert_eq!(run_error(&src, &limits).kind, RunErrorKind::StepLimit);
+}
+
 // ---------------------------------------------------------------------------
 // Deep and long programs
 // ---------------------------------------------------------------------------

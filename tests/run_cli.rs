@@ -521,6 +521,29 @@ fn fixed_error_and_sequence() {
 // ---------------------------------------------------------------------------
 
 #[test]
+fn verbose_says_when_a_result_fails_validation() {
+    let dir = TempDir::new("verbose-invalid");
+    let out = run_prog(
+        &dir,
+        "tool t: Unit -{Read}-> {id: String};\n\
+         match exec tool t () { Ok(r) => r.id, Err(e) => e }\n",
+        Some("[tools.t]\nfixed = { ok = \"just a string\" }\n"),
+        &["--verbose"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        out.stdout,
+        "\"tool t returned an invalid result: expected {id: String}, found String\"\n"
+    );
+    assert!(
+        out.stderr.contains("→ invalid result in")
+            && out.stderr.contains("expected {id: String}, found String"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
 fn verbose_prints_one_line_per_call() {
     let dir = TempDir::new("verbose");
     let tools = command_tool(&dir, "double", &run_script("double.py"), &[], "log");
@@ -661,10 +684,12 @@ fn a_tool_without_executor_is_reported_before_anything_runs() {
     assert_eq!(out.stdout, "");
     assert!(
         out.stderr
-            .contains("no executor for a tool the program calls: second"),
+            .contains("has no executor for tool `second`, which the program calls"),
         "{}",
         out.stderr
     );
+    // The location is the call site of `second` in the program (line 5).
+    assert!(out.stderr.contains("prog.lt:5:16:"), "{}", out.stderr);
     assert!(out.stderr.contains("[tools.second]"), "{}", out.stderr);
     assert!(
         !out.stderr.contains("unused"),
@@ -677,11 +702,19 @@ fn a_tool_without_executor_is_reported_before_anything_runs() {
     let j = out.json();
     assert_eq!(j["ok"], json!(false));
     assert_eq!(j["stage"], json!("executors"));
-    assert_eq!(j["error"]["kind"], json!("usage"));
+    assert_eq!(j["error"]["kind"], json!("missing_executor"));
     assert!(
         j["error"]["message"]
             .as_str()
             .is_some_and(|m| m.contains("second")),
+        "{j}"
+    );
+    assert_eq!(j["error"]["line"], json!(5));
+    assert_eq!(j["error"]["column"], json!(16));
+    assert!(
+        j["error"]["help"]
+            .as_str()
+            .is_some_and(|h| h.contains("[tools.second]")),
         "{j}"
     );
     assert!(!dir.path("marker").exists(), "the first tool ran");
@@ -700,7 +733,7 @@ fn several_missing_tools_are_all_named() {
     assert_eq!(out.code, 2, "{out:?}");
     assert!(
         out.stderr
-            .contains("no executor for tools the program calls: a, b"),
+            .contains("has no executor for tools `a`, `b`, which the program calls"),
         "{}",
         out.stderr
     );
@@ -713,7 +746,7 @@ fn a_tool_call_without_executors_file() {
     assert_eq!(out.code, 2, "{out:?}");
     assert!(
         out.stderr
-            .contains("the program calls t but no executors were given"),
+            .contains("the program calls `t` but no executors were given"),
         "{}",
         out.stderr
     );
@@ -752,10 +785,19 @@ fn invalid_tools_toml() {
     assert_eq!(out.code, 2);
     let j = out.json();
     assert_eq!(j["stage"], json!("executors"));
+    assert_eq!(j["error"]["kind"], json!("config"));
+    assert!(
+        j["error"]["file"]
+            .as_str()
+            .is_some_and(|f| f.ends_with("tools.toml")),
+        "{j}"
+    );
+    assert_eq!(j["error"]["line"], json!(2));
+    assert_eq!(j["error"]["column"], json!(1));
     assert!(
         j["error"]["message"]
             .as_str()
-            .is_some_and(|m| m.contains("tools.toml:2:1:")),
+            .is_some_and(|m| m.contains("unknown field `comand`")),
         "{j}"
     );
 }

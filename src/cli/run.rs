@@ -40,7 +40,7 @@ pub struct RunOptions {
 pub fn run(opts: &RunOptions) -> u8 {
     let (name, text) = match super::read_source(&opts.file) {
         Ok(x) => x,
-        Err(msg) => return fail_usage(opts, "input", &msg),
+        Err(msg) => return fail_usage(opts, &Failure::new("input", "usage", msg)),
     };
     let file = SourceFile::new(name, text);
     let analysis = check_source(&file.text);
@@ -72,7 +72,7 @@ pub fn run(opts: &RunOptions) -> u8 {
     let registry = match &opts.executors {
         Some(path) => match Registry::load(Path::new(path)) {
             Ok(r) => Some(r),
-            Err(e) => return fail_usage(opts, "executors", &e.to_string()),
+            Err(e) => return fail_usage(opts, &config_failure(&e)),
         },
         None => None,
     };
@@ -81,8 +81,10 @@ pub fn run(opts: &RunOptions) -> u8 {
         None => called.clone(),
     };
     if !missing.is_empty() {
-        let msg = missing_message(&missing, opts.executors.as_deref());
-        return fail_usage(opts, "executors", &msg);
+        return fail_usage(
+            opts,
+            &missing_failure(&file, &ir, &missing, opts.executors.as_deref()),
+        );
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -94,8 +96,11 @@ pub fn run(opts: &RunOptions) -> u8 {
         Err(e) => {
             return fail_usage(
                 opts,
-                "runtime",
-                &format!("cannot start the tokio runtime: {e}"),
+                &Failure::new(
+                    "runtime",
+                    "usage",
+                    format!("cannot start the tokio runtime: {e}"),
+                ),
             )
         }
     };
@@ -103,13 +108,18 @@ pub fn run(opts: &RunOptions) -> u8 {
         Some(r) => r,
         None => match Registry::from_str("", Path::new("."), "<no executors>") {
             Ok(r) => r,
-            Err(e) => return fail_usage(opts, "executors", &e.to_string()),
+            Err(e) => return fail_usage(opts, &config_failure(&e)),
         },
     };
     let host = ExecutorHost::new(registry, runtime.handle().clone());
     let started = Instant::now();
     let (result, stats) = if opts.verbose {
-        let mut verbose = Verbose { inner: host, n: 0 };
+        let mut verbose = Verbose {
+            inner: host,
+            n: 0,
+            ir: &ir,
+            limits: &opts.limits,
+        };
         eval::run(&ir, &mut verbose, &opts.limits)
     } else {
         let mut host = host;
@@ -166,30 +176,124 @@ fn called_tools(ir: &Ir) -> Vec<&str> {
         .collect()
 }
 
-fn missing_message(missing: &[&str], executors: Option<&str>) -> String {
-    let list = missing.join(", ");
-    match executors {
-        Some(path) => format!(
-            "{path}: no executor for {} the program calls: {list}\nhelp: add a table per tool, e.g.\n  [tools.{}]\n  command = [\"python3\", \"tools/{}.py\"]",
-            if missing.len() == 1 { "a tool" } else { "tools" },
-            missing[0],
-            missing[0]
-        ),
-        None => format!(
-            "the program calls {list} but no executors were given\nhelp: pass --executors tools.toml with a [tools.{}] table (see docs/executors.md)",
-            missing[0]
-        ),
+/// Why a run could not start: the stage, a kind, the message, where (a
+/// file and position, when known) and a hint.
+struct Failure {
+    stage: &'static str,
+    kind: &'static str,
+    message: String,
+    file: Option<String>,
+    line: Option<usize>,
+    column: Option<usize>,
+    help: Option<String>,
+}
+
+impl Failure {
+    fn new(stage: &'static str, kind: &'static str, message: impl Into<String>) -> Failure {
+        Failure {
+            stage,
+            kind,
+            message: message.into(),
+            file: None,
+            line: None,
+            column: None,
+            help: None,
+        }
     }
 }
 
-fn fail_usage(opts: &RunOptions, stage: &str, msg: &str) -> u8 {
+fn config_failure(e: &crate::exec::ConfigError) -> Failure {
+    Failure {
+        file: Some(e.path.clone()),
+        line: e.line,
+        column: e.column,
+        help: e.help.clone(),
+        ..Failure::new("executors", "config", e.message.clone())
+    }
+}
+
+/// Tools the program calls without an executor, pointing at the first call
+/// of the first such tool.
+fn missing_failure(
+    file: &SourceFile,
+    ir: &Ir,
+    missing: &[&str],
+    executors: Option<&str>,
+) -> Failure {
+    let list: Vec<String> = missing.iter().map(|t| format!("`{t}`")).collect();
+    let first_call = ir.nodes.iter().find_map(|n| match n.kind {
+        NodeKind::Exec { tool, .. } => ir
+            .tools
+            .get(tool as usize)
+            .filter(|t| *t.name == *missing[0])
+            .map(|_| n.span),
+        _ => None,
+    });
+    let (message, help) = match executors {
+        Some(path) => (
+            format!(
+                "{path} has no executor for {} {}, which the program calls",
+                if missing.len() == 1 { "tool" } else { "tools" },
+                list.join(", ")
+            ),
+            format!(
+                "add a table per tool to {path}, e.g. `[tools.{}]` with `command = [\"python3\", \"tools/{}.py\"]` (see docs/executors.md)",
+                missing[0], missing[0]
+            ),
+        ),
+        None => (
+            format!("the program calls {} but no executors were given", list.join(", ")),
+            format!(
+                "pass --executors tools.toml with a `[tools.{}]` table (see docs/executors.md)",
+                missing[0]
+            ),
+        ),
+    };
+    let at = first_call.map(|span| file.line_col(span.start));
+    Failure {
+        file: Some(file.name.clone()),
+        line: at.map(|lc| lc.line),
+        column: at.map(|lc| lc.column),
+        help: Some(help),
+        ..Failure::new("executors", "missing_executor", message)
+    }
+}
+
+fn fail_usage(opts: &RunOptions, f: &Failure) -> u8 {
     if opts.json {
         out!(
             "{}",
-            json!({"ok": false, "stage": stage, "error": {"kind": "usage", "message": msg}})
+            json!({
+                "ok": false,
+                "stage": f.stage,
+                "error": {
+                    "kind": f.kind,
+                    "message": f.message,
+                    "file": f.file,
+                    "line": f.line,
+                    "column": f.column,
+                    "help": f.help,
+                },
+            })
         );
+        return EXIT_USAGE;
     }
-    err!("error: {msg}");
+    let mut text = String::from("error: ");
+    if let Some(file) = &f.file {
+        text.push_str(file);
+        if let Some(line) = f.line {
+            text.push_str(&format!(":{line}"));
+            if let Some(col) = f.column {
+                text.push_str(&format!(":{col}"));
+            }
+        }
+        text.push_str(": ");
+    }
+    text.push_str(&f.message);
+    if let Some(h) = &f.help {
+        text.push_str(&format!("\n  = help: {h}"));
+    }
+    err!("{text}");
     EXIT_USAGE
 }
 
@@ -218,6 +322,7 @@ fn report_failure(
                 "steps": stats.steps,
             })
         );
+        return EXIT_RUN_FAILED;
     }
     let line_text = file.line_text(lc.line);
     let shown: String = line_text.chars().take(160).collect();
@@ -230,21 +335,42 @@ fn report_failure(
     }
     err!("{msg}");
     err!(
-        "error: the run of {} stopped ({}) after {} tool calls",
+        "error: the run of {} stopped ({}) after {} tool call{}",
         file.name,
         e.kind.as_str(),
-        stats.calls
+        stats.calls,
+        if stats.calls == 1 { "" } else { "s" }
     );
     EXIT_RUN_FAILED
 }
 
-/// Wraps a host and prints one line per call on stderr.
-struct Verbose<H> {
+/// Wraps a host and prints one line per call on stderr, saying whether the
+/// result passed the boundary check the program will apply.
+struct Verbose<'a, H> {
     inner: H,
     n: u64,
+    ir: &'a Ir,
+    limits: &'a Limits,
 }
 
-impl<H: Host> Host for Verbose<H> {
+impl<H> Verbose<'_, H> {
+    /// Why the program will see `Err` for this JSON result, if it will.
+    fn invalid(&self, tool: &str, json: &serde_json::Value) -> Option<String> {
+        let sig = self.ir.tools.iter().find(|t| &*t.name == tool)?;
+        if let Err(msg) = crate::runtime::boundary::check_size(
+            json,
+            self.limits.max_list_len,
+            self.limits.max_value_nodes,
+        ) {
+            return Some(msg);
+        }
+        crate::runtime::boundary::from_json(json, &sig.output)
+            .err()
+            .map(|e| e.to_string())
+    }
+}
+
+impl<H: Host> Host for Verbose<'_, H> {
     fn call(&mut self, request: CallRequest<'_>) -> Outcome {
         self.n += 1;
         let (n, id, tool) = (self.n, request.id.to_string(), request.tool.to_string());
@@ -253,10 +379,16 @@ impl<H: Host> Host for Verbose<H> {
         let outcome = self.inner.call(request);
         let ms = started.elapsed().as_millis();
         match &outcome {
-            Ok(json) => err!(
-                "[lt] call {n} {id} {tool} {arg} → ok in {ms} ms: {}",
-                excerpt(&json.to_string(), 120)
-            ),
+            Ok(json) => match self.invalid(&tool, json) {
+                None => err!(
+                    "[lt] call {n} {id} {tool} {arg} → ok in {ms} ms: {}",
+                    excerpt(&json.to_string(), 120)
+                ),
+                Some(why) => err!(
+                    "[lt] call {n} {id} {tool} {arg} → invalid result in {ms} ms: {why}: {}",
+                    excerpt(&json.to_string(), 120)
+                ),
+            },
             Err(f) => err!(
                 "[lt] call {n} {id} {tool} {arg} → {} in {ms} ms: {}",
                 f.kind.as_str(),

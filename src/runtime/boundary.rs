@@ -70,11 +70,18 @@ pub fn tool_result(tool: &str, json: &Json, ty: &Type) -> Result<Value, String> 
     from_json(json, ty).map_err(|e| format!("tool {tool} returned an invalid result: {e}"))
 }
 
-/// Checks that no array inside `json` is longer than `max` items (a tool's
-/// result is bounded before it is converted). The message names the path.
-pub fn check_lists(json: &Json, max: usize) -> Result<(), String> {
+/// Checks that no array inside `json` is longer than `max` items and that
+/// it has at most `max_nodes` values in all (a tool's result is bounded
+/// before it is converted: converted values take several times the memory
+/// of their JSON text).
+pub fn check_size(json: &Json, max: usize, max_nodes: usize) -> Result<(), String> {
     let mut work: Vec<&Json> = vec![json];
+    let mut nodes = 0usize;
     while let Some(j) = work.pop() {
+        nodes += 1;
+        if nodes > max_nodes {
+            return Err(format!("more than {max_nodes} values in all"));
+        }
         match j {
             Json::Array(items) => {
                 if items.len() > max {

@@ -211,7 +211,8 @@ impl Compiler<'_> {
                                 super::limits::RunErrorKind::Arithmetic,
                                 m.span(id),
                                 format!("integer overflow: -({n})"),
-                            ))
+                            )
+                            .with_help("the result does not fit in an Int (-9223372036854775808 to 9223372036854775807)"))
                         }),
                         other => Err(internal(m.span(id), format!("negation of {other}"))),
                     }

@@ -62,6 +62,7 @@ pub fn run(ir: &Ir, host: &mut dyn Host, limits: &Limits) -> (Result<Value, RunE
         steps: 0,
         next_check: 0,
         calls: 0,
+        built_bytes: 0,
         deadline: limits.timeout.map(|t| started + t),
     };
     let result = (code.root)(&mut m)
@@ -95,6 +96,8 @@ pub(super) struct Machine<'a> {
     /// The step count at which `charge` next looks at the limit and the clock.
     next_check: u64,
     calls: u64,
+    /// Bytes of strings built by `++` so far.
+    built_bytes: usize,
     deadline: Option<Instant>,
 }
 
@@ -163,6 +166,25 @@ impl<'a> Machine<'a> {
         b: &Value,
     ) -> Eval {
         let span = self.span(id);
+        if let (crate::syntax::ast::BinOp::Concat, Value::Str(x), Value::Str(y)) = (op, a, b) {
+            // `++` copies both sides: charged by length, and bounded in total.
+            let len = x.len() + y.len();
+            self.charge((len / 64) as u64, id)?;
+            self.built_bytes += len;
+            if self.built_bytes > self.limits.max_string_total_bytes {
+                return Err(Box::new(
+                    RunError::new(
+                        RunErrorKind::SizeLimit,
+                        span,
+                        format!(
+                            "the strings built by `++` add up to more than {} bytes",
+                            self.limits.max_string_total_bytes
+                        ),
+                    )
+                    .with_help("build less text: join only what the result needs"),
+                ));
+            }
+        }
         ops::binary(op, a, b, self.limits, &mut self.steps, span).map_err(Box::new)
     }
 
@@ -354,7 +376,11 @@ impl<'a> Machine<'a> {
             time_left,
         });
         let value = match outcome {
-            Ok(json) => match boundary::check_lists(&json, self.limits.max_list_len) {
+            Ok(json) => match boundary::check_size(
+                &json,
+                self.limits.max_list_len,
+                self.limits.max_value_nodes,
+            ) {
                 Err(msg) => Value::Err(Rc::new(Value::Str(Rc::from(format!(
                     "tool {} returned an invalid result: {msg}",
                     sig.name

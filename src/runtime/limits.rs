@@ -14,8 +14,9 @@ use std::time::Duration;
 pub struct Limits {
     /// Most tool calls (`exec`) in the run. Default 10,000.
     pub max_calls: u64,
-    /// Most evaluation steps (fuel): one per IR node evaluated, plus one per
-    /// value compared by `==`. Default 100,000,000 (about a second of pure work).
+    /// Most evaluation steps (fuel): one per IR node evaluated, one per value
+    /// compared by `==`, and one per 64 bytes a `++` copies (so building a
+    /// string is charged for its length). Default 100,000,000 (about a second of pure work).
     pub max_steps: u64,
     /// Wall-clock limit for the whole run, tool calls included. Default 300 s.
     pub timeout: Option<Duration>,
@@ -25,9 +26,13 @@ pub struct Limits {
     pub max_list_len: usize,
     /// Longest string `++` may build, in bytes. Default 16 MiB.
     pub max_string_bytes: usize,
-    /// Most value nodes in one tool argument or in the final value (values
-    /// share structure, so a short program can describe a huge one). Default 10,000,000.
+    /// Most value nodes in one tool argument, one tool result (a larger
+    /// result is that call's `Err`) or the final value (values share
+    /// structure, so a short program can describe a huge one). Default 10,000,000.
     pub max_value_nodes: usize,
+    /// Most bytes all the strings built by `++` in a run may add up to (a
+    /// bound on the memory a pure program can take). Default 256 MiB.
+    pub max_string_total_bytes: usize,
 }
 
 impl Default for Limits {
@@ -39,6 +44,7 @@ impl Default for Limits {
             max_list_len: 10_000_000,
             max_string_bytes: 16 * 1024 * 1024,
             max_value_nodes: 10_000_000,
+            max_string_total_bytes: 256 * 1024 * 1024,
         }
     }
 }

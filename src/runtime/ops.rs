@@ -50,7 +50,12 @@ pub fn binary(
     steps: &mut u64,
     span: Span,
 ) -> Result<Value, RunError> {
-    let arith = |what: &str| RunError::new(RunErrorKind::Arithmetic, span, what.to_string());
+    let arith = |what: &str| {
+        RunError::new(RunErrorKind::Arithmetic, span, what.to_string()).with_help(
+            "the result does not fit in an Int (-9223372036854775808 to 9223372036854775807); \
+             keep the numbers smaller, e.g. work in larger units",
+        )
+    };
     Ok(match (op, a, b) {
         (BinOp::Add, Value::Int(x), Value::Int(y)) => Value::Int(
             x.checked_add(*y)
