@@ -322,37 +322,51 @@ fn huge_output_is_bad_output() {
 }
 
 #[test]
-fn missing_program_is_unavailable() {
-    let mut f = Fixture::new(
+fn a_program_that_cannot_start_at_call_time_is_unavailable() {
+    // tools.toml is checked at load time; these go wrong only afterwards.
+    let dir = temp_path("nostart");
+    std::fs::create_dir_all(dir.join("tools")).expect("mkdir");
+    std::fs::create_dir_all(dir.join("work")).expect("mkdir");
+    let script = dir.join("tools").join("bad_interpreter.sh");
+    std::fs::write(&script, "#!/no/such/interpreter\n").expect("write");
+    let mut permissions = std::fs::metadata(&script).expect("stat").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&script, permissions).expect("chmod");
+    let registry = Registry::from_str(
         r#"
-        [tools.gone]
-        command = ["python9-no-such-program", "x.py"]
+        [tools.bad_interpreter]
+        command = ["./tools/./bad_interpreter.sh"]
 
-        [tools.gone_relative]
-        command = ["./no/such/tool.sh"]
-
-        [tools.bad_cwd]
-        command = ["python3", "echo.py"]
-        cwd = "no-such-dir"
+        [tools.cwd_gone]
+        command = ["python3", "-c", "print(1)"]
+        cwd = "./work"
         "#,
-    );
-    let (kind, message) = failure(f.call("gone", json!(null)));
+        &dir,
+        "tools.toml",
+    )
+    .expect("valid at load time");
+    std::fs::remove_dir(dir.join("work")).expect("rmdir");
+    let mut f = Fixture::with(registry);
+    let (kind, message) = failure(f.call("bad_interpreter", json!(null)));
     assert_eq!(kind, FailureKind::Unavailable);
     assert_eq!(
         message,
-        "tool gone could not be started: python9-no-such-program: No such file or directory (os error 2)"
+        format!(
+            "tool bad_interpreter could not be started: {}: No such file or directory (os error 2)",
+            script.display()
+        ),
+        "the path is shown without `/./`"
     );
-    let (kind, message) = failure(f.call("gone_relative", json!(null)));
+    let (kind, message) = failure(f.call("cwd_gone", json!(null)));
     assert_eq!(kind, FailureKind::Unavailable);
-    let resolved = tools_dir().join("./no/such/tool.sh");
-    assert!(
-        message.contains(&resolved.display().to_string()),
-        "{message}"
+    assert_eq!(
+        message,
+        format!(
+            "tool cwd_gone could not be started: working directory {} does not exist",
+            dir.join("work").display()
+        )
     );
-    let (kind, message) = failure(f.call("bad_cwd", json!(null)));
-    assert_eq!(kind, FailureKind::Unavailable);
-    assert!(message.contains("working directory"), "{message}");
-    assert!(message.contains("no-such-dir"), "{message}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -609,7 +623,7 @@ const BAD_CONFIGS: &[(&str, &str, &str)] = &[
     ("[tools.nothing]\ntimeout_ms = 5\n", "1:1", "tool nothing: give exactly one of command, http or fixed (none is given)"),
     ("[tools.t]\ncomand = [\"x\"]\n", "2:1", "tool t: unknown field `comand`"),
     ("[tools.t]\ncommand = []\n", "2:11", "tool t: `command` is empty"),
-    ("[tools.t]\ncommand = [\"\"]\n", "2:11", "tool t: the program name"),
+    ("[tools.t]\ncommand = [\"\"]\n", "2:12", "tool t: the program name (first element of `command`) is empty"),
     ("[tools.t]\ncommand = [\"x\"]\ntimeout_ms = 0\n", "3:14", "tool t: timeout_ms must be a positive number of milliseconds"),
     ("[tools.t]\ncommand = [\"x\"]\ntimeout_ms = -5\n", "3:14", "timeout_ms must be a positive"),
     ("[tools.t]\ncommand = [\"x\"]\ntimeout_ms = \"5s\"\n", "3:14", "tool t: timeout_ms must be a positive"),
@@ -629,6 +643,20 @@ const BAD_CONFIGS: &[(&str, &str, &str)] = &[
     ("[tools.t]\nfixed = { ok = nan }\n", "2:16", "nan or inf"),
     ("[tools.t]\nfixed = { ok = 1 }\ntimeout_ms = 10\n", "3:14", "`timeout_ms` has no effect on a fixed tool"),
     ("[tools.t]\nfixed = 3\n", "2:9", "tool t: invalid type: integer `3`, expected a fixed table"),
+    // Checked at load time: what `exec` would trip over in the middle of a run.
+    ("[tools.t]\ncommand = [\"python9-no-such-program\", \"x.py\"]\n", "2:12", "tool t: the program `python9-no-such-program` was not found on PATH"),
+    ("[tools.t]\ncommand = [\"./no/such/tool.sh\"]\n", "2:12", "tool t: the program `./no/such/tool.sh` ("),
+    ("[tools.t]\ncommand = [\"./no/such/tool.sh\"]\n", "2:12", "/tests/tools/no/such/tool.sh) does not exist"),
+    ("[tools.t]\ncommand = [\"/no/such/tool\"]\n", "2:12", "tool t: the program `/no/such/tool` does not exist"),
+    ("[tools.t]\ncommand = [\"./sub\"]\n", "2:12", "/tests/tools/sub) is a directory"),
+    ("[tools.t]\ncommand = [\"sub/marker.txt\"]\n", "2:12", "/tests/tools/sub/marker.txt) is not executable"),
+    ("[tools.t]\ncommand = [\"python3\", \"a\\u0000b\"]\n", "2:23", "tool t: argument 1 of `command` contains a NUL byte"),
+    ("[tools.t]\ncommand = [\"python3\"]\ncwd = \"no-such-dir\"\n", "3:7", "/tests/tools/no-such-dir does not exist"),
+    ("[tools.t]\ncommand = [\"python3\"]\ncwd = \"./echo.py\"\n", "3:7", "/tests/tools/echo.py is not a directory"),
+    ("[tools.t]\ncommand = [\"python3\"]\nenv = { \"\" = \"x\" }\n", "3:9", "tool t: the environment variable name \"\" is empty"),
+    ("[tools.t]\ncommand = [\"python3\"]\nenv = { OK = \"1\", \"A=B\" = \"x\" }\n", "3:19", "the environment variable name \"A=B\" contains `=`"),
+    ("[tools.t]\ncommand = [\"python3\"]\nenv = { \"A\\u0000\" = \"x\" }\n", "3:9", "contains a NUL byte"),
+    ("[tools.t]\ncommand = [\"python3\"]\nenv = { A = \"x\\u0000y\" }\n", "3:13", "tool t: the value of environment variable A contains a NUL byte"),
 ];
 
 #[test]
@@ -683,4 +711,421 @@ fn an_empty_file_is_an_empty_registry() {
     assert_eq!(registry.names().count(), 0);
     assert_eq!(registry.missing(["a"]), vec!["a"]);
     assert_eq!(registry.describe("a"), None);
+}
+
+#[test]
+fn env_path_is_used_to_find_a_bare_program_and_paths_are_normalised() {
+    // `echo.py` is not on lt's PATH, but on the PATH the tool gets.
+    let toml = format!(
+        "[tools.t]\ncommand = [\"echo.py\"]\ncwd = \"./sub/.\"\nenv = {{ PATH = {:?} }}\n",
+        format!(
+            "{}:{}",
+            tools_dir().display(),
+            std::env::var("PATH").unwrap_or_default()
+        )
+    );
+    let mut f = Fixture::new(&toml);
+    let out = f.call("t", json!(3)).expect("ok");
+    assert_eq!(out["got"], json!(3));
+    let described = f.host.registry().describe("t").expect("describe");
+    assert_eq!(
+        described,
+        format!(
+            "command echo.py (in {}, timeout 30000 ms)",
+            tools_dir().join("sub").display()
+        )
+    );
+    let e = config_error("[tools.t]\ncommand = [\"echo.py\"]\n");
+    assert!(
+        e.message
+            .ends_with("the program `echo.py` was not found on PATH"),
+        "{e}"
+    );
+    let e = config_error("[tools.t]\ncommand = [\"./sub/./nothing.sh\"]\n");
+    let resolved = tools_dir().join("sub").join("nothing.sh");
+    assert_eq!(
+        e.message,
+        format!(
+            "tool t: the program `./sub/./nothing.sh` ({}) does not exist",
+            resolved.display()
+        )
+    );
+    assert!(
+        e.help
+            .as_deref()
+            .is_some_and(|h| h.contains("not against `cwd`")),
+        "{e}"
+    );
+}
+
+// ---- process groups ----
+
+/// The processes (zombies aside) whose process group is `pgid`.
+fn group_members(pgid: i32) -> Vec<i32> {
+    let mut members = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return members;
+    };
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid pgrp …`; comm may contain spaces.
+        let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        let zombie = matches!(fields.first(), Some(&"Z") | Some(&"X"));
+        if !zombie && fields.get(2).and_then(|g| g.parse::<i32>().ok()) == Some(pgid) {
+            members.push(pid);
+        }
+    }
+    members
+}
+
+/// Whether `pid` is a live process (a zombie is not).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next());
+        !matches!(state, Some("Z") | Some("X"))
+    })
+}
+
+/// Waits (up to 5 s) for the shell and child of `tree.sh`, and every other
+/// process of the group, to be gone; panics if some are not.
+fn assert_tree_gone(pids: [i32; 2]) {
+    let start = Instant::now();
+    loop {
+        let mut left = group_members(pids[0]);
+        left.extend(pids.into_iter().filter(|&p| alive(p)));
+        if left.is_empty() {
+            return;
+        }
+        if start.elapsed() > Duration::from_secs(5) {
+            // Leave nothing behind, then fail.
+            for &pid in &left {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            panic!(
+                "tool processes {left:?} (group {}) are still running",
+                pids[0]
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits (up to 10 s) for `tree.sh` to record its pid (= its group id) and
+/// its child's.
+fn read_pids(pid_file: &Path) -> [i32; 2] {
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(pid_file).unwrap_or_default();
+        let pids: Vec<i32> = text
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        if let [shell, child] = pids[..] {
+            return [shell, child];
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no pids in {}",
+            pid_file.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn tree_tool(pid_file: &Path, mode: &str, timeout_ms: u64) -> String {
+    format!(
+        "[tools.t]\ncommand = [\"./tree.sh\", {:?}, {mode:?}]\ntimeout_ms = {timeout_ms}\n",
+        pid_file.display().to_string()
+    )
+}
+
+#[test]
+fn a_timeout_kills_the_tools_whole_process_group() {
+    let pid_file = temp_path("tree-hang.pid");
+    let _ = std::fs::remove_file(&pid_file);
+    let mut f = Fixture::new(&tree_tool(&pid_file, "hang", 500));
+    let (kind, message) = failure(f.call("t", json!(null)));
+    assert_eq!(kind, FailureKind::TimedOut);
+    assert_eq!(message, "tool t timed out after 500 ms");
+    // `sleep 100`, the shell's child, goes with the shell.
+    assert_tree_gone(read_pids(&pid_file));
+    let _ = std::fs::remove_file(&pid_file);
+}
+
+#[test]
+fn a_tool_that_exits_leaving_a_child_holding_stdout_succeeds() {
+    let pid_file = temp_path("tree-fork.pid");
+    let _ = std::fs::remove_file(&pid_file);
+    let mut f = Fixture::new(&tree_tool(&pid_file, "fork", 10_000));
+    let start = Instant::now();
+    assert_eq!(f.call("t", json!({"a": 1})), Ok(json!("forked")));
+    let elapsed = start.elapsed();
+    assert!(
+        elapsed < Duration::from_secs(3),
+        "took {elapsed:?}: waited for the background child"
+    );
+    assert_tree_gone(read_pids(&pid_file));
+    // The same, with a child that closed stdout: no grace period needed,
+    // and the child is killed all the same.
+    let _ = std::fs::remove_file(&pid_file);
+    let mut f = Fixture::new(&tree_tool(&pid_file, "detached", 10_000));
+    assert_eq!(f.call("t", json!(null)), Ok(json!("detached")));
+    assert_tree_gone(read_pids(&pid_file));
+    let _ = std::fs::remove_file(&pid_file);
+}
+
+#[test]
+fn output_overflow_kills_the_tools_whole_process_group() {
+    let pid_file = temp_path("tree-flood.pid");
+    let _ = std::fs::remove_file(&pid_file);
+    let mut f = Fixture::new(&tree_tool(&pid_file, "flood", 15_000));
+    let (kind, message) = failure(f.call("t", json!(null)));
+    assert_eq!(kind, FailureKind::BadOutput);
+    assert!(
+        message.starts_with("tool t returned output larger than 64 MiB"),
+        "{message}"
+    );
+    assert_tree_gone(read_pids(&pid_file));
+    let _ = std::fs::remove_file(&pid_file);
+}
+
+#[test]
+fn an_abandoned_call_kills_the_tools_whole_process_group() {
+    let pid_file = temp_path("tree-abandon.pid");
+    let _ = std::fs::remove_file(&pid_file);
+    let f = Fixture::new(&tree_tool(&pid_file, "hang", 30_000));
+    let host = f.host.clone();
+    let watched = pid_file.clone();
+    let abandoned = f._runtime.block_on(async move {
+        let call = host.call_async("t", &json!(null), None);
+        tokio::pin!(call);
+        // Drop the call's future as soon as the tool is running.
+        loop {
+            tokio::select! {
+                outcome = &mut call => return Err(outcome),
+                () = tokio::time::sleep(Duration::from_millis(20)) => {
+                    if watched.exists() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    });
+    assert!(abandoned.is_ok(), "the call ended: {abandoned:?}");
+    assert_tree_gone(read_pids(&pid_file));
+    let _ = std::fs::remove_file(&pid_file);
+}
+
+const SIGNAL_HELPER_VAR: &str = "LT_EXECUTORS_SIGNAL_HELPER";
+
+/// Not a test by itself: `signals_stop_the_running_tools_and_exit` runs
+/// this test binary again with only this test and [`SIGNAL_HELPER_VAR`] set
+/// to a pid file. It then installs the signal forwarding and calls a tool
+/// that hangs, until the parent test signals it.
+#[test]
+fn signal_helper_process() {
+    let Some(pid_file) = std::env::var_os(SIGNAL_HELPER_VAR) else {
+        return;
+    };
+    let f = Fixture::new(&tree_tool(Path::new(&pid_file), "hang", 30_000));
+    lt::exec::install_signal_forwarding(f._runtime.handle());
+    let mut f = f;
+    let outcome = f.call("t", json!(null));
+    // Only reached if the signal did not stop the process.
+    eprintln!("the call ended: {outcome:?}");
+    std::process::exit(99);
+}
+
+/// A child process killed (and reaped) on drop, so a failing test leaves
+/// nothing running.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// What happens when lt gets `signal` while a tool runs: the exit status
+/// and stderr of the helper process, and the tool's processes.
+fn signal_a_running_tool(signal: nix::sys::signal::Signal) -> (Option<i32>, String, [i32; 2]) {
+    let pid_file = temp_path(&format!("signal-{signal}.pid"));
+    let _ = std::fs::remove_file(&pid_file);
+    let exe = std::env::current_exe().expect("test binary");
+    let mut helper = Reaped(
+        Command::new(exe)
+            .args(["--exact", "signal_helper_process", "--nocapture"])
+            .env(SIGNAL_HELPER_VAR, &pid_file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the helper"),
+    );
+    let pids = read_pids(&pid_file);
+    let _ = std::fs::remove_file(&pid_file);
+    // The tool runs in a group of its own, the shell leading it.
+    let members = group_members(pids[0]);
+    assert!(
+        members.contains(&pids[0]) && members.contains(&pids[1]),
+        "{signal}: group {} has {members:?}",
+        pids[0]
+    );
+    let helper_pid = i32::try_from(helper.0.id()).expect("pid");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(helper_pid), signal).expect("kill");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = helper.0.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{signal}: the helper did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut stderr = String::new();
+    if let Some(mut pipe) = helper.0.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
+    }
+    (status.code(), stderr, pids)
+}
+
+#[test]
+fn signals_stop_the_running_tools_and_exit() {
+    use nix::sys::signal::Signal;
+    let cases = [
+        (Signal::SIGTERM, 143),
+        (Signal::SIGINT, 130),
+        (Signal::SIGHUP, 129),
+    ];
+    std::thread::scope(|s| {
+        for (signal, code) in cases {
+            s.spawn(move || {
+                let (status, stderr, pids) = signal_a_running_tool(signal);
+                assert_eq!(status, Some(code), "{signal}: {stderr}");
+                assert!(
+                    stderr.contains(&format!(
+                        "error: interrupted by {signal}; stopped 1 running tool(s)\n"
+                    )),
+                    "{signal}: {stderr}"
+                );
+                assert_tree_gone(pids);
+            });
+        }
+    });
+}
+
+// ---- deep JSON ----
+
+fn nested_list(depth: usize) -> Json {
+    let mut value = json!(7);
+    for _ in 0..depth {
+        value = json!([value]);
+    }
+    value
+}
+
+/// The nesting depth of `value`, counted without recursion.
+fn depth(value: &Json) -> usize {
+    let mut deepest = 0;
+    let mut work = vec![(value, 0)];
+    while let Some((v, d)) = work.pop() {
+        deepest = deepest.max(d);
+        match v {
+            Json::Array(items) => work.extend(items.iter().map(|i| (i, d + 1))),
+            Json::Object(fields) => work.extend(fields.values().map(|i| (i, d + 1))),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+#[test]
+fn deeply_nested_output_is_json() {
+    let mut f = Fixture::new(
+        r#"
+        [tools.cat]
+        command = ["cat"]
+
+        [tools.deep]
+        command = ["python3", "-c", "import sys; n = int(sys.argv[1]); print('[' * n + '7' + ']' * n)", "100000"]
+
+        [tools.deep_garbage]
+        command = ["python3", "-c", "n = 100000; print('[' * n + '7' + ']' * n + ' x')"]
+        "#,
+    );
+    // lt sends a 1,000-deep argument; `cat` sends it back.
+    let deep = nested_list(1000);
+    let out = f
+        .call("cat", deep.clone())
+        .expect("a 1,000-deep list is JSON");
+    assert_eq!(out, deep);
+    // 100,000 levels: far past any recursion limit or default stack.
+    let out = f.call("deep", json!(null)).expect("a 100,000-deep list");
+    assert_eq!(depth(&out), 100_000);
+    lt::runtime::boundary::drop_deep(out);
+    let (kind, message) = failure(f.call("deep_garbage", json!(null)));
+    assert_eq!(kind, FailureKind::BadOutput);
+    assert!(message.contains("trailing characters"), "{message}");
+}
+
+/// Answers every request on `listener` with `body` (200, JSON).
+fn serve_forever(listener: std::net::TcpListener, body: String) {
+    use std::io::{Read, Write};
+    for stream in listener.incoming() {
+        let Ok(mut stream) = stream else { continue };
+        // Read the head and the body (Content-Length) of the request.
+        let mut request = Vec::new();
+        let mut buf = [0u8; 64 * 1024];
+        while let Ok(n @ 1..) = stream.read(&mut buf) {
+            request.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&request);
+            if let Some(end) = text.find("\r\n\r\n") {
+                let length = text[..end]
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse::<usize>().ok())?
+                    })
+                    .unwrap_or(0);
+                if request.len() >= end + 4 + length {
+                    break;
+                }
+            }
+        }
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+    }
+}
+
+#[test]
+fn deeply_nested_http_body_is_json() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let deep = nested_list(1000);
+    let body = deep.to_string();
+    std::thread::spawn(move || serve_forever(listener, body));
+    let mut f = Fixture::new(&format!(
+        "[tools.deep]\nhttp = {{ url = \"http://127.0.0.1:{port}/deep\" }}\ntimeout_ms = 10000\n"
+    ));
+    assert_eq!(f.call("deep", deep.clone()), Ok(deep));
 }

@@ -77,6 +77,13 @@ impl Drop for TempDir {
     }
 }
 
+/// Sets the execute bits of `path`.
+fn make_executable(path: &str) {
+    let mut perms = std::fs::metadata(path).expect("meta").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(path, perms).expect("chmod");
+}
+
 /// A TOML literal string (no escapes needed for our paths).
 fn lit(s: &str) -> String {
     assert!(!s.contains('\''), "path with a quote: {s}");
@@ -483,7 +490,20 @@ fn tool_exiting_non_zero_with_stderr() {
 #[test]
 fn tool_that_cannot_start() {
     let dir = TempDir::new("nostart");
+    // A missing program is a configuration error: reported before anything runs.
     let tools = "[tools.t]\ncommand = ['./no-such-program']\n";
+    let out = run_prog(&dir, &err_arm_program("Int"), Some(tools), &[]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("tools.toml:2:12: tool t: the program `./no-such-program`"),
+        "{}",
+        out.stderr
+    );
+    // A script whose interpreter is missing can only fail when started: the
+    // program gets the failure as an Err.
+    make_executable(&dir.write("broken.sh", "#!/no/such/interpreter\necho 1\n"));
+    let tools = "[tools.t]\ncommand = ['./broken.sh']\n";
     let out = run_prog(&dir, &err_arm_program("Int"), Some(tools), &["--json"]);
     let msg = json_value(&out);
     let msg = msg.as_str().expect("a string");
@@ -998,4 +1018,67 @@ fn overflow_exits_3_with_position() {
         (j["error"]["line"].clone(), j["error"]["column"].clone()),
         (json!(2), json!(1))
     );
+}
+
+#[test]
+fn sigterm_to_lt_stops_the_running_tool() {
+    let dir = TempDir::new("sigterm");
+    // The tool records its pid, then hangs.
+    let script = dir.write(
+        "hang.sh",
+        "#!/bin/sh\necho $$ > \"$1\"\nwhile :; do sleep 1; done\n",
+    );
+    make_executable(&script);
+    let pidfile = dir.path("pid").display().to_string();
+    let tools = dir.write(
+        "tools.toml",
+        &format!(
+            "[tools.t]\ncommand = [{}, {}]\n",
+            lit(&script),
+            lit(&pidfile)
+        ),
+    );
+    let prog = dir.write("prog.lt", &err_arm_program("Int"));
+    let child = Command::new(LT)
+        .args(["run", &prog, "--executors", &tools])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start lt");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let pid = loop {
+        if let Ok(p) = std::fs::read_to_string(&pidfile) {
+            if let Ok(p) = p.trim().parse::<u32>() {
+                break p;
+            }
+        }
+        assert!(Instant::now() < deadline, "the tool never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(143), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("interrupted by SIGTERM; stopped 1 running tool"),
+        "{stderr}"
+    );
+    // The tool is gone (give the kernel a moment to reap it).
+    let gone = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        !Path::new(&format!("/proc/{pid}")).exists()
+            || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|s| s.contains(") Z "))
+    });
+    if !gone {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    assert!(gone, "tool process {pid} survived lt");
 }

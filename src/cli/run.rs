@@ -111,6 +111,9 @@ pub fn run(opts: &RunOptions) -> u8 {
             Err(e) => return fail_usage(opts, &config_failure(&e)),
         },
     };
+    // Tools run in their own process groups: a Ctrl-C or SIGTERM to lt
+    // stops them too (and lt exits 130/143).
+    crate::exec::install_signal_forwarding(runtime.handle());
     let host = ExecutorHost::new(registry, runtime.handle().clone());
     let started = Instant::now();
     let (result, stats) = if opts.verbose {

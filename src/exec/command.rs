@@ -10,20 +10,36 @@
 //! as bad output. Of stderr only the first and last [`STDERR_KEEP_BYTES`]
 //! are kept, for failure messages.
 //!
-//! The call ends when the process has exited *and* closed stdout and
-//! stderr, so a background child still holding them keeps the call open
-//! until its timeout. A timed-out process is sent SIGKILL and waited for (no
-//! zombie is left); only the process itself is killed, not its children.
+//! Process groups: every tool starts in a process group of its own (its
+//! pid is the group id), and the whole group (the tool and everything it
+//! started that did not leave the group) is sent SIGKILL when the call ends
+//! in any way: on a timeout, on output overflow, after a normal exit (so
+//! background children do not outlive the call), and when the call's future
+//! is dropped unfinished (a [`Group`] kills on drop). The live groups are
+//! kept in a process-wide registry so that [`stop_all`] (used by the signal
+//! forwarding of `super::install_signal_forwarding`) can kill them when lt
+//! itself is told to stop.
+//!
+//! The call ends when the process has exited and stdout and stderr have
+//! reached end of file. If the process has exited but a background child
+//! still holds them open, they are read for at most [`EXIT_GRACE`] more;
+//! then the group is killed and what was read is used.
 
-use super::text::{excerpt, stderr_suffix, Tail};
+use super::text::{excerpt, parse_json, stderr_suffix, to_json_bytes, Tail};
 use crate::runtime::host::{FailureKind, Outcome, ToolFailure};
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
 use serde_json::Value as Json;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::{ChildStdin, Command};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::time::Instant;
 
 /// The most stdout a command tool (or body an HTTP tool) may produce: 64 MiB.
 pub const MAX_OUTPUT_BYTES: usize = 64 * 1024 * 1024;
@@ -32,7 +48,105 @@ pub const MAX_OUTPUT_BYTES: usize = 64 * 1024 * 1024;
 /// messages: 2 KiB each.
 pub const STDERR_KEEP_BYTES: usize = 2 * 1024;
 
-/// A `command` executor, its paths already resolved.
+/// How long stdout and stderr are still read after a tool's process has
+/// exited, when something else (a background child) holds them open:
+/// 200 ms. After that the tool's process group is killed.
+pub const EXIT_GRACE: Duration = Duration::from_millis(200);
+
+// ---- process groups ----
+
+/// The process groups of the tools running now, by group id.
+struct Live {
+    groups: BTreeSet<i32>,
+    /// Set by [`stop_all`]: a group started after it is killed at once.
+    stopping: bool,
+}
+
+static LIVE: Mutex<Live> = Mutex::new(Live {
+    groups: BTreeSet::new(),
+    stopping: false,
+});
+
+fn live() -> MutexGuard<'static, Live> {
+    // The registry stays consistent even if a holder panicked.
+    LIVE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A running tool's process group, registered while it lives. Dropping it
+/// kills the group (SIGKILL to every member) and unregisters it.
+///
+/// The group id is the tool's pid. While the tool is unreaped, or any member
+/// of its group lives, the kernel does not hand that number to another
+/// process or group, so the kill reaches no stranger; once the group is
+/// empty, the kill fails harmlessly with ESRCH (short of the pid counter
+/// wrapping around within the microseconds between the reap and the kill).
+#[derive(Debug)]
+struct Group {
+    pgid: Pid,
+}
+
+impl Group {
+    /// Spawns `command` (which must ask for a new process group) and
+    /// registers its group. The registry is locked across the spawn, so
+    /// [`stop_all`] never misses a tool that is just starting.
+    fn spawn(command: &mut Command) -> std::io::Result<(Child, Group)> {
+        let mut live = live();
+        let child = command.spawn()?;
+        let pid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .ok_or_else(|| std::io::Error::other("the new process has no pid"))?;
+        let group = Group {
+            pgid: Pid::from_raw(pid),
+        };
+        if live.stopping {
+            group.kill();
+        }
+        live.groups.insert(pid);
+        Ok((child, group))
+    }
+
+    /// Sends SIGKILL to every process of the group (errors, such as an
+    /// already empty group, are ignored).
+    fn kill(&self) {
+        let _ = killpg(self.pgid, Signal::SIGKILL);
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+        live().groups.remove(&self.pgid.as_raw());
+    }
+}
+
+/// Kills the process group of every running tool and makes any tool that
+/// starts from now on be killed at once. Returns how many groups were
+/// running. For the signal forwarding of lt; there is no way back.
+pub(crate) fn stop_all() -> usize {
+    let mut live = live();
+    live.stopping = true;
+    for &pgid in &live.groups {
+        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+    }
+    live.groups.len()
+}
+
+/// Why `path` cannot be a working directory, if it cannot: `"does not
+/// exist"`, `"is not a directory"` or the OS error.
+pub(crate) fn dir_problem(path: &Path) -> Option<String> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => None,
+        Ok(_) => Some("is not a directory".to_string()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some("does not exist".to_string()),
+        Err(e) => Some(format!("cannot be used: {e}")),
+    }
+}
+
+// ---- the executor ----
+
+/// A `command` executor, its paths already resolved and checked
+/// (`config.rs`).
 #[derive(Debug)]
 pub(crate) struct CommandTool {
     /// `command` as written, for `describe`.
@@ -46,45 +160,31 @@ pub(crate) struct CommandTool {
     pub(crate) timeout: Duration,
 }
 
+/// How a pipe reader stopped.
+enum Pipe {
+    Eof,
+    TooLarge,
+    Failed(std::io::Error),
+}
+
 impl CommandTool {
-    /// Resolves paths against `folder` (absolute). Errors: (message, help).
+    /// `written` is `command` as written (not empty); `program` is its
+    /// first element resolved; `cwd` is absolute.
     pub(crate) fn new(
-        argv: Vec<String>,
-        cwd: Option<String>,
+        written: Vec<String>,
+        program: PathBuf,
+        cwd: PathBuf,
         env: BTreeMap<String, String>,
         timeout: Duration,
-        folder: &Path,
-    ) -> Result<CommandTool, (&'static str, Option<&'static str>)> {
-        let Some(first) = argv.first() else {
-            return Err((
-                "`command` is empty",
-                Some("give the program and its arguments, e.g. `command = [\"python3\", \"tools/x.py\"]`"),
-            ));
-        };
-        if first.is_empty() {
-            return Err((
-                "the program name (first element of `command`) is empty",
-                None,
-            ));
-        }
-        let first_path = Path::new(first);
-        let program = if first.contains('/') && first_path.is_relative() {
-            folder.join(first_path)
-        } else {
-            first_path.to_path_buf()
-        };
-        let cwd = match cwd {
-            Some(c) => folder.join(c),
-            None => folder.to_path_buf(),
-        };
-        Ok(CommandTool {
-            args: argv[1..].to_vec(),
-            written: argv,
+    ) -> CommandTool {
+        CommandTool {
+            args: written.get(1..).unwrap_or_default().to_vec(),
+            written,
             program,
             cwd,
             env,
             timeout,
-        })
+        }
     }
 
     pub(crate) fn describe(&self) -> String {
@@ -100,12 +200,14 @@ impl CommandTool {
     /// Runs the tool once with `arg` on stdin; gives up after `timeout`
     /// (already the smaller of the tool's and the run's).
     pub(crate) async fn call(&self, name: &str, arg: &Json, timeout: Duration) -> Outcome {
+        let deadline = Instant::now() + timeout;
         let fail = |kind, message| Err(ToolFailure { kind, message });
-        if !self.cwd.is_dir() {
+        // Checked when tools.toml was loaded; it may have gone since.
+        if let Some(problem) = dir_problem(&self.cwd) {
             return fail(
                 FailureKind::Unavailable,
                 format!(
-                    "tool {name} could not be started: working directory {} does not exist",
+                    "tool {name} could not be started: working directory {} {problem}",
                     self.cwd.display()
                 ),
             );
@@ -118,8 +220,9 @@ impl CommandTool {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            .process_group(0)
             .kill_on_drop(true);
-        let mut child = match command.spawn() {
+        let (mut child, group) = match Group::spawn(&mut command) {
             Ok(c) => c,
             Err(e) => {
                 return fail(
@@ -131,39 +234,43 @@ impl CommandTool {
                 )
             }
         };
-        let mut input = arg.to_string().into_bytes();
+        let mut input = to_json_bytes(arg);
         input.push(b'\n');
         let (stdin, stdout, stderr) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take());
 
-        let exchange = async {
-            let (_, out, err) = tokio::join!(
-                write_stdin(stdin, &input),
-                async {
-                    let out = read_capped(stdout, MAX_OUTPUT_BYTES).await;
-                    if matches!(out, Read::TooLarge) {
-                        // Stop the process now: it would block on a full pipe.
-                        let _ = child.start_kill();
-                    }
-                    out
-                },
-                read_tail(stderr)
-            );
-            let status = child.wait().await;
-            (out, err, status)
-        };
-        let finished = tokio::time::timeout(timeout, exchange).await;
-        let (out, err, status) = match finished {
-            Ok(r) => r,
-            Err(_) => {
-                let _ = child.start_kill();
-                let _ = child.wait().await;
-                return fail(
-                    FailureKind::TimedOut,
-                    format!("tool {name} timed out after {} ms", timeout.as_millis()),
+        let mut out = Vec::new();
+        let mut err = Tail::new(STDERR_KEEP_BYTES);
+        let ended = {
+            let io = async {
+                let (_, pipe, ()) = tokio::join!(
+                    write_stdin(stdin, &input),
+                    async {
+                        let pipe = read_capped(stdout, &mut out, MAX_OUTPUT_BYTES).await;
+                        if matches!(pipe, Pipe::TooLarge) {
+                            // Stop the tool now: it would block on a full pipe.
+                            group.kill();
+                        }
+                        pipe
+                    },
+                    read_tail(stderr, &mut err)
                 );
-            }
+                pipe
+            };
+            tokio::pin!(io);
+            exchange(&mut child, &group, io, deadline).await
         };
+        let Some((pipe, status)) = ended else {
+            group.kill();
+            // SIGKILL is not refused: the wait is short, and leaves no zombie.
+            let _ = child.wait().await;
+            return fail(
+                FailureKind::TimedOut,
+                format!("tool {name} timed out after {} ms", timeout.as_millis()),
+            );
+        };
+        // The tool has exited: whatever it left running in its group goes too.
+        drop(group);
         let stderr = err.finish();
         let status = match status {
             Ok(s) => s,
@@ -174,9 +281,11 @@ impl CommandTool {
                 )
             }
         };
-        let stdout = match out {
-            Read::Complete(bytes) => bytes,
-            Read::TooLarge => {
+        match pipe {
+            // `None`: a process outside the group still held stdout after
+            // the group was killed; what was read is all there is.
+            Some(Pipe::Eof) | None => {}
+            Some(Pipe::TooLarge) => {
                 return fail(
                     FailureKind::BadOutput,
                     format!(
@@ -186,7 +295,7 @@ impl CommandTool {
                     ),
                 )
             }
-            Read::Failed(e) => {
+            Some(Pipe::Failed(e)) => {
                 return fail(
                     FailureKind::BadOutput,
                     format!(
@@ -195,11 +304,55 @@ impl CommandTool {
                     ),
                 )
             }
-        };
+        }
         if !status.success() {
             return Err(exit_failure(name, status, &stderr));
         }
-        parse_output(name, &stdout, &stderr)
+        parse_output(name, &out, &stderr)
+    }
+}
+
+/// Drives the pipes (`io`, which yields how stdout ended) and waits for the
+/// process, until `deadline`. `None`: the deadline passed first. Otherwise
+/// how stdout ended (`None` if it never did; see below) and the exit status.
+///
+/// Once the process has exited, the pipes get [`EXIT_GRACE`] to reach end of
+/// file; then the group is killed, which closes the copies its members hold,
+/// and they get one more [`EXIT_GRACE`] before we stop reading.
+async fn exchange(
+    child: &mut Child,
+    group: &Group,
+    mut io: Pin<&mut impl Future<Output = Pipe>>,
+    deadline: Instant,
+) -> Option<(Option<Pipe>, std::io::Result<ExitStatus>)> {
+    enum First {
+        Pipes(Pipe),
+        Exited(std::io::Result<ExitStatus>),
+    }
+    let first = tokio::time::timeout_at(deadline, async {
+        tokio::select! {
+            pipe = &mut io => First::Pipes(pipe),
+            status = child.wait() => First::Exited(status),
+        }
+    })
+    .await
+    .ok()?;
+    match first {
+        First::Pipes(pipe) => {
+            // stdout and stderr are closed; the process is (usually) ending.
+            let status = tokio::time::timeout_at(deadline, child.wait()).await.ok()?;
+            Some((Some(pipe), status))
+        }
+        First::Exited(status) => {
+            let pipe = match tokio::time::timeout(EXIT_GRACE, &mut io).await {
+                Ok(pipe) => Some(pipe),
+                Err(_) => {
+                    group.kill();
+                    tokio::time::timeout(EXIT_GRACE, &mut io).await.ok()
+                }
+            };
+            Some((pipe, status))
+        }
     }
 }
 
@@ -208,7 +361,7 @@ pub(crate) fn parse_output(name: &str, stdout: &[u8], stderr: &str) -> Outcome {
     if stdout.iter().all(u8::is_ascii_whitespace) {
         return Ok(Json::Null);
     }
-    serde_json::from_slice(stdout).map_err(|e| ToolFailure {
+    parse_json(stdout).map_err(|e| ToolFailure {
         kind: FailureKind::BadOutput,
         message: format!(
             "tool {name} returned output that is not JSON: {e} (output starts: {:?}){}",
@@ -291,47 +444,45 @@ async fn write_stdin(stdin: Option<ChildStdin>, input: &[u8]) {
     }
 }
 
-enum Read {
-    Complete(Vec<u8>),
-    TooLarge,
-    Failed(std::io::Error),
-}
-
-async fn read_capped(pipe: Option<impl AsyncRead + Unpin>, limit: usize) -> Read {
+/// Reads a pipe to its end into `out`, stopping early if it would hold
+/// more than `limit` bytes.
+async fn read_capped(
+    pipe: Option<impl AsyncRead + Unpin>,
+    out: &mut Vec<u8>,
+    limit: usize,
+) -> Pipe {
     let Some(mut pipe) = pipe else {
-        return Read::Complete(Vec::new());
+        return Pipe::Eof;
     };
-    let mut out = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         match pipe.read(&mut buf).await {
-            Ok(0) => return Read::Complete(out),
+            Ok(0) => return Pipe::Eof,
             Ok(n) => {
                 if out.len() + n > limit {
-                    return Read::TooLarge;
+                    return Pipe::TooLarge;
                 }
                 out.extend_from_slice(&buf[..n]);
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Read::Failed(e),
+            Err(e) => return Pipe::Failed(e),
         }
     }
 }
 
-/// Reads a pipe to its end keeping only its first and last
-/// [`STDERR_KEEP_BYTES`].
-async fn read_tail(pipe: Option<impl AsyncRead + Unpin>) -> Tail {
-    let mut tail = Tail::new(STDERR_KEEP_BYTES);
+/// Reads a pipe to its end into `tail`, which keeps only its first and
+/// last [`STDERR_KEEP_BYTES`].
+async fn read_tail(pipe: Option<impl AsyncRead + Unpin>, tail: &mut Tail) {
     let Some(mut pipe) = pipe else {
-        return tail;
+        return;
     };
     let mut buf = vec![0u8; 16 * 1024];
     loop {
         match pipe.read(&mut buf).await {
-            Ok(0) => return tail,
+            Ok(0) => return,
             Ok(n) => tail.push(&buf[..n]),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return tail,
+            Err(_) => return,
         }
     }
 }

@@ -5,8 +5,16 @@
 //! then each raw table becomes a [`Tool`] or a [`ConfigError`] pointing at
 //! `file:line:column`. Loading stops at the first error (the file is small
 //! and the fix is usually one line).
+//!
+//! A command table is checked as far as `exec` would go, so that a mistake
+//! stops lt before anything runs rather than failing a call after earlier
+//! tools have acted: the program exists and is executable (a bare name is
+//! looked up on `PATH`: the tool's own if `env` sets one, else lt's), the
+//! working directory is a directory, environment names are non-empty
+//! without `=` or NUL, and no string holds a NUL byte. Relative paths are
+//! joined to the configuration folder with their `.` components dropped.
 
-use super::command::CommandTool;
+use super::command::{dir_problem, CommandTool};
 use super::fixed::{FixedTool, Response};
 use super::http::HttpTool;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -213,7 +221,7 @@ fn absolute(folder: &Path) -> PathBuf {
     } else {
         folder
     };
-    std::path::absolute(folder).unwrap_or_else(|_| folder.to_path_buf())
+    normalize(&std::path::absolute(folder).unwrap_or_else(|_| folder.to_path_buf()))
 }
 
 // ---- raw tables (serde) ----
@@ -228,9 +236,9 @@ struct RawFile {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a tool table")]
 struct RawTool {
-    command: Option<Spanned<Vec<String>>>,
+    command: Option<Spanned<Vec<Spanned<String>>>>,
     cwd: Option<Spanned<String>>,
-    env: Option<Spanned<BTreeMap<String, String>>>,
+    env: Option<Spanned<BTreeMap<Spanned<String>, Spanned<String>>>>,
     timeout_ms: Option<Spanned<toml::Value>>,
     http: Option<Spanned<RawHttp>>,
     fixed: Option<Spanned<RawFixed>>,
@@ -319,17 +327,7 @@ fn build_tool(name: &str, raw: RawTool, folder: &Path) -> Result<Tool, ToolError
         },
     };
     if let Some(command) = raw.command {
-        let span = command.span();
-        let argv = command.into_inner();
-        return CommandTool::new(
-            argv,
-            raw.cwd.map(Spanned::into_inner),
-            raw.env.map(Spanned::into_inner).unwrap_or_default(),
-            timeout,
-            folder,
-        )
-        .map(Tool::Command)
-        .map_err(|(what, help)| tool_error(name, Some(span), what, help));
+        return build_command(name, command, raw.cwd, raw.env, timeout, folder).map(Tool::Command);
     }
     for (key, span) in [
         ("cwd", raw.cwd.as_ref().map(Spanned::span)),
@@ -364,6 +362,202 @@ fn build_tool(name: &str, raw: RawTool, folder: &Path) -> Result<Tool, ToolError
             None,
         )),
     }
+}
+
+/// Checks a command table the way `exec` would use it, so that a mistake
+/// stops lt at load time rather than failing a call in the middle of a run.
+fn build_command(
+    name: &str,
+    command: Spanned<Vec<Spanned<String>>>,
+    cwd: Option<Spanned<String>>,
+    env: Option<Spanned<BTreeMap<Spanned<String>, Spanned<String>>>>,
+    timeout: Duration,
+    folder: &Path,
+) -> Result<CommandTool, ToolError> {
+    let err = |span: Range<usize>, what: String, help: Option<String>| ToolError {
+        span: Some(span),
+        message: format!("tool {name}: {what}"),
+        help,
+    };
+    let command_span = command.span();
+    let argv = command.into_inner();
+    let Some(first) = argv.first() else {
+        return Err(err(
+            command_span,
+            "`command` is empty".to_string(),
+            Some("give the program and its arguments, e.g. `command = [\"python3\", \"tools/x.py\"]`".to_string()),
+        ));
+    };
+    if first.get_ref().is_empty() {
+        return Err(err(
+            first.span(),
+            "the program name (first element of `command`) is empty".to_string(),
+            None,
+        ));
+    }
+    for (i, arg) in argv.iter().enumerate() {
+        if arg.get_ref().contains('\0') {
+            let which = if i == 0 {
+                "the program name (first element of `command`)".to_string()
+            } else {
+                format!("argument {i} of `command`")
+            };
+            return Err(err(
+                arg.span(),
+                format!("{which} contains a NUL byte"),
+                Some(NUL_HELP.to_string()),
+            ));
+        }
+    }
+    let mut vars = BTreeMap::new();
+    for (key, value) in env.map(Spanned::into_inner).unwrap_or_default() {
+        let problem = if key.get_ref().is_empty() {
+            Some("is empty")
+        } else if key.get_ref().contains('=') {
+            Some("contains `=`")
+        } else if key.get_ref().contains('\0') {
+            Some("contains a NUL byte")
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return Err(err(
+                key.span(),
+                format!("the environment variable name {:?} {problem}", key.get_ref()),
+                Some("a variable name is a non-empty string without `=` or NUL bytes, e.g. `env = { SUPPORT_DB = \"support.db\" }`".to_string()),
+            ));
+        }
+        if value.get_ref().contains('\0') {
+            return Err(err(
+                value.span(),
+                format!(
+                    "the value of environment variable {} contains a NUL byte",
+                    key.get_ref()
+                ),
+                Some(NUL_HELP.to_string()),
+            ));
+        }
+        vars.insert(key.into_inner(), value.into_inner());
+    }
+    let (cwd, cwd_span) = match cwd {
+        Some(c) => {
+            let span = c.span();
+            if c.get_ref().contains('\0') {
+                return Err(err(
+                    span,
+                    "`cwd` contains a NUL byte".to_string(),
+                    Some(NUL_HELP.to_string()),
+                ));
+            }
+            (normalize(&folder.join(c.get_ref())), span)
+        }
+        None => (folder.to_path_buf(), command_span.clone()),
+    };
+    if let Some(problem) = dir_problem(&cwd) {
+        return Err(err(
+            cwd_span,
+            format!("working directory {} {problem}", cwd.display()),
+            Some(format!(
+                "`cwd` is relative to the folder of tools.toml ({}); leave it out to run there",
+                folder.display()
+            )),
+        ));
+    }
+    let written = first.get_ref().clone();
+    let program = if written.contains('/') {
+        let program = normalize(&folder.join(&written));
+        if let Some(problem) = program_problem(&program) {
+            let shown = if Path::new(&written).is_relative() {
+                format!("`{written}` ({})", program.display())
+            } else {
+                format!("`{written}`")
+            };
+            let help = if problem == NOT_EXECUTABLE {
+                format!(
+                    "make it executable (`chmod +x {}`) or name its interpreter first, e.g. `command = [\"python3\", \"{written}\"]`",
+                    program.display()
+                )
+            } else {
+                format!(
+                    "a relative program path is resolved against the folder of tools.toml ({}), not against `cwd`",
+                    folder.display()
+                )
+            };
+            return Err(err(
+                first.span(),
+                format!("the program {shown} {problem}"),
+                Some(help),
+            ));
+        }
+        program
+    } else {
+        // Looked up on PATH when started; std uses the tool's own PATH if
+        // `env` sets one.
+        let path = vars
+            .get("PATH")
+            .map(std::ffi::OsString::from)
+            .or_else(|| std::env::var_os("PATH"));
+        if find_on_path(&written, path.as_deref()).is_none() {
+            return Err(err(
+                first.span(),
+                format!("the program `{written}` was not found on PATH"),
+                Some(format!(
+                    "check the name, or give the program's path: a `command[0]` containing `/`, such as `./tools/x.sh`, is resolved against the folder of tools.toml ({})",
+                    folder.display()
+                )),
+            ));
+        }
+        PathBuf::from(written)
+    };
+    let written: Vec<String> = argv.into_iter().map(Spanned::into_inner).collect();
+    Ok(CommandTool::new(written, program, cwd, vars, timeout))
+}
+
+const NUL_HELP: &str = "a NUL byte cannot be passed to a program; remove it";
+
+const NOT_EXECUTABLE: &str = "is not executable";
+
+/// Why `path` cannot be started as a program, if it cannot.
+fn program_problem(path: &Path) -> Option<&'static str> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Some("is a directory"),
+        Ok(m) if !is_executable(&m) => Some(NOT_EXECUTABLE),
+        Ok(_) => None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some("does not exist"),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            Some("cannot be reached (permission denied)")
+        }
+        Err(_) => Some("cannot be read"),
+    }
+}
+
+fn is_executable(m: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    m.is_file() && m.permissions().mode() & 0o111 != 0
+}
+
+/// Where a bare program name would be found on `path` (a `PATH` value;
+/// unset: the usual `/bin:/usr/bin` of `execvp`): the first directory
+/// holding an executable file of that name.
+fn find_on_path(program: &str, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    let path = path.unwrap_or(std::ffi::OsStr::new("/bin:/usr/bin"));
+    std::env::split_paths(path)
+        .map(|dir| {
+            // An empty entry means the current directory.
+            let dir = if dir.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                dir
+            };
+            dir.join(program)
+        })
+        .find(|candidate| std::fs::metadata(candidate).is_ok_and(|m| is_executable(&m)))
+}
+
+/// `path` with its `.` components dropped (lexically: `..` is kept, since
+/// resolving it without the file system would be wrong across symlinks).
+fn normalize(path: &Path) -> PathBuf {
+    path.components().collect()
 }
 
 fn build_http(name: &str, raw: RawHttp, timeout: Duration) -> Result<HttpTool, ToolError> {

@@ -5,10 +5,11 @@
 //! or an empty (whitespace-only) body for `null`. Any other status is a
 //! failure carrying the start of the body. Redirects are not followed (a
 //! 3xx is a failure), so a POST is never silently turned into a GET. The
-//! body is capped at [`super::MAX_OUTPUT_BYTES`].
+//! body is capped at [`super::MAX_OUTPUT_BYTES`]; like a command's stdout it
+//! may be nested to any depth.
 
 use super::command::MAX_OUTPUT_BYTES;
-use super::text::excerpt;
+use super::text::{excerpt, parse_json, to_json_bytes};
 use crate::runtime::host::{FailureKind, Outcome, ToolFailure};
 use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use reqwest::{Client, Url};
@@ -67,7 +68,7 @@ impl HttpTool {
             .post(self.url.clone())
             .headers(self.headers.clone())
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
-            .body(arg.to_string())
+            .body(to_json_bytes(arg))
             .send()
             .await;
         let mut response = match sent {
@@ -133,7 +134,7 @@ impl HttpTool {
         if body.iter().all(u8::is_ascii_whitespace) {
             return Ok(Json::Null);
         }
-        serde_json::from_slice(&body).map_err(|e| ToolFailure {
+        parse_json(&body).map_err(|e| ToolFailure {
             kind: FailureKind::BadOutput,
             message: format!(
                 "tool {name} returned a body that is not JSON: {e} (body starts: {:?})",

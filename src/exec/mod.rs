@@ -20,7 +20,8 @@
 //!
 //! Relative paths resolve from the folder holding `tools.toml`: it is the
 //! default working directory, `cwd` is relative to it, and a relative
-//! `command[0]` containing `/` (`./tools/x.sh`) is made absolute against it.
+//! `command[0]` containing `/` (`./tools/x.sh`) is made absolute against it
+//! (`.` components dropped: `/cfg/tools/x.sh`, not `/cfg/./tools/x.sh`).
 //! [`Registry`] is the loaded file (`config.rs` validates it, pointing at
 //! `file:line:column`); [`ExecutorHost`] is the [`Host`] that runs calls
 //! through it. `docs/executors.md` is the user-facing reference.
@@ -37,12 +38,25 @@
 //! | past its timeout | `TimedOut` | `tool T timed out after 500 ms` |
 //! | stdout / body not JSON | `BadOutput` | `tool T returned output that is not JSON: <error> (output starts: "…")` |
 //! | stdout / body over 64 MiB | `BadOutput` | `tool T returned output larger than 64 MiB; …` |
-//! | program cannot start | `Unavailable` | `tool T could not be started: python9: No such file or directory (os error 2)` |
+//! | program cannot start (found at load time, gone or broken since) | `Unavailable` | `tool T could not be started: /cfg/tools/x.sh: No such file or directory (os error 2)` |
 //! | connection refused | `Unavailable` | `tool T could not be reached at <url>: …` |
 //! | no table for the tool | `Unavailable` | `tool T has no executor in tools.toml` |
 //!
 //! Empty stdout (or an empty 2xx body), whitespace aside, is the result
-//! `null`: a tool returning `Unit` may print nothing.
+//! `null`: a tool returning `Unit` may print nothing. Output may be nested
+//! to any depth (no recursion limit; the stack grows as needed).
+//!
+//! `tools.toml` is checked whole when it is loaded, before anything runs:
+//! programs exist and are executable (bare names are looked up on `PATH`),
+//! working directories are directories, environment names and all strings
+//! are valid for `exec`. A mistake is a [`ConfigError`], not a failure in the
+//! middle of a run after earlier tools have acted.
+//!
+//! Each command tool runs in a process group of its own, killed whole when
+//! the call ends (timeout, overflow, exit, or the call dropped). Since a
+//! terminal's Ctrl-C then no longer reaches the tools,
+//! [`install_signal_forwarding`] makes SIGINT, SIGTERM and SIGHUP sent to lt
+//! kill the running tools before lt exits.
 
 mod command;
 mod config;
@@ -50,7 +64,7 @@ mod fixed;
 mod http;
 mod text;
 
-pub use command::{MAX_OUTPUT_BYTES, STDERR_KEEP_BYTES};
+pub use command::{EXIT_GRACE, MAX_OUTPUT_BYTES, STDERR_KEEP_BYTES};
 pub use config::{ConfigError, Registry, DEFAULT_TIMEOUT};
 
 use crate::runtime::host::{CallRequest, FailureKind, Host, Outcome, ToolFailure};
@@ -69,7 +83,8 @@ use std::time::Duration;
 /// inside its `block_on`, and a call would wait forever). Call it from a
 /// thread of your own or from `spawn_blocking`, not from an async task, which
 /// it would block. If the runtime shuts down during a call, the call fails
-/// as `Unavailable`; it never panics.
+/// as `Unavailable` (and the tool's process group is killed); it never
+/// panics.
 ///
 /// Cloning is cheap and shares the registry (and so the positions of
 /// `fixed` sequences) and the HTTP client.
@@ -166,7 +181,13 @@ impl Host for ExecutorHost {
         // kill-and-reap independent of this thread.
         drop(self.handle.spawn(async move {
             let outcome = host.call_async(&tool, &arg, time_left).await;
-            let _ = sender.send(outcome);
+            // Values may be nested deeper than a recursive drop survives.
+            text::drop_deep(arg);
+            if let Err(unsent) = sender.send(outcome) {
+                if let Ok(value) = unsent.0 {
+                    text::drop_deep(value);
+                }
+            }
         }));
         receiver.recv().unwrap_or_else(|_| {
             Err(ToolFailure {
@@ -178,4 +199,53 @@ impl Host for ExecutorHost {
             })
         })
     }
+}
+
+/// Makes SIGINT, SIGTERM and SIGHUP stop the running tools before lt exits.
+///
+/// Tools run in process groups of their own, so a Ctrl-C at the terminal
+/// (which signals the terminal's foreground process group) reaches lt but
+/// not them, and a SIGTERM to lt alone would leave them running. After this
+/// call, on any of the three signals lt kills (SIGKILL) the process group of
+/// every running command tool (tools that start afterwards are killed at
+/// once), prints `error: interrupted by SIGTERM; stopped N running tool(s)`
+/// on stderr and exits with status 128 + the signal number: 130 (SIGINT),
+/// 143 (SIGTERM) or 129 (SIGHUP).
+///
+/// Call it once, right after building the runtime, before any tool runs.
+/// The handlers are installed before it returns (a signal arriving any time
+/// later is handled) and run as a task on `handle`'s runtime, which needs its
+/// I/O driver (`enable_all`). They stay installed for the life of the
+/// process: once the runtime has shut down, the three signals are caught and
+/// ignored. If a handler cannot be installed, a warning is printed on
+/// stderr and the signals keep their default action.
+pub fn install_signal_forwarding(handle: &tokio::runtime::Handle) {
+    use nix::sys::signal::Signal;
+    use tokio::signal::unix::{signal, SignalKind};
+    let _entered = handle.enter();
+    let streams = (|| {
+        Ok::<_, std::io::Error>((
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::terminate())?,
+            signal(SignalKind::hangup())?,
+        ))
+    })();
+    let (mut int, mut term, mut hup) = match streams {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("warning: cannot forward signals to running tools: {e}");
+            return;
+        }
+    };
+    drop(handle.spawn(async move {
+        let signal = tokio::select! {
+            Some(()) = int.recv() => Signal::SIGINT,
+            Some(()) = term.recv() => Signal::SIGTERM,
+            Some(()) = hup.recv() => Signal::SIGHUP,
+            else => return,
+        };
+        let stopped = command::stop_all();
+        eprintln!("error: interrupted by {signal}; stopped {stopped} running tool(s)");
+        std::process::exit(128 + signal as i32);
+    }));
 }

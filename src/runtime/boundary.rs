@@ -70,6 +70,20 @@ pub fn tool_result(tool: &str, json: &Json, ty: &Type) -> Result<Value, String> 
     from_json(json, ty).map_err(|e| format!("tool {tool} returned an invalid result: {e}"))
 }
 
+/// Drops `value` without recursing once per level of nesting (the default
+/// drop of a `serde_json::Value` does, and a tool result nested a million
+/// levels deep would overflow the stack).
+pub fn drop_deep(value: Json) {
+    let mut work = vec![value];
+    while let Some(v) = work.pop() {
+        match v {
+            Json::Array(items) => work.extend(items),
+            Json::Object(fields) => work.extend(fields.into_iter().map(|(_, v)| v)),
+            _ => {}
+        }
+    }
+}
+
 /// Checks that no array inside `json` is longer than `max` items and that
 /// it has at most `max_nodes` values in all (a tool's result is bounded
 /// before it is converted: converted values take several times the memory

@@ -376,20 +376,24 @@ impl<'a> Machine<'a> {
             time_left,
         });
         let value = match outcome {
-            Ok(json) => match boundary::check_size(
-                &json,
-                self.limits.max_list_len,
-                self.limits.max_value_nodes,
-            ) {
-                Err(msg) => Value::Err(Rc::new(Value::Str(Rc::from(format!(
-                    "tool {} returned an invalid result: {msg}",
-                    sig.name
-                ))))),
-                Ok(()) => match boundary::tool_result(&sig.name, &json, &sig.output) {
-                    Ok(v) => Value::Ok(Rc::new(v)),
-                    Err(msg) => Value::Err(Rc::new(Value::Str(Rc::from(msg)))),
-                },
-            },
+            Ok(json) => {
+                let v = match boundary::check_size(
+                    &json,
+                    self.limits.max_list_len,
+                    self.limits.max_value_nodes,
+                ) {
+                    Err(msg) => Value::Err(Rc::new(Value::Str(Rc::from(format!(
+                        "tool {} returned an invalid result: {msg}",
+                        sig.name
+                    ))))),
+                    Ok(()) => match boundary::tool_result(&sig.name, &json, &sig.output) {
+                        Ok(v) => Value::Ok(Rc::new(v)),
+                        Err(msg) => Value::Err(Rc::new(Value::Str(Rc::from(msg)))),
+                    },
+                };
+                boundary::drop_deep(json);
+                v
+            }
             Err(failure) => Value::Err(Rc::new(Value::Str(Rc::from(failure.message)))),
         };
         self.check_clock(id)?;
