@@ -56,6 +56,7 @@ impl Fixture {
             tool,
             arg,
             time_left,
+            idempotency_key: None,
         })
     }
 }
@@ -400,6 +401,7 @@ fn calls_work_from_spawn_blocking_and_fail_cleanly_after_shutdown() {
             tool: "a",
             arg: json!(5),
             time_left: None,
+            idempotency_key: None,
         })
     };
     let inside = host.clone();
@@ -593,6 +595,7 @@ fn fixed_sequence_is_shared_between_threads() {
                         tool: "seq",
                         arg: Json::Null,
                         time_left: None,
+                        idempotency_key: None,
                     })
                 })
             })
@@ -910,7 +913,7 @@ fn an_abandoned_call_kills_the_tools_whole_process_group() {
     let host = f.host.clone();
     let watched = pid_file.clone();
     let abandoned = f._runtime.block_on(async move {
-        let call = host.call_async("t", &json!(null), None);
+        let call = host.call_async("t", &json!(null), None, None);
         tokio::pin!(call);
         // Drop the call's future as soon as the tool is running.
         loop {

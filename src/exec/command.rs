@@ -199,7 +199,13 @@ impl CommandTool {
 
     /// Runs the tool once with `arg` on stdin; gives up after `timeout`
     /// (already the smaller of the tool's and the run's).
-    pub(crate) async fn call(&self, name: &str, arg: &Json, timeout: Duration) -> Outcome {
+    pub(crate) async fn call(
+        &self,
+        name: &str,
+        arg: &Json,
+        timeout: Duration,
+        key: Option<&str>,
+    ) -> Outcome {
         let deadline = Instant::now() + timeout;
         let fail = |kind, message| Err(ToolFailure { kind, message });
         // Checked when tools.toml was loaded; it may have gone since.
@@ -217,6 +223,7 @@ impl CommandTool {
             .args(&self.args)
             .current_dir(&self.cwd)
             .envs(&self.env)
+            .envs(key.map(|k| ("LT_IDEMPOTENCY_KEY", k)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -52,8 +52,9 @@ impl HttpTool {
         name: &str,
         arg: &Json,
         timeout: Duration,
+        key: Option<&str>,
     ) -> Outcome {
-        match tokio::time::timeout(timeout, self.exchange(client, name, arg)).await {
+        match tokio::time::timeout(timeout, self.exchange(client, name, arg, key)).await {
             Ok(outcome) => outcome,
             Err(_) => Err(ToolFailure {
                 kind: FailureKind::TimedOut,
@@ -62,11 +63,13 @@ impl HttpTool {
         }
     }
 
-    async fn exchange(&self, client: &Client, name: &str, arg: &Json) -> Outcome {
+    async fn exchange(&self, client: &Client, name: &str, arg: &Json, key: Option<&str>) -> Outcome {
         let fail = |kind, message| Err(ToolFailure { kind, message });
-        let sent = client
-            .post(self.url.clone())
-            .headers(self.headers.clone())
+        let mut request = client.post(self.url.clone()).headers(self.headers.clone());
+        if let Some(k) = key.and_then(|k| HeaderValue::from_str(k).ok()) {
+            request = request.header("Idempotency-Key", k);
+        }
+        let sent = request
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .body(to_json_bytes(arg))
             .send()

@@ -119,9 +119,17 @@ impl ExecutorHost {
 
     /// Performs one call of `tool` with argument `arg` and waits for it, for
     /// at most the smaller of the tool's timeout and `time_left` (`None`: no
-    /// run-level deadline). For callers already inside the runtime (e.g. to
-    /// run independent calls concurrently); [`Host::call`] wraps it.
-    pub async fn call_async(&self, tool: &str, arg: &Json, time_left: Option<Duration>) -> Outcome {
+    /// run-level deadline). `key` is the call's idempotency key, passed to
+    /// the tool (`LT_IDEMPOTENCY_KEY` for commands, an `Idempotency-Key`
+    /// header for HTTP). For callers already inside the runtime (e.g. to run
+    /// independent calls concurrently); [`Host::call`] wraps it.
+    pub async fn call_async(
+        &self,
+        tool: &str,
+        arg: &Json,
+        time_left: Option<Duration>,
+        key: Option<&str>,
+    ) -> Outcome {
         let Some(executor) = self.registry.get(tool) else {
             return Err(ToolFailure {
                 kind: FailureKind::Unavailable,
@@ -145,7 +153,7 @@ impl ExecutorHost {
                 if timeout.is_zero() {
                     return timed_out(timeout);
                 }
-                c.call(tool, arg, timeout).await
+                c.call(tool, arg, timeout, key).await
             }
             Tool::Http(h) => {
                 let timeout = limit(h.timeout);
@@ -153,7 +161,7 @@ impl ExecutorHost {
                     return timed_out(timeout);
                 }
                 match &self.client {
-                    Ok(client) => h.call(client, tool, arg, timeout).await,
+                    Ok(client) => h.call(client, tool, arg, timeout, key).await,
                     Err(e) => Err(ToolFailure {
                         kind: FailureKind::Unavailable,
                         message: format!("tool {tool}: no HTTP client could be built: {e}"),
@@ -175,12 +183,15 @@ impl Host for ExecutorHost {
         let host = self.clone();
         let tool = request.tool.to_string();
         let (arg, time_left) = (request.arg, request.time_left);
+        let key = request.idempotency_key.map(str::to_string);
         let (sender, receiver) = std::sync::mpsc::sync_channel(1);
         // Spawned rather than `Handle::block_on`, which panics when the
         // thread is inside a runtime context; a task also keeps the timeout's
         // kill-and-reap independent of this thread.
         drop(self.handle.spawn(async move {
-            let outcome = host.call_async(&tool, &arg, time_left).await;
+            let outcome = host
+                .call_async(&tool, &arg, time_left, key.as_deref())
+                .await;
             // Values may be nested deeper than a recursive drop survives.
             text::drop_deep(arg);
             if let Err(unsent) = sender.send(outcome) {

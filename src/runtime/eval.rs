@@ -374,6 +374,7 @@ impl<'a> Machine<'a> {
             tool: &sig.name,
             arg: arg.to_json(),
             time_left,
+            idempotency_key: None,
         });
         let value = match outcome {
             Ok(json) => {

@@ -84,6 +84,11 @@ pub struct CallRequest<'a> {
     /// `timeout_ms` (applied by the host) and the time left in the run.
     /// `None`: no run-level deadline.
     pub time_left: Option<Duration>,
+    /// A key unique to this call in this session (session id and call
+    /// identity), which executors pass on (`LT_IDEMPOTENCY_KEY` for
+    /// commands, an `Idempotency-Key` header for HTTP) so that a tool can
+    /// recognise a repeated call. `None` outside a session.
+    pub idempotency_key: Option<&'a str>,
 }
 
 /// Why a tool call produced no usable JSON result.
@@ -102,11 +107,13 @@ pub enum FailureKind {
     /// The tool could not be reached: the program could not be started, the
     /// connection was refused.
     Unavailable,
+    /// The control plane's policy refused the call; the tool was not run.
+    Denied,
 }
 
 impl FailureKind {
     /// A stable lowercase name (`failed`, `crashed`, `timed_out`,
-    /// `bad_output`, `unavailable`) for logs and JSON.
+    /// `bad_output`, `unavailable`, `denied`) for logs and JSON.
     pub fn as_str(self) -> &'static str {
         match self {
             FailureKind::Failed => "failed",
@@ -114,6 +121,7 @@ impl FailureKind {
             FailureKind::TimedOut => "timed_out",
             FailureKind::BadOutput => "bad_output",
             FailureKind::Unavailable => "unavailable",
+            FailureKind::Denied => "denied",
         }
     }
 }
