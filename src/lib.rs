@@ -14,9 +14,11 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod control;
 pub mod diag;
 pub mod exec;
 pub mod ir;
+pub mod log;
 pub mod runtime;
 pub mod scope;
 pub mod source;

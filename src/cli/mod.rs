@@ -37,7 +37,9 @@ macro_rules! err {
 }
 
 pub mod check;
+pub mod log_cmd;
 pub mod run;
+mod session;
 
 use crate::runtime::limits::Limits;
 
@@ -82,6 +84,24 @@ pub enum Color {
     Always,
     /// Never.
     Never,
+}
+
+/// `lt log` actions.
+#[derive(Subcommand, Debug)]
+pub enum LogAction {
+    /// Print a readable timeline of a session.
+    Show {
+        /// The log file.
+        file: String,
+    },
+    /// Check the hash chain: exit 0 when intact, 1 at the first problem.
+    Verify {
+        /// The log file.
+        file: String,
+        /// Print `{ok, events, problem, incomplete_tail, last_hash}` as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// The subcommands.
@@ -129,6 +149,19 @@ pub enum Command {
         /// Colour the diagnostics.
         #[arg(long, value_enum, default_value = "auto")]
         color: Color,
+        /// A file with a `[profile]` table: the session's policy (default:
+        /// the executors file's `[profile]`, else allow everything).
+        #[arg(long, value_name = "PROFILE_TOML")]
+        profile: Option<String>,
+        /// Write the session's event log (JSON Lines, hash-chained) to this file.
+        #[arg(long, value_name = "FILE")]
+        log: Option<String>,
+    },
+    /// Read an event log: `lt log show FILE`, `lt log verify FILE`.
+    Log {
+        /// What to do.
+        #[command(subcommand)]
+        action: LogAction,
     },
     /// Print the explanation of an error code, e.g. `lt explain E0202`.
     Explain {
@@ -163,6 +196,8 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             timeout_ms,
             max_list_len,
             color,
+            profile,
+            log,
         } => {
             let limits = Limits {
                 max_calls,
@@ -178,8 +213,11 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
                 verbose,
                 color: color_on(color),
                 limits,
+                profile,
+                log,
             })
         }
+        Command::Log { action } => log_cmd::run(action),
         Command::Explain { code } => explain(&code),
     };
     if WRITE_FAILED.load(std::sync::atomic::Ordering::Relaxed) {

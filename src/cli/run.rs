@@ -8,6 +8,7 @@
 //! check passed.
 
 use super::{EXIT_DIAGNOSTICS, EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE};
+use crate::control::ControlPlane;
 use crate::exec::{ExecutorHost, Registry};
 use crate::ir::{lower::lower, Ir, NodeKind};
 use crate::runtime::eval::{self, RunStats};
@@ -34,6 +35,10 @@ pub struct RunOptions {
     pub color: bool,
     /// The run's limits.
     pub limits: Limits,
+    /// A profile file (`[profile]` table); else the one in the executors file.
+    pub profile: Option<String>,
+    /// Where to write the session's event log (JSON Lines).
+    pub log: Option<String>,
 }
 
 /// Runs `lt run` and returns the exit code.
@@ -115,21 +120,38 @@ pub fn run(opts: &RunOptions) -> u8 {
     // stops them too (and lt exits 130/143).
     crate::exec::install_signal_forwarding(runtime.handle());
     let host = ExecutorHost::new(registry, runtime.handle().clone());
+    let session = match super::session::start(opts, &file) {
+        Ok(s) => s,
+        Err(f) => return fail_usage(opts, &f),
+    };
+    let mut plane = ControlPlane::new(host, session.profile, &ir.tools, session.sink, session.id);
+    if let Err(msg) = plane.record(session.started) {
+        return fail_usage(opts, &Failure::new("log", "log", msg));
+    }
     let started = Instant::now();
     let (result, stats) = if opts.verbose {
         let mut verbose = Verbose {
-            inner: host,
+            inner: &mut plane,
             n: 0,
             ir: &ir,
             limits: &opts.limits,
         };
         eval::run(&ir, &mut verbose, &opts.limits)
     } else {
-        let mut host = host;
-        eval::run(&ir, &mut host, &opts.limits)
+        eval::run(&ir, &mut plane, &opts.limits)
     };
     let elapsed = started.elapsed();
+    let _ = plane.record(super::session::ended(&file, &ir, &result, stats));
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    if let Some(msg) = plane.log_error() {
+        let e = RunError::new(
+            crate::runtime::limits::RunErrorKind::Internal,
+            ir.node(ir.root).span,
+            msg.to_string(),
+        )
+        .with_help("the session's record is incomplete; check the disk and the --log path");
+        return report_failure(opts, &file, &e, stats, Some(&ir));
+    }
     match result {
         Ok(value) => {
             if opts.json {
@@ -181,7 +203,7 @@ fn called_tools(ir: &Ir) -> Vec<&str> {
 
 /// Why a run could not start: the stage, a kind, the message, where (a
 /// file and position, when known) and a hint.
-struct Failure {
+pub(super) struct Failure {
     stage: &'static str,
     kind: &'static str,
     message: String,
@@ -192,7 +214,11 @@ struct Failure {
 }
 
 impl Failure {
-    fn new(stage: &'static str, kind: &'static str, message: impl Into<String>) -> Failure {
+    pub(super) fn new(
+        stage: &'static str,
+        kind: &'static str,
+        message: impl Into<String>,
+    ) -> Failure {
         Failure {
             stage,
             kind,
@@ -205,7 +231,7 @@ impl Failure {
     }
 }
 
-fn config_failure(e: &crate::exec::ConfigError) -> Failure {
+pub(super) fn config_failure(e: &crate::exec::ConfigError) -> Failure {
     Failure {
         file: Some(e.path.clone()),
         line: e.line,

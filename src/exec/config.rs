@@ -227,10 +227,16 @@ fn absolute(folder: &Path) -> PathBuf {
 // ---- raw tables (serde) ----
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table with a `tools` table")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table with a `tools` table (and optionally a `profile` table)"
+)]
 struct RawFile {
     #[serde(default)]
     tools: BTreeMap<String, Spanned<RawTool>>,
+    /// The session's policy (read by [`crate::control::profile`], not here).
+    #[serde(default, rename = "profile")]
+    _profile: Option<toml::Value>,
 }
 
 #[derive(Deserialize)]

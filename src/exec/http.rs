@@ -63,7 +63,13 @@ impl HttpTool {
         }
     }
 
-    async fn exchange(&self, client: &Client, name: &str, arg: &Json, key: Option<&str>) -> Outcome {
+    async fn exchange(
+        &self,
+        client: &Client,
+        name: &str,
+        arg: &Json,
+        key: Option<&str>,
+    ) -> Outcome {
         let fail = |kind, message| Err(ToolFailure { kind, message });
         let mut request = client.post(self.url.clone()).headers(self.headers.clone());
         if let Some(k) = key.and_then(|k| HeaderValue::from_str(k).ok()) {

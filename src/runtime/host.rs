@@ -149,3 +149,9 @@ pub trait Host {
     /// tool behaviour: every failure is an `Err(ToolFailure)`.
     fn call(&mut self, request: CallRequest<'_>) -> Outcome;
 }
+
+impl<H: Host + ?Sized> Host for &mut H {
+    fn call(&mut self, request: CallRequest<'_>) -> Outcome {
+        (**self).call(request)
+    }
+}

@@ -1,0 +1,216 @@
+//! The control plane (seed 001): every tool call is proposed, decided,
+//! dispatched and recorded.
+//!
+//! ```text
+//! interpreter ──CallRequest──▶ ControlPlane (a Host)
+//!     proposed ──▶ pipeline (profile rules, fail closed) ──▶ decided
+//!     deny  ──▶ Err("denied: <rule>: <reason>") to the program
+//!     dry run ──▶ completed (configured or empty answer), nothing executed
+//!     allow ──▶ scheduled (flushed) ──▶ inner host (executors) ──▶ completed | failed | timed_out
+//! ```
+//!
+//! The control plane is itself a [`Host`] wrapped around the executor host,
+//! so the interpreter is unchanged: it still sees one door to the world.
+//! Every event goes to an [`EventSink`] (the JSON Lines log of
+//! `docs/log-format.md`); `scheduled` is written and flushed before the
+//! side effect. If the log cannot be written the call is not made (fail
+//! closed) and the failure is kept for the caller to report.
+
+pub mod pipeline;
+pub mod profile;
+
+use crate::log::{Decision as Verdict, EventBody, EventSink};
+use crate::runtime::boundary;
+use crate::runtime::host::{CallRequest, FailureKind, Host, Outcome, ToolFailure};
+use crate::types::{ToolSig, Type};
+use pipeline::Pipeline;
+use profile::Profile;
+use serde_json::{json, Value as Json};
+
+/// A [`Host`] that applies a profile to every call and records it.
+pub struct ControlPlane<'a, H: Host, S: EventSink> {
+    inner: H,
+    pipeline: Pipeline,
+    tools: &'a [ToolSig],
+    sink: S,
+    session: String,
+    log_error: Option<String>,
+}
+
+impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
+    /// A control plane for session `session` (its id) over `inner`, under
+    /// `profile`, recording to `sink`. `tools` are the program's declared tools.
+    pub fn new(inner: H, profile: Profile, tools: &'a [ToolSig], sink: S, session: String) -> Self {
+        ControlPlane {
+            inner,
+            pipeline: Pipeline::new(profile),
+            tools,
+            sink,
+            session,
+            log_error: None,
+        }
+    }
+
+    /// Records an event; a failure is kept (the first one) and returned.
+    pub fn record(&mut self, body: EventBody) -> Result<(), String> {
+        if let Some(e) = &self.log_error {
+            return Err(e.clone());
+        }
+        self.sink.append(body).map_err(|e| {
+            let msg = format!("the event log could not be written: {e}");
+            self.log_error = Some(msg.clone());
+            msg
+        })
+    }
+
+    /// The first failure to write the log, if any.
+    pub fn log_error(&self) -> Option<&str> {
+        self.log_error.as_deref()
+    }
+
+    /// Ends the session: the sink, for the caller to finish.
+    pub fn into_sink(self) -> S {
+        self.sink
+    }
+
+    /// The host the control plane dispatches to.
+    pub fn inner(&self) -> &H {
+        &self.inner
+    }
+
+    /// The idempotency key of a call: the session id and the call identity.
+    pub fn idempotency_key(&self, call_id: &str) -> String {
+        format!("{}:{call_id}", self.session)
+    }
+}
+
+fn unavailable(message: String) -> ToolFailure {
+    ToolFailure {
+        kind: FailureKind::Unavailable,
+        message,
+    }
+}
+
+/// The program's view of an outcome, as logged in `result`.
+fn result_json(tool: &ToolSig, outcome: &Outcome) -> Json {
+    match outcome {
+        Ok(json) => match boundary::tool_result(&tool.name, json, &tool.output) {
+            Ok(v) => json!({ "Ok": v.to_json() }),
+            Err(msg) => json!({ "Err": msg }),
+        },
+        Err(f) => json!({ "Err": f.message }),
+    }
+}
+
+/// The empty value of a type, as JSON: what a dry-run call returns when the
+/// profile configures no answer.
+pub fn empty_json(ty: &Type) -> Json {
+    match ty {
+        Type::Unit => Json::Null,
+        Type::Bool => Json::Bool(false),
+        Type::Int => json!(0),
+        Type::String => json!(""),
+        Type::Record(fields) => Json::Object(
+            fields
+                .iter()
+                .map(|(n, t)| (n.to_string(), empty_json(t)))
+                .collect(),
+        ),
+        Type::List(_) => json!([]),
+        Type::Result(ok, _) => json!({ "Ok": empty_json(ok) }),
+        Type::Linear(t) => empty_json(t),
+        Type::Fun(..) | Type::Meta(_) | Type::Error => Json::Null,
+    }
+}
+
+impl<H: Host, S: EventSink> Host for ControlPlane<'_, H, S> {
+    fn call(&mut self, request: CallRequest<'_>) -> Outcome {
+        let call_id = request.id.to_string();
+        let tools = self.tools;
+        let Some(tool) = tools.iter().find(|t| *t.name == *request.tool) else {
+            return Err(unavailable(format!(
+                "tool {} is not declared",
+                request.tool
+            )));
+        };
+        self.record(EventBody::Proposed {
+            call_id: call_id.clone(),
+            tool: request.tool.to_string(),
+            argument: request.arg.clone(),
+        })
+        .map_err(unavailable)?;
+        let decision = self.pipeline.decide(tool, &request.arg);
+        self.record(EventBody::Decided {
+            call_id: call_id.clone(),
+            decision: if decision.allow {
+                Verdict::Allow
+            } else {
+                Verdict::Deny
+            },
+            rule: decision.rule.to_string(),
+            reason: decision.reason.clone(),
+        })
+        .map_err(unavailable)?;
+        if !decision.allow {
+            return Err(ToolFailure {
+                kind: FailureKind::Denied,
+                message: format!("denied: {}: {}", decision.rule, decision.reason),
+            });
+        }
+        let policy = self.pipeline.profile().tools.get(request.tool).cloned();
+        if decision.dry_run {
+            let output = policy
+                .and_then(|p| p.dry_run_result)
+                .unwrap_or_else(|| empty_json(&tool.output));
+            let outcome: Outcome = Ok(output.clone());
+            let result = result_json(tool, &outcome);
+            self.record(EventBody::Completed {
+                call_id,
+                output,
+                result,
+            })
+            .map_err(unavailable)?;
+            return outcome;
+        }
+        let key = self.idempotency_key(&call_id);
+        self.record(EventBody::Scheduled {
+            call_id: call_id.clone(),
+            tool: request.tool.to_string(),
+            venue: "server".to_string(),
+            idempotency_key: key.clone(),
+        })
+        .map_err(unavailable)?;
+        let time_left = match (request.time_left, policy.and_then(|p| p.timeout)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let outcome = self.inner.call(CallRequest {
+            time_left,
+            idempotency_key: Some(&key),
+            ..request
+        });
+        let result = result_json(tool, &outcome);
+        let body = match &outcome {
+            Ok(output) => EventBody::Completed {
+                call_id,
+                output: output.clone(),
+                result,
+            },
+            Err(f) if f.kind == FailureKind::TimedOut => EventBody::TimedOut {
+                call_id,
+                message: f.message.clone(),
+                result,
+            },
+            Err(f) => EventBody::Failed {
+                call_id,
+                failure: f.kind.as_str().to_string(),
+                message: f.message.clone(),
+                result,
+            },
+        };
+        // The outcome happened: it is returned even if it cannot be logged
+        // (the caller reports the log failure and ends the session).
+        let _ = self.record(body);
+        outcome
+    }
+}

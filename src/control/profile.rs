@@ -1,0 +1,252 @@
+//! Profiles: the policy a session runs under.
+//!
+//! A profile is a `[profile]` table, in its own file (`--profile FILE`) or
+//! in `tools.toml`:
+//!
+//! ```toml
+//! [profile]
+//! name = "support"                      # shown in the log
+//! allow = ["lookup_account", "issue_refund", "send_reply"]   # only these (default: every tool)
+//! deny = ["delete_account"]             # never these (checked after allow)
+//! effects = ["Read", "Write"]           # granted effects (default: every effect)
+//! max_calls = 20                        # per session
+//! dry_run = false                       # effectful tools are logged, not executed
+//!
+//! [profile.tools.issue_refund]
+//! max_calls = 1                         # per tool, per session
+//! timeout_ms = 2000                     # caps the executor's own timeout
+//! dry_run_result = { tx_id = "dry-run" } # what a dry-run call returns
+//! ```
+//!
+//! Without a profile a session runs under the permissive default: every
+//! tool and effect allowed, no budgets beyond the run's limits.
+
+use crate::exec::ConfigError;
+use crate::types::EffectSet;
+use serde::Deserialize;
+use serde_json::{json, Value as Json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::rc::Rc;
+use std::time::Duration;
+use toml::Spanned;
+
+/// The policy of one tool within a profile.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolPolicy {
+    /// Most calls of this tool in a session.
+    pub max_calls: Option<u64>,
+    /// Caps the executor's own timeout.
+    pub timeout: Option<Duration>,
+    /// What a dry-run call of this tool returns (default: the empty value
+    /// of its output type: 0, "", false, [], a record of those).
+    pub dry_run_result: Option<Json>,
+}
+
+/// A session's policy. [`Profile::default`] allows everything.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Profile {
+    /// A name for logs and messages (`default` when not given).
+    pub name: String,
+    /// When set, only these tools may be called.
+    pub allow: Option<BTreeSet<String>>,
+    /// These tools may never be called.
+    pub deny: BTreeSet<String>,
+    /// When set, the effects calls may perform.
+    pub effects: Option<EffectSet>,
+    /// Most tool calls in a session.
+    pub max_calls: Option<u64>,
+    /// Effectful tools (any effect) are decided and logged but not executed.
+    pub dry_run: bool,
+    /// Per-tool settings.
+    pub tools: BTreeMap<String, ToolPolicy>,
+}
+
+#[derive(Deserialize)]
+struct ProfileFile {
+    profile: Option<RawProfile>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a [profile] table")]
+struct RawProfile {
+    name: Option<String>,
+    allow: Option<Vec<String>>,
+    #[serde(default)]
+    deny: Vec<String>,
+    effects: Option<Vec<Spanned<String>>>,
+    max_calls: Option<u64>,
+    #[serde(default)]
+    dry_run: bool,
+    #[serde(default)]
+    tools: BTreeMap<String, RawToolPolicy>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a [profile.tools.NAME] table")]
+struct RawToolPolicy {
+    max_calls: Option<u64>,
+    timeout_ms: Option<Spanned<u64>>,
+    dry_run_result: Option<toml::Value>,
+}
+
+impl Profile {
+    /// The `[profile]` table of a TOML text (`None` when it has none).
+    /// `origin` names the file in errors, which carry line and column.
+    ///
+    /// Errors: not TOML, unknown keys, `timeout_ms = 0`, an effect label
+    /// that is not a name.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Option<Profile>, ConfigError> {
+        let file: ProfileFile = toml::from_str(text).map_err(|e| {
+            error(
+                text,
+                origin,
+                e.span().map(|s| s.start),
+                e.message().to_string(),
+                None,
+            )
+        })?;
+        let Some(raw) = file.profile else {
+            return Ok(None);
+        };
+        let mut effects = None;
+        if let Some(labels) = raw.effects {
+            let mut set = EffectSet::pure();
+            for l in labels {
+                let name = l.get_ref();
+                let ok = name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if !ok {
+                    return Err(error(
+                        text,
+                        origin,
+                        Some(l.span().start),
+                        format!("profile: `{name}` is not an effect label"),
+                        Some("effect labels are capitalised names: Read, Write, Network, or your own (Payment)".into()),
+                    ));
+                }
+                if name != "Pure" {
+                    set.insert(Rc::from(name.as_str()));
+                }
+            }
+            effects = Some(set);
+        }
+        let mut tools = BTreeMap::new();
+        for (name, t) in raw.tools {
+            let timeout = match t.timeout_ms {
+                Some(ms) if *ms.get_ref() == 0 => {
+                    return Err(error(
+                        text,
+                        origin,
+                        Some(ms.span().start),
+                        format!("profile: tool {name}: timeout_ms must be a positive number of milliseconds"),
+                        None,
+                    ))
+                }
+                Some(ms) => Some(Duration::from_millis(*ms.get_ref())),
+                None => None,
+            };
+            let dry_run_result = match t.dry_run_result {
+                Some(v) => Some(serde_json::to_value(v).map_err(|e| {
+                    error(
+                        text,
+                        origin,
+                        None,
+                        format!("profile: tool {name}: dry_run_result: {e}"),
+                        None,
+                    )
+                })?),
+                None => None,
+            };
+            tools.insert(
+                name,
+                ToolPolicy {
+                    max_calls: t.max_calls,
+                    timeout,
+                    dry_run_result,
+                },
+            );
+        }
+        Ok(Some(Profile {
+            name: raw.name.unwrap_or_else(|| "default".to_string()),
+            allow: raw.allow.map(|v| v.into_iter().collect()),
+            deny: raw.deny.into_iter().collect(),
+            effects,
+            max_calls: raw.max_calls,
+            dry_run: raw.dry_run,
+            tools,
+        }))
+    }
+
+    /// Reads the `[profile]` table of a file (an error when it has none).
+    pub fn load(path: &Path) -> Result<Profile, ConfigError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            path: origin.clone(),
+            line: None,
+            column: None,
+            message: format!("cannot read the profile: {e}"),
+            help: None,
+        })?;
+        Profile::from_toml(&text, &origin)?.ok_or_else(|| ConfigError {
+            path: origin,
+            line: None,
+            column: None,
+            message: "no [profile] table in this file".to_string(),
+            help: Some("a profile file holds a `[profile]` table, e.g. `[profile]\\nallow = [\"lookup_account\"]`".into()),
+        })
+    }
+
+    /// The profile as JSON, for the `session_started` event.
+    pub fn to_json(&self) -> Json {
+        let tools: serde_json::Map<String, Json> = self
+            .tools
+            .iter()
+            .map(|(n, t)| {
+                (
+                    n.clone(),
+                    json!({
+                        "max_calls": t.max_calls,
+                        "timeout_ms": t.timeout.map(|d| d.as_millis() as u64),
+                        "dry_run_result": t.dry_run_result,
+                    }),
+                )
+            })
+            .collect();
+        json!({
+            "name": self.name,
+            "allow": self.allow,
+            "deny": self.deny,
+            "effects": self.effects.as_ref().map(|e| e.labels().collect::<Vec<_>>()),
+            "max_calls": self.max_calls,
+            "dry_run": self.dry_run,
+            "tools": tools,
+        })
+    }
+}
+
+fn error(
+    text: &str,
+    origin: &str,
+    at: Option<usize>,
+    message: String,
+    help: Option<String>,
+) -> ConfigError {
+    let (line, column) = match at {
+        Some(offset) => {
+            let offset = offset.min(text.len());
+            let before = text.get(..offset).unwrap_or(text);
+            let line = before.matches('\n').count() + 1;
+            let start = before.rfind('\n').map_or(0, |i| i + 1);
+            (Some(line), Some(before[start..].chars().count() + 1))
+        }
+        None => (None, None),
+    };
+    ConfigError {
+        path: origin.to_string(),
+        line,
+        column,
+        message: message.trim_end().replace('\n', "; "),
+        help,
+    }
+}

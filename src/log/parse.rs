@@ -1,0 +1,352 @@
+//! Reading an event from a parsed line: the types and shapes of every
+//! field, with messages that name the field, the kind and what was
+//! expected:
+//!
+//! ```text
+//! field `calls` of a `session_ended` event must be a non-negative integer, found the string "3"
+//! a `decided` event needs the field `reason` (a string)
+//! unknown event kind "approved" (the kinds are session_started, proposed, …)
+//! ```
+//!
+//! Values are moved out of the parsed object, never cloned or
+//! re-deserialised: a tool's output may be nested deeper than a recursive
+//! conversion could follow.
+
+use super::event::{Decision, Event, EventBody, KINDS};
+use super::json::abbreviate;
+use crate::runtime::boundary::drop_deep;
+use serde::Deserialize;
+use serde_json::{Map, Value as Json};
+
+impl EventBody {
+    /// Takes the fields of `kind` out of `fields` (moving the values).
+    fn from_fields(kind: &str, f: &mut Fields) -> Result<EventBody, String> {
+        Ok(match kind {
+            "session_started" => EventBody::SessionStarted {
+                lt_version: f.string("lt_version")?,
+                program: f.string("program")?,
+                program_hash: f.string("program_hash")?,
+                profile: f.object("profile")?,
+                registry_hash: f.string("registry_hash")?,
+                limits: f.object("limits")?,
+            },
+            "proposed" => EventBody::Proposed {
+                call_id: f.string("call_id")?,
+                tool: f.string("tool")?,
+                argument: f.json("argument")?,
+            },
+            "decided" => EventBody::Decided {
+                call_id: f.string("call_id")?,
+                decision: {
+                    let text = f.string("decision")?;
+                    Decision::parse(&text).ok_or_else(|| {
+                        format!(
+                            "field `decision` of a `decided` event must be \"allow\" or \"deny\", found {}",
+                            quoted(&text)
+                        )
+                    })?
+                },
+                rule: f.string("rule")?,
+                reason: f.string("reason")?,
+            },
+            "scheduled" => EventBody::Scheduled {
+                call_id: f.string("call_id")?,
+                tool: f.string("tool")?,
+                venue: f.string("venue")?,
+                idempotency_key: f.string("idempotency_key")?,
+            },
+            "completed" => EventBody::Completed {
+                call_id: f.string("call_id")?,
+                output: f.json("output")?,
+                result: f.json("result")?,
+            },
+            "failed" => EventBody::Failed {
+                call_id: f.string("call_id")?,
+                failure: f.string("failure")?,
+                message: f.string("message")?,
+                result: f.json("result")?,
+            },
+            "timed_out" => EventBody::TimedOut {
+                call_id: f.string("call_id")?,
+                message: f.string("message")?,
+                result: f.json("result")?,
+            },
+            "session_ended" => EventBody::SessionEnded {
+                status: f.string("status")?,
+                value: f.optional("value")?,
+                r#type: f.optional_string("type")?,
+                error: f.optional("error")?,
+                calls: f.u64("calls")?,
+                steps: f.u64("steps")?,
+            },
+            other => {
+                return Err(format!(
+                    "unknown event kind {} (the kinds are {})",
+                    quoted(other),
+                    KINDS.join(", ")
+                ))
+            }
+        })
+    }
+}
+
+impl Event {
+    /// Reads an event from a parsed line, moving its values. Checks the
+    /// types and shapes of every field (hex digests, the session id), that
+    /// the kind is known and that no field is missing or unknown; does not
+    /// check the hash or the chain (see [`super::verify()`]).
+    pub fn from_value(value: Json) -> Result<Event, String> {
+        let map = match value {
+            Json::Object(map) => map,
+            other => {
+                let found = describe(&other);
+                drop_deep(other);
+                return Err(format!("an event is a JSON object, found {found}"));
+            }
+        };
+        Event::from_map(map)
+    }
+
+    fn from_map(map: Map<String, Json>) -> Result<Event, String> {
+        let mut f = Fields {
+            map,
+            kind: "",
+            missing_kind: true,
+        };
+        let seq = f.u64("seq")?;
+        let ts = f.string("ts")?;
+        let session = f.string("session")?;
+        if !is_hex(&session, 32) {
+            return Err(format!(
+                "field `session` must be 32 lowercase hex digits, found {}",
+                describe(&Json::String(session))
+            ));
+        }
+        let kind = f.string("kind")?;
+        let prev = f.string("prev")?;
+        let hash = f.string("hash")?;
+        for (name, digest) in [("prev", &prev), ("hash", &hash)] {
+            if !is_hex(digest, 64) {
+                return Err(format!(
+                    "field `{name}` must be 64 lowercase hex digits (a SHA-256), found {}",
+                    describe(&Json::String(digest.clone()))
+                ));
+            }
+        }
+        let known = KINDS.iter().find(|k| **k == kind);
+        f.kind = known.copied().unwrap_or("");
+        f.missing_kind = false;
+        let body = EventBody::from_fields(&kind, &mut f)?;
+        f.no_more()?;
+        Ok(Event {
+            seq,
+            ts,
+            session,
+            prev,
+            hash,
+            body,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Event {
+    /// Through a `serde_json::Value` and [`Event::from_value`].
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Event, D::Error> {
+        let value = Json::deserialize(d)?;
+        Event::from_value(value).map_err(serde::de::Error::custom)
+    }
+}
+
+/// The fields of an event being read, taken out one by one.
+struct Fields {
+    map: Map<String, Json>,
+    /// The kind, once known, for messages.
+    kind: &'static str,
+    /// Still reading the common fields.
+    missing_kind: bool,
+}
+
+impl Drop for Fields {
+    /// The fields not taken (a rejected event's) may be nested deeply.
+    fn drop(&mut self) {
+        drop_deep(Json::Object(std::mem::take(&mut self.map)));
+    }
+}
+
+impl Fields {
+    fn whose(&self) -> String {
+        if self.missing_kind {
+            "an event".to_string()
+        } else {
+            format!("a `{}` event", self.kind)
+        }
+    }
+
+    fn take(&mut self, name: &str, what: &str) -> Result<Json, String> {
+        self.map
+            .remove(name)
+            .ok_or_else(|| format!("{} needs the field `{name}` ({what})", self.whose()))
+    }
+
+    fn wrong(&self, name: &str, what: &str, found: &Json) -> String {
+        let of = if self.missing_kind {
+            String::new()
+        } else {
+            format!(" of a `{}` event", self.kind)
+        };
+        format!(
+            "field `{name}`{of} must be {what}, found {}",
+            describe(found)
+        )
+    }
+
+    fn string(&mut self, name: &str) -> Result<String, String> {
+        match self.take(name, "a string")? {
+            Json::String(s) => Ok(s),
+            other => Err(self.wrong(name, "a string", &other)),
+        }
+    }
+
+    fn u64(&mut self, name: &str) -> Result<u64, String> {
+        let what = "a non-negative integer";
+        let value = self.take(name, what)?;
+        value.as_u64().ok_or_else(|| self.wrong(name, what, &value))
+    }
+
+    fn json(&mut self, name: &str) -> Result<Json, String> {
+        self.take(name, "any JSON value")
+    }
+
+    fn object(&mut self, name: &str) -> Result<Json, String> {
+        match self.take(name, "an object")? {
+            v @ Json::Object(_) => Ok(v),
+            other => Err(self.wrong(name, "an object", &other)),
+        }
+    }
+
+    fn optional(&mut self, name: &str) -> Result<Option<Json>, String> {
+        Ok(self.map.remove(name))
+    }
+
+    fn optional_string(&mut self, name: &str) -> Result<Option<String>, String> {
+        match self.map.remove(name) {
+            None => Ok(None),
+            Some(Json::String(s)) => Ok(Some(s)),
+            Some(other) => Err(self.wrong(name, "a string", &other)),
+        }
+    }
+
+    /// Fails on a field the kind does not have.
+    fn no_more(&mut self) -> Result<(), String> {
+        match self.map.keys().next() {
+            None => Ok(()),
+            Some(extra) => Err(format!(
+                "unknown field {} in {} (a misspelt field, or a log from a newer lt?)",
+                quoted(extra),
+                self.whose()
+            )),
+        }
+    }
+}
+
+/// A JSON value named for a message: `a string "abc"`, `a number 5`, `an object`.
+pub(crate) fn describe(value: &Json) -> String {
+    match value {
+        Json::Null => "null".to_string(),
+        Json::Bool(b) => format!("{b}"),
+        Json::Number(n) => format!("the number {n}"),
+        Json::String(_) => format!("the string {}", abbreviate(value, 80)),
+        Json::Array(_) => "an array".to_string(),
+        Json::Object(_) => "an object".to_string(),
+    }
+}
+
+/// `text` as a JSON string, cut to 80 characters: `"launched"`.
+pub(crate) fn quoted(text: &str) -> String {
+    abbreviate(&Json::String(text.to_string()), 80)
+}
+
+/// Exactly `len` lowercase hex digits.
+pub(crate) fn is_hex(text: &str, len: usize) -> bool {
+    text.len() == len && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::event::ZERO_HASH;
+    use serde_json::json;
+
+    fn ended() -> Event {
+        Event {
+            seq: 3,
+            ts: "2026-11-29T21:04:05.123Z".into(),
+            session: "0123456789abcdef0123456789abcdef".into(),
+            prev: ZERO_HASH.into(),
+            hash: ZERO_HASH.into(),
+            body: EventBody::SessionEnded {
+                status: "ok".into(),
+                value: None,
+                r#type: None,
+                error: None,
+                calls: 0,
+                steps: 7,
+            },
+        }
+    }
+
+    #[test]
+    fn reading_errors_name_field_kind_and_expectation() {
+        let good = ended().to_value();
+        let with = |edit: &dyn Fn(&mut Map<String, Json>)| {
+            let mut v = good.clone();
+            if let Json::Object(m) = &mut v {
+                edit(m);
+            }
+            Event::from_value(v).expect_err("rejected")
+        };
+        assert_eq!(
+            with(&|m| {
+                m.remove("steps");
+            }),
+            "a `session_ended` event needs the field `steps` (a non-negative integer)"
+        );
+        assert_eq!(
+            with(&|m| {
+                m.remove("seq");
+            }),
+            "an event needs the field `seq` (a non-negative integer)"
+        );
+        assert_eq!(
+            with(&|m| {
+                m.insert("calls".into(), json!("3"));
+            }),
+            "field `calls` of a `session_ended` event must be a non-negative integer, found the string \"3\""
+        );
+        assert!(with(&|m| {
+            m.insert("kind".into(), json!("launched"));
+        })
+        .starts_with("unknown event kind \"launched\" (the kinds are session_started, proposed"));
+        assert_eq!(
+            with(&|m| {
+                m.insert("colour".into(), json!(1));
+            }),
+            "unknown field \"colour\" in a `session_ended` event (a misspelt field, or a log from a newer lt?)"
+        );
+        assert!(with(&|m| {
+            m.insert("session".into(), json!("ABC"));
+        })
+        .contains("32 lowercase hex digits"));
+        assert!(Event::from_value(json!([1])).is_err());
+    }
+
+    #[test]
+    fn decision_reads_only_allow_and_deny() {
+        assert_eq!(Decision::parse("allow"), Some(Decision::Allow));
+        assert_eq!(Decision::parse("Allow"), None);
+        assert_eq!(
+            serde_json::to_string(&Decision::Deny).expect("serialises"),
+            "\"deny\""
+        );
+    }
+}

@@ -1,0 +1,294 @@
+//! A log as a readable timeline (what `lt log show` prints):
+//!
+//! ```text
+//! session 0123456789abcdef0123456789abcdef, lt 0.1.0, started 2026-11-29T21:04:05.120Z
+//! program sha256 1a2b3c4d5e6f… (12 lines), tools.toml sha256 9f86d081884c…
+//! profile support: allow [lookup, refund], max_calls 20
+//! limits {"max_calls":10000,"max_steps":100000000}
+//! #0 21:04:05.120 session_started
+//! #1 21:04:05.123 proposed n7[n3:2] lookup {"id":"c1"}
+//! #2 21:04:05.123 decided n7[n3:2] allow (allowlist: tool is allowed)
+//! #3 21:04:05.124 scheduled n7[n3:2] lookup on server (key 0123…:n7[n3:2])
+//! #4 21:04:05.200 completed n7[n3:2] → Ok {"tier":"gold"}
+//! #5 21:04:05.201 session_ended ok
+//! ended ok: {"tier":"gold"} : {tier : String} (1 call, 120 steps)
+//! ```
+//!
+//! JSON values and messages are cut to about 100 characters and kept on
+//! one line; the log itself has them whole.
+
+use super::event::{sha256_hex, Event, EventBody};
+use super::json::{abbreviate, cut};
+use serde_json::Value as Json;
+use std::fmt::Write as _;
+
+/// How many characters of a JSON value or message a line shows.
+const SHOWN: usize = 100;
+
+/// The events as a timeline: a session header, one line per event, and a
+/// last line with how the session ended. Every line ends in `\n`.
+pub fn timeline(events: &[Event]) -> String {
+    let mut out = String::new();
+    match events.first() {
+        Some(first) => header(&mut out, first),
+        None => out.push_str("(no events)\n"),
+    }
+    for event in events {
+        let _ = writeln!(
+            out,
+            "#{} {} {}",
+            event.seq,
+            time_of_day(&event.ts),
+            describe(&event.body)
+        );
+    }
+    match events.last().map(|e| &e.body) {
+        Some(EventBody::SessionEnded {
+            status,
+            value,
+            r#type,
+            error,
+            calls,
+            steps,
+        }) => {
+            let _ = write!(out, "ended {status}");
+            if let Some(v) = value {
+                let _ = write!(out, ": {}", abbreviate(v, SHOWN));
+                if let Some(t) = r#type {
+                    let _ = write!(out, " : {}", one_line(t));
+                }
+            }
+            if let Some(e) = error {
+                let _ = write!(out, ": {}", run_error(e));
+            }
+            let _ = writeln!(
+                out,
+                " ({}, {})",
+                count(*calls, "call"),
+                count(*steps, "step")
+            );
+        }
+        Some(_) => {
+            let _ = writeln!(
+                out,
+                "not ended: no session_ended event after {} (the session is running, or lt stopped)",
+                count(events.len() as u64, "event")
+            );
+        }
+        None => {}
+    }
+    out
+}
+
+fn header(out: &mut String, first: &Event) {
+    let EventBody::SessionStarted {
+        lt_version,
+        program,
+        program_hash,
+        profile,
+        registry_hash,
+        limits,
+    } = &first.body
+    else {
+        let _ = writeln!(
+            out,
+            "session {} (the log does not start with session_started)",
+            first.session
+        );
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "session {}, lt {}, started {}",
+        first.session,
+        one_line(lt_version),
+        one_line(&first.ts)
+    );
+    let registry = if *registry_hash == sha256_hex(b"") {
+        "no tools.toml".to_string()
+    } else {
+        format!("tools.toml sha256 {}…", prefix(registry_hash, 12))
+    };
+    let _ = writeln!(
+        out,
+        "program sha256 {}… ({}), {registry}",
+        prefix(program_hash, 12),
+        count(program.lines().count() as u64, "line")
+    );
+    let _ = writeln!(out, "profile {}", profile_summary(profile));
+    let _ = writeln!(out, "limits {}", abbreviate(limits, SHOWN));
+}
+
+/// `support: allow [a, b], max_calls 20, dry_run`: the name, then every
+/// setting that is not null, false or empty.
+fn profile_summary(profile: &Json) -> String {
+    let Json::Object(fields) = profile else {
+        return abbreviate(profile, SHOWN);
+    };
+    let name = match fields.get("name") {
+        Some(Json::String(n)) => one_line(n),
+        _ => "(unnamed)".to_string(),
+    };
+    let mut settings = Vec::new();
+    for (key, value) in fields {
+        if key == "name" {
+            continue;
+        }
+        let shown = match value {
+            Json::Null | Json::Bool(false) => continue,
+            Json::Array(a) if a.is_empty() => continue,
+            Json::Object(o) if o.is_empty() => continue,
+            Json::Bool(true) => key.clone(),
+            Json::Array(items) if items.iter().all(Json::is_string) => {
+                let names: Vec<&str> = items.iter().filter_map(Json::as_str).collect();
+                format!("{key} [{}]", cut(&names.join(", "), SHOWN, false))
+            }
+            other => format!("{key} {}", abbreviate(other, SHOWN)),
+        };
+        settings.push(shown);
+    }
+    if settings.is_empty() {
+        format!("{name} (no restrictions)")
+    } else {
+        format!("{name}: {}", settings.join(", "))
+    }
+}
+
+/// The event's line after `#seq time`.
+fn describe(body: &EventBody) -> String {
+    match body {
+        EventBody::SessionStarted { .. } => "session_started".to_string(),
+        EventBody::Proposed {
+            call_id,
+            tool,
+            argument,
+        } => format!(
+            "proposed {} {} {}",
+            one_line(call_id),
+            one_line(tool),
+            abbreviate(argument, SHOWN)
+        ),
+        EventBody::Decided {
+            call_id,
+            decision,
+            rule,
+            reason,
+        } => format!(
+            "decided {} {} ({}: {})",
+            one_line(call_id),
+            decision.as_str(),
+            one_line(rule),
+            one_line(reason)
+        ),
+        EventBody::Scheduled {
+            call_id,
+            tool,
+            venue,
+            idempotency_key,
+        } => format!(
+            "scheduled {} {} on {} (key {})",
+            one_line(call_id),
+            one_line(tool),
+            one_line(venue),
+            one_line(idempotency_key)
+        ),
+        EventBody::Completed {
+            call_id,
+            output,
+            result,
+        } => {
+            let shown = result_text(result);
+            if shown.starts_with("Ok ") {
+                format!("completed {} → {shown}", one_line(call_id))
+            } else {
+                format!(
+                    "completed {} output {} → {shown}",
+                    one_line(call_id),
+                    abbreviate(output, SHOWN)
+                )
+            }
+        }
+        EventBody::Failed {
+            call_id,
+            failure,
+            message,
+            ..
+        } => format!(
+            "failed {} {}: {}",
+            one_line(call_id),
+            one_line(failure),
+            one_line(message)
+        ),
+        EventBody::TimedOut {
+            call_id, message, ..
+        } => format!("timed_out {}: {}", one_line(call_id), one_line(message)),
+        EventBody::SessionEnded { status, .. } => format!("session_ended {}", one_line(status)),
+    }
+}
+
+/// `Ok {…}` / `Err message` for `{"Ok": v}` / `{"Err": m}`; other JSON as is.
+fn result_text(result: &Json) -> String {
+    if let Json::Object(fields) = result {
+        if fields.len() == 1 {
+            if let Some(v) = fields.get("Ok") {
+                return format!("Ok {}", abbreviate(v, SHOWN));
+            }
+            if let Some(e) = fields.get("Err") {
+                return match e {
+                    Json::String(m) => format!("Err {}", one_line(m)),
+                    other => format!("Err {}", abbreviate(other, SHOWN)),
+                };
+            }
+        }
+    }
+    abbreviate(result, SHOWN)
+}
+
+/// `step_limit: … at 3:7` from `{kind, message, line, column}`.
+fn run_error(error: &Json) -> String {
+    let field = |k: &str| error.get(k);
+    match (field("kind"), field("message")) {
+        (Some(Json::String(kind)), Some(Json::String(message))) => {
+            let mut text = format!("{}: {}", one_line(kind), one_line(message));
+            if let (Some(line), Some(column)) = (field("line"), field("column")) {
+                if line.is_number() && column.is_number() {
+                    let _ = write!(text, " at {line}:{column}");
+                }
+            }
+            text
+        }
+        _ => abbreviate(error, SHOWN),
+    }
+}
+
+/// `21:04:05.123` from `2026-11-29T21:04:05.123Z` (anything else as is).
+fn time_of_day(ts: &str) -> String {
+    match (ts.find('T'), ts.strip_suffix('Z')) {
+        (Some(t), Some(rest)) if t < rest.len() => one_line(&rest[t + 1..]),
+        _ => one_line(ts),
+    }
+}
+
+/// `text` on one line (newlines shown as `⏎`), cut to [`SHOWN`] characters.
+fn one_line(text: &str) -> String {
+    let flat: String = text
+        .chars()
+        .take(SHOWN + 1)
+        .map(|c| if c.is_control() { '⏎' } else { c })
+        .collect();
+    cut(&flat, SHOWN, false)
+}
+
+/// The first `n` characters of a digest (all of a shorter one).
+fn prefix(text: &str, n: usize) -> String {
+    text.chars().take(n).collect()
+}
+
+/// `1 call`, `3 calls`.
+fn count(n: u64, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}

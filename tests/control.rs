@@ -1,0 +1,263 @@
+//! The control plane: profiles, the constraint pipeline, and the events a
+//! session records (through the library, with a scripted inner host).
+
+use lt::control::pipeline::Pipeline;
+use lt::control::profile::Profile;
+use lt::control::ControlPlane;
+use lt::ir::lower::lower;
+use lt::log::{EventBody, MemoryLog};
+use lt::runtime::eval::run;
+use lt::runtime::host::{CallRequest, Host, Outcome};
+use lt::runtime::limits::Limits;
+use lt::runtime::value::Value;
+use serde_json::{json, Value as Json};
+use std::rc::Rc;
+
+/// Answers every call with `answer`, recording the tools it was asked to run.
+struct Tools {
+    answer: Json,
+    ran: Vec<String>,
+    keys: Vec<Option<String>>,
+}
+
+impl Host for Tools {
+    fn call(&mut self, request: CallRequest<'_>) -> Outcome {
+        self.ran.push(request.tool.to_string());
+        self.keys.push(request.idempotency_key.map(str::to_string));
+        Ok(self.answer.clone())
+    }
+}
+
+const SESSION: &str = "0123456789abcdef0123456789abcdef";
+
+const PROGRAM: &str = r#"
+tool lookup: String -{Read}-> {id: String, cents: Int};
+tool refund: {id: String, cents: Int} -{Write}-> {tx: String};
+match exec tool lookup "c1" {
+  Ok(a) => match exec tool refund {id = a.id, cents = a.cents} {
+    Ok(r) => "refunded " ++ r.tx,
+    Err(e) => e
+  },
+  Err(e) => e
+}
+"#;
+
+fn profile(toml: &str) -> Profile {
+    Profile::from_toml(toml, "profile.toml")
+        .expect("valid profile")
+        .expect("a [profile] table")
+}
+
+/// Runs PROGRAM under `profile`; the value, the tools that really ran, and the events.
+fn session(profile: Profile, answer: Json) -> (Value, Vec<String>, Vec<EventBody>) {
+    let checked = lt::types::check_source(PROGRAM)
+        .into_checked()
+        .expect("checked");
+    let ir = lower(&checked).expect("lowered");
+    let tools = Tools {
+        answer,
+        ran: Vec::new(),
+        keys: Vec::new(),
+    };
+    let mut plane = ControlPlane::new(
+        tools,
+        profile,
+        &ir.tools,
+        MemoryLog::new(SESSION).expect("memory log"),
+        SESSION.into(),
+    );
+    let (result, _) = run(&ir, &mut plane, &Limits::default());
+    let value = result.expect("the run finishes");
+    assert!(plane.log_error().is_none());
+    let inner_ran = plane.inner().ran.clone();
+    let events = plane
+        .into_sink()
+        .events()
+        .iter()
+        .map(|e| e.body.clone())
+        .collect();
+    (value, inner_ran, events)
+}
+
+fn kinds(events: &[EventBody]) -> Vec<&'static str> {
+    events.iter().map(EventBody::kind).collect()
+}
+
+fn s(v: &str) -> Value {
+    Value::Str(Rc::from(v))
+}
+
+#[test]
+fn an_allowed_session_records_proposal_decision_schedule_and_outcome() {
+    let (value, ran, events) = session(
+        Profile::default(),
+        json!({"id": "c1", "cents": 5, "tx": "t9"}),
+    );
+    assert_eq!(value, s("refunded t9"));
+    assert_eq!(ran, ["lookup", "refund"]);
+    assert_eq!(
+        kinds(&events),
+        [
+            "proposed",
+            "decided",
+            "scheduled",
+            "completed",
+            "proposed",
+            "decided",
+            "scheduled",
+            "completed"
+        ]
+    );
+    match &events[1] {
+        EventBody::Decided { decision, rule, .. } => {
+            assert_eq!(*decision, lt::log::Decision::Allow);
+            assert_eq!(rule, "policy");
+        }
+        other => panic!("{other:?}"),
+    }
+    match &events[3] {
+        EventBody::Completed { output, result, .. } => {
+            // The raw output keeps the extra field; the result is what the program saw.
+            assert_eq!(output, &json!({"id": "c1", "cents": 5, "tx": "t9"}));
+            assert_eq!(result, &json!({"Ok": {"id": "c1", "cents": 5}}));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_denied_tool_never_runs_and_the_program_handles_the_denial() {
+    let p = profile("[profile]\nname = \"readonly\"\nallow = [\"lookup\"]\n");
+    let (value, ran, events) = session(p, json!({"id": "c1", "cents": 5, "tx": "t9"}));
+    assert_eq!(ran, ["lookup"]);
+    assert_eq!(
+        value,
+        s("denied: allowlist: tool refund is not among the tools profile readonly allows")
+    );
+    assert_eq!(
+        kinds(&events),
+        [
+            "proposed",
+            "decided",
+            "scheduled",
+            "completed",
+            "proposed",
+            "decided"
+        ]
+    );
+}
+
+#[test]
+fn each_rule_of_the_pipeline() {
+    let checked = lt::types::check_source(PROGRAM)
+        .into_checked()
+        .expect("checked");
+    let (lookup, refund) = (&checked.tools[0], &checked.tools[1]);
+    let arg = json!({"id": "c1", "cents": 5});
+    let decide = |toml: &str, tool, arg: &Json| Pipeline::new(profile(toml)).decide(tool, arg);
+    let d = decide("[profile]\ndeny = [\"refund\"]\n", refund, &arg);
+    assert_eq!((d.allow, d.rule), (false, "denylist"));
+    let d = decide("[profile]\neffects = [\"Read\"]\n", refund, &arg);
+    assert_eq!((d.allow, d.rule), (false, "effects"));
+    assert_eq!(
+        d.reason,
+        "tool refund performs {Write}, which profile default does not grant (it grants {Read})"
+    );
+    let d = decide("[profile]\neffects = [\"Read\"]\n", lookup, &json!("c1"));
+    assert_eq!((d.allow, d.rule), (true, "policy"));
+    let d = decide("[profile]\n", refund, &json!({"id": 5}));
+    assert_eq!((d.allow, d.rule), (false, "arguments"));
+    // Budgets count allowed calls only.
+    let mut p = Pipeline::new(profile(
+        "[profile]\nmax_calls = 2\n[profile.tools.refund]\nmax_calls = 1\n",
+    ));
+    assert!(p.decide(refund, &arg).allow);
+    let d = p.decide(refund, &arg);
+    assert_eq!((d.allow, d.rule), (false, "tool_budget"));
+    assert!(p.decide(lookup, &json!("c1")).allow);
+    let d = p.decide(lookup, &json!("c1"));
+    assert_eq!((d.allow, d.rule), (false, "session_budget"));
+}
+
+#[test]
+fn a_dry_run_logs_effectful_calls_without_running_them() {
+    let p = profile(
+        "[profile]\ndry_run = true\n[profile.tools.refund]\ndry_run_result = { tx = \"dry\" }\n",
+    );
+    let (value, ran, events) = session(p, json!({"id": "c1", "cents": 5, "tx": "t9"}));
+    // `lookup` and `refund` both have effects: neither runs.
+    assert!(ran.is_empty(), "{ran:?}");
+    assert_eq!(value, s("refunded dry"));
+    assert_eq!(
+        kinds(&events),
+        [
+            "proposed",
+            "decided",
+            "completed",
+            "proposed",
+            "decided",
+            "completed"
+        ]
+    );
+    match &events[1] {
+        EventBody::Decided { rule, .. } => assert_eq!(rule, "dry_run"),
+        other => panic!("{other:?}"),
+    }
+    match &events[2] {
+        // No configured answer for lookup: the empty value of its output type.
+        EventBody::Completed { output, .. } => assert_eq!(output, &json!({"id": "", "cents": 0})),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn calls_carry_an_idempotency_key_of_session_and_call_identity() {
+    let checked = lt::types::check_source(PROGRAM)
+        .into_checked()
+        .expect("checked");
+    let ir = lower(&checked).expect("lowered");
+    let tools = Tools {
+        answer: json!({"id": "c1", "cents": 5, "tx": "t9"}),
+        ran: Vec::new(),
+        keys: Vec::new(),
+    };
+    let mut plane = ControlPlane::new(
+        tools,
+        Profile::default(),
+        &ir.tools,
+        MemoryLog::new(SESSION).expect("memory log"),
+        SESSION.into(),
+    );
+    let _ = run(&ir, &mut plane, &Limits::default());
+    let keys = plane.inner().keys.clone();
+    assert_eq!(keys.len(), 2);
+    assert!(
+        keys.iter().all(|k| k
+            .as_deref()
+            .is_some_and(|k| k.starts_with(&format!("{SESSION}:n")))),
+        "{keys:?}"
+    );
+    assert_ne!(keys[0], keys[1]);
+}
+
+#[test]
+fn profile_errors_have_positions() {
+    let e = Profile::from_toml("[profile]\nalow = [\"x\"]\n", "p.toml").expect_err("unknown key");
+    assert_eq!((e.line, e.column), (Some(2), Some(1)));
+    assert!(e.message.contains("unknown field `alow`"), "{}", e.message);
+    let e =
+        Profile::from_toml("[profile]\neffects = [\"write\"]\n", "p.toml").expect_err("bad label");
+    assert_eq!(e.line, Some(2));
+    assert!(
+        e.message.contains("`write` is not an effect label"),
+        "{}",
+        e.message
+    );
+    let e = Profile::from_toml("[profile.tools.t]\ntimeout_ms = 0\n", "p.toml").expect_err("zero");
+    assert_eq!(e.line, Some(2), "{e}");
+    assert!(
+        Profile::from_toml("[tools.t]\nfixed = { ok = 1 }\n", "tools.toml")
+            .expect("ok")
+            .is_none()
+    );
+}
