@@ -38,6 +38,7 @@ macro_rules! err {
 
 pub mod check;
 pub mod log_cmd;
+pub mod replay;
 pub mod run;
 mod session;
 
@@ -157,6 +158,21 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         log: Option<String>,
     },
+    /// Re-run a session from its event log, calling no tool, and check that
+    /// it makes the same calls and reaches the same value.
+    Replay {
+        /// The event log (`lt run --log`).
+        log: String,
+        /// Replay this program instead of the recorded one.
+        #[arg(long, value_name = "FILE")]
+        program: Option<String>,
+        /// Replay under this profile instead of the recorded one.
+        #[arg(long, value_name = "PROFILE_TOML")]
+        profile: Option<String>,
+        /// Print a JSON report.
+        #[arg(long)]
+        json: bool,
+    },
     /// Read an event log: `lt log show FILE`, `lt log verify FILE`.
     Log {
         /// What to do.
@@ -218,6 +234,17 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             })
         }
         Command::Log { action } => log_cmd::run(action),
+        Command::Replay {
+            log,
+            program,
+            profile,
+            json,
+        } => replay::run(&replay::ReplayOptions {
+            log,
+            program,
+            profile,
+            json,
+        }),
         Command::Explain { code } => explain(&code),
     };
     if WRITE_FAILED.load(std::sync::atomic::Ordering::Relaxed) {

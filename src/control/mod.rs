@@ -18,6 +18,7 @@
 
 pub mod pipeline;
 pub mod profile;
+pub mod replay;
 
 use crate::log::{Decision as Verdict, EventBody, EventSink};
 use crate::runtime::boundary;

@@ -193,7 +193,63 @@ impl Profile {
             line: None,
             column: None,
             message: "no [profile] table in this file".to_string(),
-            help: Some("a profile file holds a `[profile]` table, e.g. `[profile]\\nallow = [\"lookup_account\"]`".into()),
+            help: Some("a profile file holds a `[profile]` table with keys such as `allow = [\"lookup_account\"]` (see docs/profiles.md)".into()),
+        })
+    }
+
+    /// The profile recorded in a `session_started` event (the inverse of
+    /// [`Profile::to_json`]). Errors name the offending field.
+    pub fn from_json(v: &Json) -> Result<Profile, String> {
+        let strings = |key: &str| -> Result<Option<BTreeSet<String>>, String> {
+            match v.get(key) {
+                None | Some(Json::Null) => Ok(None),
+                Some(Json::Array(items)) => items
+                    .iter()
+                    .map(|i| {
+                        i.as_str()
+                            .map(str::to_string)
+                            .ok_or(format!("profile.{key}: not a string"))
+                    })
+                    .collect::<Result<BTreeSet<_>, _>>()
+                    .map(Some),
+                Some(_) => Err(format!("profile.{key}: not a list")),
+            }
+        };
+        let effects = strings("effects")?.map(|labels| {
+            let mut set = EffectSet::pure();
+            for l in labels {
+                set.insert(Rc::from(l.as_str()));
+            }
+            set
+        });
+        let mut tools = BTreeMap::new();
+        if let Some(Json::Object(map)) = v.get("tools") {
+            for (name, t) in map {
+                tools.insert(
+                    name.clone(),
+                    ToolPolicy {
+                        max_calls: t.get("max_calls").and_then(Json::as_u64),
+                        timeout: t
+                            .get("timeout_ms")
+                            .and_then(Json::as_u64)
+                            .map(Duration::from_millis),
+                        dry_run_result: t.get("dry_run_result").filter(|r| !r.is_null()).cloned(),
+                    },
+                );
+            }
+        }
+        Ok(Profile {
+            name: v
+                .get("name")
+                .and_then(Json::as_str)
+                .unwrap_or("default")
+                .to_string(),
+            allow: strings("allow")?,
+            deny: strings("deny")?.unwrap_or_default(),
+            effects,
+            max_calls: v.get("max_calls").and_then(Json::as_u64),
+            dry_run: v.get("dry_run").and_then(Json::as_bool).unwrap_or(false),
+            tools,
         })
     }
 

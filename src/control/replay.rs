@@ -1,0 +1,242 @@
+//! Replay: re-running a session's program against its event log instead of
+//! the tools.
+//!
+//! The interpreter is deterministic given the tool outcomes, and the log
+//! holds every outcome, so feeding the recorded outcomes back must make the
+//! program issue exactly the recorded calls and reach the recorded value.
+//! [`ReplayHost`] answers each call from the log after checking that the
+//! call is the one the log expects next (same call identity, tool and
+//! argument) and that the pipeline decides it the same way (same decision
+//! and rule). The first difference is a non-determinism error naming the
+//! event, the expected call and the issued call; from then on every call
+//! fails, so the run ends quickly, and the caller reports the divergence.
+
+use super::pipeline::Pipeline;
+use super::profile::Profile;
+use crate::log::{Decision, Event, EventBody};
+use crate::runtime::host::{CallRequest, FailureKind, Host, Outcome, ToolFailure};
+use crate::types::ToolSig;
+use serde_json::Value as Json;
+
+/// Where replay and the log first disagreed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Divergence {
+    /// The `seq` of the event that was expected (or the last event + 1 when
+    /// the log ended).
+    pub seq: u64,
+    /// What the log says.
+    pub expected: String,
+    /// What the program did.
+    pub issued: String,
+}
+
+impl std::fmt::Display for Divergence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "non-determinism at event #{}: the log has {}, the program issued {}",
+            self.seq, self.expected, self.issued
+        )
+    }
+}
+
+/// A [`Host`] that answers from a session's recorded events.
+pub struct ReplayHost<'a> {
+    events: &'a [Event],
+    next: usize,
+    pipeline: Pipeline,
+    tools: &'a [ToolSig],
+    divergence: Option<Divergence>,
+    calls: u64,
+}
+
+fn describe(tool: &str, call_id: &str, arg: &Json) -> String {
+    let mut a = arg.to_string();
+    if a.chars().count() > 120 {
+        a = a.chars().take(120).collect::<String>() + "…";
+    }
+    format!("a call of {tool} ({call_id}) with {a}")
+}
+
+impl<'a> ReplayHost<'a> {
+    /// Replays `events` (the whole log, `session_started` first) under
+    /// `profile` for a program declaring `tools`.
+    pub fn new(events: &'a [Event], profile: Profile, tools: &'a [ToolSig]) -> ReplayHost<'a> {
+        let start = usize::from(matches!(
+            events.first().map(|e| &e.body),
+            Some(EventBody::SessionStarted { .. })
+        ));
+        ReplayHost {
+            events,
+            next: start,
+            pipeline: Pipeline::new(profile),
+            tools,
+            divergence: None,
+            calls: 0,
+        }
+    }
+
+    /// The first divergence, if any.
+    pub fn divergence(&self) -> Option<&Divergence> {
+        self.divergence.as_ref()
+    }
+
+    /// Calls answered from the log.
+    pub fn calls(&self) -> u64 {
+        self.calls
+    }
+
+    /// The events not consumed by the calls (normally just `session_ended`).
+    pub fn remaining(&self) -> &'a [Event] {
+        &self.events[self.next.min(self.events.len())..]
+    }
+
+    fn seq(&self) -> u64 {
+        self.events
+            .get(self.next)
+            .map_or_else(|| self.events.last().map_or(0, |e| e.seq + 1), |e| e.seq)
+    }
+
+    fn diverge(&mut self, expected: String, issued: String) -> Outcome {
+        if self.divergence.is_none() {
+            self.divergence = Some(Divergence {
+                seq: self.seq(),
+                expected,
+                issued,
+            });
+        }
+        Err(ToolFailure {
+            kind: FailureKind::Unavailable,
+            message: "replay diverged from the log".to_string(),
+        })
+    }
+
+    /// The next event, consumed.
+    fn take(&mut self) -> Option<&'a EventBody> {
+        let e = self.events.get(self.next)?;
+        self.next += 1;
+        Some(&e.body)
+    }
+}
+
+fn failure_kind(name: &str) -> FailureKind {
+    match name {
+        "crashed" => FailureKind::Crashed,
+        "timed_out" => FailureKind::TimedOut,
+        "bad_output" => FailureKind::BadOutput,
+        "unavailable" => FailureKind::Unavailable,
+        "denied" => FailureKind::Denied,
+        _ => FailureKind::Failed,
+    }
+}
+
+impl Host for ReplayHost<'_> {
+    fn call(&mut self, request: CallRequest<'_>) -> Outcome {
+        let call_id = request.id.to_string();
+        let issued = describe(request.tool, &call_id, &request.arg);
+        if self.divergence.is_some() {
+            return self.diverge(String::new(), issued);
+        }
+        let at = self.next;
+        let Some(EventBody::Proposed {
+            call_id: c,
+            tool,
+            argument,
+        }) = self.take()
+        else {
+            self.next = at;
+            let expected = match self.events.get(at).map(|e| &e.body) {
+                Some(b) => format!("a {} event", b.kind()),
+                None => "no more events (the log ends here)".to_string(),
+            };
+            return self.diverge(expected, issued);
+        };
+        if *c != call_id || tool != request.tool || *argument != request.arg {
+            self.next = at;
+            return self.diverge(describe(tool, c, argument), issued);
+        }
+        self.calls += 1;
+        let tools = self.tools;
+        let Some(sig) = tools.iter().find(|t| *t.name == *request.tool) else {
+            return self.diverge("a declared tool".into(), issued);
+        };
+        let decision = self.pipeline.decide(sig, &request.arg);
+        let at = self.next;
+        match self.take() {
+            Some(EventBody::Decided {
+                decision: d, rule, ..
+            }) if (*d == Decision::Allow) == decision.allow && *rule == decision.rule => {}
+            Some(EventBody::Decided {
+                decision: d, rule, ..
+            }) => {
+                self.next = at;
+                return self.diverge(
+                    format!("the decision {} by {rule}", d.as_str()),
+                    format!(
+                        "the decision {} by {} for {issued}",
+                        if decision.allow { "allow" } else { "deny" },
+                        decision.rule
+                    ),
+                );
+            }
+            other => {
+                let expected = other.map_or("no more events".to_string(), |b| {
+                    format!("a {} event", b.kind())
+                });
+                self.next = at;
+                return self.diverge(expected, format!("a decision for {issued}"));
+            }
+        }
+        if !decision.allow {
+            return Err(ToolFailure {
+                kind: FailureKind::Denied,
+                message: format!("denied: {}: {}", decision.rule, decision.reason),
+            });
+        }
+        if !decision.dry_run {
+            let at = self.next;
+            match self.take() {
+                Some(EventBody::Scheduled { call_id: c, .. }) if *c == call_id => {}
+                other => {
+                    let expected = other.map_or(
+                        "no more events (the call's outcome was never recorded)".to_string(),
+                        |b| format!("a {} event", b.kind()),
+                    );
+                    self.next = at;
+                    return self.diverge(expected, format!("the execution of {issued}"));
+                }
+            }
+        }
+        let at = self.next;
+        match self.take() {
+            Some(EventBody::Completed {
+                call_id: c, output, ..
+            }) if *c == call_id => Ok(output.clone()),
+            Some(EventBody::Failed {
+                call_id: c,
+                failure,
+                message,
+                ..
+            }) if *c == call_id => Err(ToolFailure {
+                kind: failure_kind(failure),
+                message: message.clone(),
+            }),
+            Some(EventBody::TimedOut {
+                call_id: c,
+                message,
+                ..
+            }) if *c == call_id => Err(ToolFailure {
+                kind: FailureKind::TimedOut,
+                message: message.clone(),
+            }),
+            other => {
+                let expected = other.map_or(
+                    "no more events (the call's outcome was never recorded)".to_string(),
+                    |b| format!("a {} event", b.kind()),
+                );
+                self.next = at;
+                self.diverge(expected, format!("the outcome of {issued}"))
+            }
+        }
+    }
+}

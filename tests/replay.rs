@@ -1,0 +1,314 @@
+//! Properties of sessions and replay, over every example program with
+//! random tool outcomes and random profiles (quickcheck):
+//!
+//! * every call that reaches the tools is preceded in the log by an allow
+//!   decision and a `scheduled` event for the same call;
+//! * no denied tool ever reaches the tools;
+//! * the log verifies;
+//! * replaying the log (no tools) makes the same calls and reaches the
+//!   same value.
+
+use lt::control::profile::Profile;
+use lt::control::replay::ReplayHost;
+use lt::control::{empty_json, ControlPlane};
+use lt::ir::{lower::lower, Ir};
+use lt::log::{verify, Decision, EventBody, MemoryLog};
+use lt::runtime::eval::run;
+use lt::runtime::host::{CallRequest, FailureKind, Host, Outcome, ToolFailure};
+use lt::runtime::limits::Limits;
+use quickcheck::{Arbitrary, Gen, QuickCheck};
+use serde_json::json;
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+
+const SESSION: &str = "00112233445566778899aabbccddeeff";
+
+fn programs() -> Vec<(String, Ir)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("examples/")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "lt"))
+        .collect();
+    for sub in ["support_desk", "batch_refunds", "revenue_report"] {
+        files.push(dir.join(sub).join("program.lt"));
+    }
+    files.sort();
+    files
+        .into_iter()
+        .filter_map(|p| {
+            let text = std::fs::read_to_string(&p).ok()?;
+            let checked = lt::types::check_source(&text).into_checked().ok()?;
+            Some((p.display().to_string(), lower(&checked).ok()?))
+        })
+        .collect()
+}
+
+/// The tools' behaviour: for each call, by position, ok (with the empty
+/// value of the output type, or a wrong shape) or a failure of some kind.
+#[derive(Clone, Debug)]
+struct Outcomes(Vec<u8>);
+
+impl Arbitrary for Outcomes {
+    fn arbitrary(g: &mut Gen) -> Outcomes {
+        Outcomes((0..32).map(|_| u8::arbitrary(g)).collect())
+    }
+}
+
+/// A random profile over the program's tools.
+#[derive(Clone, Debug)]
+struct Policy {
+    allow_mask: u16,
+    use_allow: bool,
+    deny_mask: u16,
+    effects: Option<Vec<bool>>,
+    max_calls: Option<u8>,
+    dry_run: bool,
+}
+
+impl Arbitrary for Policy {
+    fn arbitrary(g: &mut Gen) -> Policy {
+        Policy {
+            allow_mask: u16::arbitrary(g),
+            use_allow: bool::arbitrary(g),
+            deny_mask: u16::arbitrary(g) & u16::arbitrary(g),
+            effects: if bool::arbitrary(g) {
+                Some(vec![
+                    bool::arbitrary(g),
+                    bool::arbitrary(g),
+                    bool::arbitrary(g),
+                ])
+            } else {
+                None
+            },
+            max_calls: Option::<u8>::arbitrary(g).map(|n| n % 8),
+            dry_run: u8::arbitrary(g) % 5 == 0,
+        }
+    }
+}
+
+fn profile_for(p: &Policy, ir: &Ir) -> Profile {
+    let names: Vec<String> = ir.tools.iter().map(|t| t.name.to_string()).collect();
+    let pick = |mask: u16| -> BTreeSet<String> {
+        names
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| mask & (1 << (i % 16)) != 0)
+            .map(|(_, n)| n.clone())
+            .collect()
+    };
+    let mut toml = String::from("[profile]\nname = \"random\"\n");
+    if p.use_allow {
+        let allow: Vec<String> = pick(p.allow_mask)
+            .into_iter()
+            .map(|n| format!("{n:?}"))
+            .collect();
+        toml.push_str(&format!("allow = [{}]\n", allow.join(", ")));
+    }
+    let deny: Vec<String> = pick(p.deny_mask)
+        .into_iter()
+        .map(|n| format!("{n:?}"))
+        .collect();
+    toml.push_str(&format!("deny = [{}]\n", deny.join(", ")));
+    if let Some(e) = &p.effects {
+        let labels: Vec<&str> = ["\"Read\"", "\"Write\"", "\"Network\""]
+            .into_iter()
+            .zip(e)
+            .filter(|(_, on)| **on)
+            .map(|(l, _)| l)
+            .collect();
+        toml.push_str(&format!("effects = [{}]\n", labels.join(", ")));
+    }
+    if let Some(n) = p.max_calls {
+        toml.push_str(&format!("max_calls = {n}\n"));
+    }
+    toml.push_str(&format!("dry_run = {}\n", p.dry_run));
+    Profile::from_toml(&toml, "random")
+        .expect("valid")
+        .expect("profile")
+}
+
+/// The tools: answers from `Outcomes`, recording every call it receives.
+struct Tools<'a> {
+    ir: &'a Ir,
+    outcomes: Outcomes,
+    received: Vec<(String, String)>,
+}
+
+impl Host for Tools<'_> {
+    fn call(&mut self, request: CallRequest<'_>) -> Outcome {
+        let n = self.received.len();
+        self.received
+            .push((request.id.to_string(), request.tool.to_string()));
+        let sig = self
+            .ir
+            .tools
+            .iter()
+            .find(|t| *t.name == *request.tool)
+            .expect("declared");
+        let pick = self.outcomes.0[n % self.outcomes.0.len()];
+        let fail = |kind, message: &str| {
+            Err(ToolFailure {
+                kind,
+                message: format!("tool {} {message}", request.tool),
+            })
+        };
+        match pick % 6 {
+            0 | 1 | 2 => Ok(empty_json(&sig.output)),
+            3 => Ok(json!({"unexpected": [1, 2, 3]})),
+            4 => fail(FailureKind::Failed, "failed (exit status 1): boom"),
+            _ => fail(FailureKind::TimedOut, "timed out after 10 ms"),
+        }
+    }
+}
+
+fn started(profile: &Profile) -> EventBody {
+    EventBody::SessionStarted {
+        lt_version: "test".into(),
+        program: String::new(),
+        program_hash: lt::log::sha256_hex(b""),
+        profile: profile.to_json(),
+        registry_hash: lt::log::sha256_hex(b""),
+        limits: json!({}),
+    }
+}
+
+fn check_session(ir: &Ir, outcomes: Outcomes, policy: &Policy) -> Result<(), String> {
+    let profile = profile_for(policy, ir);
+    let tools = Tools {
+        ir,
+        outcomes,
+        received: Vec::new(),
+    };
+    let log = MemoryLog::new(SESSION).map_err(|e| e.to_string())?;
+    let mut plane = ControlPlane::new(tools, profile.clone(), &ir.tools, log, SESSION.into());
+    plane.record(started(&profile))?;
+    let limits = Limits::default();
+    let (live, _) = run(ir, &mut plane, &limits);
+    let received = plane.inner().received.clone();
+    let mut log = plane.into_sink();
+    let value = live
+        .as_ref()
+        .map(|v| v.to_json())
+        .map_err(|e| e.message.clone());
+    log.append(EventBody::SessionEnded {
+        status: if value.is_ok() { "ok" } else { "error" }.into(),
+        value: value.clone().ok(),
+        r#type: None,
+        error: None,
+        calls: 0,
+        steps: 0,
+    })
+    .map_err(|e| e.to_string())?;
+    // The log verifies.
+    let report = verify(&log.to_jsonl());
+    if !report.ok {
+        return Err(format!("log does not verify: {report}"));
+    }
+    let events = log.events();
+    // Every call the tools received was allowed and scheduled first; no
+    // denied call reached them.
+    let mut allowed: HashMap<String, bool> = HashMap::new();
+    let mut scheduled: BTreeSet<String> = BTreeSet::new();
+    for e in events {
+        match &e.body {
+            EventBody::Decided {
+                call_id, decision, ..
+            } => {
+                allowed.insert(call_id.clone(), *decision == Decision::Allow);
+            }
+            EventBody::Scheduled { call_id, .. } => {
+                if allowed.get(call_id) != Some(&true) {
+                    return Err(format!("{call_id} scheduled without an allow decision"));
+                }
+                scheduled.insert(call_id.clone());
+            }
+            _ => {}
+        }
+    }
+    for (id, tool) in &received {
+        if !scheduled.contains(id) {
+            return Err(format!("{tool} ({id}) ran without being scheduled"));
+        }
+        if profile.deny.contains(tool) {
+            return Err(format!("denied tool {tool} ran"));
+        }
+    }
+    // Replay reproduces the calls and the value.
+    // The profile as the log records it (what `lt replay` reads back).
+    let recorded = Profile::from_json(&profile.to_json())?;
+    if recorded != profile {
+        return Err(format!(
+            "profile does not survive the log: {profile:?} vs {recorded:?}"
+        ));
+    }
+    let mut replay = ReplayHost::new(events, recorded, &ir.tools);
+    let (replayed, _) = run(ir, &mut replay, &limits);
+    if let Some(d) = replay.divergence() {
+        return Err(d.to_string());
+    }
+    let replayed = replayed.map(|v| v.to_json()).map_err(|e| e.message.clone());
+    if replayed != value {
+        return Err(format!("replay gave {replayed:?}, the live run {value:?}"));
+    }
+    Ok(())
+}
+
+thread_local! {
+    static PROGRAMS: Vec<(String, Ir)> = programs();
+}
+
+fn prop(outcomes: Outcomes, policy: Policy, which: usize) -> bool {
+    PROGRAMS.with(|programs| {
+        let (name, ir) = &programs[which % programs.len()];
+        match check_session(ir, outcomes.clone(), &policy) {
+            Ok(()) => true,
+            Err(e) => {
+                eprintln!("{name}: {e}\n{outcomes:?}\n{policy:?}");
+                false
+            }
+        }
+    })
+}
+
+#[test]
+fn sessions_log_every_decision_and_replay_exactly() {
+    let n = PROGRAMS.with(Vec::len);
+    assert!(n >= 10, "only {n} programs");
+    QuickCheck::new()
+        .tests(300)
+        .quickcheck(prop as fn(Outcomes, Policy, usize) -> bool);
+}
+
+#[test]
+fn replay_reports_the_first_different_call() {
+    let src = |customer: &str| {
+        format!(
+            "tool lookup: String -{{Read}}-> {{id: String}};\n\
+             match exec tool lookup \"{customer}\" {{ Ok(a) => a.id, Err(e) => e }}\n"
+        )
+    };
+    let lowered =
+        |s: &str| lower(&lt::types::check_source(s).into_checked().expect("ok")).expect("lowered");
+    let ir = lowered(&src("c1"));
+    let tools = Tools {
+        ir: &ir,
+        outcomes: Outcomes(vec![0]),
+        received: Vec::new(),
+    };
+    let log = MemoryLog::new(SESSION).expect("log");
+    let mut plane = ControlPlane::new(tools, Profile::default(), &ir.tools, log, SESSION.into());
+    plane
+        .record(started(&Profile::default()))
+        .expect("recorded");
+    let _ = run(&ir, &mut plane, &Limits::default());
+    let log = plane.into_sink();
+    let other = lowered(&src("c2"));
+    let mut replay = ReplayHost::new(log.events(), Profile::default(), &other.tools);
+    let _ = run(&other, &mut replay, &Limits::default());
+    let d = replay.divergence().expect("diverges");
+    assert_eq!(d.seq, 1);
+    assert_eq!(d.expected, "a call of lookup (n1) with \"c1\"");
+    assert_eq!(d.issued, "a call of lookup (n1) with \"c2\"");
+}
