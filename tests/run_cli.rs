@@ -377,12 +377,14 @@ fn hanging_tool_times_out() {
     let dir = TempDir::new("hang");
     let pidfile = dir.path("pid").display().to_string();
     let tools = format!(
-        "[tools.t]\ncommand = ['python3', {}, {}]\ntimeout_ms = 300\n",
+        "[tools.t]\ncommand = ['python3', {}, {}]\ntimeout_ms = 2000\n",
         lit(&tool_script("sleep.py")),
         lit(&pidfile)
     );
+    // 2 s: long enough for Python to start and write its pid on a loaded
+    // machine, far shorter than the script's 30 s sleep.
     let out = run_prog(&dir, &err_arm_program("{}"), Some(&tools), &["--json"]);
-    assert_eq!(json_value(&out), json!("tool t timed out after 300 ms"));
+    assert_eq!(json_value(&out), json!("tool t timed out after 2000 ms"));
     assert!(
         out.elapsed < Duration::from_secs(10),
         "the 30 s sleep was cut short: {:?}",
