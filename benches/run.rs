@@ -1,8 +1,8 @@
 //! Benchmark: the interpreter and the executors (issue 3).
 //!
 //! Run with `cargo bench --bench run` (add `-- --quick` for fewer
-//! repetitions, and `compute`, `exec` or `subprocess` to run only those
-//! parts). Three figures:
+//! repetitions, and `compute`, `exec`, `control` or `subprocess` to run only those
+//! parts). Four figures:
 //!
 //! * **(a) pure compute** — `fold` summing 1,000,000 Ints, and
 //!   `map`/`filter`/`fold` over them, against CPython doing the same with
@@ -17,6 +17,9 @@
 //!   Target: under 2 µs per call.
 //! * **(c) subprocess cost** — per call of a `command` tool (`cat`, and a
 //!   Python script that echoes its input).
+//! * **(d) control plane** — the same 10,000 calls through the policy
+//!   pipeline, without and with the hash-chained JSONL event log (flushed
+//!   per event, no fsync). Target: under 5 µs per call with the log.
 
 use lt::exec::{ExecutorHost, Registry};
 use lt::ir::{lower::lower, Ir};
@@ -191,6 +194,86 @@ fn exec_overhead(reps: usize) {
     );
 }
 
+/// (d) the control plane: the same 10,000 `fixed` calls through the
+/// policy pipeline, with the hash-chained JSONL log off and on (flush per
+/// event, no fsync).
+fn control_plane_overhead(reps: usize) {
+    use lt::control::{profile::Profile, ControlPlane};
+    use lt::log::{EventSink, LogWriter};
+    const CALLS: usize = 10_000;
+    println!("(d) control plane: {CALLS} calls with a fixed executor (median of {reps})");
+    let items: Vec<String> = (0..CALLS).map(|i| i.to_string()).collect();
+    let src = format!(
+        "tool ping: Int -{{Read}}-> Int;\nmatch traverse (fn x: Int => exec tool ping x) [{}] {{ Ok(ys) => 1, Err(e) => 0 }}",
+        items.join(", ")
+    );
+    let ir = compile(&src);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let registry = || {
+        Registry::from_str(
+            "[tools.ping]\nfixed = { ok = 1 }\n",
+            Path::new("."),
+            "bench",
+        )
+        .expect("registry")
+    };
+    struct Discard;
+    impl EventSink for Discard {
+        fn append(&mut self, _: lt::log::EventBody) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let session = "0123456789abcdef0123456789abcdef".to_string();
+    let limits = limits();
+    let bare = {
+        let mut host = ExecutorHost::new(registry(), runtime.handle().clone());
+        time_run(&ir, &mut host, reps)
+    };
+    let mut policy_only = Vec::new();
+    let mut logged = Vec::new();
+    let path = std::env::temp_dir().join(format!("lt-bench-log-{}.jsonl", std::process::id()));
+    for _ in 0..reps {
+        let host = ExecutorHost::new(registry(), runtime.handle().clone());
+        let mut plane = ControlPlane::new(
+            host,
+            Profile::default(),
+            &ir.tools,
+            Discard,
+            session.clone(),
+        );
+        let t = Instant::now();
+        let (r, _) = eval::run(&ir, &mut plane, &limits);
+        policy_only.push(t.elapsed());
+        assert!(r.is_ok());
+        let host = ExecutorHost::new(registry(), runtime.handle().clone());
+        let sink = LogWriter::create(&path, session.clone()).expect("log");
+        let mut plane =
+            ControlPlane::new(host, Profile::default(), &ir.tools, sink, session.clone());
+        let t = Instant::now();
+        let (r, _) = eval::run(&ir, &mut plane, &limits);
+        logged.push(t.elapsed());
+        assert!(r.is_ok() && plane.log_error().is_none());
+    }
+    let _ = std::fs::remove_file(&path);
+    let per = |t: Duration| t.saturating_sub(bare).as_secs_f64() * 1e6 / CALLS as f64;
+    println!(
+        "  executor host alone:          {:.3} µs per call (the baseline)",
+        bare.as_secs_f64() * 1e6 / CALLS as f64
+    );
+    println!(
+        "  + policy pipeline, no log:    {:.3} µs per call over the baseline",
+        per(median(policy_only))
+    );
+    println!(
+        "  + hash-chained JSONL log:     {:.3} µs per call over the baseline (4 events per call, flushed each)   target < 5 µs",
+        per(median(logged))
+    );
+}
+
 fn subprocess_cost(reps: usize) {
     const CALLS: usize = 50;
     println!("(c) subprocess tool: {CALLS} calls (median of {reps})");
@@ -236,7 +319,7 @@ fn main() {
     let only: Vec<&str> = args
         .iter()
         .map(String::as_str)
-        .filter(|a| ["compute", "exec", "subprocess"].contains(a))
+        .filter(|a| ["compute", "exec", "control", "subprocess"].contains(a))
         .collect();
     let wanted = |case: &str| only.is_empty() || only.contains(&case);
     if wanted("compute") {
@@ -244,6 +327,9 @@ fn main() {
     }
     if wanted("exec") {
         exec_overhead(if quick { 3 } else { 9 });
+    }
+    if wanted("control") {
+        control_plane_overhead(if quick { 3 } else { 9 });
     }
     if wanted("subprocess") {
         subprocess_cost(if quick { 1 } else { 3 });

@@ -374,6 +374,54 @@ impl Event {
         to_compact(&self.sorted(false))
     }
 
+    /// Both the hash and the line of an event whose `hash` is not yet
+    /// set, serialising every value once: the canonical bytes are the
+    /// sorted `"key":value` parts without `hash`; the line is the same parts
+    /// with `"hash":"…"` in its sorted place. Byte for byte what
+    /// [`Event::compute_hash`] and [`Event::to_line`] give (tested).
+    pub fn seal_encoding(&self) -> (String, Vec<u8>) {
+        let parts: Vec<(&str, Vec<u8>)> = self
+            .sorted(false)
+            .0
+            .iter()
+            .map(|(k, v)| (*k, to_compact(v)))
+            .collect();
+        let size: usize = parts.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
+        let join = |extra: Option<&[u8]>| {
+            let mut out = Vec::with_capacity(size + 80);
+            out.push(b'{');
+            let mut first = true;
+            let mut put = |out: &mut Vec<u8>, k: &str, v: &[u8]| {
+                if !first {
+                    out.push(b',');
+                }
+                first = false;
+                out.push(b'"');
+                out.extend_from_slice(k.as_bytes());
+                out.extend_from_slice(b"\":");
+                out.extend_from_slice(v);
+            };
+            let mut pending = extra;
+            for (k, v) in &parts {
+                if let Some(h) = pending {
+                    if *k > "hash" {
+                        put(&mut out, "hash", h);
+                        pending = None;
+                    }
+                }
+                put(&mut out, k, v);
+            }
+            if let Some(h) = pending {
+                put(&mut out, "hash", h);
+            }
+            out.push(b'}');
+            out
+        };
+        let hash = sha256_hex(&join(None));
+        let line = join(Some(&to_compact(&hash)));
+        (hash, line)
+    }
+
     /// SHA-256 of [`Event::canonical_bytes`]: what `hash` must be.
     pub fn compute_hash(&self) -> String {
         sha256_hex(&self.canonical_bytes())
@@ -455,6 +503,26 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn seal_encoding_matches_the_two_step_serialisation() {
+        let mut e = Event {
+            seq: 3,
+            ts: "2026-11-29T21:04:05.123Z".into(),
+            session: "0123456789abcdef0123456789abcdef".into(),
+            prev: "0".repeat(64),
+            hash: String::new(),
+            body: EventBody::Completed {
+                call_id: "n7[n3:2]".into(),
+                output: json!({"z": [1, {"b": "é\u{1}\"", "a": null}], "a": 1.5}),
+                result: json!({"Ok": {"z": []}}),
+            },
+        };
+        let (hash, line) = e.seal_encoding();
+        assert_eq!(hash, e.compute_hash());
+        e.hash = hash;
+        assert_eq!(String::from_utf8(line).expect("utf8"), e.to_line());
+    }
 
     #[test]
     fn canonical_bytes_sort_keys_at_every_level() {

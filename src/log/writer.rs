@@ -91,6 +91,11 @@ impl Chain {
 
     /// The next event, hashed; the chain moves on only by [`Chain::advance`].
     fn seal(&self, body: EventBody) -> Event {
+        self.seal_with_line(body).0
+    }
+
+    /// The sealed event and its line (without `\n`), serialised once.
+    fn seal_with_line(&self, body: EventBody) -> (Event, Vec<u8>) {
         let mut event = Event {
             seq: self.next_seq,
             ts: (self.clock)(),
@@ -99,8 +104,9 @@ impl Chain {
             hash: String::new(),
             body,
         };
-        event.hash = event.compute_hash();
-        event
+        let (hash, line) = event.seal_encoding();
+        event.hash = hash;
+        (event, line)
     }
 
     fn advance(&mut self, event: &Event) {
@@ -116,6 +122,9 @@ pub struct LogWriter {
     path: PathBuf,
     chain: Chain,
     last: Option<Event>,
+    /// Lines of events that need not reach the file before lt goes on
+    /// (`proposed`, `decided`): written with the next event that must.
+    pending: Vec<u8>,
     /// Set when a write failed: the file may end in a partial line, and
     /// anything appended after it would not verify.
     broken: Option<String>,
@@ -134,6 +143,7 @@ impl LogWriter {
             path,
             chain,
             last: None,
+            pending: Vec::new(),
             broken: None,
         })
     }
@@ -144,8 +154,15 @@ impl LogWriter {
         self
     }
 
-    /// Appends one event: numbers, chains, stamps and hashes it, writes its
-    /// line with one `write` call and flushes, and returns it. No `fsync`.
+    /// Appends one event: numbers, chains, stamps and hashes it, and
+    /// returns it. Every event that precedes or records an action —
+    /// `session_started`, `scheduled`, an outcome, a denial, `session_ended`
+    /// — is written before `append` returns, together with the events
+    /// buffered before it, in one `write` call (no `fsync`). `proposed` and
+    /// an allowing `decided` are buffered: nothing has happened yet when
+    /// they are recorded, and they reach the file, in order, with the
+    /// `scheduled` (or outcome) that follows them. A crash can therefore
+    /// lose only the proposal and decision of a call that never started.
     ///
     /// After a failed write every later append fails too: the file may end
     /// in a partial line, which verification reports as an incomplete tail
@@ -157,15 +174,36 @@ impl LogWriter {
                 self.path.display()
             )));
         }
-        let event = self.chain.seal(body);
-        let mut line = event.to_line().into_bytes();
-        line.push(b'\n');
-        if let Err(e) = self.file.write_all(&line).and_then(|()| self.file.flush()) {
-            self.broken = Some(e.to_string());
-            return Err(e);
+        let (event, line) = self.chain.seal_with_line(body);
+        let buffered = match &event.body {
+            EventBody::Proposed { .. } => true,
+            EventBody::Decided { decision, .. } => *decision == super::Decision::Allow,
+            _ => false,
+        };
+        self.pending.extend_from_slice(&line);
+        self.pending.push(b'\n');
+        if !buffered {
+            self.flush_pending()?;
         }
         self.chain.advance(&event);
         Ok(self.last.insert(event))
+    }
+
+    /// Writes the buffered lines, if any, with one `write` call.
+    pub fn flush_pending(&mut self) -> io::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let result = self
+            .file
+            .write_all(&self.pending)
+            .and_then(|()| self.file.flush());
+        self.pending.clear();
+        if let Err(e) = result {
+            self.broken = Some(e.to_string());
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// Forces the written events to disk (`fsync` of the data).
@@ -196,6 +234,16 @@ impl LogWriter {
     /// The last event written.
     pub fn last(&self) -> Option<&Event> {
         self.last.as_ref()
+    }
+}
+
+impl Drop for LogWriter {
+    /// Writes what is still buffered (best effort: a log cut short is
+    /// still valid up to its last complete line).
+    fn drop(&mut self) {
+        if self.broken.is_none() {
+            let _ = self.flush_pending();
+        }
     }
 }
 
