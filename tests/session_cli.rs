@@ -155,7 +155,10 @@ fn events(path: &str) -> Vec<Json> {
 }
 
 fn kinds(events: &[Json]) -> Vec<&str> {
-    events.iter().map(|e| e["kind"].as_str().unwrap()).collect()
+    events
+        .iter()
+        .map(|e| e["kind"].as_str().expect("a string"))
+        .collect()
 }
 
 /// The events of one call.
@@ -168,7 +171,7 @@ fn call_ids(events: &[Json], tool: &str) -> Vec<String> {
     events
         .iter()
         .filter(|e| e["kind"] == "proposed" && e["tool"] == tool)
-        .map(|e| e["call_id"].as_str().unwrap().to_string())
+        .map(|e| e["call_id"].as_str().expect("a string").to_string())
         .collect()
 }
 
@@ -192,14 +195,14 @@ fn assert_verifies(dir: &TempDir, log: &str) {
 /// `<session>:<call_id>`.
 fn assert_invariants(events: &[Json]) {
     assert_eq!(events[0]["kind"], "session_started");
-    let session = events[0]["session"].as_str().unwrap();
+    let session = events[0]["session"].as_str().expect("a string");
     assert_eq!(session.len(), 32);
     let mut prev = "0".repeat(64);
     for (i, e) in events.iter().enumerate() {
         assert_eq!(e["seq"], json!(i), "{e}");
         assert_eq!(e["session"], session, "{e}");
         assert_eq!(e["prev"], prev.as_str(), "{e}");
-        prev = e["hash"].as_str().unwrap().to_string();
+        prev = e["hash"].as_str().expect("a string").to_string();
         let before = &events[..i];
         let earlier = |kind: &str| {
             before
@@ -207,7 +210,7 @@ fn assert_invariants(events: &[Json]) {
                 .filter(|b| b["kind"] == kind && b["call_id"] == e["call_id"])
                 .collect::<Vec<_>>()
         };
-        match e["kind"].as_str().unwrap() {
+        match e["kind"].as_str().expect("a string") {
             "proposed" => assert!(earlier("proposed").is_empty(), "call proposed twice: {e}"),
             "decided" => {
                 assert_eq!(earlier("proposed").len(), 1, "decided before proposed: {e}");
@@ -226,7 +229,7 @@ fn assert_invariants(events: &[Json]) {
                 );
                 assert_eq!(
                     e["idempotency_key"],
-                    format!("{session}:{}", e["call_id"].as_str().unwrap()).as_str()
+                    format!("{session}:{}", e["call_id"].as_str().expect("a string")).as_str()
                 );
                 assert_eq!(e["venue"], "server");
             }
@@ -253,7 +256,7 @@ fn assert_ran_as_scheduled(dir: &TempDir, events: &[Json], tool: &str) {
     let scheduled: Vec<&str> = events
         .iter()
         .filter(|e| e["kind"] == "scheduled" && e["tool"] == tool)
-        .map(|e| e["idempotency_key"].as_str().unwrap())
+        .map(|e| e["idempotency_key"].as_str().expect("a string"))
         .collect();
     let ran: Vec<String> = dir
         .calls(tool)
@@ -320,7 +323,7 @@ fn a_logged_session_verifies_and_records_every_call_in_order() {
     let start = &ev[0];
     assert_eq!(start["program"], MAIN);
     assert_eq!(start["program_hash"], sha256_hex(MAIN.as_bytes()).as_str());
-    let tools_bytes = std::fs::read(dir.path("tools.toml")).unwrap();
+    let tools_bytes = std::fs::read(dir.path("tools.toml")).expect("read tools.toml");
     assert_eq!(start["registry_hash"], sha256_hex(&tools_bytes).as_str());
     assert_eq!(start["lt_version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(start["profile"]["name"], "default");
@@ -332,12 +335,12 @@ fn a_logged_session_verifies_and_records_every_call_in_order() {
     let tools: Vec<&str> = ev
         .iter()
         .filter(|e| e["kind"] == "proposed")
-        .map(|e| e["tool"].as_str().unwrap())
+        .map(|e| e["tool"].as_str().expect("a string"))
         .collect();
     assert_eq!(tools, ["lookup", "refund", "refund", "notify"]);
-    let session = start["session"].as_str().unwrap();
+    let session = start["session"].as_str().expect("a string");
     for (k, chunk) in ev[1..ev.len() - 1].chunks(4).enumerate() {
-        let id = chunk[0]["call_id"].as_str().unwrap();
+        let id = chunk[0]["call_id"].as_str().expect("a string");
         for e in chunk {
             assert_eq!(e["call_id"], id, "call {k}");
         }
@@ -363,7 +366,7 @@ fn a_logged_session_verifies_and_records_every_call_in_order() {
     assert_eq!(ev[16]["output"], json!({"sent": true}));
 
     // session_ended carries the value.
-    let end = ev.last().unwrap();
+    let end = ev.last().expect("an event");
     assert_eq!(end["status"], "ok");
     assert_eq!(end["value"], json!("gold sent"));
     assert_eq!(end["type"], "String");
@@ -381,7 +384,8 @@ fn a_logged_session_verifies_and_records_every_call_in_order() {
         refund_calls[1]["key"],
         format!("{session}:{}", refunds[1]).as_str()
     );
-    let input: Json = serde_json::from_str(refund_calls[1]["input"].as_str().unwrap()).unwrap();
+    let input: Json = serde_json::from_str(refund_calls[1]["input"].as_str().expect("a string"))
+        .expect("the input is JSON");
     assert_eq!(input, json!({"id": "c2", "amount": 5}));
     for tool in ["lookup", "refund"] {
         assert_ran_as_scheduled(&dir, &ev, tool);
@@ -394,7 +398,7 @@ fn log_show_prints_the_timeline() {
     let (out, log) = run_main(&dir, "", &[]);
     assert_eq!(out.code, 0, "{out:?}");
     let ev = events(&log);
-    let session = ev[0]["session"].as_str().unwrap();
+    let session = ev[0]["session"].as_str().expect("a string");
     let show = lt(&dir, &["log", "show", &log]);
     assert_eq!(show.code, 0, "{show:?}");
     assert_eq!(show.stderr, "");
@@ -404,7 +408,7 @@ fn log_show_prints_the_timeline() {
         format!(
             "session {session}, lt {}, started {}",
             env!("CARGO_PKG_VERSION"),
-            ev[0]["ts"].as_str().unwrap()
+            ev[0]["ts"].as_str().expect("a string")
         )
     );
     assert!(lines[1].starts_with("program sha256 "), "{lines:?}");
@@ -419,10 +423,13 @@ fn log_show_prints_the_timeline() {
     for (i, (line, e)) in timeline.iter().zip(&ev).enumerate() {
         let prefix = format!("#{i} ");
         assert!(line.starts_with(&prefix), "{line}");
-        assert!(line.contains(e["kind"].as_str().unwrap()), "{line} for {e}");
+        assert!(
+            line.contains(e["kind"].as_str().expect("a string")),
+            "{line} for {e}"
+        );
     }
     assert!(timeline[0].ends_with(" session_started"), "{}", timeline[0]);
-    let id = ev[1]["call_id"].as_str().unwrap();
+    let id = ev[1]["call_id"].as_str().expect("a string");
     assert!(timeline[1].ends_with(&format!("proposed {id} lookup \"c1\"")));
     assert!(timeline[2].ends_with(&format!(
         "decided {id} allow (policy: tool lookup is allowed by profile default)"
@@ -448,7 +455,7 @@ fn a_stopped_run_is_logged_as_ended_with_an_error() {
     assert_verifies(&dir, &log);
     let ev = events(&log);
     assert_invariants(&ev);
-    let end = ev.last().unwrap();
+    let end = ev.last().expect("an event");
     assert_eq!(end["kind"], "session_ended");
     assert_eq!(end["status"], "error");
     assert_eq!(end["error"]["kind"], "call_limit");
@@ -480,7 +487,10 @@ fn assert_refund_denied(profile: &str, rule: &str, reason: &str, ran: usize) {
     assert_ran_as_scheduled(&dir, &ev, "refund");
     let denied = &call_ids(&ev, "refund")[ran];
     let call = of_call(&ev, denied);
-    let k: Vec<&str> = call.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    let k: Vec<&str> = call
+        .iter()
+        .map(|e| e["kind"].as_str().expect("a string"))
+        .collect();
     assert_eq!(
         k,
         ["proposed", "decided"],
@@ -647,6 +657,99 @@ fn a_profile_file_applies_and_wins_over_the_profile_in_tools_toml() {
     assert_eq!((out.code, out.stdout.as_str()), (0, "3\n"), "{out:?}");
 }
 
+#[test]
+#[ignore = "bug: the profile trusts the effects a program declares for a tool; declaring a Write tool pure bypasses `effects` and `dry_run`"]
+fn a_program_cannot_lift_the_policy_by_declaring_a_tool_pure() {
+    // Both profiles restrict what `refund` may do by its effects; the program
+    // declares `refund` (a Write tool in tools.toml's world) without effects.
+    let dir = TempDir::new("liar");
+    let prog = dir.write(
+        "liar.lt",
+        "tool refund: {id: String, amount: Int} -> {tx: String};\n\
+         match exec tool refund {id = \"c1\", amount = 5} { Ok(r) => r.tx, Err(e) => e }\n",
+    );
+    let tools = dir.tools("");
+    for profile in [
+        "[profile]\neffects = [\"Read\"]\n",
+        "[profile]\ndry_run = true\n",
+    ] {
+        let p = dir.write("p.toml", profile);
+        let out = lt(
+            &dir,
+            &["run", &prog, "--executors", &tools, "--profile", &p],
+        );
+        assert_eq!(out.code, 0, "{out:?}");
+        assert!(
+            dir.calls("refund").is_none(),
+            "under {profile:?} the Write tool refund ran because the program called it pure: {out:?}"
+        );
+    }
+}
+
+/// Runs `lt ARGS` under bash with the largest file it may write capped at
+/// `kib` KiB (`ulimit -f`) and SIGXFSZ ignored, so a write past the cap
+/// fails with EFBIG.
+fn lt_with_file_cap(dir: &TempDir, kib: u32, args: &[&str]) -> Out {
+    let started = Instant::now();
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!("trap '' XFSZ; ulimit -f {kib}; exec \"$0\" \"$@\""))
+        .arg(LT)
+        .args(args)
+        .current_dir(&dir.0)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run bash");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        elapsed: started.elapsed(),
+    }
+}
+
+#[test]
+fn when_the_log_cannot_be_written_no_further_call_runs() {
+    if Command::new("bash").arg("-c").arg("true").status().is_err() {
+        return; // no bash: nothing to test with
+    }
+    // The log fills up at a different event each time: whatever the event,
+    // the calls that ran are exactly those whose `scheduled` is on record.
+    for kib in 2..=5 {
+        let dir = TempDir::new(&format!("full-{kib}"));
+        let prog = dir.write("main.lt", MAIN);
+        let tools = dir.tools("");
+        let log = dir.path("capped.jsonl");
+        let out = lt_with_file_cap(
+            &dir,
+            kib,
+            &["run", &prog, "--executors", &tools, "--log", &log],
+        );
+        assert_eq!(out.code, 3, "{kib} KiB: {out:?}");
+        assert!(
+            out.stderr
+                .starts_with("error[run]: the event log could not be written: "),
+            "{kib} KiB: {out:?}"
+        );
+        // The complete lines verify; the cut line is an incomplete tail.
+        let text = std::fs::read_to_string(&log).expect("read the log");
+        let verify = lt(&dir, &["log", "verify", &log, "--json"]);
+        assert_eq!(verify.code, 0, "{kib} KiB: {verify:?}");
+        let complete = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
+        let ev: Vec<Json> = complete
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a complete line is JSON"))
+            .collect();
+        assert_eq!(verify.json()["events"], json!(ev.len()));
+        assert!(ev.len() < 18, "{kib} KiB: the log was cut");
+        assert_invariants(&ev);
+        for tool in ["lookup", "refund"] {
+            assert_ran_as_scheduled(&dir, &ev, tool);
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Dry run and per-tool timeouts
 // ---------------------------------------------------------------------------
@@ -708,7 +811,10 @@ fn a_dry_run_answers_effectful_calls_without_running_them() {
         ("refund", "{Write}", json!({"tx": "dry-1"})),
     ] {
         let call = of_call(&ev, &call_ids(&ev, tool)[0]);
-        let k: Vec<&str> = call.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+        let k: Vec<&str> = call
+            .iter()
+            .map(|e| e["kind"].as_str().expect("a string"))
+            .collect();
         assert_eq!(
             k,
             ["proposed", "decided", "completed"],
@@ -859,7 +965,7 @@ fn profile_errors_stop_before_anything_runs() {
     // The [profile] of tools.toml: positions in tools.toml.
     let tools = dir.path("tools.toml");
     let line = std::fs::read_to_string(dir.tools(""))
-        .unwrap()
+        .expect("read tools.toml")
         .lines()
         .count()
         + 4;
@@ -921,7 +1027,7 @@ fn an_unwritable_log_stops_the_run_before_anything_runs() {
     let prog = dir.write("main.lt", MAIN);
     let tools = dir.tools("");
     let folder = dir.path("a-folder");
-    std::fs::create_dir(&folder).unwrap();
+    std::fs::create_dir(&folder).expect("create a folder");
     for path in [folder.as_str(), "/nonexistent/dir/x.jsonl"] {
         let out = lt(&dir, &["run", &prog, "--executors", &tools, "--log", path]);
         assert_eq!(out.code, 2, "{out:?}");
@@ -968,7 +1074,7 @@ fn an_unwritable_log_stops_the_run_before_anything_runs() {
 fn a_log(dir: &TempDir) -> String {
     let (out, log) = run_main(dir, "", &[]);
     assert_eq!(out.code, 0, "{out:?}");
-    let text = std::fs::read_to_string(log).unwrap();
+    let text = std::fs::read_to_string(log).expect("read the log");
     assert_eq!(text.lines().count(), 18);
     text
 }
@@ -995,7 +1101,7 @@ fn assert_broken(dir: &TempDir, name: &str, text: &str, line: usize, kind: &str,
     assert!(
         j["problem"]["message"]
             .as_str()
-            .unwrap()
+            .expect("a message")
             .starts_with(message),
         "{name}: {j}"
     );
@@ -1096,7 +1202,7 @@ fn verify_finds_the_line_of_each_kind_of_damage() {
 fn a_last_line_cut_short_is_reported_but_not_a_failure() {
     let dir = TempDir::new("tail");
     let text = a_log(&dir);
-    let last_start = text[..text.len() - 1].rfind('\n').unwrap() + 1;
+    let last_start = text[..text.len() - 1].rfind('\n').expect("two lines") + 1;
     let cut = &text[..last_start + (text.len() - last_start) / 2];
     let path = dir.write("cut.jsonl", cut);
 
@@ -1196,7 +1302,7 @@ fn an_unreadable_log_is_exit_2() {
     let dir = TempDir::new("unreadable");
     let missing = dir.path("missing.jsonl");
     let folder = dir.path("folder");
-    std::fs::create_dir(&folder).unwrap();
+    std::fs::create_dir(&folder).expect("create a folder");
     for path in [&missing, &folder] {
         for args in [
             vec!["log", "verify", path.as_str()],

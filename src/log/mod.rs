@@ -25,8 +25,10 @@
 //! of its event *with* `hash`, and the verifier checks that too, so no edit
 //! of a line's bytes goes unnoticed, not even one that keeps its meaning.
 //!
-//! **Flush before the side effect.** [`LogWriter::append`] writes the whole
-//! line with one `write` and flushes before it returns, and the control
+//! **Flush before the side effect.** [`LogWriter::append`] writes every
+//! event that records or precedes an action (`scheduled`, outcomes,
+//! denials, session start and end) with one `write`, together with the
+//! `proposed`/allowing `decided` lines buffered before it, and the control
 //! plane appends `scheduled` before it starts a call. So if `lt` dies
 //! during a call, the log still says the call may have happened (and its
 //! idempotency key). No `fsync`: the line is in the operating system, which
