@@ -2,7 +2,19 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().collect();
+    let mut args: Vec<String> = Vec::new();
+    for arg in std::env::args_os() {
+        match arg.into_string() {
+            Ok(a) => args.push(a),
+            Err(bad) => {
+                eprintln!(
+                    "error: the argument {} is not valid UTF-8; lt takes UTF-8 paths and options",
+                    bad.to_string_lossy()
+                );
+                return ExitCode::from(2);
+            }
+        }
+    }
     // Deeply nested programs are bounded by the parser's depth limit, and the
     // checker grows its stack on demand; a large main stack covers the rest
     // (for example dropping a very deep inferred type).

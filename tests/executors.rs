@@ -1066,10 +1066,13 @@ fn deeply_nested_output_is_json() {
         command = ["cat"]
 
         [tools.deep]
-        command = ["python3", "-c", "import sys; n = int(sys.argv[1]); print('[' * n + '7' + ']' * n)", "100000"]
+        command = ["python3", "-c", "import sys; n = int(sys.argv[1]); print('[' * n + '7' + ']' * n)", "9000"]
 
         [tools.deep_garbage]
-        command = ["python3", "-c", "n = 100000; print('[' * n + '7' + ']' * n + ' x')"]
+        command = ["python3", "-c", "n = 9000; print('[' * n + '7' + ']' * n + ' x')"]
+
+        [tools.too_deep]
+        command = ["python3", "-c", "n = 1600000; print('[' * n)"]
         "#,
     );
     // lt sends a 1,000-deep argument; `cat` sends it back.
@@ -1078,13 +1081,24 @@ fn deeply_nested_output_is_json() {
         .call("cat", deep.clone())
         .expect("a 1,000-deep list is JSON");
     assert_eq!(out, deep);
-    // 100,000 levels: far past any recursion limit or default stack.
-    let out = f.call("deep", json!(null)).expect("a 100,000-deep list");
-    assert_eq!(depth(&out), 100_000);
+    // 9,000 levels: far past serde_json's recursion limit (128).
+    let out = f.call("deep", json!(null)).expect("a 9,000-deep list");
+    assert_eq!(depth(&out), 9_000);
     lt::runtime::boundary::drop_deep(out);
     let (kind, message) = failure(f.call("deep_garbage", json!(null)));
     assert_eq!(kind, FailureKind::BadOutput);
     assert!(message.contains("trailing characters"), "{message}");
+    // Deeper than MAX_OUTPUT_DEPTH: refused before parsing, at once (the
+    // parser's error path is quadratic in the depth: 1.6 M unclosed
+    // brackets took it 51 s).
+    let started = Instant::now();
+    let (kind, message) = failure(f.call("too_deep", json!(null)));
+    assert_eq!(kind, FailureKind::BadOutput);
+    assert!(
+        message.contains("it is nested more than 10000 levels deep"),
+        "{message}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
 }
 
 /// Answers every request on `listener` with `body` (200, JSON).

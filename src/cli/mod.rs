@@ -147,6 +147,9 @@ pub enum Command {
         /// Longest list a tool may return (longer: that call is an Err).
         #[arg(long, value_name = "N", default_value_t = Limits::default().max_list_len)]
         max_list_len: usize,
+        /// Most MiB all strings built by `++` may add up to.
+        #[arg(long, value_name = "MIB", default_value_t = 4096)]
+        max_concat_mb: usize,
         /// Colour the diagnostics.
         #[arg(long, value_enum, default_value = "auto")]
         color: Color,
@@ -211,6 +214,7 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             max_steps,
             timeout_ms,
             max_list_len,
+            max_concat_mb,
             color,
             profile,
             log,
@@ -220,6 +224,7 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
                 max_steps,
                 timeout: (timeout_ms > 0).then(|| std::time::Duration::from_millis(timeout_ms)),
                 max_list_len,
+                max_string_total_bytes: max_concat_mb.saturating_mul(1024 * 1024),
                 ..Limits::default()
             };
             run::run(&run::RunOptions {

@@ -142,8 +142,14 @@ pub fn run(opts: &RunOptions) -> u8 {
     };
     let elapsed = started.elapsed();
     let _ = plane.record(super::session::ended(&file, &ir, &result, stats));
-    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
-    if let Some(msg) = plane.log_error() {
+    let log_error = plane.log_error().map(str::to_string);
+    // The log file is closed (its buffer written) before the value is shown.
+    drop(plane);
+    // The runtime stays up while the value is printed (its signal task
+    // keeps SIGINT/SIGTERM working if stdout blocks); it is shut down when
+    // this function returns.
+    let _runtime = ShutdownOnDrop(Some(runtime));
+    if let Some(msg) = log_error {
         let e = RunError::new(
             crate::runtime::limits::RunErrorKind::Internal,
             ir.node(ir.root).span,
@@ -180,6 +186,17 @@ pub fn run(opts: &RunOptions) -> u8 {
             EXIT_OK
         }
         Err(e) => report_failure(opts, &file, &e, stats, Some(&ir)),
+    }
+}
+
+/// Shuts the runtime down (waiting at most 2 s for its tasks) when dropped.
+struct ShutdownOnDrop(Option<tokio::runtime::Runtime>);
+
+impl Drop for ShutdownOnDrop {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_timeout(std::time::Duration::from_secs(2));
+        }
     }
 }
 

@@ -368,6 +368,15 @@ pub(crate) fn parse_output(name: &str, stdout: &[u8], stderr: &str) -> Outcome {
     if stdout.iter().all(u8::is_ascii_whitespace) {
         return Ok(Json::Null);
     }
+    if let Err(why) = super::text::check_shape(stdout) {
+        return Err(ToolFailure {
+            kind: FailureKind::BadOutput,
+            message: format!(
+                "tool {name} returned output that lt refuses: {why}{}",
+                stderr_suffix(stderr)
+            ),
+        });
+    }
     parse_json(stdout).map_err(|e| ToolFailure {
         kind: FailureKind::BadOutput,
         message: format!(

@@ -143,6 +143,12 @@ impl HttpTool {
         if body.iter().all(u8::is_ascii_whitespace) {
             return Ok(Json::Null);
         }
+        if let Err(why) = super::text::check_shape(&body) {
+            return Err(ToolFailure {
+                kind: FailureKind::BadOutput,
+                message: format!("tool {name} returned a body that lt refuses: {why}"),
+            });
+        }
         parse_json(&body).map_err(|e| ToolFailure {
             kind: FailureKind::BadOutput,
             message: format!(

@@ -93,6 +93,55 @@ pub(crate) fn stderr_suffix(stderr: &str) -> String {
     }
 }
 
+/// The deepest nesting a tool's output may have. lt's own types nest at
+/// most about a thousand levels (the parser's depth limit), so deeper
+/// output could never be valid; refusing it before parsing also keeps the
+/// parser's error path, which is quadratic in the depth, away from it.
+pub const MAX_OUTPUT_DEPTH: usize = 10_000;
+
+/// The most JSON values (counting every array, object, and scalar) a tool's
+/// output may hold, checked before parsing: parsed values take many times
+/// the bytes of their text.
+pub const MAX_OUTPUT_VALUES: usize = 10_000_000;
+
+/// Why `bytes` is refused before parsing: too deep or too many values. One
+/// linear pass that skips string contents.
+pub(crate) fn check_shape(bytes: &[u8]) -> Result<(), String> {
+    let (mut depth, mut values, mut in_string, mut escaped) = (0usize, 1usize, false, false);
+    for &b in bytes {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                values += 1;
+                if depth > MAX_OUTPUT_DEPTH {
+                    return Err(format!(
+                        "it is nested more than {MAX_OUTPUT_DEPTH} levels deep"
+                    ));
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            b',' => {
+                values += 1;
+                if values > MAX_OUTPUT_VALUES {
+                    return Err(format!("it holds more than {MAX_OUTPUT_VALUES} values"));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Parses one JSON value (whitespace around it allowed) at any nesting
 /// depth, without overflowing the stack, also when the input is invalid
 /// after a deep prefix.

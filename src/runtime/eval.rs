@@ -181,7 +181,7 @@ impl<'a> Machine<'a> {
                             self.limits.max_string_total_bytes
                         ),
                     )
-                    .with_help("build less text: join only what the result needs"),
+                    .with_help("build less text (each `++` copies both sides), or raise the budget with --max-concat-mb N"),
                 ));
             }
         }

@@ -30,8 +30,9 @@ pub struct Limits {
     /// result is that call's `Err`) or the final value (values share
     /// structure, so a short program can describe a huge one). Default 10,000,000.
     pub max_value_nodes: usize,
-    /// Most bytes all the strings built by `++` in a run may add up to (a
-    /// bound on the memory a pure program can take). Default 256 MiB.
+    /// Most bytes all the strings built by `++` in a run may add up to, in
+    /// total (bytes copied, not bytes alive: a bound on the memory a pure
+    /// program can take through strings). Default 4 GiB.
     pub max_string_total_bytes: usize,
 }
 
@@ -44,7 +45,7 @@ impl Default for Limits {
             max_list_len: 10_000_000,
             max_string_bytes: 16 * 1024 * 1024,
             max_value_nodes: 10_000_000,
-            max_string_total_bytes: 256 * 1024 * 1024,
+            max_string_total_bytes: 4 * 1024 * 1024 * 1024,
         }
     }
 }
