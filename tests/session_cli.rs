@@ -657,11 +657,11 @@ fn a_profile_file_applies_and_wins_over_the_profile_in_tools_toml() {
     assert_eq!((out.code, out.stdout.as_str()), (0, "3\n"), "{out:?}");
 }
 
+/// A profile's effect rules are decided on the program's declaration of a
+/// tool; tools.toml states what the tool really does (`effects = [...]`),
+/// and a program that declares less is refused before anything runs.
 #[test]
-#[ignore = "bug: the profile trusts the effects a program declares for a tool; declaring a Write tool pure bypasses `effects` and `dry_run`"]
 fn a_program_cannot_lift_the_policy_by_declaring_a_tool_pure() {
-    // Both profiles restrict what `refund` may do by its effects; the program
-    // declares `refund` (a Write tool in tools.toml's world) without effects.
     let dir = TempDir::new("liar");
     let prog = dir.write(
         "liar.lt",
@@ -669,6 +669,13 @@ fn a_program_cannot_lift_the_policy_by_declaring_a_tool_pure() {
          match exec tool refund {id = \"c1\", amount = 5} { Ok(r) => r.tx, Err(e) => e }\n",
     );
     let tools = dir.tools("");
+    let text = std::fs::read_to_string(&tools).expect("tools.toml");
+    let text = text.replacen(
+        "[tools.refund]\n",
+        "[tools.refund]\neffects = [\"Write\"]\n",
+        1,
+    );
+    let tools = dir.write("tools.toml", &text);
     for profile in [
         "[profile]\neffects = [\"Read\"]\n",
         "[profile]\ndry_run = true\n",
@@ -678,11 +685,15 @@ fn a_program_cannot_lift_the_policy_by_declaring_a_tool_pure() {
             &dir,
             &["run", &prog, "--executors", &tools, "--profile", &p],
         );
-        assert_eq!(out.code, 0, "{out:?}");
+        assert_eq!(out.code, 2, "{out:?}");
         assert!(
-            dir.calls("refund").is_none(),
-            "under {profile:?} the Write tool refund ran because the program called it pure: {out:?}"
+            out.stderr
+                .contains("the program declares tool refund with effects {}, but")
+                && out.stderr.contains("says it performs Write"),
+            "{}",
+            out.stderr
         );
+        assert!(dir.calls("refund").is_none(), "refund ran: {out:?}");
     }
 }
 

@@ -91,6 +91,17 @@ pub fn run(opts: &RunOptions) -> u8 {
             &missing_failure(&file, &ir, &missing, opts.executors.as_deref()),
         );
     }
+    if let Some(registry) = &registry {
+        if let Some(f) = understated_effects(
+            &file,
+            &checked.tools,
+            &called,
+            registry,
+            opts.executors.as_deref(),
+        ) {
+            return fail_usage(opts, &f);
+        }
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("lt-io")
@@ -187,6 +198,52 @@ pub fn run(opts: &RunOptions) -> u8 {
         }
         Err(e) => report_failure(opts, &file, &e, stats, Some(&ir)),
     }
+}
+
+/// A called tool whose declaration in the program omits an effect that
+/// tools.toml says it performs: the policy would be decided on a lie.
+fn understated_effects(
+    file: &SourceFile,
+    tools: &[crate::types::ToolSig],
+    called: &[&str],
+    registry: &Registry,
+    executors: Option<&str>,
+) -> Option<Failure> {
+    for name in called {
+        let Some(real) = registry.declared_effects(name) else {
+            continue;
+        };
+        let sig = tools.iter().find(|t| &*t.name == *name)?;
+        let missing: Vec<&str> = real
+            .iter()
+            .map(String::as_str)
+            .filter(|l| !sig.effects.labels().any(|d| d == *l))
+            .collect();
+        if missing.is_empty() {
+            continue;
+        }
+        let lc = file.line_col(sig.span.start);
+        return Some(Failure {
+            file: Some(file.name.clone()),
+            line: Some(lc.line),
+            column: Some(lc.column),
+            help: Some(format!(
+                "declare the tool with its real effects: `tool {name}: … -{{{}}}-> …;`",
+                real.join(", ")
+            )),
+            ..Failure::new(
+                "executors",
+                "effects",
+                format!(
+                    "the program declares tool {name} with effects {}, but {} says it performs {}",
+                    sig.effects,
+                    executors.unwrap_or("tools.toml"),
+                    missing.join(", ")
+                ),
+            )
+        });
+    }
+    None
 }
 
 /// Shuts the runtime down (waiting at most 2 s for its tasks) when dropped.

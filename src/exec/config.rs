@@ -73,6 +73,8 @@ impl std::error::Error for ConfigError {}
 pub struct Registry {
     origin: String,
     tools: BTreeMap<String, Tool>,
+    /// The effects each tool really performs, where tools.toml says.
+    effects: BTreeMap<String, Vec<String>>,
 }
 
 /// One tool's executor.
@@ -136,8 +138,27 @@ impl Registry {
         })?;
         let folder = absolute(folder);
         let mut tools = BTreeMap::new();
-        for (name, table) in raw.tools {
+        let mut effects = BTreeMap::new();
+        for (name, mut table) in raw.tools {
             let span = table.span();
+            if let Some(labels) = table.get_mut().effects.take() {
+                let at = labels.span();
+                let labels = labels.into_inner();
+                if let Some(bad) = labels.iter().find(|l| {
+                    !(l.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+                        && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+                }) {
+                    return Err(err(
+                        Some(at),
+                        format!("tool {name}: `{bad}` is not an effect label"),
+                        Some("effect labels are capitalised names: Read, Write, Network, or your own (Payment)".into()),
+                    ));
+                }
+                effects.insert(
+                    name.clone(),
+                    labels.into_iter().filter(|l| l != "Pure").collect(),
+                );
+            }
             let tool = build_tool(&name, table.into_inner(), &folder)
                 .map_err(|e| err(Some(e.span.unwrap_or(span.clone())), e.message, e.help))?;
             tools.insert(name, tool);
@@ -145,7 +166,16 @@ impl Registry {
         Ok(Registry {
             origin: origin.to_string(),
             tools,
+            effects,
         })
+    }
+
+    /// The effects tools.toml says `tool` performs (`effects = ["Write"]`),
+    /// if it says. The program's declaration of the tool must include them:
+    /// policy (effect grants, dry run) is decided on the program's
+    /// declaration, which tools.toml keeps honest.
+    pub fn declared_effects(&self, tool: &str) -> Option<&[String]> {
+        self.effects.get(tool).map(Vec::as_slice)
     }
 
     /// The names among `names` that have no executor, in the order given,
@@ -242,6 +272,7 @@ struct RawFile {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a tool table")]
 struct RawTool {
+    effects: Option<Spanned<Vec<String>>>,
     command: Option<Spanned<Vec<Spanned<String>>>>,
     cwd: Option<Spanned<String>>,
     env: Option<Spanned<BTreeMap<Spanned<String>, Spanned<String>>>>,
