@@ -502,11 +502,21 @@ impl<H: Host> Host for Verbose<'_, H> {
     }
 }
 
+/// At most `max` characters of `s` on one line: control characters (a
+/// tool's ANSI escapes, `\r`, newlines) are shown escaped, so a progress
+/// line stays one line.
 fn excerpt(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let head: String = s.chars().take(max).collect();
-        format!("{head}…")
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i == max {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
     }
+    out
 }

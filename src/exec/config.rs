@@ -91,13 +91,32 @@ impl Registry {
     /// read (the message names the path and the OS error), it is not TOML, or
     /// a table breaks a rule of `docs/executors.md`.
     pub fn load(path: &Path) -> Result<Registry, ConfigError> {
+        use std::io::Read as _;
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        let fail = |message: String| ConfigError {
             path: origin.clone(),
             line: None,
             column: None,
-            message: format!("cannot read the tool configuration: {e}"),
+            message,
             help: None,
+        };
+        // At most 16 MiB: a tools.toml is a few KiB; this keeps `/dev/zero`
+        // (or a wrong path to a big file) from taking the memory.
+        const MAX_BYTES: u64 = 16 * 1024 * 1024;
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_BYTES + 1).read_to_end(&mut bytes))
+            .map_err(|e| fail(format!("cannot read the tool configuration: {e}")))?;
+        if bytes.len() as u64 > MAX_BYTES {
+            return Err(fail(
+                "the tool configuration is larger than 16 MiB; is this the right file?".into(),
+            ));
+        }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            fail(format!(
+                "the tool configuration is not UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ))
         })?;
         let folder = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,

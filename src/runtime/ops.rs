@@ -134,7 +134,22 @@ pub fn equal(
     match (a, b) {
         (Value::Int(p), Value::Int(q)) => return Ok(p == q),
         (Value::Bool(p), Value::Bool(q)) => return Ok(p == q),
-        (Value::Str(p), Value::Str(q)) => return Ok(p == q),
+        (Value::Str(p), Value::Str(q)) => {
+            // Comparing long strings is charged by length, like building them.
+            *steps += (p.len().min(q.len()) / 64) as u64;
+            if *steps > limits.max_steps {
+                return Err(RunError::new(
+                    RunErrorKind::StepLimit,
+                    span,
+                    format!(
+                        "step limit of {} exceeded while comparing strings",
+                        limits.max_steps
+                    ),
+                )
+                .with_help("raise the limit with --max-steps N"));
+            }
+            return Ok(p == q);
+        }
         (Value::Unit, Value::Unit) => return Ok(true),
         _ => {}
     }
