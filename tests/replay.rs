@@ -17,7 +17,7 @@ use lt::runtime::eval::run;
 use lt::runtime::host::{CallRequest, FailureKind, Host, Outcome, ToolFailure};
 use lt::runtime::limits::Limits;
 use quickcheck::{Arbitrary, Gen, QuickCheck};
-use serde_json::json;
+use serde_json::{json, Value as Json};
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
@@ -311,4 +311,95 @@ fn replay_reports_the_first_different_call() {
     assert_eq!(d.seq, 1);
     assert_eq!(d.expected, "a call of lookup (n1) with \"c1\"");
     assert_eq!(d.issued, "a call of lookup (n1) with \"c2\"");
+}
+
+/// Runs `src` (one tool `t`, answering `answer`) under `limits`, logged.
+fn logged(src: &str, answer: Json, limits: &Limits) -> (Ir, MemoryLog, Json) {
+    let ir = lower(&lt::types::check_source(src).into_checked().expect("ok")).expect("lowered");
+    struct Answer(Json);
+    impl Host for Answer {
+        fn call(&mut self, _: CallRequest<'_>) -> Outcome {
+            Ok(self.0.clone())
+        }
+    }
+    let log = MemoryLog::new(SESSION).expect("log");
+    let mut plane = ControlPlane::new(
+        Answer(answer),
+        Profile::default(),
+        &ir.tools,
+        log,
+        SESSION.into(),
+    )
+    .with_limits(limits.clone());
+    plane
+        .record(started(&Profile::default()))
+        .expect("recorded");
+    let (value, _) = run(&ir, &mut plane, limits);
+    let value = value.expect("ran").to_json();
+    let log = plane.into_sink();
+    (ir, log, value)
+}
+
+#[test]
+fn the_logged_result_is_what_the_program_received_under_the_list_limit() {
+    let src =
+        "tool t: Int -{Read}-> List Int;\nmatch exec tool t 1 { Ok(l) => \"ok\", Err(e) => e }\n";
+    let limits = Limits {
+        max_list_len: 2,
+        ..Limits::default()
+    };
+    let (ir, log, value) = logged(src, json!([1, 2, 3]), &limits);
+    let expected = "tool t returned an invalid result: a list of 3 items, more than the limit of 2";
+    assert_eq!(value, json!(expected));
+    let result = log
+        .events()
+        .iter()
+        .find_map(|e| match &e.body {
+            EventBody::Completed { result, .. } => Some(result.clone()),
+            _ => None,
+        })
+        .expect("completed");
+    assert_eq!(result, json!({ "Err": expected }));
+    // Replay under the same limits reproduces it.
+    let mut replay =
+        ReplayHost::new(log.events(), Profile::default(), &ir.tools).with_limits(limits.clone());
+    let (again, _) = run(&ir, &mut replay, &limits);
+    assert!(replay.divergence().is_none(), "{:?}", replay.divergence());
+    assert_eq!(again.expect("ran").to_json(), value);
+}
+
+#[test]
+fn an_edited_result_is_a_divergence() {
+    let src =
+        "tool t: Int -{Read}-> {id: Int};\nmatch exec tool t 1 { Ok(r) => r.id, Err(e) => 0 }\n";
+    let limits = Limits::default();
+    let (ir, log, _) = logged(src, json!({"id": 5}), &limits);
+    let mut events = log.into_events();
+    for e in &mut events {
+        if let EventBody::Completed { result, .. } = &mut e.body {
+            *result = json!({"Err": "boom"});
+        }
+    }
+    let mut replay = ReplayHost::new(&events, Profile::default(), &ir.tools);
+    let _ = run(&ir, &mut replay, &limits);
+    let d = replay.divergence().expect("diverges");
+    assert!(!d.log_ended);
+    assert_eq!(d.expected, "the result {\"Err\":\"boom\"} for n1");
+    assert_eq!(
+        d.issued,
+        "the result {\"Ok\":{\"id\":5}}, which the recorded output gives"
+    );
+}
+
+#[test]
+fn a_log_cut_short_is_reported_as_ended() {
+    let src =
+        "tool t: Int -{Read}-> {id: Int};\nmatch exec tool t 1 { Ok(r) => r.id, Err(e) => 0 }\n";
+    let (ir, log, _) = logged(src, json!({"id": 5}), &Limits::default());
+    // Keep session_started, proposed, decided, scheduled: the outcome is lost.
+    let events: Vec<_> = log.events()[..4].to_vec();
+    let mut replay = ReplayHost::new(&events, Profile::default(), &ir.tools);
+    let _ = run(&ir, &mut replay, &Limits::default());
+    let d = replay.divergence().expect("diverges");
+    assert!(d.log_ended, "{d}");
 }

@@ -122,25 +122,87 @@ pub fn run(opts: &ReplayOptions) -> u8 {
     };
     let recorded = |key: &str| limits.get(key).and_then(serde_json::Value::as_u64);
     let defaults = Limits::default();
+    let size = |key: &str, default: usize| {
+        recorded(key)
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(default)
+    };
     let limits = Limits {
         max_calls: recorded("max_calls").unwrap_or(defaults.max_calls),
         max_steps: recorded("max_steps").unwrap_or(defaults.max_steps),
-        // Replay calls no tool: the wall clock is not part of the session.
+        // Replay calls no tool: the wall clock is not part of the session
+        // (a session the clock stopped is compared up to that point).
         timeout: None,
-        ..defaults
+        max_list_len: size("max_list_len", defaults.max_list_len),
+        max_string_bytes: size("max_string_bytes", defaults.max_string_bytes),
+        max_value_nodes: size("max_value_nodes", defaults.max_value_nodes),
+        max_string_total_bytes: size("max_string_total_bytes", defaults.max_string_total_bytes),
     };
-    let mut host = ReplayHost::new(&events, profile, &ir.tools);
+    let mut host = ReplayHost::new(&events, profile, &ir.tools).with_limits(limits.clone());
     let (result, stats) = eval::run(&ir, &mut host, &limits);
-    if let Some(d) = host.divergence() {
-        return fail(opts, EXIT_DIAGNOSTICS, "non_determinism", &d.to_string());
-    }
-    let ended = host.remaining().iter().find_map(|e| match &e.body {
-        EventBody::SessionEnded { status, value, .. } => Some((status.clone(), value.clone())),
+    let ended = events.iter().find_map(|e| match &e.body {
+        EventBody::SessionEnded {
+            status,
+            value,
+            error,
+            ..
+        } => Some((status.clone(), value.clone(), error.clone())),
         _ => None,
+    });
+    // A session the wall clock stopped cannot be replayed past that point
+    // (replay has no clock): it matches when every recorded call was made.
+    let timed_out = ended.as_ref().is_some_and(|(_, _, e)| {
+        e.as_ref()
+            .and_then(|e| e.get("kind"))
+            .and_then(|k| k.as_str())
+            == Some("timeout")
+    });
+    let all_made = host
+        .remaining()
+        .iter()
+        .all(|e| matches!(e.body, EventBody::SessionEnded { .. }));
+    if timed_out && (all_made || host.divergence().is_some_and(|d| d.log_ended)) {
+        if opts.json {
+            out!(
+                "{}",
+                json!({"ok": true, "calls": host.calls(), "status": "error", "timed_out": true})
+            );
+        } else {
+            out!(
+                "replay matches the log up to where the run timed out: {} calls, the same decisions and outcomes",
+                host.calls()
+            );
+        }
+        return EXIT_OK;
+    }
+    if let Some(d) = host.divergence() {
+        let kind = if d.log_ended && ended.is_none() {
+            "incomplete"
+        } else {
+            "non_determinism"
+        };
+        let msg = if kind == "incomplete" {
+            format!("the log ends before the session did (it was cut short, e.g. by a crash): {d}")
+        } else {
+            format!("non-determinism {d}")
+        };
+        return fail(opts, EXIT_DIAGNOSTICS, kind, &msg);
+    }
+    // An error session is compared by its error's kind and message.
+    let ended = ended.map(|(status, value, error)| {
+        let value = if status == "ok" {
+            value
+        } else {
+            error.map(|e| json!({"kind": e.get("kind"), "message": e.get("message")}))
+        };
+        (status, value)
     });
     let replayed = match &result {
         Ok(v) => ("ok".to_string(), Some(v.to_json())),
-        Err(e) => ("error".to_string(), Some(json!(e.message))),
+        Err(e) => (
+            "error".to_string(),
+            Some(json!({"kind": e.kind.as_str(), "message": e.message})),
+        ),
     };
     match ended {
         None => fail(
@@ -153,7 +215,7 @@ pub fn run(opts: &ReplayOptions) -> u8 {
                 replayed.0
             ),
         ),
-        Some((status, value)) if status == replayed.0 && (status != "ok" || value == replayed.1) => {
+        Some((status, value)) if status == replayed.0 && value == replayed.1 => {
             if opts.json {
                 out!(
                     "{}",

@@ -135,7 +135,8 @@ pub fn run(opts: &RunOptions) -> u8 {
         Ok(s) => s,
         Err(f) => return fail_usage(opts, &f),
     };
-    let mut plane = ControlPlane::new(host, session.profile, &ir.tools, session.sink, session.id);
+    let mut plane = ControlPlane::new(host, session.profile, &ir.tools, session.sink, session.id)
+        .with_limits(opts.limits.clone());
     if let Err(msg) = plane.record(session.started) {
         return fail_usage(opts, &Failure::new("log", "log", msg));
     }
@@ -278,13 +279,13 @@ fn called_tools(ir: &Ir) -> Vec<&str> {
 /// Why a run could not start: the stage, a kind, the message, where (a
 /// file and position, when known) and a hint.
 pub(super) struct Failure {
-    stage: &'static str,
-    kind: &'static str,
-    message: String,
-    file: Option<String>,
-    line: Option<usize>,
-    column: Option<usize>,
-    help: Option<String>,
+    pub(super) stage: &'static str,
+    pub(super) kind: &'static str,
+    pub(super) message: String,
+    pub(super) file: Option<String>,
+    pub(super) line: Option<usize>,
+    pub(super) column: Option<usize>,
+    pub(super) help: Option<String>,
 }
 
 impl Failure {

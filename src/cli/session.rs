@@ -61,6 +61,27 @@ pub(super) fn start(opts: &RunOptions, file: &SourceFile) -> Result<Session, Fai
     } else {
         profile
     };
+    if let Some(log) = &opts.log {
+        let same = |other: &str| match (std::fs::canonicalize(log), std::fs::canonicalize(other)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        };
+        let inputs = [
+            Some(&opts.file),
+            opts.executors.as_ref(),
+            opts.profile.as_ref(),
+        ];
+        if let Some(input) = inputs.into_iter().flatten().find(|i| same(i)) {
+            return Err(Failure {
+                help: Some("write the log to a file of its own, e.g. `--log session.jsonl`".into()),
+                ..Failure::new(
+                    "log",
+                    "usage",
+                    format!("--log {log} would overwrite {input}, an input of this run"),
+                )
+            });
+        }
+    }
     let id = new_session_id();
     let sink: Box<dyn EventSink> = match &opts.log {
         Some(path) => Box::new(LogWriter::create(path, id.clone()).map_err(|e| {

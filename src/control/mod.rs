@@ -23,6 +23,7 @@ pub mod replay;
 use crate::log::{Decision as Verdict, EventBody, EventSink};
 use crate::runtime::boundary;
 use crate::runtime::host::{CallRequest, FailureKind, Host, Outcome, ToolFailure};
+use crate::runtime::limits::Limits;
 use crate::types::{ToolSig, Type};
 use pipeline::Pipeline;
 use profile::Profile;
@@ -36,6 +37,7 @@ pub struct ControlPlane<'a, H: Host, S: EventSink> {
     sink: S,
     session: String,
     log_error: Option<String>,
+    limits: Limits,
 }
 
 impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
@@ -49,7 +51,15 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
             sink,
             session,
             log_error: None,
+            limits: Limits::default(),
         }
+    }
+
+    /// The run's limits, so that the `result` the log records is what the
+    /// program receives (list length and value bounds apply).
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// Records an event; a failure is kept (the first one) and returned.
@@ -92,10 +102,17 @@ fn unavailable(message: String) -> ToolFailure {
     }
 }
 
-/// The program's view of an outcome, as logged in `result`.
-fn result_json(tool: &ToolSig, outcome: &Outcome) -> Json {
+/// The program's view of an outcome, as logged in `result`: exactly what
+/// the interpreter gives the program under `limits`.
+pub fn result_json(tool: &ToolSig, outcome: &Outcome, limits: &Limits) -> Json {
     match outcome {
-        Ok(json) => match boundary::tool_result(&tool.name, json, &tool.output) {
+        Ok(json) => match boundary::program_result(
+            &tool.name,
+            json,
+            &tool.output,
+            limits.max_list_len,
+            limits.max_value_nodes,
+        ) {
             Ok(v) => json!({ "Ok": v.to_json() }),
             Err(msg) => json!({ "Err": msg }),
         },
@@ -164,7 +181,7 @@ impl<H: Host, S: EventSink> Host for ControlPlane<'_, H, S> {
                 .and_then(|p| p.dry_run_result)
                 .unwrap_or_else(|| empty_json(&tool.output));
             let outcome: Outcome = Ok(output.clone());
-            let result = result_json(tool, &outcome);
+            let result = result_json(tool, &outcome, &self.limits);
             self.record(EventBody::Completed {
                 call_id,
                 output,
@@ -190,7 +207,7 @@ impl<H: Host, S: EventSink> Host for ControlPlane<'_, H, S> {
             idempotency_key: Some(&key),
             ..request
         });
-        let result = result_json(tool, &outcome);
+        let result = result_json(tool, &outcome, &self.limits);
         let body = match &outcome {
             Ok(output) => EventBody::Completed {
                 call_id,

@@ -15,6 +15,7 @@ use super::pipeline::Pipeline;
 use super::profile::Profile;
 use crate::log::{Decision, Event, EventBody};
 use crate::runtime::host::{CallRequest, FailureKind, Host, Outcome, ToolFailure};
+use crate::runtime::limits::Limits;
 use crate::types::ToolSig;
 use serde_json::Value as Json;
 
@@ -28,13 +29,16 @@ pub struct Divergence {
     pub expected: String,
     /// What the program did.
     pub issued: String,
+    /// The log simply ended there (a session cut short), rather than
+    /// recording something else.
+    pub log_ended: bool,
 }
 
 impl std::fmt::Display for Divergence {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "non-determinism at event #{}: the log has {}, the program issued {}",
+            "at event #{}: the log has {}, the program issued {}",
             self.seq, self.expected, self.issued
         )
     }
@@ -48,6 +52,7 @@ pub struct ReplayHost<'a> {
     tools: &'a [ToolSig],
     divergence: Option<Divergence>,
     calls: u64,
+    limits: Limits,
 }
 
 fn describe(tool: &str, call_id: &str, arg: &Json) -> String {
@@ -73,7 +78,15 @@ impl<'a> ReplayHost<'a> {
             tools,
             divergence: None,
             calls: 0,
+            limits: Limits::default(),
         }
+    }
+
+    /// The recorded run's limits (list length and value bounds decide what
+    /// a program received for a tool's output).
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// The first divergence, if any.
@@ -101,6 +114,7 @@ impl<'a> ReplayHost<'a> {
         if self.divergence.is_none() {
             self.divergence = Some(Divergence {
                 seq: self.seq(),
+                log_ended: self.next >= self.events.len(),
                 expected,
                 issued,
             });
@@ -208,35 +222,54 @@ impl Host for ReplayHost<'_> {
             }
         }
         let at = self.next;
-        match self.take() {
+        let (outcome, recorded) = match self.take() {
             Some(EventBody::Completed {
-                call_id: c, output, ..
-            }) if *c == call_id => Ok(output.clone()),
+                call_id: c,
+                output,
+                result,
+            }) if *c == call_id => (Ok(output.clone()), result),
             Some(EventBody::Failed {
                 call_id: c,
                 failure,
                 message,
-                ..
-            }) if *c == call_id => Err(ToolFailure {
-                kind: failure_kind(failure),
-                message: message.clone(),
-            }),
+                result,
+            }) if *c == call_id => (
+                Err(ToolFailure {
+                    kind: failure_kind(failure),
+                    message: message.clone(),
+                }),
+                result,
+            ),
             Some(EventBody::TimedOut {
                 call_id: c,
                 message,
-                ..
-            }) if *c == call_id => Err(ToolFailure {
-                kind: FailureKind::TimedOut,
-                message: message.clone(),
-            }),
+                result,
+            }) if *c == call_id => (
+                Err(ToolFailure {
+                    kind: FailureKind::TimedOut,
+                    message: message.clone(),
+                }),
+                result,
+            ),
             other => {
                 let expected = other.map_or(
                     "no more events (the call's outcome was never recorded)".to_string(),
                     |b| format!("a {} event", b.kind()),
                 );
                 self.next = at;
-                self.diverge(expected, format!("the outcome of {issued}"))
+                return self.diverge(expected, format!("the outcome of {issued}"));
             }
+        };
+        // The recorded `result` must be what the recorded output gives the
+        // program: an edited `result` (or output) is caught here.
+        let derived = super::result_json(sig, &outcome, &self.limits);
+        if derived != *recorded {
+            self.next = at;
+            return self.diverge(
+                format!("the result {recorded} for {call_id}"),
+                format!("the result {derived}, which the recorded output gives"),
+            );
         }
+        outcome
     }
 }

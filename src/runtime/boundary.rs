@@ -70,6 +70,23 @@ pub fn tool_result(tool: &str, json: &Json, ty: &Type) -> Result<Value, String> 
     from_json(json, ty).map_err(|e| format!("tool {tool} returned an invalid result: {e}"))
 }
 
+/// What a program receives for a tool's JSON result: the size bounds
+/// ([`check_size`]: list length, value count), then the declared output
+/// type ([`tool_result`]). `Err` is the message of the program's `Err`.
+/// The interpreter, the control plane's log and replay all use this one
+/// function, so the `result` a log records is exactly what the program saw.
+pub fn program_result(
+    tool: &str,
+    json: &Json,
+    output: &Type,
+    max_list_len: usize,
+    max_values: usize,
+) -> Result<Value, String> {
+    check_size(json, max_list_len, max_values)
+        .map_err(|msg| format!("tool {tool} returned an invalid result: {msg}"))?;
+    tool_result(tool, json, output)
+}
+
 /// Drops `value` without recursing once per level of nesting (the default
 /// drop of a `serde_json::Value` does, and a tool result nested a million
 /// levels deep would overflow the stack).

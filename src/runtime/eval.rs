@@ -378,19 +378,15 @@ impl<'a> Machine<'a> {
         });
         let value = match outcome {
             Ok(json) => {
-                let v = match boundary::check_size(
+                let v = match boundary::program_result(
+                    &sig.name,
                     &json,
+                    &sig.output,
                     self.limits.max_list_len,
                     self.limits.max_value_nodes,
                 ) {
-                    Err(msg) => Value::Err(Rc::new(Value::Str(Rc::from(format!(
-                        "tool {} returned an invalid result: {msg}",
-                        sig.name
-                    ))))),
-                    Ok(()) => match boundary::tool_result(&sig.name, &json, &sig.output) {
-                        Ok(v) => Value::Ok(Rc::new(v)),
-                        Err(msg) => Value::Err(Rc::new(Value::Str(Rc::from(msg)))),
-                    },
+                    Ok(v) => Value::Ok(Rc::new(v)),
+                    Err(msg) => Value::Err(Rc::new(Value::Str(Rc::from(msg)))),
                 };
                 boundary::drop_deep(json);
                 v
