@@ -9,10 +9,7 @@
 //! demand, and every value built or thrown away here is dropped without
 //! recursion ([`drop_deep`]).
 
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::Serialize;
-use serde_json::{Map, Value as Json};
-use std::fmt;
+use serde_json::Value as Json;
 
 /// Keeps the first and the last `keep` bytes of a stream of unknown length.
 #[derive(Debug)]
@@ -144,125 +141,17 @@ pub(crate) fn check_shape(bytes: &[u8]) -> Result<(), String> {
 
 /// Parses one JSON value (whitespace around it allowed) at any nesting
 /// depth, without overflowing the stack, also when the input is invalid
-/// after a deep prefix.
+/// after a deep prefix. A repeated key keeps its last value.
 pub(crate) fn parse_json(bytes: &[u8]) -> Result<Json, serde_json::Error> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    de.disable_recursion_limit();
-    let mut value = Deep::deserialize(serde_stacker::Deserializer::new(&mut de))?;
-    // On trailing garbage `value` is dropped here: iteratively (`Deep`).
-    de.end()?;
-    Ok(std::mem::take(&mut value.0))
+    crate::runtime::deep_json::parse_slice(bytes, false)
 }
 
 /// `value` as compact JSON text, at any nesting depth.
 pub(crate) fn to_json_bytes(value: &Json) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut ser = serde_json::Serializer::new(&mut out);
-    // Writing into a Vec cannot fail, and a `Value` always serializes.
-    let _ = value.serialize(serde_stacker::Serializer::new(&mut ser));
-    out
+    crate::runtime::deep_json::to_compact(value)
 }
 
 pub(crate) use crate::runtime::boundary::drop_deep;
-
-/// A JSON value under construction whose drop does not recurse: if parsing
-/// fails after a deep prefix, the partial values are thrown away safely.
-struct Deep(Json);
-
-impl Drop for Deep {
-    fn drop(&mut self) {
-        drop_deep(std::mem::take(&mut self.0));
-    }
-}
-
-/// The elements of an array under construction (see [`Deep`]).
-struct Items(Vec<Json>);
-
-impl Drop for Items {
-    fn drop(&mut self) {
-        drop_deep(Json::Array(std::mem::take(&mut self.0)));
-    }
-}
-
-/// The fields of an object under construction (see [`Deep`]).
-struct Fields(Map<String, Json>);
-
-impl Drop for Fields {
-    fn drop(&mut self) {
-        drop_deep(Json::Object(std::mem::take(&mut self.0)));
-    }
-}
-
-impl<'de> Deserialize<'de> for Deep {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Deep, D::Error> {
-        deserializer.deserialize_any(DeepVisitor)
-    }
-}
-
-/// Builds the same values as `serde_json::Value`'s own visitor.
-struct DeepVisitor;
-
-impl<'de> Visitor<'de> for DeepVisitor {
-    type Value = Deep;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any valid JSON value")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Deep, E> {
-        Ok(Deep(Json::Bool(v)))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Deep, E> {
-        Ok(Deep(Json::from(v)))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Deep, E> {
-        Ok(Deep(Json::from(v)))
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Deep, E> {
-        Ok(Deep(
-            serde_json::Number::from_f64(v).map_or(Json::Null, Json::Number),
-        ))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Deep, E> {
-        Ok(Deep(Json::String(v.to_string())))
-    }
-
-    fn visit_string<E>(self, v: String) -> Result<Deep, E> {
-        Ok(Deep(Json::String(v)))
-    }
-
-    fn visit_unit<E>(self) -> Result<Deep, E> {
-        Ok(Deep(Json::Null))
-    }
-
-    fn visit_none<E>(self) -> Result<Deep, E> {
-        Ok(Deep(Json::Null))
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Deep, D::Error> {
-        Deep::deserialize(deserializer)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Deep, A::Error> {
-        let mut items = Items(Vec::new());
-        while let Some(mut item) = seq.next_element::<Deep>()? {
-            items.0.push(std::mem::take(&mut item.0));
-        }
-        Ok(Deep(Json::Array(std::mem::take(&mut items.0))))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Deep, A::Error> {
-        let mut fields = Fields(Map::new());
-        while let Some((key, mut value)) = map.next_entry::<String, Deep>()? {
-            fields.0.insert(key, std::mem::take(&mut value.0));
-        }
-        Ok(Deep(Json::Object(std::mem::take(&mut fields.0))))
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -1,9 +1,8 @@
 //! JSON text in and out of the log, at any nesting depth.
 //!
 //! A tool may answer with JSON nested thousands of levels deep, and the log
-//! records that output verbatim; so, like the executors (`exec/text.rs`),
-//! the log parses and prints through `serde_stacker`, which grows the stack
-//! on demand, and drops values it throws away without recursion.
+//! records that output verbatim; so the log parses and prints with the
+//! executors' depth-safe JSON (`runtime/deep_json.rs`).
 //!
 //! Reading is stricter than `serde_json::from_str`: an object with the same
 //! key twice is rejected. `serde_json` keeps the last value of a repeated
@@ -11,11 +10,8 @@
 //! reading of a field (`{"seq":99,…,"seq":3,…}`) for a reader that keeps
 //! the first one.
 
-use crate::runtime::boundary::drop_deep;
-use serde::de::{Deserialize, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
 use serde::Serialize;
-use serde_json::{Map, Value as Json};
-use std::fmt;
+use serde_json::Value as Json;
 
 /// Why a line is not JSON: the parser's message and the 1-based column
 /// (in characters' bytes: serde_json counts bytes) where it stopped.
@@ -29,10 +25,7 @@ pub(crate) struct SyntaxError {
 /// Whitespace around the value is allowed here; the canonical-form check
 /// of the verifier rejects it later.
 pub(crate) fn parse_strict(text: &str) -> Result<Json, SyntaxError> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    de.disable_recursion_limit();
-    let parsed = Deep::deserialize(serde_stacker::Deserializer::new(&mut de))
-        .and_then(|mut value| de.end().map(|()| std::mem::take(&mut value.0)));
+    let parsed = crate::runtime::deep_json::parse_str(text, true);
     parsed.map_err(|e| {
         let full = e.to_string();
         // serde_json appends " at line L column C"; the caller knows the line.
@@ -47,18 +40,7 @@ pub(crate) fn parse_strict(text: &str) -> Result<Json, SyntaxError> {
     })
 }
 
-/// Compact JSON text of anything serialisable, at any depth. Object keys
-/// come out in the order the value gives them: for a `serde_json::Value`
-/// that is sorted by bytes (see [`super::event::canonical_bytes`]).
-pub(crate) fn to_compact<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut ser = serde_json::Serializer::new(&mut out);
-    // Writing into a Vec cannot fail and the values here always serialise
-    // (string keys only); an error would leave a truncated text, which the
-    // verifier would then reject rather than accept.
-    let _ = value.serialize(serde_stacker::Serializer::new(&mut ser));
-    out
-}
+pub(crate) use crate::runtime::deep_json::to_compact;
 
 /// A `std::io::Write` that keeps at most `limit` bytes and then fails, so
 /// that printing a huge value to show its first 100 characters stops early.
@@ -109,115 +91,10 @@ pub(crate) fn cut(text: &str, chars: usize, more: bool) -> String {
     out
 }
 
-/// A JSON value under construction whose drop does not recurse.
-struct Deep(Json);
-
-impl Drop for Deep {
-    fn drop(&mut self) {
-        drop_deep(std::mem::take(&mut self.0));
-    }
-}
-
-/// The elements of an array under construction (see [`Deep`]).
-struct Items(Vec<Json>);
-
-impl Drop for Items {
-    fn drop(&mut self) {
-        drop_deep(Json::Array(std::mem::take(&mut self.0)));
-    }
-}
-
-/// The fields of an object under construction (see [`Deep`]).
-struct Fields(Map<String, Json>);
-
-impl Drop for Fields {
-    fn drop(&mut self) {
-        drop_deep(Json::Object(std::mem::take(&mut self.0)));
-    }
-}
-
-impl<'de> Deserialize<'de> for Deep {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Deep, D::Error> {
-        deserializer.deserialize_any(DeepVisitor)
-    }
-}
-
-/// Builds the same values as `serde_json::Value`'s own visitor, except
-/// that a repeated key is an error.
-struct DeepVisitor;
-
-impl<'de> Visitor<'de> for DeepVisitor {
-    type Value = Deep;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any valid JSON value")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Deep, E> {
-        Ok(Deep(Json::Bool(v)))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Deep, E> {
-        Ok(Deep(Json::from(v)))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Deep, E> {
-        Ok(Deep(Json::from(v)))
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Deep, E> {
-        Ok(Deep(
-            serde_json::Number::from_f64(v).map_or(Json::Null, Json::Number),
-        ))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Deep, E> {
-        Ok(Deep(Json::String(v.to_string())))
-    }
-
-    fn visit_string<E>(self, v: String) -> Result<Deep, E> {
-        Ok(Deep(Json::String(v)))
-    }
-
-    fn visit_unit<E>(self) -> Result<Deep, E> {
-        Ok(Deep(Json::Null))
-    }
-
-    fn visit_none<E>(self) -> Result<Deep, E> {
-        Ok(Deep(Json::Null))
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Deep, D::Error> {
-        Deep::deserialize(deserializer)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Deep, A::Error> {
-        let mut items = Items(Vec::new());
-        while let Some(mut item) = seq.next_element::<Deep>()? {
-            items.0.push(std::mem::take(&mut item.0));
-        }
-        Ok(Deep(Json::Array(std::mem::take(&mut items.0))))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Deep, A::Error> {
-        let mut fields = Fields(Map::new());
-        while let Some(key) = map.next_key::<String>()? {
-            if fields.0.contains_key(&key) {
-                return Err(A::Error::custom(format!(
-                    "the key {} appears twice in one object",
-                    Json::String(key)
-                )));
-            }
-            let mut value = map.next_value::<Deep>()?;
-            fields.0.insert(key, std::mem::take(&mut value.0));
-        }
-        Ok(Deep(Json::Object(std::mem::take(&mut fields.0))))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::boundary::drop_deep;
 
     #[test]
     fn repeated_keys_are_rejected_at_any_level() {
