@@ -199,7 +199,7 @@ fn exec_overhead(reps: usize) {
 /// event, no fsync).
 fn control_plane_overhead(reps: usize) {
     use lt::control::{profile::Profile, ControlPlane};
-    use lt::log::{EventSink, LogWriter};
+    use lt::log::{Discard, LogWriter};
     const CALLS: usize = 10_000;
     println!("(d) control plane: {CALLS} calls with a fixed executor (median of {reps})");
     let items: Vec<String> = (0..CALLS).map(|i| i.to_string()).collect();
@@ -221,12 +221,6 @@ fn control_plane_overhead(reps: usize) {
         )
         .expect("registry")
     };
-    struct Discard;
-    impl EventSink for Discard {
-        fn append(&mut self, _: lt::log::EventBody) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
     let session = "0123456789abcdef0123456789abcdef".to_string();
     let limits = limits();
     let bare = {

@@ -4,22 +4,13 @@
 use super::run::{config_failure, Failure, RunOptions};
 use crate::control::profile::Profile;
 use crate::ir::Ir;
-use crate::log::{new_session_id, sha256_hex, EventBody, EventSink, LogWriter};
+use crate::log::{new_session_id, sha256_hex, Discard, EventBody, EventSink, LogWriter};
 use crate::runtime::eval::RunStats;
 use crate::runtime::limits::{Limits, RunError};
 use crate::runtime::value::Value;
 use crate::source::SourceFile;
 use serde_json::json;
 use std::path::Path;
-
-/// Discards events: a session without `--log`.
-struct Discard;
-
-impl EventSink for Discard {
-    fn append(&mut self, _: EventBody) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 /// A session ready to run.
 pub(super) struct Session {

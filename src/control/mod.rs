@@ -151,54 +151,66 @@ impl<H: Host, S: EventSink> Host for ControlPlane<'_, H, S> {
                 request.tool
             )));
         };
-        self.record(EventBody::Proposed {
-            call_id: call_id.clone(),
-            tool: request.tool.to_string(),
-            argument: request.arg.clone(),
-        })
-        .map_err(unavailable)?;
+        // Events are built only when the sink keeps them (`--log`): without
+        // a log the policy still applies, at the cost of the pipeline alone.
+        let recording = self.sink.records();
+        if recording {
+            self.record(EventBody::Proposed {
+                call_id: call_id.clone(),
+                tool: request.tool.to_string(),
+                argument: request.arg.clone(),
+            })
+            .map_err(unavailable)?;
+        }
         let decision = self.pipeline.decide(tool, &request.arg);
-        self.record(EventBody::Decided {
-            call_id: call_id.clone(),
-            decision: if decision.allow {
-                Verdict::Allow
-            } else {
-                Verdict::Deny
-            },
-            rule: decision.rule.to_string(),
-            reason: decision.reason.clone(),
-        })
-        .map_err(unavailable)?;
+        if recording {
+            self.record(EventBody::Decided {
+                call_id: call_id.clone(),
+                decision: if decision.allow {
+                    Verdict::Allow
+                } else {
+                    Verdict::Deny
+                },
+                rule: decision.rule.to_string(),
+                reason: decision.reason.clone(),
+            })
+            .map_err(unavailable)?;
+        }
         if !decision.allow {
             return Err(ToolFailure {
                 kind: FailureKind::Denied,
                 message: format!("denied: {}: {}", decision.rule, decision.reason),
             });
         }
-        let policy = self.pipeline.profile().tools.get(request.tool).cloned();
+        let policy = self.pipeline.profile().tools.get(request.tool);
         if decision.dry_run {
             let output = policy
-                .and_then(|p| p.dry_run_result)
+                .and_then(|p| p.dry_run_result.clone())
                 .unwrap_or_else(|| empty_json(&tool.output));
             let outcome: Outcome = Ok(output.clone());
-            let result = result_json(tool, &outcome, &self.limits);
-            self.record(EventBody::Completed {
-                call_id,
-                output,
-                result,
-            })
-            .map_err(unavailable)?;
+            if recording {
+                let result = result_json(tool, &outcome, &self.limits);
+                self.record(EventBody::Completed {
+                    call_id,
+                    output,
+                    result,
+                })
+                .map_err(unavailable)?;
+            }
             return outcome;
         }
+        let timeout = policy.and_then(|p| p.timeout);
         let key = self.idempotency_key(&call_id);
-        self.record(EventBody::Scheduled {
-            call_id: call_id.clone(),
-            tool: request.tool.to_string(),
-            venue: "server".to_string(),
-            idempotency_key: key.clone(),
-        })
-        .map_err(unavailable)?;
-        let time_left = match (request.time_left, policy.and_then(|p| p.timeout)) {
+        if recording {
+            self.record(EventBody::Scheduled {
+                call_id: call_id.clone(),
+                tool: request.tool.to_string(),
+                venue: "server".to_string(),
+                idempotency_key: key.clone(),
+            })
+            .map_err(unavailable)?;
+        }
+        let time_left = match (request.time_left, timeout) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
@@ -207,28 +219,30 @@ impl<H: Host, S: EventSink> Host for ControlPlane<'_, H, S> {
             idempotency_key: Some(&key),
             ..request
         });
-        let result = result_json(tool, &outcome, &self.limits);
-        let body = match &outcome {
-            Ok(output) => EventBody::Completed {
-                call_id,
-                output: output.clone(),
-                result,
-            },
-            Err(f) if f.kind == FailureKind::TimedOut => EventBody::TimedOut {
-                call_id,
-                message: f.message.clone(),
-                result,
-            },
-            Err(f) => EventBody::Failed {
-                call_id,
-                failure: f.kind.as_str().to_string(),
-                message: f.message.clone(),
-                result,
-            },
-        };
-        // The outcome happened: it is returned even if it cannot be logged
-        // (the caller reports the log failure and ends the session).
-        let _ = self.record(body);
+        if recording {
+            let result = result_json(tool, &outcome, &self.limits);
+            let body = match &outcome {
+                Ok(output) => EventBody::Completed {
+                    call_id,
+                    output: output.clone(),
+                    result,
+                },
+                Err(f) if f.kind == FailureKind::TimedOut => EventBody::TimedOut {
+                    call_id,
+                    message: f.message.clone(),
+                    result,
+                },
+                Err(f) => EventBody::Failed {
+                    call_id,
+                    failure: f.kind.as_str().to_string(),
+                    message: f.message.clone(),
+                    result,
+                },
+            };
+            // The outcome happened: it is returned even if it cannot be
+            // logged (the caller reports the log failure and ends the session).
+            let _ = self.record(body);
+        }
         outcome
     }
 }

@@ -67,4 +67,4 @@ pub use event::{
 pub use read::{read_log, read_prefix, LogError};
 pub use show::timeline;
 pub use verify::{verify, Problem, ProblemKind, VerifyReport};
-pub use writer::{new_session_id, now_timestamp, EventSink, LogWriter, MemoryLog};
+pub use writer::{new_session_id, now_timestamp, Discard, EventSink, LogWriter, MemoryLog};

@@ -23,17 +23,45 @@ pub trait EventSink {
     /// it. When this returns `Ok`, the event is recorded (for a file: in the
     /// operating system, not necessarily on disk).
     fn append(&mut self, body: EventBody) -> io::Result<()>;
+
+    /// Whether appended events are kept. A sink that drops them
+    /// ([`Discard`]) lets the control plane skip building them.
+    fn records(&self) -> bool {
+        true
+    }
+}
+
+/// A sink that keeps nothing: a session without `--log`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Discard;
+
+impl EventSink for Discard {
+    fn append(&mut self, _: EventBody) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn records(&self) -> bool {
+        false
+    }
 }
 
 impl<S: EventSink + ?Sized> EventSink for &mut S {
     fn append(&mut self, body: EventBody) -> io::Result<()> {
         (**self).append(body)
     }
+
+    fn records(&self) -> bool {
+        (**self).records()
+    }
 }
 
 impl<S: EventSink + ?Sized> EventSink for Box<S> {
     fn append(&mut self, body: EventBody) -> io::Result<()> {
         (**self).append(body)
+    }
+
+    fn records(&self) -> bool {
+        (**self).records()
     }
 }
 
