@@ -125,11 +125,28 @@ impl<'a> ReplayHost<'a> {
         })
     }
 
-    /// The next event, consumed.
+    /// The next event that replay checks, consumed. Events that only
+    /// narrate (`client_dispatched`, `client_reported`, `client_rejected`:
+    /// the outcome event after them carries what the program received;
+    /// `session_resumed`: a marker between two runs of the same session)
+    /// are passed over.
     fn take(&mut self) -> Option<&'a EventBody> {
+        self.skip_narration();
         let e = self.events.get(self.next)?;
         self.next += 1;
         Some(&e.body)
+    }
+
+    fn skip_narration(&mut self) {
+        while let Some(e) = self.events.get(self.next) {
+            match e.body {
+                EventBody::ClientDispatched { .. }
+                | EventBody::ClientReported { .. }
+                | EventBody::ClientRejected { .. }
+                | EventBody::SessionResumed { .. } => self.next += 1,
+                _ => break,
+            }
+        }
     }
 }
 
@@ -140,6 +157,7 @@ fn failure_kind(name: &str) -> FailureKind {
         "bad_output" => FailureKind::BadOutput,
         "unavailable" => FailureKind::Unavailable,
         "denied" => FailureKind::Denied,
+        "unknown" => FailureKind::Unknown,
         _ => FailureKind::Failed,
     }
 }

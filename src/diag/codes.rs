@@ -2,7 +2,8 @@
 //!
 //! Codes are grouped by phase and never reused (as in rustc):
 //! `E00xx` lexical, `E01xx` syntax, `E02xx` types, `E03xx` termination,
-//! `E04xx` effects, `E05xx` linearity, `E06xx` Result handling.
+//! `E04xx` effects, `E05xx` linearity, `E06xx` Result handling, `E07xx`
+//! profile policy (`lt check --profile`: calls the profile would deny).
 //! Each code has a page `docs/errors/<CODE>.md`, embedded in the binary and
 //! printed by `lt explain <CODE>`.
 
@@ -70,6 +71,9 @@ codes! {
     E0604 = "E0604", "match on a Result without both Ok and Err arms";
     E0605 = "E0605", "duplicate or unreachable match arm";
     E0606 = "E0606", "Result used where a plain value is expected";
+    E0701 = "E0701", "tool not in the profile's allow list";
+    E0702 = "E0702", "tool denied by the profile";
+    E0703 = "E0703", "effect not granted by the profile";
 }
 
 impl Code {

@@ -75,6 +75,8 @@ pub struct Registry {
     tools: BTreeMap<String, Tool>,
     /// The effects each tool really performs, where tools.toml says.
     effects: BTreeMap<String, Vec<String>>,
+    /// The tools declared `idempotent = true`.
+    idempotent: std::collections::BTreeSet<String>,
 }
 
 /// One tool's executor.
@@ -83,6 +85,30 @@ pub(crate) enum Tool {
     Command(CommandTool),
     Http(HttpTool),
     Fixed(FixedTool),
+    /// `venue = "client"`: lt does not run it; the control plane hands the
+    /// call to the client. The duration is how long to wait for the report
+    /// (`None`: only the run's own deadline).
+    Client(Option<Duration>),
+}
+
+/// Where a tool runs (seed 001's venues).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Venue {
+    /// lt runs it (a `command`, `http` or `fixed` executor).
+    Server,
+    /// The client that started `lt run` runs it: the call is written to
+    /// stdout and its outcome read from stdin (`docs/executors.md`).
+    Client,
+}
+
+impl Venue {
+    /// `server` or `client`, as in the log's `scheduled` event.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Venue::Server => "server",
+            Venue::Client => "client",
+        }
+    }
 }
 
 impl Registry {
@@ -158,8 +184,12 @@ impl Registry {
         let folder = absolute(folder);
         let mut tools = BTreeMap::new();
         let mut effects = BTreeMap::new();
+        let mut idempotent = std::collections::BTreeSet::new();
         for (name, mut table) in raw.tools {
             let span = table.span();
+            if table.get_ref().idempotent == Some(true) {
+                idempotent.insert(name.clone());
+            }
             if let Some(labels) = table.get_mut().effects.take() {
                 let at = labels.span();
                 let labels = labels.into_inner();
@@ -186,7 +216,33 @@ impl Registry {
             origin: origin.to_string(),
             tools,
             effects,
+            idempotent,
         })
+    }
+
+    /// Where `tool` runs; [`Venue::Server`] for a tool without an executor.
+    pub fn venue(&self, tool: &str) -> Venue {
+        match self.tools.get(tool) {
+            Some(Tool::Client(_)) => Venue::Client,
+            _ => Venue::Server,
+        }
+    }
+
+    /// How long to wait for the client's report of a client-venue `tool`
+    /// (its `timeout_ms`; `None` when not set or not a client tool).
+    pub fn client_timeout(&self, tool: &str) -> Option<Duration> {
+        match self.tools.get(tool) {
+            Some(Tool::Client(t)) => *t,
+            _ => None,
+        }
+    }
+
+    /// tools.toml declares `tool` idempotent (`idempotent = true`): running
+    /// it twice with the same argument and idempotency key has the effect
+    /// of running it once, so `lt resume` may run again a call whose outcome
+    /// was lost in a crash.
+    pub fn idempotent(&self, tool: &str) -> bool {
+        self.idempotent.contains(tool)
     }
 
     /// The effects tools.toml says `tool` performs (`effects = ["Write"]`),
@@ -218,6 +274,11 @@ impl Registry {
             Tool::Command(c) => c.describe(),
             Tool::Http(h) => h.describe(),
             Tool::Fixed(f) => f.describe(),
+            Tool::Client(None) => "client venue (stdout/stdin)".to_string(),
+            Tool::Client(Some(t)) => format!(
+                "client venue (stdout/stdin, timeout {} ms)",
+                t.as_millis()
+            ),
         })
     }
 
@@ -298,6 +359,8 @@ struct RawTool {
     timeout_ms: Option<Spanned<toml::Value>>,
     http: Option<Spanned<RawHttp>>,
     fixed: Option<Spanned<RawFixed>>,
+    venue: Option<Spanned<String>>,
+    idempotent: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -347,6 +410,24 @@ fn tool_error(name: &str, span: Option<Range<usize>>, what: &str, help: Option<&
 }
 
 fn build_tool(name: &str, raw: RawTool, folder: &Path) -> Result<Tool, ToolError> {
+    let client = match &raw.venue {
+        None => false,
+        Some(v) => match v.get_ref().as_str() {
+            "server" => false,
+            "client" => true,
+            other => {
+                return Err(tool_error(
+                    name,
+                    Some(v.span()),
+                    &format!("`{other}` is not a venue"),
+                    Some("`venue = \"client\"` hands the call to the client; leave it out (or `\"server\"`) for lt to run the tool"),
+                ))
+            }
+        },
+    };
+    if client {
+        return build_client(name, raw);
+    }
     let given: Vec<&str> = [
         raw.command.as_ref().map(|_| "command"),
         raw.http.as_ref().map(|_| "http"),
@@ -417,6 +498,43 @@ fn build_tool(name: &str, raw: RawTool, folder: &Path) -> Result<Tool, ToolError
             "give exactly one of command, http or fixed",
             None,
         )),
+    }
+}
+
+/// A `venue = "client"` table: no executor of lt's own; only `timeout_ms`,
+/// `effects` and `idempotent` beside it.
+fn build_client(name: &str, raw: RawTool) -> Result<Tool, ToolError> {
+    for (key, span) in [
+        ("command", raw.command.as_ref().map(Spanned::span)),
+        ("http", raw.http.as_ref().map(Spanned::span)),
+        ("fixed", raw.fixed.as_ref().map(Spanned::span)),
+        ("cwd", raw.cwd.as_ref().map(Spanned::span)),
+        ("env", raw.env.as_ref().map(Spanned::span)),
+    ] {
+        if let Some(span) = span {
+            return Err(tool_error(
+                name,
+                Some(span),
+                &format!("a client-venue tool is run by the client; `{key}` does not apply"),
+                Some(&format!(
+                    "remove `{key}`, or remove `venue = \"client\"` for lt to run the tool"
+                )),
+            ));
+        }
+    }
+    match &raw.timeout_ms {
+        None => Ok(Tool::Client(None)),
+        Some(t) => match t.get_ref() {
+            toml::Value::Integer(ms) if *ms > 0 => {
+                Ok(Tool::Client(Some(Duration::from_millis(ms.unsigned_abs()))))
+            }
+            _ => Err(tool_error(
+                name,
+                Some(t.span()),
+                "timeout_ms must be a positive number of milliseconds",
+                Some("how long to wait for the client's report, e.g. `timeout_ms = 60000`; leave it out to wait until the run's own deadline"),
+            )),
+        },
     }
 }
 

@@ -65,7 +65,7 @@ mod http;
 mod text;
 
 pub use command::{EXIT_GRACE, MAX_OUTPUT_BYTES, STDERR_KEEP_BYTES};
-pub use config::{ConfigError, Registry, DEFAULT_TIMEOUT};
+pub use config::{ConfigError, Registry, Venue, DEFAULT_TIMEOUT};
 
 use crate::runtime::host::{CallRequest, FailureKind, Host, Outcome, ToolFailure};
 use config::Tool;
@@ -147,6 +147,12 @@ impl ExecutorHost {
             })
         };
         match executor {
+            Tool::Client(_) => Err(ToolFailure {
+                kind: FailureKind::Unavailable,
+                message: format!(
+                    "tool {tool} runs in the client venue, and this run has no client channel"
+                ),
+            }),
             Tool::Fixed(f) => f.call(tool),
             Tool::Command(c) => {
                 let timeout = limit(c.timeout);

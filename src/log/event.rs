@@ -28,14 +28,18 @@ use sha2::{Digest, Sha256};
 pub const ZERO_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// Every event kind, in the order of `docs/log-format.md`.
-pub const KINDS: [&str; 8] = [
+pub const KINDS: [&str; 12] = [
     "session_started",
     "proposed",
     "decided",
     "scheduled",
+    "client_dispatched",
+    "client_reported",
+    "client_rejected",
     "completed",
     "failed",
     "timed_out",
+    "session_resumed",
     "session_ended",
 ];
 
@@ -134,6 +138,27 @@ pub enum EventBody {
         /// The key a tool may use to recognise a repeated call.
         idempotency_key: String,
     },
+    /// A client-venue call was written to the client (after `scheduled`).
+    ClientDispatched {
+        /// The call's identity.
+        call_id: String,
+    },
+    /// The client reported the outcome of a dispatched call; the outcome
+    /// event (`completed` or `failed`, validated) follows.
+    ClientReported {
+        /// The call's identity.
+        call_id: String,
+        /// The client's `tool_result` line as it was read.
+        report: Json,
+    },
+    /// A line from the client that was not applied: not a `tool_result`, for
+    /// an unknown call, or for a call that already has its outcome.
+    ClientRejected {
+        /// The line as read (a string when it was not JSON).
+        report: Json,
+        /// Why it was not applied.
+        reason: String,
+    },
     /// The tool answered.
     Completed {
         /// The call's identity.
@@ -162,6 +187,17 @@ pub enum EventBody {
         message: String,
         /// What the program received.
         result: Json,
+    },
+    /// `lt resume` continued a session that stopped without `session_ended`
+    /// (a crash): the program is replayed up to here, then runs live.
+    SessionResumed {
+        /// The version of `lt` that resumed.
+        lt_version: String,
+        /// SHA-256 (hex) of the tools.toml bytes used from here on.
+        registry_hash: String,
+        /// Bytes of an incomplete last line (a write cut short) that were
+        /// cut off the file before this event was appended (0 if none).
+        dropped_bytes: u64,
     },
     /// Last event: how the session ended.
     SessionEnded {
@@ -220,6 +256,10 @@ impl EventBody {
             EventBody::Proposed { .. } => "proposed",
             EventBody::Decided { .. } => "decided",
             EventBody::Scheduled { .. } => "scheduled",
+            EventBody::ClientDispatched { .. } => "client_dispatched",
+            EventBody::ClientReported { .. } => "client_reported",
+            EventBody::ClientRejected { .. } => "client_rejected",
+            EventBody::SessionResumed { .. } => "session_resumed",
             EventBody::Completed { .. } => "completed",
             EventBody::Failed { .. } => "failed",
             EventBody::TimedOut { .. } => "timed_out",
@@ -233,10 +273,15 @@ impl EventBody {
             EventBody::Proposed { call_id, .. }
             | EventBody::Decided { call_id, .. }
             | EventBody::Scheduled { call_id, .. }
+            | EventBody::ClientDispatched { call_id }
+            | EventBody::ClientReported { call_id, .. }
             | EventBody::Completed { call_id, .. }
             | EventBody::Failed { call_id, .. }
             | EventBody::TimedOut { call_id, .. } => Some(call_id),
-            EventBody::SessionStarted { .. } | EventBody::SessionEnded { .. } => None,
+            EventBody::SessionStarted { .. }
+            | EventBody::SessionEnded { .. }
+            | EventBody::ClientRejected { .. }
+            | EventBody::SessionResumed { .. } => None,
         }
     }
 
@@ -289,6 +334,22 @@ impl EventBody {
                 ("tool", S(tool)),
                 ("venue", S(venue)),
                 ("idempotency_key", S(idempotency_key)),
+            ],
+            EventBody::ClientDispatched { call_id } => vec![("call_id", S(call_id))],
+            EventBody::ClientReported { call_id, report } => {
+                vec![("call_id", S(call_id)), ("report", J(report))]
+            }
+            EventBody::ClientRejected { report, reason } => {
+                vec![("report", J(report)), ("reason", S(reason))]
+            }
+            EventBody::SessionResumed {
+                lt_version,
+                registry_hash,
+                dropped_bytes,
+            } => vec![
+                ("lt_version", S(lt_version)),
+                ("registry_hash", S(registry_hash)),
+                ("dropped_bytes", U(*dropped_bytes)),
             ],
             EventBody::Completed {
                 call_id,
@@ -476,7 +537,13 @@ pub fn drop_event(event: Event) {
         EventBody::SessionEnded { value, error, .. } => {
             value.into_iter().chain(error).for_each(drop_deep);
         }
-        EventBody::Decided { .. } | EventBody::Scheduled { .. } => {}
+        EventBody::ClientReported { report, .. } | EventBody::ClientRejected { report, .. } => {
+            drop_deep(report)
+        }
+        EventBody::Decided { .. }
+        | EventBody::Scheduled { .. }
+        | EventBody::ClientDispatched { .. }
+        | EventBody::SessionResumed { .. } => {}
     }
 }
 

@@ -55,6 +55,22 @@ impl EventBody {
                 venue: f.string("venue")?,
                 idempotency_key: f.string("idempotency_key")?,
             },
+            "client_dispatched" => EventBody::ClientDispatched {
+                call_id: f.string("call_id")?,
+            },
+            "client_reported" => EventBody::ClientReported {
+                call_id: f.string("call_id")?,
+                report: f.json("report")?,
+            },
+            "client_rejected" => EventBody::ClientRejected {
+                report: f.json("report")?,
+                reason: f.string("reason")?,
+            },
+            "session_resumed" => EventBody::SessionResumed {
+                lt_version: f.string("lt_version")?,
+                registry_hash: f.string("registry_hash")?,
+                dropped_bytes: f.u64("dropped_bytes")?,
+            },
             "completed" => EventBody::Completed {
                 call_id: f.string("call_id")?,
                 output: f.json("output")?,

@@ -192,6 +192,29 @@ fn describe(body: &EventBody) -> String {
             one_line(venue),
             one_line(idempotency_key)
         ),
+        EventBody::ClientDispatched { call_id } => {
+            format!("client_dispatched {} (waiting for the client)", one_line(call_id))
+        }
+        EventBody::ClientReported { call_id, report } => format!(
+            "client_reported {} {}",
+            one_line(call_id),
+            abbreviate(report, SHOWN)
+        ),
+        EventBody::ClientRejected { report, reason } => format!(
+            "client_rejected {}: {}",
+            abbreviate(report, SHOWN),
+            one_line(reason)
+        ),
+        EventBody::SessionResumed { dropped_bytes, .. } => {
+            if *dropped_bytes == 0 {
+                "session_resumed (replayed up to here, live from here)".to_string()
+            } else {
+                format!(
+                    "session_resumed (replayed up to here, live from here; {} of a cut-short line dropped)",
+                    count(*dropped_bytes, "byte")
+                )
+            }
+        }
         EventBody::Completed {
             call_id,
             output,

@@ -109,11 +109,15 @@ pub enum FailureKind {
     Unavailable,
     /// The control plane's policy refused the call; the tool was not run.
     Denied,
+    /// `lt` stopped after scheduling the call and before recording its
+    /// outcome, and the tool is not idempotent, so `lt resume` did not run
+    /// it again: it may or may not have acted.
+    Unknown,
 }
 
 impl FailureKind {
     /// A stable lowercase name (`failed`, `crashed`, `timed_out`,
-    /// `bad_output`, `unavailable`, `denied`) for logs and JSON.
+    /// `bad_output`, `unavailable`, `denied`, `unknown`) for logs and JSON.
     pub fn as_str(self) -> &'static str {
         match self {
             FailureKind::Failed => "failed",
@@ -122,6 +126,7 @@ impl FailureKind {
             FailureKind::BadOutput => "bad_output",
             FailureKind::Unavailable => "unavailable",
             FailureKind::Denied => "denied",
+            FailureKind::Unknown => "unknown",
         }
     }
 }
