@@ -19,15 +19,19 @@
 pub mod pipeline;
 pub mod profile;
 pub mod replay;
+pub mod static_check;
 
 use crate::log::{Decision as Verdict, EventBody, EventSink};
 use crate::runtime::boundary;
 use crate::runtime::host::{CallRequest, FailureKind, Host, Outcome, ToolFailure};
 use crate::runtime::limits::Limits;
 use crate::types::{ToolSig, Type};
-use pipeline::Pipeline;
 use profile::Profile;
 use serde_json::{json, Value as Json};
+use std::collections::{BTreeMap, BTreeSet};
+
+pub use crate::exec::Venue;
+pub use pipeline::Pipeline;
 
 /// A [`Host`] that applies a profile to every call and records it.
 pub struct ControlPlane<'a, H: Host, S: EventSink> {
@@ -38,6 +42,8 @@ pub struct ControlPlane<'a, H: Host, S: EventSink> {
     session: String,
     log_error: Option<String>,
     limits: Limits,
+    venues: BTreeMap<String, Venue>,
+    idempotent: BTreeSet<String>,
 }
 
 impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
@@ -52,6 +58,8 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
             session,
             log_error: None,
             limits: Limits::default(),
+            venues: BTreeMap::new(),
+            idempotent: BTreeSet::new(),
         }
     }
 
@@ -141,8 +149,46 @@ pub fn empty_json(ty: &Type) -> Json {
     }
 }
 
-impl<H: Host, S: EventSink> Host for ControlPlane<'_, H, S> {
-    fn call(&mut self, request: CallRequest<'_>) -> Outcome {
+/// How far the log got with a call before `lt` stopped (for `lt resume`,
+/// which replays the log and continues live from there).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Recorded {
+    /// Nothing of the call is in the log: a call made live.
+    Nothing,
+    /// Its `proposed` event.
+    Proposed,
+    /// Its `proposed` and allowing `decided` events.
+    Decided,
+    /// Its `scheduled` event, but no outcome: the call may have started.
+    Scheduled,
+}
+
+impl<H: Host, S: EventSink> ControlPlane<'_, H, S> {
+    /// Declares where tools run and which are idempotent (from tools.toml):
+    /// tools not named run on the server and are not idempotent.
+    pub fn with_tool_traits(
+        mut self,
+        venues: BTreeMap<String, Venue>,
+        idempotent: BTreeSet<String>,
+    ) -> Self {
+        self.venues = venues;
+        self.idempotent = idempotent;
+        self
+    }
+
+    /// Takes over the pipeline (its budgets already charged with the calls
+    /// replayed so far) from a replay of the same session.
+    pub fn with_pipeline(mut self, pipeline: Pipeline) -> Self {
+        self.pipeline = pipeline;
+        self
+    }
+
+    /// Performs `request`, the log already holding the stages of it that
+    /// `recorded` says (not recorded again). From [`Recorded::Scheduled`] the
+    /// call is run again only if its tool is idempotent; otherwise its
+    /// outcome is recorded as unknown (`failed` with failure `unknown`) and
+    /// the program receives `Err("outcome unknown: …")`.
+    pub fn call_from(&mut self, request: CallRequest<'_>, recorded: Recorded) -> Outcome {
         let call_id = request.id.to_string();
         let tools = self.tools;
         let Some(tool) = tools.iter().find(|t| *t.name == *request.tool) else {
@@ -154,7 +200,7 @@ impl<H: Host, S: EventSink> Host for ControlPlane<'_, H, S> {
         // Events are built only when the sink keeps them (`--log`): without
         // a log the policy still applies, at the cost of the pipeline alone.
         let recording = self.sink.records();
-        if recording {
+        if recording && recorded < Recorded::Proposed {
             self.record(EventBody::Proposed {
                 call_id: call_id.clone(),
                 tool: request.tool.to_string(),
@@ -163,7 +209,7 @@ impl<H: Host, S: EventSink> Host for ControlPlane<'_, H, S> {
             .map_err(unavailable)?;
         }
         let decision = self.pipeline.decide(tool, &request.arg);
-        if recording {
+        if recording && recorded < Recorded::Decided {
             self.record(EventBody::Decided {
                 call_id: call_id.clone(),
                 decision: if decision.allow {
@@ -201,11 +247,35 @@ impl<H: Host, S: EventSink> Host for ControlPlane<'_, H, S> {
         }
         let timeout = policy.and_then(|p| p.timeout);
         let key = self.idempotency_key(&call_id);
+        let venue = self.venues.get(request.tool).copied().unwrap_or(Venue::Server);
+        if recorded == Recorded::Scheduled && !self.idempotent.contains(request.tool) {
+            let outcome: Outcome = Err(ToolFailure {
+                kind: FailureKind::Unknown,
+                message: format!(
+                    "outcome unknown: lt stopped after starting this call of {} and before recording how it ended; \
+                     the tool is not declared idempotent, so it was not run again (idempotency key {key})",
+                    request.tool
+                ),
+            });
+            if recording {
+                let result = result_json(tool, &outcome, &self.limits);
+                if let Err(f) = &outcome {
+                    self.record(EventBody::Failed {
+                        call_id,
+                        failure: f.kind.as_str().to_string(),
+                        message: f.message.clone(),
+                        result,
+                    })
+                    .map_err(unavailable)?;
+                }
+            }
+            return outcome;
+        }
         if recording {
             self.record(EventBody::Scheduled {
                 call_id: call_id.clone(),
                 tool: request.tool.to_string(),
-                venue: "server".to_string(),
+                venue: venue.as_str().to_string(),
                 idempotency_key: key.clone(),
             })
             .map_err(unavailable)?;
@@ -214,11 +284,14 @@ impl<H: Host, S: EventSink> Host for ControlPlane<'_, H, S> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let outcome = self.inner.call(CallRequest {
-            time_left,
-            idempotency_key: Some(&key),
-            ..request
-        });
+        let outcome = self.dispatch(
+            venue,
+            CallRequest {
+                time_left,
+                idempotency_key: Some(&key),
+                ..request
+            },
+        );
         if recording {
             let result = result_json(tool, &outcome, &self.limits);
             let body = match &outcome {
@@ -244,5 +317,22 @@ impl<H: Host, S: EventSink> Host for ControlPlane<'_, H, S> {
             let _ = self.record(body);
         }
         outcome
+    }
+
+    /// Runs an allowed, scheduled call at its venue.
+    fn dispatch(&mut self, venue: Venue, request: CallRequest<'_>) -> Outcome {
+        match venue {
+            Venue::Server => self.inner.call(request),
+            Venue::Client => Err(unavailable(format!(
+                "tool {} runs in the client venue, and this session has no client channel",
+                request.tool
+            ))),
+        }
+    }
+}
+
+impl<H: Host, S: EventSink> Host for ControlPlane<'_, H, S> {
+    fn call(&mut self, request: CallRequest<'_>) -> Outcome {
+        self.call_from(request, Recorded::Nothing)
     }
 }
