@@ -130,13 +130,15 @@ pub fn run(opts: &RunOptions) -> u8 {
     // Tools run in their own process groups: a Ctrl-C or SIGTERM to lt
     // stops them too (and lt exits 130/143).
     crate::exec::install_signal_forwarding(runtime.handle());
+    let (venues, idempotent) = registry.tool_traits();
     let host = ExecutorHost::new(registry, runtime.handle().clone());
     let session = match super::session::start(opts, &file) {
         Ok(s) => s,
         Err(f) => return fail_usage(opts, &f),
     };
     let mut plane = ControlPlane::new(host, session.profile, &ir.tools, session.sink, session.id)
-        .with_limits(opts.limits.clone());
+        .with_limits(opts.limits.clone())
+        .with_tool_traits(venues, idempotent);
     if let Err(msg) = plane.record(session.started) {
         return fail_usage(opts, &Failure::new("log", "log", msg));
     }

@@ -245,6 +245,22 @@ impl Registry {
         self.idempotent.contains(tool)
     }
 
+    /// Where each tool runs and which tools are idempotent, for
+    /// [`crate::control::ControlPlane::with_tool_traits`].
+    pub fn tool_traits(
+        &self,
+    ) -> (
+        BTreeMap<String, Venue>,
+        std::collections::BTreeSet<String>,
+    ) {
+        let venues = self
+            .tools
+            .keys()
+            .map(|name| (name.clone(), self.venue(name)))
+            .collect();
+        (venues, self.idempotent.clone())
+    }
+
     /// The effects tools.toml says `tool` performs (`effects = ["Write"]`),
     /// if it says. The program's declaration of the tool must include them:
     /// policy (effect grants, dry run) is decided on the program's
