@@ -48,88 +48,14 @@ pub fn run(opts: &RunOptions) -> u8 {
         Err(msg) => return fail_usage(opts, &Failure::new("input", "usage", msg)),
     };
     let file = SourceFile::new(name, text);
-    let analysis = check_source(&file.text);
-    if !analysis.is_ok() {
-        {
-            if opts.json {
-                let mut v = super::check::report_json(&file, &analysis, None);
-                if let Some(o) = v.as_object_mut() {
-                    o.insert("stage".into(), json!("check"));
-                }
-                out!("{v}");
-            } else {
-                super::check::print_diagnostics(&file, &analysis, opts.color);
-            }
-            return EXIT_DIAGNOSTICS;
-        }
-    }
-    let Ok(checked) = analysis.into_checked() else {
-        return EXIT_DIAGNOSTICS;
-    };
-    let ir = match lower(&checked) {
+    let ir = match check_and_lower(opts, &file) {
         Ok(ir) => ir,
-        Err(e) => {
-            let err = RunError::internal(e.span, format!("lowering failed: {}", e.message));
-            return report_failure(opts, &file, &err, RunStats::default(), None);
-        }
+        Err(code) => return code,
     };
-    let called = called_tools(&ir);
-    let registry = match &opts.executors {
-        Some(path) => match Registry::load(Path::new(path)) {
-            Ok(r) => Some(r),
-            Err(e) => return fail_usage(opts, &config_failure(&e)),
-        },
-        None => None,
+    let (registry, runtime) = match prepare_executors(opts, &file, &ir) {
+        Ok(x) => x,
+        Err(code) => return code,
     };
-    let missing: Vec<&str> = match &registry {
-        Some(r) => r.missing(called.iter().copied()),
-        None => called.clone(),
-    };
-    if !missing.is_empty() {
-        return fail_usage(
-            opts,
-            &missing_failure(&file, &ir, &missing, opts.executors.as_deref()),
-        );
-    }
-    if let Some(registry) = &registry {
-        if let Some(f) = understated_effects(
-            &file,
-            &checked.tools,
-            &called,
-            registry,
-            opts.executors.as_deref(),
-        ) {
-            return fail_usage(opts, &f);
-        }
-    }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("lt-io")
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            return fail_usage(
-                opts,
-                &Failure::new(
-                    "runtime",
-                    "usage",
-                    format!("cannot start the tokio runtime: {e}"),
-                ),
-            )
-        }
-    };
-    let registry = match registry {
-        Some(r) => r,
-        None => match Registry::from_str("", Path::new("."), "<no executors>") {
-            Ok(r) => r,
-            Err(e) => return fail_usage(opts, &config_failure(&e)),
-        },
-    };
-    // Tools run in their own process groups: a Ctrl-C or SIGTERM to lt
-    // stops them too (and lt exits 130/143).
-    crate::exec::install_signal_forwarding(runtime.handle());
     let (venues, idempotent) = registry.tool_traits();
     let host = ExecutorHost::new(registry, runtime.handle().clone());
     let session = match super::session::start(opts, &file) {
@@ -143,22 +69,147 @@ pub fn run(opts: &RunOptions) -> u8 {
         return fail_usage(opts, &Failure::new("log", "log", msg));
     }
     let started = Instant::now();
-    let (result, stats) = if opts.verbose {
-        let mut verbose = Verbose {
-            inner: &mut plane,
-            n: 0,
-            ir: &ir,
-            limits: &opts.limits,
-        };
-        eval::run(&ir, &mut verbose, &opts.limits)
-    } else {
-        eval::run(&ir, &mut plane, &opts.limits)
-    };
+    let (result, stats) = run_program(opts, &ir, &mut plane);
     let elapsed = started.elapsed();
     let _ = plane.record(super::session::ended(&file, &ir, &result, stats));
     let log_error = plane.log_error().map(str::to_string);
     // The log file is closed (its buffer written) before the value is shown.
     drop(plane);
+    finish(opts, &file, &ir, result, stats, elapsed, log_error, runtime)
+}
+
+/// Checks and lowers the program in `file`, printing the diagnostics (as
+/// `lt run` does) when it is rejected. `Err`: the exit code.
+pub(super) fn check_and_lower(opts: &RunOptions, file: &SourceFile) -> Result<Ir, u8> {
+    let analysis = check_source(&file.text);
+    if !analysis.is_ok() {
+        if opts.json {
+            let mut v = super::check::report_json(file, &analysis, None);
+            if let Some(o) = v.as_object_mut() {
+                o.insert("stage".into(), json!("check"));
+            }
+            out!("{v}");
+        } else {
+            super::check::print_diagnostics(file, &analysis, opts.color);
+        }
+        return Err(EXIT_DIAGNOSTICS);
+    }
+    let Ok(checked) = analysis.into_checked() else {
+        return Err(EXIT_DIAGNOSTICS);
+    };
+    match lower(&checked) {
+        Ok(ir) => Ok(ir),
+        Err(e) => {
+            let err = RunError::internal(e.span, format!("lowering failed: {}", e.message));
+            Err(report_failure(opts, file, &err, RunStats::default(), None))
+        }
+    }
+}
+
+/// Loads `opts.executors`, checks that every tool the program calls has an
+/// executor and that its declaration states the effects tools.toml gives
+/// it, and starts the tokio runtime the executors run on (with Ctrl-C and
+/// SIGTERM forwarded to the tools' process groups). `Err`: the exit code,
+/// the failure printed.
+pub(super) fn prepare_executors(
+    opts: &RunOptions,
+    file: &SourceFile,
+    ir: &Ir,
+) -> Result<(Registry, tokio::runtime::Runtime), u8> {
+    let called = called_tools(ir);
+    let registry = match &opts.executors {
+        Some(path) => match Registry::load(Path::new(path)) {
+            Ok(r) => Some(r),
+            Err(e) => return Err(fail_usage(opts, &config_failure(&e))),
+        },
+        None => None,
+    };
+    let missing: Vec<&str> = match &registry {
+        Some(r) => r.missing(called.iter().copied()),
+        None => called.clone(),
+    };
+    if !missing.is_empty() {
+        return Err(fail_usage(
+            opts,
+            &missing_failure(file, ir, &missing, opts.executors.as_deref()),
+        ));
+    }
+    if let Some(registry) = &registry {
+        if let Some(f) = understated_effects(
+            file,
+            &ir.tools,
+            &called,
+            registry,
+            opts.executors.as_deref(),
+        ) {
+            return Err(fail_usage(opts, &f));
+        }
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("lt-io")
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            return Err(fail_usage(
+                opts,
+                &Failure::new(
+                    "runtime",
+                    "usage",
+                    format!("cannot start the tokio runtime: {e}"),
+                ),
+            ))
+        }
+    };
+    let registry = match registry {
+        Some(r) => r,
+        None => match Registry::from_str("", Path::new("."), "<no executors>") {
+            Ok(r) => r,
+            Err(e) => return Err(fail_usage(opts, &config_failure(&e))),
+        },
+    };
+    // Tools run in their own process groups: a Ctrl-C or SIGTERM to lt
+    // stops them too (and lt exits 130/143).
+    crate::exec::install_signal_forwarding(runtime.handle());
+    Ok((registry, runtime))
+}
+
+/// Runs the program on `host`, with a line per call on stderr under
+/// `--verbose`.
+pub(super) fn run_program<H: Host>(
+    opts: &RunOptions,
+    ir: &Ir,
+    host: &mut H,
+) -> (Result<crate::runtime::value::Value, RunError>, RunStats) {
+    if opts.verbose {
+        let mut verbose = Verbose {
+            inner: host,
+            n: 0,
+            ir,
+            limits: &opts.limits,
+        };
+        eval::run(ir, &mut verbose, &opts.limits)
+    } else {
+        eval::run(ir, host, &opts.limits)
+    }
+}
+
+/// Prints the run's value (or error) the way `lt run` does and returns the
+/// exit code. `log_error`: the event log could not be written (the run is
+/// then reported as failed). `runtime` is shut down after the output.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn finish(
+    opts: &RunOptions,
+    file: &SourceFile,
+    ir: &Ir,
+    result: Result<crate::runtime::value::Value, RunError>,
+    stats: RunStats,
+    elapsed: std::time::Duration,
+    log_error: Option<String>,
+    runtime: tokio::runtime::Runtime,
+) -> u8 {
     // The runtime stays up while the value is printed (its signal task
     // keeps SIGINT/SIGTERM working if stdout blocks); it is shut down when
     // this function returns.
@@ -170,7 +221,7 @@ pub fn run(opts: &RunOptions) -> u8 {
             msg.to_string(),
         )
         .with_help("the session's record is incomplete; check the disk and the --log path");
-        return report_failure(opts, &file, &e, stats, Some(&ir));
+        return report_failure(opts, file, &e, stats, Some(ir));
     }
     match result {
         Ok(value) => {
@@ -199,7 +250,7 @@ pub fn run(opts: &RunOptions) -> u8 {
             }
             EXIT_OK
         }
-        Err(e) => report_failure(opts, &file, &e, stats, Some(&ir)),
+        Err(e) => report_failure(opts, file, &e, stats, Some(ir)),
     }
 }
 
@@ -365,7 +416,7 @@ fn missing_failure(
     }
 }
 
-fn fail_usage(opts: &RunOptions, f: &Failure) -> u8 {
+pub(super) fn fail_usage(opts: &RunOptions, f: &Failure) -> u8 {
     if opts.json {
         out!(
             "{}",
@@ -403,7 +454,7 @@ fn fail_usage(opts: &RunOptions, f: &Failure) -> u8 {
     EXIT_USAGE
 }
 
-fn report_failure(
+pub(super) fn report_failure(
     opts: &RunOptions,
     file: &SourceFile,
     e: &RunError,

@@ -13,6 +13,7 @@
 
 use super::pipeline::Pipeline;
 use super::profile::Profile;
+use super::Recorded;
 use crate::log::{Decision, Event, EventBody};
 use crate::runtime::host::{CallRequest, FailureKind, Host, Outcome, ToolFailure};
 use crate::runtime::limits::Limits;
@@ -53,6 +54,21 @@ pub struct ReplayHost<'a> {
     divergence: Option<Divergence>,
     calls: u64,
     limits: Limits,
+    /// `lt resume`: a call the log records only in part ends the replay
+    /// ([`Replayed::Ended`]) instead of diverging.
+    resuming: bool,
+}
+
+/// What [`ReplayHost::replay_call`] made of a call.
+#[derive(Debug)]
+pub enum Replayed {
+    /// The log holds the whole call: its outcome as the program received it
+    /// (an `Err` also after a divergence, see [`ReplayHost::divergence`]).
+    Answered(Outcome),
+    /// The log ends within this call (or before it), having recorded the
+    /// stages given: the call is to be continued live from there. The
+    /// pipeline has not decided it.
+    Ended(Recorded),
 }
 
 fn describe(tool: &str, call_id: &str, arg: &Json) -> String {
@@ -79,7 +95,22 @@ impl<'a> ReplayHost<'a> {
             divergence: None,
             calls: 0,
             limits: Limits::default(),
+            resuming: false,
         }
+    }
+
+    /// For `lt resume`: a call the log ends within is reported by
+    /// [`ReplayHost::replay_call`] as [`Replayed::Ended`], not as a
+    /// divergence.
+    pub fn resuming(mut self) -> Self {
+        self.resuming = true;
+        self
+    }
+
+    /// The pipeline, its budgets charged with the calls replayed, for the
+    /// live control plane that continues the session.
+    pub fn into_pipeline(self) -> Pipeline {
+        self.pipeline
     }
 
     /// The recorded run's limits (list length and value bounds decide what
@@ -164,10 +195,70 @@ fn failure_kind(name: &str) -> FailureKind {
 
 impl Host for ReplayHost<'_> {
     fn call(&mut self, request: CallRequest<'_>) -> Outcome {
+        match self.replay_call(request) {
+            Replayed::Answered(outcome) => outcome,
+            // Only when resuming; a plain replay reports the end as a divergence.
+            Replayed::Ended(_) => Err(ToolFailure {
+                kind: FailureKind::Unavailable,
+                message: "the log ends here".to_string(),
+            }),
+        }
+    }
+}
+
+impl ReplayHost<'_> {
+    /// When resuming: how far the log records the call starting at event
+    /// `at` (its `proposed`), if it does not record the call to the end (an
+    /// outcome or a denial). `None`: the log goes on past this call, which
+    /// is then replayed (and checked) as usual.
+    fn partial_call(&mut self, at: usize) -> Option<Recorded> {
+        let saved = self.next;
+        self.next = at + 1;
+        let stage = match self.take() {
+            None => Some(Recorded::Proposed),
+            Some(EventBody::Decided {
+                decision: Decision::Allow,
+                ..
+            }) => {
+                let mut stage = match self.take() {
+                    None => Some(Recorded::Decided),
+                    Some(EventBody::Scheduled { .. }) => Some(Recorded::Scheduled),
+                    Some(_) => None,
+                };
+                // A call run again after an earlier resume is scheduled twice.
+                while stage == Some(Recorded::Scheduled) {
+                    match self.take() {
+                        None => break,
+                        Some(EventBody::Scheduled { .. }) => {}
+                        Some(_) => stage = None,
+                    }
+                }
+                stage
+            }
+            Some(_) => None,
+        };
+        self.next = saved;
+        stage
+    }
+
+    /// Replays one call: answers it from the log, or (when resuming) says
+    /// where the log ends within it.
+    pub fn replay_call(&mut self, request: CallRequest<'_>) -> Replayed {
+        Replayed::Answered(match self.replay_inner(request) {
+            Ok(outcome) => outcome,
+            Err(stage) => return Replayed::Ended(stage),
+        })
+    }
+
+    fn replay_inner(&mut self, request: CallRequest<'_>) -> Result<Outcome, Recorded> {
         let call_id = request.id.to_string();
         let issued = describe(request.tool, &call_id, &request.arg);
         if self.divergence.is_some() {
-            return self.diverge(String::new(), issued);
+            return Ok(self.diverge(String::new(), issued));
+        }
+        self.skip_narration();
+        if self.resuming && self.next >= self.events.len() {
+            return Err(Recorded::Nothing);
         }
         let at = self.next;
         let Some(EventBody::Proposed {
@@ -181,16 +272,24 @@ impl Host for ReplayHost<'_> {
                 Some(b) => format!("a {} event", b.kind()),
                 None => "no more events (the log ends here)".to_string(),
             };
-            return self.diverge(expected, issued);
+            return Ok(self.diverge(expected, issued));
         };
         if *c != call_id || tool != request.tool || *argument != request.arg {
             self.next = at;
-            return self.diverge(describe(tool, c, argument), issued);
+            return Ok(self.diverge(describe(tool, c, argument), issued));
+        }
+        if self.resuming {
+            if let Some(stage) = self.partial_call(at) {
+                // The live control plane continues the call; these events
+                // are its record so far.
+                self.next = self.events.len();
+                return Err(stage);
+            }
         }
         self.calls += 1;
         let tools = self.tools;
         let Some(sig) = tools.iter().find(|t| *t.name == *request.tool) else {
-            return self.diverge("a declared tool".into(), issued);
+            return Ok(self.diverge("a declared tool".into(), issued));
         };
         let decision = self.pipeline.decide(sig, &request.arg);
         let at = self.next;
@@ -202,40 +301,51 @@ impl Host for ReplayHost<'_> {
                 decision: d, rule, ..
             }) => {
                 self.next = at;
-                return self.diverge(
+                return Ok(self.diverge(
                     format!("the decision {} by {rule}", d.as_str()),
                     format!(
                         "the decision {} by {} for {issued}",
                         if decision.allow { "allow" } else { "deny" },
                         decision.rule
                     ),
-                );
+                ));
             }
             other => {
                 let expected = other.map_or("no more events".to_string(), |b| {
                     format!("a {} event", b.kind())
                 });
                 self.next = at;
-                return self.diverge(expected, format!("a decision for {issued}"));
+                return Ok(self.diverge(expected, format!("a decision for {issued}")));
             }
         }
         if !decision.allow {
-            return Err(ToolFailure {
+            return Ok(Err(ToolFailure {
                 kind: FailureKind::Denied,
                 message: format!("denied: {}: {}", decision.rule, decision.reason),
-            });
+            }));
         }
         if !decision.dry_run {
             let at = self.next;
             match self.take() {
-                Some(EventBody::Scheduled { call_id: c, .. }) if *c == call_id => {}
+                Some(EventBody::Scheduled { call_id: c, .. }) if *c == call_id => {
+                // Run again by `lt resume` (an idempotent tool): scheduled twice.
+                while let Some(EventBody::Scheduled { call_id: c, .. }) =
+                    self.events.get(self.next).map(|e| &e.body)
+                {
+                    if *c != call_id {
+                        break;
+                    }
+                    self.next += 1;
+                    self.skip_narration();
+                }
+            }
                 other => {
                     let expected = other.map_or(
                         "no more events (the call's outcome was never recorded)".to_string(),
                         |b| format!("a {} event", b.kind()),
                     );
                     self.next = at;
-                    return self.diverge(expected, format!("the execution of {issued}"));
+                    return Ok(self.diverge(expected, format!("the execution of {issued}")));
                 }
             }
         }
@@ -275,7 +385,7 @@ impl Host for ReplayHost<'_> {
                     |b| format!("a {} event", b.kind()),
                 );
                 self.next = at;
-                return self.diverge(expected, format!("the outcome of {issued}"));
+                return Ok(self.diverge(expected, format!("the outcome of {issued}")));
             }
         };
         // The recorded `result` must be what the recorded output gives the
@@ -283,11 +393,11 @@ impl Host for ReplayHost<'_> {
         let derived = super::result_json(sig, &outcome, &self.limits);
         if derived != *recorded {
             self.next = at;
-            return self.diverge(
+            return Ok(self.diverge(
                 format!("the result {recorded} for {call_id}"),
                 format!("the result {derived}, which the recorded output gives"),
-            );
+            ));
         }
-        outcome
+        Ok(outcome)
     }
 }

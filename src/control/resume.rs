@@ -1,0 +1,137 @@
+//! Resume: continuing a session that stopped without `session_ended` (a
+//! crash, a SIGKILL, a power cut after the last flushed event).
+//!
+//! The program is deterministic given the tool outcomes, so the session is
+//! re-run from the start against its own log: every call the log records
+//! to the end is answered from it ([`ReplayHost`], which checks each call
+//! like `lt replay`). At the first call the log does not record to the end
+//! — or at the end of the program, if every call was recorded — the
+//! session switches to live: `session_resumed` is appended and the control
+//! plane takes over, with the pipeline's budgets as the replay left them.
+//!
+//! A call that the log shows *scheduled* but without an outcome may or may
+//! not have acted. It runs again only if tools.toml declares its tool
+//! `idempotent = true` (with the same idempotency key, so the tool can
+//! recognise the repeat); otherwise the program receives
+//! `Err("outcome unknown: …")`, recorded as a `failed` event with failure
+//! `unknown`. A call logged only as proposed or allowed had not started:
+//! it continues from the recorded stage without re-recording it.
+//!
+//! ```text
+//! log:    … proposed decided scheduled ▌(crash)
+//! resume: replay … ──▶ session_resumed ──▶ failed (unknown) | scheduled + run again ──▶ live …
+//! ```
+
+use super::replay::{Divergence, ReplayHost, Replayed};
+use super::{ControlPlane, Recorded};
+use crate::log::{EventBody, EventSink};
+use crate::runtime::host::{CallRequest, FailureKind, Host, Outcome, ToolFailure};
+
+/// A [`Host`] that replays a session's log, then continues it live.
+pub struct ResumeHost<'a, H: Host, S: EventSink> {
+    /// `Some` while replaying.
+    replay: Option<ReplayHost<'a>>,
+    live: Option<ControlPlane<'a, H, S>>,
+    /// The `session_resumed` event, appended at the switch to live.
+    marker: Option<EventBody>,
+    replayed: u64,
+    divergence: Option<Divergence>,
+}
+
+impl<'a, H: Host, S: EventSink> ResumeHost<'a, H, S> {
+    /// Resumes with `replay` (over the log's events, in resume mode, see
+    /// [`ReplayHost::resuming`]) and continues with `live` (the control
+    /// plane appending to the same log), appending `marker` (a
+    /// `session_resumed` event) when it switches.
+    pub fn new(replay: ReplayHost<'a>, live: ControlPlane<'a, H, S>, marker: EventBody) -> Self {
+        ResumeHost {
+            replay: Some(replay),
+            live: Some(live),
+            marker: Some(marker),
+            replayed: 0,
+            divergence: None,
+        }
+    }
+
+    /// Where the program and the log disagreed during the replay, if they
+    /// did (nothing runs live after that).
+    pub fn divergence(&self) -> Option<&Divergence> {
+        self.divergence.as_ref()
+    }
+
+    /// Calls answered from the log.
+    pub fn replayed(&self) -> u64 {
+        self.replayed
+    }
+
+    /// Whether the session went live (`session_resumed` was appended).
+    pub fn is_live(&self) -> bool {
+        self.replay.is_none() && self.marker.is_none()
+    }
+
+    /// Switches to live: hands the replay's pipeline to the control plane
+    /// and appends `session_resumed`. Errors: the log cannot be written.
+    pub fn go_live(&mut self) -> Result<(), String> {
+        let (Some(replay), Some(live)) = (self.replay.take(), self.live.take()) else {
+            return Ok(());
+        };
+        self.replayed = replay.calls();
+        let mut live = live.with_pipeline(replay.into_pipeline());
+        let result = match self.marker.take() {
+            Some(marker) => live.record(marker),
+            None => Ok(()),
+        };
+        self.live = Some(live);
+        result
+    }
+
+    /// The live control plane, once the replay is over (or failed).
+    pub fn into_live(mut self) -> Option<ControlPlane<'a, H, S>> {
+        if let Some(replay) = self.replay.take() {
+            self.replayed = replay.calls();
+        }
+        self.live.take()
+    }
+
+    /// The replay's events not consumed (when the program ended while
+    /// still replaying: these must be none, or only narration).
+    pub fn unreplayed(&self) -> Option<&[crate::log::Event]> {
+        self.replay.as_ref().map(ReplayHost::remaining)
+    }
+}
+
+impl<H: Host, S: EventSink> Host for ResumeHost<'_, H, S> {
+    fn call(&mut self, request: CallRequest<'_>) -> Outcome {
+        let recorded = match self.replay.as_mut() {
+            Some(replay) => match replay.replay_call(request.clone()) {
+                Replayed::Answered(outcome) => {
+                    if let Some(d) = replay.divergence() {
+                        self.divergence.get_or_insert_with(|| d.clone());
+                    }
+                    return outcome;
+                }
+                Replayed::Ended(stage) => stage,
+            },
+            None => Recorded::Nothing,
+        };
+        if self.divergence.is_some() {
+            return Err(ToolFailure {
+                kind: FailureKind::Unavailable,
+                message: "resume diverged from the log".to_string(),
+            });
+        }
+        if let Err(msg) = self.go_live() {
+            return Err(ToolFailure {
+                kind: FailureKind::Unavailable,
+                message: msg,
+            });
+        }
+        match self.live.as_mut() {
+            Some(live) => live.call_from(request, recorded),
+            None => Err(ToolFailure {
+                kind: FailureKind::Unavailable,
+                message: "the session could not go live".to_string(),
+            }),
+        }
+    }
+}
