@@ -10,7 +10,17 @@
 //! deeper than 1000). In a page's blocks, a line containing [`REPEAT_MARKER`]
 //! (an lt comment, so the block is still a valid program as printed) is
 //! repeated [`REPEAT_COUNT`] times before checking.
+//!
+//! Some errors only occur under a profile (E07xx: `lt check --profile`). A
+//! page may hold at most one ```` ```toml ```` block, anywhere (by convention
+//! in `## Example`, before the ```` ```lt ```` block): the `[profile]` table
+//! both examples are checked against, as `lt check --profile` would (the
+//! calls it would deny are diagnostics too). A page without one is checked
+//! with no profile; a ```` ```toml ```` block that is not a valid profile
+//! is a page problem.
 
+use lt::control::profile::Profile;
+use lt::control::static_check;
 use lt::diag::Code;
 use lt::diag::Diagnostic;
 use lt::types::check_source;
@@ -111,12 +121,42 @@ impl Checked {
     }
 }
 
-/// Checks `text` on a thread with a large stack (some examples are deep).
-fn check(text: String) -> Checked {
+/// The page's profile, as TOML text: `Ok(None)` when it has no
+/// ```` ```toml ```` block, `Err` (a problem to report) when it has several
+/// or one that is not a valid `[profile]` table. (The text, not a
+/// [`Profile`], crosses to the checker's thread: a profile is not `Send`.)
+fn page_profile(name: &str, page: &str) -> Result<Option<String>, String> {
+    let blocks = fenced_blocks(page, "toml");
+    match blocks.as_slice() {
+        [] => Ok(None),
+        [toml] => match Profile::from_toml(toml, name) {
+            Ok(Some(_)) => Ok(Some(toml.clone())),
+            Ok(None) => Err(format!("{name}: the ```toml block has no [profile] table")),
+            Err(e) => Err(format!(
+                "{name}: the ```toml block is not a valid profile: {e}"
+            )),
+        },
+        _ => Err(format!(
+            "{name}: has {} ```toml blocks; expected at most one (the profile of both examples)",
+            blocks.len()
+        )),
+    }
+}
+
+/// Checks `text` (under `profile`, a TOML text from [`page_profile`], when
+/// given, as `lt check --profile` does) on a thread with a large stack (some
+/// examples are deep).
+fn check(text: String, profile: Option<String>) -> Checked {
     std::thread::Builder::new()
         .stack_size(256 * 1024 * 1024)
         .spawn(move || {
-            let a = check_source(&text);
+            let mut a = check_source(&text);
+            if let Some(toml) = &profile {
+                let p = Profile::from_toml(toml, "page")
+                    .expect("page_profile checked the profile")
+                    .expect("page_profile checked the [profile] table");
+                static_check::check_analysis(&mut a, &p);
+            }
             Checked {
                 diagnostics: a.diagnostics,
                 truncated: a.truncated,
@@ -249,7 +289,14 @@ fn every_example_yields_its_code() {
                 ));
             }
         }
-        let analysis = check(expand(&blocks[0]));
+        let profile = match page_profile(&name, page) {
+            Ok(p) => p,
+            Err(problem) => {
+                problems.push(problem);
+                continue;
+            }
+        };
+        let analysis = check(expand(&blocks[0]), profile);
         if !analysis.diagnostics.iter().any(|d| d.code == code) {
             problems.push(format!(
                 "{name}: the ```lt example should yield {} ({}), but it yields: {}\n    example:\n{}",
@@ -284,7 +331,14 @@ fn every_fix_checks_cleanly() {
                 ));
             }
         }
-        let analysis = check(expand(&blocks[0]));
+        let profile = match page_profile(&name, page) {
+            Ok(p) => p,
+            Err(problem) => {
+                problems.push(problem);
+                continue;
+            }
+        };
+        let analysis = check(expand(&blocks[0]), profile);
         if !analysis.is_ok() {
             problems.push(format!(
                 "{name}: the ```lt-ok fix should check with no diagnostics, but it yields: {}\n    fix:\n{}",
@@ -294,6 +348,21 @@ fn every_fix_checks_cleanly() {
         }
     }
     report("fixes that do not check", problems);
+}
+
+#[test]
+fn page_profiles_are_read() {
+    let one = "# T\n\n```toml\n[profile]\nname = \"p\"\nallow = []\n```\n";
+    let toml = page_profile("one", one).expect("a valid profile");
+    assert_eq!(
+        toml.as_deref(),
+        Some("[profile]\nname = \"p\"\nallow = []\n")
+    );
+    assert!(matches!(page_profile("none", "# T\n"), Ok(None)));
+    let two = format!("{one}{one}");
+    assert!(page_profile("two", &two).is_err());
+    assert!(page_profile("bad", "```toml\n[profile]\nbogus = 1\n```\n").is_err());
+    assert!(page_profile("empty", "```toml\n[tools.t]\n```\n").is_err());
 }
 
 #[test]

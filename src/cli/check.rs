@@ -1,13 +1,30 @@
-//! `lt check FILE`: type and effects, or diagnostics (human or JSON).
+//! `lt check FILE [--profile PROFILE_TOML]`: type and effects, or
+//! diagnostics (human or JSON).
+//!
+//! With `--profile`, the profile is read before the program is checked (an
+//! unreadable or invalid profile is exit 2, with its file, line and column,
+//! as for `lt run --profile`), and every call site the profile would deny
+//! is one more diagnostic (E0701–E0703, `control::static_check`).
 
 use super::{Emit, EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE};
+use crate::control::profile::Profile;
+use crate::control::static_check;
 use crate::diag::{json::to_json, render::render};
+use crate::exec::ConfigError;
 use crate::source::SourceFile;
 use crate::types::{check_source, Analysis};
 use serde_json::json;
+use std::path::Path;
 
-/// Runs `lt check` and returns the exit code.
-pub fn run(path: &str, as_json: bool, emit: Option<Emit>, color: bool) -> u8 {
+/// Runs `lt check` and returns the exit code. `profile` is the path of a
+/// file with a `[profile]` table (`--profile`).
+pub fn run(
+    path: &str,
+    as_json: bool,
+    emit: Option<Emit>,
+    color: bool,
+    profile: Option<&str>,
+) -> u8 {
     let (name, text) = match super::read_source(path) {
         Ok(x) => x,
         Err(msg) => {
@@ -21,12 +38,28 @@ pub fn run(path: &str, as_json: bool, emit: Option<Emit>, color: bool) -> u8 {
             return EXIT_USAGE;
         }
     };
+    let profile = match profile.map(|p| Profile::load(Path::new(p))).transpose() {
+        // `name = ""` is shown as `default`, as `lt run` does.
+        Ok(Some(p)) if p.name.is_empty() => Some(Profile {
+            name: "default".to_string(),
+            ..p
+        }),
+        Ok(p) => p,
+        Err(e) => return profile_failure(&e, as_json),
+    };
     let file = SourceFile::new(name, text);
-    let analysis = check_source(&file.text);
+    let mut analysis = check_source(&file.text);
+    if let Some(p) = &profile {
+        static_check::check_analysis(&mut analysis, p);
+    }
     if as_json {
-        out!("{}", report_json(&file, &analysis, emit));
+        let mut v = report_json(&file, &analysis, emit);
+        if let (Some(p), Some(obj)) = (&profile, v.as_object_mut()) {
+            obj.insert("profile".into(), json!(p.name));
+        }
+        out!("{v}");
     } else {
-        print_human(&file, &analysis, emit, color);
+        print_human(&file, &analysis, emit, color, profile.as_ref());
     }
     if analysis.is_ok() {
         EXIT_OK
@@ -72,7 +105,13 @@ pub fn report_json(file: &SourceFile, a: &Analysis, emit: Option<Emit>) -> serde
     v
 }
 
-fn print_human(file: &SourceFile, a: &Analysis, emit: Option<Emit>, color: bool) {
+fn print_human(
+    file: &SourceFile,
+    a: &Analysis,
+    emit: Option<Emit>,
+    color: bool,
+    profile: Option<&Profile>,
+) {
     if emit == Some(Emit::Types) {
         for b in &a.let_types {
             let lc = file.line_col(b.span.start);
@@ -89,6 +128,9 @@ fn print_human(file: &SourceFile, a: &Analysis, emit: Option<Emit>, color: bool)
     if a.is_ok() {
         out!("type: {}", a.ty);
         out!("effects: {}", a.effects);
+        if let Some(p) = profile {
+            out!("profile: {} allows every call", p.name);
+        }
         if emit == Some(Emit::Ir) {
             if let Some(text) = ir_text(file, a) {
                 out!("{}", text.trim_end());
@@ -143,4 +185,45 @@ pub fn print_diagnostics(file: &SourceFile, a: &Analysis, color: bool) {
         },
         file.name
     );
+}
+
+/// Reports a profile that cannot be read or is invalid (exit 2): on stderr
+/// `error: FILE:LINE:COL: message` and its help, as `lt run --profile`
+/// does; with `--json`, the I/O error object with `error` (that line) and
+/// `config` (`{file, line, column, message, help}`).
+fn profile_failure(e: &ConfigError, as_json: bool) -> u8 {
+    let mut place = e.path.clone();
+    if let Some(line) = e.line {
+        place.push_str(&format!(":{line}"));
+        if let Some(column) = e.column {
+            place.push_str(&format!(":{column}"));
+        }
+    }
+    let text = format!("{place}: {}", e.message);
+    if as_json {
+        out!(
+            "{}",
+            json!({
+                "ok": false,
+                "type": null,
+                "effects": [],
+                "diagnostics": [],
+                "truncated": 0,
+                "error": text,
+                "config": {
+                    "file": e.path,
+                    "line": e.line,
+                    "column": e.column,
+                    "message": e.message,
+                    "help": e.help,
+                },
+            })
+        );
+        return EXIT_USAGE;
+    }
+    match &e.help {
+        Some(h) => err!("error: {text}\n  = help: {h}"),
+        None => err!("error: {text}"),
+    }
+    EXIT_USAGE
 }

@@ -39,6 +39,8 @@ macro_rules! err {
 pub mod check;
 pub mod log_cmd;
 pub mod replay;
+#[cfg(any())] // TEMP until LogWriter::reopen lands
+pub mod resume;
 pub mod run;
 mod session;
 
@@ -121,6 +123,10 @@ pub enum Command {
         /// Colour the diagnostics.
         #[arg(long, value_enum, default_value = "auto")]
         color: Color,
+        /// A file with a `[profile]` table: also reject every call the
+        /// profile would deny (allow list, deny list, effects).
+        #[arg(long, value_name = "PROFILE_TOML")]
+        profile: Option<String>,
     },
     /// Check a program, then run it with the executors of a tools.toml.
     Run {
@@ -176,6 +182,25 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    #[cfg(any())] // TEMP
+    /// Continue a session that stopped without ending (a crash): replay its
+    /// log, then run live, appending to the same log.
+    Resume {
+        /// The event log of the session (`lt run --log`).
+        log: String,
+        /// The tools.toml mapping each tool to an executor.
+        #[arg(long, value_name = "TOOLS_TOML")]
+        executors: Option<String>,
+        /// Print one JSON object `{ok, value, type, effects, calls, steps}` on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Print a line per tool call on stderr.
+        #[arg(long, short)]
+        verbose: bool,
+        /// Colour the diagnostics.
+        #[arg(long, value_enum, default_value = "auto")]
+        color: Color,
+    },
     /// Read an event log: `lt log show FILE`, `lt log verify FILE`.
     Log {
         /// What to do.
@@ -204,7 +229,8 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             json,
             emit,
             color,
-        } => check::run(&file, json, emit, color_on(color)),
+            profile,
+        } => check::run(&file, json, emit, color_on(color), profile.as_deref()),
         Command::Run {
             file,
             executors,
@@ -249,6 +275,20 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             program,
             profile,
             json,
+        }),
+        #[cfg(any())] // TEMP
+        Command::Resume {
+            log,
+            executors,
+            json,
+            verbose,
+            color,
+        } => resume::run(&resume::ResumeOptions {
+            log,
+            executors,
+            json,
+            verbose,
+            color: color_on(color),
         }),
         Command::Explain { code } => explain(&code),
     };

@@ -120,23 +120,11 @@ pub fn run(opts: &ReplayOptions) -> u8 {
             )
         }
     };
-    let recorded = |key: &str| limits.get(key).and_then(serde_json::Value::as_u64);
-    let defaults = Limits::default();
-    let size = |key: &str, default: usize| {
-        recorded(key)
-            .and_then(|n| usize::try_from(n).ok())
-            .unwrap_or(default)
-    };
+    // Replay calls no tool: the wall clock is not part of the session (a
+    // session the clock stopped is compared up to that point).
     let limits = Limits {
-        max_calls: recorded("max_calls").unwrap_or(defaults.max_calls),
-        max_steps: recorded("max_steps").unwrap_or(defaults.max_steps),
-        // Replay calls no tool: the wall clock is not part of the session
-        // (a session the clock stopped is compared up to that point).
         timeout: None,
-        max_list_len: size("max_list_len", defaults.max_list_len),
-        max_string_bytes: size("max_string_bytes", defaults.max_string_bytes),
-        max_value_nodes: size("max_value_nodes", defaults.max_value_nodes),
-        max_string_total_bytes: size("max_string_total_bytes", defaults.max_string_total_bytes),
+        ..recorded_limits(limits)
     };
     let mut host = ReplayHost::new(&events, profile, &ir.tools).with_limits(limits.clone());
     let (result, stats) = eval::run(&ir, &mut host, &limits);
@@ -160,7 +148,12 @@ pub fn run(opts: &ReplayOptions) -> u8 {
     let all_made = host
         .remaining()
         .iter()
-        .all(|e| matches!(e.body, EventBody::SessionEnded { .. }));
+        .all(|e| {
+            matches!(
+                e.body,
+                EventBody::SessionEnded { .. } | EventBody::SessionResumed { .. }
+            )
+        });
     if timed_out && (all_made || host.divergence().is_some_and(|d| d.log_ended)) {
         if opts.json {
             out!(
@@ -250,5 +243,28 @@ pub fn run(opts: &ReplayOptions) -> u8 {
                 replayed.1.map(|v| v.to_string()).unwrap_or_default()
             ),
         ),
+    }
+}
+
+/// The limits a `session_started` event records (`limits`), with the
+/// defaults for any it lacks; `timeout_ms` null or absent is no timeout.
+pub(super) fn recorded_limits(limits: &serde_json::Value) -> Limits {
+    let recorded = |key: &str| limits.get(key).and_then(serde_json::Value::as_u64);
+    let defaults = Limits::default();
+    let size = |key: &str, default: usize| {
+        recorded(key)
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(default)
+    };
+    Limits {
+        max_calls: recorded("max_calls").unwrap_or(defaults.max_calls),
+        max_steps: recorded("max_steps").unwrap_or(defaults.max_steps),
+        timeout: recorded("timeout_ms")
+            .filter(|ms| *ms > 0)
+            .map(std::time::Duration::from_millis),
+        max_list_len: size("max_list_len", defaults.max_list_len),
+        max_string_bytes: size("max_string_bytes", defaults.max_string_bytes),
+        max_value_nodes: size("max_value_nodes", defaults.max_value_nodes),
+        max_string_total_bytes: size("max_string_total_bytes", defaults.max_string_total_bytes),
     }
 }

@@ -19,6 +19,7 @@
 pub mod pipeline;
 pub mod profile;
 pub mod replay;
+pub mod resume;
 pub mod static_check;
 
 use crate::log::{Decision as Verdict, EventBody, EventSink};
