@@ -30,7 +30,7 @@ pub(super) struct Session {
 #[allow(clippy::result_large_err)]
 pub(super) fn start(opts: &RunOptions, file: &SourceFile) -> Result<Session, Failure> {
     let registry_text = match &opts.executors {
-        Some(path) => std::fs::read(path)
+        Some(path) => crate::exec::read_config_bytes(Path::new(path))
             .map_err(|e| Failure::new("executors", "usage", format!("cannot read {path}: {e}")))?,
         None => Vec::new(),
     };

@@ -181,12 +181,20 @@ impl Profile {
     /// Reads the `[profile]` table of a file (an error when it has none).
     pub fn load(path: &Path) -> Result<Profile, ConfigError> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        let fail = |message: String| ConfigError {
             path: origin.clone(),
             line: None,
             column: None,
-            message: format!("cannot read the profile: {e}"),
+            message,
             help: None,
+        };
+        let bytes = crate::exec::read_config_bytes(path)
+            .map_err(|e| fail(format!("cannot read the profile: {e}")))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            fail(format!(
+                "the profile is not UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ))
         })?;
         Profile::from_toml(&text, &origin)?.ok_or_else(|| ConfigError {
             path: origin,

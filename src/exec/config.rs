@@ -117,7 +117,6 @@ impl Registry {
     /// read (the message names the path and the OS error), it is not TOML, or
     /// a table breaks a rule of `docs/executors.md`.
     pub fn load(path: &Path) -> Result<Registry, ConfigError> {
-        use std::io::Read as _;
         let origin = path.display().to_string();
         let fail = |message: String| ConfigError {
             path: origin.clone(),
@@ -126,18 +125,8 @@ impl Registry {
             message,
             help: None,
         };
-        // At most 16 MiB: a tools.toml is a few KiB; this keeps `/dev/zero`
-        // (or a wrong path to a big file) from taking the memory.
-        const MAX_BYTES: u64 = 16 * 1024 * 1024;
-        let mut bytes = Vec::new();
-        std::fs::File::open(path)
-            .and_then(|f| f.take(MAX_BYTES + 1).read_to_end(&mut bytes))
+        let bytes = read_config_bytes(path)
             .map_err(|e| fail(format!("cannot read the tool configuration: {e}")))?;
-        if bytes.len() as u64 > MAX_BYTES {
-            return Err(fail(
-                "the tool configuration is larger than 16 MiB; is this the right file?".into(),
-            ));
-        }
         let text = String::from_utf8(bytes).map_err(|e| {
             fail(format!(
                 "the tool configuration is not UTF-8 text (invalid byte at offset {})",
@@ -311,6 +300,26 @@ impl Registry {
     pub(crate) fn get(&self, tool: &str) -> Option<&Tool> {
         self.tools.get(tool)
     }
+}
+
+/// The largest configuration file (tools.toml, a profile) lt reads: 16 MiB.
+pub const MAX_CONFIG_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Reads a configuration file of at most [`MAX_CONFIG_BYTES`] (a tools.toml
+/// is a few KiB; the cap keeps `/dev/zero`, or a wrong path to a big file,
+/// from taking the memory). Errors: the OS error, or "larger than 16 MiB".
+pub fn read_config_bytes(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(std::io::Error::other(
+            "the file is larger than 16 MiB; is this the right file?",
+        ));
+    }
+    Ok(bytes)
 }
 
 /// The tool whose table holds byte `offset`, if the text is valid TOML

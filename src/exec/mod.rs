@@ -65,7 +65,7 @@ mod http;
 mod text;
 
 pub use command::{EXIT_GRACE, MAX_OUTPUT_BYTES, STDERR_KEEP_BYTES};
-pub use config::{ConfigError, Registry, Venue, DEFAULT_TIMEOUT};
+pub use config::{read_config_bytes, ConfigError, Registry, Venue, DEFAULT_TIMEOUT, MAX_CONFIG_BYTES};
 
 use crate::runtime::host::{CallRequest, FailureKind, Host, Outcome, ToolFailure};
 use config::Tool;
