@@ -8,8 +8,8 @@
 //! check passed.
 
 use super::{EXIT_DIAGNOSTICS, EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE};
-use crate::control::ControlPlane;
-use crate::exec::{ExecutorHost, Registry};
+use crate::control::{ClientChannel, ControlPlane};
+use crate::exec::{ExecutorHost, Registry, Venue};
 use crate::ir::{lower::lower, Ir, NodeKind};
 use crate::runtime::eval::{self, RunStats};
 use crate::runtime::host::{CallRequest, Host, Outcome};
@@ -17,8 +17,9 @@ use crate::runtime::limits::{Limits, RunError};
 use crate::source::SourceFile;
 use crate::types::check_source;
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The options of `lt run`.
 #[derive(Clone, Debug)]
@@ -57,6 +58,10 @@ pub fn run(opts: &RunOptions) -> u8 {
         Err(code) => return code,
     };
     let (venues, idempotent) = registry.tool_traits();
+    let client = match client_timeouts(opts, &file, &ir, &registry) {
+        Ok(c) => c,
+        Err(f) => return fail_usage(opts, &f),
+    };
     let host = ExecutorHost::new(registry, runtime.handle().clone());
     let session = match super::session::start(opts, &file) {
         Ok(s) => s,
@@ -65,6 +70,11 @@ pub fn run(opts: &RunOptions) -> u8 {
     let mut plane = ControlPlane::new(host, session.profile, &ir.tools, session.sink, session.id)
         .with_limits(opts.limits.clone())
         .with_tool_traits(venues, idempotent);
+    if let Some(timeouts) = client {
+        // Calls go out on stdout as JSON lines, reports come in on stdin;
+        // the value is printed on stdout after the run, after every call.
+        plane = plane.with_client(ClientChannel::stdio().with_timeouts(timeouts));
+    }
     if let Err(msg) = plane.record(session.started) {
         return fail_usage(opts, &Failure::new("log", "log", msg));
     }
@@ -76,6 +86,43 @@ pub fn run(opts: &RunOptions) -> u8 {
     // The log file is closed (its buffer written) before the value is shown.
     drop(plane);
     finish(opts, &file, &ir, result, stats, elapsed, log_error, runtime)
+}
+
+/// When the program calls a client-venue tool: each such tool's
+/// `timeout_ms` (for [`ClientChannel::with_timeouts`]), the client being
+/// the process on the other end of stdin and stdout. `Ok(None)`: no client
+/// channel is needed. `Err`: the program itself was read from stdin, which
+/// the client's reports need.
+#[allow(clippy::result_large_err)]
+pub(super) fn client_timeouts(
+    opts: &RunOptions,
+    file: &SourceFile,
+    ir: &Ir,
+    registry: &Registry,
+) -> Result<Option<BTreeMap<String, Duration>>, Failure> {
+    let called = called_tools(ir);
+    let Some(first) = called.iter().find(|t| registry.venue(t) == Venue::Client) else {
+        return Ok(None);
+    };
+    if opts.file == "-" {
+        return Err(Failure {
+            file: Some(file.name.clone()),
+            help: Some("pass the program as a file: stdin carries the client's tool_result lines".into()),
+            ..Failure::new(
+                "input",
+                "usage",
+                format!(
+                    "the program was read from stdin, but it calls {first}, a client-venue tool whose outcome the client reports on stdin"
+                ),
+            )
+        });
+    }
+    Ok(Some(
+        called
+            .iter()
+            .filter_map(|t| registry.client_timeout(t).map(|d| (t.to_string(), d)))
+            .collect(),
+    ))
 }
 
 /// Checks and lowers the program in `file`, printing the diagnostics (as

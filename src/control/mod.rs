@@ -16,6 +16,7 @@
 //! side effect. If the log cannot be written the call is not made (fail
 //! closed) and the failure is kept for the caller to report.
 
+pub mod client;
 pub mod pipeline;
 pub mod profile;
 pub mod replay;
@@ -32,6 +33,7 @@ use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub use crate::exec::Venue;
+pub use client::ClientChannel;
 pub use pipeline::Pipeline;
 
 /// A [`Host`] that applies a profile to every call and records it.
@@ -45,6 +47,7 @@ pub struct ControlPlane<'a, H: Host, S: EventSink> {
     limits: Limits,
     venues: BTreeMap<String, Venue>,
     idempotent: BTreeSet<String>,
+    client: Option<ClientChannel>,
 }
 
 impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
@@ -61,6 +64,7 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
             limits: Limits::default(),
             venues: BTreeMap::new(),
             idempotent: BTreeSet::new(),
+            client: None,
         }
     }
 
@@ -181,6 +185,13 @@ impl<H: Host, S: EventSink> ControlPlane<'_, H, S> {
     /// replayed so far) from a replay of the same session.
     pub fn with_pipeline(mut self, pipeline: Pipeline) -> Self {
         self.pipeline = pipeline;
+        self
+    }
+
+    /// Hands calls of client-venue tools to `channel` (`client.rs`); without
+    /// one, such a call fails as `unavailable`.
+    pub fn with_client(mut self, channel: ClientChannel) -> Self {
+        self.client = Some(channel);
         self
     }
 
@@ -324,10 +335,23 @@ impl<H: Host, S: EventSink> ControlPlane<'_, H, S> {
     fn dispatch(&mut self, venue: Venue, request: CallRequest<'_>) -> Outcome {
         match venue {
             Venue::Server => self.inner.call(request),
-            Venue::Client => Err(unavailable(format!(
-                "tool {} runs in the client venue, and this session has no client channel",
-                request.tool
-            ))),
+            Venue::Client => {
+                let Some(mut channel) = self.client.take() else {
+                    return Err(unavailable(format!(
+                        "tool {} runs in the client venue, and this session has no client channel",
+                        request.tool
+                    )));
+                };
+                // Narration events are kept like the others: a failure to
+                // write them is remembered and stops the next call.
+                let outcome = if self.sink.records() {
+                    channel.call(request, Some(&mut |body| drop(self.record(body))))
+                } else {
+                    channel.call(request, None)
+                };
+                self.client = Some(channel);
+                outcome
+            }
         }
     }
 }
