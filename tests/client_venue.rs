@@ -560,7 +560,7 @@ fn malformed_lines_are_rejected_with_their_reason_and_the_wait_goes_on() {
         ),
         (Json::Null, "unknown field `note`"),
         (Json::Null, "neither `ok` nor `error` is given"),
-        (Json::Null, "the line is nested more than 10000 levels deep"),
+        (Json::Null, "the line was not parsed: it is nested more than 10000 levels deep"),
     ];
     let n = expected.len();
     assert_eq!(rejected.len(), n, "{rejected:?}");

@@ -51,13 +51,10 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 const KEPT_PREFIX: usize = 1024;
 
 /// The deepest nesting a report line may have: that of a command tool's
-/// output (`MAX_OUTPUT_DEPTH` in `exec/text.rs`). No output type nests
-/// deeper, and values this shallow may be cloned and dropped recursively.
-const MAX_DEPTH: usize = 10_000;
-
-/// The most JSON values a report line may hold, as for a command tool's
-/// output (`MAX_OUTPUT_VALUES` in `exec/text.rs`).
-const MAX_VALUES: usize = 10_000_000;
+/// output. No output type nests deeper, and values this shallow may be
+/// cloned and dropped recursively.
+#[cfg(test)]
+const MAX_DEPTH: usize = crate::exec::MAX_OUTPUT_DEPTH;
 
 /// How many lines the reader thread may read ahead of the control plane;
 /// past it the thread stops reading and the client's writes block.
@@ -506,14 +503,15 @@ fn judge(bytes: &[u8], waiting: &str, ended: &BTreeMap<String, Ended>) -> Judged
             )
         }
     };
-    if let Some(why) = too_big(bytes) {
+    // The limits of a command tool's output (depth, value count).
+    if let Err(why) = crate::exec::check_shape(bytes) {
         let mut shown: String = text.chars().take(KEPT_PREFIX).collect();
         if shown.len() < text.len() {
             shown.push('…');
         }
         return rejected(
             Json::String(shown),
-            format!("the line {why}, more than a tool result may; it was not parsed (report holds its start)"),
+            format!("the line was not parsed: {why}, more than a tool result may be (report holds its start)"),
         );
     }
     if text.trim().is_empty() {
@@ -567,43 +565,6 @@ fn judge(bytes: &[u8], waiting: &str, ended: &BTreeMap<String, Ended>) -> Judged
         }
     };
     rejected(Json::Object(fields), reason)
-}
-
-/// Why a line is refused before it is parsed: nested deeper than
-/// [`MAX_DEPTH`] or holding more than [`MAX_VALUES`] values. One linear
-/// pass that skips string contents.
-fn too_big(bytes: &[u8]) -> Option<String> {
-    let (mut depth, mut values, mut in_string, mut escaped) = (0usize, 1usize, false, false);
-    for &b in bytes {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                values += 1;
-                if depth > MAX_DEPTH {
-                    return Some(format!("is nested more than {MAX_DEPTH} levels deep"));
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            b',' => {
-                values += 1;
-                if values > MAX_VALUES {
-                    return Some(format!("holds more than {MAX_VALUES} values"));
-                }
-            }
-            _ => {}
-        }
-    }
-    None
 }
 
 /// What is wrong with the fields of a `tool_result` object, if anything
