@@ -256,6 +256,12 @@ pub fn install_signal_forwarding(handle: &tokio::runtime::Handle) {
             return;
         }
     };
+    // A write past the file-size limit (`ulimit -f`) then fails with EFBIG,
+    // which lt reports (the log says it is incomplete), instead of SIGXFSZ
+    // killing lt in the middle of a session. Catching the signal (tokio's
+    // handler stays installed for the life of the process) is the safe-Rust
+    // way to replace its default action.
+    let _ = signal(SignalKind::from_raw(Signal::SIGXFSZ as i32));
     drop(handle.spawn(async move {
         let signal = tokio::select! {
             Some(()) = int.recv() => Signal::SIGINT,
