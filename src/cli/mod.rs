@@ -39,7 +39,6 @@ macro_rules! err {
 pub mod check;
 pub mod log_cmd;
 pub mod replay;
-#[cfg(any())] // TEMP until LogWriter::reopen lands
 pub mod resume;
 pub mod run;
 mod session;
@@ -182,7 +181,6 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    #[cfg(any())] // TEMP
     /// Continue a session that stopped without ending (a crash): replay its
     /// log, then run live, appending to the same log.
     Resume {
@@ -276,7 +274,6 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             profile,
             json,
         }),
-        #[cfg(any())] // TEMP
         Command::Resume {
             log,
             executors,

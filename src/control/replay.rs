@@ -329,6 +329,7 @@ impl ReplayHost<'_> {
             match self.take() {
                 Some(EventBody::Scheduled { call_id: c, .. }) if *c == call_id => {
                 // Run again by `lt resume` (an idempotent tool): scheduled twice.
+                self.skip_narration();
                 while let Some(EventBody::Scheduled { call_id: c, .. }) =
                     self.events.get(self.next).map(|e| &e.body)
                 {

@@ -72,6 +72,9 @@ impl<'a, H: Host, S: EventSink> ResumeHost<'a, H, S> {
     /// Switches to live: hands the replay's pipeline to the control plane
     /// and appends `session_resumed`. Errors: the log cannot be written.
     pub fn go_live(&mut self) -> Result<(), String> {
+        if self.replay.is_none() || self.live.is_none() {
+            return Ok(());
+        }
         let (Some(replay), Some(live)) = (self.replay.take(), self.live.take()) else {
             return Ok(());
         };

@@ -17,7 +17,7 @@
 //! optional field is told apart from a present `null` (a program whose
 //! value is `()` ends with `"value":null`).
 
-use super::json::to_compact;
+use super::json::{to_compact, write_json, write_str, write_u64};
 use crate::runtime::boundary::drop_deep;
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
@@ -235,13 +235,52 @@ impl Serialize for Field<'_> {
     }
 }
 
+/// The most fields an event has: the six common ones (`hash` included) and
+/// the six of `session_started` or `session_ended`. A unit test checks
+/// that every kind fits.
+const MAX_FIELDS: usize = 12;
+
+/// An event's fields (key and borrowed value), on the stack: building the
+/// list allocates nothing.
+#[derive(Clone, Copy)]
+struct Fields<'a> {
+    items: [(&'static str, Field<'a>); MAX_FIELDS],
+    len: usize,
+}
+
+impl<'a> Fields<'a> {
+    fn new() -> Self {
+        Fields {
+            items: [("", Field::U64(0)); MAX_FIELDS],
+            len: 0,
+        }
+    }
+
+    /// Adds a field. More than [`MAX_FIELDS`] is a bug in this file (an
+    /// index out of bounds), caught by the test that builds every kind.
+    fn push(&mut self, key: &'static str, value: Field<'a>) {
+        self.items[self.len] = (key, value);
+        self.len += 1;
+    }
+
+    fn as_slice(&self) -> &[(&'static str, Field<'a>)] {
+        &self.items[..self.len]
+    }
+
+    /// Sorts by key (by their UTF-8 bytes, as the canonical form wants).
+    fn sort(&mut self) {
+        self.items[..self.len].sort_unstable_by_key(|(k, _)| *k);
+    }
+}
+
 /// An event's fields, sorted by key: serialises as the canonical object.
-struct Sorted<'a>(Vec<(&'static str, Field<'a>)>);
+struct Sorted<'a>(Fields<'a>);
 
 impl Serialize for Sorted<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(self.0.len()))?;
-        for (k, v) in &self.0 {
+        let fields = self.0.as_slice();
+        let mut map = s.serialize_map(Some(fields.len()))?;
+        for (k, v) in fields {
             map.serialize_entry(k, v)?;
         }
         map.end()
@@ -286,8 +325,22 @@ impl EventBody {
     }
 
     /// The kind's own fields (absent optional fields left out).
-    fn fields(&self) -> Vec<(&'static str, Field<'_>)> {
+    fn fields(&self) -> Fields<'_> {
+        let mut out = Fields::new();
+        self.each_field(|key, value| out.push(key, value));
+        out
+    }
+
+    /// Hands the kind's own fields (absent optional fields left out) to
+    /// `put`, sorted by key: the encoder merges them with the common fields
+    /// without sorting (a unit test checks the order of every kind).
+    fn each_field<'a>(&'a self, mut put: impl FnMut(&'static str, Field<'a>)) {
         use Field::{Json as J, Str as S, U64 as U};
+        let mut all = |fields: &[(&'static str, Field<'a>)]| {
+            for &(key, value) in fields {
+                put(key, value);
+            }
+        };
         match self {
             EventBody::SessionStarted {
                 lt_version,
@@ -296,90 +349,90 @@ impl EventBody {
                 profile,
                 registry_hash,
                 limits,
-            } => vec![
+            } => all(&[
+                ("limits", J(limits)),
                 ("lt_version", S(lt_version)),
+                ("profile", J(profile)),
                 ("program", S(program)),
                 ("program_hash", S(program_hash)),
-                ("profile", J(profile)),
                 ("registry_hash", S(registry_hash)),
-                ("limits", J(limits)),
-            ],
+            ]),
             EventBody::Proposed {
                 call_id,
                 tool,
                 argument,
-            } => vec![
+            } => all(&[
+                ("argument", J(argument)),
                 ("call_id", S(call_id)),
                 ("tool", S(tool)),
-                ("argument", J(argument)),
-            ],
+            ]),
             EventBody::Decided {
                 call_id,
                 decision,
                 rule,
                 reason,
-            } => vec![
+            } => all(&[
                 ("call_id", S(call_id)),
                 ("decision", S(decision.as_str())),
-                ("rule", S(rule)),
                 ("reason", S(reason)),
-            ],
+                ("rule", S(rule)),
+            ]),
             EventBody::Scheduled {
                 call_id,
                 tool,
                 venue,
                 idempotency_key,
-            } => vec![
+            } => all(&[
                 ("call_id", S(call_id)),
+                ("idempotency_key", S(idempotency_key)),
                 ("tool", S(tool)),
                 ("venue", S(venue)),
-                ("idempotency_key", S(idempotency_key)),
-            ],
-            EventBody::ClientDispatched { call_id } => vec![("call_id", S(call_id))],
+            ]),
+            EventBody::ClientDispatched { call_id } => all(&[("call_id", S(call_id))]),
             EventBody::ClientReported { call_id, report } => {
-                vec![("call_id", S(call_id)), ("report", J(report))]
+                all(&[("call_id", S(call_id)), ("report", J(report))])
             }
             EventBody::ClientRejected { report, reason } => {
-                vec![("report", J(report)), ("reason", S(reason))]
+                all(&[("reason", S(reason)), ("report", J(report))])
             }
             EventBody::SessionResumed {
                 lt_version,
                 registry_hash,
                 dropped_bytes,
-            } => vec![
+            } => all(&[
+                ("dropped_bytes", U(*dropped_bytes)),
                 ("lt_version", S(lt_version)),
                 ("registry_hash", S(registry_hash)),
-                ("dropped_bytes", U(*dropped_bytes)),
-            ],
+            ]),
             EventBody::Completed {
                 call_id,
                 output,
                 result,
-            } => vec![
+            } => all(&[
                 ("call_id", S(call_id)),
                 ("output", J(output)),
                 ("result", J(result)),
-            ],
+            ]),
             EventBody::Failed {
                 call_id,
                 failure,
                 message,
                 result,
-            } => vec![
+            } => all(&[
                 ("call_id", S(call_id)),
                 ("failure", S(failure)),
                 ("message", S(message)),
                 ("result", J(result)),
-            ],
+            ]),
             EventBody::TimedOut {
                 call_id,
                 message,
                 result,
-            } => vec![
+            } => all(&[
                 ("call_id", S(call_id)),
                 ("message", S(message)),
                 ("result", J(result)),
-            ],
+            ]),
             EventBody::SessionEnded {
                 status,
                 value,
@@ -388,19 +441,17 @@ impl EventBody {
                 calls,
                 steps,
             } => {
-                let mut out = vec![("status", S(status))];
-                if let Some(v) = value {
-                    out.push(("value", J(v)));
-                }
-                if let Some(t) = r#type {
-                    out.push(("type", S(t)));
-                }
+                all(&[("calls", U(*calls))]);
                 if let Some(e) = error {
-                    out.push(("error", J(e)));
+                    all(&[("error", J(e))]);
                 }
-                out.push(("calls", U(*calls)));
-                out.push(("steps", U(*steps)));
-                out
+                all(&[("status", S(status)), ("steps", U(*steps))]);
+                if let Some(t) = r#type {
+                    all(&[("type", S(t))]);
+                }
+                if let Some(v) = value {
+                    all(&[("value", J(v))]);
+                }
             }
         }
     }
@@ -414,18 +465,11 @@ impl Event {
 
     /// All fields, `hash` included or not, sorted by key.
     fn sorted(&self, with_hash: bool) -> Sorted<'_> {
-        let mut fields = vec![
-            ("seq", Field::U64(self.seq)),
-            ("ts", Field::Str(&self.ts)),
-            ("session", Field::Str(&self.session)),
-            ("kind", Field::Str(self.kind())),
-            ("prev", Field::Str(&self.prev)),
-        ];
+        let mut fields = common_fields(self.seq, &self.ts, &self.session, &self.prev, &self.body);
         if with_hash {
-            fields.push(("hash", Field::Str(&self.hash)));
+            fields.push("hash", Field::Str(&self.hash));
         }
-        fields.extend(self.body.fields());
-        fields.sort_by_key(|(k, _)| *k);
+        fields.sort();
         Sorted(fields)
     }
 
@@ -436,51 +480,21 @@ impl Event {
     }
 
     /// Both the hash and the line of an event whose `hash` is not yet
-    /// set, serialising every value once: the canonical bytes are the
-    /// sorted `"key":value` parts without `hash`; the line is the same parts
-    /// with `"hash":"…"` in its sorted place. Byte for byte what
-    /// [`Event::compute_hash`] and [`Event::to_line`] give (tested).
+    /// set, serialising every value once: the line is written with the
+    /// hash's place kept, and the bytes around that place are what is
+    /// hashed. Byte for byte what [`Event::compute_hash`] and
+    /// [`Event::to_line`] give (tested). The writers use the same encoder.
     pub fn seal_encoding(&self) -> (String, Vec<u8>) {
-        let parts: Vec<(&str, Vec<u8>)> = self
-            .sorted(false)
-            .0
-            .iter()
-            .map(|(k, v)| (*k, to_compact(v)))
-            .collect();
-        let size: usize = parts.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
-        let join = |extra: Option<&[u8]>| {
-            let mut out = Vec::with_capacity(size + 80);
-            out.push(b'{');
-            let mut first = true;
-            let mut put = |out: &mut Vec<u8>, k: &str, v: &[u8]| {
-                if !first {
-                    out.push(b',');
-                }
-                first = false;
-                out.push(b'"');
-                out.extend_from_slice(k.as_bytes());
-                out.extend_from_slice(b"\":");
-                out.extend_from_slice(v);
-            };
-            let mut pending = extra;
-            for (k, v) in &parts {
-                if let Some(h) = pending {
-                    if *k > "hash" {
-                        put(&mut out, "hash", h);
-                        pending = None;
-                    }
-                }
-                put(&mut out, k, v);
-            }
-            if let Some(h) = pending {
-                put(&mut out, "hash", h);
-            }
-            out.push(b'}');
-            out
-        };
-        let hash = sha256_hex(&join(None));
-        let line = join(Some(&to_compact(&hash)));
-        (hash, line)
+        let mut line = Vec::new();
+        let hash = encode_line(
+            &mut line,
+            self.seq,
+            &self.ts,
+            &self.session,
+            &self.prev,
+            &self.body,
+        );
+        (hash.to_string(), line)
     }
 
     /// SHA-256 of [`Event::canonical_bytes`]: what `hash` must be.
@@ -498,7 +512,7 @@ impl Event {
     /// The event as a JSON object (copies the values).
     pub fn to_value(&self) -> Json {
         let mut map = Map::new();
-        for (k, v) in self.sorted(true).0 {
+        for &(k, v) in self.sorted(true).0.as_slice() {
             let v = match v {
                 Field::Str(s) => Json::String(s.to_string()),
                 Field::U64(n) => Json::from(n),
@@ -517,33 +531,215 @@ impl Serialize for Event {
     }
 }
 
+/// The fields of an event with these common fields and `body`, `hash`
+/// left out, unsorted.
+fn common_fields<'a>(
+    seq: u64,
+    ts: &'a str,
+    session: &'a str,
+    prev: &'a str,
+    body: &'a EventBody,
+) -> Fields<'a> {
+    let mut fields = body.fields();
+    fields.push("seq", Field::U64(seq));
+    fields.push("ts", Field::Str(ts));
+    fields.push("session", Field::Str(session));
+    fields.push("kind", Field::Str(body.kind()));
+    fields.push("prev", Field::Str(prev));
+    fields
+}
+
+/// An event's `hash`: 64 lowercase hex digits, on the stack.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HashHex([u8; 64]);
+
+impl HashHex {
+    fn of(digest: &[u8]) -> HashHex {
+        /// The two hex digits of every byte.
+        const PAIRS: [[u8; 2]; 256] = {
+            const DIGITS: &[u8; 16] = b"0123456789abcdef";
+            let mut pairs = [[0u8; 2]; 256];
+            let mut i = 0;
+            while i < 256 {
+                pairs[i] = [DIGITS[i >> 4], DIGITS[i & 15]];
+                i += 1;
+            }
+            pairs
+        };
+        let mut hex = [0u8; 64];
+        for (i, &b) in digest.iter().take(32).enumerate() {
+            let [high, low] = PAIRS[usize::from(b)];
+            hex[2 * i] = high;
+            hex[2 * i + 1] = low;
+        }
+        HashHex(hex)
+    }
+
+    /// The digits as text.
+    pub(crate) fn as_str(&self) -> &str {
+        // Hex digits are ASCII.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+
+    /// Replaces the contents of `out` with the digits (reusing its buffer).
+    pub(crate) fn write_to(&self, out: &mut String) {
+        out.clear();
+        out.push_str(self.as_str());
+    }
+}
+
+impl std::fmt::Display for HashHex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Appends the line of the event with these common fields and `body` to
+/// `out` (without `\n`), and returns its hash, which the line holds.
+///
+/// The line and the canonical bytes differ only by the `hash` field, so
+/// the line is written once, straight into `out`, with a placeholder for
+/// the hash in its sorted place; the hash is SHA-256 of the line's bytes
+/// around that field (the canonical bytes, fed to the hasher in two
+/// pieces), and then fills the placeholder. Every value is serialised once
+/// and nothing is allocated beyond `out`'s growth.
+///
+/// The field cut out is `,"hash":"…"` (with the comma before it), or
+/// `"hash":"…",` when `hash` is the first key (`client_rejected`, whose
+/// keys all sort after it). Some key always follows `hash` (`kind`,
+/// `prev`, `seq`, `session` and `ts` all sort after it).
+pub(crate) fn encode_line(
+    out: &mut Vec<u8>,
+    seq: u64,
+    ts: &str,
+    session: &str,
+    prev: &str,
+    body: &EventBody,
+) -> HashHex {
+    // The common fields, sorted; `None` is `hash`.
+    let common = [
+        ("hash", None),
+        ("kind", Some(Field::Str(body.kind()))),
+        ("prev", Some(Field::Str(prev))),
+        ("seq", Some(Field::U64(seq))),
+        ("session", Some(Field::Str(session))),
+        ("ts", Some(Field::Str(ts))),
+    ];
+    let start = out.len();
+    out.push(b'{');
+    // The span of the hash field, which the canonical bytes leave out, and
+    // where its 64 digits go (set when `hash` is written: it always is).
+    let (mut from, mut digits, mut to) = (start, start, start);
+    let mut first = true;
+    let mut put = |key: &str, value: Option<Field<'_>>| {
+        let at = out.len();
+        if !first {
+            out.push(b',');
+        }
+        out.push(b'"');
+        out.extend_from_slice(key.as_bytes());
+        out.extend_from_slice(b"\":");
+        match value {
+            Some(Field::Str(text)) => write_str(out, text),
+            Some(Field::U64(n)) => write_u64(out, n),
+            Some(Field::Json(json)) => write_json(out, json),
+            None => {
+                out.push(b'"');
+                digits = out.len();
+                out.extend_from_slice(&[b'0'; 64]);
+                out.push(b'"');
+                // When `hash` is first, the comma the next field puts after
+                // it goes too.
+                (from, to) = (at, out.len() + usize::from(first));
+            }
+        }
+        first = false;
+    };
+    // Both lists are sorted: merge them.
+    let mut next = 0;
+    body.each_field(|key, value| {
+        while let Some(&(c, v)) = common.get(next) {
+            if !sorts_before(c, key) {
+                break;
+            }
+            put(c, v);
+            next += 1;
+        }
+        put(key, Some(value));
+    });
+    for &(c, v) in common.get(next..).unwrap_or_default() {
+        put(c, v);
+    }
+    out.push(b'}');
+    debug_assert!(digits > start && to > from, "the hash field was written");
+    let digest = Sha256::new()
+        .chain_update(&out[start..from])
+        .chain_update(&out[to..])
+        .finalize();
+    let hash = HashHex::of(&digest);
+    out[digits..digits + 64].copy_from_slice(&hash.0);
+    hash
+}
+
+/// `a < b` for two distinct keys, decided by their first bytes when they
+/// differ (they mostly do), without a call to `memcmp`.
+fn sorts_before(a: &str, b: &str) -> bool {
+    match (a.as_bytes().first(), b.as_bytes().first()) {
+        (Some(x), Some(y)) if x != y => x < y,
+        _ => a < b,
+    }
+}
+
 /// Drops an event without recursing once per level of its JSON values
 /// (an event holding a tool output nested a million levels deep would
 /// overflow the stack with the default drop).
 pub fn drop_event(event: Event) {
-    match event.body {
+    drop_body(event.body);
+}
+
+/// [`drop_event`] for a body.
+pub(crate) fn drop_body(body: EventBody) {
+    match body {
         EventBody::SessionStarted {
             profile, limits, ..
         } => {
-            drop_deep(profile);
-            drop_deep(limits);
+            drop_json(profile);
+            drop_json(limits);
         }
-        EventBody::Proposed { argument, .. } => drop_deep(argument),
+        EventBody::Proposed { argument, .. } => drop_json(argument),
         EventBody::Completed { output, result, .. } => {
-            drop_deep(output);
-            drop_deep(result);
+            drop_json(output);
+            drop_json(result);
         }
-        EventBody::Failed { result, .. } | EventBody::TimedOut { result, .. } => drop_deep(result),
+        EventBody::Failed { result, .. } | EventBody::TimedOut { result, .. } => drop_json(result),
         EventBody::SessionEnded { value, error, .. } => {
-            value.into_iter().chain(error).for_each(drop_deep);
+            value.into_iter().chain(error).for_each(drop_json);
         }
         EventBody::ClientReported { report, .. } | EventBody::ClientRejected { report, .. } => {
-            drop_deep(report)
+            drop_json(report)
         }
         EventBody::Decided { .. }
         | EventBody::Scheduled { .. }
         | EventBody::ClientDispatched { .. }
         | EventBody::SessionResumed { .. } => {}
+    }
+}
+
+/// Drops a JSON value: a shallow one (most are) the ordinary way, which
+/// allocates nothing; a deep one without recursion ([`drop_deep`]).
+fn drop_json(value: Json) {
+    /// Nested at most `depth` levels (a bounded recursion).
+    fn shallow(value: &Json, depth: u8) -> bool {
+        match value {
+            Json::Array(items) => depth > 0 && items.iter().all(|v| shallow(v, depth - 1)),
+            Json::Object(fields) => depth > 0 && fields.values().all(|v| shallow(v, depth - 1)),
+            Json::Null | Json::Bool(_) | Json::Number(_) | Json::String(_) => true,
+        }
+    }
+    if shallow(&value, 16) {
+        drop(value);
+    } else {
+        drop_deep(value);
     }
 }
 
@@ -563,14 +759,7 @@ pub fn canonical_bytes(event_without_hash: &Json) -> Vec<u8> {
 
 /// SHA-256 of `bytes`, as 64 lowercase hex digits.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest.iter() {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 15)]));
-    }
-    out
+    HashHex::of(&Sha256::digest(bytes)).to_string()
 }
 
 #[cfg(test)]
@@ -596,6 +785,140 @@ mod tests {
         assert_eq!(hash, e.compute_hash());
         e.hash = hash;
         assert_eq!(String::from_utf8(line).expect("utf8"), e.to_line());
+    }
+
+    /// One body of every kind (`session_ended` in each of its shapes),
+    /// with strings that need escaping.
+    fn every_kind() -> Vec<EventBody> {
+        let odd = "quote \" back \\ nl \n ctl \u{1} é λ /";
+        let deep = json!({"z": [1, {"b": odd, "a": null}], "a": 1.5, "n": -0.0});
+        let mut bodies = vec![
+            EventBody::SessionStarted {
+                lt_version: "0.1.0".into(),
+                program: format!("tool t: Unit -> Unit;\n{odd}"),
+                program_hash: ZERO_HASH.into(),
+                profile: deep.clone(),
+                registry_hash: ZERO_HASH.into(),
+                limits: json!({"max_calls": 3}),
+            },
+            EventBody::Proposed {
+                call_id: "n7[n3:2]".into(),
+                tool: "t".into(),
+                argument: deep.clone(),
+            },
+            EventBody::Decided {
+                call_id: odd.into(),
+                decision: Decision::Deny,
+                rule: "denylist".into(),
+                reason: odd.into(),
+            },
+            EventBody::Scheduled {
+                call_id: "n1".into(),
+                tool: "t".into(),
+                venue: "server".into(),
+                idempotency_key: "k".into(),
+            },
+            EventBody::ClientDispatched {
+                call_id: "n1".into(),
+            },
+            EventBody::ClientReported {
+                call_id: "n1".into(),
+                report: deep.clone(),
+            },
+            EventBody::ClientRejected {
+                report: json!(odd),
+                reason: odd.into(),
+            },
+            EventBody::SessionResumed {
+                lt_version: "0.1.0".into(),
+                registry_hash: ZERO_HASH.into(),
+                dropped_bytes: 17,
+            },
+            EventBody::Completed {
+                call_id: "n1".into(),
+                output: deep.clone(),
+                result: json!({"Ok": deep}),
+            },
+            EventBody::Failed {
+                call_id: "n1".into(),
+                failure: "crashed".into(),
+                message: odd.into(),
+                result: json!({"Err": odd}),
+            },
+            EventBody::TimedOut {
+                call_id: "n1".into(),
+                message: odd.into(),
+                result: json!({"Err": odd}),
+            },
+        ];
+        for shape in 0..8u8 {
+            bodies.push(EventBody::SessionEnded {
+                status: "ok".into(),
+                value: (shape & 1 != 0).then(|| json!([odd])),
+                r#type: (shape & 2 != 0).then(|| "List String".into()),
+                error: (shape & 4 != 0).then(|| json!({"kind": "x", "line": 1})),
+                calls: 2,
+                steps: u64::MAX,
+            });
+        }
+        bodies
+    }
+
+    #[test]
+    fn every_kind_lists_its_fields_sorted_and_apart_from_the_common_ones() {
+        let kinds: std::collections::BTreeSet<&str> =
+            every_kind().iter().map(EventBody::kind).collect();
+        assert_eq!(kinds.len(), KINDS.len(), "a kind is missing from the test");
+        let common = ["hash", "kind", "prev", "seq", "session", "ts"];
+        for body in every_kind() {
+            let fields = body.fields();
+            let keys: Vec<&str> = fields.as_slice().iter().map(|(k, _)| *k).collect();
+            assert!(
+                keys.windows(2).all(|w| w[0] < w[1]),
+                "{}: fields not sorted: {keys:?}",
+                body.kind()
+            );
+            assert!(keys.iter().all(|k| !common.contains(k)), "{keys:?}");
+            assert!(keys.len() + common.len() <= MAX_FIELDS, "{keys:?}");
+        }
+    }
+
+    #[test]
+    fn the_line_encoder_matches_the_reference_serialisation_for_every_kind() {
+        for (seq, body) in every_kind().into_iter().enumerate() {
+            let mut event = Event {
+                seq: seq as u64,
+                ts: "2026-11-29T21:04:05.123Z".into(),
+                session: "0123456789abcdef0123456789abcdef".into(),
+                prev: sha256_hex(&[seq as u8]),
+                hash: String::new(),
+                body,
+            };
+            // Encoded after other text, as the writer does.
+            let mut out = b"earlier line\n".to_vec();
+            let hash = encode_line(
+                &mut out,
+                event.seq,
+                &event.ts,
+                &event.session,
+                &event.prev,
+                &event.body,
+            );
+            assert_eq!(hash.to_string(), event.compute_hash(), "{}", event.kind());
+            event.hash = hash.to_string();
+            let line = String::from_utf8(out).expect("UTF-8");
+            assert_eq!(line, format!("earlier line\n{}", event.to_line()));
+            assert_eq!(
+                sha256_hex(&canonical_bytes(&{
+                    let mut v = event.to_value();
+                    if let Json::Object(m) = &mut v {
+                        m.remove("hash");
+                    }
+                    v
+                })),
+                event.hash
+            );
+        }
     }
 
     #[test]

@@ -40,7 +40,68 @@ pub(crate) fn parse_strict(text: &str) -> Result<Json, SyntaxError> {
     })
 }
 
-pub(crate) use crate::runtime::deep_json::to_compact;
+pub(crate) use crate::runtime::deep_json::{to_compact, write_compact};
+
+/// Appends `text` as a JSON string, escaped exactly as serde_json escapes
+/// it: `"`, `\\` and control characters, nothing else. Text with nothing
+/// to escape (session ids, hashes, timestamps, most names) is copied as is.
+pub(crate) fn write_str(out: &mut Vec<u8>, text: &str) {
+    if needs_escape(text.as_bytes()) {
+        let mut ser = serde_json::Serializer::new(out);
+        // Writing into a Vec cannot fail.
+        let _ = text.serialize(&mut ser);
+    } else {
+        out.reserve(text.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+    }
+}
+
+/// Whether `bytes` hold a byte JSON escapes: a control character (below
+/// 0x20), `"` or `\\`. Eight bytes at a time (the log scans every string
+/// of every event): in a word `x`, `(x - 0x01…01 * n) & !x & 0x80…80` is
+/// non-zero exactly when some byte of `x` is below `n` (for `n` up to 128),
+/// and a byte equal to `c` is a zero byte of `x ^ 0x01…01 * c`.
+fn needs_escape(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH != 0;
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let mut le = [0u8; 8];
+        le.copy_from_slice(word);
+        let x = u64::from_le_bytes(le);
+        if below(x, 0x20) || below(x ^ (ONES * 0x22), 1) || below(x ^ (ONES * 0x5c), 1) {
+            return true;
+        }
+    }
+    words
+        .remainder()
+        .iter()
+        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+}
+
+/// Appends `value` as compact JSON, at any depth: a scalar directly, an
+/// array or object through the depth-safe printer.
+pub(crate) fn write_json(out: &mut Vec<u8>, value: &Json) {
+    match value {
+        Json::Array(_) | Json::Object(_) => write_compact(out, value),
+        Json::String(text) => write_str(out, text),
+        Json::Null | Json::Bool(_) | Json::Number(_) => {
+            let mut ser = serde_json::Serializer::new(out);
+            // Writing into a Vec cannot fail.
+            let _ = value.serialize(&mut ser);
+        }
+    }
+}
+
+/// Appends `n` as JSON (plain digits).
+pub(crate) fn write_u64(out: &mut Vec<u8>, n: u64) {
+    let mut ser = serde_json::Serializer::new(out);
+    // Writing into a Vec cannot fail.
+    let _ = n.serialize(&mut ser);
+}
 
 /// A `std::io::Write` that keeps at most `limit` bytes and then fails, so
 /// that printing a huge value to show its first 100 characters stops early.
@@ -127,6 +188,60 @@ mod tests {
             })
             .expect("thread");
         worker.join().expect("no stack overflow");
+    }
+
+    #[test]
+    fn strings_and_numbers_are_written_as_serde_json_writes_them() {
+        let texts = [
+            "",
+            "plain n7[n3:2] 0123456789abcdef",
+            "quote \" backslash \\ slash / DEL \u{7f} é λ",
+            "controls \u{0}\u{1}\u{8}\u{9}\u{a}\u{c}\u{d}\u{1f} end",
+        ];
+        for text in texts {
+            let mut out = b"x".to_vec();
+            write_str(&mut out, text);
+            assert_eq!(&out[1..], to_compact(text).as_slice(), "{text:?}");
+        }
+        for n in [0, 7, 10, u64::MAX] {
+            let mut out = Vec::new();
+            write_u64(&mut out, n);
+            assert_eq!(out, n.to_string().into_bytes());
+        }
+    }
+
+    #[test]
+    fn the_word_scan_finds_every_escaped_byte_anywhere() {
+        let plain = |b: u8| b >= 0x20 && b != b'"' && b != b'\\';
+        for len in 1..20 {
+            for at in 0..len {
+                for b in 0..=255u8 {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = b;
+                    assert_eq!(needs_escape(&bytes), !plain(b), "{b:#x} at {at} of {len}");
+                    // Bytes that borrow or carry next to it change nothing.
+                    bytes
+                        .iter_mut()
+                        .filter(|x| **x == b'a')
+                        .for_each(|x| *x = 0xff);
+                    assert_eq!(
+                        needs_escape(&bytes),
+                        !plain(b),
+                        "{b:#x} at {at} of {len}, 0xff around"
+                    );
+                    bytes
+                        .iter_mut()
+                        .filter(|x| **x == 0xff)
+                        .for_each(|x| *x = 0x20);
+                    assert_eq!(
+                        needs_escape(&bytes),
+                        !plain(b),
+                        "{b:#x} at {at} of {len}, 0x20 around"
+                    );
+                }
+            }
+        }
+        assert!(!needs_escape(b""));
     }
 
     #[test]

@@ -49,8 +49,8 @@
 //!
 //! Modules: [`event`] (the data model, canonical bytes), `parse` (reading
 //! an event's fields, with precise messages), `json` (JSON text at any
-//! depth, repeated keys rejected), [`writer`]
-//! (appending: a file or memory), [`mod@verify`] (the checks), [`read`]
+//! depth, repeated keys rejected), [`writer`] (appending: a file or memory;
+//! reopening a file to continue it), [`mod@verify`] (the checks), [`read`]
 //! (verified reading), [`show`] (the timeline).
 
 pub mod event;
@@ -67,4 +67,6 @@ pub use event::{
 pub use read::{read_log, read_prefix, LogError};
 pub use show::timeline;
 pub use verify::{verify, Problem, ProblemKind, VerifyReport};
-pub use writer::{new_session_id, now_timestamp, Discard, EventSink, LogWriter, MemoryLog};
+pub use writer::{
+    new_session_id, now_timestamp, Discard, EventSink, LogWriter, MemoryLog, ReopenError, Reopened,
+};

@@ -8,11 +8,16 @@
 //! so the `scheduled` event of a call is on record before the call's side
 //! effect starts. It does not `fsync`: the log survives a crash of `lt`,
 //! not a crash of the machine (call [`LogWriter::sync`] for that).
+//! [`LogWriter::reopen`] continues the log of a session that `lt` did not
+//! end (`lt resume`).
 
-use super::event::{Event, EventBody, ZERO_HASH};
+use super::event::{drop_body, drop_event, encode_line, Event, EventBody, HashHex, ZERO_HASH};
 use super::parse::is_hex;
-use std::fs::File;
-use std::io::{self, Write};
+use super::read::read_prefix;
+use super::verify::{Problem, ProblemKind};
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -89,14 +94,75 @@ pub fn now_timestamp() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
-/// The chain state shared by both sinks: what the next event's `seq` and
-/// `prev` are.
+/// What stamps `ts`.
+#[derive(Clone, Debug)]
+enum Clock {
+    /// The system clock.
+    System(SystemClock),
+    /// A given clock (tests use a fixed one).
+    Given(fn() -> String),
+}
+
+impl Clock {
+    /// Replaces `out` with the current time.
+    fn stamp(&mut self, out: &mut String) {
+        match self {
+            Clock::System(clock) => clock.stamp_at(SystemTime::now(), out),
+            Clock::Given(clock) => *out = clock(),
+        }
+    }
+}
+
+/// The system clock's stamps, as [`now_timestamp`] writes them. Formatting
+/// the date is the dear part of a stamp, so the text up to the seconds is
+/// kept, and only the milliseconds are written anew while the second lasts.
+#[derive(Clone, Debug, Default)]
+struct SystemClock {
+    /// The second (since the Unix epoch) `prefix` is for.
+    second: Option<u64>,
+    /// `2026-11-29T21:04:05.`: the stamp up to its milliseconds.
+    prefix: String,
+}
+
+impl SystemClock {
+    /// Replaces `out` with `now`, RFC 3339 UTC with milliseconds.
+    fn stamp_at(&mut self, now: SystemTime, out: &mut String) {
+        let Ok(since) = now.duration_since(SystemTime::UNIX_EPOCH) else {
+            // Before 1970: not worth a cache (humantime decides what to do).
+            *out = humantime::format_rfc3339_millis(now).to_string();
+            return;
+        };
+        let secs = since.as_secs();
+        if self.second != Some(secs) {
+            // `2026-11-29T21:04:05.000Z` without its last four bytes.
+            let whole = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+            let text = humantime::format_rfc3339_millis(whole).to_string();
+            self.prefix.clear();
+            self.prefix
+                .push_str(text.get(..text.len().saturating_sub(4)).unwrap_or_default());
+            self.second = Some(secs);
+        }
+        // humantime truncates to the millisecond, as this does.
+        let millis = since.subsec_millis();
+        out.clear();
+        out.push_str(&self.prefix);
+        for digit in [millis / 100, millis / 10 % 10, millis % 10] {
+            out.push(char::from(b'0' + digit as u8));
+        }
+        out.push('Z');
+    }
+}
+
+/// The chain state shared by both sinks: what the next event's `seq`,
+/// `prev` and `ts` are.
 #[derive(Clone, Debug)]
 struct Chain {
     session: String,
     next_seq: u64,
     prev: String,
-    clock: fn() -> String,
+    clock: Clock,
+    /// The stamp of the event being sealed.
+    ts: String,
 }
 
 impl Chain {
@@ -113,33 +179,132 @@ impl Chain {
             session: session_id,
             next_seq: 0,
             prev: ZERO_HASH.to_string(),
-            clock: now_timestamp,
+            clock: Clock::System(SystemClock::default()),
+            ts: String::new(),
         })
     }
 
-    /// The next event, hashed; the chain moves on only by [`Chain::advance`].
-    fn seal(&self, body: EventBody) -> Event {
-        self.seal_with_line(body).0
+    /// Stamps the next event and appends its line (without `\n`) to
+    /// `out`; returns its hash. The chain moves on only by
+    /// [`Chain::advance`], once the event is recorded.
+    fn encode(&mut self, body: &EventBody, out: &mut Vec<u8>) -> HashHex {
+        self.clock.stamp(&mut self.ts);
+        encode_line(
+            out,
+            self.next_seq,
+            &self.ts,
+            &self.session,
+            &self.prev,
+            body,
+        )
     }
 
-    /// The sealed event and its line (without `\n`), serialised once.
-    fn seal_with_line(&self, body: EventBody) -> (Event, Vec<u8>) {
-        let mut event = Event {
+    /// Moves the chain past the event just encoded (with `body` and
+    /// `hash`) and returns that event.
+    fn advance(&mut self, body: EventBody, hash: HashHex) -> Event {
+        let event = Event {
             seq: self.next_seq,
-            ts: (self.clock)(),
+            ts: self.ts.clone(),
             session: self.session.clone(),
             prev: self.prev.clone(),
-            hash: String::new(),
+            hash: hash.to_string(),
             body,
         };
-        let (hash, line) = event.seal_encoding();
-        event.hash = hash;
-        (event, line)
+        self.next_seq += 1;
+        hash.write_to(&mut self.prev);
+        event
     }
 
-    fn advance(&mut self, event: &Event) {
-        self.next_seq += 1;
-        self.prev.clone_from(&event.hash);
+    /// [`Chain::advance`], storing the event in `last` in place of the
+    /// previous one, whose strings it reuses: its `prev` is the previous
+    /// `hash`, and only the body is moved (the strings, once grown to
+    /// size, are overwritten without allocating).
+    fn advance_into<'a>(
+        &mut self,
+        body: EventBody,
+        hash: HashHex,
+        last: &'a mut Option<Event>,
+    ) -> &'a Event {
+        let follows = last
+            .as_ref()
+            .is_some_and(|e| e.hash == self.prev && e.session == self.session);
+        if !follows {
+            if let Some(old) = last.take() {
+                drop_event(old);
+            }
+        }
+        match last {
+            Some(event) => {
+                std::mem::swap(&mut event.prev, &mut event.hash);
+                hash.write_to(&mut event.hash);
+                event.ts.clone_from(&self.ts);
+                event.seq = self.next_seq;
+                drop_body(std::mem::replace(&mut event.body, body));
+                self.next_seq += 1;
+                self.prev.clone_from(&event.hash);
+                event
+            }
+            None => last.insert(self.advance(body, hash)),
+        }
+    }
+}
+
+/// What [`LogWriter::reopen`] found.
+#[derive(Debug)]
+pub struct Reopened {
+    /// The writer, appending to the file after its last event.
+    pub writer: LogWriter,
+    /// The events of the file, verified, in order (the replay before going
+    /// live).
+    pub events: Vec<Event>,
+    /// How many bytes of an incomplete last line were cut off the file (0
+    /// when it ended in `\n`).
+    pub dropped_bytes: u64,
+}
+
+/// Why [`LogWriter::reopen`] refused a log. A refused log is left as it
+/// was (only a [`ReopenError::Io`] error after its incomplete last line
+/// was cut off can leave it cut).
+#[derive(Debug)]
+pub enum ReopenError {
+    /// The file could not be read, cut or opened for appending.
+    Io(io::Error),
+    /// The log does not verify: the first problem, as `lt log verify`
+    /// reports it (its line, kind and message). A log that was edited,
+    /// damaged or mixed with another one is not continued.
+    Problem(Problem),
+    /// The log ends with `session_ended`: the session already ended and
+    /// there is nothing to resume (it can be replayed).
+    Ended,
+    /// The file holds no complete event: no session to continue.
+    Empty,
+}
+
+impl fmt::Display for ReopenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReopenError::Io(e) => write!(f, "the log cannot be read or appended to: {e}"),
+            ReopenError::Problem(problem) => write!(f, "the log does not verify: {problem}"),
+            ReopenError::Ended => f.write_str("the session already ended; nothing to resume"),
+            ReopenError::Empty => f.write_str(
+                "the log holds no complete event (a log starts with session_started); nothing to resume",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ReopenError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ReopenError::Io(e) => Some(e),
+            ReopenError::Problem(_) | ReopenError::Ended | ReopenError::Empty => None,
+        }
+    }
+}
+
+impl From<io::Error> for ReopenError {
+    fn from(e: io::Error) -> Self {
+        ReopenError::Io(e)
     }
 }
 
@@ -176,9 +341,82 @@ impl LogWriter {
         })
     }
 
+    /// Reopens the log of a session that stopped without `session_ended`
+    /// (`lt` was killed), to continue it: `lt resume`.
+    ///
+    /// The file must pass every check of `lt log verify` ([`verify()`]);
+    /// it must hold at least one complete event, and its last one must not
+    /// be `session_ended`. A refused log is left as it was. An incomplete
+    /// last line (a write cut short: text after the last `\n`) is cut off
+    /// the file, and [`Reopened::dropped_bytes`] says how many bytes that
+    /// was. The writer appends at the end of the file, continuing the
+    /// chain: the next event gets `seq` = last `seq` + 1, `prev` = the last
+    /// `hash`, and the same session id. [`LogWriter::last`] is `None` until
+    /// it appends.
+    ///
+    /// The file is read once into memory to be verified; the text is
+    /// dropped before this returns and only the events are kept.
+    ///
+    /// [`verify()`]: super::verify()
+    pub fn reopen(path: impl AsRef<Path>) -> Result<Reopened, ReopenError> {
+        let path = path.as_ref().to_path_buf();
+        let mut file = OpenOptions::new().read(true).append(true).open(&path)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        // Everything up to the last `\n`; after it, a line cut short.
+        let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let dropped_bytes = (bytes.len() - complete) as u64;
+        bytes.truncate(complete);
+        // As `lt log verify` reads a file: bytes that are not UTF-8 become
+        // U+FFFD, and the line holding them fails its checks.
+        let text = String::from_utf8(bytes)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        let (events, report) = read_prefix(&text);
+        drop(text);
+        let refuse = |events: Vec<Event>, error: ReopenError| {
+            events.into_iter().for_each(drop_event);
+            Err(error)
+        };
+        if let Some(problem) = report.problem {
+            return match problem.kind {
+                ProblemKind::Empty => refuse(events, ReopenError::Empty),
+                _ => refuse(events, ReopenError::Problem(problem)),
+            };
+        }
+        let (session, seq, prev) = match events.last() {
+            None => return refuse(events, ReopenError::Empty),
+            Some(Event {
+                body: EventBody::SessionEnded { .. },
+                ..
+            }) => return refuse(events, ReopenError::Ended),
+            Some(last) => (last.session.clone(), last.seq, last.hash.clone()),
+        };
+        if dropped_bytes > 0 {
+            file.set_len(complete as u64)?;
+        }
+        // Appending writes at the end whatever the position; it is put
+        // there anyway.
+        file.seek(SeekFrom::End(0))?;
+        let mut chain = Chain::new(session)?;
+        chain.next_seq = seq + 1;
+        chain.prev = prev;
+        Ok(Reopened {
+            writer: LogWriter {
+                file,
+                path,
+                chain,
+                last: None,
+                pending: Vec::new(),
+                broken: None,
+            },
+            events,
+            dropped_bytes,
+        })
+    }
+
     /// Replaces the clock that stamps `ts` (tests use a fixed one).
     pub fn with_clock(mut self, clock: fn() -> String) -> LogWriter {
-        self.chain.clock = clock;
+        self.chain.clock = Clock::Given(clock);
         self
     }
 
@@ -202,19 +440,20 @@ impl LogWriter {
                 self.path.display()
             )));
         }
-        let (event, line) = self.chain.seal_with_line(body);
-        let buffered = match &event.body {
+        let buffered = match &body {
             EventBody::Proposed { .. } => true,
             EventBody::Decided { decision, .. } => *decision == super::Decision::Allow,
             _ => false,
         };
-        self.pending.extend_from_slice(&line);
+        // The line goes straight into the buffer of lines to write.
+        let hash = self.chain.encode(&body, &mut self.pending);
         self.pending.push(b'\n');
         if !buffered {
             self.flush_pending()?;
         }
-        self.chain.advance(&event);
-        Ok(self.last.insert(event))
+        // Only now does `last` change: after a failed write it is still the
+        // last event written.
+        Ok(self.chain.advance_into(body, hash, &mut self.last))
     }
 
     /// Writes the buffered lines, if any, with one `write` call.
@@ -287,6 +526,8 @@ impl EventSink for LogWriter {
 pub struct MemoryLog {
     chain: Chain,
     events: Vec<Event>,
+    /// The line of the event being sealed (only its hash is kept).
+    line: Vec<u8>,
 }
 
 impl MemoryLog {
@@ -295,20 +536,22 @@ impl MemoryLog {
         Ok(MemoryLog {
             chain: Chain::new(session_id.into())?,
             events: Vec::new(),
+            line: Vec::new(),
         })
     }
 
     /// Replaces the clock that stamps `ts` (tests use a fixed one).
     pub fn with_clock(mut self, clock: fn() -> String) -> MemoryLog {
-        self.chain.clock = clock;
+        self.chain.clock = Clock::Given(clock);
         self
     }
 
     /// Appends one event and returns it. Never fails; the `Result` matches
     /// [`LogWriter::append`].
     pub fn append(&mut self, body: EventBody) -> io::Result<&Event> {
-        let event = self.chain.seal(body);
-        self.chain.advance(&event);
+        self.line.clear();
+        let hash = self.chain.encode(&body, &mut self.line);
+        let event = self.chain.advance(body, hash);
         self.events.push(event);
         Ok(&self.events[self.events.len() - 1])
     }
@@ -348,6 +591,7 @@ impl EventSink for MemoryLog {
 
 #[cfg(test)]
 mod tests {
+    use super::super::verify;
     use super::*;
 
     #[test]
@@ -363,6 +607,225 @@ mod tests {
         let ts = now_timestamp();
         assert_eq!(ts.len(), "2026-11-29T21:04:05.123Z".len(), "{ts}");
         assert!(ts.ends_with('Z') && ts.as_bytes()[10] == b'T' && ts.as_bytes()[19] == b'.');
+    }
+
+    #[test]
+    fn the_cached_clock_stamps_as_humantime_does() {
+        use std::time::Duration;
+        let mut clock = SystemClock::default();
+        let mut out = String::new();
+        let starts = [
+            0,
+            951_782_399,   // 2000-02-28T23:59:59
+            1_709_251_199, // 2024-02-29T23:59:59
+            1_796_000_000,
+            4_102_444_799, // 2099-12-31T23:59:59
+        ];
+        for start in starts {
+            for step in 0..2_500u64 {
+                let t = SystemTime::UNIX_EPOCH
+                    + Duration::from_secs(start)
+                    + Duration::from_nanos(step * 999_983);
+                clock.stamp_at(t, &mut out);
+                assert_eq!(out, humantime::format_rfc3339_millis(t).to_string());
+            }
+        }
+    }
+
+    const SESSION: &str = "0123456789abcdef0123456789abcdef";
+
+    fn temp_log(name: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("lt-writer-{name}-{}.jsonl", std::process::id()))
+    }
+
+    fn started() -> EventBody {
+        EventBody::SessionStarted {
+            lt_version: "0.1.0".into(),
+            program: "exec tool ping 1".into(),
+            program_hash: ZERO_HASH.into(),
+            profile: serde_json::json!({"name": "default"}),
+            registry_hash: ZERO_HASH.into(),
+            limits: serde_json::json!({"max_calls": 10}),
+        }
+    }
+
+    /// The events of one call, `proposed` to `completed`.
+    fn call(n: u32) -> Vec<EventBody> {
+        let call_id = format!("n5[n3:{n}]");
+        vec![
+            EventBody::Proposed {
+                call_id: call_id.clone(),
+                tool: "ping".into(),
+                argument: serde_json::json!(n),
+            },
+            EventBody::Decided {
+                call_id: call_id.clone(),
+                decision: super::super::Decision::Allow,
+                rule: "policy".into(),
+                reason: "every rule passed".into(),
+            },
+            EventBody::Scheduled {
+                call_id: call_id.clone(),
+                tool: "ping".into(),
+                venue: "server".into(),
+                idempotency_key: format!("{SESSION}:{call_id}"),
+            },
+            EventBody::Completed {
+                call_id,
+                output: serde_json::json!(1),
+                result: serde_json::json!({"Ok": 1}),
+            },
+        ]
+    }
+
+    fn ended() -> EventBody {
+        EventBody::SessionEnded {
+            status: "ok".into(),
+            value: Some(serde_json::json!(1)),
+            r#type: Some("Int".into()),
+            error: None,
+            calls: 2,
+            steps: 9,
+        }
+    }
+
+    /// Writes a log of `bodies` at `path` and returns its text.
+    fn write_log(path: &Path, bodies: Vec<EventBody>) -> String {
+        let mut writer = LogWriter::create(path, SESSION).expect("create");
+        for body in bodies {
+            writer.append(body).expect("append");
+        }
+        drop(writer);
+        std::fs::read_to_string(path).expect("read")
+    }
+
+    fn reopen_err(path: &Path) -> ReopenError {
+        match LogWriter::reopen(path) {
+            Ok(r) => panic!(
+                "reopened a log that should be refused: {:?}",
+                r.events.len()
+            ),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn reopen_cuts_a_torn_line_and_continues_the_chain() {
+        let path = temp_log("torn");
+        let mut bodies = vec![started()];
+        bodies.extend(call(0));
+        // The proposal of the next call reached the file; its decision was
+        // being written when lt was killed.
+        bodies.extend(call(1).into_iter().take(1));
+        let text = write_log(&path, bodies);
+        let torn = r#"{"call_id":"n5[n3:1]","decision":"al"#;
+        std::fs::write(&path, format!("{text}{torn}")).expect("write");
+        assert!(verify(&format!("{text}{torn}")).incomplete_tail);
+
+        let reopened = LogWriter::reopen(&path).expect("reopens");
+        assert_eq!(reopened.dropped_bytes, torn.len() as u64);
+        assert_eq!(reopened.events.len(), 6);
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), text);
+        let mut writer = reopened.writer;
+        assert_eq!((writer.session(), writer.len()), (SESSION, 6));
+        assert!(writer.last().is_none());
+        let resumed = EventBody::SessionResumed {
+            lt_version: "0.1.0".into(),
+            registry_hash: ZERO_HASH.into(),
+            dropped_bytes: reopened.dropped_bytes,
+        };
+        let first = writer.append(resumed).expect("append").clone();
+        assert_eq!(first.seq, 6);
+        assert_eq!(first.prev, reopened.events[5].hash);
+        for body in call(1).into_iter().skip(1).chain(call(2)).chain([ended()]) {
+            writer.append(body).expect("append");
+        }
+        drop(writer);
+
+        let text = std::fs::read_to_string(&path).expect("read");
+        let _ = std::fs::remove_file(&path);
+        let report = verify(&text);
+        assert!(report.ok && !report.incomplete_tail, "{report}");
+        assert_eq!(report.events, 6 + 1 + 3 + 4 + 1);
+        let events = super::super::read_log(&text).expect("reads");
+        assert!(events.iter().all(|e| e.session == SESSION));
+        assert_eq!(events[7].kind(), "decided");
+    }
+
+    #[test]
+    fn reopen_keeps_a_log_that_ends_in_a_newline() {
+        let path = temp_log("clean");
+        let mut bodies = vec![started()];
+        bodies.extend(call(0).into_iter().take(3));
+        let text = write_log(&path, bodies);
+        let reopened = LogWriter::reopen(&path).expect("reopens");
+        assert_eq!(reopened.dropped_bytes, 0);
+        assert_eq!(reopened.events.len(), 4);
+        let mut writer = reopened.writer;
+        writer.append(call(0).remove(3)).expect("append");
+        drop(writer);
+        let after = std::fs::read_to_string(&path).expect("read");
+        let _ = std::fs::remove_file(&path);
+        assert!(after.starts_with(&text));
+        let report = verify(&after);
+        assert!(report.ok && report.events == 5, "{report}");
+    }
+
+    #[test]
+    fn reopen_refuses_an_ended_session_and_leaves_it_as_it_was() {
+        let path = temp_log("ended");
+        let mut bodies = vec![started()];
+        bodies.extend(call(0));
+        bodies.push(ended());
+        let text = write_log(&path, bodies);
+        // Even with a torn line after the end, nothing is cut.
+        let with_tail = format!("{text}{{\"cal");
+        std::fs::write(&path, &with_tail).expect("write");
+        let e = reopen_err(&path);
+        let after = std::fs::read_to_string(&path).expect("read");
+        let _ = std::fs::remove_file(&path);
+        assert!(matches!(e, ReopenError::Ended), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "the session already ended; nothing to resume"
+        );
+        assert_eq!(after, with_tail);
+    }
+
+    #[test]
+    fn reopen_refuses_a_tampered_log_with_the_line_of_the_problem() {
+        let path = temp_log("tampered");
+        let mut bodies = vec![started()];
+        bodies.extend(call(0));
+        let text = write_log(&path, bodies);
+        let edited = text.replacen("\"tool\":\"ping\"", "\"tool\":\"pong\"", 1);
+        assert_ne!(edited, text);
+        std::fs::write(&path, &edited).expect("write");
+        let e = reopen_err(&path);
+        let after = std::fs::read_to_string(&path).expect("read");
+        let _ = std::fs::remove_file(&path);
+        let ReopenError::Problem(problem) = &e else {
+            panic!("expected a verify problem, got {e:?}");
+        };
+        assert_eq!((problem.line, problem.kind), (2, ProblemKind::Hash));
+        assert!(e.to_string().contains("line 2: hash mismatch"), "{e}");
+        assert_eq!(after, edited);
+    }
+
+    #[test]
+    fn reopen_refuses_an_empty_or_missing_log() {
+        let path = temp_log("empty");
+        for text in ["", "{\"hash\":\"12"] {
+            std::fs::write(&path, text).expect("write");
+            let e = reopen_err(&path);
+            assert!(matches!(e, ReopenError::Empty), "{text:?}: {e:?}");
+            assert!(e.to_string().contains("nothing to resume"), "{e}");
+            assert_eq!(std::fs::read_to_string(&path).expect("read"), text);
+        }
+        let _ = std::fs::remove_file(&path);
+        let e = reopen_err(&path);
+        assert!(matches!(e, ReopenError::Io(_)), "{e:?}");
+        assert!(e.to_string().starts_with("the log cannot be read"), "{e}");
     }
 
     #[test]

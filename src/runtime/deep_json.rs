@@ -62,11 +62,17 @@ fn parse<'de, R: serde_json::de::Read<'de>>(
 /// `serde_json::Value`: the crate does not enable `preserve_order`).
 pub(crate) fn to_compact<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
     let mut out = Vec::new();
-    let mut ser = serde_json::Serializer::new(&mut out);
+    write_compact(&mut out, value);
+    out
+}
+
+/// [`to_compact`], appending to `out` (the log writes a line's values
+/// straight into the line).
+pub(crate) fn write_compact<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    let mut ser = serde_json::Serializer::new(out);
     // Writing into a Vec cannot fail and the values here always serialise
     // (string keys only).
     let _ = value.serialize(serde_stacker::Serializer::new(&mut ser));
-    out
 }
 
 /// A JSON value under construction whose drop does not recurse.

@@ -36,11 +36,13 @@ CREATE TABLE IF NOT EXISTS refund_requests (
     status       TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS refunds (
-    id           INTEGER PRIMARY KEY AUTOINCREMENT,
-    tx_id        TEXT UNIQUE,
-    request_id   TEXT NOT NULL REFERENCES refund_requests(id),
-    account_id   TEXT NOT NULL REFERENCES accounts(id),
-    amount_cents INTEGER NOT NULL
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    tx_id           TEXT UNIQUE,
+    request_id      TEXT NOT NULL REFERENCES refund_requests(id),
+    account_id      TEXT NOT NULL REFERENCES accounts(id),
+    amount_cents    INTEGER NOT NULL,
+    -- lt's idempotency key of the call that made the refund (LT_IDEMPOTENCY_KEY)
+    idempotency_key TEXT UNIQUE
 );
 CREATE TABLE IF NOT EXISTS batch_log (
     id     INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -5,8 +5,15 @@ Carries out one pending refund request: inserts a row into `refunds` (tx ids
 tx_000001, …) and marks the request 'refunded', in one transaction. Fails
 (exit 1) and changes nothing if the request is not pending or does not match
 the argument, the account does not exist, or the amount exceeds what is left
-of the account's last charge."""
+of the account's last charge.
 
+Idempotent: lt passes each call's idempotency key in LT_IDEMPOTENCY_KEY (the
+session id and the call's identity). A refund records the key; a call with a
+key already recorded changes nothing and answers what the first call
+answered. So tools.toml declares the tool `idempotent = true`, and `lt resume`
+may run again a call whose outcome a crash lost."""
+
+import os
 import sys
 
 sys.dont_write_bytecode = True  # keep the examples folder free of __pycache__
@@ -17,8 +24,16 @@ def issue_refund(conn, arg):
     request_id = db.field(arg, "request_id", str)
     account_id = db.field(arg, "account_id", str)
     amount = db.field(arg, "amount", int)
+    key = os.environ.get("LT_IDEMPOTENCY_KEY") or None
     conn.execute("BEGIN IMMEDIATE")
     try:
+        if key is not None:
+            done = conn.execute(
+                "SELECT request_id, tx_id FROM refunds WHERE idempotency_key = ?", (key,)
+            ).fetchone()
+            if done is not None:
+                conn.execute("COMMIT")
+                return {"request_id": done[0], "tx_id": done[1]}
         request = conn.execute(
             "SELECT account_id, amount_cents, status FROM refund_requests WHERE id = ?",
             (request_id,),
@@ -50,8 +65,9 @@ def issue_refund(conn, arg):
                 f" on {account_id}"
             )
         cur = conn.execute(
-            "INSERT INTO refunds (request_id, account_id, amount_cents) VALUES (?, ?, ?)",
-            (request_id, account_id, amount),
+            "INSERT INTO refunds (request_id, account_id, amount_cents, idempotency_key)"
+            " VALUES (?, ?, ?, ?)",
+            (request_id, account_id, amount, key),
         )
         tx_id = f"tx_{cur.lastrowid:06d}"
         conn.execute("UPDATE refunds SET tx_id = ? WHERE id = ?", (tx_id, cur.lastrowid))

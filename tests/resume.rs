@@ -1,0 +1,508 @@
+//! `lt resume` end to end, with the real binary and real subprocess tools.
+//!
+//! * A session killed with SIGKILL while a tool runs leaves a log ending in
+//!   that call's `scheduled`: resume gives the program `Err("outcome
+//!   unknown …")` for a tool that is not idempotent (it does not run it
+//!   again), and runs an idempotent one again with the same idempotency key.
+//! * Every prefix of a complete log (cut at each event, and in the middle of
+//!   a line) resumes to the same value, and no call the prefix recorded to
+//!   its outcome runs again.
+//! * The crash test: `examples/batch_refunds` killed at many points; after
+//!   `lt resume` the database shows each refund once and every log verifies.
+//!
+//! The command tools run `tests/session/tool.py`, which appends a line per
+//! run to `$LT_RECORD` (its argument and `LT_IDEMPOTENCY_KEY`) before it
+//! answers: the record is how a test knows which tools really ran.
+
+use serde_json::{json, Value as Json};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const LT: &str = env!("CARGO_BIN_EXE_lt");
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn tool_script() -> String {
+    repo().join("tests/session/tool.py").display().to_string()
+}
+
+/// A fresh folder under the system temp dir, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let path =
+            std::env::temp_dir().join(format!("lt-resume-{}-{n}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("create temp dir");
+        TempDir(path)
+    }
+
+    fn path(&self, file: &str) -> String {
+        self.0.join(file).display().to_string()
+    }
+
+    fn write(&self, file: &str, text: &str) -> String {
+        let p = self.path(file);
+        std::fs::write(&p, text).expect("write temp file");
+        p
+    }
+
+    /// The runs of `tool` recorded by tool.py (empty when it never ran).
+    fn runs(&self, tool: &str) -> Vec<Json> {
+        std::fs::read_to_string(self.path(&format!("{tool}.calls")))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a record of tool.py"))
+            .collect()
+    }
+
+    /// A command tool table running tool.py: answers `answer`, after
+    /// sleeping `sleep` seconds if given; `extra` is appended to the table.
+    fn tool(&self, name: &str, answer: &str, sleep: Option<&str>, extra: &str) -> String {
+        let mut argv = vec![
+            "python3".to_string(),
+            tool_script(),
+            answer.to_string(),
+        ];
+        argv.extend(sleep.map(str::to_string));
+        format!(
+            "[tools.{name}]\ncommand = {}\nenv = {{ LT_RECORD = {} }}\ntimeout_ms = 20000\n{extra}\n",
+            json!(argv),
+            json!(self.path(&format!("{name}.calls")))
+        )
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[derive(Debug)]
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Out {
+    fn json(&self) -> Json {
+        serde_json::from_str(self.stdout.trim())
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
+    }
+}
+
+fn lt_in(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
+    let mut cmd = Command::new(LT);
+    cmd.args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("LT_RECORD")
+        .env_remove("LT_IDEMPOTENCY_KEY")
+        .stdin(Stdio::null());
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run lt");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn lt(dir: &TempDir, args: &[&str]) -> Out {
+    lt_in(&dir.0, args, &[])
+}
+
+/// The events of a log file (its complete lines).
+fn events(path: &str) -> Vec<Json> {
+    let text = std::fs::read_to_string(path).expect("read the log");
+    text.split_inclusive('\n')
+        .filter(|l| l.ends_with('\n'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+fn kinds(path: &str) -> Vec<String> {
+    events(path)
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
+/// `lt log verify` passes on `log`.
+fn assert_verifies(dir: &TempDir, log: &str) {
+    let out = lt(dir, &["log", "verify", log, "--json"]);
+    assert_eq!(out.code, 0, "the log does not verify: {out:?}");
+}
+
+/// Starts `lt run --log`, waits until `ready` says so (or `deadline`
+/// passes), then kills it with SIGKILL.
+fn run_and_kill(dir: &Path, args: &[&str], envs: &[(&str, &str)], ready: impl Fn() -> bool) {
+    let mut cmd = Command::new(LT);
+    cmd.args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("LT_RECORD")
+        .env_remove("LT_IDEMPOTENCY_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("start lt");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !ready() && Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _ = child.kill(); // SIGKILL
+    let _ = child.wait();
+}
+
+const ONE_CALL: &str = r#"
+tool slow: {n: Int} -{Write}-> {v: Int};
+match exec tool slow {n = 1} {
+  Ok(r) => "ok",
+  Err(e) => e
+}
+"#;
+
+/// Kills `lt run` while `slow` runs (after its record is written), then
+/// resumes; returns the resumed output and the log path.
+fn kill_during_slow(dir: &TempDir, idempotent: bool) -> (Out, String) {
+    let extra = if idempotent { "idempotent = true" } else { "" };
+    let tools = dir.write("tools.toml", &dir.tool("slow", r#"{"v": 1}"#, Some("2"), extra));
+    let program = dir.write("p.lt", ONE_CALL);
+    let log = dir.path("session.jsonl");
+    let record = dir.path("slow.calls");
+    run_and_kill(
+        &dir.0,
+        &["run", &program, "--executors", &tools, "--log", &log],
+        &[],
+        || Path::new(&record).exists(),
+    );
+    assert_eq!(dir.runs("slow").len(), 1, "the tool started once");
+    assert_eq!(kinds(&log).last().map(String::as_str), Some("scheduled"));
+    assert_verifies(dir, &log);
+    let out = lt(dir, &["resume", &log, "--executors", &tools, "--json"]);
+    (out, log)
+}
+
+#[test]
+fn a_call_cut_short_is_not_run_again_and_its_outcome_is_unknown() {
+    let dir = TempDir::new("unknown");
+    let (out, log) = kill_during_slow(&dir, false);
+    assert_eq!(out.code, 0, "{out:?}");
+    let value = out.json()["value"].as_str().unwrap_or_default().to_string();
+    assert!(value.starts_with("outcome unknown"), "{value}");
+    assert!(value.contains("not declared idempotent"), "{value}");
+    // Not run again (give a stray second run time to show up).
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(dir.runs("slow").len(), 1);
+    let k = kinds(&log);
+    assert_eq!(
+        k[k.len() - 4..],
+        ["scheduled", "session_resumed", "failed", "session_ended"]
+    );
+    let failed = &events(&log)[k.len() - 2];
+    assert_eq!(failed["failure"], json!("unknown"));
+    assert_verifies(&dir, &log);
+    let replay = lt(&dir, &["replay", &log, "--json"]);
+    assert_eq!(replay.code, 0, "{replay:?}");
+    // Resuming a session that ended is refused, and changes nothing.
+    let before = std::fs::read(&log).unwrap();
+    let again = lt(&dir, &["resume", &log, "--executors", &dir.path("tools.toml")]);
+    assert_eq!(again.code, 2, "{again:?}");
+    assert!(again.stderr.contains("already ended"), "{again:?}");
+    assert_eq!(std::fs::read(&log).unwrap(), before);
+}
+
+#[test]
+fn an_idempotent_call_cut_short_runs_again_with_the_same_key() {
+    let dir = TempDir::new("idempotent");
+    let (out, log) = kill_during_slow(&dir, true);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.json()["value"], json!("ok"));
+    let runs = dir.runs("slow");
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(runs[0]["key"], runs[1]["key"]);
+    assert!(runs[0]["key"].is_string());
+    let k = kinds(&log);
+    assert_eq!(
+        k[k.len() - 5..],
+        ["scheduled", "session_resumed", "scheduled", "completed", "session_ended"]
+    );
+    assert_verifies(&dir, &log);
+    let replay = lt(&dir, &["replay", &log, "--json"]);
+    assert_eq!(replay.code, 0, "{replay:?}");
+}
+
+const THREE_CALLS: &str = r#"
+tool lookup: {id: String} -{Read}-> {tier: String};
+tool refund: {id: String, amount: Int} -{Write}-> {tx: String};
+tool notify: {to: String} -{Write}-> {sent: Bool};
+match exec tool lookup {id = "c1"} {
+  Ok(a) =>
+    match exec tool refund {id = "c1", amount = 5} {
+      Ok(r) =>
+        match exec tool notify {to = "c1"} {
+          Ok(n) => a.tier ++ " " ++ r.tx,
+          Err(e) => "notify failed: " ++ e
+        },
+      Err(e) => "refund failed: " ++ e
+    },
+  Err(e) => "lookup failed: " ++ e
+}
+"#;
+
+#[test]
+fn every_prefix_of_a_log_resumes_without_repeating_a_recorded_call() {
+    every_prefix(true);
+    every_prefix(false);
+}
+
+/// Resumes every prefix of a complete three-call log. With idempotent
+/// tools every prefix reaches the full run's value; without, a prefix that
+/// ends in a call's `scheduled` gives the program "outcome unknown" there.
+fn every_prefix(idempotent: bool) {
+    let dir = TempDir::new("prefixes");
+    let extra = if idempotent { "idempotent = true" } else { "" };
+    let tools = format!(
+        "{}{}{}",
+        dir.tool("lookup", r#"{"tier": "gold"}"#, None, extra),
+        dir.tool("refund", r#"{"tx": "tx-1"}"#, None, extra),
+        dir.tool("notify", r#"{"sent": true}"#, None, extra)
+    );
+    let tools = dir.write("tools.toml", &tools);
+    let program = dir.write("p.lt", THREE_CALLS);
+    let full = dir.path("full.jsonl");
+    let out = lt(&dir, &["run", &program, "--executors", &tools, "--log", &full, "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let value = out.json()["value"].clone();
+    assert_eq!(value, json!("gold tx-1"));
+    let text = std::fs::read_to_string(&full).unwrap();
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    // Every cut that leaves session_started and drops session_ended, with
+    // and without half of the next line (a write cut short).
+    for keep in 1..lines.len() {
+        for partial in [false, true] {
+            let mut prefix: String = lines[..keep].concat();
+            if partial {
+                let next = lines[keep];
+                prefix.push_str(&next[..next.len() / 2]);
+            }
+            let log = dir.write("cut.jsonl", &prefix);
+            for tool in ["lookup", "refund", "notify"] {
+                let _ = std::fs::remove_file(dir.path(&format!("{tool}.calls")));
+            }
+            let recorded: Vec<Json> = events(&log);
+            let out = lt(&dir, &["resume", &log, "--executors", &tools, "--json"]);
+            let case = format!(
+                "keep {keep} lines, partial {partial}, idempotent {idempotent}: {out:?}"
+            );
+            assert_eq!(out.code, 0, "{case}");
+            let cut_in_call = recorded.last().is_some_and(|e| e["kind"] == "scheduled");
+            if idempotent || !cut_in_call {
+                assert_eq!(out.json()["value"], value, "{case}");
+            } else {
+                let v = out.json()["value"].as_str().unwrap_or_default().to_string();
+                assert!(v.contains("outcome unknown"), "{case}");
+            }
+            assert_verifies(&dir, &log);
+            // A call whose outcome the prefix holds did not run again; a call
+            // it scheduled without an outcome ran again only if idempotent.
+            for tool in ["lookup", "refund", "notify"] {
+                let call_id_of = |e: &Json| e["call_id"].as_str().map(str::to_string);
+                let proposed: Vec<String> = recorded
+                    .iter()
+                    .filter(|e| e["kind"] == "proposed" && e["tool"] == tool)
+                    .filter_map(call_id_of)
+                    .collect();
+                let has = |kind: &str| {
+                    recorded.iter().any(|e| {
+                        e["kind"] == kind && call_id_of(e).is_some_and(|c| proposed.contains(&c))
+                    })
+                };
+                let runs = dir.runs(tool).len();
+                if has("completed") || (has("scheduled") && !idempotent) {
+                    assert_eq!(runs, 0, "{tool} ran again; {case}");
+                } else if has("scheduled") {
+                    assert_eq!(runs, 1, "{tool} runs again once; {case}");
+                }
+            }
+            let replay = lt(&dir, &["replay", &log, "--json"]);
+            assert_eq!(replay.code, 0, "{case}; replay: {replay:?}");
+        }
+    }
+}
+
+#[test]
+fn resume_refuses_an_ended_an_empty_or_a_tampered_log() {
+    let dir = TempDir::new("refuse");
+    let tools = dir.write("tools.toml", &dir.tool("slow", r#"{"v": 1}"#, None, ""));
+    let program = dir.write("p.lt", ONE_CALL);
+    let log = dir.path("s.jsonl");
+    let out = lt(&dir, &["run", &program, "--executors", &tools, "--log", &log]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let ended = lt(&dir, &["resume", &log, "--executors", &tools]);
+    assert_eq!(ended.code, 2, "{ended:?}");
+    assert!(ended.stderr.contains("already ended"), "{ended:?}");
+    let empty = dir.write("empty.jsonl", "");
+    let out = lt(&dir, &["resume", &empty, "--executors", &tools]);
+    assert_eq!(out.code, 2, "{out:?}");
+    let missing = lt(&dir, &["resume", &dir.path("nope.jsonl"), "--executors", &tools]);
+    assert_eq!(missing.code, 2, "{missing:?}");
+    // Drop session_ended and edit a recorded value: the chain breaks.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.pop();
+    let edited = lines.join("\n").replace("\"v\":1", "\"v\":2") + "\n";
+    let tampered = dir.write("t.jsonl", &edited);
+    let out = lt(&dir, &["resume", &tampered, "--executors", &tools, "--json"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stdout.contains("line"), "{out:?}");
+    assert_eq!(std::fs::read_to_string(&tampered).unwrap(), edited, "unchanged");
+}
+
+/// Reads the example database with Python's sqlite3: the refunds, per
+/// request id, and the number of batch_log rows.
+fn refunds(db: &str) -> (Vec<String>, usize) {
+    let script = "import sqlite3, sys, json\n\
+        c = sqlite3.connect(sys.argv[1])\n\
+        have = {r[0] for r in c.execute(\"SELECT name FROM sqlite_master WHERE type='table'\")}\n\
+        refunds = [r[0] for r in c.execute('SELECT request_id FROM refunds ORDER BY id')] if 'refunds' in have else []\n\
+        logs = c.execute('SELECT COUNT(*) FROM batch_log').fetchone()[0] if 'batch_log' in have else 0\n\
+        print(json.dumps([refunds, logs]))";
+    let out = Command::new("python3")
+        .args(["-c", script, db])
+        .output()
+        .expect("python3");
+    assert!(out.status.success(), "{out:?}");
+    let v: Json = serde_json::from_slice(&out.stdout).expect("json");
+    let ids = v[0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_string())
+        .collect();
+    (ids, v[1].as_u64().unwrap() as usize)
+}
+
+/// The batch_refunds example killed at `points` moments of its run, then
+/// resumed. `idempotent`: the example's own tools.toml (issue_refund is
+/// idempotent); else a copy without that line.
+fn crash_batch_refunds(idempotent: bool) {
+    let example = repo().join("examples/batch_refunds");
+    let dir = TempDir::new(if idempotent { "crash-idem" } else { "crash" });
+    let tools = if idempotent {
+        example.join("tools.toml").display().to_string()
+    } else {
+        let text = std::fs::read_to_string(example.join("tools.toml")).unwrap();
+        assert!(text.contains("idempotent = true"));
+        // The copy must sit in the example folder: its commands are relative to it.
+        let text = text.replace("idempotent = true", "idempotent = false");
+        let copy = example.join(format!("tools-test-{}.toml", std::process::id()));
+        std::fs::write(&copy, text).unwrap();
+        copy.display().to_string()
+    };
+    struct Remove(String, bool);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            if self.1 {
+                let _ = std::fs::remove_file(&self.0);
+            }
+        }
+    }
+    let _cleanup = Remove(tools.clone(), !idempotent);
+    let program = example.join("program.lt").display().to_string();
+    let expected = "batch stopped at the first failure: tool issue_refund failed (exit status 1): request req_003: no account with id cust_9999";
+    let points = [0u64, 20, 50, 80, 120, 160, 200, 250, 300, 350, 400, 500, 600, 800];
+    let mut resumed = 0;
+    // How many logs ended after each kind of event (what the kills hit).
+    let mut cut_after = std::collections::BTreeMap::<String, usize>::new();
+    for (i, ms) in points.iter().enumerate() {
+        let db = dir.path(&format!("db{i}.db"));
+        let log = dir.path(&format!("log{i}.jsonl"));
+        let envs = [("LT_EXAMPLE_DB", db.as_str())];
+        let started = Instant::now();
+        run_and_kill(
+            &dir.0,
+            &["run", &program, "--executors", &tools, "--log", &log],
+            &envs,
+            || started.elapsed() >= Duration::from_millis(*ms),
+        );
+        // Let a tool the kill orphaned finish its transaction.
+        std::thread::sleep(Duration::from_millis(300));
+        let case = format!("killed after {ms} ms (idempotent {idempotent})");
+        if !Path::new(&log).exists() || std::fs::metadata(&log).unwrap().len() == 0 {
+            let (ids, _) = refunds_or_empty(&db);
+            assert!(ids.is_empty(), "{case}: refunds without a log: {ids:?}");
+            continue;
+        }
+        assert_verifies(&dir, &log);
+        let last = kinds(&log).last().cloned().unwrap_or_default();
+        *cut_after.entry(last).or_insert(0) += 1;
+        let out = lt_in(&dir.0, &["resume", &log, "--executors", &tools, "--json"], &envs);
+        let ended_before = out.code == 2 && out.stdout.contains("already ended");
+        if !ended_before {
+            assert_eq!(out.code, 0, "{case}: {out:?}");
+            resumed += 1;
+        }
+        assert_verifies(&dir, &log);
+        let (ids, logs) = refunds(&db);
+        let mut unique = ids.clone();
+        unique.dedup();
+        assert_eq!(unique, ids, "{case}: a refund twice");
+        assert!(logs <= 1, "{case}: batch_log has {logs} rows");
+        if idempotent {
+            // Exactly once each, and the program ends as an uninterrupted run.
+            assert_eq!(ids, ["req_001", "req_002"], "{case}");
+            if !ended_before {
+                // log_batch is not idempotent: cut short, its outcome is unknown.
+                let value = out.json()["value"].as_str().unwrap_or_default().to_string();
+                let logging_unknown = value.starts_with(
+                    "batch stopped at the first failure (tool issue_refund failed",
+                ) && value.contains("and logging failed: outcome unknown");
+                assert!(value == expected || logging_unknown, "{case}: {value}");
+            }
+        } else {
+            assert!(ids.iter().all(|r| r == "req_001" || r == "req_002"), "{case}: {ids:?}");
+        }
+        let replay = lt(&dir, &["replay", &log, "--json"]);
+        assert_eq!(replay.code, 0, "{case}: replay {replay:?}");
+    }
+    eprintln!("crash test (idempotent {idempotent}): {resumed} resumed; logs cut after {cut_after:?}");
+    assert!(resumed >= 3, "too few kills landed inside the run ({resumed})");
+}
+
+/// Like [`refunds`], for a database that may not exist.
+fn refunds_or_empty(db: &str) -> (Vec<String>, usize) {
+    if Path::new(db).exists() {
+        refunds(db)
+    } else {
+        (Vec::new(), 0)
+    }
+}
+
+#[test]
+fn crash_test_batch_refunds_idempotent_refunds_exactly_once() {
+    crash_batch_refunds(true);
+}
+
+#[test]
+fn crash_test_batch_refunds_not_idempotent_refunds_at_most_once() {
+    crash_batch_refunds(false);
+}
