@@ -19,7 +19,8 @@
 //!
 //! An empty file is `empty`. Text after the last `\n` is an incomplete tail
 //! (a write cut short): reported in [`VerifyReport::incomplete_tail`], not
-//! checked, not counted, and not a problem by itself.
+//! checked, not counted, and not a problem by itself — except after
+//! `session_ended`, where nothing is ever written (`order`).
 
 use super::event::{canonical_bytes, drop_event, sha256_hex, Event, EventBody, ZERO_HASH};
 use super::json::parse_strict;
@@ -190,6 +191,18 @@ pub(crate) fn scan(text: &str, mut keep: impl FnMut(Event)) -> VerifyReport {
                 return report;
             }
         }
+    }
+    if let (Some(ended), false) = (state.ended_at, tail.is_empty()) {
+        // lt writes nothing after session_ended, so text there is not a
+        // write cut short but something added.
+        report.problem = Some(Problem {
+            line: report.lines + 1,
+            kind: ProblemKind::Order,
+            message: format!(
+                "text after session_ended (line {ended}): nothing follows the last event of a session"
+            ),
+        });
+        return report;
     }
     report.ok = true;
     report
