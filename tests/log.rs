@@ -487,6 +487,14 @@ fn a_cut_last_line_is_an_incomplete_tail() {
 }
 
 #[test]
+fn text_after_session_ended_is_not_a_tail_but_an_order_problem() {
+    let text = base_text();
+    let n = every_kind().len();
+    let message = assert_problem(&verify(&format!("{text}{{\"seq\":")), n + 1, ProblemKind::Order);
+    assert!(message.contains("after session_ended"), "{message}");
+}
+
+#[test]
 fn an_empty_file() {
     let message = assert_problem(&verify(""), 1, ProblemKind::Empty);
     assert!(message.contains("empty"), "{message}");
