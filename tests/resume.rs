@@ -506,3 +506,36 @@ fn crash_test_batch_refunds_idempotent_refunds_exactly_once() {
 fn crash_test_batch_refunds_not_idempotent_refunds_at_most_once() {
     crash_batch_refunds(false);
 }
+
+#[test]
+fn a_log_in_use_is_neither_resumed_nor_overwritten() {
+    let dir = TempDir::new("locked");
+    let tools = dir.write("tools.toml", &dir.tool("slow", r#"{"v": 1}"#, Some("2"), ""));
+    let program = dir.write("p.lt", ONE_CALL);
+    let log = dir.path("session.jsonl");
+    let record = dir.path("slow.calls");
+    let mut child = Command::new(LT)
+        .args(["run", &program, "--executors", &tools, "--log", &log])
+        .current_dir(&dir.0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start lt");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !Path::new(&record).exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let before = std::fs::read(&log).unwrap();
+    let resume = lt(&dir, &["resume", &log, "--executors", &tools]);
+    assert_eq!(resume.code, 2, "{resume:?}");
+    assert!(resume.stderr.contains("another lt process"), "{resume:?}");
+    let run = lt(&dir, &["run", &program, "--executors", &tools, "--log", &log]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("another lt process"), "{run:?}");
+    assert!(std::fs::read(&log).unwrap().starts_with(&before), "not truncated");
+    assert!(child.wait().unwrap().success());
+    assert_eq!(dir.runs("slow").len(), 1, "the tool ran once");
+    assert_verifies(&dir, &log);
+    assert_eq!(kinds(&log).last().map(String::as_str), Some("session_ended"));
+}

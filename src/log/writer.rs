@@ -249,6 +249,25 @@ impl Chain {
     }
 }
 
+/// Takes the exclusive advisory lock (`flock`) of an open log file, held
+/// while the writer lives: one session is written by one `lt` at a time, so
+/// a resume cannot run beside the run it continues (or another resume) and
+/// run a call twice. Errors: the lock is taken (`WouldBlock`, naming the
+/// file), or locking failed.
+fn lock(file: &File, path: &Path) -> io::Result<()> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => Err(io::Error::new(
+            io::ErrorKind::WouldBlock,
+            format!(
+                "{} is being written by another lt process (a run or a resume of this session); wait for it to end",
+                path.display()
+            ),
+        )),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
+    }
+}
+
 /// What [`LogWriter::reopen`] found.
 #[derive(Debug)]
 pub struct Reopened {
@@ -330,7 +349,15 @@ impl LogWriter {
     pub fn create(path: impl AsRef<Path>, session_id: impl Into<String>) -> io::Result<LogWriter> {
         let chain = Chain::new(session_id.into())?;
         let path = path.as_ref().to_path_buf();
-        let file = File::create(&path)?;
+        // Not truncated before it is locked: a log another lt is writing
+        // (a run, a resume) must not be emptied under it.
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)?;
+        lock(&file, &path)?;
+        file.set_len(0)?;
         Ok(LogWriter {
             file,
             path,
@@ -360,7 +387,13 @@ impl LogWriter {
     /// [`verify()`]: super::verify()
     pub fn reopen(path: impl AsRef<Path>) -> Result<Reopened, ReopenError> {
         let path = path.as_ref().to_path_buf();
+        if !std::fs::metadata(&path)?.is_file() {
+            return Err(ReopenError::Io(io::Error::other(
+                "not a regular file (a log is a file written by `lt run --log`)",
+            )));
+        }
         let mut file = OpenOptions::new().read(true).append(true).open(&path)?;
+        lock(&file, &path)?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)?;
         // Everything up to the last `\n`; after it, a line cut short.
