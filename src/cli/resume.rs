@@ -149,6 +149,9 @@ pub fn run(opts: &ResumeOptions) -> u8 {
     if let Some(timeouts) = client {
         live = live.with_client(ClientChannel::stdio().with_timeouts(timeouts));
     }
+    if reopened.dropped_bytes > 0 {
+        live = live.after_torn_line();
+    }
     let replay = ReplayHost::new(&events, profile, &ir.tools)
         .with_limits(run_opts.limits.clone())
         .resuming();

@@ -48,6 +48,8 @@ pub struct ControlPlane<'a, H: Host, S: EventSink> {
     venues: BTreeMap<String, Venue>,
     idempotent: BTreeSet<String>,
     client: Option<ClientChannel>,
+    /// See [`ControlPlane::after_torn_line`].
+    torn: bool,
 }
 
 impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
@@ -65,6 +67,7 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
             venues: BTreeMap::new(),
             idempotent: BTreeSet::new(),
             client: None,
+            torn: false,
         }
     }
 
@@ -181,6 +184,15 @@ impl<H: Host, S: EventSink> ControlPlane<'_, H, S> {
         self
     }
 
+    /// For `lt resume` of a log whose last line was cut short: that line
+    /// may have been the `scheduled` of the next call, so the next call
+    /// that is allowed to run is treated as one that may have started (run
+    /// again only if idempotent).
+    pub fn after_torn_line(mut self) -> Self {
+        self.torn = true;
+        self
+    }
+
     /// Takes over the pipeline (its budgets already charged with the calls
     /// replayed so far) from a replay of the same session.
     pub fn with_pipeline(mut self, pipeline: Pipeline) -> Self {
@@ -260,15 +272,31 @@ impl<H: Host, S: EventSink> ControlPlane<'_, H, S> {
         let timeout = policy.and_then(|p| p.timeout);
         let key = self.idempotency_key(&call_id);
         let venue = self.venues.get(request.tool).copied().unwrap_or(Venue::Server);
-        if recorded == Recorded::Scheduled && !self.idempotent.contains(request.tool) {
+        let torn = std::mem::take(&mut self.torn) && recorded < Recorded::Scheduled;
+        if (recorded == Recorded::Scheduled || torn) && !self.idempotent.contains(request.tool) {
+            let how = if torn {
+                "lt stopped while recording this call of {} (the log's last line was cut short), so it may have started"
+            } else {
+                "lt stopped after starting this call of {} and before recording how it ended"
+            };
             let outcome: Outcome = Err(ToolFailure {
                 kind: FailureKind::Unknown,
                 message: format!(
-                    "outcome unknown: lt stopped after starting this call of {} and before recording how it ended; \
-                     the tool is not declared idempotent, so it was not run again (idempotency key {key})",
-                    request.tool
+                    "outcome unknown: {}; the tool is not declared idempotent, so it was not run again (idempotency key {key})",
+                    how.replace("{}", request.tool)
                 ),
             });
+            if recording && torn {
+                // What the cut-short line may have said, so that the log
+                // reads as every other call that may have started.
+                self.record(EventBody::Scheduled {
+                    call_id: call_id.clone(),
+                    tool: request.tool.to_string(),
+                    venue: venue.as_str().to_string(),
+                    idempotency_key: key.clone(),
+                })
+                .map_err(unavailable)?;
+            }
             if recording {
                 let result = result_json(tool, &outcome, &self.limits);
                 if let Err(f) = &outcome {
