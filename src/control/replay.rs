@@ -327,7 +327,9 @@ impl ReplayHost<'_> {
         if !decision.dry_run {
             let at = self.next;
             match self.take() {
-                Some(EventBody::Scheduled { call_id: c, .. }) if *c == call_id => {
+                Some(EventBody::Scheduled {
+                    call_id: c, tool, ..
+                }) if *c == call_id && tool == request.tool => {
                 // Run again by `lt resume` (an idempotent tool): scheduled twice.
                 self.skip_narration();
                 while let Some(EventBody::Scheduled { call_id: c, .. }) =
@@ -389,6 +391,26 @@ impl ReplayHost<'_> {
                 return Ok(self.diverge(expected, format!("the outcome of {issued}")));
             }
         };
+        // A dry-run answer comes from the policy, not a tool: the profile
+        // replayed under must give the recorded one.
+        if decision.dry_run {
+            if let Ok(output) = &outcome {
+                let answer = self
+                    .pipeline
+                    .profile()
+                    .tools
+                    .get(request.tool)
+                    .and_then(|p| p.dry_run_result.clone())
+                    .unwrap_or_else(|| super::empty_json(&sig.output));
+                if answer != *output {
+                    self.next = at;
+                    return Ok(self.diverge(
+                        format!("the dry-run answer {output} for {call_id}"),
+                        format!("the dry-run answer {answer}, which the profile gives"),
+                    ));
+                }
+            }
+        }
         // The recorded `result` must be what the recorded output gives the
         // program: an edited `result` (or output) is caught here.
         let derived = super::result_json(sig, &outcome, &self.limits);

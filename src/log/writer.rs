@@ -253,7 +253,7 @@ impl Chain {
 /// while the writer lives: one session is written by one `lt` at a time, so
 /// a resume cannot run beside the run it continues (or another resume) and
 /// run a call twice. Errors: the lock is taken (`WouldBlock`, naming the
-/// file), or locking failed.
+/// file); a file that cannot be locked at all is written unlocked.
 fn lock(file: &File, path: &Path) -> io::Result<()> {
     match file.try_lock() {
         Ok(()) => Ok(()),
@@ -264,7 +264,10 @@ fn lock(file: &File, path: &Path) -> io::Result<()> {
                 path.display()
             ),
         )),
-        Err(std::fs::TryLockError::Error(e)) => Err(e),
+        // A file system without locks (ENOLCK, e.g. some network mounts)
+        // still gets its log: the lock guards against a mistake, not an
+        // attack, and refusing to log would be worse.
+        Err(std::fs::TryLockError::Error(_)) => Ok(()),
     }
 }
 
@@ -357,7 +360,10 @@ impl LogWriter {
             .truncate(false)
             .open(&path)?;
         lock(&file, &path)?;
-        file.set_len(0)?;
+        // A device or a pipe (`--log /dev/stderr`) is written as it is.
+        if file.metadata()?.is_file() {
+            file.set_len(0)?;
+        }
         Ok(LogWriter {
             file,
             path,
