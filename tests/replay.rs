@@ -403,3 +403,37 @@ fn a_log_cut_short_is_reported_as_ended() {
     let d = replay.divergence().expect("diverges");
     assert!(d.log_ended, "{d}");
 }
+
+#[test]
+fn a_changed_dry_run_answer_is_a_divergence() {
+    let src = "tool refund: {id: String} -{Write}-> {tx: String};\n\
+               match exec tool refund {id = \"c1\"} { Ok(r) => r.tx, Err(e) => e }";
+    let ir = lower(&lt::types::check_source(src).into_checked().expect("ok")).expect("lowered");
+    let profile = |answer: &str| {
+        Profile::from_toml(
+            &format!("[profile]\ndry_run = true\n[profile.tools.refund]\ndry_run_result = {{ tx = \"{answer}\" }}\n"),
+            "p",
+        )
+        .expect("valid")
+        .expect("profile")
+    };
+    struct Never;
+    impl Host for Never {
+        fn call(&mut self, _: CallRequest<'_>) -> Outcome {
+            panic!("a dry run calls no tool")
+        }
+    }
+    let log = MemoryLog::new(SESSION).expect("log");
+    let mut plane = ControlPlane::new(Never, profile("DRY"), &ir.tools, log, SESSION.into());
+    plane.record(started(&profile("DRY"))).expect("recorded");
+    let (value, _) = run(&ir, &mut plane, &Limits::default());
+    assert_eq!(value.expect("ran").to_json(), json!("DRY"));
+    let log = plane.into_sink();
+    let mut same = ReplayHost::new(log.events(), profile("DRY"), &ir.tools);
+    let _ = run(&ir, &mut same, &Limits::default());
+    assert!(same.divergence().is_none());
+    let mut other = ReplayHost::new(log.events(), profile("OTHER"), &ir.tools);
+    let _ = run(&ir, &mut other, &Limits::default());
+    let d = other.divergence().expect("a divergence");
+    assert!(d.to_string().contains("dry-run answer"), "{d}");
+}
