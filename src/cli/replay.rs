@@ -122,9 +122,19 @@ pub fn run(opts: &ReplayOptions) -> u8 {
     };
     // Replay calls no tool: the wall clock is not part of the session (a
     // session the clock stopped is compared up to that point).
-    let limits = Limits {
-        timeout: None,
-        ..recorded_limits(limits)
+    let limits = match recorded_limits(limits) {
+        Ok(l) => Limits {
+            timeout: None,
+            ..l
+        },
+        Err(e) => {
+            return fail(
+                opts,
+                EXIT_DIAGNOSTICS,
+                "log",
+                &format!("the recorded limits are invalid: {e}"),
+            )
+        }
     };
     let mut host = ReplayHost::new(&events, profile, &ir.tools).with_limits(limits.clone());
     let (result, stats) = eval::run(&ir, &mut host, &limits);
@@ -247,24 +257,50 @@ pub fn run(opts: &ReplayOptions) -> u8 {
 }
 
 /// The limits a `session_started` event records (`limits`), with the
-/// defaults for any it lacks; `timeout_ms` null or absent is no timeout.
-pub(super) fn recorded_limits(limits: &serde_json::Value) -> Limits {
-    let recorded = |key: &str| limits.get(key).and_then(serde_json::Value::as_u64);
-    let defaults = Limits::default();
-    let size = |key: &str, default: usize| {
-        recorded(key)
-            .and_then(|n| usize::try_from(n).ok())
-            .unwrap_or(default)
+/// defaults for any it lacks; `timeout_ms` null, absent or 0 is no timeout.
+/// Errors: not an object, an unknown key, a value that is not a
+/// non-negative integer (naming the key).
+pub(super) fn recorded_limits(limits: &serde_json::Value) -> Result<Limits, String> {
+    const KEYS: [&str; 7] = [
+        "max_calls",
+        "max_steps",
+        "timeout_ms",
+        "max_list_len",
+        "max_string_bytes",
+        "max_value_nodes",
+        "max_string_total_bytes",
+    ];
+    let Some(map) = limits.as_object() else {
+        return Err("limits: not an object".to_string());
     };
-    Limits {
-        max_calls: recorded("max_calls").unwrap_or(defaults.max_calls),
-        max_steps: recorded("max_steps").unwrap_or(defaults.max_steps),
-        timeout: recorded("timeout_ms")
+    if let Some(k) = map.keys().find(|k| !KEYS.contains(&k.as_str())) {
+        return Err(format!("limits.{k}: not a limit"));
+    }
+    let recorded = |key: &str| -> Result<Option<u64>, String> {
+        match map.get(key) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .map(Some)
+                .ok_or(format!("limits.{key}: not a non-negative integer")),
+        }
+    };
+    let defaults = Limits::default();
+    let size = |key: &str, default: usize| -> Result<usize, String> {
+        Ok(match recorded(key)? {
+            Some(n) => usize::try_from(n).map_err(|_| format!("limits.{key}: too large"))?,
+            None => default,
+        })
+    };
+    Ok(Limits {
+        max_calls: recorded("max_calls")?.unwrap_or(defaults.max_calls),
+        max_steps: recorded("max_steps")?.unwrap_or(defaults.max_steps),
+        timeout: recorded("timeout_ms")?
             .filter(|ms| *ms > 0)
             .map(std::time::Duration::from_millis),
-        max_list_len: size("max_list_len", defaults.max_list_len),
-        max_string_bytes: size("max_string_bytes", defaults.max_string_bytes),
-        max_value_nodes: size("max_value_nodes", defaults.max_value_nodes),
-        max_string_total_bytes: size("max_string_total_bytes", defaults.max_string_total_bytes),
-    }
+        max_list_len: size("max_list_len", defaults.max_list_len)?,
+        max_string_bytes: size("max_string_bytes", defaults.max_string_bytes)?,
+        max_value_nodes: size("max_value_nodes", defaults.max_value_nodes)?,
+        max_string_total_bytes: size("max_string_total_bytes", defaults.max_string_total_bytes)?,
+    })
 }

@@ -103,7 +103,19 @@ pub fn run(opts: &ResumeOptions) -> u8 {
             )
         }
     };
-    run_opts.limits = super::replay::recorded_limits(limits);
+    run_opts.limits = match super::replay::recorded_limits(limits) {
+        Ok(l) => l,
+        Err(e) => {
+            return fail_usage(
+                &run_opts,
+                &Failure::new(
+                    "log",
+                    "log",
+                    format!("{}: the recorded limits are invalid: {e}", opts.log),
+                ),
+            )
+        }
+    };
     let file = SourceFile::new(format!("{} (recorded program)", opts.log), program.clone());
     let ir = match check_and_lower(&run_opts, &file) {
         Ok(ir) => ir,

@@ -114,9 +114,7 @@ impl Profile {
             let mut set = EffectSet::pure();
             for l in labels {
                 let name = l.get_ref();
-                let ok = name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-                if !ok {
+                if !is_effect_label(name) {
                     return Err(error(
                         text,
                         origin,
@@ -206,11 +204,31 @@ impl Profile {
     }
 
     /// The profile recorded in a `session_started` event (the inverse of
-    /// [`Profile::to_json`]). Errors name the offending field.
+    /// [`Profile::to_json`]). Strict, as the log is an input like any
+    /// other: an unknown key, a value of the wrong type, an effect label
+    /// that is not one, is an error naming the field (`profile.tools.x.max_calls:
+    /// not a non-negative integer`). Absent or `null` keys take their defaults.
     pub fn from_json(v: &Json) -> Result<Profile, String> {
+        const KEYS: [&str; 7] = [
+            "name",
+            "allow",
+            "deny",
+            "effects",
+            "max_calls",
+            "dry_run",
+            "tools",
+        ];
+        const TOOL_KEYS: [&str; 3] = ["max_calls", "timeout_ms", "dry_run_result"];
+        let Json::Object(map) = v else {
+            return Err("profile: not an object".to_string());
+        };
+        if let Some(k) = map.keys().find(|k| !KEYS.contains(&k.as_str())) {
+            return Err(format!("profile.{k}: not a profile key"));
+        }
+        let get = |key: &str| map.get(key).filter(|v| !v.is_null());
         let strings = |key: &str| -> Result<Option<BTreeSet<String>>, String> {
-            match v.get(key) {
-                None | Some(Json::Null) => Ok(None),
+            match get(key) {
+                None => Ok(None),
                 Some(Json::Array(items)) => items
                     .iter()
                     .map(|i| {
@@ -223,40 +241,83 @@ impl Profile {
                 Some(_) => Err(format!("profile.{key}: not a list")),
             }
         };
-        let effects = strings("effects")?.map(|labels| {
-            let mut set = EffectSet::pure();
-            for l in labels {
-                set.insert(Rc::from(l.as_str()));
+        let count = |v: Option<&Json>, field: &str| -> Result<Option<u64>, String> {
+            match v.filter(|v| !v.is_null()) {
+                None => Ok(None),
+                Some(n) => n
+                    .as_u64()
+                    .map(Some)
+                    .ok_or(format!("{field}: not a non-negative integer")),
             }
-            set
-        });
+        };
+        let effects = match strings("effects")? {
+            None => None,
+            Some(labels) => {
+                let mut set = EffectSet::pure();
+                for l in labels {
+                    if !is_effect_label(&l) {
+                        return Err(format!("profile.effects: `{l}` is not an effect label"));
+                    }
+                    if l != "Pure" {
+                        set.insert(Rc::from(l.as_str()));
+                    }
+                }
+                Some(set)
+            }
+        };
         let mut tools = BTreeMap::new();
-        if let Some(Json::Object(map)) = v.get("tools") {
-            for (name, t) in map {
-                tools.insert(
-                    name.clone(),
-                    ToolPolicy {
-                        max_calls: t.get("max_calls").and_then(Json::as_u64),
-                        timeout: t
-                            .get("timeout_ms")
-                            .and_then(Json::as_u64)
-                            .map(Duration::from_millis),
-                        dry_run_result: t.get("dry_run_result").filter(|r| !r.is_null()).cloned(),
-                    },
-                );
+        match get("tools") {
+            None => {}
+            Some(Json::Object(entries)) => {
+                for (name, t) in entries {
+                    let Json::Object(fields) = t else {
+                        return Err(format!("profile.tools.{name}: not an object"));
+                    };
+                    if let Some(k) = fields.keys().find(|k| !TOOL_KEYS.contains(&k.as_str())) {
+                        return Err(format!("profile.tools.{name}.{k}: not a tool policy key"));
+                    }
+                    let timeout = count(
+                        fields.get("timeout_ms"),
+                        &format!("profile.tools.{name}.timeout_ms"),
+                    )?;
+                    if timeout == Some(0) {
+                        return Err(format!("profile.tools.{name}.timeout_ms: must be positive"));
+                    }
+                    tools.insert(
+                        name.clone(),
+                        ToolPolicy {
+                            max_calls: count(
+                                fields.get("max_calls"),
+                                &format!("profile.tools.{name}.max_calls"),
+                            )?,
+                            timeout: timeout.map(Duration::from_millis),
+                            dry_run_result: fields
+                                .get("dry_run_result")
+                                .filter(|r| !r.is_null())
+                                .cloned(),
+                        },
+                    );
+                }
             }
+            Some(_) => return Err("profile.tools: not an object".to_string()),
         }
+        let name = match get("name") {
+            None => "default".to_string(),
+            Some(Json::String(n)) => n.clone(),
+            Some(_) => return Err("profile.name: not a string".to_string()),
+        };
+        let dry_run = match get("dry_run") {
+            None => false,
+            Some(Json::Bool(b)) => *b,
+            Some(_) => return Err("profile.dry_run: not a boolean".to_string()),
+        };
         Ok(Profile {
-            name: v
-                .get("name")
-                .and_then(Json::as_str)
-                .unwrap_or("default")
-                .to_string(),
+            name,
             allow: strings("allow")?,
             deny: strings("deny")?.unwrap_or_default(),
             effects,
-            max_calls: v.get("max_calls").and_then(Json::as_u64),
-            dry_run: v.get("dry_run").and_then(Json::as_bool).unwrap_or(false),
+            max_calls: count(get("max_calls"), "profile.max_calls")?,
+            dry_run,
             tools,
         })
     }
@@ -287,6 +348,13 @@ impl Profile {
             "tools": tools,
         })
     }
+}
+
+/// An effect label: an ASCII capital letter, then ASCII letters, digits
+/// or `_` (`Read`, `Payment`, `Pure`).
+pub fn is_effect_label(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 fn error(

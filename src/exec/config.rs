@@ -182,10 +182,10 @@ impl Registry {
             if let Some(labels) = table.get_mut().effects.take() {
                 let at = labels.span();
                 let labels = labels.into_inner();
-                if let Some(bad) = labels.iter().find(|l| {
-                    !(l.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-                        && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-                }) {
+                if let Some(bad) = labels
+                    .iter()
+                    .find(|l| !crate::control::profile::is_effect_label(l))
+                {
                     return Err(err(
                         Some(at),
                         format!("tool {name}: `{bad}` is not an effect label"),
@@ -236,12 +236,7 @@ impl Registry {
 
     /// Where each tool runs and which tools are idempotent, for
     /// [`crate::control::ControlPlane::with_tool_traits`].
-    pub fn tool_traits(
-        &self,
-    ) -> (
-        BTreeMap<String, Venue>,
-        std::collections::BTreeSet<String>,
-    ) {
+    pub fn tool_traits(&self) -> (BTreeMap<String, Venue>, std::collections::BTreeSet<String>) {
         let venues = self
             .tools
             .keys()
@@ -280,10 +275,9 @@ impl Registry {
             Tool::Http(h) => h.describe(),
             Tool::Fixed(f) => f.describe(),
             Tool::Client(None) => "client venue (stdout/stdin)".to_string(),
-            Tool::Client(Some(t)) => format!(
-                "client venue (stdout/stdin, timeout {} ms)",
-                t.as_millis()
-            ),
+            Tool::Client(Some(t)) => {
+                format!("client venue (stdout/stdin, timeout {} ms)", t.as_millis())
+            }
         })
     }
 
