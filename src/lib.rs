@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod compat;
 pub mod control;
 pub mod diag;
 pub mod exec;

@@ -205,6 +205,15 @@ pub enum Command {
         #[command(subcommand)]
         action: LogAction,
     },
+    /// Speak λ-Tool's `lambda_tool` protocol (docs/protocol.md), as the
+    /// `lambda_tool` binary does: `lt compat --json [--typecheck |
+    /// --interactive FILE] [--log FILE] [--profile FILE]`.
+    #[command(disable_help_flag = true)]
+    Compat {
+        /// The `lambda_tool` arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Print the explanation of an error code, e.g. `lt explain E0202`.
     Explain {
         /// The code (`E0202`, `e0202` or `202`).
@@ -287,6 +296,7 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             verbose,
             color: color_on(color),
         }),
+        Command::Compat { args } => crate::compat::run(&args),
         Command::Explain { code } => explain(&code),
     };
     if WRITE_FAILED.load(std::sync::atomic::Ordering::Relaxed) {

@@ -14,6 +14,27 @@
 //!   no report before the call's limit ──▶ Err(timed_out); stdin closed ──▶ Err(unavailable)
 //! ```
 //!
+//! Two wire formats share this channel ([`Wire`]). The one above is lt's
+//! own ([`Wire::Lt`], `docs/executors.md`): calls carry ids, so reports may
+//! be checked against them. [`Wire::LambdaTool`] is the protocol of the
+//! `lambda_tool` binary that λ-Tool hosts drive (`docs/protocol.md`):
+//!
+//! ```text
+//!   writer thread: {"tool_call":{"tool":"edit","argument":{…}}}\n ──▶ stdout
+//!   reader thread: {"tool_result":{"ok":…}}      ──▶ client_reported ──▶ Ok(…)
+//!                  {"tool_result":{"error":"…"}} ──▶ client_reported ──▶ Err(the message, verbatim)
+//!                  a blank line                  ──▶ client_rejected, keep waiting
+//!                  any other line                ──▶ client_rejected ──▶ Err(bad_output)
+//! ```
+//!
+//! It has no call ids: one call is outstanding at a time and the next
+//! non-blank line answers it. So that host and `lt` never fall out of
+//! step, a line that is not a well-formed report still answers the call
+//! (with a failure the program handles) instead of being skipped, and a
+//! call that timed out after its line was written is still owed a line:
+//! the next non-blank line is taken as that late answer and skipped
+//! (`client_rejected`), not as the answer to the call now waiting.
+//!
 //! Both ends of the pipe live on threads of their own and talk to the
 //! caller over one bounded channel, so a wait is a `recv_timeout`: a call
 //! never waits past the smaller of the run's time left and the tool's
@@ -35,7 +56,7 @@ use crate::runtime::boundary::drop_deep;
 use crate::runtime::deep_json::{parse_slice, to_compact};
 use crate::runtime::host::{CallRequest, FailureKind, Outcome, ToolFailure};
 use serde_json::{Map, Value as Json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
@@ -59,6 +80,22 @@ const MAX_DEPTH: usize = crate::exec::MAX_OUTPUT_DEPTH;
 /// How many lines the reader thread may read ahead of the control plane;
 /// past it the thread stops reading and the client's writes block.
 const READ_AHEAD: usize = 8;
+
+/// The line formats of a [`ClientChannel`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Wire {
+    /// lt's own: `{"type":"tool_call","call_id",…}` out, `{"type":
+    /// "tool_result","call_id",…}` in; reports name their call, and a line
+    /// that is not a report of the waiting call is rejected and skipped.
+    #[default]
+    Lt,
+    /// λ-Tool's `--interactive` protocol: `{"tool_call":{"tool","argument"}}`
+    /// out, `{"tool_result":{"ok": …}}` or `{"tool_result":{"error": "…"}}`
+    /// in. No call ids: each non-blank line answers the waiting call, a
+    /// malformed one with a `bad_output` failure; a reported error reaches
+    /// the program verbatim.
+    LambdaTool,
+}
 
 /// What the two pipe threads tell the waiting call.
 enum Incoming {
@@ -105,6 +142,11 @@ pub struct ClientChannel {
     timeouts: BTreeMap<String, Duration>,
     /// The calls that ended, by call id.
     ended: BTreeMap<String, Ended>,
+    /// [`Wire::LambdaTool`]: the calls that timed out after their line was
+    /// written, oldest first. The host still owes each an answer, and the
+    /// next non-blank lines are those answers (skipped), not the answers
+    /// of later calls.
+    owed: VecDeque<String>,
     /// Why no call can be reported any more, and during which call that
     /// became known (e.g. `the client closed its input`, `n7`).
     closed: Option<(String, String)>,
@@ -112,14 +154,20 @@ pub struct ClientChannel {
     sent: u64,
     /// The number of the last line the writer thread wrote and flushed.
     written: Arc<AtomicU64>,
+    /// The line format.
+    wire: Wire,
 }
 
 /// What the control plane learns from one line of the client.
 enum Judged {
     /// A well-formed report of the call being waited for.
     Report { outcome: Result<Json, String> },
-    /// Any other line: rejected with a reason.
+    /// Any other line: rejected with a reason, the wait goes on.
     Rejected { report: Json, reason: String },
+    /// [`Wire::LambdaTool`]: a line that is not a well-formed report. It is
+    /// rejected, and it answers the waiting call with a failure (the wire
+    /// has no ids, so a skipped line would shift every later answer).
+    Malformed { report: Json, reason: String },
 }
 
 fn unavailable(message: String) -> ToolFailure {
@@ -157,9 +205,11 @@ impl ClientChannel {
             incoming,
             timeouts: BTreeMap::new(),
             ended: BTreeMap::new(),
+            owed: VecDeque::new(),
             closed: None,
             sent: 0,
             written: Arc::new(AtomicU64::new(0)),
+            wire: Wire::Lt,
         };
         let lines = to_plane.clone();
         let written = Arc::clone(&channel.written);
@@ -178,6 +228,12 @@ impl ClientChannel {
             ));
         }
         channel
+    }
+
+    /// Speaks `wire` instead of lt's own line format.
+    pub fn with_wire(mut self, wire: Wire) -> ClientChannel {
+        self.wire = wire;
+        self
     }
 
     /// How long to wait for the report of each tool's calls (tools.toml's
@@ -224,7 +280,10 @@ impl ClientChannel {
             drop_deep(request.arg);
             return Err(timed_out(limit, "(no time was left to ask the client)"));
         }
-        let line = call_line(&call_id, tool, request.arg, request.idempotency_key);
+        let line = match self.wire {
+            Wire::Lt => call_line(&call_id, tool, request.arg, request.idempotency_key),
+            Wire::LambdaTool => lambda_tool_call_line(tool, request.arg),
+        };
         self.sent += 1;
         let number = self.sent;
         let deadline = limit.map(|l| Instant::now() + l);
@@ -251,6 +310,9 @@ impl ClientChannel {
                     let limit = limit.unwrap_or_default();
                     self.ended.insert(call_id.clone(), Ended::TimedOut);
                     if dispatched || self.written.load(Ordering::SeqCst) >= number {
+                        if self.wire == Wire::LambdaTool {
+                            self.owed.push_back(call_id.clone());
+                        }
                         return Err(timed_out(
                             limit,
                             &format!("waiting for the client's report of call {call_id}"),
@@ -299,25 +361,60 @@ impl ClientChannel {
                     return Err(self.close(cause, &call_id, tool));
                 }
                 Ok(Incoming::TooLong { start, bytes }) => {
-                    if let Some(n) = narrate.as_mut() {
-                        let mut shown = String::from_utf8_lossy(&start).into_owned();
-                        shown.push('…');
-                        n(EventBody::ClientRejected {
-                            report: Json::String(shown),
-                            reason: format!(
-                                "the line is {bytes} bytes long, more than the {} MiB a line may have; \
-                                 it was skipped (report holds its first {} bytes)",
-                                MAX_LINE_BYTES / (1024 * 1024),
-                                start.len()
-                            ),
-                        });
+                    let mut shown = String::from_utf8_lossy(&start).into_owned();
+                    shown.push('…');
+                    let reason = format!(
+                        "the line is {bytes} bytes long, more than the {} MiB a line may have; \
+                         it was skipped (report holds its first {} bytes)",
+                        MAX_LINE_BYTES / (1024 * 1024),
+                        start.len()
+                    );
+                    // On the λ-Tool wire the line still answers a call: an
+                    // earlier one that timed out, else this one.
+                    let late = self.late_answer();
+                    let ends = self.wire == Wire::LambdaTool && late.is_none();
+                    let reason = match late {
+                        Some(late) => format!("{late}; {reason}"),
+                        None => reason,
+                    };
+                    let report = Json::String(shown);
+                    if let Some(failure) = self.refuse(
+                        report,
+                        reason,
+                        ends,
+                        &call_id,
+                        tool,
+                        dispatched,
+                        &mut narrate,
+                    ) {
+                        return Err(failure);
                     }
                 }
-                Ok(Incoming::Line(bytes)) => match judge(&bytes, &call_id, &self.ended) {
-                    Judged::Rejected { report, reason } => match narrate.as_mut() {
-                        Some(n) => n(EventBody::ClientRejected { report, reason }),
-                        None => drop_deep(report),
-                    },
+                Ok(Incoming::Line(bytes)) => match self.judge(&bytes, &call_id) {
+                    Judged::Rejected { report, reason } => {
+                        self.refuse(
+                            report,
+                            reason,
+                            false,
+                            &call_id,
+                            tool,
+                            dispatched,
+                            &mut narrate,
+                        );
+                    }
+                    Judged::Malformed { report, reason } => {
+                        if let Some(failure) = self.refuse(
+                            report,
+                            reason,
+                            true,
+                            &call_id,
+                            tool,
+                            dispatched,
+                            &mut narrate,
+                        ) {
+                            return Err(failure);
+                        }
+                    }
                     Judged::Report { outcome } => {
                         self.ended.insert(call_id.clone(), Ended::Reported);
                         if let Some(n) = narrate.as_mut() {
@@ -338,14 +435,102 @@ impl ClientChannel {
                                 report,
                             });
                         }
+                        let wire = self.wire;
                         return outcome.map_err(|error| ToolFailure {
                             kind: FailureKind::Failed,
-                            message: format!("tool {tool} failed in the client: {error}"),
+                            message: match wire {
+                                Wire::Lt => format!("tool {tool} failed in the client: {error}"),
+                                // λ-Tool gives the program the host's message as it is.
+                                Wire::LambdaTool => error,
+                            },
                         });
                     }
                 },
             }
         }
+    }
+
+    /// Judges one line of the client while call `waiting` is outstanding.
+    fn judge(&mut self, bytes: &[u8], waiting: &str) -> Judged {
+        match self.wire {
+            Wire::Lt => judge(bytes, waiting, &self.ended),
+            Wire::LambdaTool => {
+                let judged = judge_lambda_tool(bytes);
+                if matches!(judged, Judged::Rejected { .. }) {
+                    return judged; // a blank line answers nothing
+                }
+                let Some(late) = self.late_answer() else {
+                    return judged;
+                };
+                let (report, why) = match judged {
+                    Judged::Report { outcome } => {
+                        if let Ok(v) = outcome {
+                            drop_deep(v);
+                        }
+                        let report = parse_slice(bytes, true).unwrap_or_else(|_| {
+                            Json::String(String::from_utf8_lossy(bytes).into_owned())
+                        });
+                        (report, "skipped".to_string())
+                    }
+                    Judged::Rejected { report, reason } | Judged::Malformed { report, reason } => {
+                        (report, format!("skipped ({reason})"))
+                    }
+                };
+                Judged::Rejected {
+                    report,
+                    reason: format!("{late}; {why}"),
+                }
+            }
+        }
+    }
+
+    /// On the λ-Tool wire, when a call that timed out is still owed its
+    /// answer: the reason for skipping the line that is that answer.
+    fn late_answer(&mut self) -> Option<String> {
+        if self.wire != Wire::LambdaTool {
+            return None;
+        }
+        let late = self.owed.pop_front()?;
+        Some(format!(
+            "the late answer to call {late}, which timed out before it came (one line answers one call)"
+        ))
+    }
+
+    /// Records (`client_rejected`) a line that is not applied as a report.
+    /// Unless it `ends` the call (a malformed λ-Tool answer), the call
+    /// keeps waiting (`None`); else the call's failure is returned.
+    #[allow(clippy::too_many_arguments)]
+    fn refuse(
+        &mut self,
+        report: Json,
+        reason: String,
+        ends: bool,
+        call_id: &str,
+        tool: &str,
+        dispatched: bool,
+        narrate: &mut Option<&mut dyn FnMut(EventBody)>,
+    ) -> Option<ToolFailure> {
+        let failure = ends.then(|| ToolFailure {
+            kind: FailureKind::BadOutput,
+            message: format!("tool {tool}: the host's answer is not a tool_result: {reason}"),
+        });
+        match narrate.as_mut() {
+            Some(n) => {
+                if ends && !dispatched {
+                    // Answered before the writer's notice came: the line
+                    // was read, so it was written.
+                    n(EventBody::ClientDispatched {
+                        call_id: call_id.to_string(),
+                    });
+                }
+                n(EventBody::ClientRejected { report, reason });
+            }
+            None => drop_deep(report),
+        }
+        if ends {
+            self.ended.insert(call_id.to_string(), Ended::Reported);
+        }
+        failure
     }
 
     /// Marks the channel closed for `cause`, found during `call_id`, and
@@ -373,6 +558,19 @@ fn call_line(call_id: &str, tool: &str, arg: Json, key: Option<&str>) -> Vec<u8>
     line.extend_from_slice(br#","idempotency_key":"#);
     line.extend_from_slice(&to_compact(&key));
     line.extend_from_slice(b"}\n");
+    line
+}
+
+/// The `tool_call` line of [`Wire::LambdaTool`], `\n` included:
+/// `{"tool_call":{"tool":…,"argument":…}}`. The argument is consumed.
+fn lambda_tool_call_line(tool: &str, arg: Json) -> Vec<u8> {
+    let mut line = Vec::with_capacity(128);
+    line.extend_from_slice(br#"{"tool_call":{"tool":"#);
+    line.extend_from_slice(&to_compact(tool));
+    line.extend_from_slice(br#","argument":"#);
+    line.extend_from_slice(&to_compact(&arg));
+    drop_deep(arg);
+    line.extend_from_slice(b"}}\n");
     line
 }
 
@@ -567,6 +765,127 @@ fn judge(bytes: &[u8], waiting: &str, ended: &BTreeMap<String, Ended>) -> Judged
     rejected(Json::Object(fields), reason)
 }
 
+/// The shape of a [`Wire::LambdaTool`] report, for messages.
+const LAMBDA_TOOL_SHAPE: &str = r#"{"tool_result": {"ok": …}} or {"tool_result": {"error": "…"}}"#;
+
+/// Judges one line of a λ-Tool host: the answer to the waiting call. A
+/// blank line is skipped; any other line that is not a report is
+/// malformed. Keys besides `tool_result`, `ok` and `error` are ignored (and
+/// kept in the logged report).
+fn judge_lambda_tool(bytes: &[u8]) -> Judged {
+    let malformed = |report: Json, reason: String| Judged::Malformed { report, reason };
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            return malformed(
+                Json::String(String::from_utf8_lossy(bytes).into_owned()),
+                format!(
+                    "the line is not UTF-8 text (invalid byte at offset {})",
+                    e.valid_up_to()
+                ),
+            )
+        }
+    };
+    if text.trim().is_empty() {
+        return Judged::Rejected {
+            report: Json::String(text.to_string()),
+            reason: format!("the line is blank; skipped (expected {LAMBDA_TOOL_SHAPE})"),
+        };
+    }
+    if let Err(why) = crate::exec::check_shape(bytes) {
+        let mut shown: String = text.chars().take(KEPT_PREFIX).collect();
+        if shown.len() < text.len() {
+            shown.push('…');
+        }
+        return malformed(
+            Json::String(shown),
+            format!("the line was not parsed: {why}, more than a tool result may be (report holds its start)"),
+        );
+    }
+    let value = match parse_slice(bytes, true) {
+        Ok(v) => v,
+        Err(e) => {
+            return malformed(
+                Json::String(text.to_string()),
+                format!("the line is not JSON: {e}; expected {LAMBDA_TOOL_SHAPE}"),
+            )
+        }
+    };
+    if let Some(reason) = lambda_tool_problem(&value) {
+        return malformed(value, reason);
+    }
+    Judged::Report {
+        outcome: take_lambda_tool_outcome(value),
+    }
+}
+
+/// What keeps a parsed line from being a λ-Tool report, if anything.
+fn lambda_tool_problem(value: &Json) -> Option<String> {
+    let Json::Object(fields) = value else {
+        return Some(format!(
+            "the line is {}, not an object; expected {LAMBDA_TOOL_SHAPE}",
+            kind_of(value)
+        ));
+    };
+    match fields.get("tool_result") {
+        None => Some(format!(
+            "`tool_result` is missing; expected {LAMBDA_TOOL_SHAPE}"
+        )),
+        Some(Json::Object(result)) => match (result.get("ok"), result.get("error")) {
+            (Some(_), Some(_)) => {
+                Some("both `ok` and `error` are given: a tool_result has one outcome".into())
+            }
+            (None, None) => Some(
+                "neither `ok` nor `error` is given: a tool_result has `ok` (the result) or `error` (a message)"
+                    .into(),
+            ),
+            (None, Some(Json::String(_))) | (Some(_), None) => None,
+            (None, Some(other)) => Some(format!(
+                "`error` must be a string (the failure message), found {}",
+                kind_of(other)
+            )),
+        },
+        Some(other) => Some(format!(
+            "`tool_result` must be an object, found {}; expected {LAMBDA_TOOL_SHAPE}",
+            kind_of(other)
+        )),
+    }
+}
+
+/// The outcome a λ-Tool report (checked by [`lambda_tool_problem`])
+/// carries; the rest of the line is dropped without recursion.
+fn take_lambda_tool_outcome(value: Json) -> Result<Json, String> {
+    let none = || Err("the host reported no outcome".to_string());
+    let Json::Object(mut fields) = value else {
+        drop_deep(value);
+        return none();
+    };
+    let outcome = match fields.remove("tool_result") {
+        Some(Json::Object(mut result)) => {
+            let outcome = match (result.remove("ok"), result.remove("error")) {
+                (Some(ok), _) => Ok(ok),
+                (None, Some(Json::String(e))) => Err(e),
+                (None, other) => {
+                    if let Some(v) = other {
+                        drop_deep(v);
+                    }
+                    none()
+                }
+            };
+            drop_deep(Json::Object(result));
+            outcome
+        }
+        other => {
+            if let Some(v) = other {
+                drop_deep(v);
+            }
+            none()
+        }
+    };
+    drop_deep(Json::Object(fields));
+    outcome
+}
+
 /// What is wrong with the fields of a `tool_result` object, if anything
 /// (the call id aside).
 fn shape_problem(fields: &Map<String, Json>) -> Option<String> {
@@ -659,7 +978,7 @@ mod tests {
         ended.insert("n1".to_string(), Ended::Reported);
         ended.insert("n2".to_string(), Ended::TimedOut);
         match judge(line.as_bytes(), "n3", &ended) {
-            Judged::Rejected { reason, .. } => reason,
+            Judged::Rejected { reason, .. } | Judged::Malformed { reason, .. } => reason,
             Judged::Report { outcome } => format!("report {outcome:?}"),
         }
     }
@@ -860,5 +1179,195 @@ mod tests {
         assert_eq!(second.pop(), Some("client_reported"));
         second.sort_unstable();
         assert_eq!(second, ["client_dispatched", "client_rejected"]);
+    }
+
+    fn lambda_tool_judgement(line: &str) -> String {
+        match judge_lambda_tool(line.as_bytes()) {
+            Judged::Rejected { reason, .. } => format!("skip: {reason}"),
+            Judged::Malformed { reason, .. } => format!("fail: {reason}"),
+            Judged::Report { outcome } => format!("report {outcome:?}"),
+        }
+    }
+
+    #[test]
+    fn every_lambda_tool_line_is_an_answer_or_blank() {
+        let cases = [
+            (r#"{"tool_result":{"ok":{"a":1}}}"#, "report Ok(Object"),
+            (r#"{"tool_result":{"ok":null}}"#, "report Ok(Null)"),
+            (
+                r#"{"tool_result":{"error":"offline"}}"#,
+                "report Err(\"offline\")",
+            ),
+            // Keys the protocol does not name are ignored.
+            (
+                r#"{"tool_result":{"ok":1,"note":2},"id":3}"#,
+                "report Ok(Number(1))",
+            ),
+            ("", "skip: the line is blank"),
+            ("  ", "skip: the line is blank"),
+            ("garbage", "fail: the line is not JSON"),
+            ("[1]", "fail: the line is an array, not an object"),
+            (r#"{"ok":1}"#, "fail: `tool_result` is missing"),
+            (
+                r#"{"tool_result":1}"#,
+                "fail: `tool_result` must be an object, found a number",
+            ),
+            (r#"{"tool_result":{}}"#, "fail: neither `ok` nor `error`"),
+            (
+                r#"{"tool_result":{"ok":1,"error":"e"}}"#,
+                "fail: both `ok` and `error`",
+            ),
+            (
+                r#"{"tool_result":{"error":5}}"#,
+                "fail: `error` must be a string",
+            ),
+            (
+                r#"{"tool_result":{"ok":1,"ok":2}}"#,
+                "fail: the line is not JSON",
+            ),
+        ];
+        for (line, expected) in cases {
+            let got = lambda_tool_judgement(line);
+            assert!(got.starts_with(expected), "{line}: {got}");
+        }
+        let deep = format!(
+            r#"{{"tool_result":{{"ok":{}{}}}}}"#,
+            "[".repeat(MAX_DEPTH),
+            "]".repeat(MAX_DEPTH)
+        );
+        assert!(lambda_tool_judgement(&deep).contains("nested more than 10000 levels deep"));
+        assert!(matches!(
+            judge_lambda_tool(b"\xff"),
+            Judged::Malformed { reason, .. } if reason.contains("not UTF-8")
+        ));
+    }
+
+    #[test]
+    fn the_lambda_tool_wire_answers_calls_in_step() {
+        let (client_in, lt_out) = std::io::pipe().expect("pipe");
+        let (lt_in, mut client_out) = std::io::pipe().expect("pipe");
+        // Lines over 64 bytes are too long.
+        let mut channel = ClientChannel::with_cap(lt_out, lt_in, 64).with_wire(Wire::LambdaTool);
+        let answers = [
+            vec!["".to_string(), r#"{"tool_result":{"ok":7}}"#.to_string()],
+            vec![r#"{"tool_result":{"error":"offline"}}"#.to_string()],
+            vec!["not json".to_string()],
+            vec![format!(
+                r#"{{"tool_result":{{"ok":"{}"}}}}"#,
+                "x".repeat(100)
+            )],
+            vec![r#"{"tool_result":{"ok":8}}"#.to_string()],
+        ];
+        let client = std::thread::spawn(move || {
+            let mut calls = std::io::BufReader::new(client_in);
+            let mut seen = Vec::new();
+            for lines in answers {
+                let mut line = String::new();
+                calls.read_line(&mut line).expect("read");
+                seen.push(line);
+                for l in lines {
+                    writeln!(client_out, "{l}").expect("write");
+                }
+            }
+            seen
+        });
+        let mut outcomes = Vec::new();
+        let mut events = Vec::new();
+        for node in 1..=5 {
+            let id = CallId { node, path: vec![] };
+            let request = CallRequest {
+                id: &id,
+                tool: "t",
+                arg: json!({"n": node}),
+                time_left: Some(Duration::from_secs(10)),
+                idempotency_key: Some("k"),
+            };
+            let mut record = |e: EventBody| events.push(e.kind());
+            outcomes.push(channel.call(request, Some(&mut record)));
+        }
+        let seen = client.join().expect("client thread");
+        assert_eq!(
+            seen[0],
+            "{\"tool_call\":{\"tool\":\"t\",\"argument\":{\"n\":1}}}\n"
+        );
+        assert_eq!(outcomes[0], Ok(json!(7)));
+        // The host's message, as it wrote it.
+        assert_eq!(
+            outcomes[1],
+            Err(ToolFailure {
+                kind: FailureKind::Failed,
+                message: "offline".into()
+            })
+        );
+        for bad in &outcomes[2..4] {
+            let f = bad.as_ref().expect_err("a malformed answer fails its call");
+            assert_eq!(f.kind, FailureKind::BadOutput);
+            assert!(
+                f.message
+                    .starts_with("tool t: the host's answer is not a tool_result: "),
+                "{}",
+                f.message
+            );
+        }
+        // Still in step: the fifth answer answers the fifth call.
+        assert_eq!(outcomes[4], Ok(json!(8)));
+        assert_eq!(
+            events.iter().filter(|k| **k == "client_rejected").count(),
+            3,
+            "the blank line and the two malformed answers: {events:?}"
+        );
+        assert_eq!(
+            events.iter().filter(|k| **k == "client_dispatched").count(),
+            5
+        );
+    }
+
+    #[test]
+    fn a_late_lambda_tool_answer_is_not_taken_for_the_next_call() {
+        let (client_in, lt_out) = std::io::pipe().expect("pipe");
+        let (lt_in, mut client_out) = std::io::pipe().expect("pipe");
+        let mut channel = ClientChannel::new(lt_out, lt_in).with_wire(Wire::LambdaTool);
+        let (timed_out_tx, timed_out) = mpsc::channel::<()>();
+        let client = std::thread::spawn(move || {
+            let mut calls = std::io::BufReader::new(client_in);
+            let mut line = String::new();
+            calls.read_line(&mut line).expect("read call 1");
+            // The host answers call 1 only after lt gave up on it, then
+            // reads and answers call 2.
+            timed_out.recv().expect("call 1 timed out");
+            writeln!(client_out, r#"{{"tool_result":{{"ok":"late"}}}}"#).expect("write");
+            line.clear();
+            calls.read_line(&mut line).expect("read call 2");
+            writeln!(client_out, r#"{{"tool_result":{{"ok":"second"}}}}"#).expect("write");
+        });
+        let mut events = Vec::new();
+        let mut ask = |node: u32, wait: u64, events: &mut Vec<EventBody>| {
+            let id = CallId { node, path: vec![] };
+            let request = CallRequest {
+                id: &id,
+                tool: "t",
+                arg: json!(node),
+                time_left: Some(Duration::from_millis(wait)),
+                idempotency_key: None,
+            };
+            let mut record = |e: EventBody| events.push(e);
+            channel.call(request, Some(&mut record))
+        };
+        let first = ask(1, 200, &mut events).expect_err("times out");
+        assert_eq!(first.kind, FailureKind::TimedOut);
+        timed_out_tx.send(()).expect("tell the host");
+        assert_eq!(ask(2, 10_000, &mut events), Ok(json!("second")));
+        client.join().expect("client thread");
+        let rejected: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                EventBody::ClientRejected { reason, .. } => Some(reason.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            rejected,
+            ["the late answer to call n1, which timed out before it came (one line answers one call); skipped"]
+        );
     }
 }

@@ -1,0 +1,131 @@
+//! The `errors` strings of the λ-Tool protocol: every problem as one line,
+//! λ-Tool's wording first, then what lt adds in brackets.
+//!
+//! ```text
+//! Field 'plan' not found in record type {id: String} [E0202 at line 7, col 20; hint: the closest field is `id`; …]
+//! step limit of 1000 exceeded [step_limit at line 3, col 5; hint: …]
+//! unknown option `--frobnicate` [usage; hint: lambda_tool --json [--typecheck] [FILE] …]
+//! unknown field `bogus` [profile in p.toml, line 3, col 1]
+//! ```
+//!
+//! The bracket holds a tag (an error code `E0xxx`, a run-error kind, or
+//! `usage`, `input`, `profile`, `log`), the position when there is one, and
+//! the hint when there is one. Newlines and other control characters in
+//! messages become spaces, so each string is one line.
+
+use crate::diag::Diagnostic;
+use crate::exec::ConfigError;
+use crate::runtime::limits::RunError;
+use crate::source::SourceFile;
+
+/// A checker diagnostic: `MESSAGE [E0xxx at line L, col C; hint: HELP]`.
+pub fn diagnostic(file: &SourceFile, d: &Diagnostic) -> String {
+    let lc = file.line_col(d.span.start);
+    with_bracket(
+        &d.message,
+        &format!("{} at line {}, col {}", d.code.as_str(), lc.line, lc.column),
+        d.help.as_deref(),
+    )
+}
+
+/// Every diagnostic of a rejected program, and a last line counting those
+/// the checker did not list (`truncated`).
+pub fn diagnostics(file: &SourceFile, list: &[Diagnostic], truncated: usize) -> Vec<String> {
+    let mut out: Vec<String> = list.iter().map(|d| diagnostic(file, d)).collect();
+    if truncated > 0 {
+        out.push(format!(
+            "… and {truncated} more errors not listed [truncated; hint: fix the errors above and check again]"
+        ));
+    }
+    out
+}
+
+/// An error that stopped a run: `MESSAGE [KIND at line L, col C; hint: HELP]`.
+pub fn run_error(file: &SourceFile, e: &RunError) -> String {
+    let lc = file.line_col(e.span.start);
+    with_bracket(
+        &e.message,
+        &format!("{} at line {}, col {}", e.kind.as_str(), lc.line, lc.column),
+        e.help.as_deref(),
+    )
+}
+
+/// A problem outside the program: `MESSAGE [TAG; hint: HELP]`.
+pub fn plain(message: &str, tag: &str, help: Option<&str>) -> String {
+    with_bracket(message, tag, help)
+}
+
+/// An invalid or unreadable profile: `MESSAGE [profile in FILE, line L, col C; hint: HELP]`.
+pub fn config(e: &ConfigError) -> String {
+    let mut place = format!("profile in {}", e.path);
+    if let Some(line) = e.line {
+        place.push_str(&format!(", line {line}"));
+        if let Some(col) = e.column {
+            place.push_str(&format!(", col {col}"));
+        }
+    }
+    with_bracket(&e.message, &place, e.help.as_deref())
+}
+
+fn with_bracket(message: &str, tag: &str, help: Option<&str>) -> String {
+    let mut s = one_line(message);
+    s.push_str(" [");
+    s.push_str(&one_line(tag));
+    if let Some(h) = help {
+        s.push_str("; hint: ");
+        s.push_str(&one_line(h));
+    }
+    s.push(']');
+    s
+}
+
+/// `s` with every control character (newlines, tabs, `\r`) as a space.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diag::Code;
+    use crate::runtime::limits::RunErrorKind;
+    use crate::source::Span;
+
+    #[test]
+    fn strings_are_one_line_with_the_bracket_last() {
+        let file = SourceFile::new("p.lt", "let x = 1 in\n  x.plan");
+        let d = Diagnostic::error(
+            Code::parse("E0202").expect("code"),
+            Span::new(15, 21),
+            "Field 'plan'\nnot found",
+        )
+        .with_help("use `x`");
+        assert_eq!(
+            diagnostic(&file, &d),
+            "Field 'plan' not found [E0202 at line 2, col 3; hint: use `x`]"
+        );
+        let e = RunError::new(
+            RunErrorKind::StepLimit,
+            Span::new(0, 3),
+            "step limit of 10 exceeded",
+        );
+        assert_eq!(
+            run_error(&file, &e),
+            "step limit of 10 exceeded [step_limit at line 1, col 1]"
+        );
+        assert_eq!(plain("bad\tflag", "usage", None), "bad flag [usage]");
+        let c = ConfigError {
+            path: "p.toml".into(),
+            line: Some(3),
+            column: Some(1),
+            message: "unknown field `bogus`".into(),
+            help: None,
+        };
+        assert_eq!(
+            config(&c),
+            "unknown field `bogus` [profile in p.toml, line 3, col 1]"
+        );
+    }
+}

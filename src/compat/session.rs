@@ -1,0 +1,201 @@
+//! A `lambda_tool` run as an lt session: the program runs under the
+//! control plane, whatever answers its calls.
+//!
+//! ```text
+//! ControlPlane (profile from --profile, else allow all; log from --log, else none)
+//!   --json:                 every tool on the server venue, whose executor host
+//!                           has no executor: Err("no executor for tool 'NAME'")
+//!   --json --interactive:   every tool on the client venue: ClientChannel over
+//!                           stdin/stdout with Wire::LambdaTool (the host answers)
+//! ```
+//!
+//! The events are those of `lt run` (`session_started` with the program,
+//! profile and limits; per call `proposed`, `decided`, `scheduled`, the
+//! `client_*` events, the outcome; `session_ended`), so `lt log verify`
+//! and `lt replay` work on a compat session's log as on any other.
+
+use super::{errors, Mode, Options, Reply};
+use crate::control::profile::Profile;
+use crate::control::{ClientChannel, ControlPlane, Venue};
+use crate::ir::Ir;
+use crate::log::{new_session_id, sha256_hex, Discard, EventBody, EventSink, LogWriter};
+use crate::runtime::boundary::drop_deep;
+use crate::runtime::eval::{self, RunStats};
+use crate::runtime::host::{CallRequest, FailureKind, Host, Outcome, ToolFailure};
+use crate::runtime::limits::{Limits, RunError};
+use crate::runtime::value::Value;
+use crate::source::SourceFile;
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// The executor host of a compat session: it has no executors. In
+/// `--json` mode every allowed call ends here, as λ-Tool's wrapper answers
+/// a tool it has no executor for; in `--interactive` mode no call does
+/// (every tool is a client-venue tool).
+struct NoExecutor;
+
+impl Host for NoExecutor {
+    fn call(&mut self, request: CallRequest<'_>) -> Outcome {
+        let message = format!("no executor for tool '{}'", request.tool);
+        drop_deep(request.arg);
+        Err(ToolFailure {
+            kind: FailureKind::Unavailable,
+            message,
+        })
+    }
+}
+
+/// The limits of a compat run: lt's defaults without a wall-clock limit.
+/// λ-Tool has none, and the host (which runs the tools and may take as
+/// long as they take) can end `lambda_tool` whenever it likes; pure work
+/// stays bounded by fuel. A profile's per-tool `timeout_ms` still applies.
+pub(super) fn limits() -> Limits {
+    Limits {
+        timeout: None,
+        ..Limits::default()
+    }
+}
+
+/// Runs the checked and lowered program `ir` of `file` under a session,
+/// and gives the reply (the result object and the exit code).
+pub(super) fn run(opts: &Options, file: &SourceFile, ir: &Ir) -> Reply {
+    let profile = match &opts.profile {
+        Some(path) => match Profile::load(Path::new(path)) {
+            Ok(p) if p.name.is_empty() => Profile {
+                name: "default".to_string(),
+                ..p
+            },
+            Ok(p) => p,
+            Err(e) => return Reply::usage(errors::config(&e)),
+        },
+        None => Profile {
+            name: "default".to_string(),
+            ..Profile::default()
+        },
+    };
+    let id = new_session_id();
+    let sink: Box<dyn EventSink> = match &opts.log {
+        Some(path) => {
+            if let Some(input) = overwritten_input(path, opts) {
+                return Reply::usage(errors::plain(
+                    &format!("--log {path} would overwrite {input}, an input of this run"),
+                    "log",
+                    Some("write the log to a file of its own, e.g. `--log session.jsonl`"),
+                ));
+            }
+            match LogWriter::create(path, id.clone()) {
+                Ok(w) => Box::new(w),
+                Err(e) => {
+                    return Reply::usage(errors::plain(
+                        &format!("cannot create the event log {path}: {e}"),
+                        "log",
+                        None,
+                    ))
+                }
+            }
+        }
+        None => Box::new(Discard),
+    };
+    let limits = limits();
+    let started = EventBody::SessionStarted {
+        lt_version: env!("CARGO_PKG_VERSION").to_string(),
+        program: file.text.clone(),
+        program_hash: sha256_hex(file.text.as_bytes()),
+        profile: profile.to_json(),
+        registry_hash: sha256_hex(b""),
+        limits: json!({
+            "max_calls": limits.max_calls,
+            "max_steps": limits.max_steps,
+            "timeout_ms": null,
+            "max_list_len": limits.max_list_len,
+            "max_string_bytes": limits.max_string_bytes,
+            "max_value_nodes": limits.max_value_nodes,
+            "max_string_total_bytes": limits.max_string_total_bytes,
+        }),
+    };
+    let venue = match opts.mode {
+        Mode::Interactive => Venue::Client,
+        Mode::Run | Mode::Typecheck => Venue::Server,
+    };
+    let venues: BTreeMap<String, Venue> = ir
+        .tools
+        .iter()
+        .map(|t| (t.name.to_string(), venue))
+        .collect();
+    let mut plane = ControlPlane::new(NoExecutor, profile, &ir.tools, sink, id)
+        .with_limits(limits.clone())
+        .with_tool_traits(venues, BTreeSet::new());
+    if opts.mode == Mode::Interactive {
+        plane = plane.with_client(
+            ClientChannel::stdio().with_wire(crate::control::client::Wire::LambdaTool),
+        );
+    }
+    if let Err(msg) = plane.record(started) {
+        return Reply::usage(errors::plain(&msg, "log", None));
+    }
+    let (result, stats) = eval::run(ir, &mut plane, &limits);
+    let _ = plane.record(ended(file, ir, &result, stats));
+    let log_error = plane.log_error().map(str::to_string);
+    // The log is closed (its buffer written) before the result is shown:
+    // a host may read it as soon as it has the result line.
+    drop(plane);
+    if let Some(msg) = log_error {
+        return Reply::run_failed(errors::plain(
+            &msg,
+            "log",
+            Some("the session's record is incomplete; check the disk and the --log path"),
+        ));
+    }
+    match result {
+        Ok(value) => Reply::value(value, ir),
+        Err(e) => Reply::run_failed(errors::run_error(file, &e)),
+    }
+}
+
+/// The input `--log` names (the program or the profile), if it does.
+fn overwritten_input<'a>(log: &str, opts: &'a Options) -> Option<&'a str> {
+    let same = |other: &str| match (std::fs::canonicalize(log), std::fs::canonicalize(other)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    [opts.file.as_deref(), opts.profile.as_deref()]
+        .into_iter()
+        .flatten()
+        .find(|i| same(i))
+}
+
+/// The `session_ended` event, as `lt run` records it.
+fn ended(
+    file: &SourceFile,
+    ir: &Ir,
+    result: &Result<Value, RunError>,
+    stats: RunStats,
+) -> EventBody {
+    match result {
+        Ok(v) => EventBody::SessionEnded {
+            status: "ok".to_string(),
+            value: Some(v.to_json()),
+            r#type: Some(ir.ty.to_string()),
+            error: None,
+            calls: stats.calls,
+            steps: stats.steps,
+        },
+        Err(e) => {
+            let lc = file.line_col(e.span.start);
+            EventBody::SessionEnded {
+                status: "error".to_string(),
+                value: None,
+                r#type: Some(ir.ty.to_string()),
+                error: Some(json!({
+                    "kind": e.kind.as_str(),
+                    "message": e.message,
+                    "line": lc.line,
+                    "column": lc.column,
+                })),
+                calls: stats.calls,
+                steps: stats.steps,
+            }
+        }
+    }
+}
