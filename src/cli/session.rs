@@ -53,9 +53,14 @@ pub(super) fn start(opts: &RunOptions, file: &SourceFile) -> Result<Session, Fai
         profile
     };
     if let Some(log) = &opts.log {
-        let same = |other: &str| match (std::fs::canonicalize(log), std::fs::canonicalize(other)) {
-            (Ok(a), Ok(b)) => a == b,
-            _ => false,
+        // The same file by any name: a symlink, `..`, or a hard link (same
+        // device and inode).
+        let same = |other: &str| {
+            use std::os::unix::fs::MetadataExt as _;
+            match (std::fs::metadata(log), std::fs::metadata(other)) {
+                (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+                _ => false,
+            }
         };
         let inputs = [
             Some(&opts.file),

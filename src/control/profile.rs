@@ -145,12 +145,12 @@ impl Profile {
                 None => None,
             };
             let dry_run_result = match t.dry_run_result {
-                Some(v) => Some(serde_json::to_value(v).map_err(|e| {
+                Some(v) => Some(crate::exec::toml_to_json(&v).ok_or_else(|| {
                     error(
                         text,
                         origin,
                         None,
-                        format!("profile: tool {name}: dry_run_result: {e}"),
+                        format!("profile: tool {name}: dry_run_result contains nan or inf, which JSON cannot represent"),
                         None,
                     )
                 })?),
@@ -164,6 +164,17 @@ impl Profile {
                     dry_run_result,
                 },
             );
+        }
+        if let Some(name) = &raw.name {
+            if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
+                return Err(error(
+                    text,
+                    origin,
+                    None,
+                    "profile: name must be 1 to 100 characters, none of them a control character".to_string(),
+                    Some("e.g. `name = \"support\"`; leave it out for `default`".into()),
+                ));
+            }
         }
         Ok(Some(Profile {
             name: raw.name.unwrap_or_else(|| "default".to_string()),

@@ -868,7 +868,10 @@ fn to_json(name: &str, value: &Spanned<toml::Value>) -> Result<Json, ToolError> 
     })
 }
 
-fn convert(value: &toml::Value) -> Option<Json> {
+/// TOML → JSON as for `fixed` results (and a profile's `dry_run_result`):
+/// tables → objects, arrays → arrays, datetimes → their RFC 3339 text.
+/// `None` when a float is nan or infinite, which JSON cannot hold.
+pub(crate) fn convert(value: &toml::Value) -> Option<Json> {
     Some(match value {
         toml::Value::String(s) => Json::String(s.clone()),
         toml::Value::Integer(i) => Json::from(*i),
