@@ -67,10 +67,16 @@ pub fn run(opts: &ResumeOptions) -> u8 {
                 ),
                 _ => ("log", "pass the log written by `lt run --log FILE`"),
             };
+            let line = match &e {
+                ReopenError::Problem(p) => Some(p.line),
+                _ => None,
+            };
             return fail_usage(
                 &run_opts,
                 &Failure {
                     help: Some(help.to_string()),
+                    file: line.map(|_| opts.log.clone()),
+                    line,
                     ..Failure::new("log", kind, format!("cannot resume {}: {e}", opts.log))
                 },
             );
