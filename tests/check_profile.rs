@@ -176,7 +176,7 @@ fn a_program_within_the_profile_passes() {
     out.expect_code(0);
     assert_eq!(
         out.stdout,
-        "type: String\neffects: {Read, Write}\nprofile: support allows every call\n",
+        "type: String\neffects: {Read, Write}\nprofile: support allows every call site (budgets and argument checks apply when it runs)\n",
         "{}",
         out.describe()
     );
@@ -205,7 +205,7 @@ fn an_empty_profile_allows_every_call() {
     let out = check(&dir, &[]);
     out.expect_code(0);
     assert!(
-        out.stdout.ends_with("profile: default allows every call\n"),
+        out.stdout.ends_with("profile: default allows every call site (budgets and argument checks apply when it runs)\n"),
         "{}",
         out.describe()
     );

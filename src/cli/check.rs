@@ -129,7 +129,10 @@ fn print_human(
         out!("type: {}", a.ty);
         out!("effects: {}", a.effects);
         if let Some(p) = profile {
-            out!("profile: {} allows every call", p.name);
+            out!(
+                "profile: {} allows every call site (budgets and argument checks apply when it runs)",
+                p.name
+            );
         }
         if emit == Some(Emit::Ir) {
             if let Some(text) = ir_text(file, a) {
