@@ -19,31 +19,10 @@ use lt::runtime::limits::Limits;
 use quickcheck::{Arbitrary, Gen, QuickCheck};
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeSet, HashMap};
-use std::path::Path;
 
 const SESSION: &str = "00112233445566778899aabbccddeeff";
 
-fn programs() -> Vec<(String, Ir)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("examples/")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "lt"))
-        .collect();
-    for sub in ["support_desk", "batch_refunds", "revenue_report"] {
-        files.push(dir.join(sub).join("program.lt"));
-    }
-    files.sort();
-    files
-        .into_iter()
-        .filter_map(|p| {
-            let text = std::fs::read_to_string(&p).ok()?;
-            let checked = lt::types::check_source(&text).into_checked().ok()?;
-            Some((p.display().to_string(), lower(&checked).ok()?))
-        })
-        .collect()
-}
+mod support;
 
 /// The tools' behaviour: for each call, by position, ok (with the empty
 /// value of the output type, or a wrong shape) or a failure of some kind.
@@ -256,7 +235,7 @@ fn check_session(ir: &Ir, outcomes: Outcomes, policy: &Policy) -> Result<(), Str
 }
 
 thread_local! {
-    static PROGRAMS: Vec<(String, Ir)> = programs();
+    static PROGRAMS: Vec<(String, Ir)> = support::example_programs();
 }
 
 fn prop(outcomes: Outcomes, policy: Policy, which: usize) -> bool {

@@ -15,12 +15,13 @@
 //! answers: the record is how a test knows which tools really ran.
 
 use serde_json::{json, Value as Json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-const LT: &str = env!("CARGO_BIN_EXE_lt");
+mod support;
+
+use support::{lt_in, Out, LT};
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -30,28 +31,19 @@ fn tool_script() -> String {
     repo().join("tests/session/tool.py").display().to_string()
 }
 
-/// A fresh folder under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
+/// A temp folder for one test, with the tool.py helpers of this file.
+struct TempDir(support::TempDir);
+
+impl std::ops::Deref for TempDir {
+    type Target = support::TempDir;
+    fn deref(&self) -> &support::TempDir {
+        &self.0
+    }
+}
 
 impl TempDir {
     fn new(name: &str) -> TempDir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let path =
-            std::env::temp_dir().join(format!("lt-resume-{}-{n}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).expect("create temp dir");
-        TempDir(path)
-    }
-
-    fn path(&self, file: &str) -> String {
-        self.0.join(file).display().to_string()
-    }
-
-    fn write(&self, file: &str, text: &str) -> String {
-        let p = self.path(file);
-        std::fs::write(&p, text).expect("write temp file");
-        p
+        TempDir(support::TempDir::new("resume", name))
     }
 
     /// The runs of `tool` recorded by tool.py (empty when it never ran).
@@ -80,47 +72,8 @@ impl TempDir {
     }
 }
 
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-#[derive(Debug)]
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Out {
-    fn json(&self) -> Json {
-        serde_json::from_str(self.stdout.trim())
-            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
-    }
-}
-
-fn lt_in(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
-    let mut cmd = Command::new(LT);
-    cmd.args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env_remove("LT_RECORD")
-        .env_remove("LT_IDEMPOTENCY_KEY")
-        .stdin(Stdio::null());
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run lt");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
 fn lt(dir: &TempDir, args: &[&str]) -> Out {
-    lt_in(&dir.0, args, &[])
+    lt_in(&dir.0 .0, args, &[])
 }
 
 /// The events of a log file (its complete lines).
@@ -189,7 +142,7 @@ fn kill_during_slow(dir: &TempDir, idempotent: bool) -> (Out, String) {
     let log = dir.path("session.jsonl");
     let record = dir.path("slow.calls");
     run_and_kill(
-        &dir.0,
+        &dir.0 .0,
         &["run", &program, "--executors", &tools, "--log", &log],
         &[],
         || Path::new(&record).exists(),
@@ -444,7 +397,7 @@ fn crash_batch_refunds(idempotent: bool) {
         let envs = [("LT_EXAMPLE_DB", db.as_str())];
         let started = Instant::now();
         run_and_kill(
-            &dir.0,
+            &dir.0 .0,
             &["run", &program, "--executors", &tools, "--log", &log],
             &envs,
             || started.elapsed() >= Duration::from_millis(*ms),
@@ -460,7 +413,7 @@ fn crash_batch_refunds(idempotent: bool) {
         assert_verifies(&dir, &log);
         let last = kinds(&log).last().cloned().unwrap_or_default();
         *cut_after.entry(last).or_insert(0) += 1;
-        let out = lt_in(&dir.0, &["resume", &log, "--executors", &tools, "--json"], &envs);
+        let out = lt_in(&dir.0 .0, &["resume", &log, "--executors", &tools, "--json"], &envs);
         let ended_before = out.code == 2 && out.stdout.contains("already ended");
         if !ended_before {
             assert_eq!(out.code, 0, "{case}: {out:?}");
@@ -521,7 +474,7 @@ fn a_log_in_use_is_neither_resumed_nor_overwritten() {
     let record = dir.path("slow.calls");
     let mut child = Command::new(LT)
         .args(["run", &program, "--executors", &tools, "--log", &log])
-        .current_dir(&dir.0)
+        .current_dir(&dir.0 .0)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

@@ -14,7 +14,7 @@ use lt::control::profile::Profile;
 use lt::control::replay::ReplayHost;
 use lt::control::resume::ResumeHost;
 use lt::control::{empty_json, ControlPlane, Venue};
-use lt::ir::{lower::lower, Ir};
+use lt::ir::Ir;
 use lt::log::{verify, EventBody, LogWriter, MemoryLog};
 use lt::runtime::eval::run;
 use lt::runtime::host::{CallRequest, FailureKind, Host, Outcome, ToolFailure};
@@ -22,31 +22,11 @@ use lt::runtime::limits::Limits;
 use quickcheck::{Arbitrary, Gen, QuickCheck};
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 const SESSION: &str = "00112233445566778899aabbccddeeff";
 
-fn programs() -> Vec<(String, Ir)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("examples/")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "lt"))
-        .collect();
-    for sub in ["support_desk", "batch_refunds", "revenue_report"] {
-        files.push(dir.join(sub).join("program.lt"));
-    }
-    files.sort();
-    files
-        .into_iter()
-        .filter_map(|p| {
-            let text = std::fs::read_to_string(&p).ok()?;
-            let checked = lt::types::check_source(&text).into_checked().ok()?;
-            Some((p.display().to_string(), lower(&checked).ok()?))
-        })
-        .collect()
-}
+mod support;
 
 /// A random case: the tools' behaviour (a seed per call identity), the
 /// profile's knobs, the program, and where the log is cut.
@@ -286,7 +266,7 @@ fn check(ir: &Ir, case: &Case) -> Result<(), String> {
 }
 
 thread_local! {
-    static PROGRAMS: Vec<(String, Ir)> = programs();
+    static PROGRAMS: Vec<(String, Ir)> = support::example_programs();
 }
 
 fn prop(case: Case) -> bool {

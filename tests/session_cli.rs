@@ -9,9 +9,8 @@
 
 use lt::log::sha256_hex;
 use serde_json::{json, Value as Json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 const LT: &str = env!("CARGO_BIN_EXE_lt");
@@ -31,29 +30,21 @@ fn lit(s: &str) -> String {
 }
 
 /// A fresh folder under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
+mod support;
+
+/// A temp folder for one test, with the tool.py helpers of this file.
+struct TempDir(support::TempDir);
+
+impl std::ops::Deref for TempDir {
+    type Target = support::TempDir;
+    fn deref(&self) -> &support::TempDir {
+        &self.0
+    }
+}
 
 impl TempDir {
     fn new(name: &str) -> TempDir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let path =
-            std::env::temp_dir().join(format!("lt-session-cli-{}-{n}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).expect("create temp dir");
-        TempDir(path)
-    }
-
-    /// The path of `file` in the folder, as a string.
-    fn path(&self, file: &str) -> String {
-        self.0.join(file).display().to_string()
-    }
-
-    /// Writes `file` and returns its path.
-    fn write(&self, file: &str, text: &str) -> String {
-        let p = self.path(file);
-        std::fs::write(&p, text).expect("write temp file");
-        p
+        TempDir(support::TempDir::new("session-cli", name))
     }
 
     /// The calls `tool` really made (the records of `tool.py`), in order;
@@ -96,12 +87,6 @@ impl TempDir {
     }
 }
 
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[derive(Debug)]
 struct Out {
     code: i32,
@@ -130,7 +115,7 @@ fn lt(dir: &TempDir, args: &[&str]) -> Out {
     let started = Instant::now();
     let out = Command::new(LT)
         .args(args)
-        .current_dir(&dir.0)
+        .current_dir(&dir.0 .0)
         .env("NO_COLOR", "1")
         .env_remove("LT_RECORD")
         .env_remove("LT_IDEMPOTENCY_KEY")
@@ -707,7 +692,7 @@ fn lt_with_file_cap(dir: &TempDir, kib: u32, args: &[&str]) -> Out {
         .arg(format!("trap '' XFSZ; ulimit -f {kib}; exec \"$0\" \"$@\""))
         .arg(LT)
         .args(args)
-        .current_dir(&dir.0)
+        .current_dir(&dir.0 .0)
         .env("NO_COLOR", "1")
         .stdin(Stdio::null())
         .output()

@@ -1,0 +1,112 @@
+//! Helpers shared by the tests that drive the built binaries: a fresh
+//! temporary folder per test, running `lt` and capturing what it printed,
+//! and the example programs lowered to IR. Each test crate uses a part of
+//! it (`mod support;`), hence `dead_code` is allowed.
+#![allow(dead_code)]
+
+use lt::ir::{lower::lower, Ir};
+use serde_json::Value as Json;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The `lt` binary under test.
+pub const LT: &str = env!("CARGO_BIN_EXE_lt");
+
+/// A fresh folder under the system temp dir, removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    /// `<tmp>/lt-<suite>-<pid>-<n>-<name>`, empty.
+    pub fn new(suite: &str, name: &str) -> TempDir {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!(
+            "lt-{suite}-{}-{n}-{name}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("create temp dir");
+        TempDir(path)
+    }
+
+    /// The path of `file` in the folder, as a string.
+    pub fn path(&self, file: &str) -> String {
+        self.0.join(file).display().to_string()
+    }
+
+    /// Writes `file` and returns its path.
+    pub fn write(&self, file: &str, text: &str) -> String {
+        let p = self.path(file);
+        std::fs::write(&p, text).expect("write temp file");
+        p
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// What a finished `lt` printed.
+#[derive(Debug)]
+pub struct Out {
+    /// The exit code (-1 when killed by a signal).
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Out {
+    /// stdout as one JSON value (`--json`).
+    pub fn json(&self) -> Json {
+        serde_json::from_str(self.stdout.trim())
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
+    }
+}
+
+/// Runs `lt ARGS` in `dir` with `envs` set, stdin empty, without colour and
+/// without the variables tools read (`LT_RECORD`, `LT_IDEMPOTENCY_KEY`).
+pub fn lt_in(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Out {
+    let mut cmd = Command::new(LT);
+    cmd.args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("LT_RECORD")
+        .env_remove("LT_IDEMPOTENCY_KEY")
+        .stdin(Stdio::null());
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run lt");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Every example program that checks (the flat `examples/*.lt` and the
+/// `program.lt` of each example folder), lowered, with its path.
+pub fn example_programs() -> Vec<(String, Ir)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("examples/")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "lt"))
+        .collect();
+    for sub in ["support_desk", "batch_refunds", "revenue_report"] {
+        files.push(dir.join(sub).join("program.lt"));
+    }
+    files.sort();
+    files
+        .into_iter()
+        .filter_map(|p| {
+            let text = std::fs::read_to_string(&p).ok()?;
+            let checked = lt::types::check_source(&text).into_checked().ok()?;
+            Some((p.display().to_string(), lower(&checked).ok()?))
+        })
+        .collect()
+}
