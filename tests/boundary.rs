@@ -110,6 +110,27 @@ fn base_types() {
         err.to_string().contains("larger than 9223372036854775807"),
         "{err}"
     );
+    // A number outside the Int range, or a float too large to be exact, is
+    // refused, never rounded or clamped.
+    for text in [
+        "-9223372036854775809",
+        "-9223372036854776832",
+        "9007199254740993.0",
+        "1e300",
+    ] {
+        let j: serde_json::Value = serde_json::from_str(text).unwrap();
+        let err = from_json(&j, &Type::Int).expect_err(text);
+        assert!(err.to_string().contains("Int range"), "{text}: {err}");
+    }
+    assert_eq!(
+        from_json(&json!(9007199254740992.0), &Type::Int),
+        Ok(Value::Int(9007199254740992)),
+        "2^53 as a float is exact"
+    );
+    assert_eq!(
+        from_json(&json!(i64::MIN), &Type::Int),
+        Ok(Value::Int(i64::MIN))
+    );
     let err = from_json(&json!("true"), &Type::Bool).expect_err("a string is not a Bool");
     assert_eq!(err.to_string(), "expected Bool, found String");
     let err = from_json(&json!({"a": 1}), &Type::Unit).expect_err("a non-empty object is not Unit");

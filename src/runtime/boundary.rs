@@ -147,15 +147,25 @@ fn convert(json: &Json, ty: &Type, path: &mut String) -> Result<Value, BoundaryE
             if let Some(i) = n.as_i64() {
                 return Ok(Value::Int(i));
             }
+            // Integral floats such as `3.0` (common from JSON encoders), as
+            // long as they are exact: up to 2^53 in size. Beyond, a float
+            // stands for many integers (and an integer literal outside the
+            // Int range was read as one), so it is refused, never rounded.
+            const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
             match n.as_f64() {
-                Some(f) if f.fract() == 0.0 && f >= i64::MIN as f64 && f < i64::MAX as f64 => {
-                    // Integral floats such as `3.0` (common from JSON encoders).
+                Some(f) if f.fract() == 0.0 && f.abs() <= EXACT => {
                     #[allow(clippy::cast_possible_truncation)]
                     Ok(Value::Int(f as i64))
                 }
                 _ if n.is_u64() => Err(BoundaryError {
                     path: path.clone(),
                     problem: format!("expected Int, found {n}, which is larger than {}", i64::MAX),
+                }),
+                Some(f) if f.fract() == 0.0 => Err(BoundaryError {
+                    path: path.clone(),
+                    problem: format!(
+                        "expected Int, found {n}, which is outside the Int range or not an exact integer (a float beyond 2^53)"
+                    ),
                 }),
                 _ => Err(mismatch(path, ty, json)),
             }
