@@ -115,7 +115,7 @@ fn base_types() {
     for text in [
         "-9223372036854775809",
         "-9223372036854776832",
-        "9007199254740993.0",
+        "9007199254740994.0",
         "1e300",
     ] {
         let j: serde_json::Value = serde_json::from_str(text).unwrap();
