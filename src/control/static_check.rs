@@ -11,6 +11,7 @@
 //! | `allowlist` | E0701 | the profile lists allowed tools and this is not one |
 //! | `denylist` | E0702 | the profile denies this tool |
 //! | `effects` | E0703 | the tool's declared effects include one the profile does not grant (`Pure` grants nothing) |
+//! | `session_budget`, `tool_budget` | E0702 | a `max_calls` of 0 (for the session, or for this tool): no call can pass |
 //!
 //! Every syntactic call site `exec tool NAME arg` is a call the program may
 //! make: a tool is named only there (tools are not values), so every call
@@ -23,8 +24,8 @@
 //! The check is conservative: a call in a branch that never runs, or in a
 //! function that is never applied, is still a call the program may make.
 //!
-//! The budgets (`max_calls`), the `arguments` rule and the dry run are left
-//! to the run: they depend on values and on the calls made before.
+//! Budgets above zero, the `arguments` rule and the dry run are left to the
+//! run: they depend on values and on the calls made before.
 //!
 //! Example: under `[profile] name = "read-only"`, `effects = ["Read"]`, the
 //! program `tool refund: Int -{Write}-> Unit; match exec tool refund 5 {…}`
@@ -41,7 +42,8 @@ use rustc_hash::FxHashMap;
 /// A pipeline rule that would deny every call of a tool.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Objection {
-    /// The rule's name in the pipeline: `allowlist`, `denylist` or `effects`.
+    /// The rule's name in the pipeline: `allowlist`, `denylist`, `effects`,
+    /// or `session_budget` / `tool_budget` for a budget of zero.
     pub rule: &'static str,
     /// Why, in the pipeline's words.
     pub reason: String,
@@ -78,6 +80,19 @@ pub fn objections(tool: &ToolSig, profile: &Profile) -> Vec<Objection> {
                 ),
             });
         }
+    }
+    // A budget of zero denies every call, whatever came before.
+    if profile.max_calls == Some(0) {
+        out.push(Objection {
+            rule: "session_budget",
+            reason: format!("profile {p} allows 0 tool calls per session, all used"),
+        });
+    }
+    if profile.tools.get(name).and_then(|t| t.max_calls) == Some(0) {
+        out.push(Objection {
+            rule: "tool_budget",
+            reason: format!("profile {p} allows 0 calls of {name} per session, all used"),
+        });
     }
     out
 }
@@ -147,7 +162,7 @@ pub fn check_analysis(analysis: &mut Analysis, profile: &Profile) {
 fn code(rule: &str) -> Code {
     match rule {
         "allowlist" => Code::E0701,
-        "denylist" => Code::E0702,
+        "denylist" | "session_budget" | "tool_budget" => Code::E0702,
         _ => Code::E0703,
     }
 }
@@ -187,6 +202,11 @@ fn diagnostic(
         "denylist" => {
             d = d.with_help(format!(
                 "remove this call: profile {p} never allows {name} (its `deny` list names it)"
+            ));
+        }
+        "session_budget" | "tool_budget" => {
+            d = d.with_help(format!(
+                "remove this call: profile {p} allows no call of {name} (a `max_calls` of 0)"
             ));
         }
         _ => {
@@ -315,11 +335,29 @@ mod tests {
             profile(None, &[], Some(&[])),
             profile(Some(&[]), &["lookup"], Some(&[])),
             profile(None, &[], None),
+            Profile {
+                max_calls: Some(0),
+                ..profile(None, &[], None)
+            },
+            Profile {
+                tools: [(
+                    "refund".to_string(),
+                    crate::control::profile::ToolPolicy {
+                        max_calls: Some(0),
+                        ..Default::default()
+                    },
+                )]
+                .into_iter()
+                .collect(),
+                ..profile(None, &[], None)
+            },
         ];
         for p in profiles {
             for tool in &a.tools {
                 let fixed = objections(tool, &p);
-                let decision = Pipeline::new(p.clone()).decide(tool, &serde_json::json!(null));
+                // A well-typed argument, so that the `arguments` rule passes.
+                let arg = crate::control::empty_json(&tool.input);
+                let decision = Pipeline::new(p.clone()).decide(tool, &arg);
                 match fixed.first() {
                     Some(o) => {
                         assert!(!decision.allow);
@@ -329,7 +367,10 @@ mod tests {
                         );
                     }
                     None => assert!(
-                        !matches!(decision.rule, "allowlist" | "denylist" | "effects"),
+                        !matches!(
+                            decision.rule,
+                            "allowlist" | "denylist" | "effects" | "session_budget" | "tool_budget"
+                        ),
                         "{decision:?}"
                     ),
                 }
