@@ -193,9 +193,32 @@ fn a_program_within_the_profile_passes() {
 fn a_denied_tool_that_is_never_called_is_not_an_error() {
     let dir = setup(
         "uncalled",
-        "[profile]\nname = \"ops\"\ndeny = [\"delete_account\"]\n\n[profile.tools.issue_refund]\nmax_calls = 0\n",
+        "[profile]\nname = \"ops\"\ndeny = [\"delete_account\"]\n\n[profile.tools.issue_refund]\nmax_calls = 1\n",
     );
     check(&dir, &[]).expect_code(0);
+}
+
+/// A budget of zero lets no call pass: rejected like a denial (E0702).
+#[test]
+fn a_zero_budget_is_rejected_at_each_call_site() {
+    let dir = setup(
+        "zero-budget",
+        "[profile]\nname = \"ops\"\n\n[profile.tools.issue_refund]\nmax_calls = 0\n",
+    );
+    let out = check(&dir, &[]);
+    out.expect_code(1);
+    assert!(
+        out.stderr.contains("[E0702]")
+            && out
+                .stderr
+                .contains("tool_budget: profile ops allows 0 calls of issue_refund"),
+        "{}",
+        out.describe()
+    );
+    let dir = setup("zero-session", "[profile]\nmax_calls = 0\n");
+    let out = check(&dir, &[]);
+    out.expect_code(1);
+    assert!(out.stderr.contains("session_budget"), "{}", out.describe());
 }
 
 /// The permissive profile (a `[profile]` table with no rule) allows all.
