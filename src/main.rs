@@ -3,9 +3,12 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let mut args: Vec<String> = Vec::new();
+    // `lt compat …` answers in the protocol's JSON even here (docs/protocol.md).
+    let compat = std::env::args_os().nth(1).is_some_and(|a| a == "compat");
     for arg in std::env::args_os() {
         match arg.into_string() {
             Ok(a) => args.push(a),
+            Err(bad) if compat => return lt::compat::bad_argument(&bad.to_string_lossy()),
             Err(bad) => {
                 eprintln!(
                     "error: the argument {} is not valid UTF-8; lt takes UTF-8 paths and options",
