@@ -560,7 +560,10 @@ fn malformed_lines_are_rejected_with_their_reason_and_the_wait_goes_on() {
         ),
         (Json::Null, "unknown field `note`"),
         (Json::Null, "neither `ok` nor `error` is given"),
-        (Json::Null, "the line was not parsed: it is nested more than 10000 levels deep"),
+        (
+            Json::Null,
+            "the line was not parsed: it is nested more than 10000 levels deep",
+        ),
     ];
     let n = expected.len();
     assert_eq!(rejected.len(), n, "{rejected:?}");
@@ -789,4 +792,165 @@ fn a_program_read_from_stdin_cannot_call_a_client_tool() {
             .is_some_and(|m| m.contains("client-venue tool")),
         "{result}"
     );
+}
+
+/// A client call, then another after the first failed.
+const CALL_TWICE: &str = r#"match exec tool edit {path = "a", text = "1"} {
+  Ok(a) => "first ok",
+  Err(e) => match exec tool ask "again?" { Ok(b) => "second ok", Err(f) => e ++ " | " ++ f }
+}"#;
+
+/// Checks a run whose client wrote nothing: stdout is at most tool_call
+/// lines then the result, last; each tool_call line written is narrated
+/// (`client_dispatched`) before its call's outcome, and a call not written
+/// has no `client_*` event. Returns how many tool_call lines were written.
+fn check_order_and_narration(stdout: &str, log: &str) -> usize {
+    let lines: Vec<&str> = stdout.lines().collect();
+    let (last, calls) = lines.split_last().expect("a result line");
+    let result: Json = serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(result["ok"], true, "the result comes last: {stdout}");
+    let ev = events(log);
+    let mut written = Vec::new();
+    for line in calls {
+        let call: Json = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+        assert_eq!(call["type"], "tool_call", "{stdout}");
+        let id = call["call_id"].as_str().expect("id").to_string();
+        let k: Vec<&str> = of_call(&ev, &id).into_iter().map(Event::kind).collect();
+        let dispatched = k.iter().position(|k| *k == "client_dispatched");
+        let outcome = k
+            .iter()
+            .position(|k| matches!(*k, "completed" | "failed" | "timed_out"));
+        assert!(
+            dispatched.is_some() && dispatched < outcome,
+            "{id} was written: {k:?}"
+        );
+        written.push(id);
+    }
+    for e in &ev {
+        if let EventBody::ClientDispatched { call_id } = &e.body {
+            assert!(
+                written.contains(call_id),
+                "{call_id} is narrated but was not written: {stdout}"
+            );
+        }
+    }
+    calls.len()
+}
+
+#[test]
+fn with_stdin_closed_from_the_start_the_result_is_last_and_every_line_written_is_logged() {
+    let dir = TempDir::new("devnull");
+    let prog = dir.write("main.lt", &format!("{DECLS}{CALL_TWICE}"));
+    let tools = dir.write("tools.toml", TOOLS);
+    let log = dir.path("session.jsonl");
+    for _ in 0..20 {
+        let out = Command::new(LT)
+            .args(["run", &prog, "--executors", &tools, "--log", &log, "--json"])
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run lt");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{stdout}");
+        let written = check_order_and_narration(&stdout, &log);
+        // Once the end of stdin is known no line goes out: the second call
+        // never is, the first only if it was handed over before.
+        assert!(written <= 1, "{stdout}");
+        assert!(!stdout.contains("\"tool\":\"ask\""), "{stdout}");
+    }
+    assert_verifies(&log);
+}
+
+#[test]
+fn after_a_client_reports_and_closes_its_input_the_next_call_is_not_written_or_is_logged() {
+    for round in 0..8 {
+        let dir = TempDir::new(&format!("report-close-{round}"));
+        let mut client = Client::start(
+            &dir,
+            r#"match exec tool edit {path = "a", text = "1"} {
+  Ok(a) => match exec tool ask "again?" { Ok(b) => b, Err(f) => f },
+  Err(e) => e
+}"#,
+            &[],
+        );
+        let first = client.call("edit");
+        client.ok(&first, json!({"bytes": 1}));
+        client.close();
+        let done = client.finish();
+        let value = done.value().as_str().expect("a string").to_string();
+        assert!(
+            value.starts_with("tool ask: the client closed its input"),
+            "{value}"
+        );
+        let stdout = format!("{first}\n{}", done.rest.join("\n"));
+        check_order_and_narration(&stdout, &done_log(&dir));
+        // Written or not, the second call's message says which.
+        let second_written = done.rest.len() == 2;
+        assert_eq!(
+            value.contains("was not sent to the client"),
+            !second_written,
+            "{value}: {stdout}"
+        );
+        assert_verifies(&done_log(&dir));
+    }
+}
+
+#[test]
+fn a_client_that_never_reads_stdout_does_not_keep_lt_running() {
+    let dir = TempDir::new("noread");
+    // An argument far larger than a pipe's buffer: its line cannot be written.
+    let big = "x".repeat(2 * 1024 * 1024);
+    let prog = dir.write(
+        "main.lt",
+        &format!("{DECLS}match exec tool ask \"{big}\" {{ Ok(a) => a, Err(e) => e }}"),
+    );
+    let tools = dir.write("tools.toml", TOOLS);
+    let log = dir.path("session.jsonl");
+    let started = Instant::now();
+    let mut child = Command::new(LT)
+        .args(["run", &prog, "--executors", &tools, "--log", &log, "--json"])
+        .args(["--timeout-ms", "3000"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start lt");
+    // stdin stays open and stdout is not read until lt has ended.
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            break s;
+        }
+        if started.elapsed() > Duration::from_secs(15) {
+            let _ = child.kill();
+            panic!("lt still runs {:?} after it started", started.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let elapsed = started.elapsed();
+    let mut stdout = Vec::new();
+    let mut stderr = String::new();
+    std::io::Read::read_to_end(&mut child.stdout.take().expect("stdout"), &mut stdout)
+        .expect("read stdout");
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr)
+        .expect("read stderr");
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
+    // The run's own exit code: the program handled the timeout.
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("error: the run's output was not written"),
+        "{stderr}"
+    );
+    // What the pipe held is the start of the line, not a whole call: the
+    // call that timed out is not delivered.
+    assert!(
+        stdout.starts_with(br#"{"type":"tool_call""#) && !stdout.contains(&b'\n'),
+        "{} bytes",
+        stdout.len()
+    );
+    let ev = events(&log);
+    assert!(ev.iter().any(|e| matches!(&e.body,
+        EventBody::TimedOut { message, .. } if message.contains("writing call"))));
+    assert_eq!(ev.last().map(Event::kind), Some("session_ended"));
+    assert!(!ev.iter().any(|e| e.kind() == "client_dispatched"));
+    assert_verifies(&log);
 }

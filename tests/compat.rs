@@ -371,6 +371,60 @@ fn errors_keep_lambda_tool_wording_then_code_position_and_hint() {
     }
 }
 
+#[test]
+fn a_type_mismatch_reads_as_lambda_tool_words_it() {
+    // λ-Tool: `Type mismatch at line 1, col 9: expected Bool, got Int`;
+    // the position goes to the bracket, as for every error string.
+    let cases = [
+        (
+            "let x = 1 + true in x",
+            "Type mismatch: expected Int, got Bool [E0201 at line 1, col 13; hint: ",
+        ),
+        (
+            "let f = fn b: Bool => b in f 1",
+            "Type mismatch: expected Bool, got Int [E0201 at line 1, col 30; hint: ",
+        ),
+        // What lt adds follows λ-Tool's words: the path into the value, or
+        // lt's more specific sentence.
+        (
+            "let r = {a = 1} in let g = fn x: {a: String} => x.a in g r",
+            "Type mismatch: expected String, got Int (in field `a`) [E0201 at line 1, col ",
+        ),
+        (
+            r#"let x = "a" + "b" in x"#,
+            "Type mismatch: expected Int, got String; `+` adds Ints; it cannot join Strings [E0201 at line 1, col 13; hint: join strings with `++`",
+        ),
+    ];
+    for (program, expected) in cases {
+        for args in [&["--json", "--typecheck"][..], &["--json"][..]] {
+            let out = lambda_tool(args, program);
+            assert_eq!(out.code, 1, "{out:#?}");
+            let errors = out.errors();
+            assert_eq!(errors.len(), 1, "{program}: {errors:#?}");
+            assert!(errors[0].starts_with(expected), "{program}: {errors:#?}");
+            assert!(errors[0].ends_with(']'), "{errors:#?}");
+        }
+    }
+    // `lt compat` is the same program; `lt check` keeps lt's own wording.
+    let out = run_with(
+        LT,
+        &["compat", "--json", "--typecheck"],
+        "let x = 1 + true in x",
+    );
+    assert!(
+        out.errors()[0].starts_with("Type mismatch: expected Int, got Bool [E0201"),
+        "{out:#?}"
+    );
+    let dir = TempDir::new("mismatch");
+    let file = dir.write("p.lt", "let x = 1 + true in x");
+    let (code, stdout, _) = lt(&["check", &file, "--json"]);
+    assert_eq!(code, 1);
+    assert!(
+        stdout.contains("type mismatch: expected Int, found Bool"),
+        "{stdout}"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // --json (no executors)
 

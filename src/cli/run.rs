@@ -8,6 +8,7 @@
 //! check passed.
 
 use super::{EXIT_DIAGNOSTICS, EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE};
+use crate::control::client::{write_final_output, FinalOutput};
 use crate::control::{ClientChannel, ControlPlane};
 use crate::exec::{ExecutorHost, Registry, Venue};
 use crate::ir::{lower::lower, Ir, NodeKind};
@@ -83,7 +84,9 @@ pub fn run(opts: &RunOptions) -> u8 {
     let elapsed = started.elapsed();
     let _ = plane.record(super::session::ended(&file, &ir, &result, stats));
     let log_error = plane.log_error().map(str::to_string);
-    // The log file is closed (its buffer written) before the value is shown.
+    // The log file is closed (its buffer written), and the client channel's
+    // last tool_call line written or abandoned (a bounded wait), before the
+    // value is shown: the value is the last line on stdout.
     drop(plane);
     finish(opts, &file, &ir, result, stats, elapsed, log_error, runtime)
 }
@@ -273,8 +276,7 @@ pub(super) fn finish(
     match result {
         Ok(value) => {
             if opts.json {
-                out!(
-                    "{}",
+                print_final(
                     json!({
                         "ok": true,
                         "value": value.to_json(),
@@ -283,9 +285,10 @@ pub(super) fn finish(
                         "calls": stats.calls,
                         "steps": stats.steps,
                     })
+                    .to_string(),
                 );
             } else {
-                out!("{value}");
+                print_final(value.to_string());
             }
             if opts.verbose {
                 err!(
@@ -345,6 +348,20 @@ fn understated_effects(
         });
     }
     None
+}
+
+/// Prints `line`, the run's last output, on stdout. The client channel,
+/// if there was one, is gone by now (its last tool_call line written or
+/// abandoned), so the output comes after every call line; and a client
+/// that stopped reading stdout cannot keep `lt` waiting: the output is
+/// then given up, said on stderr, and the exit code stays the run's.
+fn print_final(line: String) {
+    let mut bytes = line.into_bytes();
+    bytes.push(b'\n');
+    match write_final_output(bytes) {
+        FinalOutput::Written(written) => super::note_write(written),
+        FinalOutput::Abandoned(why) => err!("error: the run's output was not written: {why}"),
+    }
 }
 
 /// Shuts the runtime down (waiting at most 2 s for its tasks) when dropped.
@@ -510,8 +527,7 @@ pub(super) fn report_failure(
 ) -> u8 {
     let lc = file.line_col(e.span.start);
     if opts.json {
-        out!(
-            "{}",
+        print_final(
             json!({
                 "ok": false,
                 "stage": "run",
@@ -525,6 +541,7 @@ pub(super) fn report_failure(
                 "calls": stats.calls,
                 "steps": stats.steps,
             })
+            .to_string(),
         );
         return EXIT_RUN_FAILED;
     }

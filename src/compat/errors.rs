@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! Field 'plan' not found in record type {id: String} [E0202 at line 7, col 20; hint: the closest field is `id`; …]
+//! Type mismatch: expected Bool, got Int [E0201 at line 1, col 9; hint: give this expression type Bool]
 //! step limit of 1000 exceeded [step_limit at line 3, col 5; hint: …]
 //! unknown option `--frobnicate` [usage; hint: lambda_tool --json [--typecheck] [FILE] …]
 //! unknown field `bogus` [profile in p.toml, line 3, col 1]
@@ -13,19 +14,44 @@
 //! the hint when there is one. Newlines and other control characters in
 //! messages become spaces, so each string is one line.
 
-use crate::diag::Diagnostic;
+use crate::diag::{Code, Diagnostic};
 use crate::exec::ConfigError;
 use crate::runtime::limits::RunError;
 use crate::source::SourceFile;
+use std::borrow::Cow;
 
-/// A checker diagnostic: `MESSAGE [E0xxx at line L, col C; hint: HELP]`.
+/// A checker diagnostic: `MESSAGE [E0xxx at line L, col C; hint: HELP]`,
+/// the message in λ-Tool's wording where it differs from lt's
+/// ([`lambda_tool_message`]).
 pub fn diagnostic(file: &SourceFile, d: &Diagnostic) -> String {
     let lc = file.line_col(d.span.start);
     with_bracket(
-        &d.message,
+        &lambda_tool_message(d),
         &format!("{} at line {}, col {}", d.code.as_str(), lc.line, lc.column),
         d.help.as_deref(),
     )
+}
+
+/// The message of `d` as λ-Tool words it. A type mismatch (E0201) is
+/// λ-Tool's `Type mismatch: expected X, got Y` (its position goes to the
+/// bracket), followed by what lt's message adds: the path inside the value
+/// (``Type mismatch: expected String, got Int (in field `a`)``), or lt's
+/// own sentence when it has a more specific one (``Type mismatch: expected
+/// Int, got String; `+` adds Ints; it cannot join Strings``). Every other
+/// message already starts with λ-Tool's wording, or λ-Tool's is not known.
+fn lambda_tool_message(d: &Diagnostic) -> Cow<'_, str> {
+    if d.code != Code::E0201 {
+        return Cow::Borrowed(&d.message);
+    }
+    let (Some(expected), Some(found)) = (&d.expected, &d.found) else {
+        return Cow::Owned(format!("Type mismatch: {}", d.message));
+    };
+    let head = format!("Type mismatch: expected {expected}, got {found}");
+    let lt_head = format!("type mismatch: expected {expected}, found {found}");
+    Cow::Owned(match d.message.strip_prefix(&lt_head) {
+        Some(rest) => head + rest,
+        None => format!("{head}; {}", d.message),
+    })
 }
 
 /// Every diagnostic of a rejected program, and a last line counting those
@@ -89,9 +115,40 @@ fn one_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diag::Code;
     use crate::runtime::limits::RunErrorKind;
     use crate::source::Span;
+
+    #[test]
+    fn a_type_mismatch_is_worded_as_lambda_tool_words_it() {
+        let file = SourceFile::new("p.lt", "let x = 1 + true in x");
+        let mismatch = |message: &str| {
+            Diagnostic::error(Code::E0201, Span::new(12, 16), message)
+                .with_expected_found("Int", "Bool")
+                .with_help("give this expression type Int")
+        };
+        assert_eq!(
+            diagnostic(&file, &mismatch("type mismatch: expected Int, found Bool")),
+            "Type mismatch: expected Int, got Bool [E0201 at line 1, col 13; hint: give this expression type Int]"
+        );
+        assert_eq!(
+            diagnostic(
+                &file,
+                &mismatch("type mismatch: expected Int, found Bool (in field `a`)")
+            ),
+            "Type mismatch: expected Int, got Bool (in field `a`) [E0201 at line 1, col 13; hint: give this expression type Int]"
+        );
+        assert!(diagnostic(&file, &mismatch("`+` adds Ints"))
+            .starts_with("Type mismatch: expected Int, got Bool; `+` adds Ints ["));
+        let infinite = Diagnostic::error(
+            Code::E0201,
+            Span::new(0, 3),
+            "this would need an infinite type",
+        );
+        assert_eq!(
+            diagnostic(&file, &infinite),
+            "Type mismatch: this would need an infinite type [E0201 at line 1, col 1]"
+        );
+    }
 
     #[test]
     fn strings_are_one_line_with_the_bracket_last() {

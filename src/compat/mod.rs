@@ -27,11 +27,14 @@
 //!
 //! Invariant: whatever the arguments, the input or the host does, the
 //! process prints one result line and exits; it never panics and never
-//! waits for input after the program ended.
+//! waits for input after the program ended. (A host that stops reading
+//! stdout gets no result line: after 2 s without progress it is given up,
+//! see `control/client/stdout.rs`, and the process exits all the same.)
 
 mod errors;
 mod session;
 
+use crate::control::client::FinalOutput;
 use crate::runtime::boundary::drop_deep;
 use crate::runtime::deep_json::to_compact;
 use crate::runtime::value::Value;
@@ -341,11 +344,16 @@ fn print(reply: &Reply) {
 }
 
 /// Writes and flushes `bytes` on stdout in one piece; a failure is noted
-/// for the exit code (a closed pipe is a host that stopped reading).
+/// for the exit code (a closed pipe is a host that stopped reading). After
+/// an interactive run the channel has written or abandoned its last
+/// `tool_call` line, and a host that stopped reading stdout cannot keep
+/// the process waiting: the line is then given up (nothing is said on
+/// stderr, which the protocol keeps empty) and the exit code stays.
 fn write_stdout(bytes: &[u8]) {
-    use std::io::Write as _;
-    let mut lock = std::io::stdout().lock();
-    crate::cli::note_write(lock.write_all(bytes).and_then(|_| lock.flush()));
+    match crate::control::client::write_final_output(bytes.to_vec()) {
+        FinalOutput::Written(written) => crate::cli::note_write(written),
+        FinalOutput::Abandoned(_) => {}
+    }
 }
 
 #[cfg(test)]

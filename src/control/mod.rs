@@ -200,7 +200,7 @@ impl<H: Host, S: EventSink> ControlPlane<'_, H, S> {
         self
     }
 
-    /// Hands calls of client-venue tools to `channel` (`client.rs`); without
+    /// Hands calls of client-venue tools to `channel` (`client/`); without
     /// one, such a call fails as `unavailable`.
     pub fn with_client(mut self, channel: ClientChannel) -> Self {
         self.client = Some(channel);
