@@ -182,22 +182,21 @@ pub fn run(opts: &ResumeOptions) -> u8 {
     let started = Instant::now();
     let (result, stats) = run_program(&run_opts, &ir, &mut host);
     let elapsed = started.elapsed();
-    if let Some(d) = host.divergence() {
-        return diverged(opts, &format!("non-determinism {d}"));
-    }
-    if let Some(rest) = host.unreplayed() {
+    let divergence = host.divergence().map(|d| format!("non-determinism {d}")).or_else(|| {
         // The program ended while the log still had calls for it.
-        if let Some(e) = rest.iter().find(|e| e.body.call_id().is_some()) {
-            return diverged(
-                opts,
-                &format!(
-                    "the program ended, but the log goes on with a {} event (#{}) for {}",
-                    e.kind(),
-                    e.seq,
-                    e.body.call_id().unwrap_or_default()
-                ),
-            );
-        }
+        let rest = host.unreplayed()?;
+        let e = rest.iter().find(|e| e.body.call_id().is_some())?;
+        Some(format!(
+            "the program ended, but the log goes on with a {} event (#{}) for {}",
+            e.kind(),
+            e.seq,
+            e.body.call_id().unwrap_or_default()
+        ))
+    });
+    if let Some(message) = divergence {
+        // The client channel (if any) is closed before anything is printed.
+        drop(host);
+        return diverged(opts, &message);
     }
     if let Err(msg) = host.go_live() {
         return fail_usage(&run_opts, &Failure::new("log", "log", msg));
