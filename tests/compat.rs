@@ -478,6 +478,27 @@ fn a_runtime_error_is_ok_false_with_its_kind_and_position() {
     );
 }
 
+#[test]
+fn the_call_and_step_limits_can_be_set() {
+    // Without executors every call is an Err, so each Err arm calls again.
+    let program = "tool t: Int -{Read}-> Int;\n\
+                   match exec tool t 1 { Ok(a) => 0, Err(e1) =>\n\
+                   match exec tool t 2 { Ok(b) => 0, Err(e2) =>\n\
+                   match exec tool t 3 { Ok(c) => 0, Err(e3) => 1 } } }";
+    let out = lambda_tool(&["--json", "--max-calls", "2"], program);
+    assert_eq!(out.code, 3, "{out:#?}");
+    let errors = out.errors();
+    assert!(
+        errors[0].contains("[call_limit at line 4") && errors[0].contains("--max-calls N"),
+        "{errors:?}"
+    );
+    let out = lambda_tool(&["--json", "--max-steps", "5"], "1 + 2 + 3 + 4 + 5 + 6");
+    assert_eq!(out.code, 3, "{out:#?}");
+    assert!(out.errors()[0].contains("[step_limit"), "{out:#?}");
+    let out = lambda_tool(&["--json", "--max-calls", "3"], program);
+    assert_eq!(out.code, 0, "{out:#?}");
+}
+
 // ---------------------------------------------------------------------------
 // usage
 

@@ -3,13 +3,8 @@
 
 use super::run::{config_failure, Failure, RunOptions};
 use crate::control::profile::Profile;
-use crate::ir::Ir;
-use crate::log::{new_session_id, sha256_hex, Discard, EventBody, EventSink, LogWriter};
-use crate::runtime::eval::RunStats;
-use crate::runtime::limits::{Limits, RunError};
-use crate::runtime::value::Value;
+use crate::log::{new_session_id, Discard, EventBody, EventSink, LogWriter};
 use crate::source::SourceFile;
-use serde_json::json;
 use std::path::Path;
 
 /// A session ready to run.
@@ -53,15 +48,7 @@ pub(super) fn start(opts: &RunOptions, file: &SourceFile) -> Result<Session, Fai
         profile
     };
     if let Some(log) = &opts.log {
-        // The same file by any name: a symlink, `..`, or a hard link (same
-        // device and inode).
-        let same = |other: &str| {
-            use std::os::unix::fs::MetadataExt as _;
-            match (std::fs::metadata(log), std::fs::metadata(other)) {
-                (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-                _ => false,
-            }
-        };
+        let same = |other: &str| crate::control::session::same_file(log, other);
         let inputs = [
             Some(&opts.file),
             opts.executors.as_ref(),
@@ -89,14 +76,7 @@ pub(super) fn start(opts: &RunOptions, file: &SourceFile) -> Result<Session, Fai
         })?),
         None => Box::new(Discard),
     };
-    let started = EventBody::SessionStarted {
-        lt_version: env!("CARGO_PKG_VERSION").to_string(),
-        program: file.text.clone(),
-        program_hash: sha256_hex(file.text.as_bytes()),
-        profile: profile.to_json(),
-        registry_hash: sha256_hex(&registry_text),
-        limits: limits_json(&opts.limits),
-    };
+    let started = crate::control::session::started(file, &profile, &registry_text, &opts.limits);
     Ok(Session {
         id,
         profile,
@@ -105,49 +85,5 @@ pub(super) fn start(opts: &RunOptions, file: &SourceFile) -> Result<Session, Fai
     })
 }
 
-fn limits_json(l: &Limits) -> serde_json::Value {
-    json!({
-        "max_calls": l.max_calls,
-        "max_steps": l.max_steps,
-        "timeout_ms": l.timeout.map(|t| t.as_millis() as u64),
-        "max_list_len": l.max_list_len,
-        "max_string_bytes": l.max_string_bytes,
-        "max_value_nodes": l.max_value_nodes,
-        "max_string_total_bytes": l.max_string_total_bytes,
-    })
-}
-
 /// The `session_ended` event for a run's result.
-pub(super) fn ended(
-    file: &SourceFile,
-    ir: &Ir,
-    result: &Result<Value, RunError>,
-    stats: RunStats,
-) -> EventBody {
-    match result {
-        Ok(v) => EventBody::SessionEnded {
-            status: "ok".to_string(),
-            value: Some(v.to_json()),
-            r#type: Some(ir.ty.to_string()),
-            error: None,
-            calls: stats.calls,
-            steps: stats.steps,
-        },
-        Err(e) => {
-            let lc = file.line_col(e.span.start);
-            EventBody::SessionEnded {
-                status: "error".to_string(),
-                value: None,
-                r#type: Some(ir.ty.to_string()),
-                error: Some(json!({
-                    "kind": e.kind.as_str(),
-                    "message": e.message,
-                    "line": lc.line,
-                    "column": lc.column,
-                })),
-                calls: stats.calls,
-                steps: stats.steps,
-            }
-        }
-    }
-}
+pub(super) use crate::control::session::ended;

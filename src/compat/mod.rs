@@ -50,8 +50,8 @@ const EXIT_RUN_FAILED: u8 = crate::cli::EXIT_RUN_FAILED;
 
 /// The usage line, also the hint of every usage error.
 const USAGE: &str = "lambda_tool --json --typecheck [FILE] | lambda_tool --json [FILE] | \
-                     lambda_tool --json --interactive FILE; lt options: --log FILE, --profile FILE \
-                     (the program is read from stdin when FILE is absent or `-`)";
+                     lambda_tool --json --interactive FILE; lt options: --log FILE, --profile FILE, \
+                     --max-calls N, --max-steps N (the program is read from stdin when FILE is absent or `-`)";
 
 /// What `lambda_tool` is asked to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,6 +74,10 @@ struct Options {
     log: Option<String>,
     /// `--profile FILE`: a file with a `[profile]` table.
     profile: Option<String>,
+    /// `--max-calls N`: most tool calls in the run.
+    max_calls: Option<u64>,
+    /// `--max-steps N`: most evaluation steps (fuel).
+    max_steps: Option<u64>,
 }
 
 /// What the command line asks for.
@@ -266,6 +270,8 @@ fn parse_args(args: &[String]) -> Result<Parsed, String> {
     let mut file: Option<String> = None;
     let mut log: Option<String> = None;
     let mut profile: Option<String> = None;
+    let mut max_calls: Option<String> = None;
+    let mut max_steps: Option<String> = None;
     let mut only_files = false;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -276,7 +282,7 @@ fn parse_args(args: &[String]) -> Result<Parsed, String> {
         let mut value = |name: &str| -> Result<String, String> {
             match inline.clone().or_else(|| it.next().cloned()) {
                 Some(v) if !v.is_empty() => Ok(v),
-                _ => Err(format!("option `{name}` needs a file name")),
+                _ => Err(format!("option `{name}` needs a value")),
             }
         };
         match flag {
@@ -295,6 +301,8 @@ fn parse_args(args: &[String]) -> Result<Parsed, String> {
             "--interactive" => interactive = true,
             "--log" => set_once(&mut log, "--log", value("--log")?)?,
             "--profile" => set_once(&mut profile, "--profile", value("--profile")?)?,
+            "--max-calls" => set_once(&mut max_calls, "--max-calls", value("--max-calls")?)?,
+            "--max-steps" => set_once(&mut max_steps, "--max-steps", value("--max-steps")?)?,
             "-h" | "--help" => return Ok(Parsed::Help),
             "-V" | "--version" => return Ok(Parsed::Version),
             _ => return Err(format!("unknown option `{arg}`")),
@@ -322,11 +330,20 @@ fn parse_args(args: &[String]) -> Result<Parsed, String> {
     if mode == Mode::Typecheck && log.is_some() {
         return Err("`--log` records a run, and `--typecheck` runs nothing".into());
     }
+    let count = |name: &str, v: Option<String>| -> Result<Option<u64>, String> {
+        v.map(|text| {
+            text.parse::<u64>()
+                .map_err(|_| format!("option `{name}` needs a non-negative integer, found `{text}`"))
+        })
+        .transpose()
+    };
     Ok(Parsed::Options(Options {
         mode,
         file,
         log,
         profile,
+        max_calls: count("--max-calls", max_calls)?,
+        max_steps: count("--max-steps", max_steps)?,
     }))
 }
 
@@ -403,7 +420,7 @@ mod tests {
 
     #[test]
     fn usage_errors_name_the_problem() {
-        let cases: [(&[&str], &str); 8] = [
+        let cases: [(&[&str], &str); 9] = [
             (&["--json", "--frobnicate"], "unknown option `--frobnicate`"),
             (
                 &["--json", "--interactive"],
@@ -415,7 +432,8 @@ mod tests {
             ),
             (&["--typecheck", "--interactive", "f"], "exclude each other"),
             (&["a", "b"], "more than one program file"),
-            (&["--log"], "option `--log` needs a file name"),
+            (&["--log"], "option `--log` needs a value"),
+            (&["--max-calls", "x"], "needs a non-negative integer"),
             (&["--log", "a", "--log", "b"], "given twice"),
             (&["--json=1"], "takes no value"),
         ];

@@ -18,14 +18,12 @@ use super::{errors, Mode, Options, Reply};
 use crate::control::profile::Profile;
 use crate::control::{ClientChannel, ControlPlane, Venue};
 use crate::ir::Ir;
-use crate::log::{new_session_id, sha256_hex, Discard, EventBody, EventSink, LogWriter};
+use crate::log::{new_session_id, Discard, EventSink, LogWriter};
 use crate::runtime::boundary::drop_deep;
-use crate::runtime::eval::{self, RunStats};
+use crate::runtime::eval;
 use crate::runtime::host::{CallRequest, FailureKind, Host, Outcome, ToolFailure};
-use crate::runtime::limits::{Limits, RunError};
-use crate::runtime::value::Value;
+use crate::runtime::limits::Limits;
 use crate::source::SourceFile;
-use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -46,14 +44,18 @@ impl Host for NoExecutor {
     }
 }
 
-/// The limits of a compat run: lt's defaults without a wall-clock limit.
-/// λ-Tool has none, and the host (which runs the tools and may take as
-/// long as they take) can end `lambda_tool` whenever it likes; pure work
-/// stays bounded by fuel. A profile's per-tool `timeout_ms` still applies.
-pub(super) fn limits() -> Limits {
+/// The limits of a compat run: lt's defaults (or `--max-calls`,
+/// `--max-steps`) without a wall-clock limit. λ-Tool has none, and the host
+/// (which runs the tools and may take as long as they take) can end
+/// `lambda_tool` whenever it likes; pure work stays bounded by fuel. A
+/// profile's per-tool `timeout_ms` still applies.
+pub(super) fn limits(opts: &Options) -> Limits {
+    let defaults = Limits::default();
     Limits {
         timeout: None,
-        ..Limits::default()
+        max_calls: opts.max_calls.unwrap_or(defaults.max_calls),
+        max_steps: opts.max_steps.unwrap_or(defaults.max_steps),
+        ..defaults
     }
 }
 
@@ -97,23 +99,8 @@ pub(super) fn run(opts: &Options, file: &SourceFile, ir: &Ir) -> Reply {
         }
         None => Box::new(Discard),
     };
-    let limits = limits();
-    let started = EventBody::SessionStarted {
-        lt_version: env!("CARGO_PKG_VERSION").to_string(),
-        program: file.text.clone(),
-        program_hash: sha256_hex(file.text.as_bytes()),
-        profile: profile.to_json(),
-        registry_hash: sha256_hex(b""),
-        limits: json!({
-            "max_calls": limits.max_calls,
-            "max_steps": limits.max_steps,
-            "timeout_ms": null,
-            "max_list_len": limits.max_list_len,
-            "max_string_bytes": limits.max_string_bytes,
-            "max_value_nodes": limits.max_value_nodes,
-            "max_string_total_bytes": limits.max_string_total_bytes,
-        }),
-    };
+    let limits = limits(opts);
+    let started = crate::control::session::started(file, &profile, b"", &limits);
     let venue = match opts.mode {
         Mode::Interactive => Venue::Client,
         Mode::Run | Mode::Typecheck => Venue::Server,
@@ -135,7 +122,7 @@ pub(super) fn run(opts: &Options, file: &SourceFile, ir: &Ir) -> Reply {
         return Reply::usage(errors::plain(&msg, "log", None));
     }
     let (result, stats) = eval::run(ir, &mut plane, &limits);
-    let _ = plane.record(ended(file, ir, &result, stats));
+    let _ = plane.record(crate::control::session::ended(file, ir, &result, stats));
     let log_error = plane.log_error().map(str::to_string);
     // The log is closed (its buffer written) before the result is shown:
     // a host may read it as soon as it has the result line.
@@ -155,47 +142,8 @@ pub(super) fn run(opts: &Options, file: &SourceFile, ir: &Ir) -> Reply {
 
 /// The input `--log` names (the program or the profile), if it does.
 fn overwritten_input<'a>(log: &str, opts: &'a Options) -> Option<&'a str> {
-    let same = |other: &str| match (std::fs::canonicalize(log), std::fs::canonicalize(other)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    };
     [opts.file.as_deref(), opts.profile.as_deref()]
         .into_iter()
         .flatten()
-        .find(|i| same(i))
-}
-
-/// The `session_ended` event, as `lt run` records it.
-fn ended(
-    file: &SourceFile,
-    ir: &Ir,
-    result: &Result<Value, RunError>,
-    stats: RunStats,
-) -> EventBody {
-    match result {
-        Ok(v) => EventBody::SessionEnded {
-            status: "ok".to_string(),
-            value: Some(v.to_json()),
-            r#type: Some(ir.ty.to_string()),
-            error: None,
-            calls: stats.calls,
-            steps: stats.steps,
-        },
-        Err(e) => {
-            let lc = file.line_col(e.span.start);
-            EventBody::SessionEnded {
-                status: "error".to_string(),
-                value: None,
-                r#type: Some(ir.ty.to_string()),
-                error: Some(json!({
-                    "kind": e.kind.as_str(),
-                    "message": e.message,
-                    "line": lc.line,
-                    "column": lc.column,
-                })),
-                calls: stats.calls,
-                steps: stats.steps,
-            }
-        }
-    }
+        .find(|i| crate::control::session::same_file(log, i))
 }

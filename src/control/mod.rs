@@ -21,6 +21,7 @@ pub mod pipeline;
 pub mod profile;
 pub mod replay;
 pub mod resume;
+pub mod session;
 pub mod static_check;
 
 use crate::log::{Decision as Verdict, EventBody, EventSink};
