@@ -8,9 +8,7 @@
 use lt::log::{read_log, Event, EventBody};
 use serde_json::{json, Value as Json};
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
@@ -19,36 +17,9 @@ const LT: &str = env!("CARGO_BIN_EXE_lt");
 /// How long a test waits for one line of `lt` before it fails.
 const PATIENCE: Duration = Duration::from_secs(30);
 
-/// A fresh folder under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
+mod support;
 
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let path =
-            std::env::temp_dir().join(format!("lt-client-venue-{}-{n}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).expect("create temp dir");
-        TempDir(path)
-    }
-
-    fn path(&self, file: &str) -> String {
-        self.0.join(file).display().to_string()
-    }
-
-    fn write(&self, file: &str, text: &str) -> String {
-        let p = self.path(file);
-        std::fs::write(&p, text).expect("write temp file");
-        p
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use support::TempDir;
 
 /// The tools of these tests: `edit` and `ask` run in the client (`ask`
 /// waits at most 300 ms for its report), `notify` is a server tool.
@@ -299,7 +270,7 @@ fn session(events: &[Event]) -> &str {
 
 #[test]
 fn an_ok_report_reaches_the_program_and_is_logged() {
-    let dir = TempDir::new("ok");
+    let dir = TempDir::new("client-venue", "ok");
     let mut client = Client::start(
         &dir,
         r#"match exec tool edit {path = "a.txt", text = "hi"} { Ok(r) => r.bytes, Err(e) => 0 - 1 }"#,
@@ -373,7 +344,7 @@ fn done_log(dir: &TempDir) -> String {
 
 #[test]
 fn a_reported_error_reaches_the_program_as_err() {
-    let dir = TempDir::new("error");
+    let dir = TempDir::new("client-venue", "error");
     let mut client = Client::start(
         &dir,
         r#"match exec tool edit {path = "a.txt", text = "hi"} { Ok(r) => "wrote", Err(e) => e }"#,
@@ -413,7 +384,7 @@ fn a_reported_error_reaches_the_program_as_err() {
 
 #[test]
 fn a_wrongly_shaped_value_is_an_err_and_completed_with_err() {
-    let dir = TempDir::new("shape");
+    let dir = TempDir::new("client-venue", "shape");
     let mut client = Client::start(
         &dir,
         r#"match exec tool edit {path = "a.txt", text = "hi"} { Ok(r) => "wrote", Err(e) => e }"#,
@@ -452,7 +423,7 @@ const TWO_EDITS: &str = r#"match exec tool edit {path = "a", text = "1"} {
 
 #[test]
 fn unknown_and_repeated_reports_are_rejected_and_never_applied_twice() {
-    let dir = TempDir::new("duplicate");
+    let dir = TempDir::new("client-venue", "duplicate");
     let mut client = Client::start(&dir, TWO_EDITS, &["--verbose"]);
     let first = client.call("edit");
     let id1 = first["call_id"].as_str().expect("id").to_string();
@@ -518,7 +489,7 @@ fn unknown_and_repeated_reports_are_rejected_and_never_applied_twice() {
 
 #[test]
 fn malformed_lines_are_rejected_with_their_reason_and_the_wait_goes_on() {
-    let dir = TempDir::new("garbage");
+    let dir = TempDir::new("client-venue", "garbage");
     let mut client = Client::start(
         &dir,
         r#"match exec tool edit {path = "a.txt", text = "hi"} { Ok(r) => r.bytes, Err(e) => 0 }"#,
@@ -585,7 +556,7 @@ fn malformed_lines_are_rejected_with_their_reason_and_the_wait_goes_on() {
 
 #[test]
 fn a_line_longer_than_the_cap_is_rejected_without_being_kept() {
-    let dir = TempDir::new("long");
+    let dir = TempDir::new("client-venue", "long");
     let mut client = Client::start(
         &dir,
         r#"match exec tool edit {path = "a.txt", text = "hi"} { Ok(r) => r.bytes, Err(e) => 0 }"#,
@@ -614,7 +585,7 @@ fn a_line_longer_than_the_cap_is_rejected_without_being_kept() {
 
 #[test]
 fn a_client_that_closes_its_input_fails_this_call_and_every_later_one() {
-    let dir = TempDir::new("eof");
+    let dir = TempDir::new("client-venue", "eof");
     let mut client = Client::start(
         &dir,
         r#"match exec tool edit {path = "a", text = "1"} {
@@ -665,7 +636,7 @@ fn a_client_that_closes_its_input_fails_this_call_and_every_later_one() {
 
 #[test]
 fn a_call_times_out_at_its_timeout_ms_and_a_late_report_is_rejected() {
-    let dir = TempDir::new("timeout");
+    let dir = TempDir::new("client-venue", "timeout");
     let mut client = Client::start(
         &dir,
         r#"match exec tool ask "first?" {
@@ -709,7 +680,7 @@ fn a_call_times_out_at_its_timeout_ms_and_a_late_report_is_rejected() {
 
 #[test]
 fn the_run_deadline_bounds_a_client_call_without_timeout_ms() {
-    let dir = TempDir::new("deadline");
+    let dir = TempDir::new("client-venue", "deadline");
     let client = Client::start(
         &dir,
         r#"match exec tool edit {path = "a", text = "1"} { Ok(r) => "ok", Err(e) => e }"#,
@@ -730,7 +701,7 @@ fn the_run_deadline_bounds_a_client_call_without_timeout_ms() {
 
 #[test]
 fn without_a_log_the_client_venue_works_the_same() {
-    let dir = TempDir::new("nolog");
+    let dir = TempDir::new("client-venue", "nolog");
     let prog = dir.write(
         "main.lt",
         &format!("{DECLS}match exec tool ask \"name?\" {{ Ok(a) => a, Err(e) => e }}"),
@@ -764,7 +735,7 @@ fn without_a_log_the_client_venue_works_the_same() {
 
 #[test]
 fn a_program_read_from_stdin_cannot_call_a_client_tool() {
-    let dir = TempDir::new("stdin");
+    let dir = TempDir::new("client-venue", "stdin");
     let tools = dir.write("tools.toml", TOOLS);
     let mut child = Command::new(LT)
         .args(["run", "-", "--executors", &tools, "--json"])
@@ -839,7 +810,7 @@ fn check_order_and_narration(stdout: &str, log: &str) -> usize {
 
 #[test]
 fn with_stdin_closed_from_the_start_the_result_is_last_and_every_line_written_is_logged() {
-    let dir = TempDir::new("devnull");
+    let dir = TempDir::new("client-venue", "devnull");
     let prog = dir.write("main.lt", &format!("{DECLS}{CALL_TWICE}"));
     let tools = dir.write("tools.toml", TOOLS);
     let log = dir.path("session.jsonl");
@@ -864,7 +835,7 @@ fn with_stdin_closed_from_the_start_the_result_is_last_and_every_line_written_is
 #[test]
 fn after_a_client_reports_and_closes_its_input_the_next_call_is_not_written_or_is_logged() {
     for round in 0..8 {
-        let dir = TempDir::new(&format!("report-close-{round}"));
+        let dir = TempDir::new("client-venue", &format!("report-close-{round}"));
         let mut client = Client::start(
             &dir,
             r#"match exec tool edit {path = "a", text = "1"} {
@@ -897,7 +868,7 @@ fn after_a_client_reports_and_closes_its_input_the_next_call_is_not_written_or_i
 
 #[test]
 fn a_client_that_never_reads_stdout_does_not_keep_lt_running() {
-    let dir = TempDir::new("noread");
+    let dir = TempDir::new("client-venue", "noread");
     // An argument far larger than a pipe's buffer: its line cannot be written.
     let big = "x".repeat(2 * 1024 * 1024);
     let prog = dir.write(

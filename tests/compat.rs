@@ -9,9 +9,7 @@
 use lt::log::{read_log, Event, EventBody};
 use serde_json::{json, Value as Json};
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -21,36 +19,9 @@ const LT: &str = env!("CARGO_BIN_EXE_lt");
 /// How long the test waits for one line, or for the process to end.
 const PATIENCE: Duration = Duration::from_secs(30);
 
-/// A fresh folder under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
+mod support;
 
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let path =
-            std::env::temp_dir().join(format!("lt-compat-{}-{n}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).expect("create temp dir");
-        TempDir(path)
-    }
-
-    fn path(&self, file: &str) -> String {
-        self.0.join(file).display().to_string()
-    }
-
-    fn write(&self, file: &str, text: &str) -> String {
-        let p = self.path(file);
-        std::fs::write(&p, text).expect("write temp file");
-        p
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use support::TempDir;
 
 /// What a finished `lambda_tool` printed.
 #[derive(Debug)]
@@ -415,7 +386,7 @@ fn a_type_mismatch_reads_as_lambda_tool_words_it() {
         out.errors()[0].starts_with("Type mismatch: expected Int, got Bool [E0201"),
         "{out:#?}"
     );
-    let dir = TempDir::new("mismatch");
+    let dir = TempDir::new("compat", "mismatch");
     let file = dir.write("p.lt", "let x = 1 + true in x");
     let (code, stdout, _) = lt(&["check", &file, "--json"]);
     assert_eq!(code, 1);
@@ -504,7 +475,7 @@ fn the_call_and_step_limits_can_be_set() {
 
 #[test]
 fn bad_command_lines_are_ok_false_and_a_non_zero_exit() {
-    let dir = TempDir::new("usage");
+    let dir = TempDir::new("compat", "usage");
     let missing = dir.path("missing.ltool");
     let cases: [(&[&str], &str); 5] = [
         (
@@ -575,7 +546,7 @@ fn lt_compat_is_the_same_program() {
 
 #[test]
 fn the_host_answers_every_call() {
-    let dir = TempDir::new("refund");
+    let dir = TempDir::new("compat", "refund");
     let s = interactive(&dir, REFUND, &[], |tool, _| match tool {
         "lookup_account" => Answer::Ok(json!({
             "id": "acc_1", "subscription_tier": "pro", "email": "a@b.c",
@@ -609,7 +580,7 @@ fn the_host_answers_every_call() {
 
 #[test]
 fn a_reported_error_reaches_the_program_verbatim() {
-    let dir = TempDir::new("error");
+    let dir = TempDir::new("compat", "error");
     let s = interactive(&dir, QUERY, &[], |_, _| Answer::Error("database offline"));
     assert_eq!(s.out.value(), &json!("database offline"));
     // What the Python wrapper answers for a tool it has no executor for.
@@ -624,7 +595,7 @@ fn a_reported_error_reaches_the_program_verbatim() {
 
 #[test]
 fn a_wrong_shaped_result_is_an_err_in_the_program() {
-    let dir = TempDir::new("shape");
+    let dir = TempDir::new("compat", "shape");
     let s = interactive(&dir, QUERY, &[], |_, _| Answer::Ok(json!({"nom": "Alice"})));
     assert_eq!(
         s.out.value(),
@@ -643,7 +614,7 @@ match traverse (fn h: String => exec tool check h) hosts {
 
 #[test]
 fn traverse_calls_the_host_in_order_and_stops_at_the_first_err() {
-    let dir = TempDir::new("traverse");
+    let dir = TempDir::new("compat", "traverse");
     let s = interactive(&dir, TRAVERSE, &[], |_, arg| {
         Answer::Ok(json!({"ok": arg != "b"}))
     });
@@ -664,7 +635,7 @@ fn traverse_calls_the_host_in_order_and_stops_at_the_first_err() {
 
 #[test]
 fn a_malformed_answer_fails_its_call_and_the_next_line_answers_the_next_call() {
-    let dir = TempDir::new("malformed");
+    let dir = TempDir::new("compat", "malformed");
     let answers = [
         // A blank line is skipped; the answer after it counts.
         vec![
@@ -714,7 +685,7 @@ match exec tool q 1 {
 
 #[test]
 fn a_host_that_closes_its_output_fails_the_pending_call_and_the_result_still_comes() {
-    let dir = TempDir::new("closed");
+    let dir = TempDir::new("compat", "closed");
     let program = r#"
 tool q: Int -> String;
 match exec tool q 1 {
@@ -734,7 +705,7 @@ match exec tool q 1 {
 
 #[test]
 fn a_program_that_calls_no_tool_needs_no_host() {
-    let dir = TempDir::new("pure");
+    let dir = TempDir::new("compat", "pure");
     let s = interactive(&dir, "let x = 20 in x + 22", &[], |_, _| Answer::Close);
     assert_eq!(s.out.value(), &json!(42));
     assert!(s.calls.is_empty());
@@ -745,7 +716,7 @@ fn a_program_that_calls_no_tool_needs_no_host() {
 
 #[test]
 fn a_logged_session_verifies_and_replays_without_the_host() {
-    let dir = TempDir::new("log");
+    let dir = TempDir::new("compat", "log");
     let log = dir.path("session.jsonl");
     let program = r#"
 tool q: String -{Read}-> {name: String};
@@ -837,7 +808,7 @@ match traverse (fn s: String => match exec tool q s { Ok(r) => Ok(r.name), Err(e
 
 #[test]
 fn a_run_without_executors_is_logged_too() {
-    let dir = TempDir::new("log-run");
+    let dir = TempDir::new("compat", "log-run");
     let log = dir.path("run.jsonl");
     let out = lambda_tool(&["--json", "--log", &log], QUERY);
     assert_eq!(out.value(), &json!("no executor for tool 'query'"));
@@ -859,7 +830,7 @@ fn a_run_without_executors_is_logged_too() {
 
 #[test]
 fn the_profile_decides_before_the_host_sees_a_call() {
-    let dir = TempDir::new("profile");
+    let dir = TempDir::new("compat", "profile");
     let profile = dir.write(
         "profile.toml",
         "[profile]\nname = \"readonly\"\neffects = [\"Read\"]\n",
@@ -901,7 +872,7 @@ fn the_profile_decides_before_the_host_sees_a_call() {
 
 #[test]
 fn a_profile_timeout_fails_the_call_and_its_late_answer_is_skipped() {
-    let dir = TempDir::new("timeout");
+    let dir = TempDir::new("compat", "timeout");
     let profile = dir.write(
         "profile.toml",
         "[profile]\n[profile.tools.q]\ntimeout_ms = 200\n",
