@@ -273,10 +273,15 @@ impl<H: Host, S: EventSink> ControlPlane<'_, H, S> {
         let timeout = policy.and_then(|p| p.timeout);
         let key = self.idempotency_key(&call_id);
         let venue = self.venues.get(request.tool).copied().unwrap_or(Venue::Server);
-        let torn = std::mem::take(&mut self.torn) && recorded < Recorded::Scheduled;
+        // A log that ends in this call's `proposed` or allowing `decided`
+        // lost data: lt writes those with the `scheduled` that follows, in
+        // one write. So, as after a torn line, the call may have started.
+        let torn = (std::mem::take(&mut self.torn)
+            || matches!(recorded, Recorded::Proposed | Recorded::Decided))
+            && recorded < Recorded::Scheduled;
         if (recorded == Recorded::Scheduled || torn) && !self.idempotent.contains(request.tool) {
             let how = if torn {
-                "lt stopped while recording this call of {} (the log's last line was cut short), so it may have started"
+                "lt stopped while recording this call of {} (the log's end was cut short or lost), so it may have started"
             } else {
                 "lt stopped after starting this call of {} and before recording how it ended"
             };
