@@ -79,6 +79,13 @@ pub(super) fn run(opts: &Options, file: &SourceFile, ir: &Ir) -> Reply {
     let id = new_session_id();
     let sink: Box<dyn EventSink> = match &opts.log {
         Some(path) => {
+            if crate::control::session::same_file(path, "/dev/stdout") {
+                return Reply::usage(errors::plain(
+                    &format!("--log {path} is this process's standard output, which carries the protocol's lines"),
+                    "log",
+                    Some("write the log to a file of its own, e.g. `--log session.jsonl`"),
+                ));
+            }
             if let Some(input) = overwritten_input(path, opts) {
                 return Reply::usage(errors::plain(
                     &format!("--log {path} would overwrite {input}, an input of this run"),
