@@ -65,6 +65,10 @@ pub fn run(opts: &ResumeOptions) -> u8 {
                     "log",
                     "`lt log verify` shows the problem; only an intact log can be continued",
                 ),
+                ReopenError::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock => (
+                    "log",
+                    "another lt is writing this session; resume it once that process has ended",
+                ),
                 _ => ("log", "pass the log written by `lt run --log FILE`"),
             };
             let line = match &e {
