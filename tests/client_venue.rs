@@ -905,8 +905,8 @@ fn a_client_that_never_reads_stdout_does_not_keep_lt_running() {
     std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr)
         .expect("read stderr");
     assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
-    // The run's own exit code: the program handled the timeout.
-    assert_eq!(status.code(), Some(0), "{stderr}");
+    // The run's output was not written: exit 2, as when stdout fails.
+    assert_eq!(status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains("error: the run's output was not written"),
         "{stderr}"
@@ -924,4 +924,104 @@ fn a_client_that_never_reads_stdout_does_not_keep_lt_running() {
     assert_eq!(ev.last().map(Event::kind), Some("session_ended"));
     assert!(!ev.iter().any(|e| e.kind() == "client_dispatched"));
     assert_verifies(&log);
+}
+
+/// Two `edit` calls, each saying whether it was answered.
+const EDIT_TWICE: &str = r#"let a = match exec tool edit {path = "a", text = "1"} { Ok(r) => "ok", Err(e) => e } in
+let b = match exec tool edit {path = "b", text = "2"} { Ok(r) => "ok", Err(e) => e } in
+a ++ " | " ++ b"#;
+
+#[test]
+fn reports_written_in_advance_give_the_same_value_every_run() {
+    let dir = TempDir::new("client-venue", "in-advance");
+    // The ids of the two calls, from a client that answers as they come.
+    let mut client = Client::start(&dir, EDIT_TWICE, &[]);
+    let first = client.call("edit");
+    client.ok(&first, json!({"bytes": 1}));
+    let second = client.call("edit");
+    client.ok(&second, json!({"bytes": 2}));
+    assert_eq!(client.finish().value(), &json!("ok | ok"));
+    let pre: String = [(&first, 1), (&second, 2)]
+        .iter()
+        .map(|(call, bytes)| {
+            format!(
+                "{}\n",
+                json!({"type": "tool_result", "call_id": call["call_id"], "ok": {"bytes": bytes}})
+            )
+        })
+        .collect();
+    let pre = dir.write("pre.txt", &pre);
+    let prog = dir.path("main.lt");
+    let tools = dir.path("tools.toml");
+    for round in 0..20 {
+        let out = Command::new(LT)
+            .args(["run", &prog, "--executors", &tools, "--json"])
+            .env("NO_COLOR", "1")
+            .stdin(std::fs::File::open(&pre).expect("open pre.txt"))
+            .output()
+            .expect("run lt");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(out.status.code(), Some(0), "round {round}: {stdout}");
+        let last: Json =
+            serde_json::from_str(stdout.lines().last().expect("a line")).expect("the final JSON");
+        assert_eq!(last["value"], json!("ok | ok"), "round {round}: {stdout}");
+    }
+}
+
+/// `lt run` on a program with a client tool (whose call is never made)
+/// and a string of `n` bytes as its value, `--json`, stdin `/dev/null`.
+fn big_value_run(dir: &TempDir, n: usize) -> std::process::Child {
+    let prog = dir.write(
+        "main.lt",
+        &format!(
+            "{DECLS}let unused = fn q: String => exec tool ask q in \"{}\"",
+            "x".repeat(n)
+        ),
+    );
+    let tools = dir.write("tools.toml", TOOLS);
+    Command::new(LT)
+        .args(["run", &prog, "--executors", &tools, "--json"])
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start lt")
+}
+
+#[test]
+fn a_slow_reader_of_stdout_receives_the_whole_output() {
+    let dir = TempDir::new("client-venue", "slow-reader");
+    let mut child = big_value_run(&dir, 200 * 1024);
+    std::thread::sleep(Duration::from_secs(3));
+    let mut stdout = Vec::new();
+    std::io::Read::read_to_end(&mut child.stdout.take().expect("stdout"), &mut stdout)
+        .expect("read stdout");
+    let status = child.wait().expect("wait for lt");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr)
+        .expect("read stderr");
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stdout.ends_with(b"\n"), "{} bytes; {stderr}", stdout.len());
+    let out: Json = serde_json::from_slice(&stdout).expect("one JSON line");
+    assert_eq!(out["value"].as_str().map(str::len), Some(200 * 1024));
+}
+
+#[test]
+fn a_reader_that_closes_stdout_early_makes_lt_exit_2() {
+    let dir = TempDir::new("client-venue", "early-close");
+    let mut child = big_value_run(&dir, 200 * 1024);
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut first = [0u8; 16];
+    std::io::Read::read_exact(&mut stdout, &mut first).expect("the output begins");
+    drop(stdout);
+    let status = child.wait().expect("wait for lt");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr)
+        .expect("read stderr");
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("error: the run's output was not written"),
+        "{stderr}"
+    );
 }

@@ -902,3 +902,51 @@ match exec tool q 1 {
         "{value}"
     );
 }
+
+// ---------------------------------------------------------------------------
+// answers written in advance; the result line not written
+
+#[test]
+fn answers_written_in_advance_answer_the_calls_in_order() {
+    let dir = TempDir::new("compat", "in-advance");
+    let file = dir.write(
+        "li.ltool",
+        r#"tool q: String -> {name: String};
+let a = match exec tool q "1" { Ok(r) => r.name, Err(e) => e } in
+let b = match exec tool q "2" { Ok(r) => r.name, Err(e) => e } in
+a ++ "|" ++ b"#,
+    );
+    let answers = "{\"tool_result\":{\"ok\":{\"name\":\"A\"}}}\n\
+                   {\"tool_result\":{\"ok\":{\"name\":\"B\"}}}\n";
+    for round in 0..50 {
+        let out = lambda_tool(&["--json", "--interactive", &file], answers);
+        assert_eq!(out.value(), &json!("A|B"), "round {round}: {out:#?}");
+        assert!(out.stderr.is_empty(), "{out:#?}");
+    }
+}
+
+#[test]
+fn a_host_that_closes_stdout_before_the_result_line_gets_exit_2_and_no_stderr() {
+    let dir = TempDir::new("compat", "early-close");
+    let file = dir.write(
+        "big.ltool",
+        &format!("tool q: String -> String;\n\"{}\"", "x".repeat(200 * 1024)),
+    );
+    let mut child = Command::new(LAMBDA_TOOL)
+        .args(["--json", "--interactive", &file])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start lambda_tool");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut first = [0u8; 16];
+    std::io::Read::read_exact(&mut stdout, &mut first).expect("the line begins");
+    drop(stdout);
+    let status = child.wait().expect("wait for lambda_tool");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr)
+        .expect("read stderr");
+    assert_eq!(status.code(), Some(2));
+    assert_eq!(stderr, "");
+}

@@ -353,14 +353,18 @@ fn understated_effects(
 /// Prints `line`, the run's last output, on stdout. The client channel,
 /// if there was one, is gone by now (its last tool_call line written or
 /// abandoned), so the output comes after every call line; and a client
-/// that stopped reading stdout cannot keep `lt` waiting: the output is
-/// then given up, said on stderr, and the exit code stays the run's.
+/// that stopped reading stdout in the middle of a call line cannot keep
+/// `lt` waiting: the output is then given up. Output not written whole on
+/// a stdout shared with a client is said on stderr, and `lt` exits 2.
 fn print_final(line: String) {
     let mut bytes = line.into_bytes();
     bytes.push(b'\n');
     match write_final_output(bytes) {
         FinalOutput::Written(written) => super::note_write(written),
-        FinalOutput::Abandoned(why) => err!("error: the run's output was not written: {why}"),
+        FinalOutput::Abandoned(why) => {
+            super::WRITE_FAILED.store(true, std::sync::atomic::Ordering::Relaxed);
+            err!("error: the run's output was not written: {why}");
+        }
     }
 }
 

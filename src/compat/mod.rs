@@ -332,8 +332,9 @@ fn parse_args(args: &[String]) -> Result<Parsed, String> {
     }
     let count = |name: &str, v: Option<String>| -> Result<Option<u64>, String> {
         v.map(|text| {
-            text.parse::<u64>()
-                .map_err(|_| format!("option `{name}` needs a non-negative integer, found `{text}`"))
+            text.parse::<u64>().map_err(|_| {
+                format!("option `{name}` needs a non-negative integer, found `{text}`")
+            })
         })
         .transpose()
     };
@@ -363,13 +364,17 @@ fn print(reply: &Reply) {
 /// Writes and flushes `bytes` on stdout in one piece; a failure is noted
 /// for the exit code (a closed pipe is a host that stopped reading). After
 /// an interactive run the channel has written or abandoned its last
-/// `tool_call` line, and a host that stopped reading stdout cannot keep
-/// the process waiting: the line is then given up (nothing is said on
-/// stderr, which the protocol keeps empty) and the exit code stays.
+/// `tool_call` line, and a host that stopped reading stdout in the middle
+/// of it cannot keep the process waiting: the line is then given up. A
+/// result line not written whole to a host (given up, or a closed pipe)
+/// makes the exit code 2; nothing is said on stderr, which the protocol
+/// keeps empty.
 fn write_stdout(bytes: &[u8]) {
     match crate::control::client::write_final_output(bytes.to_vec()) {
         FinalOutput::Written(written) => crate::cli::note_write(written),
-        FinalOutput::Abandoned(_) => {}
+        FinalOutput::Abandoned(_) => {
+            crate::cli::WRITE_FAILED.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 }
 

@@ -8,7 +8,7 @@
 //!                                             the channel closes
 //! the client's input ends  ──▶ its line written (waited for ≤ 1 s): unavailable
 //!                              not begun: cancelled; unavailable, "was not sent"
-//! the end already known    ──▶ no line; earlier lines judged; unavailable, "was not sent"
+//! the end already known    ──▶ (every line before it was taken) no line; unavailable, "was not sent"
 //! the channel is dropped   ──▶ no line starts; the line being written is waited for
 //! ```
 //!
@@ -81,10 +81,13 @@ impl ClientChannel {
         tool: &str,
         narrate: &mut Narrate<'_>,
     ) -> ToolFailure {
-        // Every line came before the end, which the reader thread sends
-        // right after marking it on the gate.
+        // The end is known only once every line before it was taken, so
+        // what is left is the end itself (and the writer's notices); a
+        // line, should one come, is judged and rejected: no call waits.
         let cause = loop {
-            let (judged, bytes) = match self.incoming.recv_timeout(WRITE_GRACE) {
+            let next = self.incoming.recv_timeout(WRITE_GRACE);
+            self.took(&next);
+            let (judged, bytes) = match next {
                 Ok(Incoming::Line(bytes)) => (self.judge(&bytes, None), bytes),
                 Ok(Incoming::TooLong { start, bytes }) => {
                     (self.judge_too_long(&start, bytes, false), Vec::new())

@@ -12,7 +12,8 @@
 //!     a report of n3 ──▶ client_reported ──▶ Ok(…) | Err(failed)
 //!     anything else  ──▶ client_rejected, keep waiting
 //!   no report before the call's limit ──▶ Err(timed_out)
-//!   stdin ends ──▶ Err(unavailable), and every later call fails at once
+//!   stdin ends, every line before it judged ──▶ Err(unavailable), and
+//!     every later call fails at once (the end takes effect in order)
 //! ```
 //!
 //! Two wire formats share this channel ([`Wire`]): lt's own, whose calls
@@ -221,20 +222,6 @@ fn reparse(bytes: &[u8]) -> Json {
         .unwrap_or_else(|_| Json::String(String::from_utf8_lossy(bytes).into_owned()))
 }
 
-/// A report of call `call_id` that came before its tool_call line began:
-/// rejected.
-fn answered_in_advance(judged: Judged, bytes: &[u8], call_id: &str) -> Judged {
-    if let Judged::Report { outcome: Ok(v) } = judged {
-        drop_deep(v);
-    }
-    Judged::Rejected {
-        report: reparse(bytes),
-        reason: format!(
-            "call {call_id} was reported before its tool_call line was written: a client reports the calls it read (the call waiting is {call_id})"
-        ),
-    }
-}
-
 /// The pipe between `lt` and a client that runs `venue = "client"` tools
 /// (`docs/executors.md`, "Client venue").
 ///
@@ -436,6 +423,7 @@ impl ClientChannel {
         w: &mut Waiting<'_>,
         narrate: &mut Narrate<'_>,
     ) -> Option<Outcome> {
+        self.took(&next);
         let (judged, bytes) = match next {
             Err(RecvTimeoutError::Timeout) => {
                 let fate = if w.dispatched {
@@ -489,33 +477,34 @@ impl ClientChannel {
         self.apply(judged, &bytes, w, narrate)
     }
 
+    /// Counts on the gate what a call took from the reader: the end of the
+    /// input takes effect once every line before it was taken.
+    fn took<E>(&self, next: &Result<Incoming, E>) {
+        match next {
+            Ok(Incoming::Line(_) | Incoming::TooLong { .. }) => self.gate.take_line(),
+            Ok(Incoming::Closed(_)) => self.gate.end_input(),
+            _ => {}
+        }
+    }
+
     /// Applies the judgement of a line while a call waits: `Some` when it
     /// ends the call (a report; a malformed λ-Tool answer), `None` when the
     /// wait goes on (the line was rejected and recorded).
     fn apply(
         &mut self,
-        mut judged: Judged,
+        judged: Judged,
         bytes: &[u8],
         w: &mut Waiting<'_>,
         narrate: &mut Narrate<'_>,
     ) -> Option<Outcome> {
         if !w.dispatched && !matches!(judged, Judged::Rejected { .. }) {
             // An answer before the writer's notice came: usually the line
-            // was read, so it was written.
-            match self.wire {
-                Wire::Lt if !self.gate.begun(w.number) => {
-                    // Not even begun: the client answered a call it could
-                    // not have read. The line goes out; the wait goes on.
-                    judged = answered_in_advance(judged, bytes, w.call_id);
-                }
-                Wire::Lt => w.dispatch(narrate),
-                // One line answers one call: this line does, and a line
-                // not begun is now never written.
-                Wire::LambdaTool => {
-                    if self.gate.cancel(w.number) != Fate::Cancelled {
-                        w.dispatch(narrate);
-                    }
-                }
+            // was read, so it was written. Or the client wrote its answers
+            // in advance (a script): the answer counts all the same, so
+            // that the outcome never depends on how fast the writer was,
+            // and a line not begun is now never written.
+            if self.gate.cancel(w.number) != Fate::Cancelled {
+                w.dispatch(narrate);
             }
         }
         let (tool, call_id) = (w.tool, w.call_id);

@@ -16,8 +16,10 @@
 //! a closing channel can tell a slow reader (the bytes move) from one
 //! that stopped reading ([`Gate::wait_writer`]).
 //!
-//! Invariant: once the reader thread saw the end of the client's input
-//! ([`Gate::end_input`]), no tool_call line starts.
+//! Invariant: the end of the client's input takes effect in order. It is
+//! known ([`Gate::input_ended`]) once the reader thread saw it and the
+//! waiting call took every line read before it, never while such a line
+//! is still queued; from then on no tool_call line starts.
 
 use super::{Incoming, KEPT_PREFIX};
 use std::io::{BufRead, ErrorKind, Write};
@@ -51,8 +53,14 @@ pub(super) enum Fate {
 
 #[derive(Default)]
 struct GateState {
-    /// The reader thread saw the end of the client's input (or a read error).
+    /// The waiting call took the end of the client's input (or a read error).
     input_ended: bool,
+    /// The reader thread saw the end of the input (or a read error): every
+    /// line before it is counted in `queued`.
+    eof_seen: bool,
+    /// Lines the reader thread handed over, and lines the calls took.
+    queued: u64,
+    taken: u64,
     /// The channel is closing: no further line starts.
     closed: bool,
     /// Lines up to this number are never to be written.
@@ -65,6 +73,14 @@ struct GateState {
     bytes: u64,
     /// The writer thread ended.
     writer_done: bool,
+}
+
+impl GateState {
+    /// The end of the input takes effect in order: not while a line read
+    /// before it waits to be judged.
+    fn ended(&self) -> bool {
+        self.input_ended || (self.eof_seen && self.taken >= self.queued)
+    }
 }
 
 /// The state the writer thread, the reader thread and the waiting call share.
@@ -88,7 +104,7 @@ impl Gate {
     fn begin(&self, n: u64, deadline: Option<Instant>) -> bool {
         let mut s = self.lock();
         let late = deadline.is_some_and(|d| Instant::now() >= d);
-        if s.input_ended || s.closed || n <= s.cancelled || late {
+        if s.ended() || s.closed || n <= s.cancelled || late {
             return false;
         }
         s.started = n;
@@ -100,20 +116,37 @@ impl Gate {
         self.update(|s| s.bytes += n as u64);
     }
 
-    /// The reader: the client's input ended.
-    fn end_input(&self) {
+    /// The reader: one more line is handed over.
+    fn queue_line(&self) {
+        self.update(|s| s.queued += 1);
+    }
+
+    /// The reader: the client's input ended (every line before it queued).
+    fn see_eof(&self) {
+        self.update(|s| s.eof_seen = true);
+    }
+
+    /// Whether the reader thread saw the end of the input (lines read
+    /// before it may still be queued).
+    #[cfg(test)]
+    pub(super) fn eof_seen(&self) -> bool {
+        self.lock().eof_seen
+    }
+
+    /// A call took a line from the queue.
+    pub(super) fn take_line(&self) {
+        self.update(|s| s.taken += 1);
+    }
+
+    /// A call took the end of the client's input from the queue.
+    pub(super) fn end_input(&self) {
         self.update(|s| s.input_ended = true);
     }
 
-    /// Whether the client's input is known to have ended.
+    /// Whether the client's input is known to have ended: its end was
+    /// taken, or seen with every line before it taken.
     pub(super) fn input_ended(&self) -> bool {
-        self.lock().input_ended
-    }
-
-    /// Whether the writer began line `n` (or finished it).
-    pub(super) fn begun(&self, n: u64) -> bool {
-        let s = self.lock();
-        s.started >= n || s.written >= n
+        self.lock().ended()
     }
 
     /// A call gives up on line `n`: unless the writer began it, it is
@@ -237,7 +270,9 @@ pub(super) fn write_calls(
 }
 
 /// The reader thread: forwards each line (at most `cap` bytes kept), then
-/// the end of the input, which it marks on the gate first.
+/// the end of the input, counting each on the gate before it is sent
+/// (the end takes effect once the calls took every line, see
+/// [`Gate::input_ended`]).
 pub(super) fn read_lines(
     mut reader: impl BufRead,
     cap: usize,
@@ -255,7 +290,7 @@ pub(super) fn read_lines(
                 Ok(b) => b,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    gate.end_input();
+                    gate.see_eof();
                     let _ = plane.send(Incoming::Closed(Some(e.to_string())));
                     return;
                 }
@@ -293,12 +328,13 @@ pub(super) fn read_lines(
                 Some(bytes) => Incoming::TooLong { start: line, bytes },
                 None => Incoming::Line(line),
             };
+            gate.queue_line();
             if plane.send(message).is_err() {
                 return;
             }
         }
         if at_eof {
-            gate.end_input();
+            gate.see_eof();
             let _ = plane.send(Incoming::Closed(None));
             return;
         }
@@ -314,7 +350,8 @@ mod tests {
         let (tx, rx) = mpsc::sync_channel(64);
         let gate = Gate::default();
         read_lines(text.as_bytes(), cap, &tx, &gate);
-        assert!(gate.input_ended(), "the end of the input is on the gate");
+        assert!(gate.eof_seen(), "the end of the input is on the gate");
+        assert!(!gate.input_ended(), "not in effect: no line was taken");
         drop(tx);
         rx.iter()
             .map(|m| match m {

@@ -169,7 +169,7 @@ fn a_report_through_pipes_and_a_late_duplicate() {
 }
 
 #[test]
-fn after_the_end_of_the_input_no_line_is_written() {
+fn the_end_of_the_input_takes_effect_after_the_lines_before_it() {
     let out = Arc::new(Mutex::new(Vec::new()));
     let writer = Slow {
         out: Arc::clone(&out),
@@ -185,26 +185,39 @@ fn after_the_end_of_the_input_no_line_is_written() {
     drop(client_out);
     let mut channel = ClientChannel::new(writer, lt_in);
     let waited = Instant::now();
-    while !channel.gate.input_ended() {
+    while !channel.gate.eof_seen() {
         assert!(waited.elapsed() < Duration::from_secs(10), "no end seen");
         std::thread::sleep(Duration::from_millis(5));
     }
+    // Two lines are still queued: the end is not in effect yet.
+    assert!(!channel.gate.input_ended());
     let mut events = Vec::new();
-    let first = ask(&mut channel, 1, Duration::from_secs(5), &mut events).expect_err("fails");
-    assert_eq!(first.kind, FailureKind::Unavailable);
-    assert_eq!(
-        first.message,
-        "tool t: the client closed its input, so call n1 was not sent to the client"
-    );
-    // The lines written before the end are judged, and none reports n1.
-    assert_eq!(kinds(&events), ["client_rejected", "client_rejected"]);
+    let first = ask(&mut channel, 1, Duration::from_secs(5), &mut events).expect("answered");
+    assert_eq!(first, json!(1));
+    let kinds_of_first = kinds(&events);
+    assert_eq!(kinds_of_first.first(), Some(&"client_rejected"));
+    assert_eq!(kinds_of_first.last(), Some(&"client_reported"));
+    // Every line before the end was taken: now the end is in effect.
+    assert!(channel.gate.input_ended());
+    events.clear();
     let second = ask(&mut channel, 2, Duration::from_secs(5), &mut events).expect_err("fails");
+    assert_eq!(second.kind, FailureKind::Unavailable);
     assert_eq!(
         second.message,
-        "tool t: the client closed its input (before call n1 of t), so call n2 was not sent to the client"
+        "tool t: the client closed its input, so call n2 was not sent to the client"
+    );
+    assert!(events.is_empty(), "{events:?}");
+    let third = ask(&mut channel, 3, Duration::from_secs(5), &mut events).expect_err("fails");
+    assert_eq!(
+        third.message,
+        "tool t: the client closed its input (before call n2 of t), so call n3 was not sent to the client"
     );
     drop(channel);
-    assert!(out.lock().expect("lock").is_empty(), "no tool_call line");
+    let out = out.lock().expect("lock");
+    assert!(
+        !String::from_utf8_lossy(&out).contains("n2"),
+        "no line for n2"
+    );
 }
 
 /// A writer that tells when a write begins, then waits for a go-ahead.
