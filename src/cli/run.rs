@@ -63,6 +63,21 @@ pub fn run(opts: &RunOptions) -> u8 {
         Ok(c) => c,
         Err(f) => return fail_usage(opts, &f),
     };
+    if let (Some(_), Some(log)) = (&client, &opts.log) {
+        if crate::control::session::same_file(log, "/dev/stdout") {
+            return fail_usage(
+                opts,
+                &Failure {
+                    help: Some("write the log to a file of its own, e.g. `--log session.jsonl`".into()),
+                    ..Failure::new(
+                        "log",
+                        "usage",
+                        format!("--log {log} is standard output, which carries the client's tool_call lines"),
+                    )
+                },
+            );
+        }
+    }
     let host = ExecutorHost::new(registry, runtime.handle().clone());
     let session = match super::session::start(opts, &file) {
         Ok(s) => s,
