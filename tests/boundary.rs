@@ -118,7 +118,7 @@ fn base_types() {
         "9007199254740994.0",
         "1e300",
     ] {
-        let j: serde_json::Value = serde_json::from_str(text).unwrap();
+        let j: serde_json::Value = serde_json::from_str(text).expect("valid JSON");
         let err = from_json(&j, &Type::Int).expect_err(text);
         assert!(err.to_string().contains("Int range"), "{text}: {err}");
     }

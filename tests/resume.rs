@@ -176,11 +176,11 @@ fn a_call_cut_short_is_not_run_again_and_its_outcome_is_unknown() {
     let replay = lt(&dir, &["replay", &log, "--json"]);
     assert_eq!(replay.code, 0, "{replay:?}");
     // Resuming a session that ended is refused, and changes nothing.
-    let before = std::fs::read(&log).unwrap();
+    let before = std::fs::read(&log).expect("test fixture");
     let again = lt(&dir, &["resume", &log, "--executors", &dir.path("tools.toml")]);
     assert_eq!(again.code, 2, "{again:?}");
     assert!(again.stderr.contains("already ended"), "{again:?}");
-    assert_eq!(std::fs::read(&log).unwrap(), before);
+    assert_eq!(std::fs::read(&log).expect("test fixture"), before);
 }
 
 #[test]
@@ -247,7 +247,7 @@ fn every_prefix(idempotent: bool) {
     assert_eq!(out.code, 0, "{out:?}");
     let value = out.json()["value"].clone();
     assert_eq!(value, json!("gold tx-1"));
-    let text = std::fs::read_to_string(&full).unwrap();
+    let text = std::fs::read_to_string(&full).expect("test fixture");
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     // Every cut that leaves session_started and drops session_ended, with
     // and without half of the next line (a write cut short).
@@ -331,7 +331,7 @@ fn resume_refuses_an_ended_an_empty_or_a_tampered_log() {
     let missing = lt(&dir, &["resume", &dir.path("nope.jsonl"), "--executors", &tools]);
     assert_eq!(missing.code, 2, "{missing:?}");
     // Drop session_ended and edit a recorded value: the chain breaks.
-    let text = std::fs::read_to_string(&log).unwrap();
+    let text = std::fs::read_to_string(&log).expect("test fixture");
     let mut lines: Vec<&str> = text.lines().collect();
     lines.pop();
     let edited = lines.join("\n").replace("\"v\":1", "\"v\":2") + "\n";
@@ -339,7 +339,7 @@ fn resume_refuses_an_ended_an_empty_or_a_tampered_log() {
     let out = lt(&dir, &["resume", &tampered, "--executors", &tools, "--json"]);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stdout.contains("line"), "{out:?}");
-    assert_eq!(std::fs::read_to_string(&tampered).unwrap(), edited, "unchanged");
+    assert_eq!(std::fs::read_to_string(&tampered).expect("test fixture"), edited, "unchanged");
 }
 
 /// Reads the example database with Python's sqlite3: the refunds, per
@@ -359,11 +359,11 @@ fn refunds(db: &str) -> (Vec<String>, usize) {
     let v: Json = serde_json::from_slice(&out.stdout).expect("json");
     let ids = v[0]
         .as_array()
-        .unwrap()
+        .expect("test fixture")
         .iter()
-        .map(|x| x.as_str().unwrap().to_string())
+        .map(|x| x.as_str().expect("test fixture").to_string())
         .collect();
-    (ids, v[1].as_u64().unwrap() as usize)
+    (ids, v[1].as_u64().expect("test fixture") as usize)
 }
 
 /// The batch_refunds example killed at `points` moments of its run, then
@@ -375,12 +375,12 @@ fn crash_batch_refunds(idempotent: bool) {
     let tools = if idempotent {
         example.join("tools.toml").display().to_string()
     } else {
-        let text = std::fs::read_to_string(example.join("tools.toml")).unwrap();
+        let text = std::fs::read_to_string(example.join("tools.toml")).expect("test fixture");
         assert!(text.contains("idempotent = true"));
         // The copy must sit in the example folder: its commands are relative to it.
         let text = text.replace("idempotent = true", "idempotent = false");
         let copy = example.join(format!("tools-test-{}.toml", std::process::id()));
-        std::fs::write(&copy, text).unwrap();
+        std::fs::write(&copy, text).expect("test fixture");
         copy.display().to_string()
     };
     struct Remove(String, bool);
@@ -412,7 +412,7 @@ fn crash_batch_refunds(idempotent: bool) {
         // Let a tool the kill orphaned finish its transaction.
         std::thread::sleep(Duration::from_millis(300));
         let case = format!("killed after {ms} ms (idempotent {idempotent})");
-        if !Path::new(&log).exists() || std::fs::metadata(&log).unwrap().len() == 0 {
+        if !Path::new(&log).exists() || std::fs::metadata(&log).expect("test fixture").len() == 0 {
             let (ids, _) = refunds_or_empty(&db);
             assert!(ids.is_empty(), "{case}: refunds without a log: {ids:?}");
             continue;
@@ -491,15 +491,15 @@ fn a_log_in_use_is_neither_resumed_nor_overwritten() {
     while !Path::new(&record).exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
-    let before = std::fs::read(&log).unwrap();
+    let before = std::fs::read(&log).expect("test fixture");
     let resume = lt(&dir, &["resume", &log, "--executors", &tools]);
     assert_eq!(resume.code, 2, "{resume:?}");
     assert!(resume.stderr.contains("another lt process"), "{resume:?}");
     let run = lt(&dir, &["run", &program, "--executors", &tools, "--log", &log]);
     assert_eq!(run.code, 2, "{run:?}");
     assert!(run.stderr.contains("another lt process"), "{run:?}");
-    assert!(std::fs::read(&log).unwrap().starts_with(&before), "not truncated");
-    assert!(child.wait().unwrap().success());
+    assert!(std::fs::read(&log).expect("test fixture").starts_with(&before), "not truncated");
+    assert!(child.wait().expect("test fixture").success());
     assert_eq!(dir.runs("slow").len(), 1, "the tool ran once");
     assert_verifies(&dir, &log);
     assert_eq!(kinds(&log).last().map(String::as_str), Some("session_ended"));
