@@ -490,7 +490,11 @@ fn a_cut_last_line_is_an_incomplete_tail() {
 fn text_after_session_ended_is_not_a_tail_but_an_order_problem() {
     let text = base_text();
     let n = every_kind().len();
-    let message = assert_problem(&verify(&format!("{text}{{\"seq\":")), n + 1, ProblemKind::Order);
+    let message = assert_problem(
+        &verify(&format!("{text}{{\"seq\":")),
+        n + 1,
+        ProblemKind::Order,
+    );
     assert!(message.contains("after session_ended"), "{message}");
 }
 

@@ -58,11 +58,7 @@ impl TempDir {
     /// A command tool table running tool.py: answers `answer`, after
     /// sleeping `sleep` seconds if given; `extra` is appended to the table.
     fn tool(&self, name: &str, answer: &str, sleep: Option<&str>, extra: &str) -> String {
-        let mut argv = vec![
-            "python3".to_string(),
-            tool_script(),
-            answer.to_string(),
-        ];
+        let mut argv = vec!["python3".to_string(), tool_script(), answer.to_string()];
         argv.extend(sleep.map(str::to_string));
         format!(
             "[tools.{name}]\ncommand = {}\nenv = {{ LT_RECORD = {} }}\ntimeout_ms = 20000\n{extra}\n",
@@ -137,7 +133,10 @@ match exec tool slow {n = 1} {
 /// resumes; returns the resumed output and the log path.
 fn kill_during_slow(dir: &TempDir, idempotent: bool) -> (Out, String) {
     let extra = if idempotent { "idempotent = true" } else { "" };
-    let tools = dir.write("tools.toml", &dir.tool("slow", r#"{"v": 1}"#, Some("2"), extra));
+    let tools = dir.write(
+        "tools.toml",
+        &dir.tool("slow", r#"{"v": 1}"#, Some("2"), extra),
+    );
     let program = dir.write("p.lt", ONE_CALL);
     let log = dir.path("session.jsonl");
     let record = dir.path("slow.calls");
@@ -177,7 +176,10 @@ fn a_call_cut_short_is_not_run_again_and_its_outcome_is_unknown() {
     assert_eq!(replay.code, 0, "{replay:?}");
     // Resuming a session that ended is refused, and changes nothing.
     let before = std::fs::read(&log).expect("test fixture");
-    let again = lt(&dir, &["resume", &log, "--executors", &dir.path("tools.toml")]);
+    let again = lt(
+        &dir,
+        &["resume", &log, "--executors", &dir.path("tools.toml")],
+    );
     assert_eq!(again.code, 2, "{again:?}");
     assert!(again.stderr.contains("already ended"), "{again:?}");
     assert_eq!(std::fs::read(&log).expect("test fixture"), before);
@@ -196,7 +198,13 @@ fn an_idempotent_call_cut_short_runs_again_with_the_same_key() {
     let k = kinds(&log);
     assert_eq!(
         k[k.len() - 5..],
-        ["scheduled", "session_resumed", "scheduled", "completed", "session_ended"]
+        [
+            "scheduled",
+            "session_resumed",
+            "scheduled",
+            "completed",
+            "session_ended"
+        ]
     );
     assert_verifies(&dir, &log);
     let replay = lt(&dir, &["replay", &log, "--json"]);
@@ -243,7 +251,18 @@ fn every_prefix(idempotent: bool) {
     let tools = dir.write("tools.toml", &tools);
     let program = dir.write("p.lt", THREE_CALLS);
     let full = dir.path("full.jsonl");
-    let out = lt(&dir, &["run", &program, "--executors", &tools, "--log", &full, "--json"]);
+    let out = lt(
+        &dir,
+        &[
+            "run",
+            &program,
+            "--executors",
+            &tools,
+            "--log",
+            &full,
+            "--json",
+        ],
+    );
     assert_eq!(out.code, 0, "{out:?}");
     let value = out.json()["value"].clone();
     assert_eq!(value, json!("gold tx-1"));
@@ -264,9 +283,8 @@ fn every_prefix(idempotent: bool) {
             }
             let recorded: Vec<Json> = events(&log);
             let out = lt(&dir, &["resume", &log, "--executors", &tools, "--json"]);
-            let case = format!(
-                "keep {keep} lines, partial {partial}, idempotent {idempotent}: {out:?}"
-            );
+            let case =
+                format!("keep {keep} lines, partial {partial}, idempotent {idempotent}: {out:?}");
             assert_eq!(out.code, 0, "{case}");
             // Cut inside a call, or with a torn line that may have been the
             // next call's `scheduled`: that call may have started.
@@ -320,7 +338,10 @@ fn resume_refuses_an_ended_an_empty_or_a_tampered_log() {
     let tools = dir.write("tools.toml", &dir.tool("slow", r#"{"v": 1}"#, None, ""));
     let program = dir.write("p.lt", ONE_CALL);
     let log = dir.path("s.jsonl");
-    let out = lt(&dir, &["run", &program, "--executors", &tools, "--log", &log]);
+    let out = lt(
+        &dir,
+        &["run", &program, "--executors", &tools, "--log", &log],
+    );
     assert_eq!(out.code, 0, "{out:?}");
     let ended = lt(&dir, &["resume", &log, "--executors", &tools]);
     assert_eq!(ended.code, 2, "{ended:?}");
@@ -328,7 +349,10 @@ fn resume_refuses_an_ended_an_empty_or_a_tampered_log() {
     let empty = dir.write("empty.jsonl", "");
     let out = lt(&dir, &["resume", &empty, "--executors", &tools]);
     assert_eq!(out.code, 2, "{out:?}");
-    let missing = lt(&dir, &["resume", &dir.path("nope.jsonl"), "--executors", &tools]);
+    let missing = lt(
+        &dir,
+        &["resume", &dir.path("nope.jsonl"), "--executors", &tools],
+    );
     assert_eq!(missing.code, 2, "{missing:?}");
     // Drop session_ended and edit a recorded value: the chain breaks.
     let text = std::fs::read_to_string(&log).expect("test fixture");
@@ -336,10 +360,17 @@ fn resume_refuses_an_ended_an_empty_or_a_tampered_log() {
     lines.pop();
     let edited = lines.join("\n").replace("\"v\":1", "\"v\":2") + "\n";
     let tampered = dir.write("t.jsonl", &edited);
-    let out = lt(&dir, &["resume", &tampered, "--executors", &tools, "--json"]);
+    let out = lt(
+        &dir,
+        &["resume", &tampered, "--executors", &tools, "--json"],
+    );
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stdout.contains("line"), "{out:?}");
-    assert_eq!(std::fs::read_to_string(&tampered).expect("test fixture"), edited, "unchanged");
+    assert_eq!(
+        std::fs::read_to_string(&tampered).expect("test fixture"),
+        edited,
+        "unchanged"
+    );
 }
 
 /// Reads the example database with Python's sqlite3: the refunds, per
@@ -394,7 +425,9 @@ fn crash_batch_refunds(idempotent: bool) {
     let _cleanup = Remove(tools.clone(), !idempotent);
     let program = example.join("program.lt").display().to_string();
     let expected = "batch stopped at the first failure: tool issue_refund failed (exit status 1): request req_003: no account with id cust_9999";
-    let points = [0u64, 20, 50, 80, 120, 160, 200, 250, 300, 350, 400, 500, 600, 800];
+    let points = [
+        0u64, 20, 50, 80, 120, 160, 200, 250, 300, 350, 400, 500, 600, 800,
+    ];
     let mut resumed = 0;
     // How many logs ended after each kind of event (what the kills hit).
     let mut cut_after = std::collections::BTreeMap::<String, usize>::new();
@@ -420,7 +453,11 @@ fn crash_batch_refunds(idempotent: bool) {
         assert_verifies(&dir, &log);
         let last = kinds(&log).last().cloned().unwrap_or_default();
         *cut_after.entry(last).or_insert(0) += 1;
-        let out = lt_in(&dir.0 .0, &["resume", &log, "--executors", &tools, "--json"], &envs);
+        let out = lt_in(
+            &dir.0 .0,
+            &["resume", &log, "--executors", &tools, "--json"],
+            &envs,
+        );
         let ended_before = out.code == 2 && out.stdout.contains("already ended");
         if !ended_before {
             assert_eq!(out.code, 0, "{case}: {out:?}");
@@ -438,19 +475,27 @@ fn crash_batch_refunds(idempotent: bool) {
             if !ended_before {
                 // log_batch is not idempotent: cut short, its outcome is unknown.
                 let value = out.json()["value"].as_str().unwrap_or_default().to_string();
-                let logging_unknown = value.starts_with(
-                    "batch stopped at the first failure (tool issue_refund failed",
-                ) && value.contains("and logging failed: outcome unknown");
+                let logging_unknown = value
+                    .starts_with("batch stopped at the first failure (tool issue_refund failed")
+                    && value.contains("and logging failed: outcome unknown");
                 assert!(value == expected || logging_unknown, "{case}: {value}");
             }
         } else {
-            assert!(ids.iter().all(|r| r == "req_001" || r == "req_002"), "{case}: {ids:?}");
+            assert!(
+                ids.iter().all(|r| r == "req_001" || r == "req_002"),
+                "{case}: {ids:?}"
+            );
         }
         let replay = lt(&dir, &["replay", &log, "--json"]);
         assert_eq!(replay.code, 0, "{case}: replay {replay:?}");
     }
-    eprintln!("crash test (idempotent {idempotent}): {resumed} resumed; logs cut after {cut_after:?}");
-    assert!(resumed >= 3, "too few kills landed inside the run ({resumed})");
+    eprintln!(
+        "crash test (idempotent {idempotent}): {resumed} resumed; logs cut after {cut_after:?}"
+    );
+    assert!(
+        resumed >= 3,
+        "too few kills landed inside the run ({resumed})"
+    );
 }
 
 /// Like [`refunds`], for a database that may not exist.
@@ -475,7 +520,10 @@ fn crash_test_batch_refunds_not_idempotent_refunds_at_most_once() {
 #[test]
 fn a_log_in_use_is_neither_resumed_nor_overwritten() {
     let dir = TempDir::new("locked");
-    let tools = dir.write("tools.toml", &dir.tool("slow", r#"{"v": 1}"#, Some("2"), ""));
+    let tools = dir.write(
+        "tools.toml",
+        &dir.tool("slow", r#"{"v": 1}"#, Some("2"), ""),
+    );
     let program = dir.write("p.lt", ONE_CALL);
     let log = dir.path("session.jsonl");
     let record = dir.path("slow.calls");
@@ -495,12 +543,23 @@ fn a_log_in_use_is_neither_resumed_nor_overwritten() {
     let resume = lt(&dir, &["resume", &log, "--executors", &tools]);
     assert_eq!(resume.code, 2, "{resume:?}");
     assert!(resume.stderr.contains("another lt process"), "{resume:?}");
-    let run = lt(&dir, &["run", &program, "--executors", &tools, "--log", &log]);
+    let run = lt(
+        &dir,
+        &["run", &program, "--executors", &tools, "--log", &log],
+    );
     assert_eq!(run.code, 2, "{run:?}");
     assert!(run.stderr.contains("another lt process"), "{run:?}");
-    assert!(std::fs::read(&log).expect("test fixture").starts_with(&before), "not truncated");
+    assert!(
+        std::fs::read(&log)
+            .expect("test fixture")
+            .starts_with(&before),
+        "not truncated"
+    );
     assert!(child.wait().expect("test fixture").success());
     assert_eq!(dir.runs("slow").len(), 1, "the tool ran once");
     assert_verifies(&dir, &log);
-    assert_eq!(kinds(&log).last().map(String::as_str), Some("session_ended"));
+    assert_eq!(
+        kinds(&log).last().map(String::as_str),
+        Some("session_ended")
+    );
 }

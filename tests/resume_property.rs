@@ -69,7 +69,10 @@ fn profile_for(case: &Case, ir: &Ir) -> Profile {
         .filter(|(i, _)| case.deny_mask & (1 << (i % 16)) != 0)
         .map(|(_, t)| format!("{:?}", t.name.to_string()))
         .collect();
-    let mut toml = format!("[profile]\nname = \"random\"\ndeny = [{}]\n", deny.join(", "));
+    let mut toml = format!(
+        "[profile]\nname = \"random\"\ndeny = [{}]\n",
+        deny.join(", ")
+    );
     if let Some(n) = case.max_calls {
         toml.push_str(&format!("max_calls = {n}\n"));
     }
@@ -97,9 +100,9 @@ impl Host for Tools<'_> {
             .iter()
             .find(|t| *t.name == *request.tool)
             .expect("declared");
-        let pick = id
-            .bytes()
-            .fold(self.seed, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+        let pick = id.bytes().fold(self.seed, |h, b| {
+            h.wrapping_mul(31).wrapping_add(u64::from(b))
+        });
         let fail = |kind, message: &str| {
             Err(ToolFailure {
                 kind,
@@ -131,7 +134,10 @@ fn ended(value: &Result<Json, String>) -> EventBody {
         status: if value.is_ok() { "ok" } else { "error" }.into(),
         value: value.clone().ok(),
         r#type: None,
-        error: value.clone().err().map(|m| json!({"kind": "run", "message": m})),
+        error: value
+            .clone()
+            .err()
+            .map(|m| json!({"kind": "run", "message": m})),
         calls: 0,
         steps: 0,
     }
@@ -234,7 +240,9 @@ fn check(ir: &Ir, case: &Case) -> Result<(), String> {
     let mut plane = host.into_live().ok_or("not live")?;
     let resumed = resumed.map(|v| v.to_json()).map_err(|e| e.message);
     if resumed != value {
-        return Err(format!("resumed to {resumed:?}, the whole run gave {value:?}"));
+        return Err(format!(
+            "resumed to {resumed:?}, the whole run gave {value:?}"
+        ));
     }
     for (id, n) in &plane.inner().runs {
         if recorded_outcomes.contains(id) {

@@ -123,10 +123,7 @@ pub fn run(opts: &ReplayOptions) -> u8 {
     // Replay calls no tool: the wall clock is not part of the session (a
     // session the clock stopped is compared up to that point).
     let limits = match recorded_limits(limits) {
-        Ok(l) => Limits {
-            timeout: None,
-            ..l
-        },
+        Ok(l) => Limits { timeout: None, ..l },
         Err(e) => {
             return fail(
                 opts,
@@ -155,15 +152,12 @@ pub fn run(opts: &ReplayOptions) -> u8 {
             .and_then(|k| k.as_str())
             == Some("timeout")
     });
-    let all_made = host
-        .remaining()
-        .iter()
-        .all(|e| {
-            matches!(
-                e.body,
-                EventBody::SessionEnded { .. } | EventBody::SessionResumed { .. }
-            )
-        });
+    let all_made = host.remaining().iter().all(|e| {
+        matches!(
+            e.body,
+            EventBody::SessionEnded { .. } | EventBody::SessionResumed { .. }
+        )
+    });
     if timed_out && (all_made || host.divergence().is_some_and(|d| d.log_ended)) {
         if opts.json {
             out!(

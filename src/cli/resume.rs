@@ -13,11 +13,11 @@ use super::run::{
     check_and_lower, client_timeouts, fail_usage, finish, prepare_executors, run_program, Failure,
     RunOptions,
 };
-use crate::control::ClientChannel;
 use super::EXIT_DIAGNOSTICS;
 use crate::control::profile::Profile;
 use crate::control::replay::ReplayHost;
 use crate::control::resume::ResumeHost;
+use crate::control::ClientChannel;
 use crate::control::ControlPlane;
 use crate::exec::ExecutorHost;
 use crate::log::{sha256_hex, EventBody, EventSink, LogWriter, ReopenError};
@@ -97,7 +97,11 @@ pub fn run(opts: &ResumeOptions) -> u8 {
     else {
         return fail_usage(
             &run_opts,
-            &Failure::new("log", "log", format!("{}: no session_started event", opts.log)),
+            &Failure::new(
+                "log",
+                "log",
+                format!("{}: no session_started event", opts.log),
+            ),
         );
     };
     let profile = match Profile::from_json(profile) {
@@ -186,17 +190,20 @@ pub fn run(opts: &ResumeOptions) -> u8 {
     let started = Instant::now();
     let (result, stats) = run_program(&run_opts, &ir, &mut host);
     let elapsed = started.elapsed();
-    let divergence = host.divergence().map(|d| format!("non-determinism {d}")).or_else(|| {
-        // The program ended while the log still had calls for it.
-        let rest = host.unreplayed()?;
-        let e = rest.iter().find(|e| e.body.call_id().is_some())?;
-        Some(format!(
-            "the program ended, but the log goes on with a {} event (#{}) for {}",
-            e.kind(),
-            e.seq,
-            e.body.call_id().unwrap_or_default()
-        ))
-    });
+    let divergence = host
+        .divergence()
+        .map(|d| format!("non-determinism {d}"))
+        .or_else(|| {
+            // The program ended while the log still had calls for it.
+            let rest = host.unreplayed()?;
+            let e = rest.iter().find(|e| e.body.call_id().is_some())?;
+            Some(format!(
+                "the program ended, but the log goes on with a {} event (#{}) for {}",
+                e.kind(),
+                e.seq,
+                e.body.call_id().unwrap_or_default()
+            ))
+        });
     if let Some(message) = divergence {
         // The client channel (if any) is closed before anything is printed.
         drop(host);
@@ -218,7 +225,9 @@ pub fn run(opts: &ResumeOptions) -> u8 {
     if opts.verbose {
         err!("[lt] resumed: {replayed} calls replayed from the log, the rest ran live");
     }
-    finish(&run_opts, &file, &ir, result, stats, elapsed, log_error, runtime)
+    finish(
+        &run_opts, &file, &ir, result, stats, elapsed, log_error, runtime,
+    )
 }
 
 /// The program and the log disagree: nothing was run live, nothing appended.

@@ -272,7 +272,11 @@ impl<H: Host, S: EventSink> ControlPlane<'_, H, S> {
         }
         let timeout = policy.and_then(|p| p.timeout);
         let key = self.idempotency_key(&call_id);
-        let venue = self.venues.get(request.tool).copied().unwrap_or(Venue::Server);
+        let venue = self
+            .venues
+            .get(request.tool)
+            .copied()
+            .unwrap_or(Venue::Server);
         // A log that ends in this call's `proposed` or allowing `decided`
         // lost data: lt writes those with the `scheduled` that follows, in
         // one write. So, as after a torn line, the call may have started.

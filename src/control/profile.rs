@@ -171,7 +171,8 @@ impl Profile {
                     text,
                     origin,
                     None,
-                    "profile: name must be 1 to 100 characters, none of them a control character".to_string(),
+                    "profile: name must be 1 to 100 characters, none of them a control character"
+                        .to_string(),
                     Some("e.g. `name = \"support\"`; leave it out for `default`".into()),
                 ));
             }

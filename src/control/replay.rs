@@ -330,18 +330,18 @@ impl ReplayHost<'_> {
                 Some(EventBody::Scheduled {
                     call_id: c, tool, ..
                 }) if *c == call_id && tool == request.tool => {
-                // Run again by `lt resume` (an idempotent tool): scheduled twice.
-                self.skip_narration();
-                while let Some(EventBody::Scheduled { call_id: c, .. }) =
-                    self.events.get(self.next).map(|e| &e.body)
-                {
-                    if *c != call_id {
-                        break;
-                    }
-                    self.next += 1;
+                    // Run again by `lt resume` (an idempotent tool): scheduled twice.
                     self.skip_narration();
+                    while let Some(EventBody::Scheduled { call_id: c, .. }) =
+                        self.events.get(self.next).map(|e| &e.body)
+                    {
+                        if *c != call_id {
+                            break;
+                        }
+                        self.next += 1;
+                        self.skip_narration();
+                    }
                 }
-            }
                 other => {
                     let expected = other.map_or(
                         "no more events (the call's outcome was never recorded)".to_string(),

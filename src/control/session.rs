@@ -15,7 +15,12 @@ use serde_json::{json, Value as Json};
 /// The `session_started` event: the program's text and hash, the effective
 /// profile, the SHA-256 of the tools.toml bytes (of no bytes when there is
 /// none) and the limits ([`limits_json`]).
-pub fn started(file: &SourceFile, profile: &Profile, registry: &[u8], limits: &Limits) -> EventBody {
+pub fn started(
+    file: &SourceFile,
+    profile: &Profile,
+    registry: &[u8],
+    limits: &Limits,
+) -> EventBody {
     EventBody::SessionStarted {
         lt_version: env!("CARGO_PKG_VERSION").to_string(),
         program: file.text.clone(),

@@ -193,7 +193,10 @@ fn describe(body: &EventBody) -> String {
             one_line(idempotency_key)
         ),
         EventBody::ClientDispatched { call_id } => {
-            format!("client_dispatched {} (waiting for the client)", one_line(call_id))
+            format!(
+                "client_dispatched {} (waiting for the client)",
+                one_line(call_id)
+            )
         }
         EventBody::ClientReported { call_id, report } => format!(
             "client_reported {} {}",

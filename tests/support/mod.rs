@@ -21,10 +21,8 @@ impl TempDir {
     pub fn new(suite: &str, name: &str) -> TempDir {
         static N: AtomicUsize = AtomicUsize::new(0);
         let n = N.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!(
-            "lt-{suite}-{}-{n}-{name}",
-            std::process::id()
-        ));
+        let path =
+            std::env::temp_dir().join(format!("lt-{suite}-{}-{n}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path).expect("create temp dir");
         TempDir(path)
