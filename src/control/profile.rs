@@ -191,21 +191,7 @@ impl Profile {
     /// Reads the `[profile]` table of a file (an error when it has none).
     pub fn load(path: &Path) -> Result<Profile, ConfigError> {
         let origin = path.display().to_string();
-        let fail = |message: String| ConfigError {
-            path: origin.clone(),
-            line: None,
-            column: None,
-            message,
-            help: None,
-        };
-        let bytes = crate::exec::read_config_bytes(path)
-            .map_err(|e| fail(format!("cannot read the profile: {e}")))?;
-        let text = String::from_utf8(bytes).map_err(|e| {
-            fail(format!(
-                "the profile is not UTF-8 text (invalid byte at offset {})",
-                e.utf8_error().valid_up_to()
-            ))
-        })?;
+        let text = crate::exec::read_config_text(path, "the profile")?;
         Profile::from_toml(&text, &origin)?.ok_or_else(|| ConfigError {
             path: origin,
             line: None,

@@ -118,21 +118,7 @@ impl Registry {
     /// a table breaks a rule of `docs/executors.md`.
     pub fn load(path: &Path) -> Result<Registry, ConfigError> {
         let origin = path.display().to_string();
-        let fail = |message: String| ConfigError {
-            path: origin.clone(),
-            line: None,
-            column: None,
-            message,
-            help: None,
-        };
-        let bytes = read_config_bytes(path)
-            .map_err(|e| fail(format!("cannot read the tool configuration: {e}")))?;
-        let text = String::from_utf8(bytes).map_err(|e| {
-            fail(format!(
-                "the tool configuration is not UTF-8 text (invalid byte at offset {})",
-                e.utf8_error().valid_up_to()
-            ))
-        })?;
+        let text = read_config_text(path, "the tool configuration")?;
         let folder = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
@@ -314,6 +300,25 @@ pub fn read_config_bytes(path: &Path) -> std::io::Result<Vec<u8>> {
         ));
     }
     Ok(bytes)
+}
+
+/// Reads a configuration file as text ([`read_config_bytes`], then UTF-8);
+/// `what` names it in the errors ("the profile"), which carry the path.
+pub fn read_config_text(path: &Path, what: &str) -> Result<String, ConfigError> {
+    let fail = |message: String| ConfigError {
+        path: path.display().to_string(),
+        line: None,
+        column: None,
+        message,
+        help: None,
+    };
+    let bytes = read_config_bytes(path).map_err(|e| fail(format!("cannot read {what}: {e}")))?;
+    String::from_utf8(bytes).map_err(|e| {
+        fail(format!(
+            "{what} is not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })
 }
 
 /// The tool whose table holds byte `offset`, if the text is valid TOML

@@ -67,7 +67,8 @@ mod text;
 pub use command::{EXIT_GRACE, MAX_OUTPUT_BYTES, STDERR_KEEP_BYTES};
 pub(crate) use config::convert as toml_to_json;
 pub use config::{
-    read_config_bytes, ConfigError, Registry, Venue, DEFAULT_TIMEOUT, MAX_CONFIG_BYTES,
+    read_config_bytes, read_config_text, ConfigError, Registry, Venue, DEFAULT_TIMEOUT,
+    MAX_CONFIG_BYTES,
 };
 pub(crate) use text::check_shape;
 pub use text::{MAX_OUTPUT_DEPTH, MAX_OUTPUT_VALUES};
