@@ -77,22 +77,7 @@ impl Client {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start lt");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut stderr = child.stderr.take().expect("stderr");
-        let stderr = std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
-            text
-        });
+        let (lines, stderr) = support::read_output(&mut child);
         Client {
             stdin: child.stdin.take(),
             child,

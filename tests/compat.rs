@@ -8,9 +8,8 @@
 
 use lt::log::{read_log, Event, EventBody};
 use serde_json::{json, Value as Json};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 const LAMBDA_TOOL: &str = env!("CARGO_BIN_EXE_lambda_tool");
@@ -129,22 +128,7 @@ fn interactive(
         .stderr(Stdio::piped())
         .spawn()
         .expect("start lambda_tool");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut stderr = child.stderr.take().expect("stderr");
-    let stderr = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
-        text
-    });
+    let (rx, stderr) = support::read_output(&mut child);
     let mut stdin = child.stdin.take();
     let mut calls = Vec::new();
     let mut lines = Vec::new();

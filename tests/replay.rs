@@ -10,11 +10,11 @@
 
 use lt::control::profile::Profile;
 use lt::control::replay::ReplayHost;
-use lt::control::{empty_json, ControlPlane};
+use lt::control::ControlPlane;
 use lt::ir::{lower::lower, Ir};
 use lt::log::{verify, Decision, EventBody, MemoryLog};
 use lt::runtime::eval::run;
-use lt::runtime::host::{CallRequest, FailureKind, Host, Outcome, ToolFailure};
+use lt::runtime::host::{CallRequest, Host, Outcome};
 use lt::runtime::limits::Limits;
 use quickcheck::{Arbitrary, Gen, QuickCheck};
 use serde_json::{json, Value as Json};
@@ -127,18 +127,7 @@ impl Host for Tools<'_> {
             .find(|t| *t.name == *request.tool)
             .expect("declared");
         let pick = self.outcomes.0[n % self.outcomes.0.len()];
-        let fail = |kind, message: &str| {
-            Err(ToolFailure {
-                kind,
-                message: format!("tool {} {message}", request.tool),
-            })
-        };
-        match pick % 6 {
-            0..=2 => Ok(empty_json(&sig.output)),
-            3 => Ok(json!({"unexpected": [1, 2, 3]})),
-            4 => fail(FailureKind::Failed, "failed (exit status 1): boom"),
-            _ => fail(FailureKind::TimedOut, "timed out after 10 ms"),
-        }
+        support::answer(sig, u64::from(pick))
     }
 }
 

@@ -13,11 +13,11 @@
 use lt::control::profile::Profile;
 use lt::control::replay::ReplayHost;
 use lt::control::resume::ResumeHost;
-use lt::control::{empty_json, ControlPlane, Venue};
+use lt::control::{ControlPlane, Venue};
 use lt::ir::Ir;
 use lt::log::{verify, EventBody, LogWriter, MemoryLog};
 use lt::runtime::eval::run;
-use lt::runtime::host::{CallRequest, FailureKind, Host, Outcome, ToolFailure};
+use lt::runtime::host::{CallRequest, Host, Outcome};
 use lt::runtime::limits::Limits;
 use quickcheck::{Arbitrary, Gen, QuickCheck};
 use serde_json::{json, Value as Json};
@@ -103,18 +103,7 @@ impl Host for Tools<'_> {
         let pick = id.bytes().fold(self.seed, |h, b| {
             h.wrapping_mul(31).wrapping_add(u64::from(b))
         });
-        let fail = |kind, message: &str| {
-            Err(ToolFailure {
-                kind,
-                message: format!("tool {} {message}", request.tool),
-            })
-        };
-        match pick % 6 {
-            0..=2 => Ok(empty_json(&sig.output)),
-            3 => Ok(json!({"unexpected": [1, 2, 3]})),
-            4 => fail(FailureKind::Failed, "failed (exit status 1): boom"),
-            _ => fail(FailureKind::TimedOut, "timed out after 10 ms"),
-        }
+        support::answer(sig, pick)
     }
 }
 

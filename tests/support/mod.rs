@@ -108,3 +108,50 @@ pub fn example_programs() -> Vec<(String, Ir)> {
         })
         .collect()
 }
+
+/// The stdout lines and the whole stderr of a child started with piped
+/// stdout and stderr, each read on its own thread (so neither pipe can
+/// fill up and block the child while the test waits on the other).
+pub fn read_output(
+    child: &mut std::process::Child,
+) -> (
+    std::sync::mpsc::Receiver<String>,
+    std::thread::JoinHandle<String>,
+) {
+    use std::io::BufRead as _;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut stderr = child.stderr.take().expect("stderr is piped");
+    let stderr = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+        text
+    });
+    (lines, stderr)
+}
+
+/// A fake tool's answer, chosen by `pick`: the empty value of the declared
+/// output type (3 times in 6), a wrong shape, a failure, or a timeout.
+pub fn answer(tool: &lt::types::ToolSig, pick: u64) -> lt::runtime::host::Outcome {
+    use lt::runtime::host::{FailureKind, ToolFailure};
+    let fail = |kind, message: &str| {
+        Err(ToolFailure {
+            kind,
+            message: format!("tool {} {message}", tool.name),
+        })
+    };
+    match pick % 6 {
+        0..=2 => Ok(lt::control::empty_json(&tool.output)),
+        3 => Ok(serde_json::json!({"unexpected": [1, 2, 3]})),
+        4 => fail(FailureKind::Failed, "failed (exit status 1): boom"),
+        _ => fail(FailureKind::TimedOut, "timed out after 10 ms"),
+    }
+}
