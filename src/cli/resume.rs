@@ -175,9 +175,6 @@ pub fn run(opts: &ResumeOptions) -> u8 {
     if let Some(timeouts) = client {
         live = live.with_client(ClientChannel::stdio().with_timeouts(timeouts));
     }
-    if reopened.dropped_bytes > 0 {
-        live = live.after_torn_line();
-    }
     let replay = ReplayHost::new(&events, profile, &ir.tools)
         .with_limits(run_opts.limits.clone())
         .resuming();
@@ -187,6 +184,9 @@ pub fn run(opts: &ResumeOptions) -> u8 {
         dropped_bytes: reopened.dropped_bytes,
     };
     let mut host = ResumeHost::new(replay, live, marker);
+    if reopened.dropped_bytes > 0 {
+        host = host.after_torn_line();
+    }
     let started = Instant::now();
     let (result, stats) = run_program(&run_opts, &ir, &mut host);
     let elapsed = started.elapsed();

@@ -49,8 +49,6 @@ pub struct ControlPlane<'a, H: Host, S: EventSink> {
     venues: BTreeMap<String, Venue>,
     idempotent: BTreeSet<String>,
     client: Option<ClientChannel>,
-    /// See [`ControlPlane::after_torn_line`].
-    torn: bool,
 }
 
 impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
@@ -68,7 +66,6 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
             venues: BTreeMap::new(),
             idempotent: BTreeSet::new(),
             client: None,
-            torn: false,
         }
     }
 
@@ -164,6 +161,10 @@ pub fn empty_json(ty: &Type) -> Json {
 pub enum Recorded {
     /// Nothing of the call is in the log: a call made live.
     Nothing,
+    /// Nothing of the call is in the log, but the log's last line was cut
+    /// short (or lines were lost), and may have been this call's
+    /// `scheduled`: the first call `lt resume` makes live after a torn line.
+    Lost,
     /// Its `proposed` event.
     Proposed,
     /// Its `proposed` and allowing `decided` events.
@@ -171,6 +172,10 @@ pub enum Recorded {
     /// Its `scheduled` event, but no outcome: the call may have started.
     Scheduled,
 }
+
+// Every stage but `Nothing` means the call may have started: `lt` writes a
+// call's `proposed`, `decided` and `scheduled` together in one write, so a
+// log ending in the first two (or in a torn line) lost the third.
 
 impl<H: Host, S: EventSink> ControlPlane<'_, H, S> {
     /// Declares where tools run and which are idempotent (from tools.toml):
@@ -182,15 +187,6 @@ impl<H: Host, S: EventSink> ControlPlane<'_, H, S> {
     ) -> Self {
         self.venues = venues;
         self.idempotent = idempotent;
-        self
-    }
-
-    /// For `lt resume` of a log whose last line was cut short: that line
-    /// may have been the `scheduled` of the next call, so the next call
-    /// that is allowed to run is treated as one that may have started (run
-    /// again only if idempotent).
-    pub fn after_torn_line(mut self) -> Self {
-        self.torn = true;
         self
     }
 
@@ -209,8 +205,9 @@ impl<H: Host, S: EventSink> ControlPlane<'_, H, S> {
     }
 
     /// Performs `request`, the log already holding the stages of it that
-    /// `recorded` says (not recorded again). From [`Recorded::Scheduled`] the
-    /// call is run again only if its tool is idempotent; otherwise its
+    /// `recorded` says (not recorded again). From any stage but
+    /// [`Recorded::Nothing`] the call may have started, so it is run (again)
+    /// only if its tool is idempotent; otherwise its
     /// outcome is recorded as unknown (`failed` with failure `unknown`) and
     /// the program receives `Err("outcome unknown: …")`.
     pub fn call_from(&mut self, request: CallRequest<'_>, recorded: Recorded) -> Outcome {
@@ -277,26 +274,22 @@ impl<H: Host, S: EventSink> ControlPlane<'_, H, S> {
             .get(request.tool)
             .copied()
             .unwrap_or(Venue::Server);
-        // A log that ends in this call's `proposed` or allowing `decided`
-        // lost data: lt writes those with the `scheduled` that follows, in
-        // one write. So, as after a torn line, the call may have started.
-        let torn = (std::mem::take(&mut self.torn)
-            || matches!(recorded, Recorded::Proposed | Recorded::Decided))
-            && recorded < Recorded::Scheduled;
-        if (recorded == Recorded::Scheduled || torn) && !self.idempotent.contains(request.tool) {
-            let how = if torn {
-                "lt stopped while recording this call of {} (the log's end was cut short or lost), so it may have started"
+        if recorded > Recorded::Nothing && !self.idempotent.contains(request.tool) {
+            let how = if recorded == Recorded::Scheduled {
+                format!(
+                    "lt stopped after starting this call of {} and before recording how it ended",
+                    request.tool
+                )
             } else {
-                "lt stopped after starting this call of {} and before recording how it ended"
+                format!("lt stopped while recording this call of {} (the log's end was cut short or lost), so it may have started", request.tool)
             };
             let outcome: Outcome = Err(ToolFailure {
                 kind: FailureKind::Unknown,
                 message: format!(
-                    "outcome unknown: {}; the tool is not declared idempotent, so it was not run again (idempotency key {key})",
-                    how.replace("{}", request.tool)
+                    "outcome unknown: {how}; the tool is not declared idempotent, so it was not run again (idempotency key {key})"
                 ),
             });
-            if recording && torn {
+            if recording && recorded < Recorded::Scheduled {
                 // What the cut-short line may have said, so that the log
                 // reads as every other call that may have started.
                 self.record(EventBody::Scheduled {

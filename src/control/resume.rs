@@ -36,6 +36,9 @@ pub struct ResumeHost<'a, H: Host, S: EventSink> {
     marker: Option<EventBody>,
     replayed: u64,
     divergence: Option<Divergence>,
+    /// The log's last line was cut short: the first live call may have
+    /// started ([`Recorded::Lost`]).
+    torn: bool,
 }
 
 impl<'a, H: Host, S: EventSink> ResumeHost<'a, H, S> {
@@ -50,7 +53,16 @@ impl<'a, H: Host, S: EventSink> ResumeHost<'a, H, S> {
             marker: Some(marker),
             replayed: 0,
             divergence: None,
+            torn: false,
         }
+    }
+
+    /// The log's last line was cut short (reopening dropped bytes): that
+    /// line may have been the `scheduled` of the first call that goes
+    /// live, so that call is treated as one that may have started.
+    pub fn after_torn_line(mut self) -> Self {
+        self.torn = true;
+        self
     }
 
     /// Where the program and the log disagreed during the replay, if they
@@ -62,11 +74,6 @@ impl<'a, H: Host, S: EventSink> ResumeHost<'a, H, S> {
     /// Calls answered from the log.
     pub fn replayed(&self) -> u64 {
         self.replayed
-    }
-
-    /// Whether the session went live (`session_resumed` was appended).
-    pub fn is_live(&self) -> bool {
-        self.replay.is_none() && self.marker.is_none()
     }
 
     /// Switches to live: hands the replay's pipeline to the control plane
@@ -112,6 +119,9 @@ impl<H: Host, S: EventSink> Host for ResumeHost<'_, H, S> {
                         self.divergence.get_or_insert_with(|| d.clone());
                     }
                     return outcome;
+                }
+                Replayed::Ended(Recorded::Nothing) if std::mem::take(&mut self.torn) => {
+                    Recorded::Lost
                 }
                 Replayed::Ended(stage) => stage,
             },
