@@ -164,7 +164,9 @@ fn convert(json: &Json, ty: &Type, path: &mut String) -> Result<Value, BoundaryE
                 Some(f) if f.fract() == 0.0 => Err(BoundaryError {
                     path: path.clone(),
                     problem: format!(
-                        "expected Int, found {n}, which is outside the Int range or not an exact integer (a float beyond 2^53)"
+                        "expected Int, found a number outside the Int range ({} to {}), or a float too large to be exact (beyond 2^53): about {f:e}",
+                        i64::MIN,
+                        i64::MAX
                     ),
                 }),
                 _ => Err(mismatch(path, ty, json)),
