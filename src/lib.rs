@@ -23,5 +23,6 @@ pub mod log;
 pub mod runtime;
 pub mod scope;
 pub mod source;
+pub mod stdlib;
 pub mod syntax;
 pub mod types;

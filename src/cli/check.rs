@@ -152,6 +152,7 @@ fn ir_text(file: &SourceFile, a: &Analysis) -> Option<String> {
         ty: a.ty.clone(),
         effects: a.effects.clone(),
         tools: a.tools.clone(),
+        omitted_fields: a.omitted_fields.clone(),
     };
     match crate::ir::lower::lower(&checked) {
         Ok(ir) => Some(crate::ir::print::print(&ir, file)),

@@ -142,7 +142,10 @@ pub fn empty_json(ty: &Type) -> Json {
         Type::Bool => Json::Bool(false),
         Type::Int => json!(0),
         Type::String => json!(""),
-        Type::Record(fields) => Json::Object(
+        Type::Float => json!(0.0),
+        Type::Json | Type::Option(_) => Json::Null,
+        Type::Enum(lits) => lits.first().map_or(json!(""), |l| json!(&**l)),
+        Type::Record(fields) | Type::OpenRecord(fields) => Json::Object(
             fields
                 .iter()
                 .map(|(n, t)| (n.to_string(), empty_json(t)))

@@ -107,7 +107,7 @@ pub fn check_calls(program: &Program, tools: &[ToolSig], profile: &Profile) -> V
         .rev()
         .filter_map(|d| match d {
             Decl::Tool(t) => Some((&*t.name.name, t)),
-            Decl::Error(_) => None,
+            Decl::Type(_) | Decl::Effect(..) | Decl::Error(_) => None,
         })
         .collect();
     // The first declaration of a name is the one the checker keeps (E0213).

@@ -57,6 +57,7 @@ codes! {
     E0213 = "E0213", "duplicate tool declaration";
     E0214 = "E0214", "pattern does not fit the matched type";
     E0215 = "E0215", "type too large";
+    E0216 = "E0216", "string literal outside an enum";
     E0301 = "E0301", "loops are not allowed";
     E0302 = "E0302", "recursion is not allowed";
     E0401 = "E0401", "effect not allowed here";
@@ -71,6 +72,7 @@ codes! {
     E0604 = "E0604", "match on a Result without both Ok and Err arms";
     E0605 = "E0605", "duplicate or unreachable match arm";
     E0606 = "E0606", "Result used where a plain value is expected";
+    E0607 = "E0607", "match does not cover every case";
     E0701 = "E0701", "tool not in the profile's allow list";
     E0702 = "E0702", "tool denied by the profile";
     E0703 = "E0703", "effect not granted by the profile";

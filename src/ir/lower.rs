@@ -43,6 +43,7 @@ pub fn lower(program: &CheckedProgram) -> Result<Ir, LowerError> {
             .enumerate()
             .map(|(i, t)| (t.name.clone(), u32::try_from(i).unwrap_or(u32::MAX)))
             .collect(),
+        omitted: program.omitted_fields.iter().map(|(k, v)| (*k, v.clone())).collect(),
     };
     let root = lw.expr(&program.program.body)?;
     let frame_size = lw.frames[0].next_slot;
@@ -71,6 +72,7 @@ struct Lowerer {
     nodes: Vec<Node>,
     frames: Vec<Frame>,
     tools: FxHashMap<Name, u32>,
+    omitted: FxHashMap<Span, Vec<Name>>,
 }
 
 const BUILTINS: [(&str, usize); 4] = [("map", 2), ("filter", 2), ("fold", 3), ("traverse", 2)];
@@ -162,8 +164,16 @@ impl Lowerer {
             ExprKind::Unit => self.leaf(NodeKind::Const(Value::Unit), span),
             ExprKind::Bool(b) => self.leaf(NodeKind::Const(Value::Bool(*b)), span),
             ExprKind::Int(n) => self.leaf(NodeKind::Const(Value::Int(*n)), span),
+            ExprKind::Float(x) => self.leaf(NodeKind::Const(Value::Float(*x)), span),
+            ExprKind::None => self.leaf(NodeKind::Const(Value::None), span),
             ExprKind::Str(s) => self.leaf(NodeKind::Const(Value::Str(Rc::from(s.as_str()))), span),
-            ExprKind::Var(id) => self.var(id)?,
+            ExprKind::Var(id) => match crate::stdlib::index(&id.name) {
+                Some(_) if self.resolve(&id.name).is_none() => {
+                    let arity = crate::stdlib::NATIVES[crate::stdlib::index(&id.name).unwrap_or(0)].arity();
+                    self.builtin_app(span, id, arity, &[])?
+                }
+                _ => self.var(id)?,
+            },
             ExprKind::Let(chain) => {
                 let id = self.reserve(span);
                 let mark = self.frame().names.mark();
@@ -214,6 +224,9 @@ impl Lowerer {
                         PatternKind::Err(b) => (ArmTest::Err, binder_name(b)),
                         PatternKind::Wildcard => (ArmTest::Any, None),
                         PatternKind::Var(x) => (ArmTest::Any, Some(x.name.clone())),
+                        PatternKind::Some(b) => (ArmTest::Some, binder_name(b)),
+                        PatternKind::None => (ArmTest::None, None),
+                        PatternKind::Str(s) => (ArmTest::Str(Rc::from(s.as_str())), None),
                     };
                     let mark = self.frame().names.mark();
                     let bind = binder.clone().map(|n| self.bind(n));
@@ -246,6 +259,13 @@ impl Lowerer {
                 for f in fields {
                     out.push((f.name.name.clone(), self.expr(&f.value)?));
                 }
+                // `Option` fields the literal leaves out are `None`.
+                if let Some(omitted) = self.omitted.get(&span) {
+                    for n in omitted.clone() {
+                        let none = self.leaf(NodeKind::Const(Value::None), span);
+                        out.push((n, none));
+                    }
+                }
                 let kind = if gather {
                     NodeKind::Gather { fields: out }
                 } else {
@@ -275,6 +295,20 @@ impl Lowerer {
                 let id = self.reserve(span);
                 let x = self.expr(x)?;
                 self.set(id, NodeKind::Err(x))
+            }
+            ExprKind::Some(x) => {
+                let id = self.reserve(span);
+                let x = self.expr(x)?;
+                self.set(id, NodeKind::Some(x))
+            }
+            ExprKind::Update(base, fields) => {
+                let id = self.reserve(span);
+                let base = self.expr(base)?;
+                let mut out = Vec::with_capacity(fields.len());
+                for f in fields {
+                    out.push((f.name.name.clone(), self.expr(&f.value)?));
+                }
+                self.set(id, NodeKind::Update(base, out))
             }
             ExprKind::Exec(tool, arg) => {
                 let id = self.reserve(span);
@@ -347,6 +381,11 @@ impl Lowerer {
                     return self.builtin_app(e.span, id, arity, &args);
                 }
             }
+            if let Some(native) = crate::stdlib::lookup(&id.name) {
+                if self.resolve(&id.name).is_none() {
+                    return self.builtin_app(e.span, id, native.arity(), &args);
+                }
+            }
         }
         let id = self.reserve(e.span);
         let f = self.expr(head)?;
@@ -388,14 +427,16 @@ impl Lowerer {
         let mark = self.frame().names.mark();
         let mut steps = Vec::new();
         let mut names = Vec::new();
-        let roles: &[&str] = if arity == 3 {
-            &["$f", "$init", "$xs"]
+        let roles: Vec<String> = if crate::stdlib::lookup(&name.name).is_some() {
+            (0..arity).map(|i| format!("${i}")).collect()
+        } else if arity == 3 {
+            vec!["$f".into(), "$init".into(), "$xs".into()]
         } else {
-            &["$f", "$xs"]
+            vec!["$f".into(), "$xs".into()]
         };
-        for (a, role) in args.iter().zip(roles) {
+        for (a, role) in args.iter().zip(&roles) {
             let value = self.expr(a)?;
-            let n: Name = Rc::from(*role);
+            let n: Name = Rc::from(role.as_str());
             let slot = self.bind(n.clone());
             steps.push(Step {
                 name: n.clone(),
@@ -408,7 +449,7 @@ impl Lowerer {
         self.frames.push(Frame::default());
         let mut params = Vec::new();
         for role in &roles[args.len()..arity] {
-            let n: Name = Rc::from(*role);
+            let n: Name = Rc::from(role.as_str());
             self.bind(n.clone());
             params.push(n.clone());
             names.push(n);
@@ -442,6 +483,12 @@ impl Lowerer {
 }
 
 fn builtin_kind(name: &str, args: &[NodeId]) -> NodeKind {
+    if let Some(i) = crate::stdlib::index(name) {
+        return NodeKind::Native {
+            func: u32::try_from(i).unwrap_or(u32::MAX),
+            args: args.to_vec(),
+        };
+    }
     match name {
         "fold" => NodeKind::Reduce {
             func: args[0],

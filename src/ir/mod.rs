@@ -45,6 +45,7 @@ use crate::runtime::value::Value;
 use crate::source::Span;
 use crate::syntax::ast::{BinOp, Name};
 use crate::types::{EffectSet, ToolSig, Type};
+use std::rc::Rc;
 
 /// An index into [`Ir::nodes`]; also the node's stable id (pre-order).
 pub type NodeId = u32;
@@ -110,7 +111,7 @@ impl ForEachMode {
 }
 
 /// What a match arm accepts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ArmTest {
     /// `Ok(_)`: binds the payload.
     Ok,
@@ -118,6 +119,12 @@ pub enum ArmTest {
     Err,
     /// `_` or a variable: anything; binds the whole value.
     Any,
+    /// `Some(_)`: binds the payload (extension).
+    Some,
+    /// `None` (extension).
+    None,
+    /// A string literal (extension): an equal string.
+    Str(Rc<str>),
 }
 
 /// A match arm: a test, the slot its binder fills (none for `_`), a body.
@@ -240,6 +247,18 @@ pub enum NodeKind {
     Ok(NodeId),
     /// `Err(e)`.
     Err(NodeId),
+    /// `Some(e)` (extension).
+    Some(NodeId),
+    /// `{r with f = v, …}` (extension): the record with fields replaced.
+    Update(NodeId, Vec<(Name, NodeId)>),
+    /// A standard-library function applied to all its arguments
+    /// (extension): `func` indexes [`crate::stdlib::NATIVES`].
+    Native {
+        /// Which native.
+        func: u32,
+        /// The arguments, left to right.
+        args: Vec<NodeId>,
+    },
     /// `a op b` (`&&` and `||` short-circuit).
     Binary(BinOp, NodeId, NodeId),
     /// `-e`.
@@ -278,6 +297,9 @@ impl NodeKind {
             NodeKind::List(_) => "list",
             NodeKind::Ok(_) => "ok",
             NodeKind::Err(_) => "err",
+            NodeKind::Some(_) => "some",
+            NodeKind::Update(..) => "update",
+            NodeKind::Native { .. } => "native",
             NodeKind::Binary(..) => "binary",
             NodeKind::Neg(_) => "neg",
             NodeKind::If(..) => "if",

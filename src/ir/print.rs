@@ -129,7 +129,23 @@ impl Printer<'_> {
                     self.node(&format!("{i}: "), *x, depth + 1);
                 }
             }
-            NodeKind::Ok(x) | NodeKind::Err(x) | NodeKind::Neg(x) => {
+            NodeKind::Update(base, fields) => {
+                self.line(depth, &head, id);
+                self.node("of: ", *base, depth + 1);
+                for (name, v) in fields {
+                    self.node(&format!("{name}: "), *v, depth + 1);
+                }
+            }
+            NodeKind::Native { func, args } => {
+                let name = crate::stdlib::NATIVES
+                    .get(*func as usize)
+                    .map_or("?", |n| n.name);
+                self.line(depth, &format!("{head} {name}"), id);
+                for a in args {
+                    self.node("arg: ", *a, depth + 1);
+                }
+            }
+            NodeKind::Ok(x) | NodeKind::Err(x) | NodeKind::Some(x) | NodeKind::Neg(x) => {
                 self.line(depth, &head, id);
                 self.node("", *x, depth + 1);
             }
@@ -184,9 +200,12 @@ impl Printer<'_> {
                 (Some(n), Some(s)) => format!("{n} → %{s}"),
                 _ => "_".to_string(),
             };
-            let role = match arm.test {
+            let role = match &arm.test {
                 ArmTest::Ok => format!("Ok({binder}) => "),
                 ArmTest::Err => format!("Err({binder}) => "),
+                ArmTest::Some => format!("Some({binder}) => "),
+                ArmTest::None => "None => ".to_string(),
+                ArmTest::Str(s) => format!("{s:?} => "),
                 ArmTest::Any => format!("{binder} => "),
             };
             self.node(&role, arm.body, depth);

@@ -11,6 +11,10 @@
 //! | `List T` | an array |
 //! | `Result<T, E>` | `{"Ok": t}` or `{"Err": e}` |
 //! | `!T` | as `T` |
+//! | `Float` (extension) | a number (an integer too), as a finite 64-bit float |
+//! | `Option T` (extension) | `null` → `None`, anything else as `T` in `Some`; a record field of an `Option` type may be absent (`None`) |
+//! | `"a" \| "b"` (extension) | one of the strings listed |
+//! | `Json` (extension) | any JSON nested at most [`MAX_JSON_DEPTH`] levels |
 //!
 //! Anything else is a [`BoundaryError`] naming the path to the offending part:
 //! `field orders[2].amount: expected Int, found String`. The interpreter turns
@@ -130,6 +134,30 @@ pub fn check_size(json: &Json, max: usize, max_nodes: usize) -> Result<(), Strin
     Ok(())
 }
 
+/// How deeply a value of type `Json` may nest (deeper data from a tool is
+/// that call's `Err`; the program's own `parse_json` stops at 128 levels).
+pub const MAX_JSON_DEPTH: usize = 10_000;
+
+/// The JSON a string holds (nested at most 128 levels), for `parse_json`.
+pub fn parse_json_text(s: &str) -> Option<Json> {
+    serde_json::from_str(s).ok()
+}
+
+fn json_depth_within(json: &Json, max: usize) -> bool {
+    let mut work: Vec<(&Json, usize)> = vec![(json, 1)];
+    while let Some((j, d)) = work.pop() {
+        if d > max {
+            return false;
+        }
+        match j {
+            Json::Array(items) => work.extend(items.iter().map(|x| (x, d + 1))),
+            Json::Object(map) => work.extend(map.values().map(|x| (x, d + 1))),
+            _ => {}
+        }
+    }
+    true
+}
+
 fn mismatch(path: &str, ty: &Type, json: &Json) -> BoundaryError {
     BoundaryError {
         path: path.to_string(),
@@ -172,7 +200,35 @@ fn convert(json: &Json, ty: &Type, path: &mut String) -> Result<Value, BoundaryE
                 _ => Err(mismatch(path, ty, json)),
             }
         }
-        (Type::Record(fields), Json::Object(map)) => {
+        (Type::Float, Json::Number(n)) => match n.as_f64() {
+            Some(x) if x.is_finite() => Ok(Value::Float(x)),
+            _ => Err(mismatch(path, ty, json)),
+        },
+        (Type::Option(_), Json::Null) => Ok(Value::None),
+        (Type::Option(inner), _) => Ok(Value::Some(Rc::new(convert(json, inner, path)?))),
+        (Type::Enum(lits), Json::String(s)) => {
+            if lits.iter().any(|l| &**l == s.as_str()) {
+                Ok(Value::Str(Rc::from(s.as_str())))
+            } else {
+                let allowed: Vec<String> = lits.iter().map(|l| format!("{:?}", &**l)).collect();
+                let shown: String = s.chars().take(60).collect();
+                Err(BoundaryError {
+                    path: path.clone(),
+                    problem: format!("expected one of {}, found {shown:?}", allowed.join(", ")),
+                })
+            }
+        }
+        (Type::Json, _) => {
+            if json_depth_within(json, MAX_JSON_DEPTH) {
+                Ok(Value::Json(Rc::new(json.clone())))
+            } else {
+                Err(BoundaryError {
+                    path: path.clone(),
+                    problem: format!("JSON nested more than {MAX_JSON_DEPTH} levels deep"),
+                })
+            }
+        }
+        (Type::Record(fields) | Type::OpenRecord(fields), Json::Object(map)) => {
             let mut out: Vec<(Name, Value)> = Vec::with_capacity(fields.len());
             for (name, fty) in fields {
                 let len = path.len();
@@ -180,6 +236,7 @@ fn convert(json: &Json, ty: &Type, path: &mut String) -> Result<Value, BoundaryE
                 path.push_str(name);
                 let v = match map.get(&**name) {
                     Some(j) => convert(j, fty, path),
+                    None if matches!(fty, Type::Option(_)) => Ok(Value::None),
                     None => Err(BoundaryError {
                         path: path.clone(),
                         problem: format!("missing (expected {fty})"),

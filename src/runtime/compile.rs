@@ -200,12 +200,59 @@ impl Compiler<'_> {
                     Ok(Value::Err(Rc::new(x(m)?)))
                 })
             }
+            NodeKind::Some(x) => {
+                let x = self.node(*x, d);
+                Box::new(move |m| {
+                    m.charge(1, id)?;
+                    Ok(Value::Some(Rc::new(x(m)?)))
+                })
+            }
+            NodeKind::Update(base, fields) => {
+                let base = self.node(*base, d);
+                let fields: Vec<(Name, Code)> = fields
+                    .iter()
+                    .map(|(n, f)| (n.clone(), self.node(*f, d)))
+                    .collect();
+                Box::new(move |m| {
+                    m.charge(1, id)?;
+                    let Value::Record(old) = base(m)? else {
+                        return Err(internal(m.span(id), "update of a non-record"));
+                    };
+                    let mut out: Vec<(Name, Value)> = old.to_vec();
+                    for (name, code) in &fields {
+                        let v = code(m)?;
+                        match out.iter_mut().find(|(n, _)| n == name) {
+                            Some(slot) => slot.1 = v,
+                            None => {
+                                return Err(internal(
+                                    m.span(id),
+                                    format!("record has no field `{name}` to update"),
+                                ))
+                            }
+                        }
+                    }
+                    Ok(Value::Record(out.into()))
+                })
+            }
+            NodeKind::Native { func, args } => {
+                let func = *func as usize;
+                let args: Vec<Code> = args.iter().map(|a| self.node(*a, d)).collect();
+                Box::new(move |m| {
+                    m.charge(1, id)?;
+                    let mut vals = Vec::with_capacity(args.len());
+                    for a in &args {
+                        vals.push(a(m)?);
+                    }
+                    super::natives::call(m, id, func, vals)
+                })
+            }
             NodeKind::Binary(op, a, b) => self.binary(id, *op, *a, *b, d),
             NodeKind::Neg(x) => {
                 let x = self.node(*x, d);
                 Box::new(move |m| {
                     m.charge(1, id)?;
                     match x(m)? {
+                        Value::Float(x) => Ok(Value::Float(-x)),
                         Value::Int(n) => n.checked_neg().map(Value::Int).ok_or_else(|| {
                             Box::new(super::limits::RunError::new(
                                 super::limits::RunErrorKind::Arithmetic,
@@ -233,16 +280,18 @@ impl Compiler<'_> {
                 let s = self.node(*s, d);
                 let arms: Vec<(ArmTest, Option<usize>, Code)> = arms
                     .iter()
-                    .map(|a: &Arm| (a.test, a.bind.map(|b| b as usize), self.node(a.body, d)))
+                    .map(|a: &Arm| (a.test.clone(), a.bind.map(|b| b as usize), self.node(a.body, d)))
                     .collect();
                 Box::new(move |m| {
                     m.charge(1, id)?;
                     let v = s(m)?;
                     for (test, bind, body) in &arms {
                         let bound = match (test, &v) {
-                            (ArmTest::Ok, Value::Ok(x)) | (ArmTest::Err, Value::Err(x)) => {
-                                (**x).clone()
-                            }
+                            (ArmTest::Ok, Value::Ok(x))
+                            | (ArmTest::Err, Value::Err(x))
+                            | (ArmTest::Some, Value::Some(x)) => (**x).clone(),
+                            (ArmTest::None, Value::None) => Value::Unit,
+                            (ArmTest::Str(lit), Value::Str(s)) if lit == s => Value::Unit,
                             (ArmTest::Any, _) => v.clone(),
                             _ => continue,
                         };

@@ -107,6 +107,11 @@ pub(super) type Eval = Result<Value, Box<RunError>>;
 type Unit = Result<(), Box<RunError>>;
 
 impl<'a> Machine<'a> {
+    /// The run's limits.
+    pub(super) fn limits(&self) -> &'a Limits {
+        self.limits
+    }
+
     /// The source span of node `id`.
     pub(super) fn span(&self, id: NodeId) -> Span {
         self.ir.node(id).span

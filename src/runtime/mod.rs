@@ -19,6 +19,7 @@
 
 pub mod boundary;
 mod compile;
+mod natives;
 pub(crate) mod deep_json;
 pub mod eval;
 pub mod host;

@@ -1,5 +1,12 @@
 //! Operators on values: arithmetic (checked), string concatenation
 //! (bounded), ordering, and structural equality (charged as fuel).
+//!
+//! Totality (extension, docs/language/reference.md#arithmetic): division
+//! and remainder by zero are `0` (Int) and `0.0` (Float), as in Gleam, so a
+//! well-typed program never stops on them; an Int result outside the 64-bit
+//! range, or a Float result that is not finite, stops the run with the
+//! *number range* limit (`RunErrorKind::Arithmetic`, exit 3), like any other
+//! resource limit. NaN and infinities never exist as values.
 
 use super::limits::{Limits, RunError, RunErrorKind};
 use super::value::Value;
@@ -30,6 +37,7 @@ pub fn fast(op: BinOp, a: &Value, b: &Value) -> Option<Value> {
         BinOp::Mul => Value::Int(x.checked_mul(y)?),
         BinOp::Div if y != 0 => Value::Int(x.checked_div(y)?),
         BinOp::Rem if y != 0 => Value::Int(x.checked_rem(y).unwrap_or(0)),
+        BinOp::Div | BinOp::Rem => Value::Int(0),
         BinOp::Eq => Value::Bool(x == y),
         BinOp::Ne => Value::Bool(x != y),
         BinOp::Lt => Value::Bool(x < y),
@@ -69,9 +77,29 @@ pub fn binary(
             x.checked_mul(*y)
                 .ok_or_else(|| arith(&format!("integer overflow: {x} * {y}")))?,
         ),
-        (BinOp::Div | BinOp::Rem, Value::Int(_), Value::Int(0)) => {
-            return Err(arith("division by zero")
-                .with_help("check the divisor first: `if d == 0 then … else n / d`"))
+        (BinOp::Div | BinOp::Rem, Value::Int(_), Value::Int(0)) => Value::Int(0),
+        (
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem,
+            Value::Float(x),
+            Value::Float(y),
+        ) => {
+            let r = match op {
+                BinOp::Add => x + y,
+                BinOp::Sub => x - y,
+                BinOp::Mul => x * y,
+                _ if *y == 0.0 => 0.0,
+                BinOp::Div => x / y,
+                _ => x % y,
+            };
+            if !r.is_finite() {
+                return Err(RunError::new(
+                    RunErrorKind::Arithmetic,
+                    span,
+                    format!("Float overflow: {x:e} {} {y:e} is not a finite number", op.as_str()),
+                )
+                .with_help("the result is beyond ±1.8e308; keep the numbers smaller"));
+            }
+            Value::Float(r)
         }
         (BinOp::Div, Value::Int(x), Value::Int(y)) => Value::Int(
             x.checked_div(*y)
@@ -103,6 +131,8 @@ pub fn binary(
             let ord = match (a, b) {
                 (Value::Int(x), Value::Int(y)) => x.cmp(y),
                 (Value::Str(x), Value::Str(y)) => x.cmp(y),
+                (Value::Float(x), Value::Float(y)) => x.total_cmp(y),
+                (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
                 _ => return Err(mistyped(op, a, b, span)),
             };
             Value::Bool(match op {
@@ -133,6 +163,7 @@ pub fn equal(
 ) -> Result<bool, RunError> {
     match (a, b) {
         (Value::Int(p), Value::Int(q)) => return Ok(p == q),
+        (Value::Float(p), Value::Float(q)) => return Ok(p == q),
         (Value::Bool(p), Value::Bool(q)) => return Ok(p == q),
         (Value::Str(p), Value::Str(q)) => {
             // Comparing long strings is charged by length, like building them.
@@ -171,6 +202,15 @@ pub fn equal(
             (Value::Unit, Value::Unit) => {}
             (Value::Bool(p), Value::Bool(q)) if p == q => {}
             (Value::Int(p), Value::Int(q)) if p == q => {}
+            (Value::Float(p), Value::Float(q)) if p == q => {}
+            (Value::None, Value::None) => {}
+            (Value::Some(p), Value::Some(q)) => work.push((p, q)),
+            (Value::Json(p), Value::Json(q)) => {
+                *steps += json_size(p) as u64;
+                if p != q {
+                    return Ok(false);
+                }
+            }
             (Value::Str(p), Value::Str(q)) if p == q => {}
             (Value::Record(p), Value::Record(q)) if p.len() == q.len() => {
                 if Rc::ptr_eq(p, q) {
@@ -194,4 +234,32 @@ pub fn equal(
         }
     }
     Ok(true)
+}
+
+/// A bound on the work of comparing a JSON value (its node count).
+fn json_size(j: &serde_json::Value) -> usize {
+    let mut n = 0usize;
+    let mut work = vec![j];
+    while let Some(x) = work.pop() {
+        n += 1;
+        match x {
+            serde_json::Value::Array(a) => work.extend(a.iter()),
+            serde_json::Value::Object(o) => work.extend(o.values()),
+            _ => {}
+        }
+    }
+    n
+}
+
+/// The order of two values of an ordered type (Int, Float, String, Bool;
+/// enums are Strings), for `sort`, `min` and friends. Values of other
+/// shapes compare equal (the checker never lets them reach here).
+pub fn order(a: &Value, b: &Value) -> std::cmp::Ordering {
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => x.cmp(y),
+        (Value::Str(x), Value::Str(y)) => x.cmp(y),
+        (Value::Float(x), Value::Float(y)) => x.total_cmp(y),
+        (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
+        _ => std::cmp::Ordering::Equal,
+    }
 }

@@ -22,6 +22,14 @@ pub enum Value {
     Int(i64),
     /// A string.
     Str(Rc<str>),
+    /// A finite 64-bit float (extension).
+    Float(f64),
+    /// `Some(v)` (extension).
+    Some(Rc<Value>),
+    /// `None` (extension).
+    None,
+    /// Undeclared JSON data (extension), read through the `json_*` natives.
+    Json(Rc<Json>),
     /// A record; fields in the order of the record's type.
     Record(Rc<[(Name, Value)]>),
     /// A list.
@@ -90,7 +98,7 @@ impl Value {
                     );
                 }
             }
-            Value::Ok(x) | Value::Err(x) => {
+            Value::Ok(x) | Value::Err(x) | Value::Some(x) => {
                 if let Some(x) = Rc::get_mut(x) {
                     work.push(std::mem::replace(x, Value::Unit));
                 }
@@ -124,8 +132,9 @@ impl Value {
             match v {
                 Value::Record(fields) => work.extend(fields.iter().map(|(_, x)| x)),
                 Value::List(items) => work.extend(items.iter()),
-                Value::Ok(x) | Value::Err(x) => work.push(x),
+                Value::Ok(x) | Value::Err(x) | Value::Some(x) => work.push(x),
                 Value::Str(s) => count += s.len() / 64,
+                Value::Json(j) => count += json_nodes(j, cap.saturating_sub(count)),
                 _ => {}
             }
         }
@@ -135,16 +144,25 @@ impl Value {
 
 impl Value {
     /// The JSON form: records → objects, lists → arrays, unit → `null`,
-    /// `Ok(v)` → `{"Ok": v}`, `Err(e)` → `{"Err": e}` (as λ-Tool encodes them).
+    /// `Ok(v)` → `{"Ok": v}`, `Err(e)` → `{"Err": e}` (as λ-Tool encodes them);
+    /// extensions: a Float → a number, `Some(v)` → `v`, `None` → `null`
+    /// (and a record field holding `None` is left out, as JSON Schema's
+    /// optional properties are), `Json` → itself.
     pub fn to_json(&self) -> Json {
         stacker::maybe_grow(32 * 1024, 1024 * 1024, || match self {
-            Value::Unit => Json::Null,
+            Value::Unit | Value::None => Json::Null,
             Value::Bool(b) => Json::Bool(*b),
             Value::Int(n) => Json::Number(Number::from(*n)),
+            Value::Float(x) => Number::from_f64(*x).map_or(Json::Null, Json::Number),
             Value::Str(s) => Json::String(s.to_string()),
+            Value::Some(v) => v.to_json(),
+            Value::Json(j) => (**j).clone(),
             Value::Record(fields) => {
                 let mut map = Map::new();
                 for (n, v) in fields.iter() {
+                    if matches!(v, Value::None) {
+                        continue;
+                    }
                     map.insert(n.to_string(), v.to_json());
                 }
                 Json::Object(map)
@@ -171,6 +189,10 @@ impl fmt::Display for Value {
             Value::Unit => f.write_str("()"),
             Value::Bool(b) => write!(f, "{b}"),
             Value::Int(n) => write!(f, "{n}"),
+            Value::Float(x) => f.write_str(&format_float(*x)),
+            Value::Some(v) => write!(f, "Some({v})"),
+            Value::None => f.write_str("None"),
+            Value::Json(j) => write!(f, "{j}"),
             Value::Str(s) => write!(f, "{:?}", &**s),
             Value::Record(fields) => {
                 f.write_str("{")?;
@@ -197,4 +219,34 @@ impl fmt::Display for Value {
             Value::Fn(_) => f.write_str("<function>"),
         })
     }
+}
+
+/// A Float as lt writes it: always with a fractional part or an exponent
+/// (`2.0`, `0.5`, `1e300`), so it reads back as a Float.
+pub fn format_float(x: f64) -> String {
+    let s = format!("{x:?}");
+    if s.contains(['.', 'e', 'E', 'N', 'i']) {
+        s
+    } else {
+        format!("{s}.0")
+    }
+}
+
+/// The number of nodes of a JSON value, counted no further than `cap`.
+fn json_nodes(j: &Json, cap: usize) -> usize {
+    let mut n = 0usize;
+    let mut work = vec![j];
+    while let Some(x) = work.pop() {
+        n += 1;
+        if n > cap {
+            break;
+        }
+        match x {
+            Json::Array(a) => work.extend(a.iter()),
+            Json::Object(o) => work.extend(o.values()),
+            Json::String(s) => n += s.len() / 64,
+            _ => {}
+        }
+    }
+    n
 }

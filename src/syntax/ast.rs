@@ -38,6 +38,10 @@ pub struct Program {
 pub enum Decl {
     /// `tool NAME: In -{E}-> Out;`
     Tool(ToolDecl),
+    /// `type Name = T;` (extension).
+    Type(TypeAlias),
+    /// `effect Payment, Delete;` (extension): user-declared effect labels.
+    Effect(Vec<Ident>, Span),
     /// A declaration that did not parse (already reported).
     Error(Span),
 }
@@ -48,6 +52,18 @@ pub struct ToolDecl {
     /// The tool's name.
     pub name: Ident,
     /// Its declared type, normally `In -{Effects}-> Out`.
+    pub ty: TypeExpr,
+    /// The whole declaration.
+    pub span: Span,
+}
+
+/// `type Name = T;`: a name for a type, usable in every later declaration
+/// and in the program (aliases are expanded: types print structurally).
+#[derive(Clone, Debug)]
+pub struct TypeAlias {
+    /// The alias.
+    pub name: Ident,
+    /// What it stands for.
     pub ty: TypeExpr,
     /// The whole declaration.
     pub span: Span,
@@ -78,8 +94,16 @@ pub struct TypeExpr {
 pub enum TypeExprKind {
     /// `Unit`, `Bool`, `Int`, `String`, or another name (an error for now).
     Named(Ident),
-    /// `{a: T, b: U}`.
-    Record(Vec<(Ident, TypeExpr)>),
+    /// `{a: T, b: U}`; with `open`, `{a: T, ..}` (extension): any record
+    /// with at least these fields.
+    Record(Vec<(Ident, TypeExpr)>, bool),
+    /// `T` of an optional field `f?: T` (extension): the field reads as
+    /// `Option T` and may be absent.
+    Optional(Box<TypeExpr>),
+    /// `Option T` (extension).
+    Option(Box<TypeExpr>),
+    /// `"open" | "closed"` (extension): a string-literal union.
+    Enum(Vec<(String, Span)>),
     /// `List T` or `[T]`.
     List(Box<TypeExpr>),
     /// `Result<T, E>`.
@@ -204,6 +228,12 @@ pub enum PatternKind {
     Wildcard,
     /// `x` (matches anything).
     Var(Ident),
+    /// `Some(x)` (extension).
+    Some(Binder),
+    /// `None` (extension).
+    None,
+    /// A string literal `"open"` (extension; on enums and Strings).
+    Str(String),
 }
 
 /// A pattern with its span.
@@ -253,6 +283,8 @@ pub enum ExprKind {
     Bool(bool),
     /// An integer literal.
     Int(i64),
+    /// A Float literal (extension; finite).
+    Float(f64),
     /// A string literal (escapes already decoded).
     Str(String),
     /// A variable or builtin name.
@@ -284,6 +316,12 @@ pub enum ExprKind {
     Ok(Box<Expr>),
     /// `Err(e)`.
     Err(Box<Expr>),
+    /// `Some(e)` (extension).
+    Some(Box<Expr>),
+    /// `None` (extension).
+    None,
+    /// `{r with f = v, …}` (extension): `r` with the given fields replaced.
+    Update(Box<Expr>, Vec<Field>),
     /// `exec tool NAME arg`.
     Exec(Ident, Box<Expr>),
     /// `a op b`.
@@ -330,6 +368,8 @@ impl ExprKind {
             ExprKind::Unit
             | ExprKind::Bool(_)
             | ExprKind::Int(_)
+            | ExprKind::Float(_)
+            | ExprKind::None
             | ExprKind::Str(_)
             | ExprKind::Var(_)
             | ExprKind::Error => 0,
@@ -353,9 +393,16 @@ impl ExprKind {
                 .unwrap_or(0)
                 .max(s.depth),
             ExprKind::Record(fields) => fields.iter().map(|f| f.value.depth).max().unwrap_or(0),
+            ExprKind::Update(base, fields) => fields
+                .iter()
+                .map(|f| f.value.depth)
+                .max()
+                .unwrap_or(0)
+                .max(base.depth),
             ExprKind::Field(e, _)
             | ExprKind::Ok(e)
             | ExprKind::Err(e)
+            | ExprKind::Some(e)
             | ExprKind::Exec(_, e)
             | ExprKind::Neg(e) => e.depth,
             ExprKind::List(elems, annot) => elems
@@ -373,9 +420,15 @@ impl TypeExpr {
     /// A type node, computing its depth from its children.
     pub fn new(kind: TypeExprKind, span: Span) -> TypeExpr {
         let child = match &kind {
-            TypeExprKind::Named(_) | TypeExprKind::Unit | TypeExprKind::Error => 0,
-            TypeExprKind::Record(fs) => fs.iter().map(|(_, t)| t.depth).max().unwrap_or(0),
-            TypeExprKind::List(t) | TypeExprKind::Linear(t) => t.depth,
+            TypeExprKind::Named(_)
+            | TypeExprKind::Unit
+            | TypeExprKind::Enum(_)
+            | TypeExprKind::Error => 0,
+            TypeExprKind::Record(fs, _) => fs.iter().map(|(_, t)| t.depth).max().unwrap_or(0),
+            TypeExprKind::List(t)
+            | TypeExprKind::Linear(t)
+            | TypeExprKind::Optional(t)
+            | TypeExprKind::Option(t) => t.depth,
             TypeExprKind::Result(a, b) | TypeExprKind::Fun(a, _, b) => a.depth.max(b.depth),
         };
         TypeExpr {
@@ -395,6 +448,8 @@ impl ExprKind {
             ExprKind::Unit
             | ExprKind::Bool(_)
             | ExprKind::Int(_)
+            | ExprKind::Float(_)
+            | ExprKind::None
             | ExprKind::Str(_)
             | ExprKind::Var(_)
             | ExprKind::Error => {}
@@ -425,6 +480,12 @@ impl ExprKind {
                     f(&fi.value);
                 }
             }
+            ExprKind::Update(base, fields) => {
+                f(base);
+                for fi in fields {
+                    f(&fi.value);
+                }
+            }
             ExprKind::List(elems, _) => {
                 for e in elems {
                     f(e);
@@ -433,6 +494,7 @@ impl ExprKind {
             ExprKind::Field(e, _)
             | ExprKind::Ok(e)
             | ExprKind::Err(e)
+            | ExprKind::Some(e)
             | ExprKind::Exec(_, e)
             | ExprKind::Neg(e) => f(e),
             ExprKind::Loop { head, body, .. } => {

@@ -31,6 +31,8 @@ pub enum LexError {
     InvalidEscape(usize, usize),
     /// An integer literal that does not fit in 64 bits.
     IntOverflow,
+    /// A Float literal too large to be finite (`1e999`).
+    FloatOverflow,
 }
 
 /// A token of lt source. Keyword and punctuation variants are named after
@@ -80,6 +82,22 @@ pub enum Tok {
     List,
     #[token("Result")]
     Result,
+    /// `Option` (extension).
+    #[token("Option")]
+    Option,
+    /// `Some` (extension).
+    #[token("Some")]
+    Some,
+    /// `None` (extension).
+    #[token("None")]
+    None,
+    /// `type`, at the start of a declaration `type Name = T;` (extension;
+    /// elsewhere `type` is an ordinary name, e.g. a field).
+    TypeKw,
+    /// `effect`, at the start of a declaration `effect Payment;` (extension).
+    EffectKw,
+    /// `with` in a record update `{r with f = v}` (extension).
+    With,
     #[token("while")]
     While,
     #[token("for")]
@@ -107,6 +125,12 @@ pub enum Tok {
     Colon,
     #[token(".")]
     Dot,
+    #[token("..")]
+    DotDot,
+    #[token("?")]
+    Question,
+    #[token("|")]
+    Bar,
     #[token("=")]
     Eq,
     #[token("=>")]
@@ -148,6 +172,10 @@ pub enum Tok {
 
     #[regex(r"[0-9]+", int_literal)]
     Int(i64),
+    /// A Float literal `1.5`, `2.0e-3`, `1e6` (extension), kept as its text
+    /// (so that tokens compare exactly) and parsed by the grammar's action.
+    #[regex(r"[0-9]+\.[0-9]+([eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+", float_literal)]
+    Float(FloatLit),
     #[token("\"", string_literal)]
     Str(String),
     /// A name as logos sees it; [`lex`] turns it into [`Tok::Ident`].
@@ -155,6 +183,23 @@ pub enum Tok {
     RawIdent,
     /// A name (interned by [`lex`]: equal names share one allocation).
     Ident(Name),
+}
+
+/// A finite Float literal (its value; `Eq` by bits so tokens compare).
+#[derive(Clone, Copy, Debug)]
+pub struct FloatLit(pub f64);
+
+impl PartialEq for FloatLit {
+    fn eq(&self, other: &FloatLit) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+fn float_literal(lex: &mut logos::Lexer<Tok>) -> Result<FloatLit, LexError> {
+    match lex.slice().parse::<f64>() {
+        Ok(x) if x.is_finite() => Ok(FloatLit(x)),
+        _ => Err(LexError::FloatOverflow),
+    }
 }
 
 fn int_literal(lex: &mut logos::Lexer<Tok>) -> Result<i64, LexError> {
@@ -266,6 +311,16 @@ impl fmt::Display for Tok {
             Tok::Err => "Err",
             Tok::List => "List",
             Tok::Result => "Result",
+            Tok::Option => "Option",
+            Tok::Some => "Some",
+            Tok::None => "None",
+            Tok::TypeKw => "type",
+            Tok::EffectKw => "effect",
+            Tok::With => "with",
+            Tok::DotDot => "..",
+            Tok::Question => "?",
+            Tok::Bar => "|",
+            Tok::Float(x) => return write!(f, "{:?}", x.0),
             Tok::While => "while",
             Tok::For => "for",
             Tok::LParen => "(",
@@ -419,6 +474,12 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<Diagnostic>) {
                                 i64::MAX
                             ))
                     }
+                    LexError::FloatOverflow => {
+                        toks.push((range.start, Tok::Float(FloatLit(0.0)), range.end));
+                        Diagnostic::error(Code::E0005, span, "Float literal is too large")
+                            .with_label("not a finite 64-bit float")
+                            .with_help(format!("Floats are 64-bit: at most {:e}", f64::MAX))
+                    }
                     LexError::UnexpectedChar => continue,
                 };
                 diags.push(d);
@@ -426,6 +487,7 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<Diagnostic>) {
         }
     }
     flush(&mut bad_run, &mut diags);
+    mark_contextual_keywords(&mut toks);
     mark_match_braces(&mut toks);
     super::repair::repair(&mut toks, &mut diags);
     check_nesting(&toks, &mut diags);
@@ -497,6 +559,8 @@ fn check_nesting(toks: &[Spanned], diags: &mut Vec<Diagnostic>) {
                         toks[i - 1].1,
                         Tok::Ident(_)
                             | Tok::Int(_)
+                            | Tok::Float(_)
+                            | Tok::None
                             | Tok::Str(_)
                             | Tok::True
                             | Tok::False
@@ -540,7 +604,10 @@ fn mark_match_braces(toks: &mut [Spanned]) {
                 let next = toks.get(i + 1).map(|t| &t.1);
                 let after = toks.get(i + 2).map(|t| &t.1);
                 let awaited = pending.last() == Some(&depth);
-                let opens_arms = matches!(next, Some(Tok::Ok | Tok::Err | Tok::Underscore))
+                let opens_arms = matches!(
+                    next,
+                    Some(Tok::Ok | Tok::Err | Tok::Some | Tok::None | Tok::Underscore)
+                )
                     || (matches!(after, Some(Tok::FatArrow)) && !matches!(next, Some(Tok::RBrace)))
                     || (awaited
                         && matches!(next, Some(Tok::RBrace))
@@ -562,5 +629,30 @@ fn mark_match_braces(toks: &mut [Spanned]) {
             }
             _ => {}
         }
+    }
+}
+
+/// Turns the names `type`, `effect` and `with` into keywords where they
+/// start a declaration or a record update (extensions), so that they stay
+/// ordinary names everywhere else (a tool's field called `type` is common):
+///
+/// * `type` at the start of the program or after `;`, followed by a name and `=`;
+/// * `effect` at the start of the program or after `;`, followed by a name;
+/// * `with` followed by a name and `=` (`{r with f = v}`).
+fn mark_contextual_keywords(toks: &mut [Spanned]) {
+    for i in 0..toks.len() {
+        let Tok::Ident(name) = &toks[i].1 else {
+            continue;
+        };
+        let at_decl = i == 0 || matches!(toks[i - 1].1, Tok::Semi);
+        let next_is_name = matches!(toks.get(i + 1).map(|t| &t.1), Some(Tok::Ident(_)));
+        let then_eq = matches!(toks.get(i + 2).map(|t| &t.1), Some(Tok::Eq));
+        let kw = match &**name {
+            "type" if at_decl && next_is_name && then_eq => Tok::TypeKw,
+            "effect" if at_decl && next_is_name => Tok::EffectKw,
+            "with" if i > 0 && next_is_name && then_eq => Tok::With,
+            _ => continue,
+        };
+        toks[i].1 = kw;
     }
 }

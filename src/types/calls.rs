@@ -28,6 +28,11 @@ impl Checker<'_> {
             if BUILTINS.contains(&&*id.name) && !self.env.contains_key(&id.name) {
                 return self.builtin(id, &args);
             }
+            if !self.env.contains_key(&id.name) {
+                if let Some(native) = crate::stdlib::lookup(&id.name) {
+                    return self.native_app(native, head, &args);
+                }
+            }
         }
         if let ExprKind::Exec(tool, tool_arg) = &head.kind {
             if !args.is_empty() {

@@ -1,16 +1,105 @@
-//! Written types → semantic types, and the tool table.
+//! Written types → semantic types, the declared names (type aliases and
+//! effect labels), and the tool table.
 //!
-//! `Unit Bool Int String` are the base types; `List T` and `[T]` are the same
-//! type; `A -> B` is the pure function type `A -{}-> B`; `Pure` in an effect
-//! row means "no effect". A tool's declared type must be a function type whose
-//! input and output are data (no functions inside).
+//! `Unit Bool Int String` are the base types, `Float` and `Json` extensions;
+//! `List T` and `[T]` are the same type; `A -> B` is the pure function type
+//! `A -{}-> B`; `Pure` in an effect row means "no effect". `type Name = T;`
+//! names a type for every later declaration and the program (an alias is
+//! expanded where it is used, so types print structurally); `effect Payment;`
+//! declares an effect label beyond `Read`, `Write`, `Network`. A field
+//! `f?: T` reads as `Option T` and may be absent. A tool's declared type must
+//! be a function type whose input and output are data (no functions inside)
+//! and exact (no open record `{a: T, ..}`).
 
 use super::ty::{EffectSet, Type, BUILTIN_EFFECTS};
 use crate::diag::{did_you_mean, Code, Diagnostic};
 use crate::source::Span;
 use crate::syntax::ast::{Decl, EffectRowExpr, Ident, Name, TypeExpr, TypeExprKind};
+use rustc_hash::{FxHashMap, FxHashSet};
 
-const BASE_TYPES: [&str; 4] = ["Unit", "Bool", "Int", "String"];
+const BASE_TYPES: [&str; 6] = ["Unit", "Bool", "Int", "String", "Float", "Json"];
+
+/// The names written types may use besides the base types: `type` aliases,
+/// declared effect labels, and (for the standard library's signatures only)
+/// type variables.
+#[derive(Clone, Debug, Default)]
+pub struct TypeEnv {
+    /// `type Name = T;`, expanded.
+    pub aliases: FxHashMap<Name, Type>,
+    /// Where each alias is declared.
+    pub alias_spans: FxHashMap<Name, Span>,
+    /// Labels declared with `effect L;`.
+    pub effects: FxHashSet<Name>,
+    /// Type variables (lowercase names in a standard-library signature),
+    /// each standing for a fresh metavariable of one use.
+    pub vars: FxHashMap<Name, Type>,
+}
+
+impl TypeEnv {
+    /// True when `label` is a built-in or declared effect label.
+    pub fn has_effect(&self, label: &str) -> bool {
+        BUILTIN_EFFECTS.contains(&label) || self.effects.contains(label)
+    }
+}
+
+/// Reads the `effect` and `type` declarations, in order: an alias may use the
+/// aliases declared before it (so none is recursive) and any declared effect.
+pub fn type_env(decls: &[Decl], diags: &mut Vec<Diagnostic>) -> TypeEnv {
+    let mut env = TypeEnv::default();
+    for decl in decls {
+        let Decl::Effect(labels, _) = decl else { continue };
+        for l in labels {
+            if BUILTIN_EFFECTS.contains(&&*l.name) || &*l.name == "Pure" {
+                diags.push(
+                    Diagnostic::error(Code::E0212, l.span, format!("`{}` is a built-in effect", l.name))
+                        .with_label("already an effect")
+                        .with_help("remove it from the `effect` declaration; Read, Write and Network need no declaration"),
+                );
+            } else if !l.name.starts_with(|c: char| c.is_ascii_uppercase()) {
+                diags.push(
+                    Diagnostic::error(Code::E0212, l.span, format!("effect label `{}` must start with a capital letter", l.name))
+                        .with_label("not an effect label")
+                        .with_help(format!("write it as `{}`", capitalize(&l.name))),
+                );
+            } else {
+                env.effects.insert(l.name.clone());
+            }
+        }
+    }
+    for decl in decls {
+        let Decl::Type(alias) = decl else { continue };
+        let name = &alias.name;
+        if BASE_TYPES.contains(&&*name.name) {
+            diags.push(
+                Diagnostic::error(Code::E0213, name.span, format!("`{}` is a built-in type", name.name))
+                    .with_label("cannot be redefined")
+                    .with_help("give the alias another name"),
+            );
+            continue;
+        }
+        let ty = lower_type(&alias.ty, &env, diags);
+        if let Some(prev) = env.alias_spans.get(&name.name) {
+            diags.push(
+                Diagnostic::error(Code::E0213, name.span, format!("type `{}` is declared twice", name.name))
+                    .with_label("second declaration")
+                    .with_secondary(*prev, "first declared here")
+                    .with_help("remove one declaration, or give the types different names"),
+            );
+            continue;
+        }
+        env.alias_spans.insert(name.name.clone(), alias.span);
+        env.aliases.insert(name.name.clone(), ty);
+    }
+    env
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
 
 /// A declared tool: `tool name: input -{effects}-> output;`.
 #[derive(Clone, Debug)]
@@ -28,15 +117,31 @@ pub struct ToolSig {
 }
 
 /// Converts a written type, reporting unknown names and effects.
-pub fn lower_type(t: &TypeExpr, diags: &mut Vec<Diagnostic>) -> Type {
+pub fn lower_type(t: &TypeExpr, env: &TypeEnv, diags: &mut Vec<Diagnostic>) -> Type {
     stacker::maybe_grow(32 * 1024, 1024 * 1024, || match &t.kind {
-        TypeExprKind::Named(id) => named(id, diags),
+        TypeExprKind::Named(id) => named(id, env, diags),
         TypeExprKind::Unit => Type::Unit,
-        TypeExprKind::Record(fields) => {
+        TypeExprKind::Option(e) | TypeExprKind::Optional(e) => {
+            Type::option(lower_type(e, env, diags))
+        }
+        TypeExprKind::Enum(lits) => {
+            let mut seen: FxHashSet<&str> = FxHashSet::default();
+            for (l, span) in lits {
+                if !seen.insert(l) {
+                    diags.push(
+                        Diagnostic::error(Code::E0207, *span, format!("\"{l}\" is listed twice"))
+                            .with_label("duplicate literal")
+                            .with_help("remove one of the two"),
+                    );
+                }
+            }
+            Type::enumeration(lits.iter().map(|(l, _)| Name::from(l.as_str())).collect())
+        }
+        TypeExprKind::Record(fields, open) => {
             let mut out: Vec<(Name, Type)> = Vec::with_capacity(fields.len());
             let mut seen: rustc_hash::FxHashSet<Name> = rustc_hash::FxHashSet::default();
             for (name, ft) in fields {
-                let ty = lower_type(ft, diags);
+                let ty = lower_type(ft, env, diags);
                 if !seen.insert(name.name.clone()) {
                     diags.push(
                         Diagnostic::error(
@@ -51,46 +156,61 @@ pub fn lower_type(t: &TypeExpr, diags: &mut Vec<Diagnostic>) -> Type {
                     out.push((name.name.clone(), ty));
                 }
             }
-            Type::Record(out)
+            if *open {
+                Type::OpenRecord(out)
+            } else {
+                Type::Record(out)
+            }
         }
-        TypeExprKind::List(e) => Type::list(lower_type(e, diags)),
-        TypeExprKind::Result(a, b) => Type::result(lower_type(a, diags), lower_type(b, diags)),
-        TypeExprKind::Linear(e) => match lower_type(e, diags) {
+        TypeExprKind::List(e) => Type::list(lower_type(e, env, diags)),
+        TypeExprKind::Result(a, b) => {
+            Type::result(lower_type(a, env, diags), lower_type(b, env, diags))
+        }
+        TypeExprKind::Linear(e) => match lower_type(e, env, diags) {
             Type::Linear(inner) => Type::Linear(inner),
             inner => Type::Linear(Box::new(inner)),
         },
         TypeExprKind::Fun(a, row, b) => {
-            let a = lower_type(a, diags);
-            let e = lower_effects(row, diags);
-            Type::fun(a, e, lower_type(b, diags))
+            let a = lower_type(a, env, diags);
+            let e = lower_effects(row, env, diags);
+            Type::fun(a, e, lower_type(b, env, diags))
         }
         TypeExprKind::Error => Type::Error,
     })
 }
 
-fn named(id: &Ident, diags: &mut Vec<Diagnostic>) -> Type {
+fn named(id: &Ident, env: &TypeEnv, diags: &mut Vec<Diagnostic>) -> Type {
     match &*id.name {
         "Unit" => Type::Unit,
         "Bool" => Type::Bool,
         "Int" => Type::Int,
         "String" => Type::String,
+        "Float" => Type::Float,
+        "Json" => Type::Json,
+        other if env.aliases.contains_key(other) => {
+            env.aliases.get(other).cloned().unwrap_or(Type::Error)
+        }
+        other if env.vars.contains_key(other) => env.vars.get(other).cloned().unwrap_or(Type::Error),
         other => {
             let mut d = Diagnostic::error(Code::E0205, id.span, format!("unknown type `{other}`"))
                 .with_label("not a type")
-                .with_note("the types are Unit, Bool, Int, String, records {a: T}, List T, Result<T, E>, !T and A -{E}-> B");
-            if let Some(s) = did_you_mean(other, BASE_TYPES) {
+                .with_note("the types are Unit, Bool, Int, Float, String, Json, records {a: T}, List T, Option T, Result<T, E>, \"a\" | \"b\", !T, A -{E}-> B and the names declared with `type`");
+            let names = BASE_TYPES
+                .iter()
+                .copied()
+                .chain(env.aliases.keys().map(|k| &**k));
+            if let Some(s) = did_you_mean(other, names) {
                 d = d.with_help(format!("did you mean `{s}`?"));
-            } else if matches!(
-                other,
-                "Float" | "Option" | "Json" | "Map" | "Dict" | "Tuple"
-            ) {
-                d = d.with_help(format!("`{other}` is not part of the language yet; use Int, String, a record or a List"));
+            } else if matches!(other, "Map" | "Dict" | "Tuple" | "Any" | "Object") {
+                d = d.with_help(format!("`{other}` is not part of the language; use a record, a List, or `Json` for data of unknown shape"));
+            } else if matches!(other, "Optional" | "Maybe" | "Nullable") {
+                d = d.with_help("write `Option T` (values `Some(x)` and `None`)");
             } else if matches!(other, "Integer" | "Number" | "Str" | "Boolean") {
                 d = d.with_help("use Int, String or Bool");
             } else {
-                d = d.with_help(
-                    "use one of Unit, Bool, Int, String, or a record type {field: Type}",
-                );
+                d = d.with_help(format!(
+                    "use one of Unit, Bool, Int, Float, String, Json, a record type {{field: Type}}, or declare it first: `type {other} = …;`"
+                ));
             }
             diags.push(d);
             Type::Error
@@ -99,20 +219,28 @@ fn named(id: &Ident, diags: &mut Vec<Diagnostic>) -> Type {
 }
 
 /// Converts a written effect row; `Pure` adds nothing.
-pub fn lower_effects(row: &EffectRowExpr, diags: &mut Vec<Diagnostic>) -> EffectSet {
+pub fn lower_effects(
+    row: &EffectRowExpr,
+    env: &TypeEnv,
+    diags: &mut Vec<Diagnostic>,
+) -> EffectSet {
     let mut set = EffectSet::pure();
     for label in &row.labels {
         match &*label.name {
             "Pure" => {}
-            l if BUILTIN_EFFECTS.contains(&l) => set.insert(label.name.clone()),
+            l if env.has_effect(l) => set.insert(label.name.clone()),
             other => {
-                let known = BUILTIN_EFFECTS.iter().copied().chain(["Pure"]);
+                let known = BUILTIN_EFFECTS
+                    .iter()
+                    .copied()
+                    .chain(["Pure"])
+                    .chain(env.effects.iter().map(|e| &**e));
                 let help = match did_you_mean(other, known) {
                     Some(s) => format!("did you mean `{s}`?"),
-                    None => {
-                        "the effects are Read, Write and Network (write `Pure` or `{}` for none)"
-                            .to_string()
-                    }
+                    None => format!(
+                        "declare it before its use: `effect {other};` (the built-in effects are Read, Write and \
+                         Network; write `Pure` or `{{}}` for none)"
+                    ),
                 };
                 diags.push(
                     Diagnostic::error(Code::E0212, label.span, format!("unknown effect `{other}`"))
@@ -127,20 +255,20 @@ pub fn lower_effects(row: &EffectRowExpr, diags: &mut Vec<Diagnostic>) -> Effect
 
 /// Builds the tool table from the declarations (in order), reporting bad and
 /// duplicate declarations.
-pub fn tools(decls: &[Decl], diags: &mut Vec<Diagnostic>) -> Vec<ToolSig> {
+pub fn tools(decls: &[Decl], env: &TypeEnv, diags: &mut Vec<Diagnostic>) -> Vec<ToolSig> {
     let mut out: Vec<ToolSig> = Vec::new();
     let mut index: rustc_hash::FxHashMap<Name, usize> = rustc_hash::FxHashMap::default();
     for decl in decls {
         let Decl::Tool(d) = decl else { continue };
         let (input, effects, output) = match &d.ty.kind {
             TypeExprKind::Fun(a, row, b) => (
-                lower_type(a, diags),
-                lower_effects(row, diags),
-                lower_type(b, diags),
+                lower_type(a, env, diags),
+                lower_effects(row, env, diags),
+                lower_type(b, env, diags),
             ),
             TypeExprKind::Error => (Type::Error, EffectSet::pure(), Type::Error),
             _ => {
-                let ty = lower_type(&d.ty, diags);
+                let ty = lower_type(&d.ty, env, diags);
                 diags.push(
                     Diagnostic::error(
                         Code::E0201,
@@ -169,6 +297,19 @@ pub fn tools(decls: &[Decl], diags: &mut Vec<Diagnostic>) -> Vec<ToolSig> {
                     .with_help(
                         "tools exchange JSON data: use records, lists, Int, String, Bool or Unit",
                     ),
+                );
+            }
+        }
+        for (what, t) in [("input", &input), ("output", &output)] {
+            if t.holds(|t| matches!(t, Type::OpenRecord(_))) {
+                diags.push(
+                    Diagnostic::error(
+                        Code::E0201,
+                        d.ty.span,
+                        format!("tool `{}` has an open record `{{…, ..}}` in its {what}", d.name.name),
+                    )
+                    .with_label("tool types are exact")
+                    .with_help("list the tool's fields exactly; mark the ones that may be absent with `?`: `{email?: String}`"),
                 );
             }
         }

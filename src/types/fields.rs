@@ -9,6 +9,7 @@
 use super::infer::Checker;
 use super::ty::Type;
 use crate::diag::{closest, did_you_mean, Code, Diagnostic};
+use crate::source::Span;
 use crate::syntax::ast::*;
 
 impl Checker<'_> {
@@ -16,7 +17,7 @@ impl Checker<'_> {
         let rt = self.synth(r);
         let rt = self.metas.resolve_peeled(&rt);
         match &*rt {
-            Type::Record(fs) => {
+            Type::Record(fs) | Type::OpenRecord(fs) => {
                 if let Some((_, t)) = fs.iter().find(|(n, _)| *n == f.name) {
                     self.dropped_fields(r, f, fs);
                     return t.clone();
@@ -70,6 +71,22 @@ impl Checker<'_> {
                 .with_secondary(r.span, format!("this is a {shown}: it may have failed"))
                 .with_help(format!(
                     "match it first: `match … {{ Ok(v) => v.{}, Err(e) => … }}`",
+                    f.name
+                ));
+                self.diags.push(d);
+                Type::Error
+            }
+            Type::Option(_) => {
+                let shown = self.show(&rt);
+                let d = Diagnostic::error(
+                    Code::E0601,
+                    f.span,
+                    format!("cannot read field `{}` of an Option", f.name),
+                )
+                .with_label("field access on an Option")
+                .with_secondary(r.span, format!("this is a {shown}: it may be None"))
+                .with_help(format!(
+                    "match it first: `match … {{ Some(v) => v.{}, None => … }}`",
                     f.name
                 ));
                 self.diags.push(d);
@@ -156,4 +173,71 @@ fn list_names(names: &[&str]) -> String {
         out.push_str(&format!(" … and {} more", names.len() - MAX));
     }
     out
+}
+
+impl Checker<'_> {
+    /// `{base with f = v, …}` (extension): `base` must be a record that has
+    /// every updated field; each new value is checked against the field's
+    /// type, and the whole has `base`'s type.
+    pub(super) fn update(&mut self, base: &Expr, fields: &[Field], _span: Span) -> Type {
+        let bt = self.synth(base);
+        let resolved = self.metas.resolve_peeled(&bt).into_owned();
+        let fs = match &resolved {
+            Type::Record(fs) | Type::OpenRecord(fs) => fs.clone(),
+            Type::Error => {
+                for f in fields {
+                    self.synth(&f.value);
+                }
+                return Type::Error;
+            }
+            other => {
+                let shown = self.show(other);
+                let d = Diagnostic::error(
+                    Code::E0202,
+                    base.span,
+                    format!("only a record can be updated, but this has type {shown}"),
+                )
+                .with_label("not a record")
+                .with_help("write `{r with field = value}` where `r` is a record");
+                self.diags.push(d);
+                for f in fields {
+                    self.synth(&f.value);
+                }
+                return Type::Error;
+            }
+        };
+        let mut seen: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
+        for f in fields {
+            if !seen.insert(&f.name.name) {
+                self.duplicate_field(&f.name);
+                self.synth(&f.value);
+                continue;
+            }
+            match fs.iter().find(|(n, _)| *n == f.name.name) {
+                Some((_, t)) => self.check(&f.value, t),
+                None => {
+                    self.synth(&f.value);
+                    let shown = self.show(&resolved);
+                    let all: Vec<&str> = fs.iter().map(|(n, _)| &**n).collect();
+                    let help = match did_you_mean(&f.name.name, all.iter().copied()) {
+                        Some(s) => format!("did you mean `{s}`?"),
+                        None => format!(
+                            "an update replaces existing fields only; to add `{}`, build a new record literal",
+                            f.name.name
+                        ),
+                    };
+                    let d = Diagnostic::error(
+                        Code::E0202,
+                        f.name.span,
+                        format!("Field '{}' not found in record type {shown}", f.name.name),
+                    )
+                    .with_label(format!("no field `{}` to update", f.name.name))
+                    .with_secondary(base.span, format!("this has type {shown}"))
+                    .with_help(help);
+                    self.diags.push(d);
+                }
+            }
+        }
+        bt
+    }
 }

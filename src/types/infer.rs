@@ -18,7 +18,7 @@
 //! [`Type::Error`], which is compatible with everything, so each mistake is
 //! reported once.
 
-use super::decls::{lower_type, ToolSig};
+use super::decls::{lower_type, ToolSig, TypeEnv};
 use super::ty::{EffectSet, Type};
 use super::unify::Metas;
 use crate::diag::{did_you_mean, Code, Diagnostic};
@@ -56,6 +56,14 @@ pub struct Checker<'a> {
     pub(super) metas: Metas,
     pub(super) diags: Vec<Diagnostic>,
     pub(super) tools: &'a [ToolSig],
+    /// Type aliases and declared effect labels.
+    pub(super) types: &'a TypeEnv,
+    /// Record literals checked against a record type that omit some of its
+    /// `Option` fields: literal span → the omitted fields (lowering fills
+    /// them with `None`).
+    pub(super) omitted_fields: HashMap<Span, Vec<Name>>,
+    /// Type parameters of natives that must be ordered: `(metavariable, use, native)`.
+    pub(super) ordered: Vec<(Type, Span, &'static str)>,
     tool_index: HashMap<Name, usize>,
     pub(super) env: im::HashMap<Name, VarInfo, rustc_hash::FxBuildHasher>,
     frames: Vec<Frame>,
@@ -80,11 +88,18 @@ pub struct Checker<'a> {
 impl<'a> Checker<'a> {
     /// A checker over the declared `tools`; `recursive_refs` are the spans of
     /// self-references already reported by validation (E0302).
-    pub fn new(tools: &'a [ToolSig], recursive_refs: &'a HashSet<Span>) -> Checker<'a> {
+    pub fn new(
+        tools: &'a [ToolSig],
+        types: &'a TypeEnv,
+        recursive_refs: &'a HashSet<Span>,
+    ) -> Checker<'a> {
         Checker {
             metas: Metas::default(),
             diags: Vec::new(),
             tools,
+            types,
+            omitted_fields: HashMap::default(),
+            ordered: Vec::new(),
             tool_index: tools
                 .iter()
                 .enumerate()
@@ -196,7 +211,7 @@ impl<'a> Checker<'a> {
             }
             (ExprKind::List(elems, annot), Type::List(t)) => {
                 if let Some(a) = annot {
-                    let at = lower_type(a, &mut self.diags);
+                    let at = lower_type(a, self.types, &mut self.diags);
                     if self.metas.coerce(&at, t).is_err() {
                         let (exp, found) = (self.show(t), self.show(&at));
                         let d = Diagnostic::error(
@@ -214,6 +229,12 @@ impl<'a> Checker<'a> {
             }
             (ExprKind::Ok(x), Type::Result(t, _)) => self.check(x, t),
             (ExprKind::Err(x), Type::Result(_, er)) => self.check(x, er),
+            (ExprKind::Some(x), Type::Option(t)) => self.check(x, t),
+            (ExprKind::None, Type::Option(_)) => {}
+            (ExprKind::Str(s), Type::Enum(lits)) => {
+                let lits = lits.clone();
+                self.enum_literal(s, e.span, &lits);
+            }
             _ => {
                 let t = self.synth(e);
                 let direct = matches!(e.kind, ExprKind::Var(_) | ExprKind::Field(..));
@@ -234,6 +255,7 @@ impl<'a> Checker<'a> {
             ExprKind::Unit => Type::Unit,
             ExprKind::Bool(_) => Type::Bool,
             ExprKind::Int(_) => Type::Int,
+            ExprKind::Float(_) => Type::Float,
             ExprKind::Str(_) => Type::String,
             ExprKind::Var(id) => self.var(id),
             ExprKind::Let(chain) => self.let_chain(chain, None),
@@ -263,7 +285,7 @@ impl<'a> Checker<'a> {
             ExprKind::Field(r, f) => self.field(r, f),
             ExprKind::List(elems, annot) => {
                 let elem = match annot {
-                    Some(a) => lower_type(a, &mut self.diags),
+                    Some(a) => lower_type(a, self.types, &mut self.diags),
                     None => match elems.first() {
                         Some(first) => self.synth(first),
                         None => self
@@ -291,10 +313,17 @@ impl<'a> Checker<'a> {
                 let ok = self.metas.fresh(e.span, "the Ok type of this `Err(…)`");
                 Type::result(ok, t)
             }
+            ExprKind::Some(x) => Type::option(self.synth(x)),
+            ExprKind::None => Type::option(self.metas.fresh(e.span, "the type inside this `None`")),
+            ExprKind::Update(base, fields) => self.update(base, fields, e.span),
             ExprKind::Exec(tool, arg) => self.exec(tool, arg, e.span),
             ExprKind::Binary(op, op_span, a, b) => self.binary(*op, *op_span, a, b),
             ExprKind::Neg(x) => {
-                self.check(x, &Type::Int);
+                let t = self.synth(x);
+                if matches!(*self.metas.resolve_peeled(&t), Type::Float) {
+                    return Type::Float;
+                }
+                self.expect(x.span, &t, &Type::Int);
                 Type::Int
             }
             // Rejected by validation (E0301); nothing inside is checked.
@@ -380,6 +409,9 @@ impl<'a> Checker<'a> {
         if self.recursive_refs.contains(&id.span) {
             return Type::Error;
         }
+        if let Some(native) = crate::stdlib::lookup(&id.name) {
+            return self.instantiate(native, id.span);
+        }
         if BUILTINS.contains(&&*id.name) {
             let d = Diagnostic::error(
                 Code::E0210,
@@ -402,11 +434,8 @@ impl<'a> Checker<'a> {
                 "`{0}` is a tool: call it with `exec tool {0} ARG` and match the Result",
                 id.name
             ));
-        } else if matches!(&*id.name, "not" | "and" | "or") {
+        } else if matches!(&*id.name, "and" | "or") {
             d = d.with_help(match &*id.name {
-                "not" => {
-                    "lt has no `not`; write `if c then false else true`, or compare: `x == false`"
-                }
                 "and" => "write `&&` for “and”",
                 _ => "write `||` for “or”",
             });
@@ -414,7 +443,11 @@ impl<'a> Checker<'a> {
             d = d.with_help(format!("bind it first with `let {} = … in …`", id.name));
         } else {
             let names: Vec<Name> = self.env.keys().cloned().collect();
-            let cands = names.iter().map(|n| &**n).chain(BUILTINS);
+            let cands = names
+                .iter()
+                .map(|n| &**n)
+                .chain(BUILTINS)
+                .chain(crate::stdlib::NATIVES.iter().map(|n| n.name));
             match did_you_mean(&id.name, cands) {
                 Some(s) => d = d.with_help(format!("did you mean `{s}`?")),
                 None => {
@@ -434,7 +467,7 @@ impl<'a> Checker<'a> {
         for b in &chain.bindings {
             let ty = match &b.annot {
                 Some(a) => {
-                    let t = lower_type(a, &mut self.diags);
+                    let t = lower_type(a, self.types, &mut self.diags);
                     self.check(&b.value, &t);
                     t
                 }
@@ -465,7 +498,7 @@ impl<'a> Checker<'a> {
         hint: Option<Type>,
     ) -> Type {
         let pty = match (annot, hint) {
-            (Some(a), _) => lower_type(a, &mut self.diags),
+            (Some(a), _) => lower_type(a, self.types, &mut self.diags),
             (None, Some(h)) => h,
             (None, None) => self.metas.fresh(param.span, "the type of this parameter"),
         };
@@ -495,7 +528,7 @@ impl<'a> Checker<'a> {
         let reason = self.callback_reason.take();
         let pty = match annot {
             Some(a) => {
-                let at = lower_type(a, &mut self.diags);
+                let at = lower_type(a, self.types, &mut self.diags);
                 if self.metas.coerce(p, &at).is_err() {
                     let (exp, found) = (self.show(p), self.show(&at));
                     let d = Diagnostic::error(

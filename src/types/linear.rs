@@ -445,8 +445,12 @@ impl Usage<'_> {
         match &p.kind {
             PatternKind::Ok(Binder::Var(x))
             | PatternKind::Err(Binder::Var(x))
+            | PatternKind::Some(Binder::Var(x))
             | PatternKind::Var(x) => Some(x),
-            PatternKind::Ok(Binder::Wildcard(w)) | PatternKind::Err(Binder::Wildcard(w)) => {
+            PatternKind::None | PatternKind::Str(_) => None,
+            PatternKind::Ok(Binder::Wildcard(w))
+            | PatternKind::Err(Binder::Wildcard(w))
+            | PatternKind::Some(Binder::Wildcard(w)) => {
                 if self.types.get(w).is_some_and(Type::is_linear) {
                     let d = Diagnostic::error(Code::E0502, *w, "linear value discarded by `_`")
                         .with_label("this `!` value is never used")

@@ -26,6 +26,7 @@ pub mod decls;
 pub mod fields;
 pub mod infer;
 pub mod linear;
+pub mod natives;
 pub mod pattern;
 pub mod report;
 pub mod ty;
@@ -75,6 +76,8 @@ pub struct Analysis {
     pub tools: Vec<ToolSig>,
     /// The type of every `let`, in source order.
     pub let_types: Vec<LetType>,
+    /// See [`CheckedProgram::omitted_fields`].
+    pub omitted_fields: HashMap<Span, Vec<Name>>,
 }
 
 /// A program that passed every check. Only [`Analysis::into_checked`] makes
@@ -89,6 +92,9 @@ pub struct CheckedProgram {
     pub effects: EffectSet,
     /// The declared tools.
     pub tools: Vec<ToolSig>,
+    /// Record literals that omit `Option` fields of the record type they
+    /// were checked against: literal span → the fields lowering fills with `None`.
+    pub omitted_fields: HashMap<Span, Vec<Name>>,
 }
 
 impl Analysis {
@@ -105,6 +111,7 @@ impl Analysis {
                 ty: self.ty,
                 effects: self.effects,
                 tools: self.tools,
+                omitted_fields: self.omitted_fields,
             })
         } else {
             Err(self.diagnostics)
@@ -158,10 +165,12 @@ fn line_range(text: &str, span: Span) -> std::ops::Range<u32> {
 pub fn check_program(program: Program, mut diags: Vec<Diagnostic>) -> Analysis {
     let validation = validate::validate(&program);
     diags.extend(validation.diags);
-    let tools = decls::tools(&program.decls, &mut diags);
+    let type_env = decls::type_env(&program.decls, &mut diags);
+    let tools = decls::tools(&program.decls, &type_env, &mut diags);
 
-    let mut ck = infer::Checker::new(&tools, &validation.recursive_refs);
+    let mut ck = infer::Checker::new(&tools, &type_env, &validation.recursive_refs);
     let ty = ck.synth(&program.body);
+    ck.check_ordered();
     let ty = ck.metas.zonk(&ty);
     let effects = ck.top_effects();
     let tail = tail_expr(&program.body);
@@ -200,6 +209,7 @@ pub fn check_program(program: Program, mut diags: Vec<Diagnostic>) -> Analysis {
         })
         .collect();
     let_types.sort_by_key(|b| b.span.start);
+    let omitted_fields = std::mem::take(&mut ck.omitted_fields);
     diags.append(&mut ck.diags);
     diags.extend(linear::check_usage(&program, &binder_types));
     diags.sort_by_key(|d| (d.span.start, d.span.end, d.code));
@@ -214,6 +224,7 @@ pub fn check_program(program: Program, mut diags: Vec<Diagnostic>) -> Analysis {
         effects,
         tools,
         let_types,
+        omitted_fields,
     }
 }
 

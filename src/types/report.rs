@@ -184,8 +184,15 @@ impl Checker<'_> {
                 }
             }
         }
-        let missing: Vec<&(Name, Type)> =
-            expected.iter().filter(|(n, _)| !seen.contains(n)).collect();
+        // An `Option` field may be left out (extension): it is `None`.
+        let (omitted, missing): (Vec<&(Name, Type)>, Vec<&(Name, Type)>) = expected
+            .iter()
+            .filter(|(n, _)| !seen.contains(n))
+            .partition(|(_, t)| matches!(*self.metas.resolve_peeled(t), Type::Option(_)));
+        if !omitted.is_empty() {
+            self.omitted_fields
+                .insert(span, omitted.iter().map(|(n, _)| n.clone()).collect());
+        }
         if unknown.is_empty() && missing.is_empty() {
             return;
         }
@@ -270,8 +277,27 @@ impl Checker<'_> {
                     self.diags.push(d);
                     return Type::String;
                 }
+                if matches!(*self.metas.resolve_peeled(&ta), Type::Float) {
+                    self.check(b, &Type::Float);
+                    return Type::Float;
+                }
+                let tb = self.synth(b);
+                if matches!(*self.metas.resolve_peeled(&tb), Type::Float)
+                    && matches!(*self.metas.resolve_peeled(&ta), Type::Int)
+                {
+                    let d = Diagnostic::error(
+                        Code::E0201,
+                        op_span,
+                        format!("`{}` on an Int and a Float", op.as_str()),
+                    )
+                    .with_label("Int on the left, Float on the right")
+                    .with_expected_found("two Ints or two Floats", "Int and Float")
+                    .with_help("convert the Int first: `to_float n`, or the Float with `round x` / `truncate x`");
+                    self.diags.push(d);
+                    return Type::Float;
+                }
                 self.expect(a.span, &ta, &Type::Int);
-                self.check(b, &Type::Int);
+                self.expect(b.span, &tb, &Type::Int);
                 Type::Int
             }
             BinOp::Concat => {
@@ -317,7 +343,7 @@ impl Checker<'_> {
             BinOp::Lt | BinOp::Gt | BinOp::Le | BinOp::Ge => {
                 let ta = self.synth(a);
                 match self.metas.resolve_peeled(&ta).into_owned() {
-                    Type::Int | Type::String => self.check(b, &ta),
+                    Type::Int | Type::String | Type::Float | Type::Enum(_) => self.check(b, &ta),
                     Type::Error => {
                         self.synth(b);
                     }
@@ -333,8 +359,8 @@ impl Checker<'_> {
                             op_span,
                             format!("`{}` cannot order values of type {shown}", op.as_str()),
                         )
-                        .with_label("only Int and String are ordered")
-                        .with_help("compare Ints (or Strings) instead");
+                        .with_label("only Int, Float, String and enums are ordered")
+                        .with_help("compare Ints, Floats or Strings instead");
                         self.diags.push(d);
                     }
                 }
@@ -368,10 +394,46 @@ fn fields_help(missing: &[Name], extra: &[Name]) -> String {
 /// Why values of `t` cannot be compared with `==`, if they cannot.
 fn not_comparable(t: &Type) -> Option<&'static str> {
     match t {
-        Type::Unit | Type::Bool | Type::Int | Type::String | Type::Meta(_) | Type::Error => None,
-        Type::Linear(t) | Type::List(t) => not_comparable(t),
-        Type::Record(fs) => fs.iter().find_map(|(_, t)| not_comparable(t)),
+        Type::Unit
+        | Type::Bool
+        | Type::Int
+        | Type::Float
+        | Type::String
+        | Type::Enum(_)
+        | Type::Json
+        | Type::Meta(_)
+        | Type::Error => None,
+        Type::Linear(t) | Type::List(t) | Type::Option(t) => not_comparable(t),
+        Type::Record(fs) | Type::OpenRecord(fs) => fs.iter().find_map(|(_, t)| not_comparable(t)),
         Type::Result(..) => Some("Results must be matched, not compared"),
         Type::Fun(..) => Some("functions cannot be compared"),
+    }
+}
+
+impl Checker<'_> {
+    /// A string literal where an enum is expected: it must be one of the
+    /// enum's literals.
+    pub(super) fn enum_literal(&mut self, s: &str, span: Span, lits: &[Name]) {
+        if lits.iter().any(|l| &**l == s) {
+            return;
+        }
+        let allowed = lits
+            .iter()
+            .map(|l| format!("{:?}", &**l))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let help = match did_you_mean(s, lits.iter().map(|l| &**l)) {
+            Some(near) => format!("did you mean {near:?}?"),
+            None => format!("use one of {allowed}"),
+        };
+        let d = Diagnostic::error(
+            Code::E0216,
+            span,
+            format!("{s:?} is not one of the allowed values {allowed}"),
+        )
+        .with_label("not an allowed value")
+        .with_expected_found(Type::Enum(lits.into()).to_string(), format!("{s:?}"))
+        .with_help(help);
+        self.diags.push(d);
     }
 }

@@ -25,6 +25,11 @@ impl Clone for Type {
             Type::Bool => Type::Bool,
             Type::Int => Type::Int,
             Type::String => Type::String,
+            Type::Float => Type::Float,
+            Type::Json => Type::Json,
+            Type::Enum(lits) => Type::Enum(lits.clone()),
+            Type::Option(t) => Type::Option(t.clone()),
+            Type::OpenRecord(fields) => Type::OpenRecord(fields.clone()),
             Type::Record(fields) => Type::Record(fields.clone()),
             Type::List(t) => Type::List(t.clone()),
             Type::Result(a, b) => Type::Result(a.clone(), b.clone()),
@@ -121,6 +126,20 @@ pub enum Type {
     Int,
     /// `String`.
     String,
+    /// `Float` (extension): a finite 64-bit IEEE 754 number.
+    Float,
+    /// `Json` (extension): JSON data whose shape is not declared, read only
+    /// through accessors that return `Option`.
+    Json,
+    /// `"a" | "b"` (extension): a string-literal union, as JSON Schema's
+    /// string `enum` produces; literals sorted and distinct. A subtype of
+    /// `String`.
+    Enum(std::rc::Rc<[Name]>),
+    /// `Option T` (extension): `Some(v)` or `None`, consumed by `match`.
+    Option(Box<Type>),
+    /// `{a: T, ..}` (extension): any record with at least these fields
+    /// (width subtyping; only where a record is expected, never a tool's input).
+    OpenRecord(Vec<(Name, Type)>),
     /// A closed record row `{a: T, b: U}`, fields in declaration order;
     /// equality ignores order.
     Record(Vec<(Name, Type)>),
@@ -143,6 +162,18 @@ impl Type {
     /// `List t`.
     pub fn list(t: Type) -> Type {
         Type::List(Box::new(t))
+    }
+
+    /// `Option t`.
+    pub fn option(t: Type) -> Type {
+        Type::Option(Box::new(t))
+    }
+
+    /// The enum of `lits` (sorted, duplicates removed).
+    pub fn enumeration(mut lits: Vec<Name>) -> Type {
+        lits.sort();
+        lits.dedup();
+        Type::Enum(lits.into())
     }
 
     /// `Result<t, e>`.
@@ -169,8 +200,8 @@ impl Type {
     pub fn holds(&self, is: fn(&Type) -> bool) -> bool {
         is(self)
             || stacker::maybe_grow(32 * 1024, 1024 * 1024, || match self {
-                Type::Record(fs) => fs.iter().any(|(_, t)| t.holds(is)),
-                Type::List(t) | Type::Linear(t) => t.holds(is),
+                Type::Record(fs) | Type::OpenRecord(fs) => fs.iter().any(|(_, t)| t.holds(is)),
+                Type::List(t) | Type::Linear(t) | Type::Option(t) => t.holds(is),
                 Type::Result(a, b) => a.holds(is) || b.holds(is),
                 _ => false,
             })
@@ -223,7 +254,28 @@ pub fn write_type(
             Type::Bool => out.push_str("Bool"),
             Type::Int => out.push_str("Int"),
             Type::String => out.push_str("String"),
-            Type::Record(fs) => {
+            Type::Float => out.push_str("Float"),
+            Type::Json => out.push_str("Json"),
+            Type::Enum(lits) => {
+                for (i, l) in lits.iter().enumerate() {
+                    if out.len() > max {
+                        return;
+                    }
+                    if i > 0 {
+                        out.push_str(" | ");
+                    }
+                    out.push_str(&format!("{:?}", &**l));
+                }
+            }
+            Type::Option(e) => {
+                out.push_str("Option ");
+                paren(
+                    e,
+                    out,
+                    matches!(&*resolve(e), Type::Fun(..) | Type::Enum(..)),
+                );
+            }
+            Type::Record(fs) | Type::OpenRecord(fs) => {
                 out.push('{');
                 for (i, (n, ft)) in fs.iter().enumerate() {
                     if out.len() > max {
@@ -236,11 +288,14 @@ pub fn write_type(
                     out.push_str(": ");
                     write_type(ft, out, max, resolve);
                 }
+                if matches!(&*t, Type::OpenRecord(_)) {
+                    out.push_str(if fs.is_empty() { ".." } else { ", .." });
+                }
                 out.push('}');
             }
             Type::List(e) => {
                 out.push_str("List ");
-                paren(e, out, matches!(&*resolve(e), Type::Fun(..)));
+                paren(e, out, matches!(&*resolve(e), Type::Fun(..) | Type::Enum(..)));
             }
             Type::Result(a, b) => {
                 out.push_str("Result<");
@@ -256,12 +311,16 @@ pub fn write_type(
                     out,
                     matches!(
                         &*resolve(inner),
-                        Type::Fun(..) | Type::List(..) | Type::Linear(..)
+                        Type::Fun(..)
+                            | Type::List(..)
+                            | Type::Linear(..)
+                            | Type::Option(..)
+                            | Type::Enum(..)
                     ),
                 );
             }
             Type::Fun(a, e, b) => {
-                paren(a, out, matches!(&*resolve(a), Type::Fun(..)));
+                paren(a, out, matches!(&*resolve(a), Type::Fun(..) | Type::Enum(..)));
                 out.push_str(&format!(" -{e}-> "));
                 write_type(b, out, max, resolve);
             }

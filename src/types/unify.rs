@@ -8,7 +8,10 @@
 //! * effect rows: `A -{E1}-> B ≤ A -{E2}-> B` when `E1 ⊆ E2` (a purer function
 //!   may be used where effects are allowed; parameters are contravariant);
 //! * linearity: `!T ≤ T` (using a linear value consumes it) and `T ≤ !T`;
-//! * records are closed rows compared as sets of fields (order is irrelevant).
+//! * records are closed rows compared as sets of fields (order is irrelevant);
+//!   an open record `{a: T, ..}` (extension) accepts any record with at least
+//!   its fields (width subtyping), so one function serves several records;
+//! * enums (extension): `"a" | "b" ≤ "a" | "b" | "c"` and every enum `≤ String`.
 
 use super::ty::{write_type, EffectSet, Type};
 use crate::source::Span;
@@ -144,7 +147,11 @@ impl Metas {
             Type::Record(fs) => {
                 Type::Record(fs.iter().map(|(n, t)| (n.clone(), self.zonk(t))).collect())
             }
+            Type::OpenRecord(fs) => {
+                Type::OpenRecord(fs.iter().map(|(n, t)| (n.clone(), self.zonk(t))).collect())
+            }
             Type::List(t) => Type::list(self.zonk(t)),
+            Type::Option(t) => Type::option(self.zonk(t)),
             Type::Linear(t) => Type::Linear(Box::new(self.zonk(t))),
             Type::Result(a, b) => Type::result(self.zonk(a), self.zonk(b)),
             Type::Fun(a, e, b) => Type::fun(self.zonk(a), e.clone(), self.zonk(b)),
@@ -167,8 +174,10 @@ impl Metas {
         }
         *n += 1;
         stacker::maybe_grow(32 * 1024, 1024 * 1024, || match &*self.resolve(t) {
-            Type::Record(fs) => fs.iter().for_each(|(_, t)| self.count(t, cap, n)),
-            Type::List(t) | Type::Linear(t) => self.count(t, cap, n),
+            Type::Record(fs) | Type::OpenRecord(fs) => {
+                fs.iter().for_each(|(_, t)| self.count(t, cap, n))
+            }
+            Type::List(t) | Type::Linear(t) | Type::Option(t) => self.count(t, cap, n),
             Type::Result(a, b) | Type::Fun(a, _, b) => {
                 self.count(a, cap, n);
                 self.count(b, cap, n);
@@ -190,8 +199,10 @@ impl Metas {
     fn find_meta(&self, t: &Type, pick: &dyn Fn(u32) -> bool) -> Option<u32> {
         stacker::maybe_grow(32 * 1024, 1024 * 1024, || match &*self.resolve(t) {
             Type::Meta(id) => Some(*id).filter(|id| pick(*id)),
-            Type::Record(fs) => fs.iter().find_map(|(_, t)| self.find_meta(t, pick)),
-            Type::List(t) | Type::Linear(t) => self.find_meta(t, pick),
+            Type::Record(fs) | Type::OpenRecord(fs) => {
+                fs.iter().find_map(|(_, t)| self.find_meta(t, pick))
+            }
+            Type::List(t) | Type::Linear(t) | Type::Option(t) => self.find_meta(t, pick),
             Type::Result(a, b) | Type::Fun(a, _, b) => {
                 self.find_meta(a, pick).or_else(|| self.find_meta(b, pick))
             }
@@ -246,6 +257,12 @@ impl Metas {
                     Ok(Type::Record(out))
                 }
                 (Type::List(x), Type::List(y)) => Ok(Type::list(self.join(x, y)?)),
+                (Type::Option(x), Type::Option(y)) => Ok(Type::option(self.join(x, y)?)),
+                // Two enums join to their union; an enum and a String to String.
+                (Type::Enum(x), Type::Enum(y)) => {
+                    Ok(Type::enumeration(x.iter().chain(y.iter()).cloned().collect()))
+                }
+                (Type::Enum(_), Type::String) | (Type::String, Type::Enum(_)) => Ok(Type::String),
                 (Type::Result(x1, x2), Type::Result(y1, y2)) => {
                     let ok = self.join(x1, y1)?;
                     Ok(Type::result(ok, self.join(x2, y2)?))
@@ -302,7 +319,47 @@ impl Metas {
             }),
             (_, Type::Linear(y)) => self.coerce_at(a, y, path),
             (Type::Unit, Type::Unit) | (Type::Bool, Type::Bool) | (Type::Int, Type::Int) => Ok(()),
-            (Type::String, Type::String) => Ok(()),
+            (Type::String, Type::String)
+            | (Type::Float, Type::Float)
+            | (Type::Json, Type::Json)
+            | (Type::Enum(_), Type::String) => Ok(()),
+            (Type::Enum(x), Type::Enum(y)) => {
+                if x.iter().all(|l| y.contains(l)) {
+                    Ok(())
+                } else {
+                    Err(mismatch(path, self))
+                }
+            }
+            (Type::Option(x), Type::Option(y)) => {
+                path.push("Some value".into());
+                self.coerce_at(x, y, path)?;
+                path.pop();
+                Ok(())
+            }
+            (Type::Record(fa) | Type::OpenRecord(fa), Type::OpenRecord(fe)) => {
+                let ia: rustc_hash::FxHashMap<&str, &Type> =
+                    fa.iter().map(|(n, t)| (&**n, t)).collect();
+                let missing: Vec<Name> = fe
+                    .iter()
+                    .filter(|(n, _)| !ia.contains_key(&**n))
+                    .map(|(n, _)| n.clone())
+                    .collect();
+                if !missing.is_empty() {
+                    return Err(Mismatch::Fields {
+                        path: path.clone(),
+                        missing,
+                        extra: Vec::new(),
+                    });
+                }
+                for (n, te) in fe {
+                    if let Some(ta) = ia.get(&**n).copied() {
+                        path.push(format!("field `{n}`"));
+                        self.coerce_at(ta, te, path)?;
+                        path.pop();
+                    }
+                }
+                Ok(())
+            }
             (Type::List(x), Type::List(y)) => {
                 path.push("list element".into());
                 self.coerce_at(x, y, path)?;

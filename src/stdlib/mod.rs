@@ -1,0 +1,160 @@
+//! The standard library's table: every native function's name, signature
+//! and one-line description (extension; λ-Tool has only `map`, `filter`,
+//! `fold` and `traverse`).
+//!
+//! ```text
+//! name ──checker (types/natives.rs)──▶ the signature instantiated per use
+//!      ──lowering──▶ NodeKind::Native ──runtime (runtime/natives.rs)──▶ value
+//! ```
+//!
+//! Signatures are written in lt's type syntax; lowercase names (`a`, `b`,
+//! `k`) are type variables, fresh at every use, and `o` is a type variable
+//! that must be *ordered* (Int, Float, String, Bool or an enum). Every
+//! callback is pure (`a -> b` is `a -{}-> b`). Functions are curried and may
+//! be partially applied or passed as values (`map to_string xs`).
+//!
+//! Totality: no native stops a well-typed program except through a
+//! resource limit (a list or string larger than the run's limits, an Int
+//! outside the 64-bit range): lookups that can miss return `Option`, parsing
+//! returns `Option`, and `range`/`take`/`drop` clamp their bounds.
+//! `docs/language/stdlib.md` documents each function.
+
+/// One native function.
+#[derive(Debug)]
+pub struct Native {
+    /// Its name in programs.
+    pub name: &'static str,
+    /// Its type, in lt syntax (see the module note).
+    pub signature: &'static str,
+    /// What it does.
+    pub doc: &'static str,
+}
+
+impl Native {
+    /// The number of parameters (arrows at the top of the signature).
+    pub fn arity(&self) -> usize {
+        // Top-level `->` outside parentheses/brackets/braces.
+        let mut depth = 0i32;
+        let mut n = 0;
+        let b = self.signature.as_bytes();
+        for (i, &c) in b.iter().enumerate() {
+            match c {
+                b'(' | b'[' | b'{' | b'<' => depth += 1,
+                b')' | b']' | b'}' => depth -= 1,
+                b'>' if i > 0 && b[i - 1] == b'-' => {
+                    if depth == 0 {
+                        n += 1;
+                    }
+                }
+                b'>' => depth -= 1,
+                _ => {}
+            }
+        }
+        n
+    }
+}
+
+macro_rules! natives {
+    ($( $name:literal : $sig:literal = $doc:literal ;)*) => {
+        /// Every native function, grouped as in `docs/language/stdlib.md`.
+        pub const NATIVES: &[Native] = &[ $( Native { name: $name, signature: $sig, doc: $doc }, )* ];
+    };
+}
+
+natives! {
+    // ---- Bool
+    "not": "Bool -> Bool" = "logical negation";
+    // ---- strings
+    "string_length": "String -> Int" = "the number of characters (Unicode scalar values)";
+    "contains": "String -> String -> Bool" = "`contains s sub`: whether `sub` occurs in `s`";
+    "starts_with": "String -> String -> Bool" = "`starts_with s prefix`";
+    "ends_with": "String -> String -> Bool" = "`ends_with s suffix`";
+    "index_of": "String -> String -> Option Int" = "`index_of s sub`: the character index of the first `sub` in `s`";
+    "split": "String -> String -> List String" = "`split s sep`: the parts of `s` between occurrences of `sep` (an empty `sep` splits into characters)";
+    "join": "String -> List String -> String" = "`join sep parts`: the parts with `sep` between them";
+    "trim": "String -> String" = "without leading and trailing whitespace";
+    "replace": "String -> String -> String -> String" = "`replace s from to`: every occurrence of `from` replaced by `to` (an empty `from` changes nothing)";
+    "upper": "String -> String" = "upper case";
+    "lower": "String -> String" = "lower case";
+    "substring": "String -> Int -> Int -> String" = "`substring s start count`: up to `count` characters from character `start` (clamped to the string)";
+    "repeat": "String -> Int -> String" = "`repeat s n`: `s` written `n` times (none when `n <= 0`)";
+    // ---- conversions
+    "to_string": "a -> String" = "a String as itself; numbers, Bools, enums as written; other data as JSON";
+    "parse_int": "String -> Option Int" = "the Int a decimal string spells (optional sign, surrounding whitespace ignored), or None";
+    "parse_float": "String -> Option Float" = "the finite Float a string spells, or None";
+    "parse_bool": "String -> Option Bool" = "`\"true\"` or `\"false\"`, or None";
+    "to_float": "Int -> Float" = "the Int as a Float (nearest value)";
+    "round": "Float -> Int" = "the nearest Int (halves away from zero)";
+    "floor": "Float -> Int" = "the largest Int not above";
+    "ceil": "Float -> Int" = "the smallest Int not below";
+    "truncate": "Float -> Int" = "the Int part (towards zero)";
+    "format_float": "Int -> Float -> String" = "`format_float decimals x`: `x` with exactly `decimals` digits after the point (0 to 17)";
+    // ---- numbers
+    "abs": "Int -> Int" = "the absolute value";
+    "min": "o -> o -> o" = "the smaller of two ordered values";
+    "max": "o -> o -> o" = "the larger of two ordered values";
+    "safe_div": "Int -> Int -> Option Int" = "`safe_div n d`: `Some(n / d)`, or None when `d` is 0";
+    "float_abs": "Float -> Float" = "the absolute value";
+    // ---- lists
+    "length": "List a -> Int" = "the number of elements";
+    "is_empty": "List a -> Bool" = "whether the list has no elements";
+    "head": "List a -> Option a" = "the first element, or None";
+    "last": "List a -> Option a" = "the last element, or None";
+    "nth": "Int -> List a -> Option a" = "`nth i xs`: the element at index `i` (from 0), or None";
+    "find": "(a -> Bool) -> List a -> Option a" = "the first element the predicate accepts, or None";
+    "any": "(a -> Bool) -> List a -> Bool" = "whether the predicate accepts some element";
+    "all": "(a -> Bool) -> List a -> Bool" = "whether the predicate accepts every element";
+    "count": "(a -> Bool) -> List a -> Int" = "how many elements the predicate accepts";
+    "member": "a -> List a -> Bool" = "`member x xs`: whether `x` is an element (structural equality)";
+    "take": "Int -> List a -> List a" = "the first `n` elements (all when fewer; none when `n <= 0`)";
+    "drop": "Int -> List a -> List a" = "without the first `n` elements";
+    "concat": "List a -> List a -> List a" = "`concat xs ys`: the elements of `xs`, then of `ys`";
+    "flatten": "List (List a) -> List a" = "the lists one after another";
+    "flat_map": "(a -> List b) -> List a -> List b" = "`flatten (map f xs)`";
+    "reverse": "List a -> List a" = "the elements in reverse order";
+    "zip": "List a -> List b -> List {first: a, second: b}" = "pairs of elements at the same index (as long as the shorter list)";
+    "enumerate": "List a -> List {index: Int, value: a}" = "each element with its index (from 0)";
+    "range": "Int -> Int -> List Int" = "`range from to`: `from`, `from + 1`, …, `to - 1` (empty when `to <= from`): bounded iteration";
+    "sum": "List Int -> Int" = "the sum (0 for an empty list)";
+    "sum_float": "List Float -> Float" = "the sum (0.0 for an empty list)";
+    "minimum": "List o -> Option o" = "the smallest element, or None";
+    "maximum": "List o -> Option o" = "the largest element, or None";
+    "sort": "List o -> List o" = "sorted ascending (stable)";
+    "sort_by": "(a -> o) -> List a -> List a" = "sorted ascending by a key (stable)";
+    "group_by": "(a -> k) -> List a -> List {key: k, items: List a}" = "consecutive-or-not elements with equal keys, grouped; groups in order of first appearance";
+    "unique": "List a -> List a" = "without repeated elements (the first of each kept)";
+    // ---- Option
+    "with_default": "a -> Option a -> a" = "`with_default d opt`: the value inside, or `d` for None";
+    "is_some": "Option a -> Bool" = "whether it is `Some`";
+    "is_none": "Option a -> Bool" = "whether it is `None`";
+    "map_option": "(a -> b) -> Option a -> Option b" = "apply to the value inside, if any";
+    "option_to_list": "Option a -> List a" = "`[x]` for `Some(x)`, `[]` for None";
+    "values": "List (Option a) -> List a" = "the values inside the `Some`s, in order";
+    "ok_or": "e -> Option a -> Result<a, e>" = "`Ok(x)` for `Some(x)`, `Err(e)` for None";
+    // ---- Result
+    "map_result": "(a -> b) -> Result<a, e> -> Result<b, e>" = "apply to the Ok value";
+    "map_err": "(e -> f) -> Result<a, e> -> Result<a, f>" = "apply to the Err value";
+    "and_then": "(a -> Result<b, e>) -> Result<a, e> -> Result<b, e>" = "continue with a pure step that may fail";
+    // ---- Json
+    "json_get": "String -> Json -> Option Json" = "`json_get key j`: the field `key` of a JSON object, or None";
+    "json_at": "Int -> Json -> Option Json" = "`json_at i j`: element `i` of a JSON array, or None";
+    "json_int": "Json -> Option Int" = "the Int a JSON number is (no fraction, in range), or None";
+    "json_float": "Json -> Option Float" = "the Float a JSON number is, or None";
+    "json_string": "Json -> Option String" = "the text of a JSON string, or None";
+    "json_bool": "Json -> Option Bool" = "a JSON boolean, or None";
+    "json_list": "Json -> Option (List Json)" = "the elements of a JSON array, or None";
+    "json_keys": "Json -> Option (List String)" = "the keys of a JSON object in order, or None";
+    "json_is_null": "Json -> Bool" = "whether it is JSON `null`";
+    "to_json": "a -> Json" = "any data as JSON (records → objects, None → null)";
+    "parse_json": "String -> Option Json" = "the JSON a string holds, or None";
+}
+
+/// The native called `name`.
+pub fn lookup(name: &str) -> Option<&'static Native> {
+    NATIVES.iter().find(|n| n.name == name)
+}
+
+/// The index of the native called `name` in [`NATIVES`].
+pub fn index(name: &str) -> Option<usize> {
+    NATIVES.iter().position(|n| n.name == name)
+}

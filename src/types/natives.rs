@@ -1,0 +1,160 @@
+//! Typing the standard library's native functions ([`crate::stdlib`]).
+//!
+//! A native's signature is instantiated at each use: every type variable
+//! becomes a fresh metavariable, so `length` serves `List Int` and
+//! `List String` in one program. A variable named `o` must be *ordered*
+//! (Int, Float, String, Bool or an enum); that is checked once the whole
+//! program is typed, when the metavariable is solved (E0211, or E0209 when
+//! nothing fixes it).
+//!
+//! In an application `f a b` of a native, the arguments that are not
+//! unannotated lambdas are checked first, so that `find (fn x => x.id == 3)
+//! xs` gives `x` the element type of `xs` before the lambda is checked.
+
+use super::decls::{lower_type, TypeEnv};
+use super::infer::Checker;
+use super::ty::Type;
+use crate::diag::{Code, Diagnostic};
+use crate::source::Span;
+use crate::stdlib::Native;
+use crate::syntax::ast::{Decl, Expr, ExprKind, Name, TypeExpr, TypeExprKind};
+use std::collections::HashMap;
+
+thread_local! {
+    static SIGNATURES: std::cell::RefCell<HashMap<&'static str, TypeExpr>> =
+        std::cell::RefCell::new(HashMap::new());
+}
+
+/// The parsed signature of `native` (parsed once per thread).
+pub fn signature(native: &'static Native) -> TypeExpr {
+    SIGNATURES.with(|cache| {
+        if let Some(t) = cache.borrow().get(native.name) {
+            return t.clone();
+        }
+        let (program, _) = crate::syntax::parse(&format!("tool sig: {};\n()", native.signature));
+        let ty = match program.decls.first() {
+            Some(Decl::Tool(t)) => t.ty.clone(),
+            _ => TypeExpr::new(TypeExprKind::Error, Span::new(0, 0)),
+        };
+        cache.borrow_mut().insert(native.name, ty.clone());
+        ty
+    })
+}
+
+fn type_vars(t: &TypeExpr, out: &mut Vec<Name>) {
+    match &t.kind {
+        TypeExprKind::Named(id) if id.name.starts_with(|c: char| c.is_ascii_lowercase()) => {
+            if !out.contains(&id.name) {
+                out.push(id.name.clone());
+            }
+        }
+        TypeExprKind::Record(fs, _) => fs.iter().for_each(|(_, t)| type_vars(t, out)),
+        TypeExprKind::List(t)
+        | TypeExprKind::Linear(t)
+        | TypeExprKind::Option(t)
+        | TypeExprKind::Optional(t) => type_vars(t, out),
+        TypeExprKind::Result(a, b) | TypeExprKind::Fun(a, _, b) => {
+            type_vars(a, out);
+            type_vars(b, out);
+        }
+        _ => {}
+    }
+}
+
+/// True for the types `<`, `sort` and `min` accept.
+pub fn is_ordered(t: &Type) -> bool {
+    matches!(
+        t,
+        Type::Int | Type::Float | Type::String | Type::Bool | Type::Enum(_) | Type::Error
+    )
+}
+
+impl Checker<'_> {
+    /// The type of one use of `native` at `span`.
+    pub(super) fn instantiate(&mut self, native: &'static Native, span: Span) -> Type {
+        let sig = signature(native);
+        let mut vars = Vec::new();
+        type_vars(&sig, &mut vars);
+        let mut env = TypeEnv::default();
+        for v in vars {
+            let m = self.metas.fresh(span, "a type parameter of this function");
+            if &*v == "o" {
+                self.ordered.push((m.clone(), span, native.name));
+            }
+            env.vars.insert(v, m);
+        }
+        let mut sink = Vec::new();
+        lower_type(&sig, &env, &mut sink)
+    }
+
+    /// Types `name arg1 … argN` for a native `name`: arguments other than
+    /// unannotated lambdas first (see the module note).
+    pub(super) fn native_app(
+        &mut self,
+        native: &'static Native,
+        head: &Expr,
+        args: &[(&Expr, Span)],
+    ) -> Type {
+        let mut fty = self.instantiate(native, head.span);
+        let mut params: Vec<Type> = Vec::new();
+        let mut rest = fty.clone();
+        for _ in 0..args.len() {
+            match rest {
+                Type::Fun(p, _, r) => {
+                    params.push(*p);
+                    rest = *r;
+                }
+                other => {
+                    rest = other;
+                    break;
+                }
+            }
+        }
+        if params.len() < args.len() {
+            // Too many arguments: the ordinary path reports it.
+            let mut callee = head.span;
+            for &(arg, app) in args {
+                fty = self.apply(fty, callee, arg, app, &format!("calling `{}`", native.name));
+                callee = app;
+            }
+            return fty;
+        }
+        let is_lambda = |e: &Expr| matches!(e.kind, ExprKind::Fn { annot: None, .. });
+        for ((arg, _), p) in args.iter().zip(&params) {
+            if !is_lambda(arg) {
+                self.check(arg, p);
+            }
+        }
+        for ((arg, _), p) in args.iter().zip(&params) {
+            if is_lambda(arg) {
+                self.check(arg, p);
+            }
+        }
+        rest
+    }
+
+    /// Reports every `o` type parameter that was not solved to an ordered type.
+    pub(super) fn check_ordered(&mut self) {
+        for (m, span, name) in std::mem::take(&mut self.ordered) {
+            let t = self.metas.zonk(&m);
+            if is_ordered(&t) {
+                continue;
+            }
+            let d = if matches!(t, Type::Meta(_)) {
+                Diagnostic::error(Code::E0209, span, format!("cannot infer what `{name}` compares"))
+                    .with_label("type not known")
+                    .with_help("annotate the list or the callback's parameter")
+            } else {
+                Diagnostic::error(
+                    Code::E0211,
+                    span,
+                    format!("`{name}` compares values of type {t}, which are not ordered"),
+                )
+                .with_label("needs Int, Float, String, Bool or an enum")
+                .with_expected_found("an ordered type", t.to_string())
+                .with_help("compare by a field that is a number or a string, e.g. `sort_by (fn r => r.name) rows`")
+            };
+            self.diags.push(d);
+        }
+    }
+}
