@@ -424,11 +424,11 @@ fn without_executors_every_call_is_an_err_the_program_handles() {
 
 #[test]
 fn a_runtime_error_is_ok_false_with_its_kind_and_position() {
-    let out = lambda_tool(&["--json"], "let x = 0 in\n10 / x");
+    let out = lambda_tool(&["--json"], "let x = 1 in\n9223372036854775807 + x");
     assert_eq!(out.code, 3, "{out:#?}");
     let errors = out.errors();
     assert!(
-        errors[0].starts_with("division by zero [arithmetic at line 2, col 1; hint: "),
+        errors[0].starts_with("integer overflow: 9223372036854775807 + 1 [arithmetic at line 2, col 1; hint: "),
         "{errors:?}"
     );
 }

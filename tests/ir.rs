@@ -376,7 +376,11 @@ fn children(kind: &NodeKind) -> Vec<NodeId> {
         NodeKind::Const(_) | NodeKind::Local(..) | NodeKind::Capture(..) => vec![],
         NodeKind::Field(r, _) => vec![*r],
         NodeKind::List(items) => items.clone(),
-        NodeKind::Ok(x) | NodeKind::Err(x) | NodeKind::Neg(x) => vec![*x],
+        NodeKind::Ok(x) | NodeKind::Err(x) | NodeKind::Some(x) | NodeKind::Neg(x) => vec![*x],
+        NodeKind::Update(base, fields) => std::iter::once(*base)
+            .chain(fields.iter().map(|(_, v)| *v))
+            .collect(),
+        NodeKind::Native { args, .. } => args.clone(),
         NodeKind::Binary(_, a, b) => vec![*a, *b],
         NodeKind::If(c, a, b) => vec![*c, *a, *b],
         NodeKind::Lambda(l) => vec![l.body],

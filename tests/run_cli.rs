@@ -900,9 +900,9 @@ fn max_calls_stops_a_traverse() {
 }
 
 #[test]
-fn division_by_zero_exits_3() {
-    let dir = TempDir::new("div0");
-    let program = "let d = 0 in\nlet n = 10 in\n1 + n / d\n";
+fn integer_overflow_exits_3() {
+    let dir = TempDir::new("overflow");
+    let program = "let d = 1 in\nlet n = 9223372036854775807 in\nn + d\n";
     let out = run_prog(&dir, program, None, &["--json"]);
     assert_eq!(out.code, 3, "{out:?}");
     assert_eq!(
@@ -912,10 +912,10 @@ fn division_by_zero_exits_3() {
             "stage": "run",
             "error": {
                 "kind": "arithmetic",
-                "message": "division by zero",
+                "message": "integer overflow: 9223372036854775807 + 1",
                 "line": 3,
-                "column": 5,
-                "help": "check the divisor first: `if d == 0 then … else n / d`",
+                "column": 1,
+                "help": "the result does not fit in an Int (-9223372036854775808 to 9223372036854775807); keep the numbers smaller, e.g. work in larger units",
             },
             "calls": 0,
             "steps": out.json()["steps"],
@@ -925,12 +925,20 @@ fn division_by_zero_exits_3() {
     assert_eq!(out.code, 3);
     assert_eq!(out.stdout, "");
     assert!(
-        out.stderr.contains("error[run]: division by zero"),
+        out.stderr.contains("error[run]: integer overflow"),
         "{}",
         out.stderr
     );
-    assert!(out.stderr.contains("prog.lt:3:5"), "{}", out.stderr);
-    assert!(out.stderr.contains("| 1 + n / d"), "{}", out.stderr);
+    assert!(out.stderr.contains("prog.lt:3:1"), "{}", out.stderr);
+    assert!(out.stderr.contains("| n + d"), "{}", out.stderr);
+}
+
+#[test]
+fn division_by_zero_is_zero() {
+    let dir = TempDir::new("div0");
+    let out = run_prog(&dir, "let d = 0 in\nlet n = 10 in\n1 + n / d + n % d\n", None, &["--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.json()["value"], json!(1));
 }
 
 #[test]

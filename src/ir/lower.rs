@@ -167,10 +167,9 @@ impl Lowerer {
             ExprKind::Float(x) => self.leaf(NodeKind::Const(Value::Float(*x)), span),
             ExprKind::None => self.leaf(NodeKind::Const(Value::None), span),
             ExprKind::Str(s) => self.leaf(NodeKind::Const(Value::Str(Rc::from(s.as_str()))), span),
-            ExprKind::Var(id) => match crate::stdlib::index(&id.name) {
-                Some(_) if self.resolve(&id.name).is_none() => {
-                    let arity = crate::stdlib::NATIVES[crate::stdlib::index(&id.name).unwrap_or(0)].arity();
-                    self.builtin_app(span, id, arity, &[])?
+            ExprKind::Var(id) => match crate::stdlib::lookup(&id.name) {
+                Some(native) if self.resolve(&id.name).is_none() => {
+                    self.builtin_app(span, id, native.arity(), &[])?
                 }
                 _ => self.var(id)?,
             },

@@ -472,7 +472,8 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
         "sum_float" => {
             let xs = list_arg(&a(0));
             m.charge(xs.len() as u64 / 8, id)?;
-            let total: f64 = xs.iter().map(float_arg).sum();
+            // From +0.0 (an empty `Iterator::sum` of floats is -0.0).
+            let total: f64 = xs.iter().map(float_arg).fold(0.0, |a, x| a + x);
             if !total.is_finite() {
                 return Err(Box::new(RunError::new(RunErrorKind::Arithmetic, m.span(id), "Float overflow: the sum is not a finite number".to_string())));
             }

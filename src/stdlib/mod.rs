@@ -151,10 +151,16 @@ natives! {
 
 /// The native called `name`.
 pub fn lookup(name: &str) -> Option<&'static Native> {
-    NATIVES.iter().find(|n| n.name == name)
+    index(name).map(|i| &NATIVES[i])
 }
 
-/// The index of the native called `name` in [`NATIVES`].
+/// The index of the native called `name` in [`NATIVES`] (a hash lookup:
+/// the checker and lowering ask for every free name).
 pub fn index(name: &str) -> Option<usize> {
-    NATIVES.iter().position(|n| n.name == name)
+    static INDEX: std::sync::OnceLock<std::collections::HashMap<&'static str, usize>> =
+        std::sync::OnceLock::new();
+    INDEX
+        .get_or_init(|| NATIVES.iter().enumerate().map(|(i, n)| (n.name, i)).collect())
+        .get(name)
+        .copied()
 }

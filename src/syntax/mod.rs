@@ -101,6 +101,7 @@ fn describe_expected(expected: &[String]) -> Vec<String> {
         let pretty = match e.as_str() {
             "IdentTok" => "a name".to_string(),
             "Int" => "an integer".to_string(),
+            "Float" => "a float".to_string(),
             "Str" => "a string".to_string(),
             "\"match{\"" => "`{`".to_string(),
             other => format!("`{}`", other.trim_matches('"')),
@@ -132,6 +133,9 @@ fn expected_text(list: &[String]) -> String {
                         | "`exec`"
                         | "`Ok`"
                         | "`Err`"
+                        | "`Some`"
+                        | "`None`"
+                        | "a float"
                         | "`-`"
                         | "`let`"
                         | "`fn`"

@@ -127,7 +127,9 @@ pub enum Tok {
     Dot,
     #[token("..")]
     DotDot,
-    #[token("?")]
+    /// `?:` in an optional field `email?: String` (one token, so that a
+    /// stray `?` stays an unreadable character).
+    #[regex(r"\?[ \t]*:")]
     Question,
     #[token("|")]
     Bar,
@@ -318,7 +320,7 @@ impl fmt::Display for Tok {
             Tok::EffectKw => "effect",
             Tok::With => "with",
             Tok::DotDot => "..",
-            Tok::Question => "?",
+            Tok::Question => "?:",
             Tok::Bar => "|",
             Tok::Float(x) => return write!(f, "{:?}", x.0),
             Tok::While => "while",

@@ -39,6 +39,13 @@ impl Checker<'_> {
         if list_first {
             self.check(args[list_index].0, &Type::list(a.clone()));
         }
+        // `fold`'s accumulator type comes from `init` when the callback's
+        // parameters are not annotated (`fold (fn acc => fn x => acc.n + x) {n = 0} xs`).
+        let acc = (name == "fold").then(|| self.metas.fresh(callback.span, "the accumulator type"));
+        let init_first = name == "fold" && is_unannotated_fn(callback) && args.len() > 1;
+        if let (true, Some(c)) = (init_first, &acc) {
+            self.check(args[1].0, c);
+        }
         let pure = |what: &str| {
             Allowed {
             set: EffectSet::pure(),
@@ -76,7 +83,7 @@ impl Checker<'_> {
                 )
             }
             "fold" => {
-                let c = self.metas.fresh(callback.span, "the accumulator type");
+                let c = acc.clone().unwrap_or(Type::Error);
                 let step = Type::fun(
                     c.clone(),
                     EffectSet::pure(),
@@ -96,6 +103,9 @@ impl Checker<'_> {
             let Some(&(arg, _)) = rest.next() else { break };
             supplied += 1;
             if list_first && i + 1 == params.len() {
+                continue;
+            }
+            if init_first && i == 0 {
                 continue;
             }
             self.check(arg, p);

@@ -563,8 +563,18 @@ impl<'a> Checker<'a> {
         });
         let saved = self.env.clone();
         self.bind(param, pty);
+        // A curried callback's inner lambda is held to the same reason
+        // (`fold (fn acc => fn x => …)`), but only while the expected type
+        // is as pure as the reason: a lambda returned *as the accumulator*
+        // (`c = String -{Read}-> …`) has its own allowed effects.
         if matches!(body.kind, ExprKind::Fn { .. }) {
-            self.callback_reason = reason;
+            let inner_fits = match (&*self.metas.resolve(r), &reason) {
+                (Type::Fun(_, e, _), Some(why)) => e.is_subset(&why.set),
+                _ => false,
+            };
+            if inner_fits {
+                self.callback_reason = reason;
+            }
         }
         self.check(body, r);
         self.callback_reason = None;
