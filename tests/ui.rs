@@ -29,8 +29,16 @@ mod common;
 #[allow(unused_imports)]
 use common::{parse_expect, split_list, Expect};
 
-const PHASES: [&str; 8] = [
-    "lex", "parse", "validate", "types", "effects", "linear", "result", "accept",
+const PHASES: [&str; 9] = [
+    "lex",
+    "parse",
+    "validate",
+    "types",
+    "effects",
+    "linear",
+    "result",
+    "accept",
+    "extensions",
 ];
 
 fn ui_dir() -> PathBuf {

@@ -628,7 +628,16 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
         }
         "json_int" => {
             let j = a(0);
-            opt(json_arg(&j).and_then(|j| j.as_i64()).map(Value::Int))
+            // As the boundary reads an Int: integral floats up to 2^53 too.
+            opt(json_arg(&j)
+                .and_then(|j| {
+                    j.as_i64().or_else(|| {
+                        j.as_f64()
+                            .filter(|f| f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0)
+                            .map(|f| f as i64)
+                    })
+                })
+                .map(Value::Int))
         }
         "json_float" => {
             let j = a(0);

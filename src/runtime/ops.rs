@@ -131,7 +131,7 @@ pub fn binary(
             let ord = match (a, b) {
                 (Value::Int(x), Value::Int(y)) => x.cmp(y),
                 (Value::Str(x), Value::Str(y)) => x.cmp(y),
-                (Value::Float(x), Value::Float(y)) => x.total_cmp(y),
+                (Value::Float(x), Value::Float(y)) => x.partial_cmp(y).unwrap_or(std::cmp::Ordering::Equal),
                 (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
                 _ => return Err(mistyped(op, a, b, span)),
             };
@@ -258,7 +258,7 @@ pub fn order(a: &Value, b: &Value) -> std::cmp::Ordering {
     match (a, b) {
         (Value::Int(x), Value::Int(y)) => x.cmp(y),
         (Value::Str(x), Value::Str(y)) => x.cmp(y),
-        (Value::Float(x), Value::Float(y)) => x.total_cmp(y),
+        (Value::Float(x), Value::Float(y)) => x.partial_cmp(y).unwrap_or(std::cmp::Ordering::Equal),
         (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
         _ => std::cmp::Ordering::Equal,
     }

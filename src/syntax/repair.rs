@@ -152,6 +152,7 @@ fn insert_missing_arm_commas(toks: &mut Vec<Spanned>, diags: &mut Vec<Diagnostic
                         // `Ok x =>`: the name is the pattern's binder.
                         | Tok::Ok
                         | Tok::Err
+                        | Tok::Some
                 );
                 if !after_separator {
                     if let Some(len) = pattern_len(&toks[i..]) {
@@ -181,7 +182,8 @@ fn pattern_len(t: &[Spanned]) -> Option<usize> {
     let binder =
         |x: Option<&Spanned>| matches!(x.map(|x| &x.1), Some(Tok::Ident(_) | Tok::Underscore));
     match t.first().map(|x| &x.1)? {
-        Tok::Ok | Tok::Err => {
+        Tok::None | Tok::Str(_) => Some(1),
+        Tok::Ok | Tok::Err | Tok::Some => {
             if t.get(1).map(|x| &x.1) == Some(&Tok::LParen)
                 && binder(t.get(2))
                 && t.get(3).map(|x| &x.1) == Some(&Tok::RParen)
@@ -201,11 +203,16 @@ fn pattern_len(t: &[Spanned]) -> Option<usize> {
 /// `match e with` (OCaml) is reported with the lt form.
 fn report_match_with(toks: &[Spanned], diags: &mut Vec<Diagnostic>) {
     let mut open_match = false;
-    for (l, tok, r) in toks {
+    for (i, (l, tok, r)) in toks.iter().enumerate() {
+        // `with` as a field name (`{with = 1}`, `r.with`, `{with: Int}`) is not OCaml's.
+        let field_name = matches!(
+            toks.get(i + 1).map(|t| &t.1),
+            Some(Tok::Eq | Tok::Colon | Tok::Comma | Tok::RBrace | Tok::RParen)
+        ) || (i > 0 && matches!(toks[i - 1].1, Tok::Dot | Tok::LBrace | Tok::Comma));
         match tok {
             Tok::Match => open_match = true,
             Tok::MatchLBrace => open_match = false,
-            Tok::Ident(w) if &**w == "with" && open_match => {
+            Tok::Ident(w) if &**w == "with" && open_match && !field_name => {
                 diags.push(
                     Diagnostic::error(
                         Code::E0101,

@@ -214,7 +214,25 @@ impl Checker<'_> {
                 continue;
             }
             match fs.iter().find(|(n, _)| *n == f.name.name) {
-                Some((_, t)) => self.check(&f.value, t),
+                Some((_, t)) => {
+                    let old = self.metas.zonk(t);
+                    if old.is_linear() || old.contains_result() {
+                        let (code, what) = if old.is_linear() {
+                            (Code::E0502, "a `!` value, which would never be used")
+                        } else {
+                            (Code::E0603, "a Result, which would never be matched")
+                        };
+                        let d = Diagnostic::error(
+                            code,
+                            f.name.span,
+                            format!("updating `{}` discards its old value, {what}", f.name.name),
+                        )
+                        .with_label(format!("the old `{}` has type {old}", f.name.name))
+                        .with_help("use the old value first, or build a new record literal");
+                        self.diags.push(d);
+                    }
+                    self.check(&f.value, t)
+                }
                 None => {
                     self.synth(&f.value);
                     let shown = self.show(&resolved);

@@ -64,6 +64,8 @@ pub struct Checker<'a> {
     pub(super) omitted_fields: HashMap<Span, Vec<Name>>,
     /// Type parameters of natives that must be ordered: `(metavariable, use, native)`.
     pub(super) ordered: Vec<(Type, Span, &'static str)>,
+    /// Every type parameter of a native: `(metavariable, use, native)`.
+    pub(super) data_vars: Vec<(Type, Span, &'static str)>,
     tool_index: HashMap<Name, usize>,
     pub(super) env: im::HashMap<Name, VarInfo, rustc_hash::FxBuildHasher>,
     frames: Vec<Frame>,
@@ -100,6 +102,7 @@ impl<'a> Checker<'a> {
             types,
             omitted_fields: HashMap::default(),
             ordered: Vec::new(),
+            data_vars: Vec::new(),
             tool_index: tools
                 .iter()
                 .enumerate()
@@ -345,6 +348,20 @@ impl<'a> Checker<'a> {
         first: Span,
         what: &'static str,
     ) -> Type {
+        // A later branch that is a plain String next to an enum: the whole
+        // is a String (either order gives the same type).
+        if matches!(*self.metas.resolve_peeled(first_ty), Type::Enum(_))
+            && !matches!(e.kind, ExprKind::Str(_))
+        {
+            let t = self.synth(e);
+            if matches!(*self.metas.resolve_peeled(&t), Type::String) {
+                return Type::String;
+            }
+            let saved = self.branch_ctx.replace((e.span, first, what));
+            self.expect(e.span, &t, first_ty);
+            self.branch_ctx = saved;
+            return first_ty.clone();
+        }
         if self.metas.zonk(first_ty).contains_fun() {
             let t = self.synth(e);
             return match self.metas.join(first_ty, &t) {

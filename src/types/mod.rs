@@ -171,6 +171,7 @@ pub fn check_program(program: Program, mut diags: Vec<Diagnostic>) -> Analysis {
     let mut ck = infer::Checker::new(&tools, &type_env, &validation.recursive_refs);
     let ty = ck.synth(&program.body);
     ck.check_ordered();
+    ck.check_data_vars();
     let ty = ck.metas.zonk(&ty);
     let effects = ck.top_effects();
     let tail = tail_expr(&program.body);

@@ -81,6 +81,7 @@ impl Checker<'_> {
             if &*v == "o" {
                 self.ordered.push((m.clone(), span, native.name));
             }
+            self.data_vars.push((m.clone(), span, native.name));
             env.vars.insert(v, m);
         }
         let mut sink = Vec::new();
@@ -131,6 +132,38 @@ impl Checker<'_> {
             }
         }
         rest
+    }
+
+    /// Reports every type parameter of a native that stands for a Result,
+    /// a `!T` or a function: the library's functions take plain data, so
+    /// `length [exec tool t x]` cannot drop a failure and `to_string tok`
+    /// cannot copy a token.
+    pub(super) fn check_data_vars(&mut self) {
+        let mut reported: Vec<Span> = Vec::new();
+        for (m, span, name) in std::mem::take(&mut self.data_vars) {
+            let t = self.metas.zonk(&m);
+            let why = if t.contains_result() {
+                (Code::E0606, "a Result", "match the Result first: `match … { Ok(v) => …, Err(e) => … }`")
+            } else if t.is_linear() {
+                (Code::E0505, "a `!` value", "a `!` value is for one tool call; pass plain values to library functions")
+            } else if t.contains_fun() {
+                (Code::E0211, "a function", "library functions take data (Int, String, records, lists …), not functions")
+            } else {
+                continue;
+            };
+            if reported.contains(&span) {
+                continue;
+            }
+            reported.push(span);
+            let d = Diagnostic::error(
+                why.0,
+                span,
+                format!("`{name}` takes plain data, but here it would get {} ({t})", why.1),
+            )
+            .with_label(format!("used with {t}"))
+            .with_help(why.2);
+            self.diags.push(d);
+        }
     }
 
     /// Reports every `o` type parameter that was not solved to an ordered type.

@@ -6,7 +6,7 @@ use super::ty::Type;
 use super::unify::Mismatch;
 use crate::diag::{did_you_mean, Code, Diagnostic};
 use crate::source::Span;
-use crate::syntax::ast::{BinOp, Expr, Field, Name};
+use crate::syntax::ast::{BinOp, Expr, ExprKind, Field, Name};
 
 fn at_path(path: &[String]) -> String {
     if path.is_empty() {
@@ -116,6 +116,32 @@ impl Checker<'_> {
                 .with_expected_found(full_exp.clone(), full_found);
                 d = d.with_help(fields_help(&missing, &extra));
                 d
+            }
+            Mismatch::Dropped { path, field, ty } => {
+                let (code, what, help) = if ty.is_linear() {
+                    (
+                        Code::E0502,
+                        "a `!` value that would never be used",
+                        format!("consume `{field}` first (pass it to the tool that takes it), or list it in the record type"),
+                    )
+                } else {
+                    (
+                        Code::E0603,
+                        "a Result that would never be matched",
+                        format!("match `{field}` first: `match r.{field} {{ Ok(v) => …, Err(e) => … }}`, or list it in the record type"),
+                    )
+                };
+                Diagnostic::error(
+                    code,
+                    span,
+                    format!(
+                        "this record's field `{field}`{} holds {what}: `{full_exp}` would hide it",
+                        at_path(&path)
+                    ),
+                )
+                .with_label(format!("`{field}` has type {ty}"))
+                .with_expected_found(full_exp.clone(), full_found)
+                .with_help(help)
             }
             Mismatch::Effects { path, allowed, got } => {
                 let mut d = Diagnostic::error(
@@ -282,6 +308,13 @@ impl Checker<'_> {
                     return Type::Float;
                 }
                 let tb = self.synth(b);
+                // `fn x => x * 2.0`: an operand of unknown type next to a Float is a Float.
+                if matches!(*self.metas.resolve_peeled(&ta), Type::Meta(_))
+                    && matches!(*self.metas.resolve_peeled(&tb), Type::Float)
+                {
+                    self.expect(a.span, &ta, &Type::Float);
+                    return Type::Float;
+                }
                 if matches!(*self.metas.resolve_peeled(&tb), Type::Float)
                     && matches!(*self.metas.resolve_peeled(&ta), Type::Int)
                 {
@@ -312,7 +345,7 @@ impl Checker<'_> {
             }
             BinOp::Eq | BinOp::Ne => {
                 let ta = self.synth(a);
-                self.check(b, &ta);
+                self.check_operand(b, &ta);
                 let t = self.metas.zonk(&ta);
                 if t.is_linear() {
                     let d = Diagnostic::error(
@@ -343,7 +376,9 @@ impl Checker<'_> {
             BinOp::Lt | BinOp::Gt | BinOp::Le | BinOp::Ge => {
                 let ta = self.synth(a);
                 match self.metas.resolve_peeled(&ta).into_owned() {
-                    Type::Int | Type::String | Type::Float | Type::Enum(_) => self.check(b, &ta),
+                    Type::Int | Type::String | Type::Float | Type::Enum(_) => {
+                        self.check_operand(b, &ta)
+                    }
                     Type::Error => {
                         self.synth(b);
                     }
@@ -435,5 +470,21 @@ impl Checker<'_> {
         .with_expected_found(Type::Enum(lits.into()).to_string(), format!("{s:?}"))
         .with_help(help);
         self.diags.push(d);
+    }
+}
+
+impl Checker<'_> {
+    /// The right operand of a comparison whose left has type `ta`: checked
+    /// against it, except that an enum compares with any String (a literal
+    /// must still be one of the enum's: E0216).
+    fn check_operand(&mut self, b: &Expr, ta: &Type) {
+        if matches!(*self.metas.resolve_peeled(ta), Type::Enum(_))
+            && !matches!(b.kind, ExprKind::Str(_))
+        {
+            let tb = self.synth(b);
+            self.expect(b.span, &tb, &Type::String);
+            return;
+        }
+        self.check(b, ta);
     }
 }

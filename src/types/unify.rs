@@ -56,6 +56,17 @@ pub enum Mismatch {
         /// The linear type found.
         found: Type,
     },
+    /// A record passed as an open record `{a: T, ..}` would hide a field
+    /// that must be used: one holding a Result (never matched) or a `!T`
+    /// (never consumed).
+    Dropped {
+        /// Where inside the compared types.
+        path: Vec<String>,
+        /// The hidden field.
+        field: Name,
+        /// Its type.
+        ty: Type,
+    },
     /// Solving would build an infinite type.
     Occurs,
 }
@@ -350,6 +361,20 @@ impl Metas {
                         missing,
                         extra: Vec::new(),
                     });
+                }
+                let listed: rustc_hash::FxHashSet<&str> = fe.iter().map(|(n, _)| &**n).collect();
+                for (n, ta) in fa {
+                    if listed.contains(&**n) {
+                        continue;
+                    }
+                    let t = self.zonk(ta);
+                    if t.contains_result() || t.is_linear() {
+                        return Err(Mismatch::Dropped {
+                            path: path.clone(),
+                            field: n.clone(),
+                            ty: t,
+                        });
+                    }
                 }
                 for (n, te) in fe {
                     if let Some(ta) = ia.get(&**n).copied() {
