@@ -21,8 +21,9 @@ pub struct Limits {
     /// Wall-clock limit for the whole run, tool calls included. Default 300 s.
     pub timeout: Option<Duration>,
     /// Longest list a tool may return (a longer one is that call's `Err`).
-    /// Programs cannot grow lists themselves: `map` keeps the length,
-    /// `filter` shortens, literals are as long as written. Default 10,000,000.
+    /// Also the longest list a standard-library function may build
+    /// (`range`, `concat`, `flatten`, `flat_map`, `split`): `map` keeps the
+    /// length, `filter` shortens, literals are as long as written. Default 10,000,000.
     pub max_list_len: usize,
     /// Longest string `++` may build, in bytes. Default 16 MiB.
     pub max_string_bytes: usize,
@@ -61,7 +62,8 @@ pub enum RunErrorKind {
     Timeout,
     /// A list, string or value larger than its limit.
     SizeLimit,
-    /// Integer overflow or division by zero.
+    /// The number range: an Int result outside 64 bits, or a Float result
+    /// that is not finite (division by zero is 0, not an error).
     Arithmetic,
     /// A broken invariant inside lt (a bug: please report it).
     Internal,

@@ -269,7 +269,28 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             return string_of(m, id, s.repeat(n as usize));
         }
         // ---- conversions
-        "to_string" => return string_of(m, id, display(&a(0))),
+        "to_string" => {
+            // Bounded before the text is built: a value's node count (a
+            // string counts one node per 64 bytes) past an eighth of the
+            // string limit cannot print within it.
+            let v = a(0);
+            let cap = m.limits().max_string_bytes / 8;
+            match v.size_up_to(cap) {
+                Some(n) => m.charge(n as u64, id)?,
+                None => {
+                    return Err(limit(
+                        m,
+                        id,
+                        format!(
+                            "`to_string` of a value too large to print within the string limit of {} bytes",
+                            m.limits().max_string_bytes
+                        ),
+                        "print a smaller part of the value",
+                    ))
+                }
+            }
+            return string_of(m, id, display(&v));
+        }
         "parse_int" => opt(str_arg(&a(0)).trim().parse::<i64>().ok().map(Value::Int)),
         "parse_float" => opt(
             str_arg(&a(0))
