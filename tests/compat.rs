@@ -428,7 +428,9 @@ fn a_runtime_error_is_ok_false_with_its_kind_and_position() {
     assert_eq!(out.code, 3, "{out:#?}");
     let errors = out.errors();
     assert!(
-        errors[0].starts_with("integer overflow: 9223372036854775807 + 1 [arithmetic at line 2, col 1; hint: "),
+        errors[0].starts_with(
+            "integer overflow: 9223372036854775807 + 1 [arithmetic at line 2, col 1; hint: "
+        ),
         "{errors:?}"
     );
 }

@@ -739,8 +739,14 @@ fn match_patterns() {
 #[test]
 fn and_or_short_circuit() {
     // The right side would overflow: it must not run.
-    assert_eq!(value("false && 9223372036854775807 + 1 == 1"), Value::Bool(false));
-    assert_eq!(value("true || 9223372036854775807 + 1 == 1"), Value::Bool(true));
+    assert_eq!(
+        value("false && 9223372036854775807 + 1 == 1"),
+        Value::Bool(false)
+    );
+    assert_eq!(
+        value("true || 9223372036854775807 + 1 == 1"),
+        Value::Bool(true)
+    );
     // When the left side does not decide, the right side runs.
     let e = run_error("true && 9223372036854775807 + 1 == 1", &Limits::default());
     assert_eq!(e.kind, RunErrorKind::Arithmetic);
@@ -1465,7 +1471,10 @@ fn timeout_during_pure_work() {
 fn division_by_zero() {
     // Total arithmetic (docs/language/reference.md#arithmetic): dividing by
     // zero is 0 for Int and 0.0 for Float, never a run error.
-    assert_eq!(value("let x = 5 in let y = x - 5 in 10 + x / y"), Value::Int(10));
+    assert_eq!(
+        value("let x = 5 in let y = x - 5 in 10 + x / y"),
+        Value::Int(10)
+    );
     assert_eq!(value("let n = 7 in n % (n - n)"), Value::Int(0));
     assert_eq!(value("1.5 / 0.0"), Value::Float(0.0));
     assert_eq!(value("1.5 % 0.0"), Value::Float(0.0));

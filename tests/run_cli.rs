@@ -936,7 +936,12 @@ fn integer_overflow_exits_3() {
 #[test]
 fn division_by_zero_is_zero() {
     let dir = TempDir::new("div0");
-    let out = run_prog(&dir, "let d = 0 in\nlet n = 10 in\n1 + n / d + n % d\n", None, &["--json"]);
+    let out = run_prog(
+        &dir,
+        "let d = 0 in\nlet n = 10 in\n1 + n / d + n % d\n",
+        None,
+        &["--json"],
+    );
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(out.json()["value"], json!(1));
 }

@@ -43,7 +43,11 @@ pub fn lower(program: &CheckedProgram) -> Result<Ir, LowerError> {
             .enumerate()
             .map(|(i, t)| (t.name.clone(), u32::try_from(i).unwrap_or(u32::MAX)))
             .collect(),
-        omitted: program.omitted_fields.iter().map(|(k, v)| (*k, v.clone())).collect(),
+        omitted: program
+            .omitted_fields
+            .iter()
+            .map(|(k, v)| (*k, v.clone()))
+            .collect(),
     };
     let root = lw.expr(&program.program.body)?;
     let frame_size = lw.frames[0].next_slot;

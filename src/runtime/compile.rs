@@ -280,7 +280,13 @@ impl Compiler<'_> {
                 let s = self.node(*s, d);
                 let arms: Vec<(ArmTest, Option<usize>, Code)> = arms
                     .iter()
-                    .map(|a: &Arm| (a.test.clone(), a.bind.map(|b| b as usize), self.node(a.body, d)))
+                    .map(|a: &Arm| {
+                        (
+                            a.test.clone(),
+                            a.bind.map(|b| b as usize),
+                            self.node(a.body, d),
+                        )
+                    })
                     .collect();
                 Box::new(move |m| {
                     m.charge(1, id)?;

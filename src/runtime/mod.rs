@@ -19,10 +19,10 @@
 
 pub mod boundary;
 mod compile;
-mod natives;
 pub(crate) mod deep_json;
 pub mod eval;
 pub mod host;
 pub mod limits;
+mod natives;
 pub mod ops;
 pub mod value;

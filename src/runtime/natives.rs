@@ -26,8 +26,9 @@ fn limit(m: &Machine<'_>, id: NodeId, what: String, help: &str) -> Box<RunError>
 
 fn range_error(m: &Machine<'_>, id: NodeId, what: String) -> Box<RunError> {
     Box::new(
-        RunError::new(RunErrorKind::Arithmetic, m.span(id), what)
-            .with_help("the result does not fit in an Int (-9223372036854775808 to 9223372036854775807)"),
+        RunError::new(RunErrorKind::Arithmetic, m.span(id), what).with_help(
+            "the result does not fit in an Int (-9223372036854775808 to 9223372036854775807)",
+        ),
     )
 }
 
@@ -50,7 +51,10 @@ fn string_of(m: &mut Machine<'_>, id: NodeId, s: String) -> Eval {
         return Err(limit(
             m,
             id,
-            format!("this would build a string of {} bytes, more than the limit of {max}", s.len()),
+            format!(
+                "this would build a string of {} bytes, more than the limit of {max}",
+                s.len()
+            ),
             "build less text",
         ));
     }
@@ -145,7 +149,11 @@ fn to_int(m: &Machine<'_>, id: NodeId, x: f64) -> Eval {
     if x >= -9_223_372_036_854_775_808.0 && x < 9_223_372_036_854_775_808.0 {
         Ok(Value::Int(x as i64))
     } else {
-        Err(range_error(m, id, format!("{} is outside the Int range", format_float(x))))
+        Err(range_error(
+            m,
+            id,
+            format!("{} is outside the Int range", format_float(x)),
+        ))
     }
 }
 
@@ -207,7 +215,9 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             let (s, sep) = (str_arg(&s), str_arg(&sep));
             m.charge((s.len() / 16) as u64, id)?;
             let parts: Vec<Value> = if sep.is_empty() {
-                s.chars().map(|c| Value::Str(Rc::from(c.to_string()))).collect()
+                s.chars()
+                    .map(|c| Value::Str(Rc::from(c.to_string())))
+                    .collect()
             } else {
                 s.split(sep).map(|p| Value::Str(Rc::from(p))).collect()
             };
@@ -255,7 +265,9 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             let start = int_arg(&a(1)).max(0) as usize;
             let count = int_arg(&a(2)).max(0) as usize;
             m.charge((s.len() / 64) as u64, id)?;
-            Value::Str(Rc::from(s.chars().skip(start).take(count).collect::<String>()))
+            Value::Str(Rc::from(
+                s.chars().skip(start).take(count).collect::<String>(),
+            ))
         }
         "repeat" => {
             let s = a(0);
@@ -292,14 +304,12 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             return string_of(m, id, display(&v));
         }
         "parse_int" => opt(str_arg(&a(0)).trim().parse::<i64>().ok().map(Value::Int)),
-        "parse_float" => opt(
-            str_arg(&a(0))
-                .trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|x| x.is_finite())
-                .map(Value::Float),
-        ),
+        "parse_float" => opt(str_arg(&a(0))
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite())
+            .map(Value::Float)),
         "parse_bool" => match str_arg(&a(0)).trim() {
             "true" => some(Value::Bool(true)),
             "false" => some(Value::Bool(false)),
@@ -319,7 +329,13 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             let n = int_arg(&a(0));
             match n.checked_abs() {
                 Some(v) => Value::Int(v),
-                None => return Err(range_error(m, id, format!("abs({n}) is outside the Int range"))),
+                None => {
+                    return Err(range_error(
+                        m,
+                        id,
+                        format!("abs({n}) is outside the Int range"),
+                    ))
+                }
             }
         }
         "min" | "max" => {
@@ -386,6 +402,10 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             let mut steps = 0u64;
             let mut found = false;
             for y in xs.iter() {
+                steps += 1;
+                if steps > limits.max_steps {
+                    break;
+                }
                 if ops::equal(&x, y, limits, &mut steps, span).map_err(Box::new)? {
                     found = true;
                     break;
@@ -460,8 +480,11 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
                     .enumerate()
                     .map(|(i, x)| {
                         Value::Record(
-                            vec![(index.clone(), Value::Int(i as i64)), (value.clone(), x.clone())]
-                                .into(),
+                            vec![
+                                (index.clone(), Value::Int(i as i64)),
+                                (value.clone(), x.clone()),
+                            ]
+                            .into(),
                         )
                     })
                     .collect(),
@@ -469,7 +492,11 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
         }
         "range" => {
             let (from, to) = (int_arg(&a(0)), int_arg(&a(1)));
-            let len = if to > from { (to as i128 - from as i128) as u128 } else { 0 };
+            let len = if to > from {
+                (to as i128 - from as i128) as u128
+            } else {
+                0
+            };
             let max = m.limits().max_list_len;
             if len > max as u128 {
                 return Err(limit(m, id, format!("`range {from} {to}` would build a list of {len} elements, more than the limit of {max}"), "use a smaller range, or raise the limit with --max-list-len N"));
@@ -485,7 +512,13 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
                 let n = int_arg(x);
                 total = match total.checked_add(n) {
                     Some(t) => t,
-                    None => return Err(range_error(m, id, format!("integer overflow: the sum passes {total} + {n}"))),
+                    None => {
+                        return Err(range_error(
+                            m,
+                            id,
+                            format!("integer overflow: the sum passes {total} + {n}"),
+                        ))
+                    }
                 };
             }
             Value::Int(total)
@@ -496,7 +529,11 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             // From +0.0 (an empty `Iterator::sum` of floats is -0.0).
             let total: f64 = xs.iter().map(float_arg).fold(0.0, |a, x| a + x);
             if !total.is_finite() {
-                return Err(Box::new(RunError::new(RunErrorKind::Arithmetic, m.span(id), "Float overflow: the sum is not a finite number".to_string())));
+                return Err(Box::new(RunError::new(
+                    RunErrorKind::Arithmetic,
+                    m.span(id),
+                    "Float overflow: the sum is not a finite number".to_string(),
+                )));
             }
             Value::Float(total)
         }
@@ -544,7 +581,13 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             let mut groups: Vec<(Value, Vec<Value>)> = Vec::new();
             for (k, x) in keys.into_iter().zip(xs.iter()) {
                 let mut at = None;
+                if steps > limits.max_steps {
+                    break;
+                }
                 for (gi, (gk, _)) in groups.iter().enumerate() {
+                    // One step per comparison: the work is quadratic in the
+                    // number of groups, and the fuel says so.
+                    steps += 1;
                     if ops::equal(&k, gk, limits, &mut steps, span).map_err(Box::new)? {
                         at = Some(gi);
                         break;
@@ -560,7 +603,9 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             list(
                 groups
                     .into_iter()
-                    .map(|(k, v)| Value::Record(vec![(key.clone(), k), (items.clone(), list(v))].into()))
+                    .map(|(k, v)| {
+                        Value::Record(vec![(key.clone(), k), (items.clone(), list(v))].into())
+                    })
                     .collect(),
             )
         }
@@ -573,6 +618,7 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             for x in xs.iter() {
                 let mut dup = false;
                 for y in &out {
+                    steps += 1;
                     if ops::equal(x, y, limits, &mut steps, span).map_err(Box::new)? {
                         dup = true;
                         break;
@@ -689,9 +735,9 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
         }
         "json_keys" => {
             let j = a(0);
-            opt(json_arg(&j).and_then(|j| j.as_object()).map(|o| {
-                list(o.keys().map(|k| Value::Str(Rc::from(k.as_str()))).collect())
-            }))
+            opt(json_arg(&j)
+                .and_then(|j| j.as_object())
+                .map(|o| list(o.keys().map(|k| Value::Str(Rc::from(k.as_str()))).collect())))
         }
         "json_is_null" => Value::Bool(matches!(json_arg(&a(0)), Some(Json::Null))),
         "to_json" => {
@@ -699,7 +745,14 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             let nodes = v.size_up_to(m.limits().max_value_nodes);
             match nodes {
                 Some(n) => m.charge(n as u64, id)?,
-                None => return Err(limit(m, id, "`to_json` of a value larger than the value-size limit".to_string(), "convert a smaller value")),
+                None => {
+                    return Err(limit(
+                        m,
+                        id,
+                        "`to_json` of a value larger than the value-size limit".to_string(),
+                        "convert a smaller value",
+                    ))
+                }
             }
             Value::Json(Rc::new(v.to_json()))
         }

@@ -95,7 +95,10 @@ pub fn binary(
                 return Err(RunError::new(
                     RunErrorKind::Arithmetic,
                     span,
-                    format!("Float overflow: {x:e} {} {y:e} is not a finite number", op.as_str()),
+                    format!(
+                        "Float overflow: {x:e} {} {y:e} is not a finite number",
+                        op.as_str()
+                    ),
                 )
                 .with_help("the result is beyond ±1.8e308; keep the numbers smaller"));
             }
@@ -131,7 +134,9 @@ pub fn binary(
             let ord = match (a, b) {
                 (Value::Int(x), Value::Int(y)) => x.cmp(y),
                 (Value::Str(x), Value::Str(y)) => x.cmp(y),
-                (Value::Float(x), Value::Float(y)) => x.partial_cmp(y).unwrap_or(std::cmp::Ordering::Equal),
+                (Value::Float(x), Value::Float(y)) => {
+                    x.partial_cmp(y).unwrap_or(std::cmp::Ordering::Equal)
+                }
                 (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
                 _ => return Err(mistyped(op, a, b, span)),
             };

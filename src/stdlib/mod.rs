@@ -160,7 +160,13 @@ pub fn index(name: &str) -> Option<usize> {
     static INDEX: std::sync::OnceLock<std::collections::HashMap<&'static str, usize>> =
         std::sync::OnceLock::new();
     INDEX
-        .get_or_init(|| NATIVES.iter().enumerate().map(|(i, n)| (n.name, i)).collect())
+        .get_or_init(|| {
+            NATIVES
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.name, i))
+                .collect()
+        })
         .get(name)
         .copied()
 }

@@ -208,7 +208,8 @@ fn report_match_with(toks: &[Spanned], diags: &mut Vec<Diagnostic>) {
         let field_name = matches!(
             toks.get(i + 1).map(|t| &t.1),
             Some(Tok::Eq | Tok::Colon | Tok::Comma | Tok::RBrace | Tok::RParen)
-        ) || (i > 0 && matches!(toks[i - 1].1, Tok::Dot | Tok::LBrace | Tok::Comma));
+        ) || (i > 0
+            && matches!(toks[i - 1].1, Tok::Dot | Tok::LBrace | Tok::Comma));
         match tok {
             Tok::Match => open_match = true,
             Tok::MatchLBrace => open_match = false,

@@ -176,7 +176,10 @@ pub enum Tok {
     Int(i64),
     /// A Float literal `1.5`, `2.0e-3`, `1e6` (extension), kept as its text
     /// (so that tokens compare exactly) and parsed by the grammar's action.
-    #[regex(r"[0-9]+\.[0-9]+([eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+", float_literal)]
+    #[regex(
+        r"[0-9]+\.[0-9]+([eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+",
+        float_literal
+    )]
     Float(FloatLit),
     #[token("\"", string_literal)]
     Str(String),
@@ -609,8 +612,8 @@ fn mark_match_braces(toks: &mut [Spanned]) {
                 let opens_arms = matches!(
                     next,
                     Some(Tok::Ok | Tok::Err | Tok::Some | Tok::None | Tok::Underscore)
-                )
-                    || (matches!(after, Some(Tok::FatArrow)) && !matches!(next, Some(Tok::RBrace)))
+                ) || (matches!(after, Some(Tok::FatArrow))
+                    && !matches!(next, Some(Tok::RBrace)))
                     || (awaited
                         && matches!(next, Some(Tok::RBrace))
                         && !matches!(after, Some(Tok::LBrace)));

@@ -47,7 +47,9 @@ impl TypeEnv {
 pub fn type_env(decls: &[Decl], diags: &mut Vec<Diagnostic>) -> TypeEnv {
     let mut env = TypeEnv::default();
     for decl in decls {
-        let Decl::Effect(labels, _) = decl else { continue };
+        let Decl::Effect(labels, _) = decl else {
+            continue;
+        };
         for l in labels {
             if BUILTIN_EFFECTS.contains(&&*l.name) || &*l.name == "Pure" {
                 diags.push(
@@ -57,12 +59,24 @@ pub fn type_env(decls: &[Decl], diags: &mut Vec<Diagnostic>) -> TypeEnv {
                 );
             } else if !l.name.starts_with(|c: char| c.is_ascii_uppercase()) {
                 diags.push(
-                    Diagnostic::error(Code::E0212, l.span, format!("effect label `{}` must start with a capital letter", l.name))
-                        .with_label("not an effect label")
-                        .with_help(format!("write it as `{}`", capitalize(&l.name))),
+                    Diagnostic::error(
+                        Code::E0212,
+                        l.span,
+                        format!("effect label `{}` must start with a capital letter", l.name),
+                    )
+                    .with_label("not an effect label")
+                    .with_help(format!("write it as `{}`", capitalize(&l.name))),
                 );
-            } else {
-                env.effects.insert(l.name.clone());
+            } else if !env.effects.insert(l.name.clone()) {
+                diags.push(
+                    Diagnostic::error(
+                        Code::E0213,
+                        l.span,
+                        format!("effect `{}` is declared twice", l.name),
+                    )
+                    .with_label("second declaration")
+                    .with_help("remove one of the two"),
+                );
             }
         }
     }
@@ -71,19 +85,43 @@ pub fn type_env(decls: &[Decl], diags: &mut Vec<Diagnostic>) -> TypeEnv {
         let name = &alias.name;
         if BASE_TYPES.contains(&&*name.name) {
             diags.push(
-                Diagnostic::error(Code::E0213, name.span, format!("`{}` is a built-in type", name.name))
-                    .with_label("cannot be redefined")
-                    .with_help("give the alias another name"),
+                Diagnostic::error(
+                    Code::E0213,
+                    name.span,
+                    format!("`{}` is a built-in type", name.name),
+                )
+                .with_label("cannot be redefined")
+                .with_help("give the alias another name"),
             );
             continue;
         }
-        let ty = lower_type(&alias.ty, &env, diags);
+        let mut ty = lower_type(&alias.ty, &env, diags);
+        if type_size(&ty, super::MAX_TYPE_SIZE) > super::MAX_TYPE_SIZE {
+            diags.push(
+                Diagnostic::error(
+                    Code::E0215,
+                    alias.span,
+                    format!(
+                        "type `{}` has more than {} parts",
+                        name.name,
+                        super::MAX_TYPE_SIZE
+                    ),
+                )
+                .with_label("type too large")
+                .with_help("an alias used twice in another doubles it; declare smaller types"),
+            );
+            ty = Type::Error;
+        }
         if let Some(prev) = env.alias_spans.get(&name.name) {
             diags.push(
-                Diagnostic::error(Code::E0213, name.span, format!("type `{}` is declared twice", name.name))
-                    .with_label("second declaration")
-                    .with_secondary(*prev, "first declared here")
-                    .with_help("remove one declaration, or give the types different names"),
+                Diagnostic::error(
+                    Code::E0213,
+                    name.span,
+                    format!("type `{}` is declared twice", name.name),
+                )
+                .with_label("second declaration")
+                .with_secondary(*prev, "first declared here")
+                .with_help("remove one declaration, or give the types different names"),
             );
             continue;
         }
@@ -91,6 +129,28 @@ pub fn type_env(decls: &[Decl], diags: &mut Vec<Diagnostic>) -> TypeEnv {
         env.aliases.insert(name.name.clone(), ty);
     }
     env
+}
+
+/// The number of nodes of `t`, counted no further than just past `cap`.
+fn type_size(t: &Type, cap: usize) -> usize {
+    let mut n = 0usize;
+    let mut work = vec![t];
+    while let Some(t) = work.pop() {
+        n += 1;
+        if n > cap {
+            break;
+        }
+        match t {
+            Type::Record(fs) | Type::OpenRecord(fs) => work.extend(fs.iter().map(|(_, t)| t)),
+            Type::List(t) | Type::Linear(t) | Type::Option(t) => work.push(t),
+            Type::Result(a, b) | Type::Fun(a, _, b) => {
+                work.push(a);
+                work.push(b);
+            }
+            _ => {}
+        }
+    }
+    n
 }
 
 fn capitalize(s: &str) -> String {
@@ -190,7 +250,9 @@ fn named(id: &Ident, env: &TypeEnv, diags: &mut Vec<Diagnostic>) -> Type {
         other if env.aliases.contains_key(other) => {
             env.aliases.get(other).cloned().unwrap_or(Type::Error)
         }
-        other if env.vars.contains_key(other) => env.vars.get(other).cloned().unwrap_or(Type::Error),
+        other if env.vars.contains_key(other) => {
+            env.vars.get(other).cloned().unwrap_or(Type::Error)
+        }
         other => {
             let mut d = Diagnostic::error(Code::E0205, id.span, format!("unknown type `{other}`"))
                 .with_label("not a type")
@@ -219,11 +281,7 @@ fn named(id: &Ident, env: &TypeEnv, diags: &mut Vec<Diagnostic>) -> Type {
 }
 
 /// Converts a written effect row; `Pure` adds nothing.
-pub fn lower_effects(
-    row: &EffectRowExpr,
-    env: &TypeEnv,
-    diags: &mut Vec<Diagnostic>,
-) -> EffectSet {
+pub fn lower_effects(row: &EffectRowExpr, env: &TypeEnv, diags: &mut Vec<Diagnostic>) -> EffectSet {
     let mut set = EffectSet::pure();
     for label in &row.labels {
         match &*label.name {

@@ -66,6 +66,8 @@ pub struct Checker<'a> {
     pub(super) ordered: Vec<(Type, Span, &'static str)>,
     /// Every type parameter of a native: `(metavariable, use, native)`.
     pub(super) data_vars: Vec<(Type, Span, &'static str)>,
+    /// `==`/`!=` whose operand type held unsolved metavariables: `(type, operator span, op)`.
+    pub(super) comparisons: Vec<(Type, Span, BinOp)>,
     tool_index: HashMap<Name, usize>,
     pub(super) env: im::HashMap<Name, VarInfo, rustc_hash::FxBuildHasher>,
     frames: Vec<Frame>,
@@ -103,6 +105,7 @@ impl<'a> Checker<'a> {
             omitted_fields: HashMap::default(),
             ordered: Vec::new(),
             data_vars: Vec::new(),
+            comparisons: Vec::new(),
             tool_index: tools
                 .iter()
                 .enumerate()

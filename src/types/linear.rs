@@ -451,6 +451,18 @@ impl Usage<'_> {
             PatternKind::Ok(Binder::Wildcard(w))
             | PatternKind::Err(Binder::Wildcard(w))
             | PatternKind::Some(Binder::Wildcard(w)) => {
+                if self.types.get(w).is_some_and(Type::contains_result) {
+                    let d = Diagnostic::error(
+                        Code::E0603,
+                        *w,
+                        "Unhandled Result: `_` discards a value that holds a Result",
+                    )
+                    .with_label("this Result is never matched")
+                    .with_help(
+                        "bind it to a name and match it: `match x { Ok(v) => …, Err(e) => … }`",
+                    );
+                    self.diags.push(d);
+                }
                 if self.types.get(w).is_some_and(Type::is_linear) {
                     let d = Diagnostic::error(Code::E0502, *w, "linear value discarded by `_`")
                         .with_label("this `!` value is never used")
@@ -460,6 +472,20 @@ impl Usage<'_> {
                 None
             }
             PatternKind::Wildcard => {
+                if self
+                    .types
+                    .get(&p.span)
+                    .is_some_and(|t| t.contains_result() && !matches!(t, Type::Result(..)))
+                {
+                    let d = Diagnostic::error(
+                        Code::E0603,
+                        p.span,
+                        "Unhandled Result: `_` discards a value that holds a Result",
+                    )
+                    .with_label("the matched value holds a Result that is never matched")
+                    .with_help("bind it with a name (`x => …`) and match the Result inside");
+                    self.diags.push(d);
+                }
                 if self.types.get(&p.span).is_some_and(Type::is_linear) {
                     let d = Diagnostic::error(Code::E0502, p.span, "linear value discarded by `_`")
                         .with_label("the matched `!` value is never used")

@@ -172,6 +172,7 @@ pub fn check_program(program: Program, mut diags: Vec<Diagnostic>) -> Analysis {
     let ty = ck.synth(&program.body);
     ck.check_ordered();
     ck.check_data_vars();
+    ck.check_comparisons();
     let ty = ck.metas.zonk(&ty);
     let effects = ck.top_effects();
     let tail = tail_expr(&program.body);

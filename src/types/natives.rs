@@ -143,11 +143,23 @@ impl Checker<'_> {
         for (m, span, name) in std::mem::take(&mut self.data_vars) {
             let t = self.metas.zonk(&m);
             let why = if t.contains_result() {
-                (Code::E0606, "a Result", "match the Result first: `match … { Ok(v) => …, Err(e) => … }`")
+                (
+                    Code::E0606,
+                    "a Result",
+                    "match the Result first: `match … { Ok(v) => …, Err(e) => … }`",
+                )
             } else if t.is_linear() {
-                (Code::E0505, "a `!` value", "a `!` value is for one tool call; pass plain values to library functions")
+                (
+                    Code::E0505,
+                    "a `!` value",
+                    "a `!` value is for one tool call; pass plain values to library functions",
+                )
             } else if t.contains_fun() {
-                (Code::E0211, "a function", "library functions take data (Int, String, records, lists …), not functions")
+                (
+                    Code::E0211,
+                    "a function",
+                    "library functions take data (Int, String, records, lists …), not functions",
+                )
             } else {
                 continue;
             };
@@ -158,7 +170,10 @@ impl Checker<'_> {
             let d = Diagnostic::error(
                 why.0,
                 span,
-                format!("`{name}` takes plain data, but here it would get {} ({t})", why.1),
+                format!(
+                    "`{name}` takes plain data, but here it would get {} ({t})",
+                    why.1
+                ),
             )
             .with_label(format!("used with {t}"))
             .with_help(why.2);
@@ -174,9 +189,13 @@ impl Checker<'_> {
                 continue;
             }
             let d = if matches!(t, Type::Meta(_)) {
-                Diagnostic::error(Code::E0209, span, format!("cannot infer what `{name}` compares"))
-                    .with_label("type not known")
-                    .with_help("annotate the list or the callback's parameter")
+                Diagnostic::error(
+                    Code::E0209,
+                    span,
+                    format!("cannot infer what `{name}` compares"),
+                )
+                .with_label("type not known")
+                .with_help("annotate the list or the callback's parameter")
             } else {
                 Diagnostic::error(
                     Code::E0211,

@@ -84,6 +84,22 @@ impl Checker<'_> {
             _ => Scrutinee::Plain,
         };
         self.misplaced_patterns(arms, &kind, scrut, &resolved);
+        if matches!(kind, Scrutinee::Enum(_) | Scrutinee::Str)
+            && self.metas.zonk(&st).is_linear()
+            && arms
+                .iter()
+                .any(|a| matches!(a.pattern.kind, PatternKind::Str(_)))
+        {
+            let t = self.metas.zonk(&st);
+            let d = Diagnostic::error(
+                Code::E0505,
+                scrut.span,
+                format!("matching a linear {t} against string literals would consume it just to compare it"),
+            )
+            .with_label("a `!` value")
+            .with_help("a `!` value is for one tool call; match a plain value instead");
+            self.diags.push(d);
+        }
         match &kind {
             Scrutinee::Result(..) => self.result_arms(arms, scrut.span, span),
             Scrutinee::Option(_) => self.option_arms(arms, scrut.span, span),
@@ -159,7 +175,10 @@ impl Checker<'_> {
             } else if is_option_pat(k) {
                 ("an Option", matches!(kind, Scrutinee::Option(_)))
             } else if matches!(k, PatternKind::Str(_)) {
-                ("a String", matches!(kind, Scrutinee::Str | Scrutinee::Enum(_)))
+                (
+                    "a String",
+                    matches!(kind, Scrutinee::Str | Scrutinee::Enum(_)),
+                )
             } else {
                 continue;
             };
@@ -176,7 +195,10 @@ impl Checker<'_> {
                 arm.pattern.span,
                 format!("this pattern matches {what}, but the matched value has type {shown}"),
             )
-            .with_label(format!("{} pattern", &what[what.find(' ').map_or(0, |i| i + 1)..]))
+            .with_label(format!(
+                "{} pattern",
+                &what[what.find(' ').map_or(0, |i| i + 1)..]
+            ))
             .with_secondary(scrut.span, format!("this has type {shown}"))
             .with_help(help);
             self.diags.push(d);
@@ -191,7 +213,11 @@ impl Checker<'_> {
         let mut catch_all: Option<Span> = None;
         for arm in arms {
             if let Some(first) = catch_all {
-                self.unreachable(arm.pattern.span, first, "this pattern already matches everything");
+                self.unreachable(
+                    arm.pattern.span,
+                    first,
+                    "this pattern already matches everything",
+                );
                 continue;
             }
             let (slot, name) = match &arm.pattern.kind {
@@ -206,7 +232,11 @@ impl Checker<'_> {
             match slot {
                 Some(first) => {
                     let first = *first;
-                    self.unreachable(arm.pattern.span, first, &format!("the first `{name}` arm already matches"));
+                    self.unreachable(
+                        arm.pattern.span,
+                        first,
+                        &format!("the first `{name}` arm already matches"),
+                    );
                 }
                 None => *slot = Some(arm.pattern.span),
             }
@@ -239,14 +269,22 @@ impl Checker<'_> {
         let mut catch_all: Option<Span> = None;
         for arm in arms {
             if let Some(first) = catch_all {
-                self.unreachable(arm.pattern.span, first, "this pattern already matches everything");
+                self.unreachable(
+                    arm.pattern.span,
+                    first,
+                    "this pattern already matches everything",
+                );
                 continue;
             }
             match &arm.pattern.kind {
                 PatternKind::Str(s) => {
                     if let Some((_, first)) = seen.iter().find(|(x, _)| x == s) {
                         let first = *first;
-                        self.unreachable(arm.pattern.span, first, &format!("the first {s:?} arm already matches"));
+                        self.unreachable(
+                            arm.pattern.span,
+                            first,
+                            &format!("the first {s:?} arm already matches"),
+                        );
                     } else {
                         self.enum_literal(s, arm.pattern.span, lits);
                         seen.push((s.clone(), arm.pattern.span));
@@ -289,14 +327,22 @@ impl Checker<'_> {
         let mut catch_all: Option<Span> = None;
         for arm in arms {
             if let Some(first) = catch_all {
-                self.unreachable(arm.pattern.span, first, "this pattern already matches everything");
+                self.unreachable(
+                    arm.pattern.span,
+                    first,
+                    "this pattern already matches everything",
+                );
                 continue;
             }
             match &arm.pattern.kind {
                 PatternKind::Str(s) => {
                     if let Some((_, first)) = seen.iter().find(|(x, _)| x == s) {
                         let first = *first;
-                        self.unreachable(arm.pattern.span, first, &format!("the first {s:?} arm already matches"));
+                        self.unreachable(
+                            arm.pattern.span,
+                            first,
+                            &format!("the first {s:?} arm already matches"),
+                        );
                     } else {
                         seen.push((s, arm.pattern.span));
                     }

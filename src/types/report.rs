@@ -362,7 +362,11 @@ impl Checker<'_> {
                     self.diags.push(d);
                     return Type::Bool;
                 }
-                if let Some(why) = not_comparable(&t) {
+                if self.metas.first_unsolved(&t).is_some() {
+                    // Decided once the program is typed (`fn x => x == x`
+                    // applied to a Result must not compare it).
+                    self.comparisons.push((ta.clone(), op_span, op));
+                } else if let Some(why) = not_comparable(&t) {
                     let d = Diagnostic::error(Code::E0211, op_span, format!("`{}` cannot compare values of type {t}", op.as_str()))
                         .with_label(why)
                         .with_help(match t {
@@ -486,5 +490,42 @@ impl Checker<'_> {
             return;
         }
         self.check(b, ta);
+    }
+}
+
+impl Checker<'_> {
+    /// Re-checks the comparisons whose operand type was not known when
+    /// they were typed (E0211 for Results and functions, E0505 for `!T`).
+    pub(super) fn check_comparisons(&mut self) {
+        for (t, span, op) in std::mem::take(&mut self.comparisons) {
+            let t = self.metas.zonk(&t);
+            if t.is_linear() {
+                let d = Diagnostic::error(
+                    Code::E0505,
+                    span,
+                    format!(
+                        "`{}` would consume a linear {t} just to compare it",
+                        op.as_str()
+                    ),
+                )
+                .with_label("comparison of a `!` value")
+                .with_help("a `!` value is for one tool call; compare plain values instead");
+                self.diags.push(d);
+            } else if let Some(why) = not_comparable(&t) {
+                let d = Diagnostic::error(
+                    Code::E0211,
+                    span,
+                    format!("`{}` cannot compare values of type {t}", op.as_str()),
+                )
+                .with_label(why)
+                .with_help(match t {
+                    Type::Result(..) => "match the Result first and compare the values inside",
+                    _ => {
+                        "compare plain data: Int, Bool, String, Unit, or records and lists of them"
+                    }
+                });
+                self.diags.push(d);
+            }
+        }
     }
 }

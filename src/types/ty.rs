@@ -295,7 +295,11 @@ pub fn write_type(
             }
             Type::List(e) => {
                 out.push_str("List ");
-                paren(e, out, matches!(&*resolve(e), Type::Fun(..) | Type::Enum(..)));
+                paren(
+                    e,
+                    out,
+                    matches!(&*resolve(e), Type::Fun(..) | Type::Enum(..)),
+                );
             }
             Type::Result(a, b) => {
                 out.push_str("Result<");
@@ -320,7 +324,11 @@ pub fn write_type(
                 );
             }
             Type::Fun(a, e, b) => {
-                paren(a, out, matches!(&*resolve(a), Type::Fun(..) | Type::Enum(..)));
+                paren(
+                    a,
+                    out,
+                    matches!(&*resolve(a), Type::Fun(..) | Type::Enum(..)),
+                );
                 out.push_str(&format!(" -{e}-> "));
                 write_type(b, out, max, resolve);
             }

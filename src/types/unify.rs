@@ -270,9 +270,9 @@ impl Metas {
                 (Type::List(x), Type::List(y)) => Ok(Type::list(self.join(x, y)?)),
                 (Type::Option(x), Type::Option(y)) => Ok(Type::option(self.join(x, y)?)),
                 // Two enums join to their union; an enum and a String to String.
-                (Type::Enum(x), Type::Enum(y)) => {
-                    Ok(Type::enumeration(x.iter().chain(y.iter()).cloned().collect()))
-                }
+                (Type::Enum(x), Type::Enum(y)) => Ok(Type::enumeration(
+                    x.iter().chain(y.iter()).cloned().collect(),
+                )),
                 (Type::Enum(_), Type::String) | (Type::String, Type::Enum(_)) => Ok(Type::String),
                 (Type::Result(x1, x2), Type::Result(y1, y2)) => {
                     let ok = self.join(x1, y1)?;
