@@ -136,7 +136,7 @@ def run_without_executors():
 
 @scenario
 def runtime_errors_raise():
-    expect_error(lambda: lt.run("let d = 0 in 10 / d"), "division by zero [arithmetic at line 1")
+    expect_error(lambda: lt.run("let d = 1 in 9223372036854775807 + d"), "integer overflow: 9223372036854775807 + 1 [arithmetic at line 1")
 
 
 # --- run with Python executors ---------------------------------------------------
