@@ -48,6 +48,7 @@ pub fn lower(program: &CheckedProgram) -> Result<Ir, LowerError> {
             .iter()
             .map(|(k, v)| (*k, v.clone()))
             .collect(),
+        inlining: Vec::new(),
     };
     let root = lw.expr(&program.program.body)?;
     let frame_size = lw.frames[0].next_slot;
@@ -77,6 +78,8 @@ struct Lowerer {
     frames: Vec<Frame>,
     tools: FxHashMap<Name, u32>,
     omitted: FxHashMap<Span, Vec<Name>>,
+    /// The library functions written in lt being inlined (innermost last).
+    inlining: Vec<Name>,
 }
 
 const BUILTINS: [(&str, usize); 4] = [("map", 2), ("filter", 2), ("fold", 3), ("traverse", 2)];
@@ -172,6 +175,9 @@ impl Lowerer {
             ExprKind::None => self.leaf(NodeKind::Const(Value::None), span),
             ExprKind::Str(s) => self.leaf(NodeKind::Const(Value::Str(Rc::from(s.as_str()))), span),
             ExprKind::Var(id) => match crate::stdlib::lookup(&id.name) {
+                Some(native) if native.file.is_some() && self.resolve(&id.name).is_none() => {
+                    self.inline(id)?
+                }
                 Some(native) if self.resolve(&id.name).is_none() => {
                     self.builtin_app(span, id, native.arity(), &[])?
                 }
@@ -385,7 +391,8 @@ impl Lowerer {
                 }
             }
             if let Some(native) = crate::stdlib::lookup(&id.name) {
-                if self.resolve(&id.name).is_none() {
+                // A function written in lt is inlined as a lambda (below).
+                if native.file.is_none() && self.resolve(&id.name).is_none() {
                     return self.builtin_app(e.span, id, native.arity(), &args);
                 }
             }
@@ -397,6 +404,46 @@ impl Lowerer {
             out.push(self.expr(a)?);
         }
         Ok(self.set(id, NodeKind::Apply(f, out)))
+    }
+
+    /// A use of a library function written in lt: its definition (a closed
+    /// `fn`) lowered in place, every node given the use's span. The
+    /// definition is lowered with the program's scopes set aside, so a
+    /// program variable can never be captured by it.
+    fn inline(&mut self, id: &Ident) -> Result<NodeId, LowerError> {
+        let def = match crate::stdlib::prelude::definition(&id.name) {
+            Some(Ok(def)) => def,
+            Some(Err(e)) => {
+                return Err(internal(
+                    format!(
+                        "the library function `{}` ({}) does not check: {}",
+                        e.name,
+                        e.file,
+                        e.problems.join("; ")
+                    ),
+                    id.span,
+                ))
+            }
+            None => return Err(internal(format!("unknown library function `{}`", id.name), id.span)),
+        };
+        if self.inlining.contains(&id.name) {
+            return Err(internal(format!("the library function `{}` uses itself", id.name), id.span));
+        }
+        self.inlining.push(id.name.clone());
+        let first = self.nodes.len();
+        let frames = std::mem::replace(&mut self.frames, vec![Frame::default()]);
+        let omitted = std::mem::replace(
+            &mut self.omitted,
+            def.omitted_fields.iter().map(|(k, v)| (*k, v.clone())).collect(),
+        );
+        let result = self.lambda(&def.value);
+        self.frames = frames;
+        self.omitted = omitted;
+        self.inlining.pop();
+        for node in &mut self.nodes[first..] {
+            node.span = id.span;
+        }
+        result
     }
 
     fn builtin_app(

@@ -136,13 +136,6 @@ fn each(
     Ok(())
 }
 
-fn apply1(m: &mut Machine<'_>, id: NodeId, f: &Value, x: Value) -> Eval {
-    let callee = m.enter(f, 1);
-    let r = m.call1(&callee, x, item(id, 0), id);
-    m.leave(callee);
-    r
-}
-
 /// `float → Int` for `round`/`floor`/`ceil`/`truncate`.
 fn to_int(m: &Machine<'_>, id: NodeId, x: f64) -> Eval {
     // i64::MAX as f64 rounds up to 2^63, which is out of range.
@@ -325,19 +318,6 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             Value::Str(Rc::from(format!("{:.*}", decimals, float_arg(&a(1)))))
         }
         // ---- numbers
-        "abs" => {
-            let n = int_arg(&a(0));
-            match n.checked_abs() {
-                Some(v) => Value::Int(v),
-                None => {
-                    return Err(range_error(
-                        m,
-                        id,
-                        format!("abs({n}) is outside the Int range"),
-                    ))
-                }
-            }
-        }
         "min" | "max" => {
             let (x, y) = (a(0), a(1));
             let ord = ops::order(&x, &y);
@@ -351,50 +331,9 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             let (n, d) = (int_arg(&a(0)), int_arg(&a(1)));
             opt(n.checked_div(d).map(Value::Int))
         }
-        "float_abs" => Value::Float(float_arg(&a(0)).abs()),
         // ---- lists
         "length" => Value::Int(list_arg(&a(0)).len() as i64),
-        "is_empty" => Value::Bool(list_arg(&a(0)).is_empty()),
         "head" => opt(list_arg(&a(0)).first().cloned()),
-        "last" => opt(list_arg(&a(0)).last().cloned()),
-        "nth" => {
-            let i = int_arg(&a(0));
-            let xs = list_arg(&a(1));
-            opt(usize::try_from(i).ok().and_then(|i| xs.get(i).cloned()))
-        }
-        "find" => {
-            let (f, xs) = (a(0), list_arg(&a(1)));
-            let mut found = None;
-            each(m, id, &f, &xs, |i, r| {
-                if matches!(r, Value::Bool(true)) {
-                    found = Some(i);
-                    false
-                } else {
-                    true
-                }
-            })?;
-            opt(found.map(|i| xs[i].clone()))
-        }
-        "any" | "all" | "count" => {
-            let (f, xs) = (a(0), list_arg(&a(1)));
-            let mut hits = 0i64;
-            let mut seen = 0i64;
-            each(m, id, &f, &xs, |_, r| {
-                seen += 1;
-                let yes = matches!(r, Value::Bool(true));
-                hits += i64::from(yes);
-                match name {
-                    "any" => !yes,
-                    "all" => yes,
-                    _ => true,
-                }
-            })?;
-            match name {
-                "any" => Value::Bool(hits > 0),
-                "all" => Value::Bool(hits == seen),
-                _ => Value::Int(hits),
-            }
-        }
         "member" => {
             let (x, xs) = (a(0), list_arg(&a(1)));
             let limits = m.limits();
@@ -438,19 +377,6 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             m.charge((total + xss.len()) as u64 / 8, id)?;
             list(xss.iter().flat_map(|x| list_arg(x).to_vec()).collect())
         }
-        "flat_map" => {
-            let (f, xs) = (a(0), list_arg(&a(1)));
-            let mut out: Vec<Value> = Vec::new();
-            let max = m.limits().max_list_len;
-            let mut over = false;
-            each(m, id, &f, &xs, |_, r| {
-                out.extend(list_arg(&r).iter().cloned());
-                over = out.len() > max;
-                !over
-            })?;
-            list_of(m, id, out.len())?;
-            list(out)
-        }
         "reverse" => {
             let xs = list_arg(&a(0));
             m.charge(xs.len() as u64 / 8, id)?;
@@ -471,25 +397,6 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
                     .collect(),
             )
         }
-        "enumerate" => {
-            let xs = list_arg(&a(0));
-            m.charge(xs.len() as u64, id)?;
-            let (index, value): (Rc<str>, Rc<str>) = (Rc::from("index"), Rc::from("value"));
-            list(
-                xs.iter()
-                    .enumerate()
-                    .map(|(i, x)| {
-                        Value::Record(
-                            vec![
-                                (index.clone(), Value::Int(i as i64)),
-                                (value.clone(), x.clone()),
-                            ]
-                            .into(),
-                        )
-                    })
-                    .collect(),
-            )
-        }
         "range" => {
             let (from, to) = (int_arg(&a(0)), int_arg(&a(1)));
             let len = if to > from {
@@ -503,39 +410,6 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             }
             m.charge(len as u64 / 8, id)?;
             list((from..to).map(Value::Int).collect())
-        }
-        "sum" => {
-            let xs = list_arg(&a(0));
-            m.charge(xs.len() as u64 / 8, id)?;
-            let mut total: i64 = 0;
-            for x in xs.iter() {
-                let n = int_arg(x);
-                total = match total.checked_add(n) {
-                    Some(t) => t,
-                    None => {
-                        return Err(range_error(
-                            m,
-                            id,
-                            format!("integer overflow: the sum passes {total} + {n}"),
-                        ))
-                    }
-                };
-            }
-            Value::Int(total)
-        }
-        "sum_float" => {
-            let xs = list_arg(&a(0));
-            m.charge(xs.len() as u64 / 8, id)?;
-            // From +0.0 (an empty `Iterator::sum` of floats is -0.0).
-            let total: f64 = xs.iter().map(float_arg).fold(0.0, |a, x| a + x);
-            if !total.is_finite() {
-                return Err(Box::new(RunError::new(
-                    RunErrorKind::Arithmetic,
-                    m.span(id),
-                    "Float overflow: the sum is not a finite number".to_string(),
-                )));
-            }
-            Value::Float(total)
         }
         "minimum" | "maximum" => {
             let xs = list_arg(&a(0));
@@ -634,50 +508,6 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             m.charge(steps, id)?;
             list(out)
         }
-        // ---- Option
-        "with_default" => match a(1) {
-            Value::Some(x) => (*x).clone(),
-            _ => a(0),
-        },
-        "is_some" => Value::Bool(matches!(a(0), Value::Some(_))),
-        "is_none" => Value::Bool(matches!(a(0), Value::None)),
-        "map_option" => match a(1) {
-            Value::Some(x) => some(apply1(m, id, &a(0), (*x).clone())?),
-            _ => Value::None,
-        },
-        "option_to_list" => match a(0) {
-            Value::Some(x) => list(vec![(*x).clone()]),
-            _ => list(Vec::new()),
-        },
-        "values" => {
-            let xs = list_arg(&a(0));
-            m.charge(xs.len() as u64 / 8, id)?;
-            list(
-                xs.iter()
-                    .filter_map(|x| match x {
-                        Value::Some(v) => Some((**v).clone()),
-                        _ => None,
-                    })
-                    .collect(),
-            )
-        }
-        "ok_or" => match a(1) {
-            Value::Some(x) => Value::Ok(x),
-            _ => Value::Err(Rc::new(a(0))),
-        },
-        // ---- Result
-        "map_result" => match a(1) {
-            Value::Ok(x) => Value::Ok(Rc::new(apply1(m, id, &a(0), (*x).clone())?)),
-            other => other,
-        },
-        "map_err" => match a(1) {
-            Value::Err(e) => Value::Err(Rc::new(apply1(m, id, &a(0), (*e).clone())?)),
-            other => other,
-        },
-        "and_then" => match a(1) {
-            Value::Ok(x) => apply1(m, id, &a(0), (*x).clone())?,
-            other => other,
-        },
         // ---- Json
         "json_get" => {
             let (k, j) = (a(0), a(1));

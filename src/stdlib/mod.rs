@@ -18,8 +18,15 @@
 //! outside the 64-bit range): lookups that can miss return `Option`, parsing
 //! returns `Option`, and `range`/`take`/`drop` clamp their bounds.
 //! `docs/language/stdlib.md` documents each function.
+//!
+//! Functions that need no native code are written in lt, in the files under
+//! `stdlib/` ([`prelude`]): the checker types a use of one from its
+//! signature exactly as for a native, and lowering inlines its definition.
 
-/// One native function.
+pub mod prelude;
+
+/// One standard-library function: native (implemented in
+/// `runtime/natives.rs`) or written in lt (in a file under `stdlib/`).
 #[derive(Debug)]
 pub struct Native {
     /// Its name in programs.
@@ -28,6 +35,9 @@ pub struct Native {
     pub signature: &'static str,
     /// What it does.
     pub doc: &'static str,
+    /// `Some("stdlib/list.lt")` when written in lt (see [`prelude`]);
+    /// `None` for a native.
+    pub file: Option<&'static str>,
 }
 
 impl Native {
@@ -57,7 +67,7 @@ impl Native {
 macro_rules! natives {
     ($( $name:literal : $sig:literal = $doc:literal ;)*) => {
         /// Every native function, grouped as in `docs/language/stdlib.md`.
-        pub const NATIVES: &[Native] = &[ $( Native { name: $name, signature: $sig, doc: $doc }, )* ];
+        pub const NATIVES: &[Native] = &[ $( Native { name: $name, signature: $sig, doc: $doc, file: None }, )* ];
     };
 }
 
@@ -90,51 +100,26 @@ natives! {
     "truncate": "Float -> Int" = "the Int part (towards zero)";
     "format_float": "Int -> Float -> String" = "`format_float decimals x`: `x` with exactly `decimals` digits after the point (0 to 17)";
     // ---- numbers
-    "abs": "Int -> Int" = "the absolute value";
     "min": "o -> o -> o" = "the smaller of two ordered values";
     "max": "o -> o -> o" = "the larger of two ordered values";
     "safe_div": "Int -> Int -> Option Int" = "`safe_div n d`: `Some(n / d)`, or None when `d` is 0";
-    "float_abs": "Float -> Float" = "the absolute value";
     // ---- lists
     "length": "List a -> Int" = "the number of elements";
-    "is_empty": "List a -> Bool" = "whether the list has no elements";
     "head": "List a -> Option a" = "the first element, or None";
-    "last": "List a -> Option a" = "the last element, or None";
-    "nth": "Int -> List a -> Option a" = "`nth i xs`: the element at index `i` (from 0), or None";
-    "find": "(a -> Bool) -> List a -> Option a" = "the first element the predicate accepts, or None";
-    "any": "(a -> Bool) -> List a -> Bool" = "whether the predicate accepts some element";
-    "all": "(a -> Bool) -> List a -> Bool" = "whether the predicate accepts every element";
-    "count": "(a -> Bool) -> List a -> Int" = "how many elements the predicate accepts";
     "member": "a -> List a -> Bool" = "`member x xs`: whether `x` is an element (structural equality)";
     "take": "Int -> List a -> List a" = "the first `n` elements (all when fewer; none when `n <= 0`)";
     "drop": "Int -> List a -> List a" = "without the first `n` elements";
     "concat": "List a -> List a -> List a" = "`concat xs ys`: the elements of `xs`, then of `ys`";
     "flatten": "List (List a) -> List a" = "the lists one after another";
-    "flat_map": "(a -> List b) -> List a -> List b" = "`flatten (map f xs)`";
     "reverse": "List a -> List a" = "the elements in reverse order";
     "zip": "List a -> List b -> List {first: a, second: b}" = "pairs of elements at the same index (as long as the shorter list)";
-    "enumerate": "List a -> List {index: Int, value: a}" = "each element with its index (from 0)";
     "range": "Int -> Int -> List Int" = "`range from to`: `from`, `from + 1`, …, `to - 1` (empty when `to <= from`): bounded iteration";
-    "sum": "List Int -> Int" = "the sum (0 for an empty list)";
-    "sum_float": "List Float -> Float" = "the sum (0.0 for an empty list)";
     "minimum": "List o -> Option o" = "the smallest element, or None";
     "maximum": "List o -> Option o" = "the largest element, or None";
     "sort": "List o -> List o" = "sorted ascending (stable)";
     "sort_by": "(a -> o) -> List a -> List a" = "sorted ascending by a key (stable)";
     "group_by": "(a -> k) -> List a -> List {key: k, items: List a}" = "consecutive-or-not elements with equal keys, grouped; groups in order of first appearance";
     "unique": "List a -> List a" = "without repeated elements (the first of each kept)";
-    // ---- Option
-    "with_default": "a -> Option a -> a" = "`with_default d opt`: the value inside, or `d` for None";
-    "is_some": "Option a -> Bool" = "whether it is `Some`";
-    "is_none": "Option a -> Bool" = "whether it is `None`";
-    "map_option": "(a -> b) -> Option a -> Option b" = "apply to the value inside, if any";
-    "option_to_list": "Option a -> List a" = "`[x]` for `Some(x)`, `[]` for None";
-    "values": "List (Option a) -> List a" = "the values inside the `Some`s, in order";
-    "ok_or": "e -> Option a -> Result<a, e>" = "`Ok(x)` for `Some(x)`, `Err(e)` for None";
-    // ---- Result
-    "map_result": "(a -> b) -> Result<a, e> -> Result<b, e>" = "apply to the Ok value";
-    "map_err": "(e -> f) -> Result<a, e> -> Result<a, f>" = "apply to the Err value";
-    "and_then": "(a -> Result<b, e>) -> Result<a, e> -> Result<b, e>" = "continue with a pure step that may fail";
     // ---- Json
     "json_get": "String -> Json -> Option Json" = "`json_get key j`: the field `key` of a JSON object, or None";
     "json_at": "Int -> Json -> Option Json" = "`json_at i j`: element `i` of a JSON array, or None";
@@ -149,13 +134,27 @@ natives! {
     "parse_json": "String -> Option Json" = "the JSON a string holds, or None";
 }
 
-/// The native called `name`.
+/// The library function called `name`: a native or one written in lt.
 pub fn lookup(name: &str) -> Option<&'static Native> {
-    index(name).map(|i| &NATIVES[i])
+    index(name)
+        .map(|i| &NATIVES[i])
+        .or_else(|| prelude::lookup(name))
+}
+
+/// True when `name` is a library function written in lt (lowering inlines
+/// its definition instead of emitting a `native` node).
+pub fn is_lt(name: &str) -> bool {
+    index(name).is_none() && prelude::lookup(name).is_some()
+}
+
+/// Every library function: the natives, then those written in lt.
+pub fn all() -> impl Iterator<Item = &'static Native> {
+    NATIVES.iter().chain(prelude::entries())
 }
 
 /// The index of the native called `name` in [`NATIVES`] (a hash lookup:
-/// the checker and lowering ask for every free name).
+/// the checker and lowering ask for every free name); `None` for a
+/// function written in lt.
 pub fn index(name: &str) -> Option<usize> {
     static INDEX: std::sync::OnceLock<std::collections::HashMap<&'static str, usize>> =
         std::sync::OnceLock::new();

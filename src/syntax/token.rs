@@ -82,14 +82,11 @@ pub enum Tok {
     List,
     #[token("Result")]
     Result,
-    /// `Option` (extension).
-    #[token("Option")]
+    /// `Option` (extension; contextual, see [`lex`]).
     Option,
-    /// `Some` (extension).
-    #[token("Some")]
+    /// `Some` (extension; contextual).
     Some,
-    /// `None` (extension).
-    #[token("None")]
+    /// `None` (extension; contextual).
     None,
     /// `type`, at the start of a declaration `type Name = T;` (extension;
     /// elsewhere `type` is an ordinary name, e.g. a field).
@@ -645,6 +642,27 @@ fn mark_match_braces(toks: &mut [Spanned]) {
 /// * `effect` at the start of the program or after `;`, followed by a name;
 /// * `with` followed by a name and `=` (`{r with f = v}`).
 fn mark_contextual_keywords(toks: &mut [Spanned]) {
+    // `Option`, `Some` and `None` are names in λ-Tool: a program that binds
+    // one (`let None = …`, `fn Some => …`, `tool Option: …`, `Ok(None)`)
+    // keeps it as a name throughout, and a field label or a field access
+    // stays a name anywhere.
+    let bound: Vec<Name> = (0..toks.len())
+        .filter_map(|i| {
+            let Tok::Ident(name) = &toks[i].1 else {
+                return None;
+            };
+            if !matches!(&**name, "Option" | "Some" | "None") || i == 0 {
+                return None;
+            }
+            let binder = match &toks[i - 1].1 {
+                Tok::Let | Tok::Fn => true,
+                Tok::Tool => i < 2 || !matches!(toks[i - 2].1, Tok::Exec),
+                Tok::LParen => i >= 2 && matches!(toks[i - 2].1, Tok::Ok | Tok::Err),
+                _ => false,
+            };
+            binder.then(|| name.clone())
+        })
+        .collect();
     for i in 0..toks.len() {
         let Tok::Ident(name) = &toks[i].1 else {
             continue;
@@ -652,10 +670,20 @@ fn mark_contextual_keywords(toks: &mut [Spanned]) {
         let at_decl = i == 0 || matches!(toks[i - 1].1, Tok::Semi);
         let next_is_name = matches!(toks.get(i + 1).map(|t| &t.1), Some(Tok::Ident(_)));
         let then_eq = matches!(toks.get(i + 2).map(|t| &t.1), Some(Tok::Eq));
+        let prev = i.checked_sub(1).map(|j| &toks[j].1);
+        let next = toks.get(i + 1).map(|t| &t.1);
+        let label = matches!(prev, Some(Tok::LBrace | Tok::Comma))
+            && matches!(next, Some(Tok::Eq | Tok::Colon | Tok::Question));
+        let as_name = bound.contains(name)
+            || label
+            || matches!(prev, Some(Tok::Dot | Tok::Tool));
         let kw = match &**name {
             "type" if at_decl && next_is_name && then_eq => Tok::TypeKw,
             "effect" if at_decl && next_is_name => Tok::EffectKw,
             "with" if i > 0 && next_is_name && then_eq => Tok::With,
+            "Option" if !as_name => Tok::Option,
+            "Some" if !as_name => Tok::Some,
+            "None" if !as_name => Tok::None,
             _ => continue,
         };
         toks[i].1 = kw;

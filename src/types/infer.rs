@@ -467,7 +467,7 @@ impl<'a> Checker<'a> {
                 .iter()
                 .map(|n| &**n)
                 .chain(BUILTINS)
-                .chain(crate::stdlib::NATIVES.iter().map(|n| n.name));
+                .chain(crate::stdlib::all().map(|n| n.name));
             match did_you_mean(&id.name, cands) {
                 Some(s) => d = d.with_help(format!("did you mean `{s}`?")),
                 None => {

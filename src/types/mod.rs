@@ -23,6 +23,7 @@
 pub mod builtins;
 pub mod calls;
 pub mod decls;
+pub mod definition;
 pub mod fields;
 pub mod infer;
 pub mod linear;
@@ -37,6 +38,7 @@ use crate::source::Span;
 use crate::syntax::ast::{Expr, ExprKind, Name, Program};
 use crate::syntax::{self, validate};
 pub use decls::ToolSig;
+pub use definition::check_definition;
 use rustc_hash::FxHashMap as HashMap;
 pub use ty::{EffectSet, Type};
 

@@ -31,17 +31,24 @@ pub fn signature(native: &'static Native) -> TypeExpr {
         if let Some(t) = cache.borrow().get(native.name) {
             return t.clone();
         }
-        let (program, _) = crate::syntax::parse(&format!("tool sig: {};\n()", native.signature));
-        let ty = match program.decls.first() {
-            Some(Decl::Tool(t)) => t.ty.clone(),
-            _ => TypeExpr::new(TypeExprKind::Error, Span::new(0, 0)),
-        };
+        let ty = parse_signature(native.signature);
         cache.borrow_mut().insert(native.name, ty.clone());
         ty
     })
 }
 
-fn type_vars(t: &TypeExpr, out: &mut Vec<Name>) {
+/// A signature written in lt's type syntax, parsed (an `Error` type when it
+/// does not parse: the library's signatures are checked by tests).
+pub fn parse_signature(text: &str) -> TypeExpr {
+    let (program, _) = crate::syntax::parse(&format!("tool sig: {text};\n()"));
+    match program.decls.first() {
+        Some(Decl::Tool(t)) => t.ty.clone(),
+        _ => TypeExpr::new(TypeExprKind::Error, Span::new(0, 0)),
+    }
+}
+
+/// The type variables (lowercase names) of a signature, in order of appearance.
+pub fn type_vars(t: &TypeExpr, out: &mut Vec<Name>) {
     match &t.kind {
         TypeExprKind::Named(id) if id.name.starts_with(|c: char| c.is_ascii_lowercase()) => {
             if !out.contains(&id.name) {
