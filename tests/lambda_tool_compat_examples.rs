@@ -1032,3 +1032,29 @@ fn lambda_tool_python_rejections_are_rejected() {
         assert!(codes.contains(&code), "{program:?}: {codes:?}");
     }
 }
+
+/// `Option`, `Some` and `None` are names in λ-Tool: a program that binds
+/// them, or uses them as field labels or a tool name, means what it did.
+#[test]
+fn option_some_none_stay_names_in_lambda_tool_programs() {
+    let program = r#"tool Option: {None: Int} -{Read}-> {Some: String};
+let None = 3 in
+let r = {Some = None, Option = 2} in
+match exec tool Option {None = r.Some + r.Option} {
+  Ok(Some) => Some.Some,
+  Err(e) => "failed"
+}
+"#;
+    assert_accepted("names", program, "String", &["Read"]);
+    assert_run(
+        "names",
+        program,
+        "[tools.Option]\nfixed = { ok = { Some = \"five\" } }\n",
+        ("String", &["Read"]),
+        json!("five"),
+        &[("Option", json!({"None": 5}))],
+    );
+    // A program that does not bind them gets the extension.
+    let ext = "let x: Option Int = Some 3 in\nlet r = {None = 1} in\nmatch x { Some(v) => v + r.None, None => 0 }";
+    assert_accepted("extension", ext, "Int", &[]);
+}

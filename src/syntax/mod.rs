@@ -223,6 +223,9 @@ fn hint_for(tok: &Tok, expected: &[String]) -> Option<String> {
     let has = |s: &str| expected.iter().any(|e| e == s);
     Some(match tok {
         Tok::Eq if has("`,`") && has("`}`") => "separate record fields with `,`: `{a = 1, b = 2}`".into(),
+        Tok::Colon if has("`with`") => {
+            "a record value gives its fields with `=`: `{a = 1, b = \"x\"}` (`{a: Int}` is a record type)".into()
+        }
         Tok::Eq if has("`==`") => "use `==` to compare; `=` only appears in `let x = …` and in record fields".into(),
         Tok::Arrow if has("`=>`") => "functions and match arms use `=>`: `fn x: Int => x + 1`".into(),
         Tok::FatArrow if has("`:`") => "a function parameter needs its type: `fn x: Int => …`".into(),
