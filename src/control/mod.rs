@@ -158,6 +158,56 @@ pub fn empty_json(ty: &Type) -> Json {
     }
 }
 
+/// A call after [`ControlPlane::prepare`]: finished, or ready to dispatch.
+enum Prepared<'r, 't> {
+    /// Its outcome (denied, dry run, unknown, the log not writable).
+    Done(Outcome),
+    /// Allowed and scheduled: to run at `venue`.
+    Dispatch {
+        venue: Venue,
+        request: CallRequest<'r>,
+        /// Its idempotency key (the request borrows it at dispatch).
+        key: String,
+        call_id: String,
+        tool: &'t ToolSig,
+    },
+}
+
+/// The event that records a dispatched call's outcome.
+fn outcome_event(tool: &ToolSig, call_id: String, outcome: &Outcome, limits: &Limits) -> EventBody {
+    let result = result_json(tool, outcome, limits);
+    match outcome {
+        Ok(output) => EventBody::Completed {
+            call_id,
+            output: output.clone(),
+            result,
+        },
+        Err(f) if f.kind == FailureKind::TimedOut => EventBody::TimedOut {
+            call_id,
+            message: f.message.clone(),
+            result,
+        },
+        Err(f) => EventBody::Failed {
+            call_id,
+            failure: f.kind.as_str().to_string(),
+            message: f.message.clone(),
+            result,
+        },
+    }
+}
+
+/// [`ControlPlane::record`] on split borrows (while the inner host runs).
+fn record_to<S: EventSink>(sink: &mut S, log_error: &mut Option<String>, body: EventBody) -> Result<(), String> {
+    if let Some(e) = log_error {
+        return Err(e.clone());
+    }
+    sink.append(body).map_err(|e| {
+        let msg = format!("the event log could not be written: {e}");
+        *log_error = Some(msg.clone());
+        msg
+    })
+}
+
 /// How far the log got with a call before `lt` stopped (for `lt resume`,
 /// which replays the log and continues live from there).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -180,7 +230,7 @@ pub enum Recorded {
 // call's `proposed`, `decided` and `scheduled` together in one write, so a
 // log ending in the first two (or in a torn line) lost the third.
 
-impl<H: Host, S: EventSink> ControlPlane<'_, H, S> {
+impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
     /// Declares where tools run and which are idempotent (from tools.toml):
     /// tools not named run on the server and are not idempotent.
     pub fn with_tool_traits(
@@ -214,28 +264,153 @@ impl<H: Host, S: EventSink> ControlPlane<'_, H, S> {
     /// outcome is recorded as unknown (`failed` with failure `unknown`) and
     /// the program receives `Err("outcome unknown: …")`.
     pub fn call_from(&mut self, request: CallRequest<'_>, recorded: Recorded) -> Outcome {
+        match self.prepare(request, recorded) {
+            Prepared::Done(outcome) => outcome,
+            Prepared::Dispatch {
+                venue,
+                request,
+                key,
+                call_id,
+                tool,
+            } => {
+                let request = CallRequest {
+                    idempotency_key: Some(&key),
+                    ..request
+                };
+                let outcome = self.dispatch(venue, request);
+                self.finish(tool, call_id, &outcome);
+                outcome
+            }
+        }
+    }
+
+    /// Performs independent calls (a `gather`, a `fan_out`): each is
+    /// proposed, decided and scheduled in request order, then the allowed
+    /// server-venue calls run concurrently (at most the profile's
+    /// `max_concurrency` at once) and each outcome is recorded as it
+    /// arrives, so the log's outcome events are in completion order (replay
+    /// matches them by call identity). Client-venue calls run after, one
+    /// at a time.
+    pub fn call_batch_from(
+        &mut self,
+        requests: Vec<CallRequest<'_>>,
+        limit: usize,
+    ) -> Vec<Outcome> {
+        let n = requests.len();
+        let mut out: Vec<Option<Outcome>> = (0..n).map(|_| None).collect();
+        let mut server = Vec::new();
+        let mut client = Vec::new();
+        for (i, request) in requests.into_iter().enumerate() {
+            match self.prepare(request, Recorded::Nothing) {
+                Prepared::Done(o) => out[i] = Some(o),
+                Prepared::Dispatch {
+                    venue: Venue::Server,
+                    request,
+                    key,
+                    call_id,
+                    tool,
+                } => server.push((i, request, key, call_id, tool)),
+                Prepared::Dispatch {
+                    venue: Venue::Client,
+                    request,
+                    key,
+                    call_id,
+                    tool,
+                } => client.push((i, request, key, call_id, tool)),
+            }
+        }
+        let limit = limit.min(self.pipeline.profile().concurrency()).max(1);
+        let keys: Vec<String> = server.iter().map(|s| s.2.clone()).collect();
+        let mut index = Vec::with_capacity(server.len());
+        let mut requests = Vec::with_capacity(server.len());
+        let mut finishing: Vec<(String, &ToolSig)> = Vec::with_capacity(server.len());
+        for ((i, r, _, id, t), key) in server.into_iter().zip(&keys) {
+            index.push(i);
+            requests.push(CallRequest {
+                idempotency_key: Some(key.as_str()),
+                ..r
+            });
+            finishing.push((id, t));
+        }
+        if !requests.is_empty() {
+            let recording = self.sink.records();
+            let limits = self.limits.clone();
+            let sink = &mut self.sink;
+            let log_error = &mut self.log_error;
+            let outcomes = self.inner.call_batch(requests, limit, &mut |j, outcome| {
+                if recording {
+                    let (call_id, tool) = &finishing[j];
+                    let body = outcome_event(tool, call_id.clone(), outcome, &limits);
+                    let _ = record_to(sink, log_error, body);
+                }
+            });
+            for (j, o) in outcomes.into_iter().enumerate() {
+                out[index[j]] = Some(o);
+            }
+        }
+        for (i, request, key, call_id, tool) in client {
+            let request = CallRequest {
+                idempotency_key: Some(&key),
+                ..request
+            };
+            let outcome = self.dispatch(Venue::Client, request);
+            self.finish(tool, call_id, &outcome);
+            out[i] = Some(outcome);
+        }
+        out.into_iter()
+            .map(|o| {
+                o.unwrap_or_else(|| Err(unavailable("the call was not performed".to_string())))
+            })
+            .collect()
+    }
+
+    /// Records the outcome of a dispatched call.
+    fn finish(&mut self, tool: &ToolSig, call_id: String, outcome: &Outcome) {
+        if self.sink.records() {
+            let body = outcome_event(tool, call_id, outcome, &self.limits);
+            // The outcome happened: it is returned even if it cannot be
+            // logged (the caller reports the log failure and ends the session).
+            let _ = self.record(body);
+        }
+    }
+
+    /// Everything before a call's dispatch: proposed, decided, scheduled
+    /// (as far as `recorded` has not), or the call's outcome when it ends
+    /// here (denied, dry run, unknown, a log that cannot be written).
+    fn prepare<'r>(&mut self, request: CallRequest<'r>, recorded: Recorded) -> Prepared<'r, 'a> {
+        match self.prepare_inner(request, recorded) {
+            Ok(p) => p,
+            Err(outcome) => Prepared::Done(outcome),
+        }
+    }
+
+    fn prepare_inner<'r>(
+        &mut self,
+        request: CallRequest<'r>,
+        recorded: Recorded,
+    ) -> Result<Prepared<'r, 'a>, Outcome> {
         let call_id = request.id.to_string();
         let tools = self.tools;
         let Some(tool) = tools.iter().find(|t| *t.name == *request.tool) else {
-            return Err(unavailable(format!(
+            return Err(Err(unavailable(format!(
                 "tool {} is not declared",
                 request.tool
-            )));
+            ))));
         };
+        let log = |r: Result<(), String>| r.map_err(|e| Err(unavailable(e)));
         // Events are built only when the sink keeps them (`--log`): without
         // a log the policy still applies, at the cost of the pipeline alone.
         let recording = self.sink.records();
         if recording && recorded < Recorded::Proposed {
-            self.record(EventBody::Proposed {
+            log(self.record(EventBody::Proposed {
                 call_id: call_id.clone(),
                 tool: request.tool.to_string(),
                 argument: request.arg.clone(),
-            })
-            .map_err(unavailable)?;
+            }))?;
         }
         let decision = self.pipeline.decide(tool, &request.arg);
         if recording && recorded < Recorded::Decided {
-            self.record(EventBody::Decided {
+            log(self.record(EventBody::Decided {
                 call_id: call_id.clone(),
                 decision: if decision.allow {
                     Verdict::Allow
@@ -244,14 +419,13 @@ impl<H: Host, S: EventSink> ControlPlane<'_, H, S> {
                 },
                 rule: decision.rule.to_string(),
                 reason: decision.reason.clone(),
-            })
-            .map_err(unavailable)?;
+            }))?;
         }
         if !decision.allow {
-            return Err(ToolFailure {
+            return Err(Err(ToolFailure {
                 kind: FailureKind::Denied,
                 message: format!("denied: {}: {}", decision.rule, decision.reason),
-            });
+            }));
         }
         let policy = self.pipeline.profile().tools.get(request.tool);
         if decision.dry_run {
@@ -261,14 +435,13 @@ impl<H: Host, S: EventSink> ControlPlane<'_, H, S> {
             let outcome: Outcome = Ok(output.clone());
             if recording {
                 let result = result_json(tool, &outcome, &self.limits);
-                self.record(EventBody::Completed {
+                log(self.record(EventBody::Completed {
                     call_id,
                     output,
                     result,
-                })
-                .map_err(unavailable)?;
+                }))?;
             }
-            return outcome;
+            return Err(outcome);
         }
         let timeout = policy.and_then(|p| p.timeout);
         let key = self.idempotency_key(&call_id);
@@ -295,74 +468,42 @@ impl<H: Host, S: EventSink> ControlPlane<'_, H, S> {
             if recording && recorded < Recorded::Scheduled {
                 // What the cut-short line may have said, so that the log
                 // reads as every other call that may have started.
-                self.record(EventBody::Scheduled {
+                log(self.record(EventBody::Scheduled {
                     call_id: call_id.clone(),
                     tool: request.tool.to_string(),
                     venue: venue.as_str().to_string(),
                     idempotency_key: key.clone(),
-                })
-                .map_err(unavailable)?;
+                }))?;
             }
             if recording {
-                let result = result_json(tool, &outcome, &self.limits);
-                if let Err(f) = &outcome {
-                    self.record(EventBody::Failed {
-                        call_id,
-                        failure: f.kind.as_str().to_string(),
-                        message: f.message.clone(),
-                        result,
-                    })
-                    .map_err(unavailable)?;
-                }
+                let body = outcome_event(tool, call_id, &outcome, &self.limits);
+                log(self.record(body))?;
             }
-            return outcome;
+            return Err(outcome);
         }
         if recording {
-            self.record(EventBody::Scheduled {
+            log(self.record(EventBody::Scheduled {
                 call_id: call_id.clone(),
                 tool: request.tool.to_string(),
                 venue: venue.as_str().to_string(),
                 idempotency_key: key.clone(),
-            })
-            .map_err(unavailable)?;
+            }))?;
         }
         let time_left = match (request.time_left, timeout) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let outcome = self.dispatch(
+        Ok(Prepared::Dispatch {
             venue,
-            CallRequest {
+            request: CallRequest {
                 time_left,
-                idempotency_key: Some(&key),
+                idempotency_key: None,
                 ..request
             },
-        );
-        if recording {
-            let result = result_json(tool, &outcome, &self.limits);
-            let body = match &outcome {
-                Ok(output) => EventBody::Completed {
-                    call_id,
-                    output: output.clone(),
-                    result,
-                },
-                Err(f) if f.kind == FailureKind::TimedOut => EventBody::TimedOut {
-                    call_id,
-                    message: f.message.clone(),
-                    result,
-                },
-                Err(f) => EventBody::Failed {
-                    call_id,
-                    failure: f.kind.as_str().to_string(),
-                    message: f.message.clone(),
-                    result,
-                },
-            };
-            // The outcome happened: it is returned even if it cannot be
-            // logged (the caller reports the log failure and ends the session).
-            let _ = self.record(body);
-        }
-        outcome
+            key,
+            call_id,
+            tool,
+        })
     }
 
     /// Runs an allowed, scheduled call at its venue.
@@ -393,5 +534,18 @@ impl<H: Host, S: EventSink> ControlPlane<'_, H, S> {
 impl<H: Host, S: EventSink> Host for ControlPlane<'_, H, S> {
     fn call(&mut self, request: CallRequest<'_>) -> Outcome {
         self.call_from(request, Recorded::Nothing)
+    }
+
+    fn call_batch(
+        &mut self,
+        requests: Vec<CallRequest<'_>>,
+        limit: usize,
+        done: &mut dyn FnMut(usize, &Outcome),
+    ) -> Vec<Outcome> {
+        let outcomes = self.call_batch_from(requests, limit);
+        for (i, o) in outcomes.iter().enumerate() {
+            done(i, o);
+        }
+        outcomes
     }
 }

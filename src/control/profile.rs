@@ -10,6 +10,7 @@
 //! deny = ["delete_account"]             # never these (checked after allow)
 //! effects = ["Read", "Write"]           # granted effects (default: every effect)
 //! max_calls = 20                        # per session
+//! max_concurrency = 4                   # calls of one gather/fan_out running at once (default 8)
 //! dry_run = false                       # effectful tools are logged, not executed
 //!
 //! [profile.tools.issue_refund]
@@ -56,6 +57,9 @@ pub struct Profile {
     pub effects: Option<EffectSet>,
     /// Most tool calls in a session.
     pub max_calls: Option<u64>,
+    /// Most calls of one `gather` or `fan_out` running at once (`None`:
+    /// [`DEFAULT_MAX_CONCURRENCY`]; at least 1).
+    pub max_concurrency: Option<u64>,
     /// Effectful tools (any effect) are decided and logged but not executed.
     pub dry_run: bool,
     /// Per-tool settings.
@@ -76,6 +80,7 @@ struct RawProfile {
     deny: Vec<String>,
     effects: Option<Vec<Spanned<String>>>,
     max_calls: Option<u64>,
+    max_concurrency: Option<Spanned<u64>>,
     #[serde(default)]
     dry_run: bool,
     #[serde(default)]
@@ -177,12 +182,26 @@ impl Profile {
                 ));
             }
         }
+        let max_concurrency = match raw.max_concurrency {
+            Some(c) if *c.get_ref() == 0 => {
+                return Err(error(
+                    text,
+                    origin,
+                    Some(c.span().start),
+                    "profile: max_concurrency must be at least 1".to_string(),
+                    Some("`max_concurrency = 1` runs the calls of a gather one at a time".into()),
+                ))
+            }
+            Some(c) => Some(c.into_inner()),
+            None => None,
+        };
         Ok(Some(Profile {
             name: raw.name.unwrap_or_else(|| "default".to_string()),
             allow: raw.allow.map(|v| v.into_iter().collect()),
             deny: raw.deny.into_iter().collect(),
             effects,
             max_calls: raw.max_calls,
+            max_concurrency,
             dry_run: raw.dry_run,
             tools,
         }))
@@ -207,12 +226,13 @@ impl Profile {
     /// that is not one, is an error naming the field (`profile.tools.x.max_calls:
     /// not a non-negative integer`). Absent or `null` keys take their defaults.
     pub fn from_json(v: &Json) -> Result<Profile, String> {
-        const KEYS: [&str; 7] = [
+        const KEYS: [&str; 8] = [
             "name",
             "allow",
             "deny",
             "effects",
             "max_calls",
+            "max_concurrency",
             "dry_run",
             "tools",
         ];
@@ -315,6 +335,10 @@ impl Profile {
             deny: strings("deny")?.unwrap_or_default(),
             effects,
             max_calls: count(get("max_calls"), "profile.max_calls")?,
+            max_concurrency: match count(get("max_concurrency"), "profile.max_concurrency")? {
+                Some(0) => return Err("profile.max_concurrency: must be at least 1".to_string()),
+                c => c,
+            },
             dry_run,
             tools,
         })
@@ -342,9 +366,23 @@ impl Profile {
             "deny": self.deny,
             "effects": self.effects.as_ref().map(|e| e.labels().collect::<Vec<_>>()),
             "max_calls": self.max_calls,
+            "max_concurrency": self.max_concurrency,
             "dry_run": self.dry_run,
             "tools": tools,
         })
+    }
+}
+
+/// Calls of one `gather` or `fan_out` running at once when the profile
+/// does not say.
+pub const DEFAULT_MAX_CONCURRENCY: u64 = 8;
+
+impl Profile {
+    /// The concurrency limit of a `gather` or `fan_out` under this profile.
+    pub fn concurrency(&self) -> usize {
+        usize::try_from(self.max_concurrency.unwrap_or(DEFAULT_MAX_CONCURRENCY))
+            .unwrap_or(usize::MAX)
+            .max(1)
     }
 }
 

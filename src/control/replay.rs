@@ -194,6 +194,29 @@ fn failure_kind(name: &str) -> FailureKind {
 }
 
 impl Host for ReplayHost<'_> {
+    fn call_batch(
+        &mut self,
+        requests: Vec<CallRequest<'_>>,
+        _limit: usize,
+        done: &mut dyn FnMut(usize, &Outcome),
+    ) -> Vec<Outcome> {
+        let outcomes: Vec<Outcome> = self
+            .replay_batch(requests)
+            .into_iter()
+            .map(|r| match r {
+                Replayed::Answered(o) => o,
+                Replayed::Ended(_) => Err(ToolFailure {
+                    kind: FailureKind::Unavailable,
+                    message: "the log ends here".to_string(),
+                }),
+            })
+            .collect();
+        for (i, o) in outcomes.iter().enumerate() {
+            done(i, o);
+        }
+        outcomes
+    }
+
     fn call(&mut self, request: CallRequest<'_>) -> Outcome {
         match self.replay_call(request) {
             Replayed::Answered(outcome) => outcome,
@@ -251,10 +274,67 @@ impl ReplayHost<'_> {
     }
 
     fn replay_inner(&mut self, request: CallRequest<'_>) -> Result<Outcome, Recorded> {
+        match self.replay_pre(request)? {
+            Pre::Done(outcome) => Ok(outcome),
+            Pre::Pending(p) => {
+                let at = self.next;
+                let event = self.take();
+                Ok(self.replay_outcome(&p, event, at))
+            }
+        }
+    }
+
+    /// Replays independent calls recorded by a concurrent batch: each
+    /// call's proposed, decided and scheduled events in request order, then
+    /// the outcomes of the dispatched ones in whatever order they were
+    /// recorded (matched by call identity).
+    pub fn replay_batch(&mut self, requests: Vec<CallRequest<'_>>) -> Vec<Replayed> {
+        let n = requests.len();
+        let mut out: Vec<Option<Replayed>> = (0..n).map(|_| None).collect();
+        let mut pending: Vec<(usize, Pending)> = Vec::new();
+        for (i, request) in requests.into_iter().enumerate() {
+            match self.replay_pre(request) {
+                Ok(Pre::Done(o)) => out[i] = Some(Replayed::Answered(o)),
+                Ok(Pre::Pending(p)) => pending.push((i, p)),
+                Err(stage) => out[i] = Some(Replayed::Ended(stage)),
+            }
+        }
+        while !pending.is_empty() {
+            self.skip_narration();
+            if self.resuming && self.next >= self.events.len() {
+                // Started, outcome never recorded: continued live.
+                for (i, _) in pending.drain(..) {
+                    out[i] = Some(Replayed::Ended(Recorded::Scheduled));
+                }
+                break;
+            }
+            let at = self.next;
+            let event = self.take();
+            let which = match event {
+                Some(
+                    EventBody::Completed { call_id, .. }
+                    | EventBody::Failed { call_id, .. }
+                    | EventBody::TimedOut { call_id, .. },
+                ) => pending.iter().position(|(_, p)| p.call_id == *call_id),
+                _ => None,
+            };
+            // An event of no pending call is a divergence, reported against the first.
+            let k = which.unwrap_or(0);
+            let (i, p) = pending.remove(k);
+            out[i] = Some(Replayed::Answered(self.replay_outcome(&p, event, at)));
+        }
+        out.into_iter()
+            .map(|o| o.unwrap_or(Replayed::Ended(Recorded::Nothing)))
+            .collect()
+    }
+
+    /// A call up to its dispatch: its proposed, decided and (unless a dry
+    /// run) scheduled events; a dry run's outcome too.
+    fn replay_pre(&mut self, request: CallRequest<'_>) -> Result<Pre, Recorded> {
         let call_id = request.id.to_string();
         let issued = describe(request.tool, &call_id, &request.arg);
         if self.divergence.is_some() {
-            return Ok(self.diverge(String::new(), issued));
+            return Ok(Pre::Done(self.diverge(String::new(), issued)));
         }
         self.skip_narration();
         if self.resuming && self.next >= self.events.len() {
@@ -272,11 +352,11 @@ impl ReplayHost<'_> {
                 Some(b) => format!("a {} event", b.kind()),
                 None => "no more events (the log ends here)".to_string(),
             };
-            return Ok(self.diverge(expected, issued));
+            return Ok(Pre::Done(self.diverge(expected, issued)));
         };
         if *c != call_id || tool != request.tool || *argument != request.arg {
             self.next = at;
-            return Ok(self.diverge(describe(tool, c, argument), issued));
+            return Ok(Pre::Done(self.diverge(describe(tool, c, argument), issued)));
         }
         if self.resuming {
             if let Some(stage) = self.partial_call(at) {
@@ -289,7 +369,7 @@ impl ReplayHost<'_> {
         self.calls += 1;
         let tools = self.tools;
         let Some(sig) = tools.iter().find(|t| *t.name == *request.tool) else {
-            return Ok(self.diverge("a declared tool".into(), issued));
+            return Ok(Pre::Done(self.diverge("a declared tool".into(), issued)));
         };
         let decision = self.pipeline.decide(sig, &request.arg);
         let at = self.next;
@@ -301,28 +381,28 @@ impl ReplayHost<'_> {
                 decision: d, rule, ..
             }) => {
                 self.next = at;
-                return Ok(self.diverge(
+                return Ok(Pre::Done(self.diverge(
                     format!("the decision {} by {rule}", d.as_str()),
                     format!(
                         "the decision {} by {} for {issued}",
                         if decision.allow { "allow" } else { "deny" },
                         decision.rule
                     ),
-                ));
+                )));
             }
             other => {
                 let expected = other.map_or("no more events".to_string(), |b| {
                     format!("a {} event", b.kind())
                 });
                 self.next = at;
-                return Ok(self.diverge(expected, format!("a decision for {issued}")));
+                return Ok(Pre::Done(self.diverge(expected, format!("a decision for {issued}"))));
             }
         }
         if !decision.allow {
-            return Ok(Err(ToolFailure {
+            return Ok(Pre::Done(Err(ToolFailure {
                 kind: FailureKind::Denied,
                 message: format!("denied: {}: {}", decision.rule, decision.reason),
-            }));
+            })));
         }
         if !decision.dry_run {
             let at = self.next;
@@ -348,23 +428,44 @@ impl ReplayHost<'_> {
                         |b| format!("a {} event", b.kind()),
                     );
                     self.next = at;
-                    return Ok(self.diverge(expected, format!("the execution of {issued}")));
+                    return Ok(Pre::Done(self.diverge(expected, format!("the execution of {issued}"))));
                 }
             }
         }
-        let at = self.next;
-        let (outcome, recorded) = match self.take() {
+        let pending = Pending {
+            call_id,
+            issued,
+            dry_run: decision.dry_run,
+            tool: request.tool.to_string(),
+        };
+        if decision.dry_run {
+            let at = self.next;
+            let event = self.take();
+            return Ok(Pre::Done(self.replay_outcome(&pending, event, at)));
+        }
+        Ok(Pre::Pending(pending))
+    }
+
+    /// Checks a call's outcome event (`event`, taken at index `at`) and
+    /// gives the outcome the program receives.
+    fn replay_outcome(&mut self, p: &Pending, event: Option<&EventBody>, at: usize) -> Outcome {
+        let (call_id, issued) = (&p.call_id, &p.issued);
+        let tools = self.tools;
+        let Some(sig) = tools.iter().find(|t| *t.name == *p.tool) else {
+            return self.diverge("a declared tool".into(), issued.clone());
+        };
+        let (outcome, recorded) = match event {
             Some(EventBody::Completed {
                 call_id: c,
                 output,
                 result,
-            }) if *c == call_id => (Ok(output.clone()), result),
+            }) if *c == *call_id => (Ok(output.clone()), result),
             Some(EventBody::Failed {
                 call_id: c,
                 failure,
                 message,
                 result,
-            }) if *c == call_id => (
+            }) if *c == *call_id => (
                 Err(ToolFailure {
                     kind: failure_kind(failure),
                     message: message.clone(),
@@ -375,7 +476,7 @@ impl ReplayHost<'_> {
                 call_id: c,
                 message,
                 result,
-            }) if *c == call_id => (
+            }) if *c == *call_id => (
                 Err(ToolFailure {
                     kind: FailureKind::TimedOut,
                     message: message.clone(),
@@ -388,26 +489,26 @@ impl ReplayHost<'_> {
                     |b| format!("a {} event", b.kind()),
                 );
                 self.next = at;
-                return Ok(self.diverge(expected, format!("the outcome of {issued}")));
+                return self.diverge(expected, format!("the outcome of {issued}"));
             }
         };
         // A dry-run answer comes from the policy, not a tool: the profile
         // replayed under must give the recorded one.
-        if decision.dry_run {
+        if p.dry_run {
             if let Ok(output) = &outcome {
                 let answer = self
                     .pipeline
                     .profile()
                     .tools
-                    .get(request.tool)
+                    .get(p.tool.as_str())
                     .and_then(|p| p.dry_run_result.clone())
                     .unwrap_or_else(|| super::empty_json(&sig.output));
                 if answer != *output {
                     self.next = at;
-                    return Ok(self.diverge(
+                    return self.diverge(
                         format!("the dry-run answer {output} for {call_id}"),
                         format!("the dry-run answer {answer}, which the profile gives"),
-                    ));
+                    );
                 }
             }
         }
@@ -416,11 +517,27 @@ impl ReplayHost<'_> {
         let derived = super::result_json(sig, &outcome, &self.limits);
         if derived != *recorded {
             self.next = at;
-            return Ok(self.diverge(
+            return self.diverge(
                 format!("the result {recorded} for {call_id}"),
                 format!("the result {derived}, which the recorded output gives"),
-            ));
+            );
         }
-        Ok(outcome)
+        outcome
     }
+}
+
+/// A replayed call waiting for its outcome event.
+struct Pending {
+    call_id: String,
+    issued: String,
+    dry_run: bool,
+    tool: String,
+}
+
+/// A call replayed up to its dispatch.
+enum Pre {
+    /// Its outcome (denied, dry run, a divergence).
+    Done(Outcome),
+    /// Scheduled: the outcome event comes later.
+    Pending(Pending),
 }

@@ -147,4 +147,68 @@ impl<H: Host, S: EventSink> Host for ResumeHost<'_, H, S> {
             }),
         }
     }
+
+    /// While replaying: the batch is answered from the log as far as it
+    /// goes, and the calls it does not finish continue live one at a time
+    /// (from the stage the log reached). Once live: a concurrent batch.
+    fn call_batch(
+        &mut self,
+        requests: Vec<CallRequest<'_>>,
+        limit: usize,
+        done: &mut dyn FnMut(usize, &Outcome),
+    ) -> Vec<Outcome> {
+        let outcomes = match self.replay.as_mut() {
+            None => match self.live.as_mut() {
+                Some(live) => live.call_batch_from(requests, limit),
+                None => requests.into_iter().map(|r| self.call(r)).collect(),
+            },
+            Some(replay) => {
+                let replayed = replay.replay_batch(requests.clone());
+                if let Some(d) = replay.divergence() {
+                    self.divergence.get_or_insert_with(|| d.clone());
+                }
+                let mut out = Vec::with_capacity(requests.len());
+                for (request, r) in requests.into_iter().zip(replayed) {
+                    out.push(match r {
+                        Replayed::Answered(outcome) => outcome,
+                        Replayed::Ended(stage) => self.continue_live(request, stage),
+                    });
+                }
+                out
+            }
+        };
+        for (i, o) in outcomes.iter().enumerate() {
+            done(i, o);
+        }
+        outcomes
+    }
+}
+
+impl<H: Host, S: EventSink> ResumeHost<'_, H, S> {
+    /// A call the log does not finish, continued live from `stage`.
+    fn continue_live(&mut self, request: CallRequest<'_>, stage: Recorded) -> Outcome {
+        let stage = match stage {
+            Recorded::Nothing if std::mem::take(&mut self.torn) => Recorded::Lost,
+            s => s,
+        };
+        if self.divergence.is_some() {
+            return Err(ToolFailure {
+                kind: FailureKind::Unavailable,
+                message: "resume diverged from the log".to_string(),
+            });
+        }
+        if let Err(msg) = self.go_live() {
+            return Err(ToolFailure {
+                kind: FailureKind::Unavailable,
+                message: msg,
+            });
+        }
+        match self.live.as_mut() {
+            Some(live) => live.call_from(request, stage),
+            None => Err(ToolFailure {
+                kind: FailureKind::Unavailable,
+                message: "the session could not go live".to_string(),
+            }),
+        }
+    }
 }

@@ -222,6 +222,64 @@ impl Host for ExecutorHost {
             })
         })
     }
+
+    /// Starts every call (at most `limit` running at once, a semaphore on
+    /// the runtime) and reports each outcome as it arrives. `fixed` answers
+    /// go through the runtime too, so their order is the completion order.
+    fn call_batch(
+        &mut self,
+        requests: Vec<CallRequest<'_>>,
+        limit: usize,
+        done: &mut dyn FnMut(usize, &Outcome),
+    ) -> Vec<Outcome> {
+        let n = requests.len();
+        let semaphore = Arc::new(tokio::sync::Semaphore::new(limit.clamp(1, n.max(1))));
+        let (sender, receiver) = std::sync::mpsc::channel::<(usize, Outcome)>();
+        let names: Vec<String> = requests.iter().map(|r| r.tool.to_string()).collect();
+        for (i, request) in requests.into_iter().enumerate() {
+            let host = self.clone();
+            let tool = request.tool.to_string();
+            let (arg, time_left) = (request.arg, request.time_left);
+            let key = request.idempotency_key.map(str::to_string);
+            let sender = sender.clone();
+            let semaphore = semaphore.clone();
+            drop(self.handle.spawn(async move {
+                // Time spent waiting for a slot counts against the run's deadline.
+                let queued = std::time::Instant::now();
+                let _permit = semaphore.acquire_owned().await;
+                let time_left = time_left.map(|t| t.saturating_sub(queued.elapsed()));
+                let outcome = host
+                    .call_async(&tool, &arg, time_left, key.as_deref())
+                    .await;
+                text::drop_deep(arg);
+                if let Err(unsent) = sender.send((i, outcome)) {
+                    if let Ok(value) = unsent.0 .1 {
+                        text::drop_deep(value);
+                    }
+                }
+            }));
+        }
+        drop(sender);
+        let mut out: Vec<Option<Outcome>> = (0..n).map(|_| None).collect();
+        for (i, outcome) in receiver.iter() {
+            done(i, &outcome);
+            out[i] = Some(outcome);
+        }
+        out.into_iter()
+            .enumerate()
+            .map(|(i, o)| {
+                o.unwrap_or_else(|| {
+                    Err(ToolFailure {
+                        kind: FailureKind::Unavailable,
+                        message: format!(
+                            "tool {}: the async runtime shut down before the call finished",
+                            names[i]
+                        ),
+                    })
+                })
+            })
+            .collect()
+    }
 }
 
 /// Makes SIGINT, SIGTERM and SIGHUP stop the running tools before lt exits.

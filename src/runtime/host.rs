@@ -153,10 +153,44 @@ pub trait Host {
     /// Performs one call and waits for its outcome. Must not panic on any
     /// tool behaviour: every failure is an `Err(ToolFailure)`.
     fn call(&mut self, request: CallRequest<'_>) -> Outcome;
+
+    /// Performs independent calls (a `gather` or a `fan_out`), concurrently
+    /// where the host can, at most `limit` at a time (at least one), and
+    /// waits for all of them. `done(i, &outcome)` is told of each outcome
+    /// as it arrives (completion order; `i` indexes `requests`); the
+    /// outcomes are returned in request order.
+    ///
+    /// The default runs the calls one after the other, in order.
+    fn call_batch(
+        &mut self,
+        requests: Vec<CallRequest<'_>>,
+        limit: usize,
+        done: &mut dyn FnMut(usize, &Outcome),
+    ) -> Vec<Outcome> {
+        let _ = limit;
+        requests
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let o = self.call(r);
+                done(i, &o);
+                o
+            })
+            .collect()
+    }
 }
 
 impl<H: Host + ?Sized> Host for &mut H {
     fn call(&mut self, request: CallRequest<'_>) -> Outcome {
         (**self).call(request)
+    }
+
+    fn call_batch(
+        &mut self,
+        requests: Vec<CallRequest<'_>>,
+        limit: usize,
+        done: &mut dyn FnMut(usize, &Outcome),
+    ) -> Vec<Outcome> {
+        (**self).call_batch(requests, limit, done)
     }
 }
