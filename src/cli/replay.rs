@@ -155,7 +155,10 @@ pub fn run(opts: &ReplayOptions) -> u8 {
     let all_made = host.remaining().iter().all(|e| {
         matches!(
             e.body,
-            EventBody::SessionEnded { .. } | EventBody::SessionResumed { .. }
+            EventBody::SessionEnded { .. }
+                | EventBody::SessionResumed { .. }
+                | EventBody::AnnotationStarted { .. }
+                | EventBody::AnnotationEnded { .. }
         )
     });
     if timed_out && (all_made || host.divergence().is_some_and(|d| d.log_ended)) {

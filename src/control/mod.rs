@@ -26,7 +26,7 @@ pub mod static_check;
 
 use crate::log::{Decision as Verdict, EventBody, EventSink};
 use crate::runtime::boundary;
-use crate::runtime::host::{CallRequest, FailureKind, Host, Outcome, ToolFailure};
+use crate::runtime::host::{AnnotationEvent, CallRequest, FailureKind, Host, Outcome, ToolFailure};
 use crate::runtime::limits::Limits;
 use crate::types::{ToolSig, Type};
 use profile::Profile;
@@ -534,6 +534,36 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
 impl<H: Host, S: EventSink> Host for ControlPlane<'_, H, S> {
     fn call(&mut self, request: CallRequest<'_>) -> Outcome {
         self.call_from(request, Recorded::Nothing)
+    }
+
+    /// Records the annotation (a log that cannot be written is remembered
+    /// and stops the next call, as for every event).
+    fn annotation(&mut self, event: AnnotationEvent<'_>) {
+        if !self.sink.records() {
+            return;
+        }
+        let opt = |v: Option<&str>| v.map_or(Json::Null, |s| Json::String(s.to_string()));
+        let body = match event {
+            AnnotationEvent::Started {
+                id,
+                intent,
+                hypothesis,
+                notes,
+                parent,
+            } => EventBody::AnnotationStarted {
+                annotation_id: id.to_string(),
+                intent: intent.to_string(),
+                hypothesis: opt(hypothesis),
+                notes: opt(notes),
+                parent: opt(parent),
+            },
+            AnnotationEvent::Ended { id, calls, outcome } => EventBody::AnnotationEnded {
+                annotation_id: id.to_string(),
+                calls: Json::Array(calls.iter().map(|c| Json::String(c.clone())).collect()),
+                outcome: outcome.to_string(),
+            },
+        };
+        let _ = self.record(body);
     }
 
     fn call_batch(

@@ -159,7 +159,9 @@ impl<'a> ReplayHost<'a> {
     /// The next event that replay checks, consumed. Events that only
     /// narrate (`client_dispatched`, `client_reported`, `client_rejected`:
     /// the outcome event after them carries what the program received;
-    /// `session_resumed`: a marker between two runs of the same session)
+    /// `session_resumed`: a marker between two runs of the same session;
+    /// `annotation_started`/`annotation_ended`: what the program said it was
+    /// doing, which replay re-derives from the program)
     /// are passed over.
     fn take(&mut self) -> Option<&'a EventBody> {
         self.skip_narration();
@@ -174,7 +176,9 @@ impl<'a> ReplayHost<'a> {
                 EventBody::ClientDispatched { .. }
                 | EventBody::ClientReported { .. }
                 | EventBody::ClientRejected { .. }
-                | EventBody::SessionResumed { .. } => self.next += 1,
+                | EventBody::SessionResumed { .. }
+                | EventBody::AnnotationStarted { .. }
+                | EventBody::AnnotationEnded { .. } => self.next += 1,
                 _ => break,
             }
         }

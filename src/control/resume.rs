@@ -148,6 +148,15 @@ impl<H: Host, S: EventSink> Host for ResumeHost<'_, H, S> {
         }
     }
 
+    /// Recorded only once live: while replaying, the log already holds it.
+    fn annotation(&mut self, event: crate::runtime::host::AnnotationEvent<'_>) {
+        if self.replay.is_none() {
+            if let Some(live) = self.live.as_mut() {
+                live.annotation(event);
+            }
+        }
+    }
+
     /// While replaying: the batch is answered from the log as far as it
     /// goes, and the calls it does not finish continue live one at a time
     /// (from the stage the log reached). Once live: a concurrent batch.

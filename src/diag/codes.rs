@@ -42,6 +42,7 @@ codes! {
     E0102 = "E0102", "unexpected end of input";
     E0103 = "E0103", "program nested too deeply";
     E0104 = "E0104", "program has no expression";
+    E0105 = "E0105", "unknown annotation field";
     E0201 = "E0201", "type mismatch";
     E0202 = "E0202", "unknown field";
     E0203 = "E0203", "unbound variable";
@@ -58,6 +59,8 @@ codes! {
     E0214 = "E0214", "pattern does not fit the matched type";
     E0215 = "E0215", "type too large";
     E0216 = "E0216", "string literal outside an enum";
+    E0217 = "E0217", "a concurrent form that is not one tool call";
+    E0218 = "E0218", "bounded_loop without a literal bound";
     E0301 = "E0301", "loops are not allowed";
     E0302 = "E0302", "recursion is not allowed";
     E0401 = "E0401", "effect not allowed here";

@@ -82,7 +82,14 @@ struct Lowerer {
     inlining: Vec<Name>,
 }
 
-const BUILTINS: [(&str, usize); 4] = [("map", 2), ("filter", 2), ("fold", 3), ("traverse", 2)];
+const BUILTINS: [(&str, usize); 6] = [
+    ("map", 2),
+    ("filter", 2),
+    ("fold", 3),
+    ("traverse", 2),
+    ("fan_out", 2),
+    ("bounded_loop", 3),
+];
 
 fn internal(message: impl Into<String>, span: Span) -> LowerError {
     LowerError {
@@ -258,12 +265,30 @@ impl Lowerer {
                 };
                 self.set(id, kind)
             }
+            ExprKind::Gather(record) => {
+                let id = self.reserve(span);
+                let ExprKind::Record(fields) = &record.kind else {
+                    return Err(internal("a gather that is not a record", span));
+                };
+                let mut out = Vec::with_capacity(fields.len());
+                for f in fields {
+                    out.push((f.name.name.clone(), self.expr(&f.value)?));
+                }
+                self.set(id, NodeKind::Gather { fields: out })
+            }
+            ExprKind::Annotate(annotation, body) => {
+                let id = self.reserve(span);
+                let body = self.expr(body)?;
+                self.set(
+                    id,
+                    NodeKind::Annotate {
+                        annotation: Rc::new((**annotation).clone()),
+                        body,
+                    },
+                )
+            }
             ExprKind::Record(fields) => {
                 let id = self.reserve(span);
-                let gather = fields.len() >= 2
-                    && fields
-                        .iter()
-                        .all(|f| matches!(f.value.kind, ExprKind::Exec(..)));
                 let mut out = Vec::with_capacity(fields.len());
                 for f in fields {
                     out.push((f.name.name.clone(), self.expr(&f.value)?));
@@ -275,12 +300,7 @@ impl Lowerer {
                         out.push((n, none));
                     }
                 }
-                let kind = if gather {
-                    NodeKind::Gather { fields: out }
-                } else {
-                    NodeKind::Record(out)
-                };
-                self.set(id, kind)
+                self.set(id, NodeKind::Record(out))
             }
             ExprKind::Field(r, name) => {
                 let id = self.reserve(span);
@@ -385,6 +405,9 @@ impl Lowerer {
         }
         args.reverse();
         if let ExprKind::Var(id) = &head.kind {
+            if &*id.name == "bounded_loop" && args.len() >= 3 && self.resolve(&id.name).is_none() {
+                return self.bounded_loop(e.span, id, &args);
+            }
             if let Some(&(_, arity)) = BUILTINS.iter().find(|(n, _)| **n == *id.name) {
                 if self.resolve(&id.name).is_none() {
                     return self.builtin_app(e.span, id, arity, &args);
@@ -404,6 +427,29 @@ impl Lowerer {
             out.push(self.expr(a)?);
         }
         Ok(self.set(id, NodeKind::Apply(f, out)))
+    }
+
+    /// `bounded_loop N init step …` (the checker requires all three and a
+    /// literal bound).
+    fn bounded_loop(&mut self, span: Span, name: &Ident, args: &[&Expr]) -> Result<NodeId, LowerError> {
+        let max = match args[0].kind {
+            ExprKind::Int(n) => u32::try_from(n).map_err(|_| internal("a bound out of range", args[0].span))?,
+            _ => return Err(internal("a bounded_loop without a literal bound", args[0].span)),
+        };
+        let outer = (args.len() > 3).then(|| self.reserve(span));
+        let inner_span = if args.len() > 3 { name.span.to(args[2].span) } else { span };
+        let id = self.reserve(inner_span);
+        let init = self.expr(args[1])?;
+        let step = self.expr(args[2])?;
+        self.set(id, NodeKind::BoundedLoop { max, init, step });
+        let Some(outer) = outer else {
+            return Ok(id);
+        };
+        let mut rest = Vec::new();
+        for a in &args[3..] {
+            rest.push(self.expr(a)?);
+        }
+        Ok(self.set(outer, NodeKind::Apply(id, rest)))
     }
 
     /// A use of a library function written in lt: its definition (a closed
@@ -549,6 +595,7 @@ fn builtin_kind(name: &str, args: &[NodeId]) -> NodeKind {
             mode: match name {
                 "map" => ForEachMode::Map,
                 "filter" => ForEachMode::Filter,
+                "fan_out" => ForEachMode::FanOut,
                 _ => ForEachMode::Traverse,
             },
             func: args[0],

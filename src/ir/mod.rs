@@ -16,15 +16,17 @@
 //! | `traverse f xs` | `for_each[traverse]` | `traverse`: in list order, stops at the first `Err` |
 //! | `map f xs`, `filter p xs` | `for_each[map]`, `for_each[filter]` | apply a template over a list (pure) |
 //! | `fold f init xs` | `reduce` | `foldMap`: accumulate across items |
-//! | `{a = exec tool t x, b = exec tool u y}` (every field a call) | `gather` | named results of independent calls |
+//! | `gather {a = exec tool t x, b = exec tool u y}` (extension) | `gather` | named results of independent calls, run concurrently |
+//! | `fan_out (fn x => exec tool t e) xs` (extension) | `for_each[fan_out]` | one call per item, run concurrently, results in list order |
+//! | `bounded_loop N init step` (extension) | `bounded_loop` | repeat the step at most N times, until it says `done` |
+//! | `@intent("…") e` (extension) | `annotate` | intent, hypothesis and notes recorded with the calls of `e` |
 //! | `match exec tool t x { Ok(r) => …exec…, Err(e) => … }` (the `Ok` arm calls a tool) | `try_and_check` | do A, then check with B |
 //! | `exec tool t x` | `exec` | one tool call, with a call identity |
 //!
-//! `scope`, `annotate` and `bounded_loop` have no surface construct with
-//! their meaning yet (the language has no rollback, no annotations and no
-//! loops); they arrive with the constructs that mean them (issue 7 and the
-//! LLM loop), not as renamings of something else. `gather` runs its calls
-//! one after another, left to right, for now: concurrency is issue 7.
+//! `scope` has no surface construct with its meaning yet (the language has
+//! no rollback); it arrives with the construct that means it, not as a
+//! renaming of something else. A plain record whose fields are calls is a
+//! `record`: its calls run one after another, left to right, as in λ-Tool.
 //!
 //! Invariants the interpreter relies on:
 //!
@@ -97,15 +99,20 @@ pub enum ForEachMode {
     Filter,
     /// `traverse`: collect `Ok` payloads, stop at the first `Err` and return it.
     Traverse,
+    /// `fan_out` (extension): the function's body is one `exec`; every
+    /// item's call is started (concurrently) and the Results collected in
+    /// list order.
+    FanOut,
 }
 
 impl ForEachMode {
-    /// `map`, `filter` or `traverse`.
+    /// `map`, `filter`, `traverse` or `fan_out`.
     pub fn as_str(self) -> &'static str {
         match self {
             ForEachMode::Map => "map",
             ForEachMode::Filter => "filter",
             ForEachMode::Traverse => "traverse",
+            ForEachMode::FanOut => "fan_out",
         }
     }
 }
@@ -223,6 +230,25 @@ pub enum NodeKind {
         /// The arms, in source order.
         arms: Vec<Arm>,
     },
+    /// `@intent(…) body` (extension): the annotation is recorded, and the
+    /// calls made while `body` runs are linked to it.
+    Annotate {
+        /// What the program says it is doing.
+        annotation: Rc<crate::syntax::ast::Annotation>,
+        /// The annotated expression.
+        body: NodeId,
+    },
+    /// `bounded_loop max init step` (extension): `state = init`; up to
+    /// `max` times `r = step state`, stopping when `r.done`; the value is
+    /// `{done, value}` of the last step (`done = false`: the bound was reached).
+    BoundedLoop {
+        /// The most iterations (the literal in the program).
+        max: u32,
+        /// The initial state.
+        init: NodeId,
+        /// The step function `s -> {done: Bool, value: s}`.
+        step: NodeId,
+    },
     /// `exec tool NAME arg`.
     Exec {
         /// Index into [`Ir::tools`].
@@ -289,6 +315,8 @@ impl NodeKind {
             NodeKind::Gather { .. } => "gather",
             NodeKind::TryAndCheck { .. } => "try_and_check",
             NodeKind::Exec { .. } => "exec",
+            NodeKind::Annotate { .. } => "annotate",
+            NodeKind::BoundedLoop { .. } => "bounded_loop",
             NodeKind::Const(_) => "const",
             NodeKind::Local(..) => "local",
             NodeKind::Capture(..) => "capture",

@@ -80,10 +80,10 @@ impl Printer<'_> {
                 self.node("in: ", *body, depth + 1);
             }
             NodeKind::ForEach { mode, func, items } => {
-                let note = if *mode == crate::ir::ForEachMode::Traverse {
-                    ", stops at the first Err"
-                } else {
-                    ""
+                let note = match mode {
+                    crate::ir::ForEachMode::Traverse => ", stops at the first Err",
+                    crate::ir::ForEachMode::FanOut => ", concurrent",
+                    _ => "",
                 };
                 self.line(depth, &format!("{head}[{}{note}]", mode.as_str()), id);
                 self.node("each: ", *func, depth + 1);
@@ -95,7 +95,29 @@ impl Printer<'_> {
                 self.node("init: ", *init, depth + 1);
                 self.node("items: ", *items, depth + 1);
             }
-            NodeKind::Gather { fields } | NodeKind::Record(fields) => {
+            NodeKind::Annotate { annotation, body } => {
+                let mut text = format!("{head} intent={:?}", annotation.intent);
+                if let Some(h) = &annotation.hypothesis {
+                    text.push_str(&format!(" hypothesis={h:?}"));
+                }
+                if let Some(n) = &annotation.notes {
+                    text.push_str(&format!(" notes={n:?}"));
+                }
+                self.line(depth, &text, id);
+                self.node("do: ", *body, depth + 1);
+            }
+            NodeKind::BoundedLoop { max, init, step } => {
+                self.line(depth, &format!("{head} max={max}"), id);
+                self.node("init: ", *init, depth + 1);
+                self.node("step: ", *step, depth + 1);
+            }
+            NodeKind::Gather { fields } => {
+                self.line(depth, &format!("{head} (concurrent)"), id);
+                for (name, v) in fields {
+                    self.node(&format!("{name}: "), *v, depth + 1);
+                }
+            }
+            NodeKind::Record(fields) => {
                 self.line(depth, &head, id);
                 for (name, v) in fields {
                     self.node(&format!("{name}: "), *v, depth + 1);

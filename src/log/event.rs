@@ -188,6 +188,28 @@ pub enum EventBody {
         /// What the program received.
         result: Json,
     },
+    /// An `@intent(…)` annotation's expression started (extension).
+    AnnotationStarted {
+        /// Its identity: the `annotate` node and path (`n4`, `n4[n2:1]`).
+        annotation_id: String,
+        /// What the program said it is doing.
+        intent: String,
+        /// What it expected (a string), or `null`.
+        hypothesis: Json,
+        /// Its notes (a string), or `null`.
+        notes: Json,
+        /// The enclosing annotation's identity, or `null`.
+        parent: Json,
+    },
+    /// An annotated expression ended (extension).
+    AnnotationEnded {
+        /// The annotation's identity.
+        annotation_id: String,
+        /// The call identities made directly under it, in issue order (an array of strings).
+        calls: Json,
+        /// `ok`, `err`, `value` or `stopped`.
+        outcome: String,
+    },
     /// `lt resume` continued a session that stopped without `session_ended`
     /// (a crash): the program is replayed up to here, then runs live.
     SessionResumed {
@@ -299,6 +321,8 @@ impl EventBody {
             EventBody::ClientReported { .. } => "client_reported",
             EventBody::ClientRejected { .. } => "client_rejected",
             EventBody::SessionResumed { .. } => "session_resumed",
+            EventBody::AnnotationStarted { .. } => "annotation_started",
+            EventBody::AnnotationEnded { .. } => "annotation_ended",
             EventBody::Completed { .. } => "completed",
             EventBody::Failed { .. } => "failed",
             EventBody::TimedOut { .. } => "timed_out",
@@ -320,6 +344,8 @@ impl EventBody {
             EventBody::SessionStarted { .. }
             | EventBody::SessionEnded { .. }
             | EventBody::ClientRejected { .. }
+            | EventBody::AnnotationStarted { .. }
+            | EventBody::AnnotationEnded { .. }
             | EventBody::SessionResumed { .. } => None,
         }
     }
@@ -395,6 +421,28 @@ impl EventBody {
             EventBody::ClientRejected { report, reason } => {
                 all(&[("reason", S(reason)), ("report", J(report))])
             }
+            EventBody::AnnotationStarted {
+                annotation_id,
+                intent,
+                hypothesis,
+                notes,
+                parent,
+            } => all(&[
+                ("annotation_id", S(annotation_id)),
+                ("hypothesis", J(hypothesis)),
+                ("intent", S(intent)),
+                ("notes", J(notes)),
+                ("parent", J(parent)),
+            ]),
+            EventBody::AnnotationEnded {
+                annotation_id,
+                calls,
+                outcome,
+            } => all(&[
+                ("annotation_id", S(annotation_id)),
+                ("calls", J(calls)),
+                ("outcome", S(outcome)),
+            ]),
             EventBody::SessionResumed {
                 lt_version,
                 registry_hash,
@@ -718,6 +766,17 @@ pub(crate) fn drop_body(body: EventBody) {
         EventBody::ClientReported { report, .. } | EventBody::ClientRejected { report, .. } => {
             drop_json(report)
         }
+        EventBody::AnnotationStarted {
+            hypothesis,
+            notes,
+            parent,
+            ..
+        } => {
+            drop_json(hypothesis);
+            drop_json(notes);
+            drop_json(parent);
+        }
+        EventBody::AnnotationEnded { calls, .. } => drop_json(calls),
         EventBody::Decided { .. }
         | EventBody::Scheduled { .. }
         | EventBody::ClientDispatched { .. }

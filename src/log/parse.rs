@@ -66,6 +66,18 @@ impl EventBody {
                 report: f.json("report")?,
                 reason: f.string("reason")?,
             },
+            "annotation_started" => EventBody::AnnotationStarted {
+                annotation_id: f.string("annotation_id")?,
+                intent: f.string("intent")?,
+                hypothesis: f.json("hypothesis")?,
+                notes: f.json("notes")?,
+                parent: f.json("parent")?,
+            },
+            "annotation_ended" => EventBody::AnnotationEnded {
+                annotation_id: f.string("annotation_id")?,
+                calls: f.json("calls")?,
+                outcome: f.string("outcome")?,
+            },
             "session_resumed" => EventBody::SessionResumed {
                 lt_version: f.string("lt_version")?,
                 registry_hash: f.string("registry_hash")?,

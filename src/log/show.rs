@@ -10,6 +10,11 @@
 //! #2 21:04:05.123 decided n7[n3:2] allow (allowlist: tool is allowed)
 //! #3 21:04:05.124 scheduled n7[n3:2] lookup on server (key 0123…:n7[n3:2])
 //! #4 21:04:05.200 completed n7[n3:2] → Ok {"tier":"gold"}
+//! …
+//! #6 21:04:05.300 intent n9 "refund the duplicate charge"
+//! #7 21:04:05.301   proposed n12 issue_refund {"amount":4999}
+//! …
+//! #11 21:04:05.390 end intent n9 ok (1 call: n12)
 //! #5 21:04:05.201 session_ended ok
 //! ended ok: {"tier":"gold"} : {tier : String} (1 call, 120 steps)
 //! ```
@@ -33,14 +38,23 @@ pub fn timeline(events: &[Event]) -> String {
         Some(first) => header(&mut out, first),
         None => out.push_str("(no events)\n"),
     }
+    // Events inside an `@intent` annotation are indented under it.
+    let mut depth = 0usize;
     for event in events {
+        if matches!(event.body, EventBody::AnnotationEnded { .. }) {
+            depth = depth.saturating_sub(1);
+        }
         let _ = writeln!(
             out,
-            "#{} {} {}",
+            "#{} {} {}{}",
             event.seq,
             time_of_day(&event.ts),
+            "  ".repeat(depth.min(20)),
             describe(&event.body)
         );
+        if matches!(event.body, EventBody::AnnotationStarted { .. }) {
+            depth += 1;
+        }
     }
     match events.last().map(|e| &e.body) {
         Some(EventBody::SessionEnded {
@@ -208,6 +222,41 @@ fn describe(body: &EventBody) -> String {
             abbreviate(report, SHOWN),
             one_line(reason)
         ),
+        EventBody::AnnotationStarted {
+            annotation_id,
+            intent,
+            hypothesis,
+            notes,
+            ..
+        } => {
+            let mut line = format!("intent {} {}", one_line(annotation_id), abbreviate(&Json::String(intent.clone()), SHOWN));
+            if let Json::String(h) = hypothesis {
+                let _ = write!(line, " hypothesis {}", abbreviate(&Json::String(h.clone()), SHOWN));
+            }
+            if let Json::String(n) = notes {
+                let _ = write!(line, " notes {}", abbreviate(&Json::String(n.clone()), SHOWN));
+            }
+            line
+        }
+        EventBody::AnnotationEnded {
+            annotation_id,
+            calls,
+            outcome,
+        } => {
+            let ids: Vec<&str> = calls
+                .as_array()
+                .map(|a| a.iter().filter_map(Json::as_str).collect())
+                .unwrap_or_default();
+            let n = ids.len();
+            format!(
+                "end intent {} {} ({n} call{}{}{})",
+                one_line(annotation_id),
+                one_line(outcome),
+                if n == 1 { "" } else { "s" },
+                if n == 0 { "" } else { ": " },
+                one_line(&ids.join(", "))
+            )
+        }
         EventBody::SessionResumed { dropped_bytes, .. } => {
             if *dropped_bytes == 0 {
                 "session_resumed (replayed up to here, live from here)".to_string()

@@ -141,7 +141,38 @@ impl Compiler<'_> {
                     body(m)
                 })
             }
-            NodeKind::Record(fields) | NodeKind::Gather { fields } => {
+            NodeKind::Gather { fields } => {
+                let names: Vec<Name> = fields.iter().map(|(n, _)| n.clone()).collect();
+                let codes: Vec<Code> = fields.iter().map(|(_, f)| self.node(*f, d)).collect();
+                Box::new(move |m| {
+                    m.charge(1, id)?;
+                    let values = m.batch(id, codes.len(), |m| {
+                        for code in &codes {
+                            code(m)?;
+                        }
+                        Ok(())
+                    })?;
+                    let out: Vec<(Name, Value)> = names.iter().cloned().zip(values).collect();
+                    Ok(Value::Record(out.into()))
+                })
+            }
+            NodeKind::Annotate { annotation, body } => {
+                let (annotation, body) = (annotation.clone(), self.node(*body, d));
+                Box::new(move |m| {
+                    m.charge(1, id)?;
+                    m.annotate(id, &annotation, |m| body(m))
+                })
+            }
+            NodeKind::BoundedLoop { max, init, step } => {
+                let (max, init, step) = (*max, self.node(*init, d), self.node(*step, d));
+                Box::new(move |m| {
+                    m.charge(1, id)?;
+                    let s = init(m)?;
+                    let f = step(m)?;
+                    m.bounded_loop(id, max, s, &f)
+                })
+            }
+            NodeKind::Record(fields) => {
                 let fields: Vec<(Name, Code)> = fields
                     .iter()
                     .map(|(n, f)| (n.clone(), self.node(*f, d)))
@@ -381,7 +412,14 @@ impl Compiler<'_> {
                 let (tool, arg) = (*tool, self.node(*arg, d));
                 Box::new(move |m| {
                     m.charge(1, id)?;
-                    let a = arg(m)?;
+                    // A call inside the argument runs now, even in a batch.
+                    let queue = m.deferred.take();
+                    let a = arg(m);
+                    m.deferred = queue;
+                    let a = a?;
+                    if m.deferred.is_some() {
+                        return m.defer_exec(id, tool, &a);
+                    }
                     m.exec(id, tool, &a)
                 })
             }
@@ -441,6 +479,17 @@ fn for_each(
     f: &Value,
     items: &[Value],
 ) -> Eval {
+    if mode == ForEachMode::FanOut {
+        let callee = m.enter(f, 1);
+        let collected = m.batch(id, items.len(), |m| {
+            for (i, x) in items.iter().enumerate() {
+                m.call1(&callee, x.clone(), item(id, i), id)?;
+            }
+            Ok(())
+        });
+        m.leave(callee);
+        return Ok(Value::List(collected?.into()));
+    }
     let mut out = Vec::with_capacity(if mode == ForEachMode::Filter {
         0
     } else {

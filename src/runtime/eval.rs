@@ -64,6 +64,8 @@ pub fn run(ir: &Ir, host: &mut dyn Host, limits: &Limits) -> (Result<Value, RunE
         calls: 0,
         built_bytes: 0,
         deadline: limits.timeout.map(|t| started + t),
+        deferred: None,
+        intents: Vec::new(),
     };
     let result = (code.root)(&mut m)
         .and_then(|v| {
@@ -99,6 +101,13 @@ pub(super) struct Machine<'a> {
     /// Bytes of strings built by `++` so far.
     built_bytes: usize,
     deadline: Option<Instant>,
+    /// While the calls of a `gather`/`fan_out` are collected: an `exec`
+    /// evaluates its argument, then is queued here instead of run
+    /// ([`super::batch`]).
+    pub(super) deferred: Option<Vec<super::batch::Deferred>>,
+    /// The `@intent` annotations being evaluated, innermost last, each with
+    /// the calls made directly under it.
+    pub(super) intents: Vec<(String, Vec<String>)>,
 }
 
 /// The result of evaluating a node. Errors are boxed so that the hot `Ok`
@@ -146,7 +155,7 @@ impl<'a> Machine<'a> {
         self.check_clock(id)
     }
 
-    fn check_clock(&self, id: NodeId) -> Unit {
+    pub(super) fn check_clock(&self, id: NodeId) -> Unit {
         match (self.deadline, self.limits.timeout) {
             (Some(d), Some(t)) if Instant::now() >= d => Err(Box::new(
                 RunError::new(
@@ -346,6 +355,29 @@ impl<'a> Machine<'a> {
 
     /// One tool call through the host, its result validated at the boundary.
     pub(super) fn exec(&mut self, id: NodeId, tool: u32, arg: &Value) -> Eval {
+        let (call_id, json, time_left) = self.prepare_call(id, tool, arg)?;
+        let sig = &self.ir.tools[tool as usize];
+        let outcome = self.host.call(CallRequest {
+            id: &call_id,
+            tool: &sig.name,
+            arg: json,
+            time_left,
+            idempotency_key: None,
+        });
+        let value = self.receive(tool, outcome);
+        self.check_clock(id)?;
+        Ok(value)
+    }
+
+    /// Everything before a call: the call limit, the argument's size, the
+    /// clock; the call's identity (linked to the innermost `@intent`), its
+    /// JSON argument and the time left.
+    pub(super) fn prepare_call(
+        &mut self,
+        id: NodeId,
+        tool: u32,
+        arg: &Value,
+    ) -> Result<(CallId, serde_json::Value, Option<std::time::Duration>), Box<RunError>> {
         let span = self.span(id);
         let ir = self.ir;
         let Some(sig) = ir.tools.get(tool as usize) else {
@@ -371,17 +403,20 @@ impl<'a> Machine<'a> {
             node: id,
             path: self.path.clone(),
         };
+        if let Some((_, calls)) = self.intents.last_mut() {
+            calls.push(call_id.to_string());
+        }
         let time_left = self
             .deadline
             .map(|d| d.saturating_duration_since(Instant::now()));
-        let outcome = self.host.call(CallRequest {
-            id: &call_id,
-            tool: &sig.name,
-            arg: arg.to_json(),
-            time_left,
-            idempotency_key: None,
-        });
-        let value = match outcome {
+        Ok((call_id, arg.to_json(), time_left))
+    }
+
+    /// The program's view of a call's outcome: `Ok(v)` of the validated
+    /// output, or `Err(message)`.
+    pub(super) fn receive(&self, tool: u32, outcome: super::host::Outcome) -> Value {
+        let sig = &self.ir.tools[tool as usize];
+        match outcome {
             Ok(json) => {
                 let v = match boundary::program_result(
                     &sig.name,
@@ -397,9 +432,22 @@ impl<'a> Machine<'a> {
                 v
             }
             Err(failure) => Value::Err(Rc::new(Value::Str(Rc::from(failure.message)))),
-        };
-        self.check_clock(id)?;
-        Ok(value)
+        }
+    }
+
+    /// The host, the current path and the tool table, for [`super::batch`].
+    pub(super) fn host(&mut self) -> &mut dyn Host {
+        &mut *self.host
+    }
+
+    /// The current iteration/application path.
+    pub(super) fn path(&self) -> &[PathStep] {
+        &self.path
+    }
+
+    /// The declared name of tool `tool`.
+    pub(super) fn tool_name(&self, tool: u32) -> &'a str {
+        &self.ir.tools[tool as usize].name
     }
 
     fn check_size(&self, v: &Value, span: Span, what: &str) -> Unit {

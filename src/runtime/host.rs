@@ -146,6 +146,37 @@ pub struct ToolFailure {
 /// validated against the declared output type), or why there is none.
 pub type Outcome = Result<Json, ToolFailure>;
 
+/// An `@intent` annotation (extension) starting or ending, as the
+/// interpreter tells its host ([`Host::annotation`]).
+#[derive(Clone, Copy, Debug)]
+pub enum AnnotationEvent<'a> {
+    /// The annotated expression starts.
+    Started {
+        /// The annotation's identity: the `annotate` node and path, printed
+        /// as a [`CallId`] is (`n4`, `n4[n2:1]`).
+        id: &'a str,
+        /// What the program says it is doing.
+        intent: &'a str,
+        /// What it expects, if given.
+        hypothesis: Option<&'a str>,
+        /// Notes, if given.
+        notes: Option<&'a str>,
+        /// The enclosing annotation, if any.
+        parent: Option<&'a str>,
+    },
+    /// The annotated expression ended.
+    Ended {
+        /// The annotation's identity.
+        id: &'a str,
+        /// The identities of the calls made directly under it (not under a
+        /// nested annotation), in the order they were issued.
+        calls: &'a [String],
+        /// `ok` / `err` (its value was `Ok`/`Err`), `value` (any other
+        /// value), or `stopped` (the run stopped inside it).
+        outcome: &'a str,
+    },
+}
+
 /// Performs tool calls for the interpreter. Implementations: the executor
 /// host (`tools.toml`, [`crate::exec`]), the fixed hosts in tests, and later
 /// the control plane and replay.
@@ -178,6 +209,12 @@ pub trait Host {
             })
             .collect()
     }
+
+    /// Told when an `@intent` annotation starts and ends (the control
+    /// plane records it). The default ignores it.
+    fn annotation(&mut self, event: AnnotationEvent<'_>) {
+        let _ = event;
+    }
 }
 
 impl<H: Host + ?Sized> Host for &mut H {
@@ -192,5 +229,9 @@ impl<H: Host + ?Sized> Host for &mut H {
         done: &mut dyn FnMut(usize, &Outcome),
     ) -> Vec<Outcome> {
         (**self).call_batch(requests, limit, done)
+    }
+
+    fn annotation(&mut self, event: AnnotationEvent<'_>) {
+        (**self).annotation(event)
     }
 }

@@ -17,6 +17,7 @@
 //!   `Ok`/`Err` → `{"Ok": v}` / `{"Err": e}`), which is also how tool
 //!   arguments are sent. [`ops`]: the operators.
 
+mod batch;
 pub mod boundary;
 mod compile;
 pub(crate) mod deep_json;

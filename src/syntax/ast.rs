@@ -256,6 +256,19 @@ pub struct Arm {
     pub span: Span,
 }
 
+/// The metadata of an `@intent(…)` annotation (seed 000's `annotate`).
+#[derive(Clone, Debug)]
+pub struct Annotation {
+    /// What the annotated expression is for.
+    pub intent: String,
+    /// What the author expects to happen, if given.
+    pub hypothesis: Option<String>,
+    /// Free-form notes, if given.
+    pub notes: Option<String>,
+    /// `@intent(…)`, without the annotated expression.
+    pub span: Span,
+}
+
 /// A record field `name = value`.
 #[derive(Clone, Debug)]
 pub struct Field {
@@ -324,6 +337,11 @@ pub enum ExprKind {
     Update(Box<Expr>, Vec<Field>),
     /// `exec tool NAME arg`.
     Exec(Ident, Box<Expr>),
+    /// `gather { a = exec tool …, b = exec tool … }` (extension): the calls
+    /// run concurrently. Holds the record literal.
+    Gather(Box<Expr>),
+    /// `@intent("why", hypothesis = "…", notes = "…") e` (extension).
+    Annotate(Box<Annotation>, Box<Expr>),
     /// `a op b`.
     Binary(BinOp, Span, Box<Expr>, Box<Expr>),
     /// `-e`.
@@ -393,6 +411,7 @@ impl ExprKind {
                 .unwrap_or(0)
                 .max(s.depth),
             ExprKind::Record(fields) => fields.iter().map(|f| f.value.depth).max().unwrap_or(0),
+            ExprKind::Gather(e) | ExprKind::Annotate(_, e) => e.depth,
             ExprKind::Update(base, fields) => fields
                 .iter()
                 .map(|f| f.value.depth)
@@ -480,6 +499,7 @@ impl ExprKind {
                     f(&fi.value);
                 }
             }
+            ExprKind::Gather(e) | ExprKind::Annotate(_, e) => f(e),
             ExprKind::Update(base, fields) => {
                 f(base);
                 for fi in fields {

@@ -48,6 +48,48 @@ fn too_deep(st: &mut ParseState, at: Span) {
     }
 }
 
+/// `@intent("…", hypothesis = "…", notes = "…") body`: the known fields
+/// are `hypothesis` and `notes`, each at most once (E0105 otherwise).
+pub fn annotate(
+    st: &mut ParseState,
+    intent: String,
+    extra: Vec<(Ident, String)>,
+    at: Span,
+    body: Expr,
+    l: usize,
+    r: usize,
+) -> Expr {
+    let mut a = Annotation {
+        intent,
+        hypothesis: None,
+        notes: None,
+        span: at,
+    };
+    for (name, value) in extra {
+        let slot = match &*name.name {
+            "hypothesis" => &mut a.hypothesis,
+            "notes" => &mut a.notes,
+            other => {
+                st.diags.push(
+                    Diagnostic::error(Code::E0105, name.span, format!("`{other}` is not a field of `@intent`"))
+                        .with_label("unknown field")
+                        .with_help("write `@intent(\"what this is for\", hypothesis = \"what should happen\", notes = \"…\")`"),
+                );
+                continue;
+            }
+        };
+        if slot.is_some() {
+            st.diags.push(
+                Diagnostic::error(Code::E0105, name.span, format!("`{}` is given twice", name.name))
+                    .with_label("given again here")
+                    .with_help("give each field of `@intent` once"),
+            );
+        }
+        *slot = Some(value);
+    }
+    expr(st, ExprKind::Annotate(Box::new(a), Box::new(body)), l, r)
+}
+
 /// Wraps an expression node, enforcing the depth limit.
 pub fn expr(st: &mut ParseState, kind: ExprKind, l: usize, r: usize) -> Expr {
     cap(st, Expr::new(kind, span(l, r)))

@@ -124,6 +124,12 @@ pub enum Tok {
     Dot,
     #[token("..")]
     DotDot,
+    /// `@intent` (extension): an annotation, `@intent("why", …) e`.
+    #[token("@intent")]
+    AtIntent,
+    /// `gather` followed by `{` (extension; contextual).
+    Gather,
+
     /// `?:` in an optional field `email?: String` (one token, so that a
     /// stray `?` stays an unreadable character).
     #[regex(r"\?[ \t]*:")]
@@ -320,6 +326,8 @@ impl fmt::Display for Tok {
             Tok::EffectKw => "effect",
             Tok::With => "with",
             Tok::DotDot => "..",
+            Tok::AtIntent => "@intent",
+            Tok::Gather => "gather",
             Tok::Question => "?:",
             Tok::Bar => "|",
             Tok::Float(x) => return write!(f, "{:?}", x.0),
@@ -651,7 +659,7 @@ fn mark_contextual_keywords(toks: &mut [Spanned]) {
             let Tok::Ident(name) = &toks[i].1 else {
                 return None;
             };
-            if !matches!(&**name, "Option" | "Some" | "None") || i == 0 {
+            if !matches!(&**name, "Option" | "Some" | "None" | "gather") || i == 0 {
                 return None;
             }
             let binder = match &toks[i - 1].1 {
@@ -684,6 +692,7 @@ fn mark_contextual_keywords(toks: &mut [Spanned]) {
             "Option" if !as_name => Tok::Option,
             "Some" if !as_name => Tok::Some,
             "None" if !as_name => Tok::None,
+            "gather" if !bound.contains(name) && matches!(next, Some(Tok::LBrace)) => Tok::Gather,
             _ => continue,
         };
         toks[i].1 = kw;

@@ -8,6 +8,8 @@
 //! traverse : (a -{E}-> Result<b, e>) -> List a -{E}-> Result<List b, e>
 //! ```
 //!
+//! and (extension) `fan_out` and `bounded_loop`, typed in [`super::combinators`].
+//!
 //! They are typed at their application site (they are not first-class
 //! values: `map` alone is E0210), so each use gets fresh type parameters and
 //! `traverse` inherits exactly its callback's effects. Partial application
@@ -29,6 +31,9 @@ impl Checker<'_> {
     /// Types `name arg1 … argN` for a builtin `name`.
     pub(super) fn builtin(&mut self, id: &Ident, args: &[(&Expr, Span)]) -> Type {
         let name: &str = &id.name;
+        if name == "bounded_loop" {
+            return self.bounded_loop(id, args);
+        }
         let arity = if name == "fold" { 3 } else { 2 };
         let Some(&(callback, _)) = args.first() else {
             return Type::Error;
@@ -92,8 +97,13 @@ impl Checker<'_> {
                 self.callback(callback, &step, pure("callback"));
                 (vec![c.clone(), Type::list(a)], c, EffectSet::pure())
             }
+            "fan_out" => {
+                self.fan_out_shape(callback);
+                let (b, err, eff) = self.traverse_callback(callback, &a, name);
+                (vec![Type::list(a)], Type::list(Type::result(b, err)), eff)
+            }
             _ => {
-                let (b, err, eff) = self.traverse_callback(callback, &a);
+                let (b, err, eff) = self.traverse_callback(callback, &a, name);
                 (vec![Type::list(a)], Type::result(Type::list(b), err), eff)
             }
         };
@@ -149,7 +159,7 @@ impl Checker<'_> {
     }
 
     /// Synthesizes `traverse`'s callback: `a -{E}-> Result<b, e>`; returns `(b, e, E)`.
-    fn traverse_callback(&mut self, cb: &Expr, a: &Type) -> (Type, Type, EffectSet) {
+    fn traverse_callback(&mut self, cb: &Expr, a: &Type, name: &str) -> (Type, Type, EffectSet) {
         let ft = match &cb.kind {
             ExprKind::Fn {
                 param,
@@ -174,7 +184,7 @@ impl Checker<'_> {
                     .is_err()
                 {
                     let shown = self.show(&r);
-                    let d = Diagnostic::error(Code::E0201, cb.span, format!("`traverse` needs a callback that returns a Result, but this one returns {shown}"))
+                    let d = Diagnostic::error(Code::E0201, cb.span, format!("`{name}` needs a callback that returns a Result, but this one returns {shown}"))
                         .with_label(format!("returns {shown}"))
                         .with_expected_found("a -{E}-> Result<b, e>", self.show(&ft))
                         .with_help("return the Result of a tool call (`exec tool NAME x`), or `Ok(v)` / `Err(msg)`; for pure work use `map`");
@@ -189,11 +199,11 @@ impl Checker<'_> {
                 let d = Diagnostic::error(
                     Code::E0201,
                     cb.span,
-                    format!("`traverse` needs a function, but this is {shown}"),
+                    format!("`{name}` needs a function, but this is {shown}"),
                 )
                 .with_label("not a function")
                 .with_expected_found("a -{E}-> Result<b, e>", shown)
-                .with_help("pass a function: `traverse (fn x: T => exec tool NAME x) xs`");
+                .with_help(format!("pass a function: `{name} (fn x: T => exec tool NAME x) xs`"));
                 self.diags.push(d);
                 (Type::Error, Type::Error, EffectSet::pure())
             }

@@ -28,7 +28,14 @@ use rustc_hash::FxHashMap as HashMap;
 use std::collections::HashSet;
 
 /// The builtin iteration functions (λ-Tool).
-pub const BUILTINS: [&str; 4] = ["map", "filter", "fold", "traverse"];
+pub const BUILTINS: [&str; 6] = [
+    "map",
+    "filter",
+    "fold",
+    "traverse",
+    "fan_out",
+    "bounded_loop",
+];
 
 /// A variable in scope. The type is shared so that the persistent map's
 /// copy-on-write node copies stay cheap.
@@ -203,6 +210,11 @@ impl<'a> Checker<'a> {
             (ExprKind::Let(chain), _) => {
                 self.let_chain(chain, Some(exp));
             }
+            (ExprKind::Annotate(_, body), _) => {
+                let exp = exp.clone();
+                self.consuming = consuming;
+                self.check(body, &exp);
+            }
             (ExprKind::If(c, t, f), _) => {
                 self.check_condition(c);
                 self.check(t, exp);
@@ -323,6 +335,8 @@ impl<'a> Checker<'a> {
             ExprKind::None => Type::option(self.metas.fresh(e.span, "the type inside this `None`")),
             ExprKind::Update(base, fields) => self.update(base, fields, e.span),
             ExprKind::Exec(tool, arg) => self.exec(tool, arg, e.span),
+            ExprKind::Gather(record) => self.gather(record, e.span),
+            ExprKind::Annotate(_, body) => self.synth(body),
             ExprKind::Binary(op, op_span, a, b) => self.binary(*op, *op_span, a, b),
             ExprKind::Neg(x) => {
                 let t = self.synth(x);

@@ -22,6 +22,7 @@
 
 pub mod builtins;
 pub mod calls;
+pub mod combinators;
 pub mod decls;
 pub mod definition;
 pub mod fields;

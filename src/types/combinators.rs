@@ -1,0 +1,165 @@
+//! Typing seed 000's combinators that λ-Tool lacks (extension):
+//!
+//! ```text
+//! gather { a = exec tool A x, b = exec tool B y }  : {a: Result<A_out, String>, b: Result<B_out, String>}
+//! fan_out      : (a -{E}-> Result<b, e>) -> List a -{E}-> List (Result<b, e>)
+//! bounded_loop : Int(literal) -> s -> (s -{E}-> {done: Bool, value: s}) -{E}-> {done: Bool, value: s}
+//! @intent("why", hypothesis = "…", notes = "…") e  : the type of e
+//! ```
+//!
+//! The calls of a `gather` and of a `fan_out` run concurrently, so each
+//! must be *one* tool call the runtime can start without waiting for
+//! another: a field of a `gather` is `exec tool NAME arg`, and `fan_out`'s
+//! function is `fn x => exec tool NAME arg` (E0217 otherwise). Their
+//! arguments are evaluated first, in order. Every Result must be matched,
+//! as for any call.
+//!
+//! `bounded_loop`'s bound is an Int literal from 1 to [`MAX_LOOP_BOUND`]
+//! (E0218), so it is visible in the program and the IR; the step decides to
+//! stop early with `done = true`. The result says whether it did.
+
+use super::infer::Checker;
+use super::ty::{EffectSet, Type};
+use crate::diag::{Code, Diagnostic};
+use crate::source::Span;
+use crate::syntax::ast::{Expr, ExprKind, Ident};
+use std::rc::Rc;
+
+/// The largest bound a `bounded_loop` may have.
+pub const MAX_LOOP_BOUND: i64 = 10_000;
+
+/// `{done: Bool, value: s}`: a `bounded_loop` step's result and the loop's.
+pub fn loop_state(s: Type) -> Type {
+    Type::Record(vec![(Rc::from("done"), Type::Bool), (Rc::from("value"), s)])
+}
+
+fn one_call_help(what: &str) -> String {
+    format!(
+        "{what} runs its tool calls concurrently, so each must be one call, `exec tool NAME arg`; \
+         compute other values before it with `let`, or use `traverse` / a record for calls that depend on each other"
+    )
+}
+
+impl Checker<'_> {
+    /// `gather { … }`: every field one tool call.
+    pub(super) fn gather(&mut self, record: &Expr, span: Span) -> Type {
+        let ExprKind::Record(fields) = &record.kind else {
+            return self.synth(record);
+        };
+        if fields.is_empty() {
+            self.diags.push(
+                Diagnostic::error(Code::E0217, span, "this `gather` has no calls")
+                    .with_label("empty")
+                    .with_help("name each call: `gather { a = exec tool A x, b = exec tool B y }`"),
+            );
+        }
+        for f in fields {
+            if !matches!(f.value.kind, ExprKind::Exec(..)) {
+                self.diags.push(
+                    Diagnostic::error(
+                        Code::E0217,
+                        f.value.span,
+                        format!("field `{}` of a `gather` is not a tool call", f.name.name),
+                    )
+                    .with_label("not `exec tool …`")
+                    .with_help(one_call_help("`gather`")),
+                );
+            }
+        }
+        self.synth(record)
+    }
+
+    /// Reports a `fan_out` function that is not `fn x => exec tool NAME arg`.
+    pub(super) fn fan_out_shape(&mut self, callback: &Expr) {
+        let ok = match &callback.kind {
+            ExprKind::Fn { body, .. } => matches!(body.kind, ExprKind::Exec(..)),
+            _ => false,
+        };
+        if !ok {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0217,
+                    callback.span,
+                    "`fan_out` needs a function whose body is one tool call",
+                )
+                .with_label("not `fn x => exec tool …`")
+                .with_help(one_call_help("`fan_out`"))
+                .with_note("e.g. `fan_out (fn o => exec tool charge {order_id = o.id}) orders`"),
+            );
+        }
+    }
+
+    /// `bounded_loop N init step`.
+    pub(super) fn bounded_loop(&mut self, id: &Ident, args: &[(&Expr, Span)]) -> Type {
+        let bound_ok = match args.first().map(|(e, _)| &e.kind) {
+            Some(ExprKind::Int(n)) => (1..=MAX_LOOP_BOUND).contains(n),
+            _ => false,
+        };
+        if !bound_ok {
+            let at = args.first().map_or(id.span, |(e, _)| e.span);
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0218,
+                    at,
+                    format!("`bounded_loop` needs its bound as an Int literal from 1 to {MAX_LOOP_BOUND}"),
+                )
+                .with_label("not a literal bound")
+                .with_help("write the most iterations in the program: `bounded_loop 10 init (fn s => …)`"),
+            );
+        }
+        if args.len() < 3 {
+            for (a, _) in args.iter().skip(1) {
+                self.synth(a);
+            }
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0218,
+                    id.span,
+                    "`bounded_loop` must be given its bound, initial state and step",
+                )
+                .with_label("missing arguments")
+                .with_help("`bounded_loop 10 {status = \"pending\"} (fn s => … {done = …, value = …})`"),
+            );
+            return Type::Error;
+        }
+        let s = self.metas.fresh(args[1].0.span, "the loop's state type");
+        self.check(args[1].0, &s);
+        let step = args[2].0;
+        let ft = match &step.kind {
+            ExprKind::Fn {
+                param,
+                annot: None,
+                body,
+            } => self.synth_fn(param, None, body, Some(s.clone())),
+            _ => self.synth(step),
+        };
+        let want = loop_state(s.clone());
+        let eff = match self.metas.resolve_peeled(&ft).into_owned() {
+            Type::Fun(p, eff, r) => {
+                self.expect(step.span, &s, &p);
+                self.expect(step.span, &r, &want);
+                eff
+            }
+            Type::Error => EffectSet::pure(),
+            other => {
+                let shown = self.show(&other);
+                self.diags.push(
+                    Diagnostic::error(Code::E0201, step.span, format!("`bounded_loop` needs a step function, but this is {shown}"))
+                        .with_label("not a function")
+                        .with_expected_found("s -{E}-> {done: Bool, value: s}", shown)
+                        .with_help("pass `fn s => …` returning `{done = …, value = …}`"),
+                );
+                EffectSet::pure()
+            }
+        };
+        let whole = args[2].1;
+        self.perform(&eff, whole, "`bounded_loop` calling its step");
+        let mut ty = want;
+        let mut callee = whole;
+        for &(arg, app) in &args[3..] {
+            ty = self.apply(ty, callee, arg, app, "this call");
+            callee = app;
+        }
+        ty
+    }
+}
