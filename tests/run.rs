@@ -1083,10 +1083,10 @@ fn map_of_tool_results_inside_traverse() {
 }
 
 #[test]
-fn gather_runs_left_to_right() {
+fn gather_issues_its_calls_left_to_right() {
     let src = r#"tool t: Int -{Read}-> Int;
                  tool u: Int -{Read}-> Int;
-                 let g = {a = exec tool t 1, b = exec tool u 2, c = exec tool t 3} in
+                 let g = gather {a = exec tool t 1, b = exec tool u 2, c = exec tool t 3} in
                  match g.a { Ok(x) => match g.b { Ok(y) => match g.c { Ok(z) => x * 100 + y * 10 + z,
                                                                       Err(e) => -3 },
                                                  Err(e) => -2 },
@@ -1108,6 +1108,15 @@ fn gather_runs_left_to_right() {
         .with("u", |a: &Json| Ok(json!(a.as_i64().unwrap_or(0) + 1)));
     assert_eq!(value_on(src, &mut h2), json!(-1));
     assert_eq!(h2.tools_called(), ["t", "u", "t"]);
+    // A plain record of calls is a `record`: λ-Tool's sequential evaluation.
+    let plain = src.replace("gather {", "{");
+    let ir = lower_src(&plain);
+    assert!(!ir.nodes.iter().any(|n| n.kind.name() == "gather"), "a record");
+    let mut h3 = ScriptedHost::new()
+        .with("t", |a: &Json| Ok(json!(a.as_i64().unwrap_or(0) + 1)))
+        .with("u", |a: &Json| Ok(json!(a.as_i64().unwrap_or(0) + 1)));
+    assert_eq!(value_on(&plain, &mut h3), json!(234));
+    assert_eq!(h3.tools_called(), ["t", "u", "t"]);
     // Distinct exec nodes → distinct identities, in pre-order.
     let ex = exec_nodes(&ir);
     assert_eq!(

@@ -125,3 +125,18 @@ fn every_example_evaluates_to_the_value_shown() {
     assert!(n >= 70, "only {n} examples found");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn find_any_and_all_stop_calling_the_predicate_once_the_answer_is_known() {
+    // The predicate overflows on the second element: only a call on it fails.
+    for (expr, want) in [
+        ("find (fn x => x + 9223372036854775806 > 0) [1, 2]", "Some(1)"),
+        ("any (fn x => x + 9223372036854775806 > 0) [1, 2]", "true"),
+        ("all (fn x => x + 9223372036854775806 < 0) [1, 2]", "false"),
+    ] {
+        let checked = check_source(expr).into_checked().expect("checks");
+        let ir = lower(&checked).expect("lowers");
+        let (value, _) = run(&ir, &mut NoTools, &Limits::default());
+        assert_eq!(value.map(|v| v.to_string()).ok().as_deref(), Some(want), "{expr}");
+    }
+}

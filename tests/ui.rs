@@ -29,7 +29,7 @@ mod common;
 #[allow(unused_imports)]
 use common::{parse_expect, split_list, Expect};
 
-const PHASES: [&str; 9] = [
+const PHASES: [&str; 10] = [
     "lex",
     "parse",
     "validate",
@@ -39,6 +39,7 @@ const PHASES: [&str; 9] = [
     "result",
     "accept",
     "extensions",
+    "combinators",
 ];
 
 fn ui_dir() -> PathBuf {

@@ -25,6 +25,18 @@
 
 pub mod prelude;
 
+/// The builtins: typed at their application site by the checker
+/// (`types/builtins.rs`), not first-class values, lowered to combinators.
+/// `map`, `filter`, `fold`, `traverse` are λ-Tool's; `fan_out` and
+/// `bounded_loop` are extensions.
+pub const BUILTINS: [&str; 6] = ["map", "filter", "fold", "traverse", "fan_out", "bounded_loop"];
+
+/// True when `name` means something without being bound: a builtin or a
+/// library function.
+pub fn is_predefined(name: &str) -> bool {
+    BUILTINS.contains(&name) || lookup(name).is_some()
+}
+
 /// One standard-library function: native (implemented in
 /// `runtime/natives.rs`) or written in lt (in a file under `stdlib/`).
 #[derive(Debug)]

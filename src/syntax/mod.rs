@@ -142,6 +142,8 @@ fn expected_text(list: &[String]) -> String {
                         | "`if`"
                         | "`while`"
                         | "`for`"
+                        | "`gather`"
+                        | "`@intent`"
                 )
             })
             .map(String::as_str)

@@ -479,7 +479,9 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<Diagnostic>) {
                         Diagnostic::error(Code::E0005, span, "integer literal is too large")
                             .with_label("does not fit in a 64-bit signed integer")
                             .with_help(format!(
-                                "integers are 64-bit: at most {} (and at least -{})",
+                                "a literal is at most {}; Ints are 64-bit, from {} (write `-{} - 1`) to {}",
+                                i64::MAX,
+                                i64::MIN,
                                 i64::MAX,
                                 i64::MAX
                             ))
@@ -662,10 +664,14 @@ fn mark_contextual_keywords(toks: &mut [Spanned]) {
             if !matches!(&**name, "Option" | "Some" | "None" | "gather") || i == 0 {
                 return None;
             }
+            let next = toks.get(i + 1).map(|t| &t.1);
             let binder = match &toks[i - 1].1 {
                 Tok::Let | Tok::Fn => true,
                 Tok::Tool => i < 2 || !matches!(toks[i - 2].1, Tok::Exec),
-                Tok::LParen => i >= 2 && matches!(toks[i - 2].1, Tok::Ok | Tok::Err),
+                // `Ok(None)` as a pattern, `fn (None: Int) => …`
+                Tok::LParen => i >= 2 && matches!(toks[i - 2].1, Tok::Ok | Tok::Err | Tok::Fn),
+                // `Ok None => …` (a pattern without parentheses)
+                Tok::Ok | Tok::Err => matches!(next, Some(Tok::FatArrow)),
                 _ => false,
             };
             binder.then(|| name.clone())
@@ -680,11 +686,11 @@ fn mark_contextual_keywords(toks: &mut [Spanned]) {
         let then_eq = matches!(toks.get(i + 2).map(|t| &t.1), Some(Tok::Eq));
         let prev = i.checked_sub(1).map(|j| &toks[j].1);
         let next = toks.get(i + 1).map(|t| &t.1);
-        let label = matches!(prev, Some(Tok::LBrace | Tok::Comma))
+        let label = matches!(prev, Some(Tok::LBrace | Tok::Comma | Tok::With))
             && matches!(next, Some(Tok::Eq | Tok::Colon | Tok::Question));
         let as_name = bound.contains(name)
             || label
-            || matches!(prev, Some(Tok::Dot | Tok::Tool));
+            || matches!(prev, Some(Tok::Dot | Tok::Tool | Tok::TypeKw | Tok::EffectKw));
         let kw = match &**name {
             "type" if at_decl && next_is_name && then_eq => Tok::TypeKw,
             "effect" if at_decl && next_is_name => Tok::EffectKw,

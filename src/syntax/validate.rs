@@ -5,7 +5,8 @@
 //! * `while c { … }` and `for x in xs { … }` → E0301;
 //! * `let rec f = …` → E0302;
 //! * `let f = … f …` where `f` is not already bound outside (the only other way
-//!   to write recursion; `let x = x + 1` that refers to an outer `x` is fine) → E0302.
+//!   to write recursion; `let x = x + 1` that refers to an outer `x` is fine,
+//!   and so is `let sum = sum xs` where `sum` is a builtin or library function) → E0302.
 //!
 //! The spans of the self-references are returned so that the checker does not
 //! report them again as unbound variables.
@@ -105,7 +106,10 @@ impl Walker {
                         self.scope.push(b.name.name.clone(), false);
                     }
                     let defining = self.defining.mark();
-                    if self.scope.get(&b.name.name) != Some(&true) {
+                    // A builtin or library name on the right refers to the library.
+                    if self.scope.get(&b.name.name) != Some(&true)
+                        && (b.rec_kw.is_some() || !crate::stdlib::is_predefined(&b.name.name))
+                    {
                         self.defining
                             .push(b.name.name.clone(), (b.name.span, b.rec_kw.is_none()));
                     }

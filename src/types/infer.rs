@@ -28,14 +28,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::collections::HashSet;
 
 /// The builtin iteration functions (λ-Tool).
-pub const BUILTINS: [&str; 6] = [
-    "map",
-    "filter",
-    "fold",
-    "traverse",
-    "fan_out",
-    "bounded_loop",
-];
+pub use crate::stdlib::BUILTINS;
 
 /// A variable in scope. The type is shared so that the persistent map's
 /// copy-on-write node copies stay cheap.
