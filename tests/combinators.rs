@@ -265,3 +265,181 @@ fn bounded_loop_ends_at_its_bound() {
     assert_eq!(out.json()["value"], json!({"done": false, "value": {"state": "running", "polls": 4}}));
     assert_eq!(ev.iter().filter(|e| e["kind"] == "proposed").count(), 4);
 }
+
+/// Booking tools that keep their bookings in `bookings.json` (in the test's
+/// folder): `book` adds `{id, what}` (and fails for `what = "full"`),
+/// `cancel` removes the booking `id` (and fails for an unknown one).
+const BOOKING_TOOL: &str = r#"
+import json, sys
+tool = sys.argv[1]
+arg = json.load(sys.stdin)
+try:
+    books = json.load(open("bookings.json"))
+except FileNotFoundError:
+    books = []
+if tool == "book":
+    if arg["what"] == "full":
+        sys.stderr.write("no room\n"); sys.exit(1)
+    if arg["what"] == "ghost":
+        out = {"id": "ghost-0"}  # never stored: cancelling it fails
+    else:
+        bid = "%s-%d" % (arg["what"], len(books) + 1)
+        books.append({"id": bid, "what": arg["what"]})
+        out = {"id": bid}
+else:
+    if not any(b["id"] == arg["id"] for b in books):
+        sys.stderr.write("no booking %s\n" % arg["id"]); sys.exit(1)
+    books = [b for b in books if b["id"] != arg["id"]]
+    out = {"cancelled": True}
+json.dump(books, open("bookings.json", "w"))
+json.dump(out, sys.stdout)
+"#;
+
+const BOOKING_DECLS: &str = "tool book: {what: String} -{Write}-> {id: String} undo cancel(output);\ntool cancel: {id: String} -{Write}-> {cancelled: Bool};\n";
+
+fn booking(name: &str, body: &str) -> (support::Out, Vec<Json>, Json, TempDir) {
+    let dir = TempDir::new("combinators", name);
+    dir.write("book.py", BOOKING_TOOL);
+    dir.write(
+        "tools.toml",
+        "[tools.book]\ncommand = [\"python3\", \"book.py\", \"book\"]\neffects = [\"Write\"]\n[tools.cancel]\ncommand = [\"python3\", \"book.py\", \"cancel\"]\neffects = [\"Write\"]\n",
+    );
+    dir.write("p.lt", &format!("{BOOKING_DECLS}{body}"));
+    let out = lt_in(&dir.0, &["run", "--json", "--log", "run.log", "--executors", "tools.toml", "p.lt"], &[]);
+    let ev = events(&dir);
+    let books: Json = std::fs::read_to_string(dir.path("bookings.json"))
+        .map(|t| serde_json::from_str(&t).expect("bookings.json"))
+        .unwrap_or(json!([]));
+    (out, ev, books, dir)
+}
+
+fn calls(ev: &[Json]) -> Vec<String> {
+    ev.iter()
+        .filter(|e| e["kind"] == "proposed")
+        .map(|e| format!("{} {}", e["tool"].as_str().unwrap_or(""), e["call_id"].as_str().unwrap_or("")))
+        .collect()
+}
+
+#[test]
+fn a_scope_that_ends_in_err_undoes_its_completed_calls_newest_first() {
+    let (out, ev, books, dir) = booking(
+        "scope_err",
+        r#"let r = scope {
+  match exec tool book {what = "flight"} {
+    Ok(f) => match exec tool book {what = "car"} {
+      Ok(c) => match exec tool book {what = "full"} { Ok(h) => Ok(h.id), Err(e) => Err(e) },
+      Err(e) => Err(e)
+    },
+    Err(e) => Err(e)
+  }
+} in
+match r { Ok(x) => x, Err(e) => "rolled back" }
+"#,
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.json()["value"], "rolled back");
+    assert_eq!(books, json!([]), "nothing is left booked");
+    let c = calls(&ev);
+    assert_eq!(c.len(), 5, "{c:?}");
+    assert!(c[3].starts_with("cancel ") && c[3].contains("undo@"), "the car is cancelled first: {c:?}");
+    assert!(c[4].starts_with("cancel ") && c[4].contains("undo@"), "{c:?}");
+    let cancelled: Vec<&Json> = ev.iter().filter(|e| e["kind"] == "proposed" && e["tool"] == "cancel").map(|e| &e["argument"]).collect();
+    assert_eq!(cancelled, [&json!({"id": "car-2"}), &json!({"id": "flight-1"})]);
+    let replay = lt_in(&dir.0, &["replay", "run.log", "--json"], &[]);
+    assert_eq!(replay.code, 0, "{replay:?}");
+}
+
+#[test]
+fn a_scope_that_ends_in_ok_undoes_nothing() {
+    let (out, ev, books, _dir) = booking(
+        "scope_ok",
+        r#"match scope { exec tool book {what = "flight"} } { Ok(f) => f.id, Err(e) => e }"#,
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.json()["value"], "flight-1");
+    assert_eq!(books, json!([{"id": "flight-1", "what": "flight"}]));
+    assert_eq!(calls(&ev).len(), 1);
+}
+
+#[test]
+fn an_inner_scope_that_succeeded_is_undone_when_the_outer_one_fails() {
+    let (out, _ev, books, _dir) = booking(
+        "scope_nested",
+        r#"let r = scope {
+  match scope { exec tool book {what = "flight"} } {
+    Ok(f) => match exec tool book {what = "full"} { Ok(h) => Ok(h.id), Err(e) => Err(e) },
+    Err(e) => Err(e)
+  }
+} in
+match r { Ok(x) => x, Err(e) => "rolled back" }
+"#,
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.json()["value"], "rolled back");
+    assert_eq!(books, json!([]), "the inner scope's flight is cancelled by the outer scope");
+}
+
+#[test]
+fn a_failing_undo_is_logged_and_the_scope_stays_err() {
+    let (out, ev, books, dir) = booking(
+        "undo_fails",
+        r#"let r = scope {
+  match exec tool book {what = "flight"} {
+    Ok(f) => match exec tool book {what = "ghost"} {
+      Ok(g) => match exec tool book {what = "full"} { Ok(h) => Ok(h.id), Err(e) => Err(e) },
+      Err(e) => Err(e)
+    },
+    Err(e) => Err(e)
+  }
+} in
+match r { Ok(x) => x, Err(e) => "err: " ++ e }
+"#,
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let v = out.json()["value"].as_str().unwrap_or("").to_string();
+    assert!(v.starts_with("err: ") && v.contains("no room"), "the scope's own Err: {v}");
+    assert_eq!(books, json!([]), "the other undo still ran");
+    let failed: Vec<&Json> = ev.iter().filter(|e| e["kind"] == "failed").collect();
+    assert_eq!(failed.len(), 2, "the hotel and the ghost's undo: {failed:?}");
+    assert!(failed[1]["call_id"].as_str().unwrap_or("").contains("undo@"), "{failed:?}");
+    let replay = lt_in(&dir.0, &["replay", "run.log", "--json"], &[]);
+    assert_eq!(replay.code, 0, "{replay:?}");
+}
+
+#[test]
+fn the_trip_booking_example_cancels_the_flight() {
+    let dir = TempDir::new("combinators", "trip");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = lt_in(
+        std::path::Path::new(root),
+        &["run", "--json", "--log", &dir.path("trip.log"), "--executors", "examples/trip_booking/tools.toml", "examples/trip_booking/program.lt"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        out.json()["value"],
+        "not booked (hotel: tool book_hotel failed (exit status 1): Harbor Inn has no room for 3 nights); nothing is left booked"
+    );
+    let log = std::fs::read_to_string(dir.path("trip.log")).expect("log");
+    let tools: Vec<String> = log
+        .lines()
+        .map(|l| serde_json::from_str::<Json>(l).expect("JSON"))
+        .filter(|e| e["kind"] == "proposed")
+        .map(|e| format!("{} {}", e["tool"].as_str().unwrap_or(""), e["call_id"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(tools, ["book_flight n4", "book_hotel n9", "cancel_flight n4[undo@n2]"]);
+}
+
+#[test]
+fn the_job_polling_example_polls_three_times() {
+    let dir = TempDir::new("combinators", "jobs");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = lt_in(
+        std::path::Path::new(root),
+        &["run", "--json", "--log", &dir.path("jobs.log"), "--executors", "examples/job_polling/tools.toml", "examples/job_polling/program.lt"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.json()["value"], "export-42 done after 3 polls (100%)");
+    assert_eq!(out.json()["calls"], 3);
+}

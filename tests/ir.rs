@@ -373,7 +373,7 @@ fn children(kind: &NodeKind) -> Vec<NodeId> {
             .chain(arms.iter().map(|a| a.body))
             .collect(),
         NodeKind::Exec { arg, .. } => vec![*arg],
-        NodeKind::Annotate { body, .. } => vec![*body],
+        NodeKind::Annotate { body, .. } | NodeKind::Scope { body } => vec![*body],
         NodeKind::BoundedLoop { init, step, .. } => vec![*init, *step],
         NodeKind::Const(_) | NodeKind::Local(..) | NodeKind::Capture(..) => vec![],
         NodeKind::Field(r, _) => vec![*r],

@@ -61,6 +61,8 @@ codes! {
     E0216 = "E0216", "string literal outside an enum";
     E0217 = "E0217", "a concurrent form that is not one tool call";
     E0218 = "E0218", "bounded_loop without a literal bound";
+    E0219 = "E0219", "an undo that does not fit its tool";
+    E0220 = "E0220", "scope around a call that cannot be undone";
     E0301 = "E0301", "loops are not allowed";
     E0302 = "E0302", "recursion is not allowed";
     E0401 = "E0401", "effect not allowed here";

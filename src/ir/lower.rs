@@ -276,6 +276,11 @@ impl Lowerer {
                 }
                 self.set(id, NodeKind::Gather { fields: out })
             }
+            ExprKind::Scope(body) => {
+                let id = self.reserve(span);
+                let body = self.expr(body)?;
+                self.set(id, NodeKind::Scope { body })
+            }
             ExprKind::Annotate(annotation, body) => {
                 let id = self.reserve(span);
                 let body = self.expr(body)?;

@@ -19,14 +19,13 @@
 //! | `gather {a = exec tool t x, b = exec tool u y}` (extension) | `gather` | named results of independent calls, run concurrently |
 //! | `fan_out (fn x => exec tool t e) xs` (extension) | `for_each[fan_out]` | one call per item, run concurrently, results in list order |
 //! | `bounded_loop N init step` (extension) | `bounded_loop` | repeat the step at most N times, until it says `done` |
+//! | `scope { e }` (extension) | `scope` | on `Err`, undo the calls that completed inside, newest first |
 //! | `@intent("…") e` (extension) | `annotate` | intent, hypothesis and notes recorded with the calls of `e` |
 //! | `match exec tool t x { Ok(r) => …exec…, Err(e) => … }` (the `Ok` arm calls a tool) | `try_and_check` | do A, then check with B |
 //! | `exec tool t x` | `exec` | one tool call, with a call identity |
 //!
-//! `scope` has no surface construct with its meaning yet (the language has
-//! no rollback); it arrives with the construct that means it, not as a
-//! renaming of something else. A plain record whose fields are calls is a
-//! `record`: its calls run one after another, left to right, as in λ-Tool.
+//! A plain record whose fields are calls is a `record`: its calls run one
+//! after another, left to right, as in λ-Tool.
 //!
 //! Invariants the interpreter relies on:
 //!
@@ -238,6 +237,13 @@ pub enum NodeKind {
         /// The annotated expression.
         body: NodeId,
     },
+    /// `scope { body }` (extension): when `body`'s value is `Err`, the
+    /// undo of every call that completed inside it runs, newest first; when
+    /// it is `Ok`, the undos pass to the enclosing scope, if any.
+    Scope {
+        /// The scoped expression (a Result).
+        body: NodeId,
+    },
     /// `bounded_loop max init step` (extension): `state = init`; up to
     /// `max` times `r = step state`, stopping when `r.done`; the value is
     /// `{done, value}` of the last step (`done = false`: the bound was reached).
@@ -316,6 +322,7 @@ impl NodeKind {
             NodeKind::TryAndCheck { .. } => "try_and_check",
             NodeKind::Exec { .. } => "exec",
             NodeKind::Annotate { .. } => "annotate",
+            NodeKind::Scope { .. } => "scope",
             NodeKind::BoundedLoop { .. } => "bounded_loop",
             NodeKind::Const(_) => "const",
             NodeKind::Local(..) => "local",

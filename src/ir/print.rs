@@ -106,6 +106,10 @@ impl Printer<'_> {
                 self.line(depth, &text, id);
                 self.node("do: ", *body, depth + 1);
             }
+            NodeKind::Scope { body } => {
+                self.line(depth, &format!("{head} (undo on Err)"), id);
+                self.node("do: ", *body, depth + 1);
+            }
             NodeKind::BoundedLoop { max, init, step } => {
                 self.line(depth, &format!("{head} max={max}"), id);
                 self.node("init: ", *init, depth + 1);

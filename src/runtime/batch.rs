@@ -1,5 +1,17 @@
-//! Concurrent calls (`gather`, `fan_out`), `@intent` annotations and
-//! `bounded_loop` (extension; seed 000's combinators).
+//! Concurrent calls (`gather`, `fan_out`), `@intent` annotations,
+//! `scope` compensation and `bounded_loop` (extension; seed 000's
+//! combinators).
+//!
+//! **Compensation.** While a `scope` is evaluated, every call that
+//! completes with `Ok` and whose tool declares an `undo` leaves a
+//! [`Compensation`] (the undo tool and its argument: the call's input or
+//! output, cut to the undo's fields) in the innermost scope. A scope whose
+//! value is `Err` runs its compensations newest first, each an ordinary
+//! call through the host (so proposed, decided and logged like any other),
+//! with the identity of the undone call plus `undo@n<scope>`; their outcomes
+//! do not change the scope's `Err`. A scope whose value is `Ok` hands its
+//! compensations to the enclosing scope, which may still fail. A run that
+//! stops on a limit inside a scope undoes nothing (the log shows what ran).
 //!
 //! The interpreter stays synchronous: a `gather` or a `fan_out` first
 //! *collects* its calls and then hands them to the host in one
@@ -21,9 +33,40 @@ use crate::ir::NodeId;
 use crate::syntax::ast::{Annotation, Name};
 use std::rc::Rc;
 
+/// The undo of a completed call, kept by the innermost `scope`.
+pub(crate) struct Compensation {
+    /// The undo tool.
+    tool: u32,
+    /// Its argument.
+    arg: Value,
+    /// The undone call.
+    of: CallId,
+}
+
+/// `v` cut to the fields of `ty` when both are records (the undo is given
+/// only what it declares); otherwise `v`.
+fn project(v: &Value, ty: &crate::types::Type) -> Value {
+    match (v, ty) {
+        (Value::Record(fields), crate::types::Type::Record(want)) => {
+            let out: Vec<(Name, Value)> = want
+                .iter()
+                .filter_map(|(n, t)| {
+                    fields
+                        .iter()
+                        .find(|(m, _)| m == n)
+                        .map(|(m, x)| (m.clone(), project(x, t)))
+                })
+                .collect();
+            Value::Record(out.into())
+        }
+        _ => v.clone(),
+    }
+}
+
 /// A call queued while a batch is collected.
 pub(crate) struct Deferred {
     tool: u32,
+    value: Value,
     call_id: CallId,
     arg: serde_json::Value,
     time_left: Option<std::time::Duration>,
@@ -33,12 +76,13 @@ impl Machine<'_> {
     /// `exec` while a batch is collected: queue the call (argument already
     /// evaluated); the placeholder value is never seen by the program.
     pub(super) fn defer_exec(&mut self, id: NodeId, tool: u32, arg: &Value) -> Eval {
-        let (call_id, arg, time_left) = self.prepare_call(id, tool, arg)?;
+        let (call_id, json, time_left) = self.prepare_call(id, tool, arg)?;
         if let Some(q) = self.deferred.as_mut() {
             q.push(Deferred {
                 tool,
+                value: arg.clone(),
                 call_id,
-                arg,
+                arg: json,
                 time_left,
             });
         }
@@ -77,7 +121,11 @@ impl Machine<'_> {
         let values = queued
             .iter()
             .zip(outcomes)
-            .map(|(d, o)| self.receive(d.tool, o))
+            .map(|(d, o)| {
+                let v = self.receive(d.tool, o);
+                self.note_undo(d.tool, &d.value, &d.call_id, &v);
+                v
+            })
             .collect();
         self.check_clock(id)?;
         Ok(values)
@@ -117,6 +165,70 @@ impl Machine<'_> {
             calls: &calls,
             outcome,
         });
+        result
+    }
+
+    /// After a call of `tool` with `arg` answered `value`: inside a scope,
+    /// an `Ok` of a tool with an undo leaves its compensation.
+    pub(super) fn note_undo(&mut self, tool: u32, arg: &Value, call_id: &CallId, value: &Value) {
+        if self.scopes.is_empty() {
+            return;
+        }
+        let tools = &self.ir().tools;
+        let Some(undo) = tools.get(tool as usize).and_then(|t| t.undo.as_ref()) else {
+            return;
+        };
+        let Some(undo_index) = tools.iter().position(|t| t.name == undo.tool) else {
+            return;
+        };
+        let Value::Ok(out) = value else {
+            return;
+        };
+        let given = if undo.from_output { &**out } else { arg };
+        let arg = project(given, &tools[undo_index].input);
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.push(Compensation {
+                tool: u32::try_from(undo_index).unwrap_or(u32::MAX),
+                arg,
+                of: call_id.clone(),
+            });
+        }
+    }
+
+    /// `scope { body }`.
+    pub(super) fn scope(&mut self, id: NodeId, body: impl FnOnce(&mut Self) -> Eval) -> Eval {
+        self.scopes.push(Vec::new());
+        let result = body(self);
+        let undos = self.scopes.pop().unwrap_or_default();
+        match &result {
+            Ok(Value::Err(_)) => {
+                for c in undos.into_iter().rev() {
+                    let mut path = c.of.path.clone();
+                    path.push(PathStep::Undo { node: id });
+                    let call_id = CallId { node: c.of.node, path };
+                    self.count_call();
+                    let time_left = self.time_left();
+                    let tool = self.tool_name(c.tool);
+                    let outcome = self.host().call(CallRequest {
+                        id: &call_id,
+                        tool,
+                        arg: c.arg.to_json(),
+                        time_left,
+                        idempotency_key: None,
+                    });
+                    if let Ok(json) = outcome {
+                        super::boundary::drop_deep(json);
+                    }
+                }
+                self.check_clock(id)?;
+            }
+            Ok(_) => {
+                if let Some(outer) = self.scopes.last_mut() {
+                    outer.extend(undos);
+                }
+            }
+            Err(_) => {}
+        }
         result
     }
 

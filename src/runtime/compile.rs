@@ -163,6 +163,13 @@ impl Compiler<'_> {
                     m.annotate(id, &annotation, |m| body(m))
                 })
             }
+            NodeKind::Scope { body } => {
+                let body = self.node(*body, d);
+                Box::new(move |m| {
+                    m.charge(1, id)?;
+                    m.scope(id, |m| body(m))
+                })
+            }
             NodeKind::BoundedLoop { max, init, step } => {
                 let (max, init, step) = (*max, self.node(*init, d), self.node(*step, d));
                 Box::new(move |m| {

@@ -66,6 +66,7 @@ pub fn run(ir: &Ir, host: &mut dyn Host, limits: &Limits) -> (Result<Value, RunE
         deadline: limits.timeout.map(|t| started + t),
         deferred: None,
         intents: Vec::new(),
+        scopes: Vec::new(),
     };
     let result = (code.root)(&mut m)
         .and_then(|v| {
@@ -108,6 +109,9 @@ pub(super) struct Machine<'a> {
     /// The `@intent` annotations being evaluated, innermost last, each with
     /// the calls made directly under it.
     pub(super) intents: Vec<(String, Vec<String>)>,
+    /// The `scope`s being evaluated, innermost last, each with the undos of
+    /// the calls that completed inside it, oldest first.
+    pub(super) scopes: Vec<Vec<super::batch::Compensation>>,
 }
 
 /// The result of evaluating a node. Errors are boxed so that the hot `Ok`
@@ -365,6 +369,7 @@ impl<'a> Machine<'a> {
             idempotency_key: None,
         });
         let value = self.receive(tool, outcome);
+        self.note_undo(tool, arg, &call_id, &value);
         self.check_clock(id)?;
         Ok(value)
     }
@@ -438,6 +443,23 @@ impl<'a> Machine<'a> {
     /// The host, the current path and the tool table, for [`super::batch`].
     pub(super) fn host(&mut self) -> &mut dyn Host {
         &mut *self.host
+    }
+
+    /// The program.
+    pub(super) fn ir(&self) -> &'a Ir {
+        self.ir
+    }
+
+    /// Counts a call the program did not issue itself (an undo): undos run
+    /// even past the call limit, which they must not leave half done.
+    pub(super) fn count_call(&mut self) {
+        self.calls += 1;
+    }
+
+    /// The time left in the run, for a call's deadline.
+    pub(super) fn time_left(&self) -> Option<std::time::Duration> {
+        self.deadline
+            .map(|d| d.saturating_duration_since(Instant::now()))
     }
 
     /// The current iteration/application path.

@@ -33,6 +33,12 @@ pub enum PathStep {
         /// The application's IR node.
         node: u32,
     },
+    /// The undo of the call, run because the `scope` node `node` ended in
+    /// `Err` (extension).
+    Undo {
+        /// The scope's IR node.
+        node: u32,
+    },
 }
 
 /// The identity of one tool call: the `exec` node's id plus the iteration
@@ -41,7 +47,8 @@ pub enum PathStep {
 /// log be replayed and a call be matched to its recorded outcome.
 ///
 /// Printed as `n7` (top level), `n7[n3:2]` (item 2 of node 3's iteration),
-/// `n7[n3:2,n5]` (…then inside a function applied at node 5).
+/// `n7[n3:2,n5]` (…then inside a function applied at node 5);
+/// `n7[undo@n2]` is the undo of call `n7`, run by the scope at node 2.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CallId {
     /// The `exec` node's id.
@@ -64,6 +71,7 @@ impl fmt::Display for CallId {
             match step {
                 PathStep::Item { node, index } => write!(f, "n{node}:{index}")?,
                 PathStep::Apply { node } => write!(f, "n{node}")?,
+                PathStep::Undo { node } => write!(f, "undo@n{node}")?,
             }
         }
         f.write_str("]")

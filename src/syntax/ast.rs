@@ -53,7 +53,22 @@ pub struct ToolDecl {
     pub name: Ident,
     /// Its declared type, normally `In -{Effects}-> Out`.
     pub ty: TypeExpr,
+    /// `undo OTHER(output)` (extension): the tool that undoes a call.
+    pub undo: Option<UndoDecl>,
     /// The whole declaration.
+    pub span: Span,
+}
+
+/// `undo cancel_flight(output)` in a tool declaration (extension): the tool
+/// that undoes a completed call inside a `scope`, and what it is given, the
+/// call's `input` or its `output`.
+#[derive(Clone, Debug)]
+pub struct UndoDecl {
+    /// The undo tool (declared in the same program).
+    pub tool: Ident,
+    /// `input` or `output`.
+    pub from: Ident,
+    /// `undo …(…)`.
     pub span: Span,
 }
 
@@ -340,6 +355,9 @@ pub enum ExprKind {
     /// `gather { a = exec tool …, b = exec tool … }` (extension): the calls
     /// run concurrently. Holds the record literal.
     Gather(Box<Expr>),
+    /// `scope { e }` (extension): when `e` ends in `Err`, the calls that
+    /// completed inside are undone, newest first.
+    Scope(Box<Expr>),
     /// `@intent("why", hypothesis = "…", notes = "…") e` (extension).
     Annotate(Box<Annotation>, Box<Expr>),
     /// `a op b`.
@@ -411,7 +429,7 @@ impl ExprKind {
                 .unwrap_or(0)
                 .max(s.depth),
             ExprKind::Record(fields) => fields.iter().map(|f| f.value.depth).max().unwrap_or(0),
-            ExprKind::Gather(e) | ExprKind::Annotate(_, e) => e.depth,
+            ExprKind::Gather(e) | ExprKind::Scope(e) | ExprKind::Annotate(_, e) => e.depth,
             ExprKind::Update(base, fields) => fields
                 .iter()
                 .map(|f| f.value.depth)
@@ -499,7 +517,7 @@ impl ExprKind {
                     f(&fi.value);
                 }
             }
-            ExprKind::Gather(e) | ExprKind::Annotate(_, e) => f(e),
+            ExprKind::Gather(e) | ExprKind::Scope(e) | ExprKind::Annotate(_, e) => f(e),
             ExprKind::Update(base, fields) => {
                 f(base);
                 for fi in fields {

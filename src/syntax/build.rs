@@ -215,10 +215,11 @@ pub fn let_chain(
 }
 
 /// `tool name: ty;`
-pub fn tool_decl(name: Ident, ty: TypeExpr, l: usize, r: usize) -> Decl {
+pub fn tool_decl(name: Ident, ty: TypeExpr, undo: Option<UndoDecl>, l: usize, r: usize) -> Decl {
     Decl::Tool(ToolDecl {
         name,
         ty,
+        undo,
         span: span(l, r),
     })
 }
@@ -234,6 +235,7 @@ pub fn broken_tool_decl(name: Ident, l: usize, r: usize) -> Decl {
     Decl::Tool(ToolDecl {
         name,
         ty,
+        undo: None,
         span: span(l, r),
     })
 }

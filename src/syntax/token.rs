@@ -129,6 +129,10 @@ pub enum Tok {
     AtIntent,
     /// `gather` followed by `{` (extension; contextual).
     Gather,
+    /// `scope` followed by `{` (extension; contextual).
+    Scope,
+    /// `undo` in a tool declaration, `undo NAME(…)` (extension; contextual).
+    Undo,
 
     /// `?:` in an optional field `email?: String` (one token, so that a
     /// stray `?` stays an unreadable character).
@@ -328,6 +332,8 @@ impl fmt::Display for Tok {
             Tok::DotDot => "..",
             Tok::AtIntent => "@intent",
             Tok::Gather => "gather",
+            Tok::Scope => "scope",
+            Tok::Undo => "undo",
             Tok::Question => "?:",
             Tok::Bar => "|",
             Tok::Float(x) => return write!(f, "{:?}", x.0),
@@ -661,7 +667,7 @@ fn mark_contextual_keywords(toks: &mut [Spanned]) {
             let Tok::Ident(name) = &toks[i].1 else {
                 return None;
             };
-            if !matches!(&**name, "Option" | "Some" | "None" | "gather") || i == 0 {
+            if !matches!(&**name, "Option" | "Some" | "None" | "gather" | "scope" | "undo") || i == 0 {
                 return None;
             }
             let next = toks.get(i + 1).map(|t| &t.1);
@@ -699,6 +705,14 @@ fn mark_contextual_keywords(toks: &mut [Spanned]) {
             "Some" if !as_name => Tok::Some,
             "None" if !as_name => Tok::None,
             "gather" if !bound.contains(name) && matches!(next, Some(Tok::LBrace)) => Tok::Gather,
+            "scope" if !bound.contains(name) && matches!(next, Some(Tok::LBrace)) => Tok::Scope,
+            "undo"
+                if !bound.contains(name)
+                    && next_is_name
+                    && matches!(toks.get(i + 2).map(|t| &t.1), Some(Tok::LParen)) =>
+            {
+                Tok::Undo
+            }
             _ => continue,
         };
         toks[i].1 = kw;

@@ -14,6 +14,11 @@
 //! arguments are evaluated first, in order. Every Result must be matched,
 //! as for any call.
 //!
+//! `scope { e }` needs a Result-valued `e`; every call inside it (written
+//! inside it, lambdas included) of a tool that may change something (any
+//! effect but `Read`) must have an `undo` (E0220), so that an `Err` can roll
+//! back what completed.
+//!
 //! `bounded_loop`'s bound is an Int literal from 1 to [`MAX_LOOP_BOUND`]
 //! (E0218), so it is visible in the program and the IR; the step decides to
 //! stop early with `done = true`. The result says whether it did.
@@ -22,7 +27,7 @@ use super::infer::Checker;
 use super::ty::{EffectSet, Type};
 use crate::diag::{Code, Diagnostic};
 use crate::source::Span;
-use crate::syntax::ast::{Expr, ExprKind, Ident};
+use crate::syntax::ast::{Expr, ExprKind, Ident, Name};
 use std::rc::Rc;
 
 /// The largest bound a `bounded_loop` may have.
@@ -41,6 +46,55 @@ fn one_call_help(what: &str) -> String {
 }
 
 impl Checker<'_> {
+    /// `scope { body }`.
+    pub(super) fn scope(&mut self, body: &Expr, span: Span) -> Type {
+        let t = self.synth(body);
+        let ok = self.metas.fresh(span, "the Ok type of the scope");
+        let err = self.metas.fresh(span, "the Err type of the scope");
+        if self.metas.coerce(&t, &Type::result(ok, err)).is_err() {
+            let shown = self.show(&t);
+            self.diags.push(
+                Diagnostic::error(Code::E0201, body.span, format!("a `scope` needs a Result (its Err rolls back), but this is {shown}"))
+                    .with_label(format!("has type {shown}"))
+                    .with_expected_found("Result<T, E>", shown)
+                    .with_help("end the scope's expression with `Ok(v)` or `Err(e)`, e.g. the match on the last call"),
+            );
+        }
+        let mut read_only = EffectSet::pure();
+        read_only.insert(Rc::from("Read"));
+        let mut stack = vec![body];
+        let mut reported: Vec<Name> = Vec::new();
+        while let Some(e) = stack.pop() {
+            if let ExprKind::Exec(tool, _) = &e.kind {
+                if let Some(sig) = self.tools.iter().find(|t| t.name == tool.name) {
+                    // An undo may run: its effects are the scope's too.
+                    if let Some(undo) = sig.undo.as_ref().and_then(|u| self.tools.iter().find(|t| t.name == u.tool)) {
+                        let what = format!("the undo of `{}` (`{}`)", sig.name, undo.name);
+                        self.perform(&undo.effects, span, &what);
+                    }
+                    if sig.undo.is_none() && !sig.effects.is_subset(&read_only) && !reported.contains(&sig.name) {
+                        reported.push(sig.name.clone());
+                        self.diags.push(
+                            Diagnostic::error(
+                                Code::E0220,
+                                tool.span,
+                                format!("`{}` has no undo, so this `scope` could not roll it back", tool.name),
+                            )
+                            .with_label(format!("performs {} and cannot be undone", sig.effects))
+                            .with_secondary(span, "in this scope")
+                            .with_help(format!(
+                                "declare the tool that undoes it: `tool {}: … undo cancel_{}(output);`, or call it outside the scope",
+                                tool.name, tool.name
+                            )),
+                        );
+                    }
+                }
+            }
+            e.kind.for_each_child(|c| stack.push(c));
+        }
+        t
+    }
+
     /// `gather { … }`: every field one tool call.
     pub(super) fn gather(&mut self, record: &Expr, span: Span) -> Type {
         let ExprKind::Record(fields) = &record.kind else {

@@ -172,8 +172,82 @@ pub struct ToolSig {
     pub effects: EffectSet,
     /// The type of a successful result (a call yields `Result<output, String>`).
     pub output: Type,
+    /// The tool that undoes a completed call inside a `scope` (extension).
+    pub undo: Option<Undo>,
     /// The declaration.
     pub span: Span,
+}
+
+/// `undo OTHER(input)` / `undo OTHER(output)` of a tool declaration, checked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Undo {
+    /// The undo tool's name (declared in the program).
+    pub tool: Name,
+    /// Whether the undo is given the call's output (else its input).
+    pub from_output: bool,
+}
+
+/// True when a value of type `have` can be given to a tool taking `want`:
+/// the same type, or records where `want`'s fields are among `have`'s with
+/// the same types (the undo is given only the fields it declares).
+pub fn fits_undo(have: &Type, want: &Type) -> bool {
+    match (have, want) {
+        (Type::Record(h), Type::Record(w)) => w
+            .iter()
+            .all(|(n, t)| h.iter().any(|(m, u)| m == n && fits_undo(u, t))),
+        _ => have == want,
+    }
+}
+
+/// Resolves and checks every `undo` clause (E0219): the undo tool is
+/// declared and takes the call's input or output.
+fn check_undos(decls: &[Decl], out: &mut [ToolSig], diags: &mut Vec<Diagnostic>) {
+    for decl in decls {
+        let Decl::Tool(d) = decl else { continue };
+        let Some(u) = &d.undo else { continue };
+        let Some(i) = out.iter().position(|t| t.name == d.name.name) else { continue };
+        let from_output = match &*u.from.name {
+            "output" => true,
+            "input" => false,
+            other => {
+                diags.push(
+                    Diagnostic::error(Code::E0219, u.from.span, format!("`undo {}({other})`: an undo is given the call's `input` or `output`", u.tool.name))
+                        .with_label("not `input` or `output`")
+                        .with_help(format!("write `undo {}(output)` to give it what the call returned", u.tool.name)),
+                );
+                continue;
+            }
+        };
+        let Some(undo) = out.iter().find(|t| t.name == u.tool.name) else {
+            let names: Vec<&str> = out.iter().map(|t| &*t.name).collect();
+            let mut diag = Diagnostic::error(Code::E0219, u.tool.span, format!("the undo tool `{}` is not declared", u.tool.name))
+                .with_label("no tool with this name");
+            diag = match did_you_mean(&u.tool.name, names.iter().copied()) {
+                Some(s) => diag.with_help(format!("did you mean `{s}`?")),
+                None => diag.with_help(format!("declare it too: `tool {}: In -{{Write}}-> Out;`", u.tool.name)),
+            };
+            diags.push(diag);
+            continue;
+        };
+        let have = if from_output { &out[i].output } else { &out[i].input };
+        if !matches!(have, Type::Error) && !matches!(undo.input, Type::Error) && !fits_undo(have, &undo.input) {
+            diags.push(
+                Diagnostic::error(
+                    Code::E0219,
+                    u.span,
+                    format!("`{}` cannot undo `{}`: it takes {}, and the call's {} is {have}", u.tool.name, d.name.name, undo.input, u.from.name),
+                )
+                .with_label("the undo does not fit")
+                .with_expected_found(undo.input.to_string(), have.to_string())
+                .with_help("the undo's input must be the call's input or output, or a record of some of its fields (same names and types)"),
+            );
+            continue;
+        }
+        out[i].undo = Some(Undo {
+            tool: u.tool.name.clone(),
+            from_output,
+        });
+    }
 }
 
 /// Converts a written type, reporting unknown names and effects.
@@ -397,8 +471,10 @@ pub fn tools(decls: &[Decl], env: &TypeEnv, diags: &mut Vec<Diagnostic>) -> Vec<
             input,
             effects,
             output,
+            undo: None,
             span: d.span,
         });
     }
+    check_undos(decls, &mut out, diags);
     out
 }

@@ -329,6 +329,7 @@ impl<'a> Checker<'a> {
             ExprKind::Update(base, fields) => self.update(base, fields, e.span),
             ExprKind::Exec(tool, arg) => self.exec(tool, arg, e.span),
             ExprKind::Gather(record) => self.gather(record, e.span),
+            ExprKind::Scope(body) => self.scope(body, e.span),
             ExprKind::Annotate(_, body) => self.synth(body),
             ExprKind::Binary(op, op_span, a, b) => self.binary(*op, *op_span, a, b),
             ExprKind::Neg(x) => {
