@@ -443,3 +443,117 @@ fn the_job_polling_example_polls_three_times() {
     assert_eq!(out.json()["value"], "export-42 done after 3 polls (100%)");
     assert_eq!(out.json()["calls"], 3);
 }
+
+/// A delete tool that records the paths it deleted in `deleted.txt` (and
+/// the approval it was given).
+const DELETE_TOOL: &str = r#"
+import json, sys
+arg = json.load(sys.stdin)
+with open("deleted.txt", "a") as f:
+    f.write("%s %s\n" % (arg["path"], arg.get("approval", "-")))
+json.dump({"deleted": arg["path"]}, sys.stdout)
+"#;
+
+fn approvals(name: &str, profile: &str, body: &str) -> (support::Out, Vec<Json>, String, TempDir) {
+    let dir = TempDir::new("combinators", name);
+    dir.write("del.py", DELETE_TOOL);
+    dir.write(
+        "tools.toml",
+        &format!("[tools.delete_file]\ncommand = [\"python3\", \"del.py\"]\neffects = [\"Delete\"]\n[tools.wipe]\ncommand = [\"python3\", \"del.py\"]\neffects = [\"Delete\"]\n{profile}"),
+    );
+    dir.write(
+        "p.lt",
+        &format!("effect Delete;\ntool delete_file: {{path: String, approval: !Approval}} -{{Delete}}-> {{deleted: String}};\ntool wipe: {{path: String}} -{{Delete}}-> {{deleted: String}};\n{body}"),
+    );
+    let out = lt_in(&dir.0, &["run", "--json", "--log", "run.log", "--executors", "tools.toml", "p.lt"], &[]);
+    let ev = events(&dir);
+    let deleted = std::fs::read_to_string(dir.path("deleted.txt")).unwrap_or_default();
+    (out, ev, deleted, dir)
+}
+
+const DELETE_EACH: &str = r#"match traverse (fn p: String =>
+  match approve tool delete_file {path = p} {
+    Ok(a) => match exec tool delete_file {path = p, approval = a} { Ok(d) => Ok(d.deleted), Err(e) => Ok("failed " ++ p ++ ": " ++ e) },
+    Err(why) => Ok("refused " ++ p)
+  }) ["a", "b"] {
+  Ok(rs) => rs,
+  Err(e) => [e]
+}
+"#;
+
+#[test]
+fn each_call_gets_its_own_approval_and_the_log_replays() {
+    let (out, ev, deleted, dir) = approvals(
+        "approve_allow",
+        "[profile]\napprovals = \"allow\"\n[profile.tools.delete_file]\nrequire_approval = true\n",
+        DELETE_EACH,
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.json()["value"], json!(["a", "b"]));
+    let tokens: Vec<&str> = deleted.lines().map(|l| l.split(' ').nth(1).unwrap_or("")).collect();
+    assert_eq!(tokens.len(), 2);
+    assert!(tokens.iter().all(|t| t.starts_with("apv-")) && tokens[0] != tokens[1], "{deleted}");
+    let decided: Vec<&Json> = ev.iter().filter(|e| e["kind"] == "approval_decided").collect();
+    assert_eq!(decided.len(), 2);
+    assert_eq!(decided[0]["decision"], "allow");
+    assert_eq!(decided[0]["token"], tokens[0]);
+    let replay = lt_in(&dir.0, &["replay", "run.log", "--json"], &[]);
+    assert_eq!(replay.code, 0, "{replay:?}");
+}
+
+#[test]
+fn a_refused_approval_is_an_err_and_nothing_is_deleted() {
+    let (out, ev, deleted, _dir) = approvals("approve_deny", "", DELETE_EACH);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.json()["value"], json!(["refused a", "refused b"]));
+    assert!(deleted.is_empty(), "{deleted}");
+    assert_eq!(ev.iter().filter(|e| e["kind"] == "approval_decided" && e["decision"] == "deny").count(), 2);
+    assert_eq!(ev.iter().filter(|e| e["kind"] == "proposed").count(), 0);
+}
+
+#[test]
+fn an_approval_for_one_argument_does_not_approve_another() {
+    let (out, ev, deleted, _dir) = approvals(
+        "approve_mismatch",
+        "[profile]\napprovals = \"allow\"\n",
+        r#"match approve tool delete_file {path = "a"} {
+  Ok(tok) => match exec tool delete_file {path = "b", approval = tok} { Ok(d) => d.deleted, Err(e) => e },
+  Err(why) => why
+}
+"#,
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let v = out.json()["value"].as_str().unwrap_or("").to_string();
+    assert!(v.starts_with("denied: approval:") && v.contains(r#"{"path":"a"}"#), "{v}");
+    assert!(deleted.is_empty());
+    let decided: Vec<&Json> = ev.iter().filter(|e| e["kind"] == "decided").collect();
+    assert_eq!(decided[0]["rule"], "approval");
+}
+
+#[test]
+fn a_tool_the_profile_guards_cannot_be_called_without_an_approval_field() {
+    let (out, _ev, deleted, _dir) = approvals(
+        "approve_required",
+        "[profile]\napprovals = \"allow\"\n[profile.tools.wipe]\nrequire_approval = true\n",
+        r#"match exec tool wipe {path = "a"} { Ok(d) => d.deleted, Err(e) => e }"#,
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let v = out.json()["value"].as_str().unwrap_or("").to_string();
+    assert!(v.starts_with("denied: approval:") && v.contains("requires an approval"), "{v}");
+    assert!(deleted.is_empty());
+}
+
+#[test]
+fn the_bulk_delete_example_deletes_each_file_with_its_own_approval() {
+    let dir = TempDir::new("combinators", "bulk");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = lt_in(
+        std::path::Path::new(root),
+        &["run", "--json", "--log", &dir.path("bulk.log"), "--executors", "examples/bulk_delete/tools.toml", "examples/bulk_delete/program.lt"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.json()["value"], json!({"deleted": ["tmp/a.log", "tmp/b.log", "tmp/c.log"], "refused": []}));
+    let replay = lt_in(std::path::Path::new(root), &["replay", &dir.path("bulk.log"), "--json"], &[]);
+    assert_eq!(replay.code, 0, "{replay:?}");
+}

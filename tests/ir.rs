@@ -372,7 +372,7 @@ fn children(kind: &NodeKind) -> Vec<NodeId> {
         NodeKind::Match { scrutinee, arms } => std::iter::once(*scrutinee)
             .chain(arms.iter().map(|a| a.body))
             .collect(),
-        NodeKind::Exec { arg, .. } => vec![*arg],
+        NodeKind::Exec { arg, .. } | NodeKind::Approve { arg, .. } => vec![*arg],
         NodeKind::Annotate { body, .. } | NodeKind::Scope { body } => vec![*body],
         NodeKind::BoundedLoop { init, step, .. } => vec![*init, *step],
         NodeKind::Const(_) | NodeKind::Local(..) | NodeKind::Capture(..) => vec![],

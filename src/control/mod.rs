@@ -26,7 +26,9 @@ pub mod static_check;
 
 use crate::log::{Decision as Verdict, EventBody, EventSink};
 use crate::runtime::boundary;
-use crate::runtime::host::{AnnotationEvent, CallRequest, FailureKind, Host, Outcome, ToolFailure};
+use crate::runtime::host::{
+    AnnotationEvent, ApprovalRequest, CallRequest, FailureKind, Host, Outcome, ToolFailure,
+};
 use crate::runtime::limits::Limits;
 use crate::types::{ToolSig, Type};
 use profile::Profile;
@@ -116,6 +118,31 @@ fn unavailable(message: String) -> ToolFailure {
     }
 }
 
+/// Asks on the terminal whether to approve a call: `(granted, "terminal",
+/// reason)`; refused when stdin or stderr is not a terminal.
+fn ask_terminal(tool: &str, arg: &Json) -> (bool, &'static str, String) {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return (
+            false,
+            "terminal",
+            "no terminal to ask (approvals = \"prompt\" needs stdin and stderr on a terminal)".to_string(),
+        );
+    }
+    let mut shown = arg.to_string();
+    if shown.chars().count() > 300 {
+        shown = shown.chars().take(300).collect::<String>() + "…";
+    }
+    let mut err = std::io::stderr();
+    let _ = write!(err, "lt: approve a call of {tool} with {shown}? [y/N] ");
+    let _ = err.flush();
+    let mut line = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut line);
+    let yes = matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes");
+    let reason = if yes { "approved on the terminal" } else { "refused on the terminal" };
+    (yes, "terminal", reason.to_string())
+}
+
 /// The program's view of an outcome, as logged in `result`: exactly what
 /// the interpreter gives the program under `limits`.
 pub fn result_json(tool: &ToolSig, outcome: &Outcome, limits: &Limits) -> Json {
@@ -144,6 +171,7 @@ pub fn empty_json(ty: &Type) -> Json {
         Type::String => json!(""),
         Type::Float => json!(0.0),
         Type::Json | Type::Option(_) => Json::Null,
+        Type::Approval => json!(""),
         Type::Enum(lits) => lits.first().map_or(json!(""), |l| json!(&**l)),
         Type::Record(fields) | Type::OpenRecord(fields) => Json::Object(
             fields
@@ -534,6 +562,45 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
 impl<H: Host, S: EventSink> Host for ControlPlane<'_, H, S> {
     fn call(&mut self, request: CallRequest<'_>) -> Outcome {
         self.call_from(request, Recorded::Nothing)
+    }
+
+    /// Answers an approval request as the profile's `approvals` says
+    /// (`prompt`: on the terminal), records the request and the answer, and
+    /// mints the token of a granted one.
+    fn approve(&mut self, request: ApprovalRequest<'_>) -> Result<String, String> {
+        let id = request.id.to_string();
+        if self.sink.records() {
+            self.record(EventBody::ApprovalRequested {
+                approval_id: id.clone(),
+                tool: request.tool.to_string(),
+                argument: request.arg.clone(),
+            })?;
+        }
+        let profile = self.pipeline.profile();
+        let (granted, by, reason) = match profile.approvals {
+            profile::ApprovalMode::Allow => (
+                true,
+                "policy",
+                format!("profile {} approves every request (approvals = \"allow\")", profile.name),
+            ),
+            profile::ApprovalMode::Deny => (
+                false,
+                "policy",
+                format!("profile {} approves nothing (approvals = \"deny\")", profile.name),
+            ),
+            profile::ApprovalMode::Prompt => ask_terminal(request.tool, &request.arg),
+        };
+        let token = granted.then(|| self.pipeline.mint(&self.session, &id, request.tool, &request.arg));
+        if self.sink.records() {
+            self.record(EventBody::ApprovalDecided {
+                approval_id: id,
+                decision: if granted { Verdict::Allow } else { Verdict::Deny },
+                by: by.to_string(),
+                reason: reason.clone(),
+                token: token.clone().map_or(Json::Null, Json::String),
+            })?;
+        }
+        token.ok_or_else(|| format!("approval for {} refused: {reason}", request.tool))
     }
 
     /// Records the annotation (a log that cannot be written is remembered

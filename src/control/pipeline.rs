@@ -9,6 +9,12 @@
 //! | 4 | `arguments` | the argument does not match the tool's declared input type |
 //! | 5 | `session_budget` | the session already made `max_calls` allowed calls |
 //! | 6 | `tool_budget` | this tool already made its `max_calls` allowed calls |
+//! | 7 | `approval` | (extension) an `!Approval` field of the argument is not a token this pipeline minted for exactly this tool and argument, or was used already; or the profile requires approval and the tool's input has no such field |
+//!
+//! Approval tokens are minted by [`Pipeline::mint`] (when an `approve tool
+//! …` is granted) and spent by the call they approve: an allowed call
+//! marks its tokens used. A token is derived from the session and the
+//! approval request's identity, so replay mints the same ones.
 //!
 //! A call that passes every rule is allowed by `dry_run` (when the profile
 //! is a dry run and the tool has effects: logged, not executed) or by
@@ -50,6 +56,30 @@ pub struct Pipeline {
     profile: Profile,
     calls: u64,
     per_tool: FxHashMap<String, u64>,
+    /// Minted approval tokens: token → (tool, argument approved, used).
+    approvals: FxHashMap<String, (String, Json, bool)>,
+}
+
+/// The argument without its `!Approval` fields (what an approval approves),
+/// and the tokens those fields hold (`None` for a field that is not a string).
+fn split_approvals(tool: &ToolSig, argument: &Json) -> (Json, Vec<Option<String>>) {
+    let crate::types::Type::Record(fields) = &tool.input else {
+        return (argument.clone(), Vec::new());
+    };
+    let names: Vec<&str> = fields
+        .iter()
+        .filter(|(_, t)| crate::types::combinators::is_approval(t))
+        .map(|(n, _)| &**n)
+        .collect();
+    let Json::Object(map) = argument else {
+        return (argument.clone(), Vec::new());
+    };
+    let mut rest = map.clone();
+    let tokens = names
+        .iter()
+        .map(|n| rest.remove(*n).and_then(|v| v.as_str().map(str::to_string)))
+        .collect();
+    (Json::Object(rest), tokens)
 }
 
 impl Pipeline {
@@ -59,7 +89,62 @@ impl Pipeline {
             profile,
             calls: 0,
             per_tool: FxHashMap::default(),
+            approvals: FxHashMap::default(),
         }
+    }
+
+    /// Registers a token granted earlier in the session (replay reads it
+    /// from the log) for one call of `tool` with `argument`.
+    pub fn grant(&mut self, token: &str, tool: &str, argument: &Json) {
+        self.approvals
+            .insert(token.to_string(), (tool.to_string(), argument.clone(), false));
+    }
+
+    /// Mints the token of a granted approval request (`request_id`, in
+    /// session `session`) for one call of `tool` with `argument` (the input
+    /// without its `!Approval` fields).
+    pub fn mint(&mut self, session: &str, request_id: &str, tool: &str, argument: &Json) -> String {
+        let digest = crate::log::sha256_hex(format!("{session}:{request_id}:{tool}").as_bytes());
+        let token = format!("apv-{}", &digest[..24]);
+        self.approvals
+            .insert(token.clone(), (tool.to_string(), argument.clone(), false));
+        token
+    }
+
+    /// Why the approval fields of this call do not hold, if they do not.
+    fn approval_problem(&self, tool: &ToolSig, argument: &Json) -> Option<String> {
+        let name: &str = &tool.name;
+        let (approved, tokens) = split_approvals(tool, argument);
+        let required = self
+            .profile
+            .tools
+            .get(name)
+            .is_some_and(|t| t.require_approval);
+        if required && tokens.is_empty() {
+            return Some(format!(
+                "profile {} requires an approval for each call of {name}, and its input has no `!Approval` field to carry one",
+                self.profile.name
+            ));
+        }
+        for t in tokens {
+            let Some(t) = t else {
+                return Some(format!("the approval of this call of {name} is not a token"));
+            };
+            match self.approvals.get(&t) {
+                None => return Some(format!("the approval {t} was not granted by this session")),
+                Some((_, _, true)) => return Some(format!("the approval {t} was already used")),
+                Some((for_tool, _, _)) if for_tool != name => {
+                    return Some(format!("the approval {t} is for {for_tool}, not {name}"))
+                }
+                Some((_, arg, _)) if *arg != approved => {
+                    return Some(format!(
+                        "the approval {t} is for {name} with {arg}, not with {approved}"
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+        None
     }
 
     /// The profile.
@@ -129,6 +214,15 @@ impl Pipeline {
                 );
             }
         }
+        if let Some(why) = self.approval_problem(tool, argument) {
+            return Decision::deny("approval", why);
+        }
+        let spent: Vec<String> = split_approvals(tool, argument).1.into_iter().flatten().collect();
+        for t in &spent {
+            if let Some(entry) = self.approvals.get_mut(t) {
+                entry.2 = true;
+            }
+        }
         self.calls += 1;
         self.per_tool.insert(name.to_string(), used + 1);
         if p.dry_run && !tool.effects.is_empty() {
@@ -142,10 +236,15 @@ impl Pipeline {
                 dry_run: true,
             };
         }
+        let with = if spent.is_empty() {
+            String::new()
+        } else {
+            format!(", with approval {}", spent.join(", "))
+        };
         Decision {
             allow: true,
             rule: "policy",
-            reason: format!("tool {name} is allowed by profile {}", p.name),
+            reason: format!("tool {name} is allowed by profile {}{with}", p.name),
             dry_run: false,
         }
     }

@@ -11,12 +11,14 @@
 //! effects = ["Read", "Write"]           # granted effects (default: every effect)
 //! max_calls = 20                        # per session
 //! max_concurrency = 4                   # calls of one gather/fan_out running at once (default 8)
+//! approvals = "prompt"                  # who approves: "deny" (default), "allow", "prompt" (the terminal)
 //! dry_run = false                       # effectful tools are logged, not executed
 //!
 //! [profile.tools.issue_refund]
 //! max_calls = 1                         # per tool, per session
 //! timeout_ms = 2000                     # caps the executor's own timeout
 //! dry_run_result = { tx_id = "dry-run" } # what a dry-run call returns
+//! require_approval = true               # each call needs an `approve tool …` token (extension)
 //! ```
 //!
 //! Without a profile a session runs under the permissive default: every
@@ -42,6 +44,42 @@ pub struct ToolPolicy {
     /// What a dry-run call of this tool returns (default: the empty value
     /// of its output type: 0, "", false, [], a record of those).
     pub dry_run_result: Option<Json>,
+    /// Every call needs an approval token (extension): an `!Approval` field
+    /// in its argument that the control plane minted for that call.
+    pub require_approval: bool,
+}
+
+/// Who answers an `approve tool …` (extension; the profile's `approvals`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ApprovalMode {
+    /// Refuse every request (the default: a run nobody watches approves nothing).
+    #[default]
+    Deny,
+    /// Approve every request (tests, trusted batch runs).
+    Allow,
+    /// Ask on the terminal (`lt run` with a terminal on stdin and stderr);
+    /// refuse when there is none.
+    Prompt,
+}
+
+impl ApprovalMode {
+    /// `deny`, `allow` or `prompt`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalMode::Deny => "deny",
+            ApprovalMode::Allow => "allow",
+            ApprovalMode::Prompt => "prompt",
+        }
+    }
+
+    fn parse(s: &str) -> Option<ApprovalMode> {
+        match s {
+            "deny" => Some(ApprovalMode::Deny),
+            "allow" => Some(ApprovalMode::Allow),
+            "prompt" => Some(ApprovalMode::Prompt),
+            _ => None,
+        }
+    }
 }
 
 /// A session's policy. [`Profile::default`] allows everything.
@@ -60,6 +98,8 @@ pub struct Profile {
     /// Most calls of one `gather` or `fan_out` running at once (`None`:
     /// [`DEFAULT_MAX_CONCURRENCY`]; at least 1).
     pub max_concurrency: Option<u64>,
+    /// Who answers approval requests.
+    pub approvals: ApprovalMode,
     /// Effectful tools (any effect) are decided and logged but not executed.
     pub dry_run: bool,
     /// Per-tool settings.
@@ -81,6 +121,7 @@ struct RawProfile {
     effects: Option<Vec<Spanned<String>>>,
     max_calls: Option<u64>,
     max_concurrency: Option<Spanned<u64>>,
+    approvals: Option<Spanned<String>>,
     #[serde(default)]
     dry_run: bool,
     #[serde(default)]
@@ -93,6 +134,8 @@ struct RawToolPolicy {
     max_calls: Option<u64>,
     timeout_ms: Option<Spanned<u64>>,
     dry_run_result: Option<toml::Value>,
+    #[serde(default)]
+    require_approval: bool,
 }
 
 impl Profile {
@@ -167,6 +210,7 @@ impl Profile {
                     max_calls: t.max_calls,
                     timeout,
                     dry_run_result,
+                    require_approval: t.require_approval,
                 },
             );
         }
@@ -195,8 +239,21 @@ impl Profile {
             Some(c) => Some(c.into_inner()),
             None => None,
         };
+        let approvals = match raw.approvals {
+            None => ApprovalMode::Deny,
+            Some(a) => ApprovalMode::parse(a.get_ref()).ok_or_else(|| {
+                error(
+                    text,
+                    origin,
+                    Some(a.span().start),
+                    format!("profile: approvals = {:?} is not one of \"deny\", \"allow\", \"prompt\"", a.get_ref()),
+                    Some("`prompt` asks on the terminal, `allow` approves every request, `deny` (the default) refuses".into()),
+                )
+            })?,
+        };
         Ok(Some(Profile {
             name: raw.name.unwrap_or_else(|| "default".to_string()),
+            approvals,
             allow: raw.allow.map(|v| v.into_iter().collect()),
             deny: raw.deny.into_iter().collect(),
             effects,
@@ -226,7 +283,8 @@ impl Profile {
     /// that is not one, is an error naming the field (`profile.tools.x.max_calls:
     /// not a non-negative integer`). Absent or `null` keys take their defaults.
     pub fn from_json(v: &Json) -> Result<Profile, String> {
-        const KEYS: [&str; 8] = [
+        const KEYS: [&str; 9] = [
+            "approvals",
             "name",
             "allow",
             "deny",
@@ -236,7 +294,7 @@ impl Profile {
             "dry_run",
             "tools",
         ];
-        const TOOL_KEYS: [&str; 3] = ["max_calls", "timeout_ms", "dry_run_result"];
+        const TOOL_KEYS: [&str; 4] = ["max_calls", "timeout_ms", "dry_run_result", "require_approval"];
         let Json::Object(map) = v else {
             return Err("profile: not an object".to_string());
         };
@@ -313,6 +371,11 @@ impl Profile {
                                 .get("dry_run_result")
                                 .filter(|r| !r.is_null())
                                 .cloned(),
+                            require_approval: match fields.get("require_approval") {
+                                None | Some(Json::Null) => false,
+                                Some(Json::Bool(b)) => *b,
+                                Some(_) => return Err(format!("profile.tools.{name}.require_approval: not a boolean")),
+                            },
                         },
                     );
                 }
@@ -335,6 +398,11 @@ impl Profile {
             deny: strings("deny")?.unwrap_or_default(),
             effects,
             max_calls: count(get("max_calls"), "profile.max_calls")?,
+            approvals: match get("approvals") {
+                None => ApprovalMode::Deny,
+                Some(Json::String(s)) => ApprovalMode::parse(s).ok_or(format!("profile.approvals: `{s}` is not deny, allow or prompt"))?,
+                Some(_) => return Err("profile.approvals: not a string".to_string()),
+            },
             max_concurrency: match count(get("max_concurrency"), "profile.max_concurrency")? {
                 Some(0) => return Err("profile.max_concurrency: must be at least 1".to_string()),
                 c => c,
@@ -356,6 +424,7 @@ impl Profile {
                         "max_calls": t.max_calls,
                         "timeout_ms": t.timeout.map(|d| d.as_millis() as u64),
                         "dry_run_result": t.dry_run_result,
+                        "require_approval": t.require_approval,
                     }),
                 )
             })
@@ -367,6 +436,7 @@ impl Profile {
             "effects": self.effects.as_ref().map(|e| e.labels().collect::<Vec<_>>()),
             "max_calls": self.max_calls,
             "max_concurrency": self.max_concurrency,
+            "approvals": self.approvals.as_str(),
             "dry_run": self.dry_run,
             "tools": tools,
         })

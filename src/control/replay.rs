@@ -15,7 +15,7 @@ use super::pipeline::Pipeline;
 use super::profile::Profile;
 use super::Recorded;
 use crate::log::{Decision, Event, EventBody};
-use crate::runtime::host::{CallRequest, FailureKind, Host, Outcome, ToolFailure};
+use crate::runtime::host::{ApprovalRequest, CallRequest, FailureKind, Host, Outcome, ToolFailure};
 use crate::runtime::limits::Limits;
 use crate::types::ToolSig;
 use serde_json::Value as Json;
@@ -197,7 +197,65 @@ fn failure_kind(name: &str) -> FailureKind {
     }
 }
 
+impl ReplayHost<'_> {
+    /// Replays an approval request: its `approval_requested` (same id,
+    /// tool and argument) and `approval_decided` events; a granted token is
+    /// registered with the pipeline again. `None` when resuming and the log
+    /// ends before the request.
+    pub fn replay_approval(&mut self, request: &ApprovalRequest<'_>) -> Option<Result<String, String>> {
+        let id = request.id.to_string();
+        let issued = format!("an approval request {id} for {} with {}", request.tool, request.arg);
+        let refused = || Err("replay diverged from the log".to_string());
+        if self.divergence.is_some() {
+            return Some(refused());
+        }
+        self.skip_narration();
+        if self.resuming && self.next >= self.events.len() {
+            return None;
+        }
+        let at = self.next;
+        match self.take() {
+            Some(EventBody::ApprovalRequested { approval_id, tool, argument })
+                if *approval_id == id && tool == request.tool && *argument == request.arg => {}
+            other => {
+                let expected = other.map_or("no more events".to_string(), |b| format!("a {} event", b.kind()));
+                self.next = at;
+                let _ = self.diverge(expected, issued);
+                return Some(refused());
+            }
+        }
+        let at = self.next;
+        match self.take() {
+            Some(EventBody::ApprovalDecided { approval_id, decision, reason, token, .. }) if *approval_id == id => {
+                match (decision, token) {
+                    (Decision::Allow, Json::String(t)) => {
+                        self.pipeline.grant(t, request.tool, &request.arg);
+                        Some(Ok(t.clone()))
+                    }
+                    _ => Some(Err(format!("approval for {} refused: {reason}", request.tool))),
+                }
+            }
+            None if self.resuming => {
+                // Asked, never answered: ask again live.
+                self.next = self.events.len();
+                None
+            }
+            other => {
+                let expected = other.map_or("no more events".to_string(), |b| format!("a {} event", b.kind()));
+                self.next = at;
+                let _ = self.diverge(expected, format!("the answer to {issued}"));
+                Some(refused())
+            }
+        }
+    }
+}
+
 impl Host for ReplayHost<'_> {
+    fn approve(&mut self, request: ApprovalRequest<'_>) -> Result<String, String> {
+        self.replay_approval(&request)
+            .unwrap_or_else(|| Err("the log ends here".to_string()))
+    }
+
     fn call_batch(
         &mut self,
         requests: Vec<CallRequest<'_>>,

@@ -148,6 +148,26 @@ impl<H: Host, S: EventSink> Host for ResumeHost<'_, H, S> {
         }
     }
 
+    /// Answered from the log while it lasts, then live.
+    fn approve(&mut self, request: crate::runtime::host::ApprovalRequest<'_>) -> Result<String, String> {
+        if let Some(replay) = self.replay.as_mut() {
+            if let Some(answer) = replay.replay_approval(&request) {
+                if let Some(d) = replay.divergence() {
+                    self.divergence.get_or_insert_with(|| d.clone());
+                }
+                return answer;
+            }
+        }
+        if self.divergence.is_some() {
+            return Err("resume diverged from the log".to_string());
+        }
+        self.go_live()?;
+        match self.live.as_mut() {
+            Some(live) => live.approve(request),
+            None => Err("the session could not go live".to_string()),
+        }
+    }
+
     /// Recorded only once live: while replaying, the log already holds it.
     fn annotation(&mut self, event: crate::runtime::host::AnnotationEvent<'_>) {
         if self.replay.is_none() {

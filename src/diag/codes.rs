@@ -63,6 +63,7 @@ codes! {
     E0218 = "E0218", "bounded_loop without a literal bound";
     E0219 = "E0219", "an undo that does not fit its tool";
     E0220 = "E0220", "scope around a call that cannot be undone";
+    E0221 = "E0221", "approval for a tool that takes none";
     E0301 = "E0301", "loops are not allowed";
     E0302 = "E0302", "recursion is not allowed";
     E0401 = "E0401", "effect not allowed here";

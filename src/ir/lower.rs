@@ -276,6 +276,14 @@ impl Lowerer {
                 }
                 self.set(id, NodeKind::Gather { fields: out })
             }
+            ExprKind::Approve(tool, arg) => {
+                let id = self.reserve(span);
+                let Some(&t) = self.tools.get(&tool.name) else {
+                    return Err(internal(format!("unknown tool `{}`", tool.name), tool.span));
+                };
+                let arg = self.expr(arg)?;
+                self.set(id, NodeKind::Approve { tool: t, arg })
+            }
             ExprKind::Scope(body) => {
                 let id = self.reserve(span);
                 let body = self.expr(body)?;

@@ -20,6 +20,7 @@
 //! | `fan_out (fn x => exec tool t e) xs` (extension) | `for_each[fan_out]` | one call per item, run concurrently, results in list order |
 //! | `bounded_loop N init step` (extension) | `bounded_loop` | repeat the step at most N times, until it says `done` |
 //! | `scope { e }` (extension) | `scope` | on `Err`, undo the calls that completed inside, newest first |
+//! | `approve tool t x` (extension) | `approve` | ask the control plane for a one-call approval token |
 //! | `@intent("…") e` (extension) | `annotate` | intent, hypothesis and notes recorded with the calls of `e` |
 //! | `match exec tool t x { Ok(r) => …exec…, Err(e) => … }` (the `Ok` arm calls a tool) | `try_and_check` | do A, then check with B |
 //! | `exec tool t x` | `exec` | one tool call, with a call identity |
@@ -237,6 +238,14 @@ pub enum NodeKind {
         /// The annotated expression.
         body: NodeId,
     },
+    /// `approve tool NAME arg` (extension): asks the host for an approval
+    /// token for one call of tool `tool` with `arg`.
+    Approve {
+        /// Index into [`Ir::tools`].
+        tool: u32,
+        /// The argument (the input without its `!Approval` fields).
+        arg: NodeId,
+    },
     /// `scope { body }` (extension): when `body`'s value is `Err`, the
     /// undo of every call that completed inside it runs, newest first; when
     /// it is `Ok`, the undos pass to the enclosing scope, if any.
@@ -323,6 +332,7 @@ impl NodeKind {
             NodeKind::Exec { .. } => "exec",
             NodeKind::Annotate { .. } => "annotate",
             NodeKind::Scope { .. } => "scope",
+            NodeKind::Approve { .. } => "approve",
             NodeKind::BoundedLoop { .. } => "bounded_loop",
             NodeKind::Const(_) => "const",
             NodeKind::Local(..) => "local",

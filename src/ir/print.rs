@@ -106,6 +106,11 @@ impl Printer<'_> {
                 self.line(depth, &text, id);
                 self.node("do: ", *body, depth + 1);
             }
+            NodeKind::Approve { tool, arg } => {
+                let name = ir.tools.get(*tool as usize).map_or("?", |t| &*t.name);
+                self.line(depth, &format!("{head} {name}"), id);
+                self.node("arg: ", *arg, depth + 1);
+            }
             NodeKind::Scope { body } => {
                 self.line(depth, &format!("{head} (undo on Err)"), id);
                 self.node("do: ", *body, depth + 1);

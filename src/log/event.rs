@@ -188,6 +188,28 @@ pub enum EventBody {
         /// What the program received.
         result: Json,
     },
+    /// The program asked for an approval (`approve tool …`, extension).
+    ApprovalRequested {
+        /// The request's identity (the `approve` node and path).
+        approval_id: String,
+        /// The tool to be approved.
+        tool: String,
+        /// The argument approved (the input without its `!Approval` fields).
+        argument: Json,
+    },
+    /// The approval request was answered.
+    ApprovalDecided {
+        /// The request's identity.
+        approval_id: String,
+        /// `allow` or `deny`.
+        decision: Decision,
+        /// Who answered: `policy` (the profile's `approvals`) or `terminal`.
+        by: String,
+        /// Why, in one sentence.
+        reason: String,
+        /// The minted token (a string) when allowed, else `null`.
+        token: Json,
+    },
     /// An `@intent(…)` annotation's expression started (extension).
     AnnotationStarted {
         /// Its identity: the `annotate` node and path (`n4`, `n4[n2:1]`).
@@ -322,6 +344,8 @@ impl EventBody {
             EventBody::ClientRejected { .. } => "client_rejected",
             EventBody::SessionResumed { .. } => "session_resumed",
             EventBody::AnnotationStarted { .. } => "annotation_started",
+            EventBody::ApprovalRequested { .. } => "approval_requested",
+            EventBody::ApprovalDecided { .. } => "approval_decided",
             EventBody::AnnotationEnded { .. } => "annotation_ended",
             EventBody::Completed { .. } => "completed",
             EventBody::Failed { .. } => "failed",
@@ -346,6 +370,8 @@ impl EventBody {
             | EventBody::ClientRejected { .. }
             | EventBody::AnnotationStarted { .. }
             | EventBody::AnnotationEnded { .. }
+            | EventBody::ApprovalRequested { .. }
+            | EventBody::ApprovalDecided { .. }
             | EventBody::SessionResumed { .. } => None,
         }
     }
@@ -421,6 +447,28 @@ impl EventBody {
             EventBody::ClientRejected { report, reason } => {
                 all(&[("reason", S(reason)), ("report", J(report))])
             }
+            EventBody::ApprovalRequested {
+                approval_id,
+                tool,
+                argument,
+            } => all(&[
+                ("approval_id", S(approval_id)),
+                ("argument", J(argument)),
+                ("tool", S(tool)),
+            ]),
+            EventBody::ApprovalDecided {
+                approval_id,
+                decision,
+                by,
+                reason,
+                token,
+            } => all(&[
+                ("approval_id", S(approval_id)),
+                ("by", S(by)),
+                ("decision", S(decision.as_str())),
+                ("reason", S(reason)),
+                ("token", J(token)),
+            ]),
             EventBody::AnnotationStarted {
                 annotation_id,
                 intent,
@@ -777,6 +825,8 @@ pub(crate) fn drop_body(body: EventBody) {
             drop_json(parent);
         }
         EventBody::AnnotationEnded { calls, .. } => drop_json(calls),
+        EventBody::ApprovalRequested { argument, .. } => drop_json(argument),
+        EventBody::ApprovalDecided { token, .. } => drop_json(token),
         EventBody::Decided { .. }
         | EventBody::Scheduled { .. }
         | EventBody::ClientDispatched { .. }

@@ -66,6 +66,23 @@ impl EventBody {
                 report: f.json("report")?,
                 reason: f.string("reason")?,
             },
+            "approval_requested" => EventBody::ApprovalRequested {
+                approval_id: f.string("approval_id")?,
+                tool: f.string("tool")?,
+                argument: f.json("argument")?,
+            },
+            "approval_decided" => EventBody::ApprovalDecided {
+                approval_id: f.string("approval_id")?,
+                decision: {
+                    let text = f.string("decision")?;
+                    Decision::parse(&text).ok_or_else(|| {
+                        format!("field `decision` of an `approval_decided` event must be \"allow\" or \"deny\", found {text:?}")
+                    })?
+                },
+                by: f.string("by")?,
+                reason: f.string("reason")?,
+                token: f.json("token")?,
+            },
             "annotation_started" => EventBody::AnnotationStarted {
                 annotation_id: f.string("annotation_id")?,
                 intent: f.string("intent")?,

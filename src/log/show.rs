@@ -222,6 +222,29 @@ fn describe(body: &EventBody) -> String {
             abbreviate(report, SHOWN),
             one_line(reason)
         ),
+        EventBody::ApprovalRequested {
+            approval_id,
+            tool,
+            argument,
+        } => format!(
+            "approval_requested {} {} {}",
+            one_line(approval_id),
+            one_line(tool),
+            abbreviate(argument, SHOWN)
+        ),
+        EventBody::ApprovalDecided {
+            approval_id,
+            decision,
+            by,
+            reason,
+            ..
+        } => format!(
+            "approval_decided {} {} by {} ({})",
+            one_line(approval_id),
+            decision.as_str(),
+            one_line(by),
+            one_line(reason)
+        ),
         EventBody::AnnotationStarted {
             annotation_id,
             intent,

@@ -195,6 +195,25 @@ impl Machine<'_> {
         }
     }
 
+    /// `approve tool NAME arg`, `arg` evaluated: `Ok(token)` or `Err(why)`.
+    pub(super) fn approve(&mut self, id: NodeId, tool: u32, arg: &Value) -> Eval {
+        let request_id = CallId {
+            node: id,
+            path: self.path().to_vec(),
+        };
+        let tool = self.tool_name(tool);
+        let answer = self.host().approve(super::host::ApprovalRequest {
+            id: &request_id,
+            tool,
+            arg: arg.to_json(),
+        });
+        self.check_clock(id)?;
+        Ok(match answer {
+            Ok(token) => Value::Ok(Rc::new(Value::Str(Rc::from(token)))),
+            Err(why) => Value::Err(Rc::new(Value::Str(Rc::from(why)))),
+        })
+    }
+
     /// `scope { body }`.
     pub(super) fn scope(&mut self, id: NodeId, body: impl FnOnce(&mut Self) -> Eval) -> Eval {
         self.scopes.push(Vec::new());

@@ -163,6 +163,14 @@ impl Compiler<'_> {
                     m.annotate(id, &annotation, |m| body(m))
                 })
             }
+            NodeKind::Approve { tool, arg } => {
+                let (tool, arg) = (*tool, self.node(*arg, d));
+                Box::new(move |m| {
+                    m.charge(1, id)?;
+                    let a = arg(m)?;
+                    m.approve(id, tool, &a)
+                })
+            }
             NodeKind::Scope { body } => {
                 let body = self.node(*body, d);
                 Box::new(move |m| {

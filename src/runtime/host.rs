@@ -185,6 +185,19 @@ pub enum AnnotationEvent<'a> {
     },
 }
 
+/// An `approve tool NAME arg` (extension): the program asks for a token
+/// approving one call of `tool` with `arg` (the input without its
+/// `!Approval` fields).
+#[derive(Clone, Debug)]
+pub struct ApprovalRequest<'a> {
+    /// The request's identity (the `approve` node and path, as a call's).
+    pub id: &'a CallId,
+    /// The tool the approval is for.
+    pub tool: &'a str,
+    /// The argument it approves, as JSON.
+    pub arg: Json,
+}
+
 /// Performs tool calls for the interpreter. Implementations: the executor
 /// host (`tools.toml`, [`crate::exec`]), the fixed hosts in tests, and later
 /// the control plane and replay.
@@ -218,6 +231,16 @@ pub trait Host {
             .collect()
     }
 
+    /// Asks for an approval: the token (a string the control plane minted
+    /// for exactly this tool and argument), or why there is none. The
+    /// default has no one to ask and refuses.
+    fn approve(&mut self, request: ApprovalRequest<'_>) -> Result<String, String> {
+        Err(format!(
+            "approval for {} refused: this run has no control plane to ask",
+            request.tool
+        ))
+    }
+
     /// Told when an `@intent` annotation starts and ends (the control
     /// plane records it). The default ignores it.
     fn annotation(&mut self, event: AnnotationEvent<'_>) {
@@ -241,5 +264,9 @@ impl<H: Host + ?Sized> Host for &mut H {
 
     fn annotation(&mut self, event: AnnotationEvent<'_>) {
         (**self).annotation(event)
+    }
+
+    fn approve(&mut self, request: ApprovalRequest<'_>) -> Result<String, String> {
+        (**self).approve(request)
     }
 }

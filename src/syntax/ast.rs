@@ -355,6 +355,10 @@ pub enum ExprKind {
     /// `gather { a = exec tool …, b = exec tool … }` (extension): the calls
     /// run concurrently. Holds the record literal.
     Gather(Box<Expr>),
+    /// `approve tool NAME arg` (extension): asks the control plane to approve
+    /// one call of `NAME` with `arg` (its input without the `!Approval`
+    /// fields); `Result<!Approval, String>`.
+    Approve(Ident, Box<Expr>),
     /// `scope { e }` (extension): when `e` ends in `Err`, the calls that
     /// completed inside are undone, newest first.
     Scope(Box<Expr>),
@@ -429,7 +433,7 @@ impl ExprKind {
                 .unwrap_or(0)
                 .max(s.depth),
             ExprKind::Record(fields) => fields.iter().map(|f| f.value.depth).max().unwrap_or(0),
-            ExprKind::Gather(e) | ExprKind::Scope(e) | ExprKind::Annotate(_, e) => e.depth,
+            ExprKind::Gather(e) | ExprKind::Scope(e) | ExprKind::Annotate(_, e) | ExprKind::Approve(_, e) => e.depth,
             ExprKind::Update(base, fields) => fields
                 .iter()
                 .map(|f| f.value.depth)
@@ -517,7 +521,7 @@ impl ExprKind {
                     f(&fi.value);
                 }
             }
-            ExprKind::Gather(e) | ExprKind::Scope(e) | ExprKind::Annotate(_, e) => f(e),
+            ExprKind::Gather(e) | ExprKind::Scope(e) | ExprKind::Annotate(_, e) | ExprKind::Approve(_, e) => f(e),
             ExprKind::Update(base, fields) => {
                 f(base);
                 for fi in fields {

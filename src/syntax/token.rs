@@ -133,6 +133,8 @@ pub enum Tok {
     Scope,
     /// `undo` in a tool declaration, `undo NAME(…)` (extension; contextual).
     Undo,
+    /// `approve` followed by `tool` (extension; contextual).
+    Approve,
 
     /// `?:` in an optional field `email?: String` (one token, so that a
     /// stray `?` stays an unreadable character).
@@ -334,6 +336,7 @@ impl fmt::Display for Tok {
             Tok::Gather => "gather",
             Tok::Scope => "scope",
             Tok::Undo => "undo",
+            Tok::Approve => "approve",
             Tok::Question => "?:",
             Tok::Bar => "|",
             Tok::Float(x) => return write!(f, "{:?}", x.0),
@@ -667,7 +670,7 @@ fn mark_contextual_keywords(toks: &mut [Spanned]) {
             let Tok::Ident(name) = &toks[i].1 else {
                 return None;
             };
-            if !matches!(&**name, "Option" | "Some" | "None" | "gather" | "scope" | "undo") || i == 0 {
+            if !matches!(&**name, "Option" | "Some" | "None" | "gather" | "scope" | "undo" | "approve") || i == 0 {
                 return None;
             }
             let next = toks.get(i + 1).map(|t| &t.1);
@@ -706,6 +709,7 @@ fn mark_contextual_keywords(toks: &mut [Spanned]) {
             "None" if !as_name => Tok::None,
             "gather" if !bound.contains(name) && matches!(next, Some(Tok::LBrace)) => Tok::Gather,
             "scope" if !bound.contains(name) && matches!(next, Some(Tok::LBrace)) => Tok::Scope,
+            "approve" if !bound.contains(name) && matches!(next, Some(Tok::Tool)) => Tok::Approve,
             "undo"
                 if !bound.contains(name)
                     && next_is_name

@@ -19,6 +19,12 @@
 //! effect but `Read`) must have an `undo` (E0220), so that an `Err` can roll
 //! back what completed.
 //!
+//! `approve tool NAME arg` asks for an approval of one call: `NAME`'s
+//! input must have `!Approval` fields (E0221), `arg` is the input without
+//! them, and the value is `Result<!Approval, String>`; the `!Approval` is
+//! linear, so it serves exactly one call (E0501 used twice, E0502 never).
+//! Asking performs no effect (nothing changes until the approved call).
+//!
 //! `bounded_loop`'s bound is an Int literal from 1 to [`MAX_LOOP_BOUND`]
 //! (E0218), so it is visible in the program and the IR; the step decides to
 //! stop early with `done = true`. The result says whether it did.
@@ -45,7 +51,44 @@ fn one_call_help(what: &str) -> String {
     )
 }
 
+/// True for the type of an approval field of a tool's input, `!Approval`.
+pub fn is_approval(t: &Type) -> bool {
+    matches!(t, Type::Linear(inner) if matches!(**inner, Type::Approval))
+}
+
 impl Checker<'_> {
+    /// `approve tool NAME arg`.
+    pub(super) fn approve(&mut self, tool: &Ident, arg: &Expr, span: Span) -> Type {
+        let result = Type::result(Type::Linear(Box::new(Type::Approval)), Type::String);
+        let Some(sig) = self.tool(&tool.name) else {
+            // The unknown tool is reported as for `exec`.
+            self.exec(tool, arg, span);
+            return result;
+        };
+        let fields: Vec<(Name, Type)> = match &*self.metas.resolve(&sig.input) {
+            Type::Record(fs) => fs.clone(),
+            _ => Vec::new(),
+        };
+        let (approvals, rest): (Vec<_>, Vec<_>) = fields.into_iter().partition(|(_, t)| is_approval(t));
+        if approvals.is_empty() {
+            self.synth(arg);
+            self.diags.push(
+                Diagnostic::error(Code::E0221, tool.span, format!("`{}` takes no approval: its input has no `!Approval` field", tool.name))
+                    .with_label("nothing to approve")
+                    .with_help(format!(
+                        "a tool that needs approval declares where the token goes: `tool {}: {{…, approval: !Approval}} -{{…}}-> …;`; otherwise call it with `exec tool`",
+                        tool.name
+                    )),
+            );
+            return result;
+        }
+        match &arg.kind {
+            ExprKind::Record(fs) => self.check_record(fs, &rest, arg.span, Some(&sig.name), false),
+            _ => self.check(arg, &Type::Record(rest)),
+        }
+        result
+    }
+
     /// `scope { body }`.
     pub(super) fn scope(&mut self, body: &Expr, span: Span) -> Type {
         let t = self.synth(body);

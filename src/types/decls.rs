@@ -17,7 +17,7 @@ use crate::source::Span;
 use crate::syntax::ast::{Decl, EffectRowExpr, Ident, Name, TypeExpr, TypeExprKind};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-const BASE_TYPES: [&str; 6] = ["Unit", "Bool", "Int", "String", "Float", "Json"];
+const BASE_TYPES: [&str; 7] = ["Unit", "Bool", "Int", "String", "Float", "Json", "Approval"];
 
 /// The names written types may use besides the base types: `type` aliases,
 /// declared effect labels, and (for the standard library's signatures only)
@@ -321,6 +321,7 @@ fn named(id: &Ident, env: &TypeEnv, diags: &mut Vec<Diagnostic>) -> Type {
         "String" => Type::String,
         "Float" => Type::Float,
         "Json" => Type::Json,
+        "Approval" => Type::Approval,
         other if env.aliases.contains_key(other) => {
             env.aliases.get(other).cloned().unwrap_or(Type::Error)
         }
@@ -444,6 +445,21 @@ pub fn tools(decls: &[Decl], env: &TypeEnv, diags: &mut Vec<Diagnostic>) -> Vec<
                     .with_help("list the tool's fields exactly; mark the ones that may be absent with `?`: `{email?: String}`"),
                 );
             }
+        }
+        // Approvals (extension): minted by the control plane, so never in an
+        // output; in an input only as a top-level `!Approval` field.
+        let nested_approval = match &input {
+            Type::Record(fs) => fs.iter().any(|(_, t)| {
+                !super::combinators::is_approval(t) && t.holds(|x| matches!(x, Type::Approval))
+            }),
+            other => other.holds(|x| matches!(x, Type::Approval)),
+        };
+        if output.holds(|x| matches!(x, Type::Approval)) || nested_approval {
+            diags.push(
+                Diagnostic::error(Code::E0201, d.ty.span, format!("tool `{}` has an `Approval` where only an input field `!Approval` may be", d.name.name))
+                    .with_label("approvals are minted by the control plane, for one call")
+                    .with_help("declare the token as a field of the input record: `{…, approval: !Approval}`; obtain it with `approve tool NAME arg`"),
+            );
         }
         if input.contains_result() {
             diags.push(

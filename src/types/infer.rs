@@ -330,6 +330,7 @@ impl<'a> Checker<'a> {
             ExprKind::Exec(tool, arg) => self.exec(tool, arg, e.span),
             ExprKind::Gather(record) => self.gather(record, e.span),
             ExprKind::Scope(body) => self.scope(body, e.span),
+            ExprKind::Approve(tool, arg) => self.approve(tool, arg, e.span),
             ExprKind::Annotate(_, body) => self.synth(body),
             ExprKind::Binary(op, op_span, a, b) => self.binary(*op, *op_span, a, b),
             ExprKind::Neg(x) => {

@@ -440,6 +440,7 @@ fn not_comparable(t: &Type) -> Option<&'static str> {
         | Type::String
         | Type::Enum(_)
         | Type::Json
+        | Type::Approval
         | Type::Meta(_)
         | Type::Error => None,
         Type::Linear(t) | Type::List(t) | Type::Option(t) => not_comparable(t),

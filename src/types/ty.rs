@@ -27,6 +27,7 @@ impl Clone for Type {
             Type::String => Type::String,
             Type::Float => Type::Float,
             Type::Json => Type::Json,
+            Type::Approval => Type::Approval,
             Type::Enum(lits) => Type::Enum(lits.clone()),
             Type::Option(t) => Type::Option(t.clone()),
             Type::OpenRecord(fields) => Type::OpenRecord(fields.clone()),
@@ -131,6 +132,10 @@ pub enum Type {
     /// `Json` (extension): JSON data whose shape is not declared, read only
     /// through accessors that return `Option`.
     Json,
+    /// `Approval` (extension), used as `!Approval`: a token the control
+    /// plane mints for one call of one tool with one argument (`approve
+    /// tool NAME arg`); the program cannot make one.
+    Approval,
     /// `"a" | "b"` (extension): a string-literal union, as JSON Schema's
     /// string `enum` produces; literals sorted and distinct. A subtype of
     /// `String`.
@@ -256,6 +261,7 @@ pub fn write_type(
             Type::String => out.push_str("String"),
             Type::Float => out.push_str("Float"),
             Type::Json => out.push_str("Json"),
+            Type::Approval => out.push_str("Approval"),
             Type::Enum(lits) => {
                 for (i, l) in lits.iter().enumerate() {
                     if out.len() > max {

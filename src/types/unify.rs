@@ -333,6 +333,7 @@ impl Metas {
             (Type::String, Type::String)
             | (Type::Float, Type::Float)
             | (Type::Json, Type::Json)
+            | (Type::Approval, Type::Approval)
             | (Type::Enum(_), Type::String) => Ok(()),
             (Type::Enum(x), Type::Enum(y)) => {
                 if x.iter().all(|l| y.contains(l)) {
