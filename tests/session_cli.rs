@@ -907,7 +907,7 @@ fn profile_errors_stop_before_anything_runs() {
         &dir,
         "",
         &["--profile", &p],
-        &format!("{p}:3:1: unknown field `bogus`, expected one of `name`, `allow`, `deny`, `effects`, `max_calls`, `max_concurrency`, `dry_run`, `tools`"),
+        &format!("{p}:3:1: unknown field `bogus`, expected one of `name`, `allow`, `deny`, `effects`, `max_calls`, `max_concurrency`, `approvals`, `dry_run`, `tools`"),
     );
 
     let p = dir.write("p.toml", "[profile]\neffects = [\"Read\", \"write\"]\n");

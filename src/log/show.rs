@@ -134,7 +134,7 @@ fn header(out: &mut String, first: &Event) {
 }
 
 /// `support: allow [a, b], max_calls 20, dry_run`: the name, then every
-/// setting that is not null, false or empty.
+/// setting that is not null, false, empty or (`approvals "deny"`) the default.
 fn profile_summary(profile: &Json) -> String {
     let Json::Object(fields) = profile else {
         return abbreviate(profile, SHOWN);
@@ -150,6 +150,8 @@ fn profile_summary(profile: &Json) -> String {
         }
         let shown = match value {
             Json::Null | Json::Bool(false) => continue,
+            // The default: a session that asks nobody approves nothing.
+            Json::String(a) if key == "approvals" && a == "deny" => continue,
             Json::Array(a) if a.is_empty() => continue,
             Json::Object(o) if o.is_empty() => continue,
             Json::Bool(true) => key.clone(),
