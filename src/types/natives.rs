@@ -135,7 +135,17 @@ impl Checker<'_> {
         }
         for ((arg, _), p) in args.iter().zip(&params) {
             if is_lambda(arg) {
+                // Library callbacks are pure: say so, and where tool calls go.
+                self.callback_reason = Some(super::infer::Allowed {
+                    set: super::ty::EffectSet::pure(),
+                    span: head.span,
+                    reason: format!("`{}` requires a pure callback", native.name),
+                    help: "library functions take pure callbacks: call the tool first and pass its result, \
+                           or use `traverse` (in order) or `fan_out` (concurrently) to call a tool for each element"
+                        .to_string(),
+                });
                 self.check(arg, p);
+                self.callback_reason = None;
             }
         }
         rest
