@@ -17,6 +17,7 @@ use crate::syntax::ast::*;
 
 impl Checker<'_> {
     pub(super) fn synth_app(&mut self, e: &Expr) -> Type {
+        let expected = self.expected_app.take();
         let mut args: Vec<(&Expr, Span)> = Vec::new();
         let mut head = e;
         while let ExprKind::App(f, a) = &head.kind {
@@ -30,7 +31,7 @@ impl Checker<'_> {
             }
             if !self.env.contains_key(&id.name) {
                 if let Some(native) = crate::stdlib::lookup(&id.name) {
-                    return self.native_app(native, head, &args);
+                    return self.native_app(native, head, &args, expected.as_ref());
                 }
             }
         }

@@ -76,6 +76,10 @@ pub struct Checker<'a> {
     /// literal that is one): a linear value may be passed as plain data there,
     /// because the tool consumes it.
     pub(super) consuming: bool,
+    /// The type expected of the application being synthesized, when it is
+    /// checked (taken by the first `synth_app`, so only the outermost
+    /// application sees it).
+    pub(super) expected_app: Option<Type>,
     /// Whether E0215 was reported (once per program: after it the same
     /// doubling usually starts again from the error type).
     type_size_reported: bool,
@@ -118,6 +122,7 @@ impl<'a> Checker<'a> {
             }],
             callback_reason: None,
             consuming: false,
+            expected_app: None,
             type_size_reported: false,
             branch_ctx: None,
             recursive_refs,
@@ -247,7 +252,13 @@ impl<'a> Checker<'a> {
                 self.enum_literal(s, e.span, &lits);
             }
             _ => {
+                // A library function applied here learns the expected result
+                // first (`let s: Status = with_default "open" x`).
+                if matches!(e.kind, ExprKind::App(..)) {
+                    self.expected_app = Some(exp.clone());
+                }
                 let t = self.synth(e);
+                self.expected_app = None;
                 let direct = matches!(e.kind, ExprKind::Var(_) | ExprKind::Field(..));
                 self.metas.allow_unlinear = consuming && direct;
                 self.expect(e.span, &t, exp);

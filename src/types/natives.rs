@@ -7,9 +7,12 @@
 //! program is typed, when the metavariable is solved (E0211, or E0209 when
 //! nothing fixes it).
 //!
-//! In an application `f a b` of a native, the arguments that are not
-//! unannotated lambdas are checked first, so that `find (fn x => x.id == 3)
-//! xs` gives `x` the element type of `xs` before the lambda is checked.
+//! In an application `f a b` of a native, the arguments that are neither
+//! literals nor unannotated lambdas are checked first, then the literals (so
+//! a literal meets an enum type found elsewhere), then the lambdas (so that
+//! `find (fn x => x.id == 3) xs` gives `x` the element type of `xs`). When
+//! the application is checked against a type, the result is fixed to it
+//! first (`let s: Status = with_default "open" x`).
 
 use super::decls::{lower_type, TypeEnv};
 use super::infer::Checker;
@@ -102,6 +105,7 @@ impl Checker<'_> {
         native: &'static Native,
         head: &Expr,
         args: &[(&Expr, Span)],
+        expected: Option<&Type>,
     ) -> Type {
         let mut fty = self.instantiate(native, head.span);
         let mut params: Vec<Type> = Vec::new();
@@ -127,9 +131,27 @@ impl Checker<'_> {
             }
             return fty;
         }
+        // Checked against a type: fix the result first, so that the
+        // arguments are checked against it (`"open"` as an enum literal).
+        // A mismatch is reported by the caller.
+        if let Some(exp) = expected {
+            if !rest.contains_fun() {
+                let _ = self.metas.coerce(&rest, exp);
+            }
+        }
         let is_lambda = |e: &Expr| matches!(e.kind, ExprKind::Fn { annot: None, .. });
+        // Literals after the other arguments: `with_default "closed" (last
+        // xs)` gets the element type from `xs`, which may be an enum.
+        let is_literal = |e: &Expr| {
+            matches!(e.kind, ExprKind::Str(_) | ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_))
+        };
         for ((arg, _), p) in args.iter().zip(&params) {
-            if !is_lambda(arg) {
+            if !is_lambda(arg) && !is_literal(arg) {
+                self.check(arg, p);
+            }
+        }
+        for ((arg, _), p) in args.iter().zip(&params) {
+            if is_literal(arg) {
                 self.check(arg, p);
             }
         }
