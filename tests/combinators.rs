@@ -557,3 +557,33 @@ fn the_bulk_delete_example_deletes_each_file_with_its_own_approval() {
     let replay = lt_in(std::path::Path::new(root), &["replay", &dir.path("bulk.log"), "--json"], &[]);
     assert_eq!(replay.code, 0, "{replay:?}");
 }
+
+#[test]
+fn a_gather_log_cut_anywhere_resumes_and_then_replays() {
+    for idempotent in [false, true] {
+        let dir = setup(&format!("resume_cut_{idempotent}"), "");
+        if idempotent {
+            let toml = std::fs::read_to_string(dir.path("tools.toml")).expect("toml");
+            dir.write("tools.toml", &toml.replace("effects = [\"Read\"]", "effects = [\"Read\"]\nidempotent = true"));
+        }
+        dir.write(
+            "p.lt",
+            r#"tool lookup: {id: Int, sleep_ms: Int} -{Read}-> {id: Int, status: String};
+let r = gather { a = exec tool lookup {id = 1, sleep_ms = 50}, b = exec tool lookup {id = 2, sleep_ms = 10}, c = exec tool lookup {id = 3, sleep_ms = 30} } in
+let n = match r.a { Ok(x) => x.id, Err(e) => 0 } + match r.b { Ok(x) => x.id, Err(e) => 0 } + match r.c { Ok(x) => x.id, Err(e) => 0 } in
+match exec tool lookup {id = n, sleep_ms = 1} { Ok(x) => x.id, Err(e) => -1 }
+"#,
+        );
+        let out = lt_in(&dir.0, &["run", "--json", "--log", "full.log", "--executors", "tools.toml", "p.lt"], &[]);
+        assert_eq!(out.code, 0, "{out:?}");
+        let full = std::fs::read_to_string(dir.path("full.log")).expect("log");
+        let lines: Vec<&str> = full.lines().collect();
+        for k in 1..lines.len() - 1 {
+            dir.write("cut.log", &(lines[..k].join("\n") + "\n"));
+            let resumed = lt_in(&dir.0, &["resume", "cut.log", "--json", "--executors", "tools.toml"], &[]);
+            assert_eq!(resumed.code, 0, "idempotent {idempotent}, cut {k}: {resumed:?}");
+            let replay = lt_in(&dir.0, &["replay", "cut.log", "--json"], &[]);
+            assert_eq!(replay.code, 0, "idempotent {idempotent}, cut after {k} lines: {replay:?}");
+        }
+    }
+}

@@ -324,12 +324,38 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
         requests: Vec<CallRequest<'_>>,
         limit: usize,
     ) -> Vec<Outcome> {
+        let staged = requests.into_iter().map(|r| (r, Recorded::Nothing)).collect();
+        self.call_batch_staged(staged, limit)
+    }
+
+    /// [`ControlPlane::call_batch_from`] for a batch the log already holds
+    /// in part (`lt resume`): each call continues from its recorded stage
+    /// (see [`ControlPlane::call_from`]). The calls whose record was cut
+    /// within their proposed/decided/scheduled go first, then the ones
+    /// scheduled without an outcome, then the unrecorded ones, so that the
+    /// log reads as a batch that replay can match.
+    pub fn call_batch_staged(
+        &mut self,
+        requests: Vec<(CallRequest<'_>, Recorded)>,
+        limit: usize,
+    ) -> Vec<Outcome> {
         let n = requests.len();
         let mut out: Vec<Option<Outcome>> = (0..n).map(|_| None).collect();
         let mut server = Vec::new();
         let mut client = Vec::new();
-        for (i, request) in requests.into_iter().enumerate() {
-            match self.prepare(request, Recorded::Nothing) {
+        let rank = |r: Recorded| match r {
+            Recorded::Proposed | Recorded::Decided => 0,
+            Recorded::Scheduled => 1,
+            Recorded::Nothing | Recorded::Lost => 2,
+        };
+        let mut order: Vec<(usize, CallRequest<'_>, Recorded)> = requests
+            .into_iter()
+            .enumerate()
+            .map(|(i, (r, s))| (i, r, s))
+            .collect();
+        order.sort_by_key(|(i, _, s)| (rank(*s), *i));
+        for (i, request, stage) in order {
+            match self.prepare(request, stage) {
                 Prepared::Done(o) => out[i] = Some(o),
                 Prepared::Dispatch {
                     venue: Venue::Server,

@@ -355,6 +355,9 @@ impl ReplayHost<'_> {
         let mut out: Vec<Option<Replayed>> = (0..n).map(|_| None).collect();
         let mut pending: Vec<(usize, Pending)> = Vec::new();
         for (i, request) in requests.into_iter().enumerate() {
+            // `lt resume` may have finished earlier calls of the batch before
+            // proposing later ones: their outcomes come first then.
+            self.absorb(&mut pending, &mut out);
             match self.replay_pre(request) {
                 Ok(Pre::Done(o)) => out[i] = Some(Replayed::Answered(o)),
                 Ok(Pre::Pending(p)) => pending.push((i, p)),
@@ -362,6 +365,10 @@ impl ReplayHost<'_> {
             }
         }
         while !pending.is_empty() {
+            self.absorb(&mut pending, &mut out);
+            if pending.is_empty() {
+                break;
+            }
             self.skip_narration();
             if self.resuming && self.next >= self.events.len() {
                 // Started, outcome never recorded: continued live.
@@ -388,6 +395,38 @@ impl ReplayHost<'_> {
         out.into_iter()
             .map(|o| o.unwrap_or(Replayed::Ended(Recorded::Nothing)))
             .collect()
+    }
+
+    /// Consumes the events at the cursor that belong to calls of the batch
+    /// already scheduled: their outcomes (answered), and a `scheduled` again
+    /// (an idempotent call run again by `lt resume`).
+    fn absorb(&mut self, pending: &mut Vec<(usize, Pending)>, out: &mut [Option<Replayed>]) {
+        loop {
+            if self.divergence.is_some() {
+                return;
+            }
+            self.skip_narration();
+            let Some(event) = self.events.get(self.next).map(|e| &e.body) else {
+                return;
+            };
+            match event {
+                EventBody::Scheduled { call_id, .. } if pending.iter().any(|(_, p)| p.call_id == *call_id) => {
+                    self.next += 1;
+                }
+                EventBody::Completed { call_id, .. }
+                | EventBody::Failed { call_id, .. }
+                | EventBody::TimedOut { call_id, .. } => {
+                    let Some(k) = pending.iter().position(|(_, p)| p.call_id == *call_id) else {
+                        return;
+                    };
+                    let at = self.next;
+                    let event = self.take();
+                    let (i, p) = pending.remove(k);
+                    out[i] = Some(Replayed::Answered(self.replay_outcome(&p, event, at)));
+                }
+                _ => return,
+            }
+        }
     }
 
     /// A call up to its dispatch: its proposed, decided and (unless a dry

@@ -196,14 +196,38 @@ impl<H: Host, S: EventSink> Host for ResumeHost<'_, H, S> {
                 if let Some(d) = replay.divergence() {
                     self.divergence.get_or_insert_with(|| d.clone());
                 }
-                let mut out = Vec::with_capacity(requests.len());
-                for (request, r) in requests.into_iter().zip(replayed) {
-                    out.push(match r {
-                        Replayed::Answered(outcome) => outcome,
-                        Replayed::Ended(stage) => self.continue_live(request, stage),
-                    });
+                let mut out: Vec<Option<Outcome>> = Vec::with_capacity(requests.len());
+                let mut live: Vec<(usize, CallRequest<'_>, Recorded)> = Vec::new();
+                for (i, (request, r)) in requests.into_iter().zip(replayed).enumerate() {
+                    match r {
+                        Replayed::Answered(outcome) => out.push(Some(outcome)),
+                        Replayed::Ended(stage) => {
+                            out.push(None);
+                            live.push((i, request, stage));
+                        }
+                    }
                 }
-                out
+                if !live.is_empty() {
+                    // A torn last line belongs to the first call the log
+                    // ends within; only an unrecorded one becomes `Lost`.
+                    if std::mem::take(&mut self.torn) && live[0].2 == Recorded::Nothing {
+                        live[0].2 = Recorded::Lost;
+                    }
+                    let answers = self.continue_live_batch(live.iter().map(|(_, r, s)| (r.clone(), *s)).collect(), limit);
+                    for ((i, _, _), o) in live.into_iter().zip(answers) {
+                        out[i] = Some(o);
+                    }
+                }
+                out.into_iter()
+                    .map(|o| {
+                        o.unwrap_or_else(|| {
+                            Err(ToolFailure {
+                                kind: FailureKind::Unavailable,
+                                message: "the call was not performed".to_string(),
+                            })
+                        })
+                    })
+                    .collect()
             }
         };
         for (i, o) in outcomes.iter().enumerate() {
@@ -214,30 +238,30 @@ impl<H: Host, S: EventSink> Host for ResumeHost<'_, H, S> {
 }
 
 impl<H: Host, S: EventSink> ResumeHost<'_, H, S> {
-    /// A call the log does not finish, continued live from `stage`.
-    fn continue_live(&mut self, request: CallRequest<'_>, stage: Recorded) -> Outcome {
-        let stage = match stage {
-            Recorded::Nothing if std::mem::take(&mut self.torn) => Recorded::Lost,
-            s => s,
+    /// The calls of a batch the log does not finish, continued live (as a
+    /// batch) from their stages.
+    fn continue_live_batch(&mut self, calls: Vec<(CallRequest<'_>, Recorded)>, limit: usize) -> Vec<Outcome> {
+        let refuse = |msg: String, n: usize| -> Vec<Outcome> {
+            (0..n)
+                .map(|_| {
+                    Err(ToolFailure {
+                        kind: FailureKind::Unavailable,
+                        message: msg.clone(),
+                    })
+                })
+                .collect()
         };
         if self.divergence.is_some() {
-            return Err(ToolFailure {
-                kind: FailureKind::Unavailable,
-                message: "resume diverged from the log".to_string(),
-            });
+            return refuse("resume diverged from the log".to_string(), calls.len());
         }
         if let Err(msg) = self.go_live() {
-            return Err(ToolFailure {
-                kind: FailureKind::Unavailable,
-                message: msg,
-            });
+            return refuse(msg, calls.len());
         }
         match self.live.as_mut() {
-            Some(live) => live.call_from(request, stage),
-            None => Err(ToolFailure {
-                kind: FailureKind::Unavailable,
-                message: "the session could not go live".to_string(),
-            }),
+            Some(live) => live.call_batch_staged(calls, limit),
+            None => refuse("the session could not go live".to_string(), calls.len()),
         }
     }
+
+
 }
