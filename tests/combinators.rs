@@ -587,3 +587,39 @@ match exec tool lookup {id = n, sleep_ms = 1} { Ok(x) => x.id, Err(e) => -1 }
         }
     }
 }
+
+#[test]
+fn an_approval_log_cut_anywhere_resumes_and_then_replays() {
+    let (out, _ev, _deleted, dir) = approvals(
+        "approve_cut",
+        "[profile]\napprovals = \"allow\"\n[profile.tools.delete_file]\nrequire_approval = true\n",
+        DELETE_EACH,
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let full = std::fs::read_to_string(dir.path("run.log")).expect("log");
+    let lines: Vec<&str> = full.lines().collect();
+    for k in 1..lines.len() - 1 {
+        dir.write("cut.log", &(lines[..k].join("\n") + "\n"));
+        let resumed = lt_in(&dir.0, &["resume", "cut.log", "--json", "--executors", "tools.toml"], &[]);
+        assert_eq!(resumed.code, 0, "cut {k}: {resumed:?}");
+        let log = std::fs::read_to_string(dir.path("cut.log")).expect("log");
+        let requested = log.lines().filter(|l| l.contains("\"approval_requested\"")).count();
+        assert_eq!(requested, 2, "each request recorded once (cut {k})");
+        let replay = lt_in(&dir.0, &["replay", "cut.log", "--json"], &[]);
+        assert_eq!(replay.code, 0, "cut after {k} lines: {replay:?}");
+    }
+}
+
+#[test]
+fn check_with_a_profile_sees_a_required_approval_the_tool_cannot_carry() {
+    let dir = TempDir::new("combinators", "check_profile_approval");
+    dir.write("p.toml", "[profile]\nname = \"guarded\"\n[profile.tools.wipe]\nrequire_approval = true\n");
+    dir.write(
+        "p.lt",
+        "tool wipe: {path: String} -{Write}-> Unit;\nmatch exec tool wipe {path = \"a\"} { Ok(u) => 1, Err(e) => 0 }\n",
+    );
+    let out = lt_in(&dir.0, &["check", "--profile", "p.toml", "p.lt"], &[]);
+    assert_eq!(out.code, 1, "{out:?}");
+    let text = format!("{}{}", out.stdout, out.stderr);
+    assert!(text.contains("E0702") && text.contains("requires an approval"), "{text}");
+}

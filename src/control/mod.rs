@@ -118,14 +118,15 @@ fn unavailable(message: String) -> ToolFailure {
     }
 }
 
-/// Asks on the terminal whether to approve a call: `(granted, "terminal",
-/// reason)`; refused when stdin or stderr is not a terminal.
-fn ask_terminal(tool: &str, arg: &Json) -> (bool, &'static str, String) {
+/// Asks on the terminal whether to approve a call: `(granted, by, reason)`;
+/// refused (by `policy`) when stdin or stderr is not a terminal, and when
+/// no answer comes within `time_left` (the run's deadline).
+fn ask_terminal(tool: &str, arg: &Json, time_left: Option<std::time::Duration>) -> (bool, &'static str, String) {
     use std::io::{BufRead, IsTerminal, Write};
     if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
         return (
             false,
-            "terminal",
+            "policy",
             "no terminal to ask (approvals = \"prompt\" needs stdin and stderr on a terminal)".to_string(),
         );
     }
@@ -136,8 +137,21 @@ fn ask_terminal(tool: &str, arg: &Json) -> (bool, &'static str, String) {
     let mut err = std::io::stderr();
     let _ = write!(err, "lt: approve a call of {tool} with {shown}? [y/N] ");
     let _ = err.flush();
-    let mut line = String::new();
-    let _ = std::io::stdin().lock().read_line(&mut line);
+    // Read on a thread of its own, so that the run's deadline still holds.
+    let (send, answer) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::stdin().lock().read_line(&mut line);
+        let _ = send.send(line);
+    });
+    let line = match time_left {
+        Some(t) => answer.recv_timeout(t).ok(),
+        None => answer.recv().ok(),
+    };
+    let Some(line) = line else {
+        let _ = writeln!(err);
+        return (false, "terminal", "no answer before the run's deadline".to_string());
+    };
     let yes = matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes");
     let reason = if yes { "approved on the terminal" } else { "refused on the terminal" };
     (yes, "terminal", reason.to_string())
@@ -418,6 +432,46 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
             .collect()
     }
 
+    /// Answers an approval request as the profile's `approvals` says
+    /// (`prompt`: on the terminal), records the request (unless `requested`:
+    /// the log already holds it) and the answer, and mints the token of a
+    /// granted one.
+    pub fn approve_from(&mut self, request: ApprovalRequest<'_>, requested: bool) -> Result<String, String> {
+        let id = request.id.to_string();
+        if self.sink.records() && !requested {
+            self.record(EventBody::ApprovalRequested {
+                approval_id: id.clone(),
+                tool: request.tool.to_string(),
+                argument: request.arg.clone(),
+            })?;
+        }
+        let profile = self.pipeline.profile();
+        let (granted, by, reason) = match profile.approvals {
+            profile::ApprovalMode::Allow => (
+                true,
+                "policy",
+                format!("profile {} approves every request (approvals = \"allow\")", profile.name),
+            ),
+            profile::ApprovalMode::Deny => (
+                false,
+                "policy",
+                format!("profile {} approves nothing (approvals = \"deny\")", profile.name),
+            ),
+            profile::ApprovalMode::Prompt => ask_terminal(request.tool, &request.arg, request.time_left),
+        };
+        let token = granted.then(|| self.pipeline.mint(&self.session, &id, request.tool, &request.arg));
+        if self.sink.records() {
+            self.record(EventBody::ApprovalDecided {
+                approval_id: id,
+                decision: if granted { Verdict::Allow } else { Verdict::Deny },
+                by: by.to_string(),
+                reason: reason.clone(),
+                token: token.clone().map_or(Json::Null, Json::String),
+            })?;
+        }
+        token.ok_or_else(|| format!("approval for {} refused: {reason}", request.tool))
+    }
+
     /// Records the outcome of a dispatched call.
     fn finish(&mut self, tool: &ToolSig, call_id: String, outcome: &Outcome) {
         if self.sink.records() {
@@ -594,39 +648,7 @@ impl<H: Host, S: EventSink> Host for ControlPlane<'_, H, S> {
     /// (`prompt`: on the terminal), records the request and the answer, and
     /// mints the token of a granted one.
     fn approve(&mut self, request: ApprovalRequest<'_>) -> Result<String, String> {
-        let id = request.id.to_string();
-        if self.sink.records() {
-            self.record(EventBody::ApprovalRequested {
-                approval_id: id.clone(),
-                tool: request.tool.to_string(),
-                argument: request.arg.clone(),
-            })?;
-        }
-        let profile = self.pipeline.profile();
-        let (granted, by, reason) = match profile.approvals {
-            profile::ApprovalMode::Allow => (
-                true,
-                "policy",
-                format!("profile {} approves every request (approvals = \"allow\")", profile.name),
-            ),
-            profile::ApprovalMode::Deny => (
-                false,
-                "policy",
-                format!("profile {} approves nothing (approvals = \"deny\")", profile.name),
-            ),
-            profile::ApprovalMode::Prompt => ask_terminal(request.tool, &request.arg),
-        };
-        let token = granted.then(|| self.pipeline.mint(&self.session, &id, request.tool, &request.arg));
-        if self.sink.records() {
-            self.record(EventBody::ApprovalDecided {
-                approval_id: id,
-                decision: if granted { Verdict::Allow } else { Verdict::Deny },
-                by: by.to_string(),
-                reason: reason.clone(),
-                token: token.clone().map_or(Json::Null, Json::String),
-            })?;
-        }
-        token.ok_or_else(|| format!("approval for {} refused: {reason}", request.tool))
+        self.approve_from(request, false)
     }
 
     /// Records the annotation (a log that cannot be written is remembered

@@ -236,6 +236,15 @@ impl Profile {
                     Some("`max_concurrency = 1` runs the calls of a gather one at a time".into()),
                 ))
             }
+            Some(c) if *c.get_ref() > MAX_CONCURRENCY => {
+                return Err(error(
+                    text,
+                    origin,
+                    Some(c.span().start),
+                    format!("profile: max_concurrency must be at most {MAX_CONCURRENCY}"),
+                    Some("each running call may be a process of its own; a few dozen is plenty for most tools".into()),
+                ))
+            }
             Some(c) => Some(c.into_inner()),
             None => None,
         };
@@ -405,6 +414,7 @@ impl Profile {
             },
             max_concurrency: match count(get("max_concurrency"), "profile.max_concurrency")? {
                 Some(0) => return Err("profile.max_concurrency: must be at least 1".to_string()),
+                Some(c) if c > MAX_CONCURRENCY => return Err(format!("profile.max_concurrency: must be at most {MAX_CONCURRENCY}")),
                 c => c,
             },
             dry_run,
@@ -446,6 +456,9 @@ impl Profile {
 /// Calls of one `gather` or `fan_out` running at once when the profile
 /// does not say.
 pub const DEFAULT_MAX_CONCURRENCY: u64 = 8;
+
+/// The largest `max_concurrency` a profile may set.
+pub const MAX_CONCURRENCY: u64 = 256;
 
 impl Profile {
     /// The concurrency limit of a `gather` or `fan_out` under this profile.

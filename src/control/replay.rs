@@ -20,6 +20,11 @@ use crate::runtime::limits::Limits;
 use crate::types::ToolSig;
 use serde_json::Value as Json;
 
+/// What [`ReplayHost::replay_approval`] answers, when resuming, for a
+/// request the log records but does not answer: the live control plane
+/// answers it without recording the request again.
+pub const REQUESTED_NOT_ANSWERED: &str = "(the log ends after this approval request)";
+
 /// Where replay and the log first disagreed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Divergence {
@@ -201,7 +206,8 @@ impl ReplayHost<'_> {
     /// Replays an approval request: its `approval_requested` (same id,
     /// tool and argument) and `approval_decided` events; a granted token is
     /// registered with the pipeline again. `None` when resuming and the log
-    /// ends before the request.
+    /// ends before the request, or `Some(Err(REQUESTED_NOT_ANSWERED))` when it
+    /// ends between the request and its answer (see [`REQUESTED_NOT_ANSWERED`]).
     pub fn replay_approval(&mut self, request: &ApprovalRequest<'_>) -> Option<Result<String, String>> {
         let id = request.id.to_string();
         let issued = format!("an approval request {id} for {} with {}", request.tool, request.arg);
@@ -236,9 +242,9 @@ impl ReplayHost<'_> {
                 }
             }
             None if self.resuming => {
-                // Asked, never answered: ask again live.
+                // Asked, never answered: answered live, without asking twice in the log.
                 self.next = self.events.len();
-                None
+                Some(Err(REQUESTED_NOT_ANSWERED.to_string()))
             }
             other => {
                 let expected = other.map_or("no more events".to_string(), |b| format!("a {} event", b.kind()));

@@ -150,12 +150,17 @@ impl<H: Host, S: EventSink> Host for ResumeHost<'_, H, S> {
 
     /// Answered from the log while it lasts, then live.
     fn approve(&mut self, request: crate::runtime::host::ApprovalRequest<'_>) -> Result<String, String> {
+        let mut requested = false;
         if let Some(replay) = self.replay.as_mut() {
-            if let Some(answer) = replay.replay_approval(&request) {
-                if let Some(d) = replay.divergence() {
-                    self.divergence.get_or_insert_with(|| d.clone());
+            match replay.replay_approval(&request) {
+                Some(Err(e)) if e == super::replay::REQUESTED_NOT_ANSWERED => requested = true,
+                Some(answer) => {
+                    if let Some(d) = replay.divergence() {
+                        self.divergence.get_or_insert_with(|| d.clone());
+                    }
+                    return answer;
                 }
-                return answer;
+                None => {}
             }
         }
         if self.divergence.is_some() {
@@ -163,7 +168,7 @@ impl<H: Host, S: EventSink> Host for ResumeHost<'_, H, S> {
         }
         self.go_live()?;
         match self.live.as_mut() {
-            Some(live) => live.approve(request),
+            Some(live) => live.approve_from(request, requested),
             None => Err("the session could not go live".to_string()),
         }
     }

@@ -12,6 +12,7 @@
 //! | `denylist` | E0702 | the profile denies this tool |
 //! | `effects` | E0703 | the tool's declared effects include one the profile does not grant (`Pure` grants nothing) |
 //! | `session_budget`, `tool_budget` | E0702 | a `max_calls` of 0 (for the session, or for this tool): no call can pass |
+//! | `approval` | E0702 | the tool is `require_approval` but its input has no `!Approval` field (extension) |
 //!
 //! Every syntactic call site `exec tool NAME arg` is a call the program may
 //! make: a tool is named only there (tools are not values), so every call
@@ -88,6 +89,17 @@ pub fn objections(tool: &ToolSig, profile: &Profile) -> Vec<Objection> {
             reason: format!("profile {p} allows 0 tool calls per session, all used"),
         });
     }
+    // `require_approval` on a tool whose input cannot carry an approval.
+    let carries = matches!(&tool.input, crate::types::Type::Record(fs)
+        if fs.iter().any(|(_, t)| crate::types::combinators::is_approval(t)));
+    if profile.tools.get(name).is_some_and(|t| t.require_approval) && !carries {
+        out.push(Objection {
+            rule: "approval",
+            reason: format!(
+                "profile {p} requires an approval for each call of {name}, and its input has no `!Approval` field to carry one"
+            ),
+        });
+    }
     if profile.tools.get(name).and_then(|t| t.max_calls) == Some(0) {
         out.push(Objection {
             rule: "tool_budget",
@@ -162,7 +174,7 @@ pub fn check_analysis(analysis: &mut Analysis, profile: &Profile) {
 fn code(rule: &str) -> Code {
     match rule {
         "allowlist" => Code::E0701,
-        "denylist" | "session_budget" | "tool_budget" => Code::E0702,
+        "denylist" | "session_budget" | "tool_budget" | "approval" => Code::E0702,
         _ => Code::E0703,
     }
 }

@@ -117,16 +117,24 @@ impl Machine<'_> {
                 idempotency_key: None,
             })
             .collect();
-        let outcomes = self.host().call_batch(requests, usize::MAX, &mut |_, _| {});
-        let values = queued
+        let mut completed: Vec<usize> = Vec::with_capacity(queued.len());
+        let outcomes = self
+            .host()
+            .call_batch(requests, usize::MAX, &mut |i, _| completed.push(i));
+        let values: Vec<Value> = queued
             .iter()
             .zip(outcomes)
-            .map(|(d, o)| {
-                let v = self.receive(d.tool, o);
-                self.note_undo(d.tool, &d.value, &d.call_id, &v);
-                v
-            })
+            .map(|(d, o)| self.receive(d.tool, o))
             .collect();
+        // Undos are kept in completion order, so a scope undoes the call
+        // that completed last first.
+        let mut seen = vec![false; queued.len()];
+        for i in completed.into_iter().chain(0..queued.len()) {
+            if let (Some(d), Some(v), Some(false)) = (queued.get(i), values.get(i), seen.get(i).copied()) {
+                seen[i] = true;
+                self.note_undo(d.tool, &d.value, &d.call_id, v);
+            }
+        }
         self.check_clock(id)?;
         Ok(values)
     }
@@ -202,10 +210,12 @@ impl Machine<'_> {
             path: self.path().to_vec(),
         };
         let tool = self.tool_name(tool);
+        let time_left = self.time_left();
         let answer = self.host().approve(super::host::ApprovalRequest {
             id: &request_id,
             tool,
             arg: arg.to_json(),
+            time_left,
         });
         self.check_clock(id)?;
         Ok(match answer {

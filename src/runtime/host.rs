@@ -196,6 +196,8 @@ pub struct ApprovalRequest<'a> {
     pub tool: &'a str,
     /// The argument it approves, as JSON.
     pub arg: Json,
+    /// The time left in the run (`None`: no deadline): a prompt waits no longer.
+    pub time_left: Option<Duration>,
 }
 
 /// Performs tool calls for the interpreter. Implementations: the executor

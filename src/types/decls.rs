@@ -229,6 +229,14 @@ fn check_undos(decls: &[Decl], out: &mut [ToolSig], diags: &mut Vec<Diagnostic>)
             diags.push(diag);
             continue;
         };
+        if undo.input.holds(|t| matches!(t, Type::Linear(_))) {
+            diags.push(
+                Diagnostic::error(Code::E0219, u.span, format!("`{}` takes a `!` value, so lt cannot run it as an undo", u.tool.name))
+                    .with_label("the undo would need a token the program has spent")
+                    .with_help("an undo is called by lt with the call's input or output; give the undo tool an input of plain data"),
+            );
+            continue;
+        }
         let have = if from_output { &out[i].output } else { &out[i].input };
         if !matches!(have, Type::Error) && !matches!(undo.input, Type::Error) && !fits_undo(have, &undo.input) {
             diags.push(
