@@ -397,6 +397,8 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<Diagnostic>) {
                 "strings use double quotes: \"text\"".to_string()
             } else if chars.starts_with('#') {
                 "comments are `// …` or `(* … *)`".to_string()
+            } else if chars.starts_with('@') && text[b..].starts_with(|c: char| c.is_ascii_alphabetic()) {
+                "the only annotation is `@intent(\"what this is for\") expression`".to_string()
             } else {
                 "remove it; lt source uses ASCII operators such as `+ - * < > == =>`".to_string()
             };

@@ -646,6 +646,11 @@ pub(super) fn builtin_usage(name: &str) -> String {
             "apply it: `fold (fn acc: A => fn x: T => …) init xs` (the callback must be pure)"
                 .into()
         }
+        "fan_out" => "apply it: `fan_out (fn x: T => exec tool NAME x) xs`, and match each Result".into(),
+        "bounded_loop" => {
+            "apply it: `bounded_loop 10 init (fn s => … {done = …, value = …})` (the bound is an Int literal)"
+                .into()
+        }
         _ => "apply it: `traverse (fn x: T => exec tool NAME x) xs` and match its Result".into(),
     }
 }
