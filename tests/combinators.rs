@@ -623,3 +623,29 @@ fn check_with_a_profile_sees_a_required_approval_the_tool_cannot_carry() {
     let text = format!("{}{}", out.stdout, out.stderr);
     assert!(text.contains("E0702") && text.contains("requires an approval"), "{text}");
 }
+
+#[test]
+fn a_batch_call_still_waiting_for_a_slot_did_not_start_and_resume_runs_it() {
+    let dir = setup("queued", "[profile]\nmax_concurrency = 1\n");
+    dir.write(
+        "p.lt",
+        r#"tool lookup: {id: Int, sleep_ms: Int} -{Read}-> {id: Int, status: String};
+let rs = fan_out (fn i => exec tool lookup {id = i, sleep_ms = 1}) [1, 2, 3] in
+map (fn r => match r { Ok(x) => "ok", Err(e) => "unknown" }) rs
+"#,
+    );
+    let out = lt_in(&dir.0, &["run", "--json", "--log", "full.log", "--executors", "tools.toml", "p.lt"], &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let full = std::fs::read_to_string(dir.path("full.log")).expect("log");
+    let lines: Vec<&str> = full.lines().collect();
+    // Every call is proposed and decided first; each is scheduled when it
+    // takes the one slot, just before it starts.
+    let first_scheduled = lines.iter().position(|l| l.contains("\"kind\":\"scheduled\"")).expect("scheduled");
+    assert_eq!(lines[..first_scheduled].iter().filter(|l| l.contains("\"kind\":\"decided\"")).count(), 3);
+    dir.write("cut.log", &(lines[..=first_scheduled].join("\n") + "\n"));
+    let resumed = lt_in(&dir.0, &["resume", "cut.log", "--json", "--executors", "tools.toml"], &[]);
+    assert_eq!(resumed.code, 0, "{resumed:?}");
+    assert_eq!(resumed.json()["value"], json!(["unknown", "ok", "ok"]), "only the started call is unknown");
+    let replay = lt_in(&dir.0, &["replay", "cut.log", "--json"], &[]);
+    assert_eq!(replay.code, 0, "{replay:?}");
+}

@@ -204,8 +204,10 @@ pub fn empty_json(ty: &Type) -> Json {
 enum Prepared<'r, 't> {
     /// Its outcome (denied, dry run, unknown, the log not writable).
     Done(Outcome),
-    /// Allowed and scheduled: to run at `venue`.
+    /// Allowed: to run at `venue`, its `scheduled` event (when recording)
+    /// written just before it starts.
     Dispatch {
+        schedule: Option<EventBody>,
         venue: Venue,
         request: CallRequest<'r>,
         /// Its idempotency key (the request borrows it at dispatch).
@@ -264,13 +266,19 @@ pub enum Recorded {
     Proposed,
     /// Its `proposed` and allowing `decided` events.
     Decided,
+    /// A call of a batch (`gather`, `fan_out`) with its `proposed` and
+    /// `decided` events but no `scheduled`: it was waiting for a slot, and
+    /// a batch call's `scheduled` is written before it starts, so it did
+    /// not start.
+    Queued,
     /// Its `scheduled` event, but no outcome: the call may have started.
     Scheduled,
 }
 
-// Every stage but `Nothing` means the call may have started: `lt` writes a
-// call's `proposed`, `decided` and `scheduled` together in one write, so a
-// log ending in the first two (or in a torn line) lost the third.
+// Every stage but `Nothing` and `Queued` means the call may have started:
+// `lt` writes a single call's `proposed`, `decided` and `scheduled` together
+// in one write, so a log ending in the first two (or in a torn line) lost
+// the third.
 
 impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
     /// Declares where tools run and which are idempotent (from tools.toml):
@@ -309,12 +317,18 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
         match self.prepare(request, recorded) {
             Prepared::Done(outcome) => outcome,
             Prepared::Dispatch {
+                schedule,
                 venue,
                 request,
                 key,
                 call_id,
                 tool,
             } => {
+                if let Some(event) = schedule {
+                    if let Err(e) = self.record(event) {
+                        return Err(unavailable(e));
+                    }
+                }
                 let request = CallRequest {
                     idempotency_key: Some(&key),
                     ..request
@@ -359,7 +373,7 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
         let mut client = Vec::new();
         let rank = |r: Recorded| match r {
             Recorded::Proposed | Recorded::Decided => 0,
-            Recorded::Scheduled => 1,
+            Recorded::Scheduled | Recorded::Queued => 1,
             Recorded::Nothing | Recorded::Lost => 2,
         };
         let mut order: Vec<(usize, CallRequest<'_>, Recorded)> = requests
@@ -372,19 +386,21 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
             match self.prepare(request, stage) {
                 Prepared::Done(o) => out[i] = Some(o),
                 Prepared::Dispatch {
+                    schedule,
                     venue: Venue::Server,
                     request,
                     key,
                     call_id,
                     tool,
-                } => server.push((i, request, key, call_id, tool)),
+                } => server.push((i, request, key, call_id, tool, schedule)),
                 Prepared::Dispatch {
+                    schedule,
                     venue: Venue::Client,
                     request,
                     key,
                     call_id,
                     tool,
-                } => client.push((i, request, key, call_id, tool)),
+                } => client.push((i, request, key, call_id, tool, schedule)),
             }
         }
         let limit = limit.min(self.pipeline.profile().concurrency()).max(1);
@@ -392,31 +408,48 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
         let mut index = Vec::with_capacity(server.len());
         let mut requests = Vec::with_capacity(server.len());
         let mut finishing: Vec<(String, &ToolSig)> = Vec::with_capacity(server.len());
-        for ((i, r, _, id, t), key) in server.into_iter().zip(&keys) {
+        let mut schedules: Vec<Option<EventBody>> = Vec::with_capacity(server.len());
+        for ((i, r, _, id, t, schedule), key) in server.into_iter().zip(&keys) {
             index.push(i);
             requests.push(CallRequest {
                 idempotency_key: Some(key.as_str()),
                 ..r
             });
             finishing.push((id, t));
+            schedules.push(schedule);
         }
         if !requests.is_empty() {
             let recording = self.sink.records();
             let limits = self.limits.clone();
             let sink = &mut self.sink;
             let log_error = &mut self.log_error;
-            let outcomes = self.inner.call_batch(requests, limit, &mut |j, outcome| {
-                if recording {
-                    let (call_id, tool) = &finishing[j];
-                    let body = outcome_event(tool, call_id.clone(), outcome, &limits);
-                    let _ = record_to(sink, log_error, body);
+            let outcomes = self.inner.call_batch(requests, limit, &mut |event| match event {
+                // `scheduled` is written (and flushed) as a call takes its
+                // slot, before it starts; if it cannot be, it does not start.
+                crate::runtime::host::BatchEvent::Starting(j) => match schedules.get_mut(j).and_then(Option::take) {
+                    Some(body) => record_to(sink, log_error, body).is_ok(),
+                    None => true,
+                },
+                crate::runtime::host::BatchEvent::Done(j, outcome) => {
+                    if recording {
+                        let (call_id, tool) = &finishing[j];
+                        let body = outcome_event(tool, call_id.clone(), outcome, &limits);
+                        let _ = record_to(sink, log_error, body);
+                    }
+                    true
                 }
             });
             for (j, o) in outcomes.into_iter().enumerate() {
                 out[index[j]] = Some(o);
             }
         }
-        for (i, request, key, call_id, tool) in client {
+        for (i, request, key, call_id, tool, schedule) in client {
+            if let Some(event) = schedule {
+                if let Err(e) = self.record(event) {
+                    out[i] = Some(Err(unavailable(e)));
+                    continue;
+                }
+            }
             let request = CallRequest {
                 idempotency_key: Some(&key),
                 ..request
@@ -558,7 +591,10 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
             .get(request.tool)
             .copied()
             .unwrap_or(Venue::Server);
-        if recorded > Recorded::Nothing && !self.idempotent.contains(request.tool) {
+        if recorded > Recorded::Nothing
+            && recorded != Recorded::Queued
+            && !self.idempotent.contains(request.tool)
+        {
             let how = if recorded == Recorded::Scheduled {
                 format!(
                     "lt stopped after starting this call of {} and before recording how it ended",
@@ -589,19 +625,19 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
             }
             return Err(outcome);
         }
-        if recording {
-            log(self.record(EventBody::Scheduled {
-                call_id: call_id.clone(),
-                tool: request.tool.to_string(),
-                venue: venue.as_str().to_string(),
-                idempotency_key: key.clone(),
-            }))?;
-        }
+        // Written just before the call starts (see `Prepared::Dispatch`).
+        let schedule = recording.then(|| EventBody::Scheduled {
+            call_id: call_id.clone(),
+            tool: request.tool.to_string(),
+            venue: venue.as_str().to_string(),
+            idempotency_key: key.clone(),
+        });
         let time_left = match (request.time_left, timeout) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         Ok(Prepared::Dispatch {
+            schedule,
             venue,
             request: CallRequest {
                 time_left,
@@ -685,11 +721,11 @@ impl<H: Host, S: EventSink> Host for ControlPlane<'_, H, S> {
         &mut self,
         requests: Vec<CallRequest<'_>>,
         limit: usize,
-        done: &mut dyn FnMut(usize, &Outcome),
+        events: &mut dyn FnMut(crate::runtime::host::BatchEvent<'_>) -> bool,
     ) -> Vec<Outcome> {
         let outcomes = self.call_batch_from(requests, limit);
         for (i, o) in outcomes.iter().enumerate() {
-            done(i, o);
+            events(crate::runtime::host::BatchEvent::Done(i, o));
         }
         outcomes
     }

@@ -266,7 +266,7 @@ impl Host for ReplayHost<'_> {
         &mut self,
         requests: Vec<CallRequest<'_>>,
         _limit: usize,
-        done: &mut dyn FnMut(usize, &Outcome),
+        events: &mut dyn FnMut(crate::runtime::host::BatchEvent<'_>) -> bool,
     ) -> Vec<Outcome> {
         let outcomes: Vec<Outcome> = self
             .replay_batch(requests)
@@ -280,7 +280,7 @@ impl Host for ReplayHost<'_> {
             })
             .collect();
         for (i, o) in outcomes.iter().enumerate() {
-            done(i, o);
+            events(crate::runtime::host::BatchEvent::Done(i, o));
         }
         outcomes
     }
@@ -304,6 +304,8 @@ impl ReplayHost<'_> {
     /// is then replayed (and checked) as usual.
     fn partial_call(&mut self, at: usize) -> Option<Recorded> {
         let saved = self.next;
+        let this = self.events.get(at).and_then(|e| e.body.call_id()).map(str::to_string);
+        let ours = |c: &String| Some(c) == this.as_ref();
         self.next = at + 1;
         let stage = match self.take() {
             None => Some(Recorded::Proposed),
@@ -311,16 +313,18 @@ impl ReplayHost<'_> {
                 decision: Decision::Allow,
                 ..
             }) => {
+                // (In a batch, the events after this call's may be another
+                // call's: then the log goes on past this call's stage.)
                 let mut stage = match self.take() {
                     None => Some(Recorded::Decided),
-                    Some(EventBody::Scheduled { .. }) => Some(Recorded::Scheduled),
+                    Some(EventBody::Scheduled { call_id, .. }) if ours(call_id) => Some(Recorded::Scheduled),
                     Some(_) => None,
                 };
                 // A call run again after an earlier resume is scheduled twice.
                 while stage == Some(Recorded::Scheduled) {
                     match self.take() {
                         None => break,
-                        Some(EventBody::Scheduled { .. }) => {}
+                        Some(EventBody::Scheduled { call_id, .. }) if ours(call_id) => {}
                         Some(_) => stage = None,
                     }
                 }
@@ -342,7 +346,7 @@ impl ReplayHost<'_> {
     }
 
     fn replay_inner(&mut self, request: CallRequest<'_>) -> Result<Outcome, Recorded> {
-        match self.replay_pre(request)? {
+        match self.replay_pre(request, false)? {
             Pre::Done(outcome) => Ok(outcome),
             Pre::Pending(p) => {
                 let at = self.next;
@@ -364,7 +368,7 @@ impl ReplayHost<'_> {
             // `lt resume` may have finished earlier calls of the batch before
             // proposing later ones: their outcomes come first then.
             self.absorb(&mut pending, &mut out);
-            match self.replay_pre(request) {
+            match self.replay_pre(request, true) {
                 Ok(Pre::Done(o)) => out[i] = Some(Replayed::Answered(o)),
                 Ok(Pre::Pending(p)) => pending.push((i, p)),
                 Err(stage) => out[i] = Some(Replayed::Ended(stage)),
@@ -377,9 +381,11 @@ impl ReplayHost<'_> {
             }
             self.skip_narration();
             if self.resuming && self.next >= self.events.len() {
-                // Started, outcome never recorded: continued live.
-                for (i, _) in pending.drain(..) {
-                    out[i] = Some(Replayed::Ended(Recorded::Scheduled));
+                // Scheduled, outcome never recorded: it may have started;
+                // not scheduled: it was waiting for a slot.
+                for (i, p) in pending.drain(..) {
+                    let stage = if p.scheduled { Recorded::Scheduled } else { Recorded::Queued };
+                    out[i] = Some(Replayed::Ended(stage));
                 }
                 break;
             }
@@ -417,12 +423,18 @@ impl ReplayHost<'_> {
             };
             match event {
                 EventBody::Scheduled { call_id, .. } if pending.iter().any(|(_, p)| p.call_id == *call_id) => {
+                    if let Some((_, p)) = pending.iter_mut().find(|(_, p)| p.call_id == *call_id) {
+                        p.scheduled = true;
+                    }
                     self.next += 1;
                 }
                 EventBody::Completed { call_id, .. }
                 | EventBody::Failed { call_id, .. }
                 | EventBody::TimedOut { call_id, .. } => {
-                    let Some(k) = pending.iter().position(|(_, p)| p.call_id == *call_id) else {
+                    let Some(k) = pending
+                        .iter()
+                        .position(|(_, p)| p.call_id == *call_id && p.scheduled)
+                    else {
                         return;
                     };
                     let at = self.next;
@@ -437,7 +449,9 @@ impl ReplayHost<'_> {
 
     /// A call up to its dispatch: its proposed, decided and (unless a dry
     /// run) scheduled events; a dry run's outcome too.
-    fn replay_pre(&mut self, request: CallRequest<'_>) -> Result<Pre, Recorded> {
+    /// In a batch (`batch`), a call's `scheduled` is written when it starts,
+    /// so it is not expected here but later ([`ReplayHost::absorb`]).
+    fn replay_pre(&mut self, request: CallRequest<'_>, batch: bool) -> Result<Pre, Recorded> {
         let call_id = request.id.to_string();
         let issued = describe(request.tool, &call_id, &request.arg);
         if self.divergence.is_some() {
@@ -467,6 +481,11 @@ impl ReplayHost<'_> {
         }
         if self.resuming {
             if let Some(stage) = self.partial_call(at) {
+                // A batch call without `scheduled` never started.
+                let stage = match stage {
+                    Recorded::Decided if batch => Recorded::Queued,
+                    s => s,
+                };
                 // The live control plane continues the call; these events
                 // are its record so far.
                 self.next = self.events.len();
@@ -511,7 +530,7 @@ impl ReplayHost<'_> {
                 message: format!("denied: {}: {}", decision.rule, decision.reason),
             })));
         }
-        if !decision.dry_run {
+        if !decision.dry_run && !batch {
             let at = self.next;
             match self.take() {
                 Some(EventBody::Scheduled {
@@ -540,6 +559,7 @@ impl ReplayHost<'_> {
             }
         }
         let pending = Pending {
+            scheduled: !batch,
             call_id,
             issued,
             dry_run: decision.dry_run,
@@ -635,6 +655,8 @@ impl ReplayHost<'_> {
 
 /// A replayed call waiting for its outcome event.
 struct Pending {
+    /// Its `scheduled` event was read.
+    scheduled: bool,
     call_id: String,
     issued: String,
     dry_run: bool,

@@ -189,7 +189,7 @@ impl<H: Host, S: EventSink> Host for ResumeHost<'_, H, S> {
         &mut self,
         requests: Vec<CallRequest<'_>>,
         limit: usize,
-        done: &mut dyn FnMut(usize, &Outcome),
+        events: &mut dyn FnMut(crate::runtime::host::BatchEvent<'_>) -> bool,
     ) -> Vec<Outcome> {
         let outcomes = match self.replay.as_mut() {
             None => match self.live.as_mut() {
@@ -215,8 +215,17 @@ impl<H: Host, S: EventSink> Host for ResumeHost<'_, H, S> {
                 if !live.is_empty() {
                     // A torn last line belongs to the first call the log
                     // ends within; only an unrecorded one becomes `Lost`.
-                    if std::mem::take(&mut self.torn) && live[0].2 == Recorded::Nothing {
-                        live[0].2 = Recorded::Lost;
+                    // A batch call waiting for a slot may have had its
+                    // `scheduled` in that torn line.
+                    if std::mem::take(&mut self.torn) {
+                        if live[0].2 == Recorded::Nothing {
+                            live[0].2 = Recorded::Lost;
+                        }
+                        for call in live.iter_mut() {
+                            if call.2 == Recorded::Queued {
+                                call.2 = Recorded::Decided;
+                            }
+                        }
                     }
                     let answers = self.continue_live_batch(live.iter().map(|(_, r, s)| (r.clone(), *s)).collect(), limit);
                     for ((i, _, _), o) in live.into_iter().zip(answers) {
@@ -236,7 +245,7 @@ impl<H: Host, S: EventSink> Host for ResumeHost<'_, H, S> {
             }
         };
         for (i, o) in outcomes.iter().enumerate() {
-            done(i, o);
+            events(crate::runtime::host::BatchEvent::Done(i, o));
         }
         outcomes
     }

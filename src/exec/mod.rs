@@ -73,7 +73,7 @@ pub use config::{
 pub(crate) use text::check_shape;
 pub use text::{MAX_OUTPUT_DEPTH, MAX_OUTPUT_VALUES};
 
-use crate::runtime::host::{CallRequest, FailureKind, Host, Outcome, ToolFailure};
+use crate::runtime::host::{BatchEvent, CallRequest, FailureKind, Host, Outcome, ToolFailure};
 use config::Tool;
 use serde_json::Value as Json;
 use std::sync::Arc;
@@ -224,17 +224,25 @@ impl Host for ExecutorHost {
     }
 
     /// Starts every call (at most `limit` running at once, a semaphore on
-    /// the runtime) and reports each outcome as it arrives. `fixed` answers
-    /// go through the runtime too, so their order is the completion order.
+    /// the runtime) and reports each outcome as it arrives. A call that has
+    /// its slot first asks this thread (`BatchEvent::Starting`, where the
+    /// control plane records `scheduled`) and starts only once answered, so
+    /// a call still waiting for a slot has no `scheduled` event. `fixed`
+    /// answers go through the runtime too, so their order is the completion
+    /// order.
     fn call_batch(
         &mut self,
         requests: Vec<CallRequest<'_>>,
         limit: usize,
-        done: &mut dyn FnMut(usize, &Outcome),
+        events: &mut dyn FnMut(BatchEvent<'_>) -> bool,
     ) -> Vec<Outcome> {
+        enum Msg {
+            Starting(usize, tokio::sync::oneshot::Sender<bool>),
+            Done(usize, Outcome),
+        }
         let n = requests.len();
         let semaphore = Arc::new(tokio::sync::Semaphore::new(limit.clamp(1, n.max(1))));
-        let (sender, receiver) = std::sync::mpsc::channel::<(usize, Outcome)>();
+        let (sender, receiver) = std::sync::mpsc::channel::<Msg>();
         let names: Vec<String> = requests.iter().map(|r| r.tool.to_string()).collect();
         for (i, request) in requests.into_iter().enumerate() {
             let host = self.clone();
@@ -247,13 +255,16 @@ impl Host for ExecutorHost {
                 // Time spent waiting for a slot counts against the run's deadline.
                 let queued = std::time::Instant::now();
                 let _permit = semaphore.acquire_owned().await;
-                let time_left = time_left.map(|t| t.saturating_sub(queued.elapsed()));
-                let outcome = host
-                    .call_async(&tool, &arg, time_left, key.as_deref())
-                    .await;
+                let (ack, go) = tokio::sync::oneshot::channel();
+                let outcome = if sender.send(Msg::Starting(i, ack)).is_ok() && go.await == Ok(true) {
+                    let time_left = time_left.map(|t| t.saturating_sub(queued.elapsed()));
+                    host.call_async(&tool, &arg, time_left, key.as_deref()).await
+                } else {
+                    Err(crate::runtime::host::not_started(&tool))
+                };
                 text::drop_deep(arg);
-                if let Err(unsent) = sender.send((i, outcome)) {
-                    if let Ok(value) = unsent.0 .1 {
+                if let Err(unsent) = sender.send(Msg::Done(i, outcome)) {
+                    if let Msg::Done(_, Ok(value)) = unsent.0 {
                         text::drop_deep(value);
                     }
                 }
@@ -261,9 +272,16 @@ impl Host for ExecutorHost {
         }
         drop(sender);
         let mut out: Vec<Option<Outcome>> = (0..n).map(|_| None).collect();
-        for (i, outcome) in receiver.iter() {
-            done(i, &outcome);
-            out[i] = Some(outcome);
+        for msg in receiver.iter() {
+            match msg {
+                Msg::Starting(i, ack) => {
+                    let _ = ack.send(events(BatchEvent::Starting(i)));
+                }
+                Msg::Done(i, outcome) => {
+                    events(BatchEvent::Done(i, &outcome));
+                    out[i] = Some(outcome);
+                }
+            }
         }
         out.into_iter()
             .enumerate()

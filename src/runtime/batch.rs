@@ -120,7 +120,12 @@ impl Machine<'_> {
         let mut completed: Vec<usize> = Vec::with_capacity(queued.len());
         let outcomes = self
             .host()
-            .call_batch(requests, usize::MAX, &mut |i, _| completed.push(i));
+            .call_batch(requests, usize::MAX, &mut |e| {
+                if let super::host::BatchEvent::Done(i, _) = e {
+                    completed.push(i);
+                }
+                true
+            });
         let values: Vec<Value> = queued
             .iter()
             .zip(outcomes)

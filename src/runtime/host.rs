@@ -200,6 +200,24 @@ pub struct ApprovalRequest<'a> {
     pub time_left: Option<Duration>,
 }
 
+/// What [`Host::call_batch`] tells its caller while a batch runs.
+#[derive(Debug)]
+pub enum BatchEvent<'a> {
+    /// Call `i` is about to start (it has a slot): the caller may record
+    /// that it starts, and answers whether it may.
+    Starting(usize),
+    /// Call `i` finished with this outcome.
+    Done(usize, &'a Outcome),
+}
+
+/// The failure of a batch call its caller did not let start.
+pub fn not_started(tool: &str) -> ToolFailure {
+    ToolFailure {
+        kind: FailureKind::Unavailable,
+        message: format!("tool {tool}: the call was not started (its start could not be recorded)"),
+    }
+}
+
 /// Performs tool calls for the interpreter. Implementations: the executor
 /// host (`tools.toml`, [`crate::exec`]), the fixed hosts in tests, and later
 /// the control plane and replay.
@@ -210,24 +228,32 @@ pub trait Host {
 
     /// Performs independent calls (a `gather` or a `fan_out`), concurrently
     /// where the host can, at most `limit` at a time (at least one), and
-    /// waits for all of them. `done(i, &outcome)` is told of each outcome
-    /// as it arrives (completion order; `i` indexes `requests`); the
-    /// outcomes are returned in request order.
+    /// waits for all of them. `events` is told [`BatchEvent::Starting`]
+    /// just before a call starts (when it is about to take a slot; `false`
+    /// leaves it unstarted, an `Unavailable` failure) and
+    /// [`BatchEvent::Done`] of each outcome as it arrives (completion
+    /// order); `i` indexes `requests`. The outcomes are returned in request
+    /// order. A host that hands the calls on (the control plane, replay)
+    /// reports only `Done`.
     ///
     /// The default runs the calls one after the other, in order.
     fn call_batch(
         &mut self,
         requests: Vec<CallRequest<'_>>,
         limit: usize,
-        done: &mut dyn FnMut(usize, &Outcome),
+        events: &mut dyn FnMut(BatchEvent<'_>) -> bool,
     ) -> Vec<Outcome> {
         let _ = limit;
         requests
             .into_iter()
             .enumerate()
             .map(|(i, r)| {
-                let o = self.call(r);
-                done(i, &o);
+                let o = if events(BatchEvent::Starting(i)) {
+                    self.call(r)
+                } else {
+                    Err(not_started(r.tool))
+                };
+                events(BatchEvent::Done(i, &o));
                 o
             })
             .collect()
@@ -259,9 +285,9 @@ impl<H: Host + ?Sized> Host for &mut H {
         &mut self,
         requests: Vec<CallRequest<'_>>,
         limit: usize,
-        done: &mut dyn FnMut(usize, &Outcome),
+        events: &mut dyn FnMut(BatchEvent<'_>) -> bool,
     ) -> Vec<Outcome> {
-        (**self).call_batch(requests, limit, done)
+        (**self).call_batch(requests, limit, events)
     }
 
     fn annotation(&mut self, event: AnnotationEvent<'_>) {
