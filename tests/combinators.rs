@@ -59,10 +59,7 @@ fn intervals(dir: &TempDir) -> Vec<(i64, f64, f64)> {
 
 /// The most intervals running at one instant.
 fn max_overlap(iv: &[(i64, f64, f64)]) -> usize {
-    let mut points: Vec<(f64, i32)> = iv
-        .iter()
-        .flat_map(|&(_, s, e)| [(s, 1), (e, -1)])
-        .collect();
+    let mut points: Vec<(f64, i32)> = iv.iter().flat_map(|&(_, s, e)| [(s, 1), (e, -1)]).collect();
     points.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let (mut now, mut most) = (0i32, 0i32);
     for (_, d) in points {
@@ -92,7 +89,19 @@ let b = match r.b { Ok(x) => x.id, Err(e) => 0 } in
 a * 10 + b
 "#,
     );
-    let out = lt_in(&dir.0, &["run", "--json", "--log", "run.log", "--executors", "tools.toml", "p.lt"], &[]);
+    let out = lt_in(
+        &dir.0,
+        &[
+            "run",
+            "--json",
+            "--log",
+            "run.log",
+            "--executors",
+            "tools.toml",
+            "p.lt",
+        ],
+        &[],
+    );
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(out.json()["value"], json!(12));
     let iv = intervals(&dir);
@@ -101,15 +110,40 @@ a * 10 + b
     // Both scheduled before either completed; the short call completed first.
     let kinds: Vec<String> = events(&dir)
         .iter()
-        .map(|e| format!("{} {}", e["kind"].as_str().unwrap_or(""), e["call_id"].as_str().unwrap_or("")))
+        .map(|e| {
+            format!(
+                "{} {}",
+                e["kind"].as_str().unwrap_or(""),
+                e["call_id"].as_str().unwrap_or("")
+            )
+        })
         .collect();
-    let pos = |k: &str| kinds.iter().position(|x| x.starts_with(k)).unwrap_or(usize::MAX);
-    let last_scheduled = kinds.iter().rposition(|x| x.starts_with("scheduled")).unwrap_or(0);
+    let pos = |k: &str| {
+        kinds
+            .iter()
+            .position(|x| x.starts_with(k))
+            .unwrap_or(usize::MAX)
+    };
+    let last_scheduled = kinds
+        .iter()
+        .rposition(|x| x.starts_with("scheduled"))
+        .unwrap_or(0);
     assert!(last_scheduled < pos("completed"), "{kinds:?}");
-    let completed: Vec<&String> = kinds.iter().filter(|k| k.starts_with("completed")).collect();
+    let completed: Vec<&String> = kinds
+        .iter()
+        .filter(|k| k.starts_with("completed"))
+        .collect();
     assert_eq!(completed.len(), 2);
-    let b_id = kinds.iter().filter(|k| k.starts_with("proposed")).nth(1).cloned().unwrap_or_default();
-    assert!(completed[0].ends_with(b_id.trim_start_matches("proposed ")), "the 100 ms call completes first: {kinds:?}");
+    let b_id = kinds
+        .iter()
+        .filter(|k| k.starts_with("proposed"))
+        .nth(1)
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        completed[0].ends_with(b_id.trim_start_matches("proposed ")),
+        "the 100 ms call completes first: {kinds:?}"
+    );
     // The log replays, though the calls completed out of order.
     let replay = lt_in(&dir.0, &["replay", "run.log", "--json"], &[]);
     assert_eq!(replay.code, 0, "{replay:?}");
@@ -128,9 +162,25 @@ match traverse (fn r => r) rs {
 }
 "#,
     );
-    let out = lt_in(&dir.0, &["run", "--json", "--log", "run.log", "--executors", "tools.toml", "p.lt"], &[]);
+    let out = lt_in(
+        &dir.0,
+        &[
+            "run",
+            "--json",
+            "--log",
+            "run.log",
+            "--executors",
+            "tools.toml",
+            "p.lt",
+        ],
+        &[],
+    );
     assert_eq!(out.code, 0, "{out:?}");
-    assert_eq!(out.json()["value"], json!([0, 1, 2, 3, 4]), "results in list order");
+    assert_eq!(
+        out.json()["value"],
+        json!([0, 1, 2, 3, 4]),
+        "results in list order"
+    );
     let iv = intervals(&dir);
     assert_eq!(iv.len(), 5);
     assert_eq!(max_overlap(&iv), 2, "max_concurrency = 2: {iv:?}");
@@ -140,7 +190,10 @@ match traverse (fn r => r) rs {
         .map(|e| e["call_id"].as_str().unwrap_or("").to_string())
         .collect();
     assert_eq!(completed.len(), 5);
-    assert!(!completed[0].ends_with(":0]"), "item 0 (700 ms) does not complete first: {completed:?}");
+    assert!(
+        !completed[0].ends_with(":0]"),
+        "item 0 (700 ms) does not complete first: {completed:?}"
+    );
     let replay = lt_in(&dir.0, &["replay", "run.log", "--json"], &[]);
     assert_eq!(replay.code, 0, "{replay:?}");
 }
@@ -155,10 +208,25 @@ let r = gather { a = exec tool lookup {id = 1, crash = false}, b = exec tool loo
 {a = match r.a { Ok(x) => "ok", Err(e) => "err" }, b = match r.b { Ok(x) => "ok", Err(e) => "err" }}
 "#,
     );
-    let out = lt_in(&dir.0, &["run", "--json", "--log", "run.log", "--executors", "tools.toml", "p.lt"], &[]);
+    let out = lt_in(
+        &dir.0,
+        &[
+            "run",
+            "--json",
+            "--log",
+            "run.log",
+            "--executors",
+            "tools.toml",
+            "p.lt",
+        ],
+        &[],
+    );
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(out.json()["value"], json!({"a": "ok", "b": "err"}));
-    let failed: Vec<Json> = events(&dir).into_iter().filter(|e| e["kind"] == "failed").collect();
+    let failed: Vec<Json> = events(&dir)
+        .into_iter()
+        .filter(|e| e["kind"] == "failed")
+        .collect();
     assert_eq!(failed.len(), 1, "{failed:?}");
     assert_eq!(failed[0]["failure"], "crashed");
     let replay = lt_in(&dir.0, &["replay", "run.log", "--json"], &[]);
@@ -177,12 +245,30 @@ let r = gather { b = exec tool lookup {id = 2, sleep_ms = 1}, c = exec tool look
 first + match r.b { Ok(x) => x.id, Err(e) => 0 } + match r.c { Ok(x) => x.id, Err(e) => 0 }
 "#,
     );
-    let out = lt_in(&dir.0, &["run", "--json", "--log", "run.log", "--executors", "tools.toml", "p.lt"], &[]);
+    let out = lt_in(
+        &dir.0,
+        &[
+            "run",
+            "--json",
+            "--log",
+            "run.log",
+            "--executors",
+            "tools.toml",
+            "p.lt",
+        ],
+        &[],
+    );
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(out.json()["value"], json!(6));
     let ev = events(&dir);
-    let started: Vec<&Json> = ev.iter().filter(|e| e["kind"] == "annotation_started").collect();
-    let ended: Vec<&Json> = ev.iter().filter(|e| e["kind"] == "annotation_ended").collect();
+    let started: Vec<&Json> = ev
+        .iter()
+        .filter(|e| e["kind"] == "annotation_started")
+        .collect();
+    let ended: Vec<&Json> = ev
+        .iter()
+        .filter(|e| e["kind"] == "annotation_ended")
+        .collect();
     assert_eq!(started.len(), 1);
     assert_eq!(started[0]["intent"], "look up the second and third");
     assert_eq!(started[0]["hypothesis"], "both exist");
@@ -195,12 +281,24 @@ first + match r.b { Ok(x) => x.id, Err(e) => 0 } + match r.c { Ok(x) => x.id, Er
         .filter(|e| e["kind"] == "proposed")
         .map(|e| e["call_id"].clone())
         .collect();
-    assert_eq!(ended[0]["calls"], json!(proposed[1..]), "the calls under the intent, not the first");
+    assert_eq!(
+        ended[0]["calls"],
+        json!(proposed[1..]),
+        "the calls under the intent, not the first"
+    );
     let show = lt_in(&dir.0, &["log", "show", "run.log"], &[]);
     assert_eq!(show.code, 0, "{show:?}");
     assert!(show.stdout.contains(r#"intent n"#), "{}", show.stdout);
-    let indented = show.stdout.lines().filter(|l| l.contains("   proposed")).count();
-    assert_eq!(indented, 2, "the two calls under the intent are indented: {}", show.stdout);
+    let indented = show
+        .stdout
+        .lines()
+        .filter(|l| l.contains("   proposed"))
+        .count();
+    assert_eq!(
+        indented, 2,
+        "the two calls under the intent are indented: {}",
+        show.stdout
+    );
     let replay = lt_in(&dir.0, &["replay", "run.log", "--json"], &[]);
     assert_eq!(replay.code, 0, "{replay:?}");
 }
@@ -237,7 +335,19 @@ bounded_loop 4 {{state = "unknown", polls = 0}} (fn s =>
 "#
         ),
     );
-    let out = lt_in(&dir.0, &["run", "--json", "--log", "run.log", "--executors", "tools.toml", "p.lt"], &[]);
+    let out = lt_in(
+        &dir.0,
+        &[
+            "run",
+            "--json",
+            "--log",
+            "run.log",
+            "--executors",
+            "tools.toml",
+            "p.lt",
+        ],
+        &[],
+    );
     let ev = events(&dir);
     let replay = lt_in(&dir.0, &["replay", "run.log", "--json"], &[]);
     assert_eq!(replay.code, 0, "{replay:?}");
@@ -248,21 +358,30 @@ bounded_loop 4 {{state = "unknown", polls = 0}} (fn s =>
 fn bounded_loop_stops_when_the_step_says_done() {
     let (out, ev) = poll(3);
     assert_eq!(out.code, 0, "{out:?}");
-    assert_eq!(out.json()["value"], json!({"done": true, "value": {"state": "done", "polls": 3}}));
+    assert_eq!(
+        out.json()["value"],
+        json!({"done": true, "value": {"state": "done", "polls": 3}})
+    );
     let ids: Vec<&str> = ev
         .iter()
         .filter(|e| e["kind"] == "proposed")
         .filter_map(|e| e["call_id"].as_str())
         .collect();
     assert_eq!(ids.len(), 3, "{ids:?}");
-    assert!(ids[2].contains(":2"), "each iteration has its own call identity: {ids:?}");
+    assert!(
+        ids[2].contains(":2"),
+        "each iteration has its own call identity: {ids:?}"
+    );
 }
 
 #[test]
 fn bounded_loop_ends_at_its_bound() {
     let (out, ev) = poll(100);
     assert_eq!(out.code, 0, "{out:?}");
-    assert_eq!(out.json()["value"], json!({"done": false, "value": {"state": "running", "polls": 4}}));
+    assert_eq!(
+        out.json()["value"],
+        json!({"done": false, "value": {"state": "running", "polls": 4}})
+    );
     assert_eq!(ev.iter().filter(|e| e["kind"] == "proposed").count(), 4);
 }
 
@@ -305,7 +424,19 @@ fn booking(name: &str, body: &str) -> (support::Out, Vec<Json>, Json, TempDir) {
         "[tools.book]\ncommand = [\"python3\", \"book.py\", \"book\"]\neffects = [\"Write\"]\n[tools.cancel]\ncommand = [\"python3\", \"book.py\", \"cancel\"]\neffects = [\"Write\"]\n",
     );
     dir.write("p.lt", &format!("{BOOKING_DECLS}{body}"));
-    let out = lt_in(&dir.0, &["run", "--json", "--log", "run.log", "--executors", "tools.toml", "p.lt"], &[]);
+    let out = lt_in(
+        &dir.0,
+        &[
+            "run",
+            "--json",
+            "--log",
+            "run.log",
+            "--executors",
+            "tools.toml",
+            "p.lt",
+        ],
+        &[],
+    );
     let ev = events(&dir);
     let books: Json = std::fs::read_to_string(dir.path("bookings.json"))
         .map(|t| serde_json::from_str(&t).expect("bookings.json"))
@@ -316,7 +447,13 @@ fn booking(name: &str, body: &str) -> (support::Out, Vec<Json>, Json, TempDir) {
 fn calls(ev: &[Json]) -> Vec<String> {
     ev.iter()
         .filter(|e| e["kind"] == "proposed")
-        .map(|e| format!("{} {}", e["tool"].as_str().unwrap_or(""), e["call_id"].as_str().unwrap_or("")))
+        .map(|e| {
+            format!(
+                "{} {}",
+                e["tool"].as_str().unwrap_or(""),
+                e["call_id"].as_str().unwrap_or("")
+            )
+        })
         .collect()
 }
 
@@ -341,10 +478,23 @@ match r { Ok(x) => x, Err(e) => "rolled back" }
     assert_eq!(books, json!([]), "nothing is left booked");
     let c = calls(&ev);
     assert_eq!(c.len(), 5, "{c:?}");
-    assert!(c[3].starts_with("cancel ") && c[3].contains("undo@"), "the car is cancelled first: {c:?}");
-    assert!(c[4].starts_with("cancel ") && c[4].contains("undo@"), "{c:?}");
-    let cancelled: Vec<&Json> = ev.iter().filter(|e| e["kind"] == "proposed" && e["tool"] == "cancel").map(|e| &e["argument"]).collect();
-    assert_eq!(cancelled, [&json!({"id": "car-2"}), &json!({"id": "flight-1"})]);
+    assert!(
+        c[3].starts_with("cancel ") && c[3].contains("undo@"),
+        "the car is cancelled first: {c:?}"
+    );
+    assert!(
+        c[4].starts_with("cancel ") && c[4].contains("undo@"),
+        "{c:?}"
+    );
+    let cancelled: Vec<&Json> = ev
+        .iter()
+        .filter(|e| e["kind"] == "proposed" && e["tool"] == "cancel")
+        .map(|e| &e["argument"])
+        .collect();
+    assert_eq!(
+        cancelled,
+        [&json!({"id": "car-2"}), &json!({"id": "flight-1"})]
+    );
     let replay = lt_in(&dir.0, &["replay", "run.log", "--json"], &[]);
     assert_eq!(replay.code, 0, "{replay:?}");
 }
@@ -376,7 +526,11 @@ match r { Ok(x) => x, Err(e) => "rolled back" }
     );
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(out.json()["value"], "rolled back");
-    assert_eq!(books, json!([]), "the inner scope's flight is cancelled by the outer scope");
+    assert_eq!(
+        books,
+        json!([]),
+        "the inner scope's flight is cancelled by the outer scope"
+    );
 }
 
 #[test]
@@ -397,11 +551,24 @@ match r { Ok(x) => x, Err(e) => "err: " ++ e }
     );
     assert_eq!(out.code, 0, "{out:?}");
     let v = out.json()["value"].as_str().unwrap_or("").to_string();
-    assert!(v.starts_with("err: ") && v.contains("no room"), "the scope's own Err: {v}");
+    assert!(
+        v.starts_with("err: ") && v.contains("no room"),
+        "the scope's own Err: {v}"
+    );
     assert_eq!(books, json!([]), "the other undo still ran");
     let failed: Vec<&Json> = ev.iter().filter(|e| e["kind"] == "failed").collect();
-    assert_eq!(failed.len(), 2, "the hotel and the ghost's undo: {failed:?}");
-    assert!(failed[1]["call_id"].as_str().unwrap_or("").contains("undo@"), "{failed:?}");
+    assert_eq!(
+        failed.len(),
+        2,
+        "the hotel and the ghost's undo: {failed:?}"
+    );
+    assert!(
+        failed[1]["call_id"]
+            .as_str()
+            .unwrap_or("")
+            .contains("undo@"),
+        "{failed:?}"
+    );
     let replay = lt_in(&dir.0, &["replay", "run.log", "--json"], &[]);
     assert_eq!(replay.code, 0, "{replay:?}");
 }
@@ -412,7 +579,15 @@ fn the_trip_booking_example_cancels_the_flight() {
     let root = env!("CARGO_MANIFEST_DIR");
     let out = lt_in(
         std::path::Path::new(root),
-        &["run", "--json", "--log", &dir.path("trip.log"), "--executors", "examples/trip_booking/tools.toml", "examples/trip_booking/program.lt"],
+        &[
+            "run",
+            "--json",
+            "--log",
+            &dir.path("trip.log"),
+            "--executors",
+            "examples/trip_booking/tools.toml",
+            "examples/trip_booking/program.lt",
+        ],
         &[],
     );
     assert_eq!(out.code, 0, "{out:?}");
@@ -425,9 +600,22 @@ fn the_trip_booking_example_cancels_the_flight() {
         .lines()
         .map(|l| serde_json::from_str::<Json>(l).expect("JSON"))
         .filter(|e| e["kind"] == "proposed")
-        .map(|e| format!("{} {}", e["tool"].as_str().unwrap_or(""), e["call_id"].as_str().unwrap_or("")))
+        .map(|e| {
+            format!(
+                "{} {}",
+                e["tool"].as_str().unwrap_or(""),
+                e["call_id"].as_str().unwrap_or("")
+            )
+        })
         .collect();
-    assert_eq!(tools, ["book_flight n4", "book_hotel n9", "cancel_flight n4[undo@n2]"]);
+    assert_eq!(
+        tools,
+        [
+            "book_flight n4",
+            "book_hotel n9",
+            "cancel_flight n4[undo@n2]"
+        ]
+    );
 }
 
 #[test]
@@ -436,7 +624,15 @@ fn the_job_polling_example_polls_three_times() {
     let root = env!("CARGO_MANIFEST_DIR");
     let out = lt_in(
         std::path::Path::new(root),
-        &["run", "--json", "--log", &dir.path("jobs.log"), "--executors", "examples/job_polling/tools.toml", "examples/job_polling/program.lt"],
+        &[
+            "run",
+            "--json",
+            "--log",
+            &dir.path("jobs.log"),
+            "--executors",
+            "examples/job_polling/tools.toml",
+            "examples/job_polling/program.lt",
+        ],
         &[],
     );
     assert_eq!(out.code, 0, "{out:?}");
@@ -465,7 +661,19 @@ fn approvals(name: &str, profile: &str, body: &str) -> (support::Out, Vec<Json>,
         "p.lt",
         &format!("effect Delete;\ntool delete_file: {{path: String, approval: !Approval}} -{{Delete}}-> {{deleted: String}};\ntool wipe: {{path: String}} -{{Delete}}-> {{deleted: String}};\n{body}"),
     );
-    let out = lt_in(&dir.0, &["run", "--json", "--log", "run.log", "--executors", "tools.toml", "p.lt"], &[]);
+    let out = lt_in(
+        &dir.0,
+        &[
+            "run",
+            "--json",
+            "--log",
+            "run.log",
+            "--executors",
+            "tools.toml",
+            "p.lt",
+        ],
+        &[],
+    );
     let ev = events(&dir);
     let deleted = std::fs::read_to_string(dir.path("deleted.txt")).unwrap_or_default();
     (out, ev, deleted, dir)
@@ -490,10 +698,19 @@ fn each_call_gets_its_own_approval_and_the_log_replays() {
     );
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(out.json()["value"], json!(["a", "b"]));
-    let tokens: Vec<&str> = deleted.lines().map(|l| l.split(' ').nth(1).unwrap_or("")).collect();
+    let tokens: Vec<&str> = deleted
+        .lines()
+        .map(|l| l.split(' ').nth(1).unwrap_or(""))
+        .collect();
     assert_eq!(tokens.len(), 2);
-    assert!(tokens.iter().all(|t| t.starts_with("apv-")) && tokens[0] != tokens[1], "{deleted}");
-    let decided: Vec<&Json> = ev.iter().filter(|e| e["kind"] == "approval_decided").collect();
+    assert!(
+        tokens.iter().all(|t| t.starts_with("apv-")) && tokens[0] != tokens[1],
+        "{deleted}"
+    );
+    let decided: Vec<&Json> = ev
+        .iter()
+        .filter(|e| e["kind"] == "approval_decided")
+        .collect();
     assert_eq!(decided.len(), 2);
     assert_eq!(decided[0]["decision"], "allow");
     assert_eq!(decided[0]["token"], tokens[0]);
@@ -507,7 +724,12 @@ fn a_refused_approval_is_an_err_and_nothing_is_deleted() {
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(out.json()["value"], json!(["refused a", "refused b"]));
     assert!(deleted.is_empty(), "{deleted}");
-    assert_eq!(ev.iter().filter(|e| e["kind"] == "approval_decided" && e["decision"] == "deny").count(), 2);
+    assert_eq!(
+        ev.iter()
+            .filter(|e| e["kind"] == "approval_decided" && e["decision"] == "deny")
+            .count(),
+        2
+    );
     assert_eq!(ev.iter().filter(|e| e["kind"] == "proposed").count(), 0);
 }
 
@@ -524,7 +746,10 @@ fn an_approval_for_one_argument_does_not_approve_another() {
     );
     assert_eq!(out.code, 0, "{out:?}");
     let v = out.json()["value"].as_str().unwrap_or("").to_string();
-    assert!(v.starts_with("denied: approval:") && v.contains(r#"{"path":"a"}"#), "{v}");
+    assert!(
+        v.starts_with("denied: approval:") && v.contains(r#"{"path":"a"}"#),
+        "{v}"
+    );
     assert!(deleted.is_empty());
     let decided: Vec<&Json> = ev.iter().filter(|e| e["kind"] == "decided").collect();
     assert_eq!(decided[0]["rule"], "approval");
@@ -539,7 +764,10 @@ fn a_tool_the_profile_guards_cannot_be_called_without_an_approval_field() {
     );
     assert_eq!(out.code, 0, "{out:?}");
     let v = out.json()["value"].as_str().unwrap_or("").to_string();
-    assert!(v.starts_with("denied: approval:") && v.contains("requires an approval"), "{v}");
+    assert!(
+        v.starts_with("denied: approval:") && v.contains("requires an approval"),
+        "{v}"
+    );
     assert!(deleted.is_empty());
 }
 
@@ -549,12 +777,27 @@ fn the_bulk_delete_example_deletes_each_file_with_its_own_approval() {
     let root = env!("CARGO_MANIFEST_DIR");
     let out = lt_in(
         std::path::Path::new(root),
-        &["run", "--json", "--log", &dir.path("bulk.log"), "--executors", "examples/bulk_delete/tools.toml", "examples/bulk_delete/program.lt"],
+        &[
+            "run",
+            "--json",
+            "--log",
+            &dir.path("bulk.log"),
+            "--executors",
+            "examples/bulk_delete/tools.toml",
+            "examples/bulk_delete/program.lt",
+        ],
         &[],
     );
     assert_eq!(out.code, 0, "{out:?}");
-    assert_eq!(out.json()["value"], json!({"deleted": ["tmp/a.log", "tmp/b.log", "tmp/c.log"], "refused": []}));
-    let replay = lt_in(std::path::Path::new(root), &["replay", &dir.path("bulk.log"), "--json"], &[]);
+    assert_eq!(
+        out.json()["value"],
+        json!({"deleted": ["tmp/a.log", "tmp/b.log", "tmp/c.log"], "refused": []})
+    );
+    let replay = lt_in(
+        std::path::Path::new(root),
+        &["replay", &dir.path("bulk.log"), "--json"],
+        &[],
+    );
     assert_eq!(replay.code, 0, "{replay:?}");
 }
 
@@ -564,7 +807,13 @@ fn a_gather_log_cut_anywhere_resumes_and_then_replays() {
         let dir = setup(&format!("resume_cut_{idempotent}"), "");
         if idempotent {
             let toml = std::fs::read_to_string(dir.path("tools.toml")).expect("toml");
-            dir.write("tools.toml", &toml.replace("effects = [\"Read\"]", "effects = [\"Read\"]\nidempotent = true"));
+            dir.write(
+                "tools.toml",
+                &toml.replace(
+                    "effects = [\"Read\"]",
+                    "effects = [\"Read\"]\nidempotent = true",
+                ),
+            );
         }
         dir.write(
             "p.lt",
@@ -574,16 +823,38 @@ let n = match r.a { Ok(x) => x.id, Err(e) => 0 } + match r.b { Ok(x) => x.id, Er
 match exec tool lookup {id = n, sleep_ms = 1} { Ok(x) => x.id, Err(e) => -1 }
 "#,
         );
-        let out = lt_in(&dir.0, &["run", "--json", "--log", "full.log", "--executors", "tools.toml", "p.lt"], &[]);
+        let out = lt_in(
+            &dir.0,
+            &[
+                "run",
+                "--json",
+                "--log",
+                "full.log",
+                "--executors",
+                "tools.toml",
+                "p.lt",
+            ],
+            &[],
+        );
         assert_eq!(out.code, 0, "{out:?}");
         let full = std::fs::read_to_string(dir.path("full.log")).expect("log");
         let lines: Vec<&str> = full.lines().collect();
         for k in 1..lines.len() - 1 {
             dir.write("cut.log", &(lines[..k].join("\n") + "\n"));
-            let resumed = lt_in(&dir.0, &["resume", "cut.log", "--json", "--executors", "tools.toml"], &[]);
-            assert_eq!(resumed.code, 0, "idempotent {idempotent}, cut {k}: {resumed:?}");
+            let resumed = lt_in(
+                &dir.0,
+                &["resume", "cut.log", "--json", "--executors", "tools.toml"],
+                &[],
+            );
+            assert_eq!(
+                resumed.code, 0,
+                "idempotent {idempotent}, cut {k}: {resumed:?}"
+            );
             let replay = lt_in(&dir.0, &["replay", "cut.log", "--json"], &[]);
-            assert_eq!(replay.code, 0, "idempotent {idempotent}, cut after {k} lines: {replay:?}");
+            assert_eq!(
+                replay.code, 0,
+                "idempotent {idempotent}, cut after {k} lines: {replay:?}"
+            );
         }
     }
 }
@@ -600,10 +871,17 @@ fn an_approval_log_cut_anywhere_resumes_and_then_replays() {
     let lines: Vec<&str> = full.lines().collect();
     for k in 1..lines.len() - 1 {
         dir.write("cut.log", &(lines[..k].join("\n") + "\n"));
-        let resumed = lt_in(&dir.0, &["resume", "cut.log", "--json", "--executors", "tools.toml"], &[]);
+        let resumed = lt_in(
+            &dir.0,
+            &["resume", "cut.log", "--json", "--executors", "tools.toml"],
+            &[],
+        );
         assert_eq!(resumed.code, 0, "cut {k}: {resumed:?}");
         let log = std::fs::read_to_string(dir.path("cut.log")).expect("log");
-        let requested = log.lines().filter(|l| l.contains("\"approval_requested\"")).count();
+        let requested = log
+            .lines()
+            .filter(|l| l.contains("\"approval_requested\""))
+            .count();
         assert_eq!(requested, 2, "each request recorded once (cut {k})");
         let replay = lt_in(&dir.0, &["replay", "cut.log", "--json"], &[]);
         assert_eq!(replay.code, 0, "cut after {k} lines: {replay:?}");
@@ -613,7 +891,10 @@ fn an_approval_log_cut_anywhere_resumes_and_then_replays() {
 #[test]
 fn check_with_a_profile_sees_a_required_approval_the_tool_cannot_carry() {
     let dir = TempDir::new("combinators", "check_profile_approval");
-    dir.write("p.toml", "[profile]\nname = \"guarded\"\n[profile.tools.wipe]\nrequire_approval = true\n");
+    dir.write(
+        "p.toml",
+        "[profile]\nname = \"guarded\"\n[profile.tools.wipe]\nrequire_approval = true\n",
+    );
     dir.write(
         "p.lt",
         "tool wipe: {path: String} -{Write}-> Unit;\nmatch exec tool wipe {path = \"a\"} { Ok(u) => 1, Err(e) => 0 }\n",
@@ -621,7 +902,10 @@ fn check_with_a_profile_sees_a_required_approval_the_tool_cannot_carry() {
     let out = lt_in(&dir.0, &["check", "--profile", "p.toml", "p.lt"], &[]);
     assert_eq!(out.code, 1, "{out:?}");
     let text = format!("{}{}", out.stdout, out.stderr);
-    assert!(text.contains("E0702") && text.contains("requires an approval"), "{text}");
+    assert!(
+        text.contains("E0702") && text.contains("requires an approval"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -634,18 +918,47 @@ let rs = fan_out (fn i => exec tool lookup {id = i, sleep_ms = 1}) [1, 2, 3] in
 map (fn r => match r { Ok(x) => "ok", Err(e) => "unknown" }) rs
 "#,
     );
-    let out = lt_in(&dir.0, &["run", "--json", "--log", "full.log", "--executors", "tools.toml", "p.lt"], &[]);
+    let out = lt_in(
+        &dir.0,
+        &[
+            "run",
+            "--json",
+            "--log",
+            "full.log",
+            "--executors",
+            "tools.toml",
+            "p.lt",
+        ],
+        &[],
+    );
     assert_eq!(out.code, 0, "{out:?}");
     let full = std::fs::read_to_string(dir.path("full.log")).expect("log");
     let lines: Vec<&str> = full.lines().collect();
     // Every call is proposed and decided first; each is scheduled when it
     // takes the one slot, just before it starts.
-    let first_scheduled = lines.iter().position(|l| l.contains("\"kind\":\"scheduled\"")).expect("scheduled");
-    assert_eq!(lines[..first_scheduled].iter().filter(|l| l.contains("\"kind\":\"decided\"")).count(), 3);
+    let first_scheduled = lines
+        .iter()
+        .position(|l| l.contains("\"kind\":\"scheduled\""))
+        .expect("scheduled");
+    assert_eq!(
+        lines[..first_scheduled]
+            .iter()
+            .filter(|l| l.contains("\"kind\":\"decided\""))
+            .count(),
+        3
+    );
     dir.write("cut.log", &(lines[..=first_scheduled].join("\n") + "\n"));
-    let resumed = lt_in(&dir.0, &["resume", "cut.log", "--json", "--executors", "tools.toml"], &[]);
+    let resumed = lt_in(
+        &dir.0,
+        &["resume", "cut.log", "--json", "--executors", "tools.toml"],
+        &[],
+    );
     assert_eq!(resumed.code, 0, "{resumed:?}");
-    assert_eq!(resumed.json()["value"], json!(["unknown", "ok", "ok"]), "only the started call is unknown");
+    assert_eq!(
+        resumed.json()["value"],
+        json!(["unknown", "ok", "ok"]),
+        "only the started call is unknown"
+    );
     let replay = lt_in(&dir.0, &["replay", "cut.log", "--json"], &[]);
     assert_eq!(replay.code, 0, "{replay:?}");
 }

@@ -1111,7 +1111,10 @@ fn gather_issues_its_calls_left_to_right() {
     // A plain record of calls is a `record`: λ-Tool's sequential evaluation.
     let plain = src.replace("gather {", "{");
     let ir = lower_src(&plain);
-    assert!(!ir.nodes.iter().any(|n| n.kind.name() == "gather"), "a record");
+    assert!(
+        !ir.nodes.iter().any(|n| n.kind.name() == "gather"),
+        "a record"
+    );
     let mut h3 = ScriptedHost::new()
         .with("t", |a: &Json| Ok(json!(a.as_i64().unwrap_or(0) + 1)))
         .with("u", |a: &Json| Ok(json!(a.as_i64().unwrap_or(0) + 1)));

@@ -30,8 +30,11 @@ struct Section {
 
 /// `### name` sections: the first line in backquotes is the signature.
 fn sections() -> BTreeMap<String, Section> {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/language/stdlib.md"))
-        .expect("docs/language/stdlib.md");
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/language/stdlib.md"
+    ))
+    .expect("docs/language/stdlib.md");
     let mut out = BTreeMap::new();
     let mut current: Option<(String, Section)> = None;
     let mut in_code = false;
@@ -65,7 +68,8 @@ fn sections() -> BTreeMap<String, Section> {
         };
         if in_code {
             if let Some((expr, value)) = line.split_once("//") {
-                s.examples.push((expr.trim().to_string(), value.trim().to_string()));
+                s.examples
+                    .push((expr.trim().to_string(), value.trim().to_string()));
             }
         } else if s.signature.is_empty() && line.starts_with('`') && line.ends_with('`') {
             s.signature = line.trim_matches('`').to_string();
@@ -130,13 +134,20 @@ fn every_example_evaluates_to_the_value_shown() {
 fn find_any_and_all_stop_calling_the_predicate_once_the_answer_is_known() {
     // The predicate overflows on the second element: only a call on it fails.
     for (expr, want) in [
-        ("find (fn x => x + 9223372036854775806 > 0) [1, 2]", "Some(1)"),
+        (
+            "find (fn x => x + 9223372036854775806 > 0) [1, 2]",
+            "Some(1)",
+        ),
         ("any (fn x => x + 9223372036854775806 > 0) [1, 2]", "true"),
         ("all (fn x => x + 9223372036854775806 < 0) [1, 2]", "false"),
     ] {
         let checked = check_source(expr).into_checked().expect("checks");
         let ir = lower(&checked).expect("lowers");
         let (value, _) = run(&ir, &mut NoTools, &Limits::default());
-        assert_eq!(value.map(|v| v.to_string()).ok().as_deref(), Some(want), "{expr}");
+        assert_eq!(
+            value.map(|v| v.to_string()).ok().as_deref(),
+            Some(want),
+            "{expr}"
+        );
     }
 }

@@ -121,13 +121,18 @@ fn unavailable(message: String) -> ToolFailure {
 /// Asks on the terminal whether to approve a call: `(granted, by, reason)`;
 /// refused (by `policy`) when stdin or stderr is not a terminal, and when
 /// no answer comes within `time_left` (the run's deadline).
-fn ask_terminal(tool: &str, arg: &Json, time_left: Option<std::time::Duration>) -> (bool, &'static str, String) {
+fn ask_terminal(
+    tool: &str,
+    arg: &Json,
+    time_left: Option<std::time::Duration>,
+) -> (bool, &'static str, String) {
     use std::io::{BufRead, IsTerminal, Write};
     if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
         return (
             false,
             "policy",
-            "no terminal to ask (approvals = \"prompt\" needs stdin and stderr on a terminal)".to_string(),
+            "no terminal to ask (approvals = \"prompt\" needs stdin and stderr on a terminal)"
+                .to_string(),
         );
     }
     let mut shown = arg.to_string();
@@ -150,10 +155,18 @@ fn ask_terminal(tool: &str, arg: &Json, time_left: Option<std::time::Duration>) 
     };
     let Some(line) = line else {
         let _ = writeln!(err);
-        return (false, "terminal", "no answer before the run's deadline".to_string());
+        return (
+            false,
+            "terminal",
+            "no answer before the run's deadline".to_string(),
+        );
     };
     let yes = matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes");
-    let reason = if yes { "approved on the terminal" } else { "refused on the terminal" };
+    let reason = if yes {
+        "approved on the terminal"
+    } else {
+        "refused on the terminal"
+    };
     (yes, "terminal", reason.to_string())
 }
 
@@ -241,7 +254,11 @@ fn outcome_event(tool: &ToolSig, call_id: String, outcome: &Outcome, limits: &Li
 }
 
 /// [`ControlPlane::record`] on split borrows (while the inner host runs).
-fn record_to<S: EventSink>(sink: &mut S, log_error: &mut Option<String>, body: EventBody) -> Result<(), String> {
+fn record_to<S: EventSink>(
+    sink: &mut S,
+    log_error: &mut Option<String>,
+    body: EventBody,
+) -> Result<(), String> {
     if let Some(e) = log_error {
         return Err(e.clone());
     }
@@ -352,7 +369,10 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
         requests: Vec<CallRequest<'_>>,
         limit: usize,
     ) -> Vec<Outcome> {
-        let staged = requests.into_iter().map(|r| (r, Recorded::Nothing)).collect();
+        let staged = requests
+            .into_iter()
+            .map(|r| (r, Recorded::Nothing))
+            .collect();
         self.call_batch_staged(staged, limit)
     }
 
@@ -423,22 +443,26 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
             let limits = self.limits.clone();
             let sink = &mut self.sink;
             let log_error = &mut self.log_error;
-            let outcomes = self.inner.call_batch(requests, limit, &mut |event| match event {
-                // `scheduled` is written (and flushed) as a call takes its
-                // slot, before it starts; if it cannot be, it does not start.
-                crate::runtime::host::BatchEvent::Starting(j) => match schedules.get_mut(j).and_then(Option::take) {
-                    Some(body) => record_to(sink, log_error, body).is_ok(),
-                    None => true,
-                },
-                crate::runtime::host::BatchEvent::Done(j, outcome) => {
-                    if recording {
-                        let (call_id, tool) = &finishing[j];
-                        let body = outcome_event(tool, call_id.clone(), outcome, &limits);
-                        let _ = record_to(sink, log_error, body);
+            let outcomes = self
+                .inner
+                .call_batch(requests, limit, &mut |event| match event {
+                    // `scheduled` is written (and flushed) as a call takes its
+                    // slot, before it starts; if it cannot be, it does not start.
+                    crate::runtime::host::BatchEvent::Starting(j) => {
+                        match schedules.get_mut(j).and_then(Option::take) {
+                            Some(body) => record_to(sink, log_error, body).is_ok(),
+                            None => true,
+                        }
                     }
-                    true
-                }
-            });
+                    crate::runtime::host::BatchEvent::Done(j, outcome) => {
+                        if recording {
+                            let (call_id, tool) = &finishing[j];
+                            let body = outcome_event(tool, call_id.clone(), outcome, &limits);
+                            let _ = record_to(sink, log_error, body);
+                        }
+                        true
+                    }
+                });
             for (j, o) in outcomes.into_iter().enumerate() {
                 out[index[j]] = Some(o);
             }
@@ -469,7 +493,11 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
     /// (`prompt`: on the terminal), records the request (unless `requested`:
     /// the log already holds it) and the answer, and mints the token of a
     /// granted one.
-    pub fn approve_from(&mut self, request: ApprovalRequest<'_>, requested: bool) -> Result<String, String> {
+    pub fn approve_from(
+        &mut self,
+        request: ApprovalRequest<'_>,
+        requested: bool,
+    ) -> Result<String, String> {
         let id = request.id.to_string();
         if self.sink.records() && !requested {
             self.record(EventBody::ApprovalRequested {
@@ -483,20 +511,35 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
             profile::ApprovalMode::Allow => (
                 true,
                 "policy",
-                format!("profile {} approves every request (approvals = \"allow\")", profile.name),
+                format!(
+                    "profile {} approves every request (approvals = \"allow\")",
+                    profile.name
+                ),
             ),
             profile::ApprovalMode::Deny => (
                 false,
                 "policy",
-                format!("profile {} approves nothing (approvals = \"deny\")", profile.name),
+                format!(
+                    "profile {} approves nothing (approvals = \"deny\")",
+                    profile.name
+                ),
             ),
-            profile::ApprovalMode::Prompt => ask_terminal(request.tool, &request.arg, request.time_left),
+            profile::ApprovalMode::Prompt => {
+                ask_terminal(request.tool, &request.arg, request.time_left)
+            }
         };
-        let token = granted.then(|| self.pipeline.mint(&self.session, &id, request.tool, &request.arg));
+        let token = granted.then(|| {
+            self.pipeline
+                .mint(&self.session, &id, request.tool, &request.arg)
+        });
         if self.sink.records() {
             self.record(EventBody::ApprovalDecided {
                 approval_id: id,
-                decision: if granted { Verdict::Allow } else { Verdict::Deny },
+                decision: if granted {
+                    Verdict::Allow
+                } else {
+                    Verdict::Deny
+                },
                 by: by.to_string(),
                 reason: reason.clone(),
                 token: token.clone().map_or(Json::Null, Json::String),

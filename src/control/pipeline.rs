@@ -96,8 +96,10 @@ impl Pipeline {
     /// Registers a token granted earlier in the session (replay reads it
     /// from the log) for one call of `tool` with `argument`.
     pub fn grant(&mut self, token: &str, tool: &str, argument: &Json) {
-        self.approvals
-            .insert(token.to_string(), (tool.to_string(), argument.clone(), false));
+        self.approvals.insert(
+            token.to_string(),
+            (tool.to_string(), argument.clone(), false),
+        );
     }
 
     /// Mints the token of a granted approval request (`request_id`, in
@@ -128,7 +130,9 @@ impl Pipeline {
         }
         for t in tokens {
             let Some(t) = t else {
-                return Some(format!("the approval of this call of {name} is not a token"));
+                return Some(format!(
+                    "the approval of this call of {name} is not a token"
+                ));
             };
             match self.approvals.get(&t) {
                 None => return Some(format!("the approval {t} was not granted by this session")),
@@ -217,7 +221,11 @@ impl Pipeline {
         if let Some(why) = self.approval_problem(tool, argument) {
             return Decision::deny("approval", why);
         }
-        let spent: Vec<String> = split_approvals(tool, argument).1.into_iter().flatten().collect();
+        let spent: Vec<String> = split_approvals(tool, argument)
+            .1
+            .into_iter()
+            .flatten()
+            .collect();
         for t in &spent {
             if let Some(entry) = self.approvals.get_mut(t) {
                 entry.2 = true;

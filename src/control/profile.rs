@@ -303,7 +303,12 @@ impl Profile {
             "dry_run",
             "tools",
         ];
-        const TOOL_KEYS: [&str; 4] = ["max_calls", "timeout_ms", "dry_run_result", "require_approval"];
+        const TOOL_KEYS: [&str; 4] = [
+            "max_calls",
+            "timeout_ms",
+            "dry_run_result",
+            "require_approval",
+        ];
         let Json::Object(map) = v else {
             return Err("profile: not an object".to_string());
         };
@@ -383,7 +388,11 @@ impl Profile {
                             require_approval: match fields.get("require_approval") {
                                 None | Some(Json::Null) => false,
                                 Some(Json::Bool(b)) => *b,
-                                Some(_) => return Err(format!("profile.tools.{name}.require_approval: not a boolean")),
+                                Some(_) => {
+                                    return Err(format!(
+                                        "profile.tools.{name}.require_approval: not a boolean"
+                                    ))
+                                }
                             },
                         },
                     );
@@ -409,12 +418,18 @@ impl Profile {
             max_calls: count(get("max_calls"), "profile.max_calls")?,
             approvals: match get("approvals") {
                 None => ApprovalMode::Deny,
-                Some(Json::String(s)) => ApprovalMode::parse(s).ok_or(format!("profile.approvals: `{s}` is not deny, allow or prompt"))?,
+                Some(Json::String(s)) => ApprovalMode::parse(s).ok_or(format!(
+                    "profile.approvals: `{s}` is not deny, allow or prompt"
+                ))?,
                 Some(_) => return Err("profile.approvals: not a string".to_string()),
             },
             max_concurrency: match count(get("max_concurrency"), "profile.max_concurrency")? {
                 Some(0) => return Err("profile.max_concurrency: must be at least 1".to_string()),
-                Some(c) if c > MAX_CONCURRENCY => return Err(format!("profile.max_concurrency: must be at most {MAX_CONCURRENCY}")),
+                Some(c) if c > MAX_CONCURRENCY => {
+                    return Err(format!(
+                        "profile.max_concurrency: must be at most {MAX_CONCURRENCY}"
+                    ))
+                }
                 c => c,
             },
             dry_run,

@@ -208,9 +208,15 @@ impl ReplayHost<'_> {
     /// registered with the pipeline again. `None` when resuming and the log
     /// ends before the request, or `Some(Err(REQUESTED_NOT_ANSWERED))` when it
     /// ends between the request and its answer (see [`REQUESTED_NOT_ANSWERED`]).
-    pub fn replay_approval(&mut self, request: &ApprovalRequest<'_>) -> Option<Result<String, String>> {
+    pub fn replay_approval(
+        &mut self,
+        request: &ApprovalRequest<'_>,
+    ) -> Option<Result<String, String>> {
         let id = request.id.to_string();
-        let issued = format!("an approval request {id} for {} with {}", request.tool, request.arg);
+        let issued = format!(
+            "an approval request {id} for {} with {}",
+            request.tool, request.arg
+        );
         let refused = || Err("replay diverged from the log".to_string());
         if self.divergence.is_some() {
             return Some(refused());
@@ -221,10 +227,15 @@ impl ReplayHost<'_> {
         }
         let at = self.next;
         match self.take() {
-            Some(EventBody::ApprovalRequested { approval_id, tool, argument })
-                if *approval_id == id && tool == request.tool && *argument == request.arg => {}
+            Some(EventBody::ApprovalRequested {
+                approval_id,
+                tool,
+                argument,
+            }) if *approval_id == id && tool == request.tool && *argument == request.arg => {}
             other => {
-                let expected = other.map_or("no more events".to_string(), |b| format!("a {} event", b.kind()));
+                let expected = other.map_or("no more events".to_string(), |b| {
+                    format!("a {} event", b.kind())
+                });
                 self.next = at;
                 let _ = self.diverge(expected, issued);
                 return Some(refused());
@@ -232,22 +243,31 @@ impl ReplayHost<'_> {
         }
         let at = self.next;
         match self.take() {
-            Some(EventBody::ApprovalDecided { approval_id, decision, reason, token, .. }) if *approval_id == id => {
-                match (decision, token) {
-                    (Decision::Allow, Json::String(t)) => {
-                        self.pipeline.grant(t, request.tool, &request.arg);
-                        Some(Ok(t.clone()))
-                    }
-                    _ => Some(Err(format!("approval for {} refused: {reason}", request.tool))),
+            Some(EventBody::ApprovalDecided {
+                approval_id,
+                decision,
+                reason,
+                token,
+                ..
+            }) if *approval_id == id => match (decision, token) {
+                (Decision::Allow, Json::String(t)) => {
+                    self.pipeline.grant(t, request.tool, &request.arg);
+                    Some(Ok(t.clone()))
                 }
-            }
+                _ => Some(Err(format!(
+                    "approval for {} refused: {reason}",
+                    request.tool
+                ))),
+            },
             None if self.resuming => {
                 // Asked, never answered: answered live, without asking twice in the log.
                 self.next = self.events.len();
                 Some(Err(REQUESTED_NOT_ANSWERED.to_string()))
             }
             other => {
-                let expected = other.map_or("no more events".to_string(), |b| format!("a {} event", b.kind()));
+                let expected = other.map_or("no more events".to_string(), |b| {
+                    format!("a {} event", b.kind())
+                });
                 self.next = at;
                 let _ = self.diverge(expected, format!("the answer to {issued}"));
                 Some(refused())
@@ -304,7 +324,11 @@ impl ReplayHost<'_> {
     /// is then replayed (and checked) as usual.
     fn partial_call(&mut self, at: usize) -> Option<Recorded> {
         let saved = self.next;
-        let this = self.events.get(at).and_then(|e| e.body.call_id()).map(str::to_string);
+        let this = self
+            .events
+            .get(at)
+            .and_then(|e| e.body.call_id())
+            .map(str::to_string);
         let ours = |c: &String| Some(c) == this.as_ref();
         self.next = at + 1;
         let stage = match self.take() {
@@ -317,7 +341,9 @@ impl ReplayHost<'_> {
                 // call's: then the log goes on past this call's stage.)
                 let mut stage = match self.take() {
                     None => Some(Recorded::Decided),
-                    Some(EventBody::Scheduled { call_id, .. }) if ours(call_id) => Some(Recorded::Scheduled),
+                    Some(EventBody::Scheduled { call_id, .. }) if ours(call_id) => {
+                        Some(Recorded::Scheduled)
+                    }
                     Some(_) => None,
                 };
                 // A call run again after an earlier resume is scheduled twice.
@@ -384,7 +410,11 @@ impl ReplayHost<'_> {
                 // Scheduled, outcome never recorded: it may have started;
                 // not scheduled: it was waiting for a slot.
                 for (i, p) in pending.drain(..) {
-                    let stage = if p.scheduled { Recorded::Scheduled } else { Recorded::Queued };
+                    let stage = if p.scheduled {
+                        Recorded::Scheduled
+                    } else {
+                        Recorded::Queued
+                    };
                     out[i] = Some(Replayed::Ended(stage));
                 }
                 break;
@@ -422,7 +452,9 @@ impl ReplayHost<'_> {
                 return;
             };
             match event {
-                EventBody::Scheduled { call_id, .. } if pending.iter().any(|(_, p)| p.call_id == *call_id) => {
+                EventBody::Scheduled { call_id, .. }
+                    if pending.iter().any(|(_, p)| p.call_id == *call_id) =>
+                {
                     if let Some((_, p)) = pending.iter_mut().find(|(_, p)| p.call_id == *call_id) {
                         p.scheduled = true;
                     }
@@ -521,7 +553,9 @@ impl ReplayHost<'_> {
                     format!("a {} event", b.kind())
                 });
                 self.next = at;
-                return Ok(Pre::Done(self.diverge(expected, format!("a decision for {issued}"))));
+                return Ok(Pre::Done(
+                    self.diverge(expected, format!("a decision for {issued}")),
+                ));
             }
         }
         if !decision.allow {
@@ -554,7 +588,9 @@ impl ReplayHost<'_> {
                         |b| format!("a {} event", b.kind()),
                     );
                     self.next = at;
-                    return Ok(Pre::Done(self.diverge(expected, format!("the execution of {issued}"))));
+                    return Ok(Pre::Done(
+                        self.diverge(expected, format!("the execution of {issued}")),
+                    ));
                 }
             }
         }

@@ -149,7 +149,10 @@ impl<H: Host, S: EventSink> Host for ResumeHost<'_, H, S> {
     }
 
     /// Answered from the log while it lasts, then live.
-    fn approve(&mut self, request: crate::runtime::host::ApprovalRequest<'_>) -> Result<String, String> {
+    fn approve(
+        &mut self,
+        request: crate::runtime::host::ApprovalRequest<'_>,
+    ) -> Result<String, String> {
         let mut requested = false;
         if let Some(replay) = self.replay.as_mut() {
             match replay.replay_approval(&request) {
@@ -227,7 +230,10 @@ impl<H: Host, S: EventSink> Host for ResumeHost<'_, H, S> {
                             }
                         }
                     }
-                    let answers = self.continue_live_batch(live.iter().map(|(_, r, s)| (r.clone(), *s)).collect(), limit);
+                    let answers = self.continue_live_batch(
+                        live.iter().map(|(_, r, s)| (r.clone(), *s)).collect(),
+                        limit,
+                    );
                     for ((i, _, _), o) in live.into_iter().zip(answers) {
                         out[i] = Some(o);
                     }
@@ -254,7 +260,11 @@ impl<H: Host, S: EventSink> Host for ResumeHost<'_, H, S> {
 impl<H: Host, S: EventSink> ResumeHost<'_, H, S> {
     /// The calls of a batch the log does not finish, continued live (as a
     /// batch) from their stages.
-    fn continue_live_batch(&mut self, calls: Vec<(CallRequest<'_>, Recorded)>, limit: usize) -> Vec<Outcome> {
+    fn continue_live_batch(
+        &mut self,
+        calls: Vec<(CallRequest<'_>, Recorded)>,
+        limit: usize,
+    ) -> Vec<Outcome> {
         let refuse = |msg: String, n: usize| -> Vec<Outcome> {
             (0..n)
                 .map(|_| {
@@ -276,6 +286,4 @@ impl<H: Host, S: EventSink> ResumeHost<'_, H, S> {
             None => refuse("the session could not go live".to_string(), calls.len()),
         }
     }
-
-
 }

@@ -256,9 +256,11 @@ impl Host for ExecutorHost {
                 let queued = std::time::Instant::now();
                 let _permit = semaphore.acquire_owned().await;
                 let (ack, go) = tokio::sync::oneshot::channel();
-                let outcome = if sender.send(Msg::Starting(i, ack)).is_ok() && go.await == Ok(true) {
+                let outcome = if sender.send(Msg::Starting(i, ack)).is_ok() && go.await == Ok(true)
+                {
                     let time_left = time_left.map(|t| t.saturating_sub(queued.elapsed()));
-                    host.call_async(&tool, &arg, time_left, key.as_deref()).await
+                    host.call_async(&tool, &arg, time_left, key.as_deref())
+                        .await
                 } else {
                     Err(crate::runtime::host::not_started(&tool))
                 };

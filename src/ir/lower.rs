@@ -444,13 +444,29 @@ impl Lowerer {
 
     /// `bounded_loop N init step …` (the checker requires all three and a
     /// literal bound).
-    fn bounded_loop(&mut self, span: Span, name: &Ident, args: &[&Expr]) -> Result<NodeId, LowerError> {
+    fn bounded_loop(
+        &mut self,
+        span: Span,
+        name: &Ident,
+        args: &[&Expr],
+    ) -> Result<NodeId, LowerError> {
         let max = match args[0].kind {
-            ExprKind::Int(n) => u32::try_from(n).map_err(|_| internal("a bound out of range", args[0].span))?,
-            _ => return Err(internal("a bounded_loop without a literal bound", args[0].span)),
+            ExprKind::Int(n) => {
+                u32::try_from(n).map_err(|_| internal("a bound out of range", args[0].span))?
+            }
+            _ => {
+                return Err(internal(
+                    "a bounded_loop without a literal bound",
+                    args[0].span,
+                ))
+            }
         };
         let outer = (args.len() > 3).then(|| self.reserve(span));
-        let inner_span = if args.len() > 3 { name.span.to(args[2].span) } else { span };
+        let inner_span = if args.len() > 3 {
+            name.span.to(args[2].span)
+        } else {
+            span
+        };
         let id = self.reserve(inner_span);
         let init = self.expr(args[1])?;
         let step = self.expr(args[2])?;
@@ -483,17 +499,28 @@ impl Lowerer {
                     id.span,
                 ))
             }
-            None => return Err(internal(format!("unknown library function `{}`", id.name), id.span)),
+            None => {
+                return Err(internal(
+                    format!("unknown library function `{}`", id.name),
+                    id.span,
+                ))
+            }
         };
         if self.inlining.contains(&id.name) {
-            return Err(internal(format!("the library function `{}` uses itself", id.name), id.span));
+            return Err(internal(
+                format!("the library function `{}` uses itself", id.name),
+                id.span,
+            ));
         }
         self.inlining.push(id.name.clone());
         let first = self.nodes.len();
         let frames = std::mem::replace(&mut self.frames, vec![Frame::default()]);
         let omitted = std::mem::replace(
             &mut self.omitted,
-            def.omitted_fields.iter().map(|(k, v)| (*k, v.clone())).collect(),
+            def.omitted_fields
+                .iter()
+                .map(|(k, v)| (*k, v.clone()))
+                .collect(),
         );
         let result = self.lambda(&def.value);
         self.frames = frames;

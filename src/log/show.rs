@@ -254,12 +254,24 @@ fn describe(body: &EventBody) -> String {
             notes,
             ..
         } => {
-            let mut line = format!("intent {} {}", one_line(annotation_id), abbreviate(&Json::String(intent.clone()), SHOWN));
+            let mut line = format!(
+                "intent {} {}",
+                one_line(annotation_id),
+                abbreviate(&Json::String(intent.clone()), SHOWN)
+            );
             if let Json::String(h) = hypothesis {
-                let _ = write!(line, " hypothesis {}", abbreviate(&Json::String(h.clone()), SHOWN));
+                let _ = write!(
+                    line,
+                    " hypothesis {}",
+                    abbreviate(&Json::String(h.clone()), SHOWN)
+                );
             }
             if let Json::String(n) = notes {
-                let _ = write!(line, " notes {}", abbreviate(&Json::String(n.clone()), SHOWN));
+                let _ = write!(
+                    line,
+                    " notes {}",
+                    abbreviate(&Json::String(n.clone()), SHOWN)
+                );
             }
             line
         }

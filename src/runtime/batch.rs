@@ -104,7 +104,10 @@ impl Machine<'_> {
         if queued.len() != expected {
             return Err(super::eval::internal(
                 self.span(id),
-                format!("{expected} concurrent calls expected, {} collected", queued.len()),
+                format!(
+                    "{expected} concurrent calls expected, {} collected",
+                    queued.len()
+                ),
             ));
         }
         let requests: Vec<CallRequest<'_>> = queued
@@ -118,14 +121,12 @@ impl Machine<'_> {
             })
             .collect();
         let mut completed: Vec<usize> = Vec::with_capacity(queued.len());
-        let outcomes = self
-            .host()
-            .call_batch(requests, usize::MAX, &mut |e| {
-                if let super::host::BatchEvent::Done(i, _) = e {
-                    completed.push(i);
-                }
-                true
-            });
+        let outcomes = self.host().call_batch(requests, usize::MAX, &mut |e| {
+            if let super::host::BatchEvent::Done(i, _) = e {
+                completed.push(i);
+            }
+            true
+        });
         let values: Vec<Value> = queued
             .iter()
             .zip(outcomes)
@@ -135,7 +136,9 @@ impl Machine<'_> {
         // that completed last first.
         let mut seen = vec![false; queued.len()];
         for i in completed.into_iter().chain(0..queued.len()) {
-            if let (Some(d), Some(v), Some(false)) = (queued.get(i), values.get(i), seen.get(i).copied()) {
+            if let (Some(d), Some(v), Some(false)) =
+                (queued.get(i), values.get(i), seen.get(i).copied())
+            {
                 seen[i] = true;
                 self.note_undo(d.tool, &d.value, &d.call_id, v);
             }
@@ -239,7 +242,10 @@ impl Machine<'_> {
                 for c in undos.into_iter().rev() {
                     let mut path = c.of.path.clone();
                     path.push(PathStep::Undo { node: id });
-                    let call_id = CallId { node: c.of.node, path };
+                    let call_id = CallId {
+                        node: c.of.node,
+                        path,
+                    };
                     self.count_call();
                     let time_left = self.time_left();
                     let tool = self.tool_name(c.tool);
@@ -282,14 +288,23 @@ impl Machine<'_> {
             };
             let (d, v) = match &r {
                 Value::Record(fields) => (
-                    fields.iter().find(|(n, _)| &**n == "done").map(|(_, v)| v.clone()),
-                    fields.iter().find(|(n, _)| &**n == "value").map(|(_, v)| v.clone()),
+                    fields
+                        .iter()
+                        .find(|(n, _)| &**n == "done")
+                        .map(|(_, v)| v.clone()),
+                    fields
+                        .iter()
+                        .find(|(n, _)| &**n == "value")
+                        .map(|(_, v)| v.clone()),
                 ),
                 _ => (None, None),
             };
             let (Some(Value::Bool(d)), Some(v)) = (d, v) else {
                 self.leave(callee);
-                return Err(super::eval::internal(self.span(id), format!("a bounded_loop step returned {r}")));
+                return Err(super::eval::internal(
+                    self.span(id),
+                    format!("a bounded_loop step returned {r}"),
+                ));
             };
             state = v;
             if d {
@@ -298,7 +313,10 @@ impl Machine<'_> {
             }
         }
         self.leave(callee);
-        let fields: Vec<(Name, Value)> = vec![(Rc::from("done"), Value::Bool(done)), (Rc::from("value"), state)];
+        let fields: Vec<(Name, Value)> = vec![
+            (Rc::from("done"), Value::Bool(done)),
+            (Rc::from("value"), state),
+        ];
         Ok(Value::Record(fields.into()))
     }
 }

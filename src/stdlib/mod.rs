@@ -29,7 +29,14 @@ pub mod prelude;
 /// (`types/builtins.rs`), not first-class values, lowered to combinators.
 /// `map`, `filter`, `fold`, `traverse` are λ-Tool's; `fan_out` and
 /// `bounded_loop` are extensions.
-pub const BUILTINS: [&str; 6] = ["map", "filter", "fold", "traverse", "fan_out", "bounded_loop"];
+pub const BUILTINS: [&str; 6] = [
+    "map",
+    "filter",
+    "fold",
+    "traverse",
+    "fan_out",
+    "bounded_loop",
+];
 
 /// True when `name` means something without being bound: a builtin or a
 /// library function.

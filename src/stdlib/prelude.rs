@@ -269,7 +269,10 @@ fn check_all() -> HashMap<&'static str, Checked> {
 }
 
 fn describe(d: &Diagnostic) -> String {
-    let mut s = format!("{} at bytes {}..{}: {}", d.code, d.span.start, d.span.end, d.message);
+    let mut s = format!(
+        "{} at bytes {}..{}: {}",
+        d.code, d.span.start, d.span.end, d.message
+    );
     for n in &d.notes {
         s.push_str("; ");
         s.push_str(n);
@@ -308,22 +311,34 @@ mod tests {
         }
         for e in entries() {
             assert!(!e.doc.is_empty(), "`{}` has no doc", e.name);
-            assert!(super::super::index(e.name).is_none(), "`{}` is also native", e.name);
+            assert!(
+                super::super::index(e.name).is_none(),
+                "`{}` is also native",
+                e.name
+            );
         }
     }
 
     fn problems_of(signature: &'static str, value: &str) -> Vec<Diagnostic> {
         let (program, diags) = crate::syntax::parse(value);
         assert!(diags.is_empty(), "{diags:?}");
-        crate::types::check_definition(signature, &program.body).err().unwrap_or_default()
+        crate::types::check_definition(signature, &program.body)
+            .err()
+            .unwrap_or_default()
     }
 
     #[test]
     fn a_definition_less_general_than_its_signature_is_rejected() {
         let d = problems_of("a -> a", "fn x => x + 1");
-        assert!(d.iter().any(|d| d.message.contains("less general")), "{d:?}");
+        assert!(
+            d.iter().any(|d| d.message.contains("less general")),
+            "{d:?}"
+        );
         let d = problems_of("a -> b -> a", "fn x => fn y => if true then x else y");
-        assert!(d.iter().any(|d| d.message.contains("less general")), "{d:?}");
+        assert!(
+            d.iter().any(|d| d.message.contains("less general")),
+            "{d:?}"
+        );
         assert!(problems_of("a -> b -> a", "fn x => fn y => x").is_empty());
     }
 

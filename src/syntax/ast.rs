@@ -433,7 +433,10 @@ impl ExprKind {
                 .unwrap_or(0)
                 .max(s.depth),
             ExprKind::Record(fields) => fields.iter().map(|f| f.value.depth).max().unwrap_or(0),
-            ExprKind::Gather(e) | ExprKind::Scope(e) | ExprKind::Annotate(_, e) | ExprKind::Approve(_, e) => e.depth,
+            ExprKind::Gather(e)
+            | ExprKind::Scope(e)
+            | ExprKind::Annotate(_, e)
+            | ExprKind::Approve(_, e) => e.depth,
             ExprKind::Update(base, fields) => fields
                 .iter()
                 .map(|f| f.value.depth)
@@ -521,7 +524,10 @@ impl ExprKind {
                     f(&fi.value);
                 }
             }
-            ExprKind::Gather(e) | ExprKind::Scope(e) | ExprKind::Annotate(_, e) | ExprKind::Approve(_, e) => f(e),
+            ExprKind::Gather(e)
+            | ExprKind::Scope(e)
+            | ExprKind::Annotate(_, e)
+            | ExprKind::Approve(_, e) => f(e),
             ExprKind::Update(base, fields) => {
                 f(base);
                 for fi in fields {

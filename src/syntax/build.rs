@@ -80,9 +80,13 @@ pub fn annotate(
         };
         if slot.is_some() {
             st.diags.push(
-                Diagnostic::error(Code::E0105, name.span, format!("`{}` is given twice", name.name))
-                    .with_label("given again here")
-                    .with_help("give each field of `@intent` once"),
+                Diagnostic::error(
+                    Code::E0105,
+                    name.span,
+                    format!("`{}` is given twice", name.name),
+                )
+                .with_label("given again here")
+                .with_help("give each field of `@intent` once"),
             );
         }
         *slot = Some(value);

@@ -397,7 +397,9 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<Diagnostic>) {
                 "strings use double quotes: \"text\"".to_string()
             } else if chars.starts_with('#') {
                 "comments are `// …` or `(* … *)`".to_string()
-            } else if chars.starts_with('@') && text[b..].starts_with(|c: char| c.is_ascii_alphabetic()) {
+            } else if chars.starts_with('@')
+                && text[b..].starts_with(|c: char| c.is_ascii_alphabetic())
+            {
                 "the only annotation is `@intent(\"what this is for\") expression`".to_string()
             } else {
                 "remove it; lt source uses ASCII operators such as `+ - * < > == =>`".to_string()
@@ -672,7 +674,11 @@ fn mark_contextual_keywords(toks: &mut [Spanned]) {
             let Tok::Ident(name) = &toks[i].1 else {
                 return None;
             };
-            if !matches!(&**name, "Option" | "Some" | "None" | "gather" | "scope" | "undo" | "approve") || i == 0 {
+            if !matches!(
+                &**name,
+                "Option" | "Some" | "None" | "gather" | "scope" | "undo" | "approve"
+            ) || i == 0
+            {
                 return None;
             }
             let next = toks.get(i + 1).map(|t| &t.1);
@@ -701,7 +707,10 @@ fn mark_contextual_keywords(toks: &mut [Spanned]) {
             && matches!(next, Some(Tok::Eq | Tok::Colon | Tok::Question));
         let as_name = bound.contains(name)
             || label
-            || matches!(prev, Some(Tok::Dot | Tok::Tool | Tok::TypeKw | Tok::EffectKw));
+            || matches!(
+                prev,
+                Some(Tok::Dot | Tok::Tool | Tok::TypeKw | Tok::EffectKw)
+            );
         let kw = match &**name {
             "type" if at_decl && next_is_name && then_eq => Tok::TypeKw,
             "effect" if at_decl && next_is_name => Tok::EffectKw,

@@ -203,7 +203,9 @@ impl Checker<'_> {
                 )
                 .with_label("not a function")
                 .with_expected_found("a -{E}-> Result<b, e>", shown)
-                .with_help(format!("pass a function: `{name} (fn x: T => exec tool NAME x) xs`"));
+                .with_help(format!(
+                    "pass a function: `{name} (fn x: T => exec tool NAME x) xs`"
+                ));
                 self.diags.push(d);
                 (Type::Error, Type::Error, EffectSet::pure())
             }

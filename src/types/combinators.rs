@@ -69,7 +69,8 @@ impl Checker<'_> {
             Type::Record(fs) => fs.clone(),
             _ => Vec::new(),
         };
-        let (approvals, rest): (Vec<_>, Vec<_>) = fields.into_iter().partition(|(_, t)| is_approval(t));
+        let (approvals, rest): (Vec<_>, Vec<_>) =
+            fields.into_iter().partition(|(_, t)| is_approval(t));
         if approvals.is_empty() {
             self.synth(arg);
             self.diags.push(
@@ -111,11 +112,18 @@ impl Checker<'_> {
             if let ExprKind::Exec(tool, _) = &e.kind {
                 if let Some(sig) = self.tools.iter().find(|t| t.name == tool.name) {
                     // An undo may run: its effects are the scope's too.
-                    if let Some(undo) = sig.undo.as_ref().and_then(|u| self.tools.iter().find(|t| t.name == u.tool)) {
+                    if let Some(undo) = sig
+                        .undo
+                        .as_ref()
+                        .and_then(|u| self.tools.iter().find(|t| t.name == u.tool))
+                    {
                         let what = format!("the undo of `{}` (`{}`)", sig.name, undo.name);
                         self.perform(&undo.effects, span, &what);
                     }
-                    if sig.undo.is_none() && !sig.effects.is_subset(&read_only) && !reported.contains(&sig.name) {
+                    if sig.undo.is_none()
+                        && !sig.effects.is_subset(&read_only)
+                        && !reported.contains(&sig.name)
+                    {
                         reported.push(sig.name.clone());
                         self.diags.push(
                             Diagnostic::error(
@@ -215,7 +223,9 @@ impl Checker<'_> {
                     "`bounded_loop` must be given its bound, initial state and step",
                 )
                 .with_label("missing arguments")
-                .with_help("`bounded_loop 10 {status = \"pending\"} (fn s => … {done = …, value = …})`"),
+                .with_help(
+                    "`bounded_loop 10 {status = \"pending\"} (fn s => … {done = …, value = …})`",
+                ),
             );
             return Type::Error;
         }
@@ -241,10 +251,14 @@ impl Checker<'_> {
             other => {
                 let shown = self.show(&other);
                 self.diags.push(
-                    Diagnostic::error(Code::E0201, step.span, format!("`bounded_loop` needs a step function, but this is {shown}"))
-                        .with_label("not a function")
-                        .with_expected_found("s -{E}-> {done: Bool, value: s}", shown)
-                        .with_help("pass `fn s => …` returning `{done = …, value = …}`"),
+                    Diagnostic::error(
+                        Code::E0201,
+                        step.span,
+                        format!("`bounded_loop` needs a step function, but this is {shown}"),
+                    )
+                    .with_label("not a function")
+                    .with_expected_found("s -{E}-> {done: Bool, value: s}", shown)
+                    .with_help("pass `fn s => …` returning `{done = …, value = …}`"),
                 );
                 EffectSet::pure()
             }

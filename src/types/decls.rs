@@ -205,26 +205,45 @@ fn check_undos(decls: &[Decl], out: &mut [ToolSig], diags: &mut Vec<Diagnostic>)
     for decl in decls {
         let Decl::Tool(d) = decl else { continue };
         let Some(u) = &d.undo else { continue };
-        let Some(i) = out.iter().position(|t| t.name == d.name.name) else { continue };
+        let Some(i) = out.iter().position(|t| t.name == d.name.name) else {
+            continue;
+        };
         let from_output = match &*u.from.name {
             "output" => true,
             "input" => false,
             other => {
                 diags.push(
-                    Diagnostic::error(Code::E0219, u.from.span, format!("`undo {}({other})`: an undo is given the call's `input` or `output`", u.tool.name))
-                        .with_label("not `input` or `output`")
-                        .with_help(format!("write `undo {}(output)` to give it what the call returned", u.tool.name)),
+                    Diagnostic::error(
+                        Code::E0219,
+                        u.from.span,
+                        format!(
+                            "`undo {}({other})`: an undo is given the call's `input` or `output`",
+                            u.tool.name
+                        ),
+                    )
+                    .with_label("not `input` or `output`")
+                    .with_help(format!(
+                        "write `undo {}(output)` to give it what the call returned",
+                        u.tool.name
+                    )),
                 );
                 continue;
             }
         };
         let Some(undo) = out.iter().find(|t| t.name == u.tool.name) else {
             let names: Vec<&str> = out.iter().map(|t| &*t.name).collect();
-            let mut diag = Diagnostic::error(Code::E0219, u.tool.span, format!("the undo tool `{}` is not declared", u.tool.name))
-                .with_label("no tool with this name");
+            let mut diag = Diagnostic::error(
+                Code::E0219,
+                u.tool.span,
+                format!("the undo tool `{}` is not declared", u.tool.name),
+            )
+            .with_label("no tool with this name");
             diag = match did_you_mean(&u.tool.name, names.iter().copied()) {
                 Some(s) => diag.with_help(format!("did you mean `{s}`?")),
-                None => diag.with_help(format!("declare it too: `tool {}: In -{{Write}}-> Out;`", u.tool.name)),
+                None => diag.with_help(format!(
+                    "declare it too: `tool {}: In -{{Write}}-> Out;`",
+                    u.tool.name
+                )),
             };
             diags.push(diag);
             continue;
@@ -237,8 +256,15 @@ fn check_undos(decls: &[Decl], out: &mut [ToolSig], diags: &mut Vec<Diagnostic>)
             );
             continue;
         }
-        let have = if from_output { &out[i].output } else { &out[i].input };
-        if !matches!(have, Type::Error) && !matches!(undo.input, Type::Error) && !fits_undo(have, &undo.input) {
+        let have = if from_output {
+            &out[i].output
+        } else {
+            &out[i].input
+        };
+        if !matches!(have, Type::Error)
+            && !matches!(undo.input, Type::Error)
+            && !fits_undo(have, &undo.input)
+        {
             diags.push(
                 Diagnostic::error(
                     Code::E0219,

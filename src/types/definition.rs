@@ -51,7 +51,9 @@ pub fn check_definition(
     }
     let mut ck = Checker::new(&[], &env, &validation.recursive_refs);
     for (i, _) in vars.iter().enumerate() {
-        let m = ck.metas.fresh(value.span, "a type parameter of the signature");
+        let m = ck
+            .metas
+            .fresh(value.span, "a type parameter of the signature");
         debug_assert_eq!(m, Type::Meta(u32::try_from(i).unwrap_or(u32::MAX)));
     }
     let expected = lower_type(&sig, &env, &mut diags);
@@ -61,7 +63,9 @@ pub fn check_definition(
     ck.check_comparisons();
     let mut seen: Vec<u32> = Vec::new();
     for (i, v) in vars.iter().enumerate() {
-        let t = ck.metas.zonk(&Type::Meta(u32::try_from(i).unwrap_or(u32::MAX)));
+        let t = ck
+            .metas
+            .zonk(&Type::Meta(u32::try_from(i).unwrap_or(u32::MAX)));
         match t {
             Type::Meta(j) if !seen.contains(&j) => seen.push(j),
             other => ck.diags.push(

@@ -143,7 +143,10 @@ impl Checker<'_> {
         // Literals after the other arguments: `with_default "closed" (last
         // xs)` gets the element type from `xs`, which may be an enum.
         let is_literal = |e: &Expr| {
-            matches!(e.kind, ExprKind::Str(_) | ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_))
+            matches!(
+                e.kind,
+                ExprKind::Str(_) | ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_)
+            )
         };
         for ((arg, _), p) in args.iter().zip(&params) {
             if !is_lambda(arg) && !is_literal(arg) {
