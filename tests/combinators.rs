@@ -42,6 +42,29 @@ fn setup(name: &str, profile: &str) -> TempDir {
     dir
 }
 
+/// `lt run --json --log LOG --executors tools.toml p.lt` in `dir`.
+fn run_logged(dir: &TempDir, log: &str) -> support::Out {
+    lt_in(
+        &dir.0,
+        &[
+            "run",
+            "--json",
+            "--log",
+            log,
+            "--executors",
+            "tools.toml",
+            "p.lt",
+        ],
+        &[],
+    )
+}
+
+/// `lt replay LOG` in `dir` matches the log.
+fn assert_replays(dir: &TempDir, log: &str) {
+    let replay = lt_in(&dir.0, &["replay", log, "--json"], &[]);
+    assert_eq!(replay.code, 0, "{log}: {replay:?}");
+}
+
 fn intervals(dir: &TempDir) -> Vec<(i64, f64, f64)> {
     std::fs::read_to_string(dir.path("calls.jsonl"))
         .unwrap_or_default()
@@ -83,25 +106,13 @@ fn gather_runs_its_calls_at_once_and_replays() {
     dir.write(
         "p.lt",
         r#"tool lookup: {id: Int, sleep_ms: Int} -{Read}-> {id: Int, status: String};
-let r = gather { a = exec tool lookup {id = 1, sleep_ms = 600}, b = exec tool lookup {id = 2, sleep_ms = 100} } in
+let r = gather { a = exec tool lookup {id = 1, sleep_ms = 2000}, b = exec tool lookup {id = 2, sleep_ms = 100} } in
 let a = match r.a { Ok(x) => x.id, Err(e) => 0 } in
 let b = match r.b { Ok(x) => x.id, Err(e) => 0 } in
 a * 10 + b
 "#,
     );
-    let out = lt_in(
-        &dir.0,
-        &[
-            "run",
-            "--json",
-            "--log",
-            "run.log",
-            "--executors",
-            "tools.toml",
-            "p.lt",
-        ],
-        &[],
-    );
+    let out = run_logged(&dir, "run.log");
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(out.json()["value"], json!(12));
     let iv = intervals(&dir);
@@ -145,8 +156,7 @@ a * 10 + b
         "the 100 ms call completes first: {kinds:?}"
     );
     // The log replays, though the calls completed out of order.
-    let replay = lt_in(&dir.0, &["replay", "run.log", "--json"], &[]);
-    assert_eq!(replay.code, 0, "{replay:?}");
+    assert_replays(&dir, "run.log");
 }
 
 #[test]
@@ -155,26 +165,14 @@ fn fan_out_is_bounded_by_the_profile_and_keeps_list_order() {
     dir.write(
         "p.lt",
         r#"tool lookup: {id: Int, sleep_ms: Int} -{Read}-> {id: Int, status: String};
-let rs = fan_out (fn i => exec tool lookup {id = i, sleep_ms = if i == 0 then 700 else 250}) (range 0 5) in
+let rs = fan_out (fn i => exec tool lookup {id = i, sleep_ms = if i == 0 then 2000 else 250}) (range 0 5) in
 match traverse (fn r => r) rs {
   Ok(xs) => map (fn x => x.id) xs,
   Err(e) => []: Int
 }
 "#,
     );
-    let out = lt_in(
-        &dir.0,
-        &[
-            "run",
-            "--json",
-            "--log",
-            "run.log",
-            "--executors",
-            "tools.toml",
-            "p.lt",
-        ],
-        &[],
-    );
+    let out = run_logged(&dir, "run.log");
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(
         out.json()["value"],
@@ -192,10 +190,9 @@ match traverse (fn r => r) rs {
     assert_eq!(completed.len(), 5);
     assert!(
         !completed[0].ends_with(":0]"),
-        "item 0 (700 ms) does not complete first: {completed:?}"
+        "item 0 (2000 ms) does not complete first: {completed:?}"
     );
-    let replay = lt_in(&dir.0, &["replay", "run.log", "--json"], &[]);
-    assert_eq!(replay.code, 0, "{replay:?}");
+    assert_replays(&dir, "run.log");
 }
 
 #[test]
@@ -208,19 +205,7 @@ let r = gather { a = exec tool lookup {id = 1, crash = false}, b = exec tool loo
 {a = match r.a { Ok(x) => "ok", Err(e) => "err" }, b = match r.b { Ok(x) => "ok", Err(e) => "err" }}
 "#,
     );
-    let out = lt_in(
-        &dir.0,
-        &[
-            "run",
-            "--json",
-            "--log",
-            "run.log",
-            "--executors",
-            "tools.toml",
-            "p.lt",
-        ],
-        &[],
-    );
+    let out = run_logged(&dir, "run.log");
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(out.json()["value"], json!({"a": "ok", "b": "err"}));
     let failed: Vec<Json> = events(&dir)
@@ -229,8 +214,7 @@ let r = gather { a = exec tool lookup {id = 1, crash = false}, b = exec tool loo
         .collect();
     assert_eq!(failed.len(), 1, "{failed:?}");
     assert_eq!(failed[0]["failure"], "crashed");
-    let replay = lt_in(&dir.0, &["replay", "run.log", "--json"], &[]);
-    assert_eq!(replay.code, 0, "{replay:?}");
+    assert_replays(&dir, "run.log");
 }
 
 #[test]
@@ -245,19 +229,7 @@ let r = gather { b = exec tool lookup {id = 2, sleep_ms = 1}, c = exec tool look
 first + match r.b { Ok(x) => x.id, Err(e) => 0 } + match r.c { Ok(x) => x.id, Err(e) => 0 }
 "#,
     );
-    let out = lt_in(
-        &dir.0,
-        &[
-            "run",
-            "--json",
-            "--log",
-            "run.log",
-            "--executors",
-            "tools.toml",
-            "p.lt",
-        ],
-        &[],
-    );
+    let out = run_logged(&dir, "run.log");
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(out.json()["value"], json!(6));
     let ev = events(&dir);
@@ -299,8 +271,7 @@ first + match r.b { Ok(x) => x.id, Err(e) => 0 } + match r.c { Ok(x) => x.id, Er
         "the two calls under the intent are indented: {}",
         show.stdout
     );
-    let replay = lt_in(&dir.0, &["replay", "run.log", "--json"], &[]);
-    assert_eq!(replay.code, 0, "{replay:?}");
+    assert_replays(&dir, "run.log");
 }
 
 /// A job whose status is `running` until it has been asked `after` times.
@@ -335,22 +306,9 @@ bounded_loop 4 {{state = "unknown", polls = 0}} (fn s =>
 "#
         ),
     );
-    let out = lt_in(
-        &dir.0,
-        &[
-            "run",
-            "--json",
-            "--log",
-            "run.log",
-            "--executors",
-            "tools.toml",
-            "p.lt",
-        ],
-        &[],
-    );
+    let out = run_logged(&dir, "run.log");
     let ev = events(&dir);
-    let replay = lt_in(&dir.0, &["replay", "run.log", "--json"], &[]);
-    assert_eq!(replay.code, 0, "{replay:?}");
+    assert_replays(&dir, "run.log");
     (out, ev)
 }
 
@@ -424,19 +382,7 @@ fn booking(name: &str, body: &str) -> (support::Out, Vec<Json>, Json, TempDir) {
         "[tools.book]\ncommand = [\"python3\", \"book.py\", \"book\"]\neffects = [\"Write\"]\n[tools.cancel]\ncommand = [\"python3\", \"book.py\", \"cancel\"]\neffects = [\"Write\"]\n",
     );
     dir.write("p.lt", &format!("{BOOKING_DECLS}{body}"));
-    let out = lt_in(
-        &dir.0,
-        &[
-            "run",
-            "--json",
-            "--log",
-            "run.log",
-            "--executors",
-            "tools.toml",
-            "p.lt",
-        ],
-        &[],
-    );
+    let out = run_logged(&dir, "run.log");
     let ev = events(&dir);
     let books: Json = std::fs::read_to_string(dir.path("bookings.json"))
         .map(|t| serde_json::from_str(&t).expect("bookings.json"))
@@ -495,8 +441,7 @@ match r { Ok(x) => x, Err(e) => "rolled back" }
         cancelled,
         [&json!({"id": "car-2"}), &json!({"id": "flight-1"})]
     );
-    let replay = lt_in(&dir.0, &["replay", "run.log", "--json"], &[]);
-    assert_eq!(replay.code, 0, "{replay:?}");
+    assert_replays(&dir, "run.log");
 }
 
 #[test]
@@ -569,8 +514,7 @@ match r { Ok(x) => x, Err(e) => "err: " ++ e }
             .contains("undo@"),
         "{failed:?}"
     );
-    let replay = lt_in(&dir.0, &["replay", "run.log", "--json"], &[]);
-    assert_eq!(replay.code, 0, "{replay:?}");
+    assert_replays(&dir, "run.log");
 }
 
 #[test]
@@ -661,19 +605,7 @@ fn approvals(name: &str, profile: &str, body: &str) -> (support::Out, Vec<Json>,
         "p.lt",
         &format!("effect Delete;\ntool delete_file: {{path: String, approval: !Approval}} -{{Delete}}-> {{deleted: String}};\ntool wipe: {{path: String}} -{{Delete}}-> {{deleted: String}};\n{body}"),
     );
-    let out = lt_in(
-        &dir.0,
-        &[
-            "run",
-            "--json",
-            "--log",
-            "run.log",
-            "--executors",
-            "tools.toml",
-            "p.lt",
-        ],
-        &[],
-    );
+    let out = run_logged(&dir, "run.log");
     let ev = events(&dir);
     let deleted = std::fs::read_to_string(dir.path("deleted.txt")).unwrap_or_default();
     (out, ev, deleted, dir)
@@ -714,8 +646,7 @@ fn each_call_gets_its_own_approval_and_the_log_replays() {
     assert_eq!(decided.len(), 2);
     assert_eq!(decided[0]["decision"], "allow");
     assert_eq!(decided[0]["token"], tokens[0]);
-    let replay = lt_in(&dir.0, &["replay", "run.log", "--json"], &[]);
-    assert_eq!(replay.code, 0, "{replay:?}");
+    assert_replays(&dir, "run.log");
 }
 
 #[test]
