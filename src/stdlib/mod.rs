@@ -160,12 +160,6 @@ pub fn lookup(name: &str) -> Option<&'static Native> {
         .or_else(|| prelude::lookup(name))
 }
 
-/// True when `name` is a library function written in lt (lowering inlines
-/// its definition instead of emitting a `native` node).
-pub fn is_lt(name: &str) -> bool {
-    index(name).is_none() && prelude::lookup(name).is_some()
-}
-
 /// Every library function: the natives, then those written in lt.
 pub fn all() -> impl Iterator<Item = &'static Native> {
     NATIVES.iter().chain(prelude::entries())
