@@ -208,7 +208,11 @@ impl Checker<'_> {
                     at,
                     format!("`bounded_loop` needs its bound as an Int literal from 1 to {MAX_LOOP_BOUND}"),
                 )
-                .with_label("not a literal bound")
+                .with_label(if matches!(args.first().map(|(e, _)| &e.kind), Some(ExprKind::Int(_))) {
+                    "out of range"
+                } else {
+                    "not a literal bound"
+                })
                 .with_help("write the most iterations in the program: `bounded_loop 10 init (fn s => …)`"),
             );
         }
