@@ -21,6 +21,7 @@ pub mod exec;
 pub mod ir;
 pub mod log;
 pub mod runtime;
+pub mod schema;
 pub mod scope;
 pub mod source;
 pub mod stdlib;

@@ -42,6 +42,7 @@ pub mod replay;
 pub mod resume;
 pub mod run;
 mod session;
+pub mod tools;
 
 use crate::runtime::limits::Limits;
 
@@ -214,6 +215,13 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Tool schemas in and out: `lt tools import FILE`, `lt tools import
+    /// --mcp -- COMMAND…`, `lt tools export --format openai|anthropic|mcp FILE`.
+    Tools {
+        /// What to do.
+        #[command(subcommand)]
+        action: tools::ToolsAction,
+    },
     /// Print the explanation of an error code, e.g. `lt explain E0202`.
     Explain {
         /// The code (`E0202`, `e0202` or `202`).
@@ -297,6 +305,7 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             color: color_on(color),
         }),
         Command::Compat { args } => crate::compat::run(&args),
+        Command::Tools { action } => tools::run(action),
         Command::Explain { code } => explain(&code),
     };
     if WRITE_FAILED.load(std::sync::atomic::Ordering::Relaxed) {

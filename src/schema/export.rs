@@ -1,0 +1,1 @@
+//! lt declarations → JSON Schema tool definitions. (Being written.)

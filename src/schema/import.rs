@@ -1,0 +1,1 @@
+//! JSON Schema tool definitions → lt declarations. (Being written.)
