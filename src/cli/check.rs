@@ -168,17 +168,28 @@ fn ir_text(file: &SourceFile, a: &Analysis) -> Option<String> {
 
 /// Prints the diagnostics of a rejected program on stderr, with a count.
 pub fn print_diagnostics(file: &SourceFile, a: &Analysis, color: bool) {
+    print_diagnostic_list(file, &a.diagnostics, a.truncated, color);
+}
+
+/// Prints `diagnostics` (and `truncated` more not kept) on stderr as `lt
+/// check` does, with a count; for every command that checks a source text.
+pub fn print_diagnostic_list(
+    file: &SourceFile,
+    diagnostics: &[crate::diag::Diagnostic],
+    truncated: usize,
+    color: bool,
+) {
     {
         use std::io::Write as _;
         super::note_write(write!(
             std::io::stderr().lock(),
             "{}",
-            render(file, &a.diagnostics, color)
+            render(file, diagnostics, color)
         ));
     }
-    let n = a.diagnostics.len() + a.truncated;
-    if a.truncated > 0 {
-        err!("… and {} more errors not shown", a.truncated);
+    let n = diagnostics.len() + truncated;
+    if truncated > 0 {
+        err!("… and {truncated} more errors not shown");
     }
     err!(
         "error: {} found in {}",

@@ -317,7 +317,8 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
     ExitCode::from(code)
 }
 
-fn color_on(color: Color) -> bool {
+/// Whether to colour stderr's human output.
+pub(crate) fn color_on(color: Color) -> bool {
     match color {
         Color::Always => true,
         Color::Never => false,

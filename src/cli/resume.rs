@@ -167,6 +167,8 @@ pub fn run(opts: &ResumeOptions) -> u8 {
         Err(f) => return fail_usage(&run_opts, &f),
     };
     let host = ExecutorHost::new(registry, runtime.handle().clone());
+    // Kept to end the session's MCP servers once the program has run.
+    let executors = host.clone();
     let session = reopened.writer.session().to_string();
     let sink: Box<dyn EventSink> = Box::new(reopened.writer);
     let mut live = ControlPlane::new(host, profile.clone(), &ir.tools, sink, session)
@@ -190,6 +192,7 @@ pub fn run(opts: &ResumeOptions) -> u8 {
     let started = Instant::now();
     let (result, stats) = run_program(&run_opts, &ir, &mut host);
     let elapsed = started.elapsed();
+    executors.shutdown();
     let divergence = host
         .divergence()
         .map(|d| format!("non-determinism {d}"))

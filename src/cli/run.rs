@@ -79,6 +79,8 @@ pub fn run(opts: &RunOptions) -> u8 {
         }
     }
     let host = ExecutorHost::new(registry, runtime.handle().clone());
+    // Kept to end the session's MCP servers once the program has run.
+    let executors = host.clone();
     let session = match super::session::start(opts, &file) {
         Ok(s) => s,
         Err(f) => return fail_usage(opts, &f),
@@ -97,6 +99,7 @@ pub fn run(opts: &RunOptions) -> u8 {
     let started = Instant::now();
     let (result, stats) = run_program(opts, &ir, &mut plane);
     let elapsed = started.elapsed();
+    executors.shutdown();
     let _ = plane.record(super::session::ended(&file, &ir, &result, stats));
     let log_error = plane.log_error().map(str::to_string);
     // The log file is closed (its buffer written), and the client channel's

@@ -81,7 +81,7 @@ fn live() -> MutexGuard<'static, Live> {
 /// empty, the kill fails harmlessly with ESRCH (short of the pid counter
 /// wrapping around within the microseconds between the reap and the kill).
 #[derive(Debug)]
-struct Group {
+pub(crate) struct Group {
     pgid: Pid,
 }
 
@@ -89,7 +89,7 @@ impl Group {
     /// Spawns `command` (which must ask for a new process group) and
     /// registers its group. The registry is locked across the spawn, so
     /// [`stop_all`] never misses a tool that is just starting.
-    fn spawn(command: &mut Command) -> std::io::Result<(Child, Group)> {
+    pub(crate) fn spawn(command: &mut Command) -> std::io::Result<(Child, Group)> {
         let mut live = live();
         let child = command.spawn()?;
         let pid = child
@@ -108,7 +108,7 @@ impl Group {
 
     /// Sends SIGKILL to every process of the group (errors, such as an
     /// already empty group, are ignored).
-    fn kill(&self) {
+    pub(crate) fn kill(&self) {
         let _ = killpg(self.pgid, Signal::SIGKILL);
     }
 }
@@ -120,7 +120,8 @@ impl Drop for Group {
     }
 }
 
-/// Kills the process group of every running tool and makes any tool that
+/// Kills the process group of every running tool (MCP servers included:
+/// they are started through [`Group::spawn`] too) and makes any tool that
 /// starts from now on be killed at once. Returns how many groups were
 /// running. For the signal forwarding of lt; there is no way back.
 pub(crate) fn stop_all() -> usize {
@@ -185,6 +186,21 @@ impl CommandTool {
             env,
             timeout,
         }
+    }
+
+    /// The parts an MCP server table shares with a command table, checked
+    /// the same way (`config.rs`): `command` as written, the program to
+    /// start, its arguments, the working directory and the environment.
+    pub(crate) fn into_parts(
+        self,
+    ) -> (
+        Vec<String>,
+        PathBuf,
+        Vec<String>,
+        PathBuf,
+        BTreeMap<String, String>,
+    ) {
+        (self.written, self.program, self.args, self.cwd, self.env)
     }
 
     pub(crate) fn describe(&self) -> String {
@@ -421,7 +437,7 @@ fn exit_failure(name: &str, status: ExitStatus, stderr: &str) -> ToolFailure {
 
 /// The name of a signal number, for the common ones.
 #[cfg(unix)]
-fn signal_name(signal: i32) -> Option<&'static str> {
+pub(crate) fn signal_name(signal: i32) -> Option<&'static str> {
     Some(match signal {
         1 => "SIGHUP",
         2 => "SIGINT",
@@ -505,7 +521,7 @@ async fn read_tail(pipe: Option<impl AsyncRead + Unpin>, tail: &mut Tail) {
 
 /// `word` as a shell would need it written: plain if it is safe, quoted
 /// otherwise.
-fn shell_word(word: &str) -> String {
+pub(crate) fn shell_word(word: &str) -> String {
     let plain = !word.is_empty()
         && word
             .chars()

@@ -14,9 +14,11 @@
 //! without `=` or NUL, and no string holds a NUL byte. Relative paths are
 //! joined to the configuration folder with their `.` components dropped.
 
+use super::checks::Checks;
 use super::command::{dir_problem, CommandTool};
 use super::fixed::{FixedTool, Response};
 use super::http::HttpTool;
+use super::mcp::McpTool;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 use serde_json::Value as Json;
@@ -77,6 +79,8 @@ pub struct Registry {
     effects: BTreeMap<String, Vec<String>>,
     /// The tools declared `idempotent = true`.
     idempotent: std::collections::BTreeSet<String>,
+    /// The run-time checks of each tool that has a `checks` table.
+    checks: BTreeMap<String, std::sync::Arc<Checks>>,
 }
 
 /// One tool's executor.
@@ -85,6 +89,8 @@ pub(crate) enum Tool {
     Command(CommandTool),
     Http(HttpTool),
     Fixed(FixedTool),
+    /// `mcp = { command = […], tool = "…" }`: a tool of an MCP server.
+    Mcp(McpTool),
     /// `venue = "client"`: lt does not run it; the control plane hands the
     /// call to the client. The duration is how long to wait for the report
     /// (`None`: only the run's own deadline).
@@ -160,6 +166,7 @@ impl Registry {
         let mut tools = BTreeMap::new();
         let mut effects = BTreeMap::new();
         let mut idempotent = std::collections::BTreeSet::new();
+        let mut checks = BTreeMap::new();
         for (name, mut table) in raw.tools {
             let span = table.span();
             if table.get_ref().idempotent == Some(true) {
@@ -183,6 +190,13 @@ impl Registry {
                     labels.into_iter().filter(|l| l != "Pure").collect(),
                 );
             }
+            if let Some(raw_checks) = table.get_mut().checks.take() {
+                let client = table.get_ref().venue.as_ref().map(|v| v.get_ref().as_str())
+                    == Some("client");
+                let compiled = build_checks(&name, raw_checks, client)
+                    .map_err(|e| err(e.span, e.message, e.help))?;
+                checks.insert(name.clone(), std::sync::Arc::new(compiled));
+            }
             let tool = build_tool(&name, table.into_inner(), &folder)
                 .map_err(|e| err(Some(e.span.unwrap_or(span.clone())), e.message, e.help))?;
             tools.insert(name, tool);
@@ -192,6 +206,7 @@ impl Registry {
             tools,
             effects,
             idempotent,
+            checks,
         })
     }
 
@@ -260,6 +275,7 @@ impl Registry {
             Tool::Command(c) => c.describe(),
             Tool::Http(h) => h.describe(),
             Tool::Fixed(f) => f.describe(),
+            Tool::Mcp(m) => m.describe(),
             Tool::Client(None) => "client venue (stdout/stdin)".to_string(),
             Tool::Client(Some(t)) => {
                 format!("client venue (stdout/stdin, timeout {} ms)", t.as_millis())
@@ -279,6 +295,11 @@ impl Registry {
 
     pub(crate) fn get(&self, tool: &str) -> Option<&Tool> {
         self.tools.get(tool)
+    }
+
+    /// The run-time checks of `tool` (its `checks` table), if any.
+    pub(crate) fn checks(&self, tool: &str) -> Option<&Checks> {
+        self.checks.get(tool).map(std::sync::Arc::as_ref)
     }
 }
 
@@ -383,8 +404,32 @@ struct RawTool {
     timeout_ms: Option<Spanned<toml::Value>>,
     http: Option<Spanned<RawHttp>>,
     fixed: Option<Spanned<RawFixed>>,
+    mcp: Option<Spanned<RawMcp>>,
     venue: Option<Spanned<String>>,
     idempotent: Option<bool>,
+    checks: Option<Spanned<RawChecks>>,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a checks table: `{ input = { …JSON Schema… }, output = { … } }`"
+)]
+struct RawChecks {
+    input: Option<Spanned<toml::Value>>,
+    output: Option<Spanned<toml::Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "an mcp table such as `{ command = [\"mcp-server-time\"], tool = \"get_current_time\" }`"
+)]
+struct RawMcp {
+    command: Option<Spanned<Vec<Spanned<String>>>>,
+    tool: Option<Spanned<String>>,
+    cwd: Option<Spanned<String>>,
+    env: Option<Spanned<BTreeMap<Spanned<String>, Spanned<String>>>>,
 }
 
 #[derive(Deserialize)]
@@ -456,6 +501,7 @@ fn build_tool(name: &str, raw: RawTool, folder: &Path) -> Result<Tool, ToolError
         raw.command.as_ref().map(|_| "command"),
         raw.http.as_ref().map(|_| "http"),
         raw.fixed.as_ref().map(|_| "fixed"),
+        raw.mcp.as_ref().map(|_| "mcp"),
     ]
     .into_iter()
     .flatten()
@@ -469,8 +515,8 @@ fn build_tool(name: &str, raw: RawTool, folder: &Path) -> Result<Tool, ToolError
         return Err(tool_error(
             name,
             None,
-            &format!("give exactly one of command, http or fixed ({found})"),
-            Some("`command = [\"python3\", \"tools/x.py\"]` runs a program per call; `http = { url = \"…\" }` posts to a URL; `fixed = { ok = … }` answers with a canned result"),
+            &format!("give exactly one of command, http, fixed or mcp ({found})"),
+            Some("`command = [\"python3\", \"tools/x.py\"]` runs a program per call; `http = { url = \"…\" }` posts to a URL; `fixed = { ok = … }` answers with a canned result; `mcp = { command = [\"mcp-server-time\"], tool = \"get_current_time\" }` calls a tool of an MCP server"),
         ));
     }
     let timeout = match &raw.timeout_ms {
@@ -489,6 +535,24 @@ fn build_tool(name: &str, raw: RawTool, folder: &Path) -> Result<Tool, ToolError
     };
     if let Some(command) = raw.command {
         return build_command(name, command, raw.cwd, raw.env, timeout, folder).map(Tool::Command);
+    }
+    if let Some(mcp) = raw.mcp {
+        for (key, span) in [
+            ("cwd", raw.cwd.as_ref().map(Spanned::span)),
+            ("env", raw.env.as_ref().map(Spanned::span)),
+        ] {
+            if let Some(span) = span {
+                return Err(tool_error(
+                    name,
+                    Some(span),
+                    &format!("`{key}` of an MCP server goes inside the mcp table"),
+                    Some(&format!(
+                        "e.g. `mcp = {{ command = [\"python3\", \"server.py\"], tool = \"…\", {key} = … }}`"
+                    )),
+                ));
+            }
+        }
+        return build_mcp(name, mcp, timeout, folder).map(Tool::Mcp);
     }
     for (key, span) in [
         ("cwd", raw.cwd.as_ref().map(Spanned::span)),
@@ -527,11 +591,64 @@ fn build_tool(name: &str, raw: RawTool, folder: &Path) -> Result<Tool, ToolError
 
 /// A `venue = "client"` table: no executor of lt's own; only `timeout_ms`,
 /// `effects` and `idempotent` beside it.
+/// Compiles a `checks` table (see `checks.rs`); each schema must be a TOML
+/// table (a JSON Schema object) or a boolean.
+fn build_checks(name: &str, raw: Spanned<RawChecks>, client: bool) -> Result<Checks, ToolError> {
+    let span = raw.span();
+    if client {
+        return Err(tool_error(
+            name,
+            Some(span),
+            "`checks` applies to tools lt runs; a client-venue tool's report is checked against its declared type only",
+            Some("remove `checks`, or remove `venue = \"client\"` for lt to run the tool"),
+        ));
+    }
+    let raw = raw.into_inner();
+    let mut schemas = [None, None];
+    for (slot, (key, value)) in schemas
+        .iter_mut()
+        .zip([("input", raw.input), ("output", raw.output)])
+    {
+        let Some(value) = value else { continue };
+        let at = value.span();
+        let json = match value.get_ref() {
+            v @ (toml::Value::Table(_) | toml::Value::Boolean(_)) => convert(v),
+            _ => None,
+        };
+        match json {
+            Some(j) => *slot = Some((j, at)),
+            None => {
+                return Err(tool_error(
+                    name,
+                    Some(at),
+                    &format!("checks.{key} must be a JSON Schema written as a TOML table"),
+                    Some("e.g. `input = { properties = { start = { format = \"date-time\" } } }`"),
+                ))
+            }
+        }
+    }
+    let [input, output] = schemas;
+    let at = |which: &str| {
+        let s = if which.starts_with("input") { &input } else { &output };
+        s.as_ref().map(|(_, at)| at.clone())
+    };
+    Checks::compile(input.as_ref().map(|(j, _)| j), output.as_ref().map(|(j, _)| j)).map_err(
+        |e| ToolError {
+            span: at(&e).or(Some(span)),
+            message: format!("tool {name}: checks.{e}"),
+            help: Some(
+                "the checks are JSON Schema (draft 2020-12): `format`, `minimum`, `maxLength`, `pattern`, …".into(),
+            ),
+        },
+    )
+}
+
 fn build_client(name: &str, raw: RawTool) -> Result<Tool, ToolError> {
     for (key, span) in [
         ("command", raw.command.as_ref().map(Spanned::span)),
         ("http", raw.http.as_ref().map(Spanned::span)),
         ("fixed", raw.fixed.as_ref().map(Spanned::span)),
+        ("mcp", raw.mcp.as_ref().map(Spanned::span)),
         ("cwd", raw.cwd.as_ref().map(Spanned::span)),
         ("env", raw.env.as_ref().map(Spanned::span)),
     ] {
@@ -709,6 +826,48 @@ fn build_command(
     };
     let written: Vec<String> = argv.into_iter().map(Spanned::into_inner).collect();
     Ok(CommandTool::new(written, program, cwd, vars, timeout))
+}
+
+/// Checks an mcp table: its server as a command table is checked (program,
+/// `cwd`, `env`), and `tool` names the tool on the server.
+fn build_mcp(
+    name: &str,
+    raw: Spanned<RawMcp>,
+    timeout: Duration,
+    folder: &Path,
+) -> Result<McpTool, ToolError> {
+    let span = raw.span();
+    let raw = raw.into_inner();
+    let Some(command) = raw.command else {
+        return Err(tool_error(
+            name,
+            Some(span),
+            "the mcp table has no `command`: the server's program and its arguments",
+            Some("e.g. `mcp = { command = [\"python3\", \"server.py\"], tool = \"get_current_time\" }`"),
+        ));
+    };
+    let tool = match raw.tool {
+        None => {
+            return Err(tool_error(
+                name,
+                Some(span),
+                "the mcp table has no `tool`: the name of the tool on the server",
+                Some("e.g. `tool = \"get_current_time\"`; `lt tools import --mcp -- COMMAND…` lists a server's tools"),
+            ))
+        }
+        Some(t) if t.get_ref().trim().is_empty() => {
+            return Err(tool_error(
+                name,
+                Some(t.span()),
+                "`tool` is empty: give the name of the tool on the server",
+                None,
+            ))
+        }
+        Some(t) => t.into_inner(),
+    };
+    let server = build_command(name, command, raw.cwd, raw.env, timeout, folder)?;
+    let (written, program, args, cwd, env) = server.into_parts();
+    Ok(McpTool::new(&written, program, args, cwd, env, tool, timeout))
 }
 
 const NUL_HELP: &str = "a NUL byte cannot be passed to a program; remove it";

@@ -58,10 +58,12 @@
 //! [`install_signal_forwarding`] makes SIGINT, SIGTERM and SIGHUP sent to lt
 //! kill the running tools before lt exits.
 
+mod checks;
 mod command;
 mod config;
 mod fixed;
 mod http;
+mod mcp;
 mod text;
 
 pub use command::{EXIT_GRACE, MAX_OUTPUT_BYTES, STDERR_KEEP_BYTES};
@@ -70,6 +72,7 @@ pub use config::{
     read_config_bytes, read_config_text, ConfigError, Registry, Venue, DEFAULT_TIMEOUT,
     MAX_CONFIG_BYTES,
 };
+pub use mcp::{list_tools, IDEMPOTENCY_META_KEY, PING_GRACE, SHUTDOWN_GRACE};
 pub(crate) use text::check_shape;
 pub use text::{MAX_OUTPUT_DEPTH, MAX_OUTPUT_VALUES};
 
@@ -101,6 +104,9 @@ pub struct ExecutorHost {
     /// One client for every `http` tool (its connection pool is shared).
     /// `Err`: it could not be built; every `http` call reports why.
     client: Result<reqwest::Client, String>,
+    /// The session's MCP servers (one process per distinct server; killed
+    /// when the last clone of the host is dropped).
+    mcp: Arc<mcp::Servers>,
 }
 
 impl ExecutorHost {
@@ -115,7 +121,28 @@ impl ExecutorHost {
             registry: Arc::new(registry),
             handle,
             client,
+            mcp: Arc::default(),
         }
+    }
+
+    /// Ends the session's MCP servers gracefully: each has its stdin closed
+    /// and [`SHUTDOWN_GRACE`] to exit, all at once, before its process group
+    /// is killed; no server starts after this (a later call of an MCP tool
+    /// fails as `Unavailable`). Blocks until they are gone, at most about
+    /// [`SHUTDOWN_GRACE`] plus a second. Call it from outside the runtime
+    /// (the thread that runs the program), when the program has ended.
+    /// Idempotent; without it the servers are killed, without grace, when
+    /// the last clone of the host is dropped.
+    pub fn shutdown(&self) {
+        let servers = self.mcp.clone();
+        let (sender, receiver) = std::sync::mpsc::channel();
+        drop(self.handle.spawn(async move {
+            servers.shutdown().await;
+            let _ = sender.send(());
+        }));
+        // A runtime that is shutting down may never run the task.
+        let _ = receiver.recv_timeout(SHUTDOWN_GRACE + Duration::from_secs(1));
+        self.mcp.kill_all();
     }
 
     /// The registry the host runs.
@@ -129,7 +156,30 @@ impl ExecutorHost {
     /// the tool (`LT_IDEMPOTENCY_KEY` for commands, an `Idempotency-Key`
     /// header for HTTP). For callers already inside the runtime (e.g. to run
     /// independent calls concurrently); [`Host::call`] wraps it.
+    ///
+    /// The tool's `checks` (tools.toml) apply around the executor: a failing
+    /// argument is an `Err` without running the tool, a failing result an
+    /// `Err` (`BadOutput`).
     pub async fn call_async(
+        &self,
+        tool: &str,
+        arg: &Json,
+        time_left: Option<Duration>,
+        key: Option<&str>,
+    ) -> Outcome {
+        let checks = self.registry.checks(tool);
+        if let Some(c) = checks {
+            c.check_input(tool, arg)?;
+        }
+        let result = self.run_executor(tool, arg, time_left, key).await?;
+        if let Some(c) = checks {
+            c.check_output(tool, &result)?;
+        }
+        Ok(result)
+    }
+
+    /// [`ExecutorHost::call_async`] without the checks.
+    async fn run_executor(
         &self,
         tool: &str,
         arg: &Json,
@@ -160,6 +210,13 @@ impl ExecutorHost {
                 ),
             }),
             Tool::Fixed(f) => f.call(tool),
+            Tool::Mcp(m) => {
+                let timeout = limit(m.timeout);
+                if timeout.is_zero() {
+                    return timed_out(timeout);
+                }
+                m.call(&self.mcp, tool, arg, timeout, key).await
+            }
             Tool::Command(c) => {
                 let timeout = limit(c.timeout);
                 if timeout.is_zero() {
@@ -190,7 +247,15 @@ impl Host for ExecutorHost {
         // trip through the runtime (this keeps the per-call overhead of the
         // interpreter itself measurable: `cargo bench --bench run`).
         if let Some(Tool::Fixed(f)) = self.registry.get(request.tool) {
-            return f.call(request.tool);
+            let checks = self.registry.checks(request.tool);
+            if let Some(c) = checks {
+                c.check_input(request.tool, &request.arg)?;
+            }
+            let result = f.call(request.tool)?;
+            if let Some(c) = checks {
+                c.check_output(request.tool, &result)?;
+            }
+            return Ok(result);
         }
         let host = self.clone();
         let tool = request.tool.to_string();

@@ -20,6 +20,12 @@ pub struct ParseState {
     pub recovered: Vec<ErrorRecovery<usize, Tok, LexError>>,
     /// Diagnostics raised by the actions themselves.
     pub diags: Vec<Diagnostic>,
+    /// Whether a text without an expression is a whole (a declarations
+    /// file, [`parse_declarations`](super::parse_declarations)) rather than
+    /// a program missing its expression (E0104).
+    pub expression_optional: bool,
+    /// Set when the text has no expression after its declarations.
+    pub expression_missing: bool,
     depth_reported: bool,
 }
 
@@ -244,7 +250,8 @@ pub fn broken_tool_decl(name: Ident, l: usize, r: usize) -> Decl {
     })
 }
 
-/// The whole program; a missing expression is reported as `E0104`.
+/// The whole program; a missing expression is reported as `E0104`
+/// (unless [`ParseState::expression_optional`]; it is then an error node).
 pub fn program(
     st: &mut ParseState,
     decls: Vec<Decl>,
@@ -254,6 +261,10 @@ pub fn program(
 ) -> Program {
     let body = body.unwrap_or_else(|| {
         let at = span(r, r);
+        st.expression_missing = true;
+        if st.expression_optional {
+            return Expr::error(at);
+        }
         st.diags.push(
             Diagnostic::error(Code::E0104, at, "the program has no expression")
                 .with_label("expected an expression after the declarations")

@@ -16,6 +16,7 @@
 
 pub mod ast;
 pub mod build;
+pub mod doc;
 pub mod repair;
 pub mod token;
 pub mod validate;
@@ -43,6 +44,23 @@ pub const MAX_DEPTH: u32 = 1000;
 /// Parses a whole program. Always returns a tree; `diags` holds every lexical
 /// and syntax error found (empty when the program parsed cleanly).
 pub fn parse(text: &str) -> (Program, Vec<Diagnostic>) {
+    let (program, _, diags) = parse_with(text, false);
+    (program, diags)
+}
+
+/// Parses a declarations file: declarations (`tool`, `type`, `effect`),
+/// optionally followed by an expression. Unlike [`parse`], a text without an
+/// expression is not an error (no E0104); the returned flag says whether
+/// there was one (when not, the program's body is an error node at the end).
+/// Every other lexical and syntax error is reported as [`parse`] reports it.
+pub fn parse_declarations(text: &str) -> (Program, bool, Vec<Diagnostic>) {
+    let (program, missing, diags) = parse_with(text, true);
+    (program, !missing, diags)
+}
+
+/// The parse driver; `expression_optional` is [`build::ParseState`]'s flag.
+/// Returns the tree, whether the expression is missing, and the diagnostics.
+fn parse_with(text: &str, expression_optional: bool) -> (Program, bool, Vec<Diagnostic>) {
     let (tokens, mut diags) = token::lex(text);
     let end = text.len();
     if diags.iter().any(|d| d.code == Code::E0103) {
@@ -55,10 +73,12 @@ pub fn parse(text: &str) -> (Program, Vec<Diagnostic>) {
                 body,
                 span: Span::new(0, end),
             },
+            false,
             diags,
         );
     }
     let mut st = build::ParseState::default();
+    st.expression_optional = expression_optional;
     let parser = grammar::lt::ProgramParser::new();
     let result = parser.parse(&mut st, tokens.into_iter().map(Ok::<_, LexError>));
     let program = match result {
@@ -92,7 +112,7 @@ pub fn parse(text: &str) -> (Program, Vec<Diagnostic>) {
         lines_seen.insert(line) || d.code == Code::E0301
     });
     diags.dedup_by(|a, b| a.span == b.span && a.code == b.code);
-    (program, diags)
+    (program, st.expression_missing, diags)
 }
 
 fn describe_expected(expected: &[String]) -> Vec<String> {

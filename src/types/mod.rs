@@ -23,6 +23,7 @@
 pub mod builtins;
 pub mod calls;
 pub mod combinators;
+pub mod declarations;
 pub mod decls;
 pub mod definition;
 pub mod fields;
@@ -38,6 +39,7 @@ use crate::diag::{Code, Diagnostic};
 use crate::source::Span;
 use crate::syntax::ast::{Expr, ExprKind, Name, Program};
 use crate::syntax::{self, validate};
+pub use declarations::{check_declarations, Declarations, DeclaredAlias, DeclaredTool};
 pub use decls::ToolSig;
 pub use definition::check_definition;
 use rustc_hash::FxHashMap as HashMap;
@@ -129,22 +131,33 @@ impl Analysis {
 /// dropped, because they describe the guess rather than the program.
 pub fn check_source(text: &str) -> Analysis {
     let (program, diags) = syntax::parse(text);
-    let broken_lines: Vec<std::ops::Range<u32>> = diags
+    let broken_lines = broken_lines(text, &diags);
+    let mut analysis = check_program(program, diags);
+    drop_guesses(&mut analysis.diagnostics, &broken_lines);
+    analysis
+}
+
+/// The lines (byte ranges) on which the parser had to recover from a syntax error.
+fn broken_lines(text: &str, parse_diags: &[Diagnostic]) -> Vec<std::ops::Range<u32>> {
+    parse_diags
         .iter()
         .filter(|d| {
             (d.code < Code::E0201 && !matches!(d.code, Code::E0004 | Code::E0005))
                 || d.code == Code::E0301
         })
         .map(|d| line_range(text, d.span))
-        .collect();
-    let mut analysis = check_program(program, diags);
-    if !broken_lines.is_empty() {
-        analysis.diagnostics.retain(|d| {
+        .collect()
+}
+
+/// Drops the type diagnostics on `broken` lines: they describe the parser's
+/// guess rather than the program.
+fn drop_guesses(diags: &mut Vec<Diagnostic>, broken: &[std::ops::Range<u32>]) {
+    if !broken.is_empty() {
+        diags.retain(|d| {
             let syntax_phase = d.code.as_str() < "E0200" || d.code == Code::E0301;
-            syntax_phase || !broken_lines.iter().any(|r| r.contains(&d.span.start))
+            syntax_phase || !broken.iter().any(|r| r.contains(&d.span.start))
         });
     }
-    analysis
 }
 
 /// The byte range of the lines a span touches.

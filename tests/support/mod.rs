@@ -1,8 +1,11 @@
 //! Helpers shared by the tests that drive the built binaries: a fresh
 //! temporary folder per test, running `lt` and capturing what it printed,
-//! and the example programs lowered to IR. Each test crate uses a part of
-//! it (`mod support;`), hence `dead_code` is allowed.
+//! and the example programs lowered to IR; `mcp.rs`, the Python venv with
+//! the MCP servers. Each test crate uses a part of it (`mod support;`),
+//! hence `dead_code` is allowed.
 #![allow(dead_code)]
+
+pub mod mcp;
 
 use lt::ir::{lower::lower, Ir};
 use serde_json::Value as Json;

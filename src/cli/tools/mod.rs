@@ -28,6 +28,9 @@ pub enum ToolsAction {
         /// Write `tools.lt` and `tools.toml` into this folder instead of printing them.
         #[arg(long, value_name = "DIR")]
         out: Option<String>,
+        /// With `--out`: replace `tools.lt` and `tools.toml` if they exist.
+        #[arg(long, requires = "out")]
+        force: bool,
     },
     /// Print JSON Schema tool definitions for the tools a file declares.
     Export {
@@ -48,12 +51,14 @@ pub fn run(action: ToolsAction) -> u8 {
             mcp,
             command,
             out,
+            force,
         } => import::run(&import::ImportOptions {
             file,
             format,
             mcp,
             command,
             out,
+            force,
         }),
         ToolsAction::Export { format, file } => export::run(format, &file),
     }

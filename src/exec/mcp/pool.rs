@@ -1,0 +1,187 @@
+//! The MCP servers of one session: one process per distinct server, started
+//! on first use, replaced after it dies, stopped when the session ends.
+
+use super::conn::{Connection, Death, Failure, ServerSpec};
+use super::{initialize, server_failure, StartFailure};
+use crate::runtime::host::{FailureKind, ToolFailure};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How long a server may take to exit once its stdin is closed at the end of
+/// a session, before its process group is killed: 1 s.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(1000);
+
+/// The session's servers, by spec. Dropping it kills every server's process
+/// group.
+#[derive(Debug, Default)]
+pub(crate) struct Servers {
+    slots: Mutex<HashMap<ServerSpec, Arc<Slot>>>,
+    /// Set by [`Servers::shutdown`]: no server starts any more.
+    ended: AtomicBool,
+}
+
+/// One server's current connection. The async lock serialises starts: the
+/// calls of a batch that find no server wait for the one start.
+#[derive(Debug, Default)]
+struct Slot {
+    current: tokio::sync::Mutex<Option<Arc<Connection>>>,
+}
+
+impl Servers {
+    fn slots(&self) -> MutexGuard<'_, HashMap<ServerSpec, Arc<Slot>>> {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The live connection to `spec`'s server, started (and initialized) now
+    /// if there is none or the last one died, all before `deadline`. `tool`
+    /// and `label` name the call and the server in failures.
+    pub(crate) async fn connection(
+        &self,
+        spec: &ServerSpec,
+        label: &str,
+        tool: &str,
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Result<Arc<Connection>, ToolFailure> {
+        let ended = || ToolFailure {
+            kind: FailureKind::Unavailable,
+            message: format!(
+                "tool {tool}: the session has ended; the MCP server `{label}` is not started again"
+            ),
+        };
+        if self.ended.load(Ordering::SeqCst) {
+            return Err(ended());
+        }
+        let slot = self.slots().entry(spec.clone()).or_default().clone();
+        let waited = tokio::time::timeout_at(deadline, slot.current.lock()).await;
+        let Ok(mut current) = waited else {
+            return Err(ToolFailure {
+                kind: FailureKind::TimedOut,
+                message: format!(
+                    "tool {tool} timed out after {} ms waiting for the MCP server `{label}` to start",
+                    timeout.as_millis()
+                ),
+            });
+        };
+        if let Some(conn) = current.as_ref() {
+            if conn.death().is_none() {
+                return Ok(conn.clone());
+            }
+        }
+        // Checked again under the lock: a shutdown may have come meanwhile.
+        if self.ended.load(Ordering::SeqCst) {
+            return Err(ended());
+        }
+        *current = None;
+        let conn = Connection::start(spec, label.to_string()).map_err(|e| ToolFailure {
+            kind: FailureKind::Unavailable,
+            message: format!(
+                "tool {tool} could not be started: the MCP server `{label}`: {}: {e}",
+                spec.program.display()
+            ),
+        })?;
+        let conn = Arc::new(conn);
+        match initialize(&conn, deadline).await {
+            Ok(()) => {
+                *current = Some(conn.clone());
+                Ok(conn)
+            }
+            Err(failure) => {
+                let stopped = Death {
+                    kind: FailureKind::Unavailable,
+                    what: "was stopped: its start failed".to_string(),
+                };
+                let message = start_failure(&conn, tool, timeout, failure);
+                conn.stop(stopped);
+                Err(message)
+            }
+        }
+    }
+
+    /// Closes every server gracefully (stdin closed, [`SHUTDOWN_GRACE`] to
+    /// exit, then the process group killed), all at once; no server starts
+    /// after this.
+    pub(crate) async fn shutdown(&self) {
+        self.ended.store(true, Ordering::SeqCst);
+        let slots: Vec<Arc<Slot>> = self.slots().values().cloned().collect();
+        let mut closing = Vec::new();
+        for slot in slots {
+            closing.push(tokio::spawn(async move {
+                // A start in progress finishes (or fails) first.
+                let conn = slot.current.lock().await.take();
+                if let Some(conn) = conn {
+                    let death = Death {
+                        kind: FailureKind::Unavailable,
+                        what: "was shut down: the session ended".to_string(),
+                    };
+                    conn.close(death, SHUTDOWN_GRACE).await;
+                }
+            }));
+        }
+        for task in closing {
+            let _ = task.await;
+        }
+    }
+
+    /// Kills every server's process group now (what dropping does, for a
+    /// caller that cannot wait).
+    pub(crate) fn kill_all(&self) {
+        self.ended.store(true, Ordering::SeqCst);
+        for slot in self.slots().drain().map(|(_, slot)| slot) {
+            if let Ok(mut current) = slot.current.try_lock() {
+                current.take();
+            }
+        }
+    }
+}
+
+/// The failure of a call whose server did not start: it could not be run,
+/// exited, refused `initialize`, or did not answer it in time.
+fn start_failure(
+    conn: &Connection,
+    tool: &str,
+    timeout: Duration,
+    failure: StartFailure,
+) -> ToolFailure {
+    let label = conn.label();
+    let failure = match failure {
+        StartFailure::Request(f) => f,
+        StartFailure::Incompatible(why) => {
+            return ToolFailure {
+                kind: FailureKind::Unavailable,
+                message: format!(
+                    "tool {tool} could not be started: the MCP server `{label}` {why}"
+                ),
+            }
+        }
+    };
+    match failure {
+        Failure::TimedOut => ToolFailure {
+            kind: FailureKind::TimedOut,
+            message: format!(
+                "tool {tool} timed out after {} ms: the MCP server `{label}` did not answer `initialize`{}",
+                timeout.as_millis(),
+                conn.diagnostics()
+            ),
+        },
+        Failure::Dead(death) => ToolFailure {
+            kind: FailureKind::Unavailable,
+            message: format!(
+                "tool {tool} could not be started: the MCP server `{label}` {} before it answered `initialize`{}",
+                death.what,
+                conn.diagnostics()
+            ),
+        },
+        rpc @ Failure::Rpc { .. } => ToolFailure {
+            kind: FailureKind::Unavailable,
+            message: format!(
+                "tool {tool} could not be started: the MCP server `{label}` refused `initialize`: {}{}",
+                server_failure(&rpc),
+                conn.diagnostics()
+            ),
+        },
+    }
+}

@@ -1,1 +1,0 @@
-//! JSON Schema tool definitions → lt declarations. (Being written.)

@@ -1,0 +1,355 @@
+//! JSON Schema tool definitions → lt declarations and a `tools.toml`
+//! skeleton (`lt tools import`).
+//!
+//! ```text
+//! JSON text ──detect──▶ ToolDef (dialect, name, description, schemas, annotations)
+//!           ──convert──▶ lt types + `type` aliases + pruned check schemas
+//!           ──effects──▶ effect row, idempotence
+//!           ──render / toml_out──▶ tools.lt text, tools.toml text
+//! ```
+//!
+//! The dialect (OpenAI, Anthropic, MCP) is recognised per tool
+//! (`detect.rs`), or forced. The mapping, for a tool's input and output
+//! schemas alike (`docs/tool-schemas.md` is the user's copy):
+//!
+//! | JSON Schema | lt |
+//! | --- | --- |
+//! | `string` / `integer` / `number` / `boolean` / `null` | `String` / `Int` / `Float` / `Bool` / `Unit` |
+//! | `array` with `items: T` | `List T` (no `items`: `List Json`; a tuple: `List Json`, noted) |
+//! | `object` with `properties` | a record; at the top of an input or output inline, nested a `type` alias named from `title` or the path (`CreateIssueLabelsItem`) |
+//! | property in `required` / not in `required` | `f: T` / `f?: T` (a `default` is noted; it never makes a required property optional) |
+//! | `anyOf`/`oneOf` `[T, null]`, `type: [T, "null"]`, `nullable: true` | `Option T` (`f?: T` when not required) |
+//! | string `enum` / `const`, or `anyOf` of string consts | `"a" \| "b"` |
+//! | `enum` / `const` of other scalars | the base type, the values checked at run time |
+//! | `$ref` to `$defs`/`definitions` | a `type` alias named after the definition; a recursive one: `Json` |
+//! | `additionalProperties: false` | the record (lt's tool records are exact; other values are noted) |
+//! | object without properties, `additionalProperties: T` | `Json` (a map), noted |
+//! | object without properties otherwise | `{}` as a tool's input, else `Json` |
+//! | `allOf` (more than one), `not`, `if`, `patternProperties`, unions, property names lt cannot write, recursion, nesting past [`convert::MAX_DEPTH`] | `Json`, with a comment saying why |
+//! | `format`, `minimum`… `multipleOf`, `minLength`, `maxLength`, `pattern`, `minItems`, `maxItems` | unchanged type; `[tools.NAME.checks]` in tools.toml, a `// checked at run time` comment |
+//!
+//! Effects: MCP annotations (`readOnlyHint` → `Read`; otherwise `Write`,
+//! plus `Delete` when destructive; `openWorldHint` → `Network`; spec
+//! defaults when absent), or `_meta["lt/effects"]` exactly; OpenAI and
+//! Anthropic definitions get `Write`, with a comment to narrow it. A tool
+//! without an output schema returns `String` (MCP: its text content) or
+//! `Json` (OpenAI, Anthropic).
+//!
+//! The library does no I/O: the caller reads the file or asks the server
+//! (`crate::exec::list_tools`) and writes the two texts.
+
+mod checks;
+mod convert;
+mod detect;
+mod effects;
+mod names;
+mod render;
+mod text;
+mod toml_out;
+mod ty;
+
+use crate::schema::Dialect;
+use convert::{Converter, Mapped, Place};
+use serde_json::Value as Json;
+use std::fmt;
+use ty::Ty;
+
+pub use convert::{MAX_ALIAS_SIZE, MAX_CHECK_VALUES, MAX_DEPTH};
+
+/// What to import and how.
+#[derive(Clone, Debug, Default)]
+pub struct ImportOptions {
+    /// The dialect to read; `None`: recognised per tool.
+    pub dialect: Option<Dialect>,
+    /// Where the definitions come from, for the files' header comments
+    /// (`time_tools.json`).
+    pub origin: String,
+    /// The command line of the live MCP server the definitions come from:
+    /// its tools get `mcp = { command = […], tool = "…" }` executors.
+    pub server: Option<Vec<String>>,
+    /// The folder the server was started in: written as the mcp table's
+    /// `cwd` when an argument of the command is a relative path (tools.toml
+    /// would otherwise run the server in its own folder).
+    pub server_cwd: Option<String>,
+}
+
+/// The result of an import.
+#[derive(Clone, Debug)]
+pub struct Imported {
+    /// The lt declarations (`tools.lt`): `effect` labels, `type` aliases, tools.
+    pub declarations: String,
+    /// The `tools.toml` skeleton.
+    pub tools_toml: String,
+    /// The tools, in the order of the definitions.
+    pub tools: Vec<ImportedTool>,
+}
+
+/// One imported tool.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImportedTool {
+    /// Its lt name.
+    pub name: String,
+    /// The name the definition gives (the server's name for it).
+    pub original: String,
+    /// The dialect of its definition.
+    pub dialect: Dialect,
+}
+
+/// Why definitions could not be imported: not JSON, or not tool
+/// definitions. Displayed as `message` (with `line:column: ` before it when
+/// known) and a `help: …` line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImportError {
+    /// What is wrong, naming the tool (`tools[2]`) where there is one.
+    pub message: String,
+    /// How to fix it.
+    pub help: Option<String>,
+    /// 1-based line in the JSON text, for a syntax error.
+    pub line: Option<usize>,
+    /// 1-based column in the JSON text, for a syntax error.
+    pub column: Option<usize>,
+}
+
+impl ImportError {
+    fn new(message: impl Into<String>) -> ImportError {
+        ImportError {
+            message: message.into(),
+            help: None,
+            line: None,
+            column: None,
+        }
+    }
+
+    fn with_help(mut self, help: impl Into<String>) -> ImportError {
+        self.help = Some(help.into());
+        self
+    }
+}
+
+impl fmt::Display for ImportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let (Some(line), Some(column)) = (self.line, self.column) {
+            write!(f, "{line}:{column}: ")?;
+        }
+        f.write_str(&self.message)?;
+        if let Some(help) = &self.help {
+            write!(f, "\nhelp: {help}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ImportError {}
+
+/// Imports the definitions in `text` (JSON, nested to any depth).
+pub fn import_text(text: &str, options: &ImportOptions) -> Result<Imported, ImportError> {
+    let value = crate::runtime::deep_json::parse_str(text, false).map_err(|e| {
+        if text.trim().is_empty() {
+            return ImportError::new("the file is empty")
+                .with_help("expected JSON tool definitions: an MCP tools/list result, or OpenAI or Anthropic tools");
+        }
+        let full = e.to_string();
+        let message = match full.rfind(" at line ") {
+            Some(at) => &full[..at],
+            None => &full,
+        };
+        ImportError {
+            message: format!("not JSON: {message}"),
+            help: Some("expected JSON tool definitions: an MCP tools/list result, or OpenAI or Anthropic tools".into()),
+            line: Some(e.line()),
+            column: Some(e.column()),
+        }
+    })?;
+    let result = import_value(&value, options);
+    crate::runtime::boundary::drop_deep(value);
+    result
+}
+
+/// Imports the definitions in `value` (see [`import_text`]).
+pub fn import_value(value: &Json, options: &ImportOptions) -> Result<Imported, ImportError> {
+    let defs = detect::tool_defs(value, options.dialect)?;
+    let mut conv = Converter::default();
+    let lt_names = tool_names(&defs, &mut conv);
+    let mut decls = Vec::new();
+    let mut tables = Vec::new();
+    let mut labels: Vec<String> = Vec::new();
+    for (def, name) in defs.iter().zip(&lt_names) {
+        let effects = effects::effects(def);
+        for l in &effects.labels {
+            if !effects::is_builtin(l) && !labels.contains(l) {
+                labels.push(l.clone());
+            }
+        }
+        let hint = names::type_name(name);
+        let mut notes = Vec::new();
+        if name != &def.name {
+            let why = if names::is_tool_name(&def.name) {
+                "another tool has that name"
+            } else {
+                "not an lt name"
+            };
+            notes.push(format!(
+                "the definition names it {} ({why})",
+                text::short_json(&Json::from(def.name.as_str()), 80)
+            ));
+        }
+        notes.push(effects.note.clone());
+        let input = match def.input {
+            Some(schema) => conv.convert_root(schema, &hint, Place::Input),
+            None => Mapped {
+                ty: Ty::Record(Vec::new()),
+                notes: Vec::new(),
+                checks: None,
+            },
+        };
+        let input_cut = conv.checks_cut;
+        let output = match (def.dialect, def.output) {
+            (_, Some(schema)) => conv.convert_root(schema, &format!("{hint}Output"), Place::Output),
+            (Dialect::Mcp, None) => Mapped {
+                ty: Ty::Str,
+                notes: vec!["no outputSchema, so the tool's text content (String)".into()],
+                checks: None,
+            },
+            (d, None) => Mapped {
+                ty: Ty::Json,
+                notes: vec![format!(
+                    "{} definitions have no output schema, so any JSON (Json)",
+                    detect::dialect_name(d)
+                )],
+                checks: None,
+            },
+        };
+        let output_cut = def.output.is_some() && conv.checks_cut;
+        notes.extend(input.notes.iter().map(|n| format!("input: {n}")));
+        notes.extend(output.notes.iter().map(|n| format!("output: {n}")));
+        if input_cut || output_cut {
+            notes.push("some run-time checks were left out: too large, or not valid JSON Schema".into());
+        }
+        let doc = def
+            .description
+            .as_deref()
+            .or(def.title.as_deref())
+            .map(|d| text::comment_lines(d, 60, 1000))
+            .unwrap_or_default();
+        decls.push(render::ToolDecl {
+            name: name.clone(),
+            doc,
+            notes,
+            input: input.ty,
+            output: output.ty,
+            effects: effects.labels.clone(),
+        });
+        tables.push((effects, input.checks, output.checks));
+    }
+    labels.sort();
+    let dialects = dialects(&defs);
+    let declarations = render::declarations(
+        &[
+            format!(
+                "Tool declarations imported by `lt tools import` from {} ({dialects}).",
+                options.origin
+            ),
+            "How JSON Schema maps to lt types: docs/tool-schemas.md.".into(),
+        ],
+        &labels,
+        &conv.aliases,
+        &decls,
+    );
+    let executors: Vec<toml_out::Executor> = defs
+        .iter()
+        .map(|d| match (&options.server, d.dialect) {
+            (Some(command), Dialect::Mcp) => toml_out::Executor::Mcp(
+                command.clone(),
+                options
+                    .server_cwd
+                    .clone()
+                    .filter(|_| command.iter().skip(1).any(|a| relative_path_like(a))),
+            ),
+            (None, Dialect::Mcp) => toml_out::Executor::McpUnknown,
+            _ => toml_out::Executor::Missing,
+        })
+        .collect();
+    let toml_tables: Vec<toml_out::Table<'_>> = defs
+        .iter()
+        .zip(&lt_names)
+        .zip(&tables)
+        .zip(&executors)
+        .map(|(((def, name), (effects, input, output)), executor)| toml_out::Table {
+            name,
+            original: &def.name,
+            executor,
+            effects: &effects.labels,
+            effects_known: effects.known,
+            idempotent: effects.idempotent,
+            input_checks: input.as_ref(),
+            output_checks: output.as_ref(),
+        })
+        .collect();
+    let tools_toml = toml_out::tools_toml(
+        &[
+            format!(
+                "Executors for the tools imported by `lt tools import` from {} ({dialects}).",
+                options.origin
+            ),
+            "Keys: docs/executors.md; [tools.NAME.checks]: docs/tool-schemas.md.".into(),
+        ],
+        &toml_tables,
+    )
+    .map_err(|e| ImportError::new(format!("internal error: {e}")))?;
+    Ok(Imported {
+        declarations,
+        tools_toml,
+        tools: defs
+            .iter()
+            .zip(lt_names)
+            .map(|(d, name)| ImportedTool {
+                name,
+                original: d.name.clone(),
+                dialect: d.dialect,
+            })
+            .collect(),
+    })
+}
+
+/// The lt name of each tool: its own when lt can write it and it is free,
+/// else a sanitised one made unique (`get-time` → `get_time`, `get_time_2`).
+fn tool_names(defs: &[detect::ToolDef<'_>], conv: &mut Converter) -> Vec<String> {
+    let mut out: Vec<Option<String>> = vec![None; defs.len()];
+    for (slot, def) in out.iter_mut().zip(defs) {
+        if names::is_tool_name(&def.name) && !conv.names.is_taken(&def.name) {
+            conv.names.take(&def.name);
+            *slot = Some(def.name.clone());
+        }
+    }
+    out.into_iter()
+        .zip(defs)
+        .map(|(slot, def)| slot.unwrap_or_else(|| conv.names.fresh(&names::tool_name(&def.name), "_")))
+        .collect()
+}
+
+/// An argument that names a relative path (`server.py` is not one,
+/// `tests/server.py` and `--db=./x.db` are): it depends on the folder the
+/// server runs in.
+fn relative_path_like(arg: &str) -> bool {
+    let value = match arg.split_once('=') {
+        Some((flag, v)) if flag.starts_with('-') => v,
+        _ => arg,
+    };
+    value.contains('/') && !value.starts_with('/') && !value.contains("://")
+}
+
+/// "MCP", "OpenAI and Anthropic", … for the headers.
+fn dialects(defs: &[detect::ToolDef<'_>]) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for d in defs {
+        let name = detect::dialect_name(d.dialect);
+        if !seen.contains(&name) {
+            seen.push(name);
+        }
+    }
+    match seen.as_slice() {
+        [one] => (*one).to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+        [] => String::new(),
+    }
+}
