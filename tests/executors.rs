@@ -621,9 +621,9 @@ const BAD_CONFIGS: &[(&str, &str, &str)] = &[
     (
         "[tools.a]\nfixed = { ok = 1 }\n\n[tools.issue_refund]\ncommand = [\"x\"]\nhttp = { url = \"http://127.0.0.1:1/\" }\n",
         "4:1",
-        "tool issue_refund: give exactly one of command, http or fixed (found command and http)",
+        "tool issue_refund: give exactly one of command, http, fixed or mcp (found command and http)",
     ),
-    ("[tools.nothing]\ntimeout_ms = 5\n", "1:1", "tool nothing: give exactly one of command, http or fixed (none is given)"),
+    ("[tools.nothing]\ntimeout_ms = 5\n", "1:1", "tool nothing: give exactly one of command, http, fixed or mcp (none is given)"),
     ("[tools.t]\ncomand = [\"x\"]\n", "2:1", "tool t: unknown field `comand`"),
     ("[tools.t]\ncommand = []\n", "2:11", "tool t: `command` is empty"),
     ("[tools.t]\ncommand = [\"\"]\n", "2:12", "tool t: the program name (first element of `command`) is empty"),

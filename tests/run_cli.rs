@@ -788,7 +788,7 @@ fn invalid_tools_toml() {
         ),
         (
             "[tools.t]\ncommand = [\"x\"]\nfixed = { ok = 1 }\n",
-            "tools.toml:1:1: tool t: give exactly one of command, http or fixed (found command and fixed)",
+            "tools.toml:1:1: tool t: give exactly one of command, http, fixed or mcp (found command and fixed)",
         ),
         ("[tools.t]\ncommand = []\n", "tools.toml:2:11: tool t: `command` is empty"),
         ("[tools.t\n", "tools.toml:1:"),

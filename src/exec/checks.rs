@@ -162,7 +162,7 @@ mod tests {
         let err = checks.check_input("t", &bad).expect_err("four violations");
         assert_eq!(err.kind, FailureKind::Failed);
         assert!(err.message.starts_with("tool t was not run"), "{}", err.message);
-        assert!(err.message.contains("at /start"), "{}", err.message);
+        assert!(err.message.contains("at /seats: 0 is less than the minimum of 1"), "{}", err.message);
         assert!(err.message.contains("and 1 more"), "{}", err.message);
         // Absent optional fields and nulls pass: the keywords apply to
         // strings and numbers only.

@@ -867,7 +867,9 @@ fn build_mcp(
     };
     let server = build_command(name, command, raw.cwd, raw.env, timeout, folder)?;
     let (written, program, args, cwd, env) = server.into_parts();
-    Ok(McpTool::new(&written, program, args, cwd, env, tool, timeout))
+    Ok(McpTool::new(
+        &written, program, args, cwd, env, tool, timeout,
+    ))
 }
 
 const NUL_HELP: &str = "a NUL byte cannot be passed to a program; remove it";

@@ -2,7 +2,7 @@
 //!
 //! An *executor* performs the calls of one tool. A program declares a tool's
 //! name and types; `tools.toml`, beside the program, says what runs it. Each
-//! tool gets one table with exactly one of three executors:
+//! tool gets one table with exactly one of four executors:
 //!
 //! ```toml
 //! [tools.lookup_account]
@@ -16,6 +16,9 @@
 //!
 //! [tools.send_reply]
 //! fixed = { ok = { sent = true } }   # or { error = "…" }, or { sequence = [ … ] }
+//!
+//! [tools.current_time]
+//! mcp = { command = ["mcp-server-time"], tool = "get_current_time" }   # cwd, env inside
 //! ```
 //!
 //! Relative paths resolve from the folder holding `tools.toml`: it is the
@@ -41,6 +44,14 @@
 //! | program cannot start (found at load time, gone or broken since) | `Unavailable` | `tool T could not be started: /cfg/tools/x.sh: No such file or directory (os error 2)` |
 //! | connection refused | `Unavailable` | `tool T could not be reached at <url>: …` |
 //! | no table for the tool | `Unavailable` | `tool T has no executor in tools.toml` |
+//! | MCP `isError: true` | `Failed` | `tool T failed: <the server's text>` |
+//! | MCP JSON-RPC error | `Failed` | `tool T failed (MCP error -32602: <message>)` |
+//! | MCP server died during the call | `Crashed` | ``tool T: the MCP server `…` exited (exit status 7) during the call; stderr: …`` |
+//! | MCP call past its timeout | `TimedOut` | ``tool T timed out after 500 ms (MCP server `…`); stderr: …`` |
+//! | MCP server cannot start, exits or refuses before `initialize` is answered | `Unavailable` | ``tool T could not be started: the MCP server `…` exited (exit status 3) before it answered `initialize`; stderr: …`` |
+//! | MCP server does not answer `initialize` in time | `TimedOut` | ``tool T timed out after 500 ms: the MCP server `…` did not answer `initialize`; stderr: …`` |
+//! | MCP answer that is not a tool result | `BadOutput` | ``tool T: the MCP server `…` answered tools/call with a list, not a result object`` |
+//! | MCP tool called with a non-record argument | `Unavailable` | `tool T: an MCP tool takes a record argument (a JSON object), not a list; the call was not sent` |
 //!
 //! Empty stdout (or an empty 2xx body), whitespace aside, is the result
 //! `null`: a tool returning `Unit` may print nothing. Output may be nested
@@ -53,10 +64,13 @@
 //! middle of a run after earlier tools have acted.
 //!
 //! Each command tool runs in a process group of its own, killed whole when
-//! the call ends (timeout, overflow, exit, or the call dropped). Since a
+//! the call ends (timeout, overflow, exit, or the call dropped). An MCP
+//! server (`mcp/`) is one process per session per distinct server, in a
+//! group of its own too, kept across calls and ended by
+//! [`ExecutorHost::shutdown`] (or killed when the host is dropped). Since a
 //! terminal's Ctrl-C then no longer reaches the tools,
 //! [`install_signal_forwarding`] makes SIGINT, SIGTERM and SIGHUP sent to lt
-//! kill the running tools before lt exits.
+//! kill the running tools and MCP servers before lt exits.
 
 mod checks;
 mod command;
@@ -373,10 +387,10 @@ impl Host for ExecutorHost {
 /// (which signals the terminal's foreground process group) reaches lt but
 /// not them, and a SIGTERM to lt alone would leave them running. After this
 /// call, on any of the three signals lt kills (SIGKILL) the process group of
-/// every running command tool (tools that start afterwards are killed at
-/// once), prints `error: interrupted by SIGTERM; stopped N running tool(s)`
-/// on stderr and exits with status 128 + the signal number: 130 (SIGINT),
-/// 143 (SIGTERM) or 129 (SIGHUP).
+/// every running command tool and MCP server (tools that start afterwards
+/// are killed at once), prints `error: interrupted by SIGTERM; stopped N
+/// running tool(s)` on stderr and exits with status 128 + the signal
+/// number: 130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP).
 ///
 /// Call it once, right after building the runtime, before any tool runs.
 /// The handlers are installed before it returns (a signal arriving any time

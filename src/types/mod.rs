@@ -19,6 +19,10 @@
 //! has type `Int` and effects `[Read]`.
 //! Rejected: `… Ok(r) => r.m …` (E0202, did you mean `n`?), or the bare
 //! `exec tool q "a"` as the program (E0602).
+//!
+//! A declarations file (tools, aliases and effects, no expression) is
+//! checked by [`check_declarations`] ([`declarations`]), with the
+//! declarations' checks only.
 
 pub mod builtins;
 pub mod calls;

@@ -54,8 +54,8 @@ fn make_venv() -> Result<PathBuf, String> {
     let target = target_dir();
     std::fs::create_dir_all(&target).map_err(|e| format!("{}: {e}", target.display()))?;
     let lock_path = target.join("mcp-venv.lock");
-    let lock = std::fs::File::create(&lock_path)
-        .map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    let lock =
+        std::fs::File::create(&lock_path).map_err(|e| format!("{}: {e}", lock_path.display()))?;
     lock.lock()
         .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
     let script = fixtures().join("setup-venv.sh");

@@ -70,8 +70,10 @@ pub fn run(options: &ImportOptions) -> u8 {
             &Options {
                 dialect: Some(Dialect::Mcp),
                 origin: format!("the MCP server `{}`", command_line(&options.command)),
+                server_cwd: cwd
+                    .filter(|cwd| names_local_files(cwd, &command[1..]))
+                    .map(|c| c.display().to_string()),
                 server: Some(command),
-                server_cwd: cwd.map(|c| c.display().to_string()),
             },
         );
         crate::runtime::boundary::drop_deep(listed);
@@ -163,6 +165,21 @@ pub fn run(options: &ImportOptions) -> u8 {
             EXIT_OK
         }
     }
+}
+
+/// Whether an argument (or the value of a `--flag=value`) is a relative
+/// path to something in `cwd`: then the server must run there.
+fn names_local_files(cwd: &Path, args: &[String]) -> bool {
+    args.iter().any(|arg| {
+        let value = match arg.split_once('=') {
+            Some((flag, v)) if flag.starts_with('-') => v,
+            _ => arg.as_str(),
+        };
+        !value.is_empty()
+            && !value.starts_with('-')
+            && Path::new(value).is_relative()
+            && cwd.join(value).exists()
+    })
 }
 
 /// Prints `error: message` with the usage hint; exit 2.

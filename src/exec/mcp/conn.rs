@@ -6,8 +6,8 @@
 //! the request waiting for its id, answers the server's `ping`s (any other
 //! request from the server gets "method not found": lt offers no client
 //! capabilities), ignores notifications, and skips (counting them) lines that
-//! are not JSON-RPC. A second task keeps the last [`STDERR_KEEP_BYTES`] of
-//! stderr for failure messages.
+//! are not JSON-RPC. A second task keeps the tail of stderr for failure
+//! messages (`stdio.rs`).
 //!
 //! The supervisor also waits for the process. When it exits, or closes
 //! stdout, the connection is *dead*: every request in flight, and every
@@ -17,19 +17,18 @@
 //! killed after [`EXIT_GRACE`]; the rest of its process group is killed once
 //! the server is gone.
 
-use super::super::command::{signal_name, Group, EXIT_GRACE, MAX_OUTPUT_BYTES, STDERR_KEEP_BYTES};
+use super::super::command::{signal_name, Group, EXIT_GRACE};
 use super::super::text::{check_shape, drop_deep, excerpt, parse_json};
+use super::stdio::{Line, Lines, StderrTail};
 use crate::runtime::host::FailureKind;
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
 use serde_json::{json, Value as Json};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
@@ -78,7 +77,13 @@ type Reply = Result<Json, Failure>;
 /// A running server. Dropping it kills the server's process group.
 pub(crate) struct Connection {
     shared: Arc<Shared>,
-    group: Group,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        // Dropping the group kills it (if the supervisor has not already).
+        drop(self.shared.group().take());
+    }
 }
 
 impl std::fmt::Debug for Connection {
@@ -90,7 +95,11 @@ impl std::fmt::Debug for Connection {
 struct Shared {
     /// The command as written, shell-quoted, for messages.
     label: String,
-    pgid: Pid,
+    /// The server's process group, registered (for `stop_all`) while it
+    /// may have members: the supervisor drops it (killing what is left)
+    /// right after reaping the server, so that no later kill can reach a
+    /// group that reuses the number.
+    group: Mutex<Option<Group>>,
     stdin: tokio::sync::Mutex<Option<ChildStdin>>,
     state: Mutex<State>,
     next_id: AtomicU64,
@@ -111,44 +120,6 @@ struct State {
     last_skipped: String,
 }
 
-/// The last [`STDERR_KEEP_BYTES`] of a stream.
-#[derive(Default)]
-struct StderrTail {
-    bytes: VecDeque<u8>,
-    dropped: bool,
-}
-
-impl StderrTail {
-    fn push(&mut self, chunk: &[u8]) {
-        self.bytes.extend(chunk);
-        let excess = self.bytes.len().saturating_sub(STDERR_KEEP_BYTES);
-        if excess > 0 {
-            self.bytes.drain(..excess);
-            self.dropped = true;
-        }
-    }
-
-    fn text(&self) -> String {
-        let bytes: Vec<u8> = self.bytes.iter().copied().collect();
-        // Not from the middle of a character.
-        let start = if self.dropped {
-            bytes
-                .iter()
-                .take_while(|b| (0x80..0xC0).contains(*b))
-                .count()
-        } else {
-            0
-        };
-        let text = String::from_utf8_lossy(&bytes[start..]);
-        let text = text.trim();
-        if self.dropped && !text.is_empty() {
-            format!("…{text}")
-        } else {
-            text.to_string()
-        }
-    }
-}
-
 impl Connection {
     /// Starts the server (in a process group of its own, registered for
     /// [`super::super::command::stop_all`]) and its reading tasks; must be
@@ -165,10 +136,6 @@ impl Connection {
             .process_group(0)
             .kill_on_drop(true);
         let (mut child, group) = Group::spawn(&mut command)?;
-        let pid = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .ok_or_else(|| std::io::Error::other("the new process has no pid"))?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -177,7 +144,7 @@ impl Connection {
         let (ended, _) = watch::channel(false);
         let shared = Arc::new(Shared {
             label,
-            pgid: Pid::from_raw(pid),
+            group: Mutex::new(Some(group)),
             stdin: tokio::sync::Mutex::new(Some(stdin)),
             state: Mutex::new(State::default()),
             next_id: AtomicU64::new(1),
@@ -186,7 +153,7 @@ impl Connection {
         });
         let stderr_task = tokio::spawn(read_stderr(stderr, shared.clone()));
         tokio::spawn(supervise(shared.clone(), child, stdout, stderr_task));
-        Ok(Connection { shared, group })
+        Ok(Connection { shared })
     }
 
     /// The command as written, shell-quoted (`` `python3 server.py` ``).
@@ -302,7 +269,7 @@ impl Connection {
     /// `death`.
     pub(crate) fn stop(&self, death: Death) {
         self.shared.state().stopping.get_or_insert(death);
-        self.group.kill();
+        self.shared.kill();
     }
 
     /// Ends the server gracefully: closes its stdin (the MCP way to ask a
@@ -320,10 +287,10 @@ impl Connection {
             .await
             .is_err()
         {
-            self.group.kill();
+            self.shared.kill();
             let _ = tokio::time::timeout(EXIT_GRACE * 2, ended.wait_for(|e| *e)).await;
         }
-        self.group.kill();
+        self.shared.kill();
     }
 }
 
@@ -342,6 +309,17 @@ impl Drop for PendingGuard<'_> {
 impl Shared {
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn group(&self) -> MutexGuard<'_, Option<Group>> {
+        self.group.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// SIGKILL to the server's process group, while it is not reaped.
+    fn kill(&self) {
+        if let Some(group) = self.group().as_ref() {
+            group.kill();
+        }
     }
 
     async fn write(&self, line: &[u8]) -> std::io::Result<()> {
@@ -544,9 +522,6 @@ async fn supervise(
     stdout: ChildStdout,
     stderr_task: tokio::task::JoinHandle<()>,
 ) {
-    let kill = || {
-        let _ = killpg(shared.pgid, Signal::SIGKILL);
-    };
     let mut lines = Lines::new(stdout);
     let exited = loop {
         tokio::select! {
@@ -578,76 +553,15 @@ async fn supervise(
         None => match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
             Ok(status) => ended(&status),
             Err(_) => {
-                kill();
+                shared.kill();
                 let _ = child.wait().await;
                 "closed its stdout (lt then stopped it)".to_string()
             }
         },
     };
-    // Whatever the server left running in its group goes too.
-    kill();
+    // Whatever the server left running in its group goes too (dropping
+    // the group kills it and unregisters it).
+    drop(shared.group().take());
     let _ = tokio::time::timeout(EXIT_GRACE, stderr_task).await;
     shared.die(what);
-}
-
-/// Lines of a server's stdout, each at most [`MAX_OUTPUT_BYTES`]. Cancel
-/// safe: a partial line stays in the buffer for the next call.
-struct Lines {
-    read: BufReader<ChildStdout>,
-    buf: Vec<u8>,
-    /// The length so far of a line too long to keep, being skipped.
-    skipping: Option<usize>,
-}
-
-enum Line {
-    Text(Vec<u8>),
-    TooLong(usize),
-    End,
-}
-
-impl Lines {
-    fn new(stdout: ChildStdout) -> Lines {
-        Lines {
-            read: BufReader::with_capacity(64 * 1024, stdout),
-            buf: Vec::new(),
-            skipping: None,
-        }
-    }
-
-    async fn next(&mut self) -> Line {
-        loop {
-            let available = match self.read.fill_buf().await {
-                Ok(a) => a,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => return Line::End,
-            };
-            if available.is_empty() {
-                // A last line without its newline is still a line.
-                if self.skipping.take().is_none() && !self.buf.is_empty() {
-                    return Line::Text(std::mem::take(&mut self.buf));
-                }
-                return Line::End;
-            }
-            let newline = available.iter().position(|&b| b == b'\n');
-            let take = newline.map_or(available.len(), |i| i + 1);
-            let line = if let Some(skipped) = &mut self.skipping {
-                *skipped += take;
-                None
-            } else if self.buf.len() + take > MAX_OUTPUT_BYTES {
-                self.skipping = Some(self.buf.len() + take);
-                self.buf = Vec::new();
-                None
-            } else {
-                self.buf.extend_from_slice(&available[..take]);
-                Some(())
-            };
-            self.read.consume(take);
-            if newline.is_some() {
-                return match (line, self.skipping.take()) {
-                    (_, Some(n)) => Line::TooLong(n),
-                    _ => Line::Text(std::mem::take(&mut self.buf)),
-                };
-            }
-        }
-    }
 }

@@ -154,10 +154,10 @@ pub(super) fn allow_null(checks: &mut Map<String, Json>) {
     );
 }
 
-/// The number of JSON values in `value` (no recursion).
-pub(super) fn size(value: &Json) -> usize {
-    let mut n = 0usize;
-    let mut work = vec![value];
+/// The number of JSON values in a pruned schema (no recursion).
+pub(super) fn size(schema: &Map<String, Json>) -> usize {
+    let mut n = 1usize;
+    let mut work: Vec<&Json> = schema.values().collect();
     while let Some(v) = work.pop() {
         n += 1;
         match v {

@@ -20,7 +20,11 @@ use super::names::{self, Names};
 use super::text::{brief, comment_lines, short_json};
 use super::ty::{self, Alias, Field, Ty};
 use serde_json::{Map, Value as Json};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// `true` and `false` as schemas.
+static ANYTHING: Json = Json::Bool(true);
+static NOTHING: Json = Json::Bool(false);
 
 /// How deep schemas are followed (properties, items, branches, `$ref`s).
 pub const MAX_DEPTH: usize = 32;
@@ -121,6 +125,12 @@ pub(super) struct Converter {
     pub aliases: Vec<Alias>,
     /// Tool and alias names given out.
     pub names: Names,
+    /// Where each alias is in `aliases`.
+    alias_index: HashMap<String, usize>,
+    /// The first alias of each content (type, doc, notes).
+    by_content: HashMap<String, String>,
+    /// Whether the root being converted is an input (else an output).
+    input: bool,
     sizes: BTreeMap<String, usize>,
     /// `$defs` entries converted, by (root, JSON pointer).
     memo: HashMap<(usize, String), Mapped>,
@@ -138,6 +148,7 @@ impl Converter {
     /// objects (`CreateIssue` → `CreateIssueLabelsItem`).
     pub fn convert_root(&mut self, schema: &Json, hint: &str, place: Place) -> Mapped {
         self.roots += 1;
+        self.input = place == Place::Input;
         self.budget = MAX_CHECK_VALUES;
         self.checks_cut = false;
         let ctx = Ctx {
@@ -151,8 +162,7 @@ impl Converter {
         let mut mapped = self.convert(schema, &ctx, place);
         self.in_progress.pop();
         if let Some(c) = &mapped.checks {
-            let n = checks::size(&Json::Object(c.clone()));
-            if n > MAX_CHECK_VALUES || !checks::compiles(&Json::Object(c.clone())) {
+            if checks::size(c) > MAX_CHECK_VALUES || !checks::compiles(&Json::Object(c.clone())) {
                 mapped.checks = None;
                 self.checks_cut = true;
             }
@@ -248,7 +258,7 @@ impl Converter {
         if !local.checked.is_empty() {
             mapped
                 .notes
-                .insert(0, format!("checked at run time: {}", local.checked.join(", ")));
+                .insert(0, format!("{CHECKED}{}", local.checked.join(", ")));
             let checks = mapped.checks.get_or_insert_with(Map::new);
             for (k, v) in local.keywords {
                 checks.insert(k, v);
@@ -300,9 +310,11 @@ impl Converter {
                 };
                 checks.insert(keyword.to_string(), value);
                 mapped.checks = Some(checks);
-                mapped
-                    .notes
-                    .insert(0, format!("checked at run time: one of {}{more}", shown.join(", ")));
+                let said = match keyword {
+                    "const" => format!("{CHECKED}always {}", shown.join(", ")),
+                    _ => format!("{CHECKED}one of {}{more}", shown.join(", ")),
+                };
+                mapped.notes.insert(0, said);
             } else {
                 mapped
                     .notes
@@ -331,7 +343,14 @@ impl Converter {
         let item = self.convert(items, &ctx.child("Item", false), Place::Nested);
         Mapped {
             ty: Ty::List(Box::new(item.ty)),
-            notes: item.notes.into_iter().map(|n| format!("items: {n}")).collect(),
+            notes: item
+                .notes
+                .into_iter()
+                .map(|n| match n.strip_prefix(CHECKED) {
+                    Some(what) => format!("{CHECKED}items {what}"),
+                    None => format!("items: {n}"),
+                })
+                .collect(),
             checks: item.checks.map(|c| {
                 let mut m = Map::new();
                 m.insert("items".into(), Json::Object(c));
@@ -428,7 +447,7 @@ impl Converter {
     /// the root's budget, dropped past it.
     fn spend(&mut self, checks: Option<Map<String, Json>>) -> Option<Map<String, Json>> {
         let c = checks?;
-        let n = checks::size(&Json::Object(c.clone()));
+        let n = checks::size(&c);
         if n > self.budget {
             self.checks_cut = true;
             return None;
@@ -444,7 +463,7 @@ impl Converter {
             Ty::Option(t) => (*t, true),
             t => (t, false),
         };
-        let name = self.alias(&names::type_name(def), inner, doc, body.notes);
+        let name = self.alias(&names::type_name(def), false, inner, doc, merge_checked(body.notes));
         let checks = self.spend(body.checks);
         let mapped = Mapped {
             ty: name,
@@ -459,8 +478,10 @@ impl Converter {
     }
 
     /// Registers `type NAME = ty;` (or finds the same declaration made
-    /// before); returns the type to use: the alias, or `Json` when too large.
-    pub fn alias(&mut self, name: &str, ty: Ty, doc: Vec<String>, notes: Vec<String>) -> Ty {
+    /// before: under that name, or under any name when `name` only comes
+    /// from a path); returns the type to use: the alias, or `Json` when too
+    /// large.
+    fn alias(&mut self, name: &str, from_path: bool, ty: Ty, doc: Vec<String>, notes: Vec<String>) -> Ty {
         let size = ty::size(&ty, &self.sizes);
         let mut alias = Alias {
             name: String::new(),
@@ -476,12 +497,20 @@ impl Converter {
             )];
             alias.size = 1;
         }
+        let content = format!("{:?}", (&alias.ty, &alias.doc, &alias.notes));
+        if from_path {
+            if let Some(same) = self.by_content.get(&content) {
+                return Ty::Named(same.clone());
+            }
+        }
         let mut candidate = name.to_string();
         let mut n = 2usize;
         while self.names.is_taken(&candidate) {
-            let same = self.aliases.iter().find(|a| a.name == candidate).is_some_and(|a| {
-                a.ty == alias.ty && a.doc == alias.doc && a.notes == alias.notes
-            });
+            let same = self
+                .alias_index
+                .get(&candidate)
+                .and_then(|i| self.aliases.get(*i))
+                .is_some_and(|a| a.ty == alias.ty && a.doc == alias.doc && a.notes == alias.notes);
             if same {
                 return Ty::Named(candidate);
             }
@@ -491,6 +520,8 @@ impl Converter {
         self.names.take(&candidate);
         alias.name = candidate.clone();
         self.sizes.insert(candidate.clone(), alias.size);
+        self.alias_index.insert(candidate.clone(), self.aliases.len());
+        self.by_content.entry(content).or_insert_with(|| candidate.clone());
         self.aliases.push(alias);
         Ty::Named(candidate)
     }
@@ -517,22 +548,28 @@ impl Converter {
         };
         if props.is_empty() && required.is_empty() {
             return match extra {
-                Some(Json::Object(values)) => Mapped::json(format!(
-                    "a map from names to {}",
-                    describe(&Json::Object(values.clone()), 2)
-                )),
+                Some(values @ Json::Object(_)) => {
+                    Mapped::json(format!("a map from names to {}", describe(values, 2)))
+                }
                 Some(Json::Bool(false)) => Mapped::plain(Ty::Record(Vec::new())),
                 _ if place == Place::Input => Mapped::plain(Ty::Record(Vec::new())),
                 _ => Mapped::json("an object with no declared properties"),
             };
         }
-        let undeclared_schema = match extra {
-            Some(s @ Json::Object(_)) => s.clone(),
-            Some(Json::Bool(false)) => Json::Bool(false),
-            _ => Json::Bool(true),
+        // The schema of a required property that `properties` does not declare.
+        let undeclared_schema: &Json = match extra {
+            Some(s @ Json::Object(_)) => s,
+            Some(Json::Bool(false)) => &NOTHING,
+            _ => &ANYTHING,
         };
+        let required_set: HashSet<&str> = required.iter().copied().collect();
         let mut order: Vec<(&str, bool)> = required.iter().map(|n| (*n, true)).collect();
-        order.extend(props.keys().filter(|k| !required.contains(&k.as_str())).map(|k| (k.as_str(), false)));
+        order.extend(
+            props
+                .keys()
+                .filter(|k| !required_set.contains(k.as_str()))
+                .map(|k| (k.as_str(), false)),
+        );
         let bad: Vec<String> = order
             .iter()
             .filter(|(n, _)| !names::is_field_name(n))
@@ -545,12 +582,12 @@ impl Converter {
         let mut fields = Vec::new();
         let mut prop_checks = Map::new();
         for (name, is_required) in order {
-            let schema = props.get(name).unwrap_or(&undeclared_schema);
+            let schema = props.get(name).unwrap_or(undeclared_schema);
             if schema == &Json::Bool(false) && !is_required {
                 continue;
             }
             let sub = self.convert(schema, &ctx.child(name, true), Place::Nested);
-            let mut notes = sub.notes;
+            let mut notes = merge_checked(sub.notes);
             if !props.contains_key(name) {
                 notes.insert(0, "required but not declared by the schema".into());
             }
@@ -558,7 +595,9 @@ impl Converter {
                 (Ty::Option(inner), false) => (*inner, true),
                 (t, false) => (t, true),
                 (t @ Ty::Option(_), true) => {
-                    notes.push("required, may be null: lt leaves a None field out of the JSON".into());
+                    if self.input {
+                        notes.push("required: lt sends a None by leaving the field out".into());
+                    }
                     (t, false)
                 }
                 (t, true) => (t, false),
@@ -598,20 +637,34 @@ impl Converter {
         if place != Place::Nested {
             return Mapped { ty: record, notes, checks };
         }
-        let name = match map.get("title").and_then(Json::as_str) {
-            Some(t) if !t.trim().is_empty() => names::type_name(t),
-            _ => ctx.hint.clone(),
+        let (name, from_path) = match map.get("title").and_then(Json::as_str) {
+            Some(t) if !t.trim().is_empty() => (names::type_name(t), false),
+            _ => (ctx.hint.clone(), true),
         };
         let doc = match (ctx.described, map.get("description").and_then(Json::as_str)) {
             (false, Some(d)) => comment_lines(d, 20, 500),
             _ => Vec::new(),
         };
         Mapped {
-            ty: self.alias(&name, record, doc, notes),
+            ty: self.alias(&name, from_path, record, doc, notes),
             notes: Vec::new(),
             checks,
         }
     }
+}
+
+/// How a note about run-time checks starts.
+const CHECKED: &str = "checked at run time: ";
+
+/// `notes` with the notes about run-time checks merged into one, first.
+pub(super) fn merge_checked(notes: Vec<String>) -> Vec<String> {
+    let (checked, mut rest): (Vec<String>, Vec<String>) =
+        notes.into_iter().partition(|n| n.starts_with(CHECKED));
+    if !checked.is_empty() {
+        let parts: Vec<&str> = checked.iter().filter_map(|n| n.strip_prefix(CHECKED)).collect();
+        rest.insert(0, format!("{CHECKED}{}", parts.join(", ")));
+    }
+    rest
 }
 
 /// The keywords present that lt cannot express.

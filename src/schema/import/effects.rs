@@ -44,11 +44,17 @@ pub(super) fn effects(def: &ToolDef<'_>) -> Effects {
     if let Some(meta) = def.lt_effects {
         match lt_labels(meta) {
             Ok(labels) => {
-                let read_only = labels.iter().all(|l| l == "Read");
+                let idempotent = if labels.is_empty() {
+                    Some("no effects (lt/effects), so a repeated call is harmless")
+                } else if labels.iter().all(|l| l == "Read") {
+                    Some("read-only (lt/effects), so a repeated call is harmless")
+                } else {
+                    None
+                };
                 return Effects {
                     labels,
                     known: true,
-                    idempotent: read_only.then_some("read-only, so a repeated call is harmless"),
+                    idempotent,
                     note: "effects as lt declared them (_meta \"lt/effects\")".into(),
                 };
             }

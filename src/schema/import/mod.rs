@@ -67,9 +67,10 @@ pub struct ImportOptions {
     /// The command line of the live MCP server the definitions come from:
     /// its tools get `mcp = { command = […], tool = "…" }` executors.
     pub server: Option<Vec<String>>,
-    /// The folder the server was started in: written as the mcp table's
-    /// `cwd` when an argument of the command is a relative path (tools.toml
-    /// would otherwise run the server in its own folder).
+    /// The folder to run the server in, written as the mcp table's `cwd`
+    /// (by default tools.toml runs it in its own folder): the caller gives
+    /// it when the command's arguments name files relative to where the
+    /// server was listed.
     pub server_cwd: Option<String>,
 }
 
@@ -185,6 +186,8 @@ pub fn import_value(value: &Json, options: &ImportOptions) -> Result<Imported, I
         if name != &def.name {
             let why = if names::is_tool_name(&def.name) {
                 "another tool has that name"
+            } else if names::is_identifier(&def.name) {
+                "a keyword"
             } else {
                 "not an lt name"
             };
@@ -220,8 +223,8 @@ pub fn import_value(value: &Json, options: &ImportOptions) -> Result<Imported, I
             },
         };
         let output_cut = def.output.is_some() && conv.checks_cut;
-        notes.extend(input.notes.iter().map(|n| format!("input: {n}")));
-        notes.extend(output.notes.iter().map(|n| format!("output: {n}")));
+        notes.extend(convert::merge_checked(input.notes).into_iter().map(|n| format!("input: {n}")));
+        notes.extend(convert::merge_checked(output.notes).into_iter().map(|n| format!("output: {n}")));
         if input_cut || output_cut {
             notes.push("some run-time checks were left out: too large, or not valid JSON Schema".into());
         }
@@ -258,13 +261,9 @@ pub fn import_value(value: &Json, options: &ImportOptions) -> Result<Imported, I
     let executors: Vec<toml_out::Executor> = defs
         .iter()
         .map(|d| match (&options.server, d.dialect) {
-            (Some(command), Dialect::Mcp) => toml_out::Executor::Mcp(
-                command.clone(),
-                options
-                    .server_cwd
-                    .clone()
-                    .filter(|_| command.iter().skip(1).any(|a| relative_path_like(a))),
-            ),
+            (Some(command), Dialect::Mcp) => {
+                toml_out::Executor::Mcp(command.clone(), options.server_cwd.clone())
+            }
             (None, Dialect::Mcp) => toml_out::Executor::McpUnknown,
             _ => toml_out::Executor::Missing,
         })
@@ -325,17 +324,6 @@ fn tool_names(defs: &[detect::ToolDef<'_>], conv: &mut Converter) -> Vec<String>
         .zip(defs)
         .map(|(slot, def)| slot.unwrap_or_else(|| conv.names.fresh(&names::tool_name(&def.name), "_")))
         .collect()
-}
-
-/// An argument that names a relative path (`server.py` is not one,
-/// `tests/server.py` and `--db=./x.db` are): it depends on the folder the
-/// server runs in.
-fn relative_path_like(arg: &str) -> bool {
-    let value = match arg.split_once('=') {
-        Some((flag, v)) if flag.starts_with('-') => v,
-        _ => arg,
-    };
-    value.contains('/') && !value.starts_with('/') && !value.contains("://")
 }
 
 /// "MCP", "OpenAI and Anthropic", … for the headers.
