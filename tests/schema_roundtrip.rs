@@ -81,7 +81,11 @@ fn mcp_output(t: &Type) -> Type {
 
 fn round_trip(original: &Declarations, dialect: Dialect, file: &str) -> Declarations {
     let exported = export(original, dialect);
-    assert!(!exported.has_errors(), "{file} {dialect:?}: {:?}", exported.problems);
+    assert!(
+        !exported.has_errors(),
+        "{file} {dialect:?}: {:?}",
+        exported.problems
+    );
     let json = exported.definitions.to_pretty_string();
     let options = ImportOptions {
         dialect: Some(dialect),
@@ -131,7 +135,10 @@ fn export_then_import_keeps_the_types() {
                 if t.doc.is_some() && t.sig.input.holds(|x| matches!(x, Type::Approval)) {
                     // The approval sentence is appended; the doc comes first.
                     let doc = b.doc.clone().unwrap_or_default();
-                    assert!(doc.starts_with(t.doc.as_deref().unwrap_or("")), "{at}: {doc}");
+                    assert!(
+                        doc.starts_with(t.doc.as_deref().unwrap_or("")),
+                        "{at}: {doc}"
+                    );
                 } else {
                     assert_eq!(b.doc, t.doc, "{at}: description");
                 }
@@ -139,7 +146,10 @@ fn export_then_import_keeps_the_types() {
             let declared: Vec<&str> = original.effects.iter().map(|e| &**e).collect();
             if dialect == Dialect::Mcp {
                 for e in declared {
-                    assert!(back.effects.iter().any(|b| &**b == e), "{file}: effect {e} lost");
+                    assert!(
+                        back.effects.iter().any(|b| &**b == e),
+                        "{file}: effect {e} lost"
+                    );
                 }
             }
         }
