@@ -76,7 +76,9 @@ fn a_failing_argument_is_an_err_and_the_tool_does_not_run() {
     assert_eq!(out.code, 0, "the program handles the Err: {out:?}");
     let value = out.stdout.trim();
     assert!(
-        value.starts_with("\"error: tool book was not run: its argument fails the checks of tools.toml: at /"),
+        value.starts_with(
+            "\"error: tool book was not run: its argument fails the checks of tools.toml: at /"
+        ),
         "{value}"
     );
     assert!(value.contains("date-time"), "{value}");
@@ -123,7 +125,8 @@ checks = { output = { properties = { start = { format = "date-time" } } } }
     let out = lt_in(&dir.0, &["run", "p.lt", "--executors", "tools.toml"], &[]);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(
-        out.stdout.contains("fails the checks of tools.toml: at /start"),
+        out.stdout
+            .contains("fails the checks of tools.toml: at /start"),
         "{out:?}"
     );
 }

@@ -233,11 +233,12 @@ let after = exec tool pid () in
 }
 
 #[test]
-fn a_hung_call_times_out_within_its_timeout_and_the_server_stays() {
+fn a_hung_call_times_out_and_a_wedged_server_is_replaced() {
     let dir = TempDir::new("mcp", "hang");
     let toml = [
         fixture_table("pid", "pid", "timeout_ms = 30000"),
         fixture_table("hang", "hang", "timeout_ms = 800"),
+        fixture_table("wedge", "wedge", "timeout_ms = 800"),
     ]
     .concat();
     dir.write("tools.toml", &toml);
@@ -246,38 +247,52 @@ fn a_hung_call_times_out_within_its_timeout_and_the_server_stays() {
         r#"
 tool pid: Unit -{Read}-> {pid: Int};
 tool hang: Unit -{Read}-> String;
+tool wedge: Unit -{Read}-> String;
 let before = exec tool pid () in
 let h = exec tool hang () in
+let between = exec tool pid () in
+let w = exec tool wedge () in
 let after = exec tool pid () in
-{ before = match before { Ok(r) => r.pid, Err(e) => 0 },
+{ pids = [match before { Ok(r) => r.pid, Err(e) => 0 },
+          match between { Ok(r) => r.pid, Err(e) => 0 },
+          match after { Ok(r) => r.pid, Err(e) => 0 }],
   hang = match h { Ok(s) => "Ok: " ++ s, Err(e) => e },
-  after = match after { Ok(r) => r.pid, Err(e) => 0 } }
+  wedge = match w { Ok(s) => "Ok: " ++ s, Err(e) => e } }
 "#,
     );
     let v = value(&run(&dir));
-    assert!(
-        text(&v["hang"]).starts_with("tool hang timed out after 800 ms (MCP server "),
-        "{v}"
-    );
-    // The server still answers (a ping after the timeout): not restarted.
-    assert_eq!(v["before"], v["after"]);
+    for tool in ["hang", "wedge"] {
+        assert!(
+            text(&v[tool]).starts_with(&format!("tool {tool} timed out after 800 ms (MCP server ")),
+            "{v}"
+        );
+    }
+    // After `hang` the server still answers a ping: the same process. After
+    // `wedge` it does not: it is stopped, and the next call starts another.
+    let pids = v["pids"].as_array().expect("pids");
+    assert_eq!(pids[0], pids[1], "{v}");
+    assert_ne!(pids[1], pids[2], "{v}");
+    assert!(pids[2].as_i64() > Some(0), "{v}");
+    assert_eq!(starts(&dir).len(), 2);
     let events = events(&dir);
     let timed_out: Vec<&Json> = events.iter().filter(|e| e["kind"] == "timed_out").collect();
-    assert_eq!(timed_out.len(), 1, "{timed_out:?}");
-    // Within its timeout: the hung call's outcome came less than 2 s after
+    assert_eq!(timed_out.len(), 2, "{timed_out:?}");
+    // Within its timeout: each hung call's outcome came less than 2 s after
     // it was scheduled.
-    let at = |kind: &str| {
-        let e = events
-            .iter()
-            .find(|e| e["kind"] == kind && e["call_id"] == timed_out[0]["call_id"])
-            .expect("event");
-        let ts = text(&e["ts"]);
-        humantime::parse_rfc3339(ts).expect("a timestamp")
-    };
-    let waited = at("timed_out")
-        .duration_since(at("scheduled"))
-        .expect("ordered");
-    assert!(waited < Duration::from_millis(2000), "{waited:?}");
+    for call in timed_out {
+        let at = |kind: &str| {
+            let e = events
+                .iter()
+                .find(|e| e["kind"] == kind && e["call_id"] == call["call_id"])
+                .expect("event");
+            humantime::parse_rfc3339(text(&e["ts"])).expect("a timestamp")
+        };
+        let waited = at("timed_out")
+            .duration_since(at("scheduled"))
+            .expect("ordered");
+        assert!(waited < Duration::from_millis(2000), "{waited:?}");
+    }
+    assert!(gone(pids[0].as_i64().unwrap_or(0)));
 }
 
 #[test]
@@ -518,7 +533,7 @@ fn list_tools_returns_every_tool_as_the_server_sent_it() {
             .find(|t| t["name"] == name)
             .unwrap_or_else(|| panic!("{name} in {listed}"))
     };
-    assert_eq!(tools.len(), 13, "{listed}");
+    assert_eq!(tools.len(), 14, "{listed}");
     assert_eq!(
         tool("annotated")["annotations"],
         json!({"title": "Annotated lookup", "readOnlyHint": true, "destructiveHint": false,

@@ -73,12 +73,18 @@ fn problems(name: &str, source: &Json, imported: &Imported) -> Vec<String> {
     let mut out = Vec::new();
     let decls = lt::types::check_declarations(&imported.declarations);
     for d in &decls.diagnostics {
-        out.push(format!("{name}: the declarations do not check: [{}] {}", d.code.as_str(), d.message));
+        out.push(format!(
+            "{name}: the declarations do not check: [{}] {}",
+            d.code.as_str(),
+            d.message
+        ));
     }
     let declared: Vec<String> = decls.tools.iter().map(|t| t.sig.name.to_string()).collect();
     let imported_names: Vec<String> = imported.tools.iter().map(|t| t.name.clone()).collect();
     if declared != imported_names {
-        out.push(format!("{name}: declares {declared:?}, imported {imported_names:?}"));
+        out.push(format!(
+            "{name}: declares {declared:?}, imported {imported_names:?}"
+        ));
     }
     // Each tool's doc comment is its description: the importer's notes are
     // not part of it.
@@ -104,7 +110,10 @@ fn problems(name: &str, source: &Json, imported: &Imported) -> Vec<String> {
         }
         let doc = decls.tool(&tool.name).and_then(|t| t.doc.clone());
         if doc.as_deref() != Some(description.trim()) {
-            out.push(format!("{name}: the doc of {} is {doc:?}, not its description", tool.name));
+            out.push(format!(
+                "{name}: the doc of {} is {doc:?}, not its description",
+                tool.name
+            ));
         }
     }
     let dir = std::env::temp_dir();
@@ -115,7 +124,9 @@ fn problems(name: &str, source: &Json, imported: &Imported) -> Vec<String> {
             tables.sort();
             names.sort();
             if tables != names {
-                out.push(format!("{name}: tools.toml has tables {tables:?} for tools {names:?}"));
+                out.push(format!(
+                    "{name}: tools.toml has tables {tables:?} for tools {names:?}"
+                ));
             }
         }
         Err(e) => out.push(format!("{name}: tools.toml does not load: {e}")),
@@ -124,7 +135,10 @@ fn problems(name: &str, source: &Json, imported: &Imported) -> Vec<String> {
 }
 
 fn snapshot(path: &Path, imported: &Imported) -> Result<(), String> {
-    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let text = format!(
         "// ===== tools.lt =====\n{}\n# ===== tools.toml =====\n{}",
         imported.declarations, imported.tools_toml
@@ -166,7 +180,10 @@ fn every_case_checks_loads_and_matches_its_snapshot() {
         }
     }
     for path in &cases {
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let text = std::fs::read_to_string(path).expect("read case");
         let source: Json = serde_json::from_str(&text).expect("cases are JSON");
         let imported = match import(&text, &name) {
@@ -217,7 +234,14 @@ fn checks_accept_what_the_schema_accepts_and_refuse_the_rest() {
         "bad_pattern": "anything", "guests": ["b@example.com"], "note": null,
         "slot": {"start": "10:00:00Z", "minutes": 30}, "slots": [{"start": "11:30:00Z", "minutes": 15}]
     });
-    assert!(input.is_valid(&good), "{:?}", input.iter_errors(&good).map(|e| e.to_string()).collect::<Vec<_>>());
+    assert!(
+        input.is_valid(&good),
+        "{:?}",
+        input
+            .iter_errors(&good)
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+    );
     for (field, bad) in [
         ("when", json!("tomorrow")),
         ("day", json!("01/03/2026")),
@@ -270,7 +294,12 @@ fn checks_accept_what_the_schema_accepts_and_refuse_the_rest() {
 
 /// An input that is not tool definitions, the dialect forced, what the
 /// message says, and the line:column it names.
-type ErrorCase = (&'static str, Option<Dialect>, &'static str, Option<(usize, usize)>);
+type ErrorCase = (
+    &'static str,
+    Option<Dialect>,
+    &'static str,
+    Option<(usize, usize)>,
+);
 
 const ERRORS: [ErrorCase; 16] = [
     ("{\"tools\": [\n  {\"name\": \"a\",\n   \"inputSchema\" {}}]}", None, "not JSON: expected `:`", Some((3, 18))),
@@ -325,8 +354,14 @@ fn deep_schemas_are_cut_off_and_never_overflow() {
         "[{{\"name\": \"deep\", \"inputSchema\": {{\"type\": \"object\", \"properties\": {{\"x\": {schema}, \"d\": {{\"type\": \"array\", \"default\": {deep_default}}}}}}}}}]"
     );
     let imported = import(&text, "deep.json").expect("imports");
-    assert!(imported.declarations.contains("nested more than 32 levels deep"));
-    assert!(imported.declarations.contains("default [[[[[…]]]]]"), "{}", imported.declarations);
+    assert!(imported
+        .declarations
+        .contains("nested more than 32 levels deep"));
+    assert!(
+        imported.declarations.contains("default [[[[[…]]]]]"),
+        "{}",
+        imported.declarations
+    );
     let source = json!(null);
     assert_eq!(problems("deep", &source, &imported), Vec::<String>::new());
 
@@ -351,9 +386,16 @@ fn exponential_and_huge_schemas_stay_bounded() {
     let started = std::time::Instant::now();
     let imported = import(&json!([tool]).to_string(), "laughs.json").expect("imports");
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
-    assert!(imported.declarations.contains("too large for lt once its aliases are expanded"));
-    assert!(imported.declarations.contains("some run-time checks were left out"));
-    assert_eq!(problems("laughs", &json!(null), &imported), Vec::<String>::new());
+    assert!(imported
+        .declarations
+        .contains("too large for lt once its aliases are expanded"));
+    assert!(imported
+        .declarations
+        .contains("some run-time checks were left out"));
+    assert_eq!(
+        problems("laughs", &json!(null), &imported),
+        Vec::<String>::new()
+    );
 
     // 300 tools of 40 properties each.
     let tools: Vec<Json> = (0..300)
@@ -366,7 +408,10 @@ fn exponential_and_huge_schemas_stay_bounded() {
         .collect();
     let imported = import(&json!({"tools": tools}).to_string(), "huge.json").expect("imports");
     assert_eq!(imported.tools.len(), 300);
-    assert_eq!(problems("huge", &json!(null), &imported), Vec::<String>::new());
+    assert_eq!(
+        problems("huge", &json!(null), &imported),
+        Vec::<String>::new()
+    );
 }
 
 fn lt_stdin(dir: &Path, args: &[&str], stdin: &str) -> support::Out {
@@ -393,29 +438,61 @@ fn lt_stdin(dir: &Path, args: &[&str], stdin: &str) -> support::Out {
 fn cli_prints_both_files_and_exits_0() {
     let dir = TempDir::new("schema-import", "print");
     let case = case_dir().join("mcp_time.json");
-    let out = lt_in(&dir.0, &["tools", "import", &case.display().to_string()], &[]);
+    let out = lt_in(
+        &dir.0,
+        &["tools", "import", &case.display().to_string()],
+        &[],
+    );
     assert_eq!(out.code, 0, "{out:?}");
-    assert!(out.stdout.starts_with("// ===== tools.lt =====\n"), "{}", out.stdout);
-    assert!(out.stdout.contains("\n# ===== tools.toml =====\n[tools.") || out.stdout.contains("\n# ===== tools.toml =====\n# "));
+    assert!(
+        out.stdout.starts_with("// ===== tools.lt =====\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("\n# ===== tools.toml =====\n[tools.")
+            || out.stdout.contains("\n# ===== tools.toml =====\n# ")
+    );
     assert!(out.stdout.contains("tool convert_time: {"));
     assert!(out.stderr.is_empty(), "{}", out.stderr);
 
     // Standard input, and --format.
     let text = std::fs::read_to_string(case_dir().join("anthropic.json")).expect("case");
-    let out = lt_stdin(&dir.0, &["tools", "import", "-", "--format", "anthropic"], &text);
+    let out = lt_stdin(
+        &dir.0,
+        &["tools", "import", "-", "--format", "anthropic"],
+        &text,
+    );
     assert_eq!(out.code, 0, "{out:?}");
-    assert!(out.stdout.contains("from standard input (Anthropic)"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("from standard input (Anthropic)"),
+        "{}",
+        out.stdout
+    );
     let out = lt_stdin(&dir.0, &["tools", "import", "-", "--format", "mcp"], &text);
     assert_eq!(out.code, 2, "{out:?}");
-    assert!(out.stderr.contains("has no `inputSchema`"), "{}", out.stderr);
-    assert!(out.stderr.contains("help: it has `input_schema`: is `--format mcp` right?"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("has no `inputSchema`"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("help: it has `input_schema`: is `--format mcp` right?"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
 fn cli_writes_the_files_with_out_and_keeps_existing_ones() {
     let dir = TempDir::new("schema-import", "out");
     let case = case_dir().join("formats_bounds.json").display().to_string();
-    let out = lt_in(&dir.0, &["tools", "import", &case, "--out", "gen/tools"], &[]);
+    let out = lt_in(
+        &dir.0,
+        &["tools", "import", &case, "--out", "gen/tools"],
+        &[],
+    );
     assert_eq!(out.code, 0, "{out:?}");
     assert!(out.stdout.is_empty());
     assert!(out.stderr.contains("tools.lt and"), "{}", out.stderr);
@@ -425,10 +502,23 @@ fn cli_writes_the_files_with_out_and_keeps_existing_ones() {
     assert!(toml.contains("[tools.schedule.checks]"));
 
     // The files are there: not replaced without --force.
-    let out = lt_in(&dir.0, &["tools", "import", &case, "--out", "gen/tools"], &[]);
+    let out = lt_in(
+        &dir.0,
+        &["tools", "import", &case, "--out", "gen/tools"],
+        &[],
+    );
     assert_eq!(out.code, 2, "{out:?}");
-    assert!(out.stderr.contains("exists; lt tools import does not replace it"), "{}", out.stderr);
-    let out = lt_in(&dir.0, &["tools", "import", &case, "--out", "gen/tools", "--force"], &[]);
+    assert!(
+        out.stderr
+            .contains("exists; lt tools import does not replace it"),
+        "{}",
+        out.stderr
+    );
+    let out = lt_in(
+        &dir.0,
+        &["tools", "import", &case, "--out", "gen/tools", "--force"],
+        &[],
+    );
     assert_eq!(out.code, 0, "{out:?}");
 
     // A program made of the declarations runs against the skeleton: the
@@ -437,25 +527,61 @@ fn cli_writes_the_files_with_out_and_keeps_existing_ones() {
         "{decls}\nmatch exec tool schedule {{when = \"2026-03-01T10:00:00Z\", seats = 2}} {{ Ok(r) => r.confirmed_at, Err(e) => e }}\n"
     );
     dir.write("gen/tools/main.lt", &program);
-    let out = lt_in(&dir.0, &["run", "gen/tools/main.lt", "--executors", "gen/tools/tools.toml"], &[]);
+    let out = lt_in(
+        &dir.0,
+        &[
+            "run",
+            "gen/tools/main.lt",
+            "--executors",
+            "gen/tools/tools.toml",
+        ],
+        &[],
+    );
     assert_eq!(out.code, 0, "{out:?}");
-    assert!(out.stdout.contains("schedule has no executor yet"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("schedule has no executor yet"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
 fn cli_errors_exit_2_with_a_message() {
     let dir = TempDir::new("schema-import", "errors");
-    let bad = dir.write("bad.json", "{\"tools\": [\n  {\"name\": \"a\",\n   \"inputSchema\" {}}]}");
+    let bad = dir.write(
+        "bad.json",
+        "{\"tools\": [\n  {\"name\": \"a\",\n   \"inputSchema\" {}}]}",
+    );
     let nameless = dir.write("nameless.json", "{\"tools\": [{\"inputSchema\": {}}]}");
     let cases: [(Vec<&str>, &str); 8] = [
-        (vec!["tools", "import", &bad], "bad.json:3:18: not JSON: expected `:`"),
+        (
+            vec!["tools", "import", &bad],
+            "bad.json:3:18: not JSON: expected `:`",
+        ),
         (vec!["tools", "import", &nameless], "tools[0] has no `name`"),
-        (vec!["tools", "import", "missing.json"], "cannot read `missing.json`"),
+        (
+            vec!["tools", "import", "missing.json"],
+            "cannot read `missing.json`",
+        ),
         (vec!["tools", "import"], "name the definitions file"),
-        (vec!["tools", "import", "x.json", "--mcp", "--", "server"], "give a definitions file, or --mcp -- COMMAND…, not both"),
-        (vec!["tools", "import", "--mcp"], "--mcp needs the server's command line"),
-        (vec!["tools", "import", "x.json", "--", "server"], "add --mcp"),
-        (vec!["tools", "import", "--mcp", "--format", "openai", "--", "server"], "--format must be mcp"),
+        (
+            vec!["tools", "import", "x.json", "--mcp", "--", "server"],
+            "give a definitions file, or --mcp -- COMMAND…, not both",
+        ),
+        (
+            vec!["tools", "import", "--mcp"],
+            "--mcp needs the server's command line",
+        ),
+        (
+            vec!["tools", "import", "x.json", "--", "server"],
+            "add --mcp",
+        ),
+        (
+            vec![
+                "tools", "import", "--mcp", "--format", "openai", "--", "server",
+            ],
+            "--format must be mcp",
+        ),
     ];
     for (args, expected) in cases {
         let out = lt_in(&dir.0, &args, &[]);
@@ -465,9 +591,17 @@ fn cli_errors_exit_2_with_a_message() {
         assert!(!out.stderr.contains("panicked"), "{args:?}: {}", out.stderr);
     }
     // A server that cannot start.
-    let out = lt_in(&dir.0, &["tools", "import", "--mcp", "--", "./no-such-server"], &[]);
+    let out = lt_in(
+        &dir.0,
+        &["tools", "import", "--mcp", "--", "./no-such-server"],
+        &[],
+    );
     assert_eq!(out.code, 2, "{out:?}");
-    assert!(out.stderr.contains("could not be started"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("could not be started"),
+        "{}",
+        out.stderr
+    );
     // --force needs --out.
     let out = lt_in(&dir.0, &["tools", "import", "x.json", "--force"], &[]);
     assert_eq!(out.code, 2, "{out:?}");
@@ -476,8 +610,14 @@ fn cli_errors_exit_2_with_a_message() {
 #[test]
 fn cli_imports_a_live_mcp_server_and_the_result_runs() {
     let dir = TempDir::new("schema-import", "live");
-    let server = support::mcp::script("mcp-server-time").display().to_string();
-    let out = lt_in(&dir.0, &["tools", "import", "--mcp", "--out", "gen", "--", &server], &[]);
+    let server = support::mcp::script("mcp-server-time")
+        .display()
+        .to_string();
+    let out = lt_in(
+        &dir.0,
+        &["tools", "import", "--mcp", "--out", "gen", "--", &server],
+        &[],
+    );
     assert_eq!(out.code, 0, "{out:?}");
     let decls = std::fs::read_to_string(dir.0.join("gen/tools.lt")).expect("tools.lt");
     let toml = std::fs::read_to_string(dir.0.join("gen/tools.toml")).expect("tools.toml");
@@ -486,12 +626,21 @@ fn cli_imports_a_live_mcp_server_and_the_result_runs() {
     let recorded = import(&recorded, "x").expect("imports");
     let body = |d: &str| d.lines().skip(1).collect::<Vec<_>>().join("\n");
     assert_eq!(body(&decls), body(&recorded.declarations));
-    assert!(toml.contains(&format!("mcp = {{ command = [\"{server}\"], tool = \"get_current_time\" }}")), "{toml}");
+    assert!(
+        toml.contains(&format!(
+            "mcp = {{ command = [\"{server}\"], tool = \"get_current_time\" }}"
+        )),
+        "{toml}"
+    );
     let program = format!(
         "{decls}\nmatch exec tool get_current_time {{timezone = \"Etc/UTC\"}} {{ Ok(t) => t.timezone, Err(e) => e }}\n"
     );
     dir.write("gen/main.lt", &program);
-    let out = lt_in(&dir.0, &["run", "gen/main.lt", "--executors", "gen/tools.toml"], &[]);
+    let out = lt_in(
+        &dir.0,
+        &["run", "gen/main.lt", "--executors", "gen/tools.toml"],
+        &[],
+    );
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(out.stdout.trim(), "\"Etc/UTC\"", "{out:?}");
 }
@@ -505,27 +654,57 @@ fn checks_imported_from_a_live_server_are_enforced() {
     let dir = TempDir::new("schema-import", "live-checks");
     let fixtures = support::mcp::fixtures();
     let python = support::mcp::python().display().to_string();
-    let out = lt_in(&fixtures, &["tools", "import", "--mcp", "--out", &dir.path("gen"), "--", &python, "server.py"], &[]);
+    let out = lt_in(
+        &fixtures,
+        &[
+            "tools",
+            "import",
+            "--mcp",
+            "--out",
+            &dir.path("gen"),
+            "--",
+            &python,
+            "server.py",
+        ],
+        &[],
+    );
     assert_eq!(out.code, 0, "{out:?}");
     let toml = std::fs::read_to_string(dir.0.join("gen/tools.toml")).expect("tools.toml");
-    assert!(toml.contains(&format!("cwd = {:?}", fixtures.display().to_string())), "{toml}");
+    assert!(
+        toml.contains(&format!("cwd = {:?}", fixtures.display().to_string())),
+        "{toml}"
+    );
     assert!(toml.contains("[tools.schedule.checks]"), "{toml}");
     let decls = std::fs::read_to_string(dir.0.join("gen/tools.lt")).expect("tools.lt");
-    assert!(decls.contains("// checked at run time: format date-time"), "{decls}");
+    assert!(
+        decls.contains("// checked at run time: format date-time"),
+        "{decls}"
+    );
     let call = |at: &str, seats: i64| {
         let program = format!(
             "{decls}\nmatch exec tool schedule {{at = {at:?}, contact = \"a@example.com\", seats = Some({seats})}} {{ Ok(r) => r.contact, Err(e) => e }}\n"
         );
         dir.write("gen/main.lt", &program);
-        lt_in(&dir.0, &["run", "gen/main.lt", "--executors", "gen/tools.toml"], &[])
+        lt_in(
+            &dir.0,
+            &["run", "gen/main.lt", "--executors", "gen/tools.toml"],
+            &[],
+        )
     };
     let out = call("2026-03-01T10:00:00Z", 2);
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(out.stdout.trim(), "\"a@example.com\"", "{out:?}");
-    for (at, seats, why) in [("soon", 2, "is not a \\\"date-time\\\""), ("2026-03-01T10:00:00Z", 13, "maximum of 12")] {
+    for (at, seats, why) in [
+        ("soon", 2, "is not a \\\"date-time\\\""),
+        ("2026-03-01T10:00:00Z", 13, "maximum of 12"),
+    ] {
         let out = call(at, seats);
         assert_eq!(out.code, 0, "{out:?}");
-        assert!(out.stdout.contains("was not run: its argument fails the checks of tools.toml"), "{out:?}");
+        assert!(
+            out.stdout
+                .contains("was not run: its argument fails the checks of tools.toml"),
+            "{out:?}"
+        );
         assert!(out.stdout.contains(why), "{why}: {out:?}");
     }
 }

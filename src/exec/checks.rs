@@ -114,7 +114,11 @@ fn violations(validator: &jsonschema::Validator, value: &Json) -> Option<String>
     for error in validator.iter_errors(value) {
         if shown.len() < SHOWN {
             let path = error.instance_path().to_string();
-            let at = if path.is_empty() { "/".to_string() } else { path };
+            let at = if path.is_empty() {
+                "/".to_string()
+            } else {
+                path
+            };
             shown.push(format!("at {at}: {}", clip(&error.to_string())));
         } else {
             more += 1;
@@ -161,8 +165,17 @@ mod tests {
         let bad = json!({"start": "soon", "seats": 0, "email": "nope", "site": "::"});
         let err = checks.check_input("t", &bad).expect_err("four violations");
         assert_eq!(err.kind, FailureKind::Failed);
-        assert!(err.message.starts_with("tool t was not run"), "{}", err.message);
-        assert!(err.message.contains("at /seats: 0 is less than the minimum of 1"), "{}", err.message);
+        assert!(
+            err.message.starts_with("tool t was not run"),
+            "{}",
+            err.message
+        );
+        assert!(
+            err.message
+                .contains("at /seats: 0 is less than the minimum of 1"),
+            "{}",
+            err.message
+        );
         assert!(err.message.contains("and 1 more"), "{}", err.message);
         // Absent optional fields and nulls pass: the keywords apply to
         // strings and numbers only.

@@ -191,8 +191,8 @@ impl Registry {
                 );
             }
             if let Some(raw_checks) = table.get_mut().checks.take() {
-                let client = table.get_ref().venue.as_ref().map(|v| v.get_ref().as_str())
-                    == Some("client");
+                let client =
+                    table.get_ref().venue.as_ref().map(|v| v.get_ref().as_str()) == Some("client");
                 let compiled = build_checks(&name, raw_checks, client)
                     .map_err(|e| err(e.span, e.message, e.help))?;
                 checks.insert(name.clone(), std::sync::Arc::new(compiled));
@@ -589,8 +589,6 @@ fn build_tool(name: &str, raw: RawTool, folder: &Path) -> Result<Tool, ToolError
     }
 }
 
-/// A `venue = "client"` table: no executor of lt's own; only `timeout_ms`,
-/// `effects` and `idempotent` beside it.
 /// Compiles a `checks` table (see `checks.rs`); each schema must be a TOML
 /// table (a JSON Schema object) or a boolean.
 fn build_checks(name: &str, raw: Spanned<RawChecks>, client: bool) -> Result<Checks, ToolError> {
@@ -629,7 +627,11 @@ fn build_checks(name: &str, raw: Spanned<RawChecks>, client: bool) -> Result<Che
     }
     let [input, output] = schemas;
     let at = |which: &str| {
-        let s = if which.starts_with("input") { &input } else { &output };
+        let s = if which.starts_with("input") {
+            &input
+        } else {
+            &output
+        };
         s.as_ref().map(|(_, at)| at.clone())
     };
     Checks::compile(input.as_ref().map(|(j, _)| j), output.as_ref().map(|(j, _)| j)).map_err(
@@ -643,6 +645,8 @@ fn build_checks(name: &str, raw: Spanned<RawChecks>, client: bool) -> Result<Che
     )
 }
 
+/// A `venue = "client"` table: no executor of lt's own; only `timeout_ms`,
+/// `effects` and `idempotent` beside it.
 fn build_client(name: &str, raw: RawTool) -> Result<Tool, ToolError> {
     for (key, span) in [
         ("command", raw.command.as_ref().map(Spanned::span)),

@@ -149,7 +149,11 @@ pub fn run(options: &ImportOptions) -> u8 {
                     return EXIT_USAGE;
                 }
             }
-            let renamed = imported.tools.iter().filter(|t| t.name != t.original).count();
+            let renamed = imported
+                .tools
+                .iter()
+                .filter(|t| t.name != t.original)
+                .count();
             err!(
                 "wrote {} and {}: {} tool{}{}",
                 files[0].0.display(),

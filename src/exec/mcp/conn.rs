@@ -25,7 +25,7 @@ use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -105,8 +105,9 @@ struct Shared {
     next_id: AtomicU64,
     /// Becomes `true` once the connection is dead.
     ended: watch::Sender<bool>,
-    /// A liveness ping after a timeout is in flight.
-    probing: AtomicBool,
+    /// `true` while a liveness ping after a timeout is in flight: the
+    /// server is suspect until it answers (or is stopped).
+    probing: watch::Sender<bool>,
 }
 
 #[derive(Default)]
@@ -149,7 +150,7 @@ impl Connection {
             state: Mutex::new(State::default()),
             next_id: AtomicU64::new(1),
             ended,
-            probing: AtomicBool::new(false),
+            probing: watch::channel(false).0,
         });
         let stderr_task = tokio::spawn(read_stderr(stderr, shared.clone()));
         tokio::spawn(supervise(shared.clone(), child, stdout, stderr_task));
@@ -246,7 +247,7 @@ impl Connection {
     /// that the next call starts a fresh one instead of waiting out its own
     /// timeout too.
     pub(crate) fn probe(self: &Arc<Self>, grace: Duration) {
-        if self.shared.probing.swap(true, Ordering::SeqCst) {
+        if self.shared.probing.send_replace(true) {
             return;
         }
         let conn = self.clone();
@@ -260,9 +261,18 @@ impl Connection {
                         grace.as_millis()
                     ),
                 });
+                let mut ended = conn.shared.ended.subscribe();
+                let _ = tokio::time::timeout(EXIT_GRACE * 5, ended.wait_for(|e| *e)).await;
             }
-            conn.shared.probing.store(false, Ordering::SeqCst);
+            conn.shared.probing.send_replace(false);
         });
+    }
+
+    /// Waits (until `deadline` at most) for a liveness ping in flight to
+    /// settle whether the server still answers ([`Connection::probe`]).
+    pub(crate) async fn settled(&self, deadline: Instant) {
+        let mut probing = self.shared.probing.subscribe();
+        let _ = tokio::time::timeout_at(deadline, probing.wait_for(|p| !*p)).await;
     }
 
     /// Kills the server's process group now; calls in flight fail with

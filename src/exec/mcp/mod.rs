@@ -24,7 +24,8 @@
 //! connection, told apart by their JSON-RPC ids. The first call's deadline
 //! covers the server's start. On a timeout the request is cancelled
 //! (`notifications/cancelled`) and the server pinged: one that does not
-//! answer within [`PING_GRACE`] is wedged and is stopped.
+//! answer within [`PING_GRACE`] is wedged and is stopped (the next call
+//! waits for the ping, and then starts a fresh server).
 //!
 //! **Results.** `isError: true` and JSON-RPC errors are `Failed` with the
 //! server's text; `structuredContent` is the result; otherwise text-only
@@ -36,8 +37,9 @@
 //! tail. Lines on stdout that are not JSON-RPC are skipped (and counted in
 //! later failure messages).
 //!
-//! **Why not `rmcp`.** The official Rust SDK was the first choice and was
-//! tried (3.11, features `client` + `transport-async-rw`). It decodes every
+//! **Why not `rmcp`.** The official Rust SDK was the first choice; its 3.11
+//! source was read against these needs (features `client` +
+//! `transport-async-rw`, lt spawning the process itself). It decodes every
 //! answer through an untagged union of typed results (`ServerResult`), so a
 //! `tools/list` answer comes back re-typed: tool fields it does not model
 //! (the 2025-11-25 `execution`, vendor extensions) are dropped, while
@@ -48,8 +50,11 @@
 //! (up to 5 s after the server's stdout closes), and it adds some 24k lines
 //! plus `chrono`, `futures`, `tokio-util` and `tracing` to a two-core build.
 //! What lt needs is small: line-delimited JSON-RPC 2.0 on tokio and
-//! serde_json, in `conn.rs`, with lt's own process groups and depth-safe
-//! JSON.
+//! serde_json, with lt's own process groups and depth-safe JSON.
+//!
+//! Files: `conn.rs` (one server process and its connection), `stdio.rs`
+//! (reading its stdout lines and stderr tail), `pool.rs` (the session's
+//! servers), `list.rs` ([`list_tools`]); here, the tool call and its result.
 
 mod conn;
 mod list;

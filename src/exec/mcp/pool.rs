@@ -67,6 +67,9 @@ impl Servers {
             });
         };
         if let Some(conn) = current.as_ref() {
+            // A server whose last call timed out is used again only once it
+            // answered a ping; one that did not is stopped, and replaced.
+            conn.settled(deadline).await;
             if conn.death().is_none() {
                 return Ok(conn.clone());
             }

@@ -54,8 +54,10 @@ pub(super) fn local(schema: &Map<String, Json>) -> Local {
         if KNOWN_FORMATS.contains(&format) {
             out.keep("format", Json::from(format), format!("format {format}"));
         } else {
-            out.unchecked
-                .push(format!("format {} (not checked: unknown to lt)", cut(format, 40)));
+            out.unchecked.push(format!(
+                "format {} (not checked: unknown to lt)",
+                cut(format, 40)
+            ));
         }
     }
     for key in ["minimum", "maximum"] {
@@ -79,7 +81,10 @@ pub(super) fn local(schema: &Map<String, Json>) -> Local {
             out.keep(key, bound.clone(), format!("{key} {bound}"));
         }
     }
-    if let Some(m) = schema.get("multipleOf").filter(|v| v.as_f64().is_some_and(|x| x > 0.0)) {
+    if let Some(m) = schema
+        .get("multipleOf")
+        .filter(|v| v.as_f64().is_some_and(|x| x > 0.0))
+    {
         out.keep("multipleOf", m.clone(), format!("multipleOf {m}"));
     }
     for key in ["minLength", "maxLength", "minItems", "maxItems"] {
@@ -183,19 +188,32 @@ mod tests {
 
     #[test]
     fn keywords_kept() {
-        let l = local_of(json!({"type": "string", "format": "date-time", "minLength": 1,
-                               "maxLength": 3.0, "pattern": "^a+$", "description": "x"}));
+        let l = local_of(
+            json!({"type": "string", "format": "date-time", "minLength": 1,
+                               "maxLength": 3.0, "pattern": "^a+$", "description": "x"}),
+        );
         assert_eq!(
             Json::Object(l.keywords),
             json!({"format": "date-time", "minLength": 1, "maxLength": 3, "pattern": "^a+$"})
         );
-        assert_eq!(l.checked, ["format date-time", "minLength 1", "maxLength 3", "pattern ^a+$"]);
+        assert_eq!(
+            l.checked,
+            [
+                "format date-time",
+                "minLength 1",
+                "maxLength 3",
+                "pattern ^a+$"
+            ]
+        );
     }
 
     #[test]
     fn draft4_exclusive_bounds() {
         let l = local_of(json!({"minimum": 0, "exclusiveMinimum": true, "maximum": 5}));
-        assert_eq!(Json::Object(l.keywords), json!({"exclusiveMinimum": 0, "maximum": 5}));
+        assert_eq!(
+            Json::Object(l.keywords),
+            json!({"exclusiveMinimum": 0, "maximum": 5})
+        );
     }
 
     #[test]
@@ -211,6 +229,9 @@ mod tests {
         if let Json::Object(map) = &mut m {
             allow_null(map);
         }
-        assert_eq!(m, json!({"anyOf": [{"const": 1}, {"type": "null"}], "minimum": 0}));
+        assert_eq!(
+            m,
+            json!({"anyOf": [{"const": 1}, {"type": "null"}], "minimum": 0})
+        );
     }
 }

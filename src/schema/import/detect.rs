@@ -43,14 +43,16 @@ const FORMS: &str = "an MCP tool {\"name\", \"inputSchema\"}, an Anthropic tool 
 an OpenAI tool {\"type\": \"function\", \"function\": {\"name\", \"parameters\"}}, a list of them, or {\"tools\": [...]}";
 
 /// The tool definitions in `value`, in file order.
-pub(super) fn tool_defs(value: &Json, forced: Option<Dialect>) -> Result<Vec<ToolDef<'_>>, ImportError> {
+pub(super) fn tool_defs(
+    value: &Json,
+    forced: Option<Dialect>,
+) -> Result<Vec<ToolDef<'_>>, ImportError> {
     let (items, prefix): (Vec<&Json>, &str) = match value {
         Json::Array(items) => (items.iter().collect(), ""),
         Json::Object(map) => {
             if let Some(Json::Array(items)) = map.get("tools") {
                 (items.iter().collect(), "tools")
-            } else if let Some(Json::Array(items)) =
-                map.get("result").and_then(|r| r.get("tools"))
+            } else if let Some(Json::Array(items)) = map.get("result").and_then(|r| r.get("tools"))
             {
                 (items.iter().collect(), "result.tools")
             } else if let Some(Json::Array(items)) = map.get("functions") {
@@ -61,8 +63,10 @@ pub(super) fn tool_defs(value: &Json, forced: Option<Dialect>) -> Result<Vec<Too
                     super::text::short_json(error, 200)
                 )));
             } else if map.contains_key("tools") {
-                return Err(ImportError::new("`tools` is not a list of tool definitions")
-                    .with_help(format!("expected {FORMS}")));
+                return Err(
+                    ImportError::new("`tools` is not a list of tool definitions")
+                        .with_help(format!("expected {FORMS}")),
+                );
             } else {
                 return Ok(vec![tool_def(value, "the tool".to_string(), forced)?]);
             }
@@ -76,7 +80,9 @@ pub(super) fn tool_defs(value: &Json, forced: Option<Dialect>) -> Result<Vec<Too
         }
     };
     if items.is_empty() {
-        return Err(ImportError::new("the file lists no tools (the list is empty)"));
+        return Err(ImportError::new(
+            "the file lists no tools (the list is empty)",
+        ));
     }
     items
         .into_iter()
@@ -160,12 +166,23 @@ fn tool_def(item: &Json, at: String, forced: Option<Dialect>) -> Result<ToolDef<
     let found = other_keys.iter().find(|k| body.get(**k).is_some());
     if input.is_none() && (dialect != Dialect::Openai || found.is_some()) {
         let help = match found {
-            Some(k) => format!("it has `{k}`: is `--format {}` right?", dialect_flag(dialect)),
-            None => format!("{} tools describe their input in `{schema_key}`", dialect_name(dialect)),
+            Some(k) => format!(
+                "it has `{k}`: is `--format {}` right?",
+                dialect_flag(dialect)
+            ),
+            None => format!(
+                "{} tools describe their input in `{schema_key}`",
+                dialect_name(dialect)
+            ),
         };
-        return Err(ImportError::new(format!("{at} (`{name}`) has no `{schema_key}`")).with_help(help));
+        return Err(
+            ImportError::new(format!("{at} (`{name}`) has no `{schema_key}`")).with_help(help),
+        );
     }
-    for (key, value) in [(schema_key, input), ("outputSchema", body.get("outputSchema"))] {
+    for (key, value) in [
+        (schema_key, input),
+        ("outputSchema", body.get("outputSchema")),
+    ] {
         if let Some(v) = value {
             if !(v.is_object() || v.is_boolean()) {
                 return Err(ImportError::new(format!(

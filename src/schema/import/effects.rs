@@ -61,7 +61,11 @@ pub(super) fn effects(def: &ToolDef<'_>) -> Effects {
             Err(why) => ignored = format!(" (_meta \"lt/effects\" ignored: {why})"),
         }
     }
-    let hint = |key: &str| def.annotations.and_then(|a| a.get(key)).and_then(Json::as_bool);
+    let hint = |key: &str| {
+        def.annotations
+            .and_then(|a| a.get(key))
+            .and_then(Json::as_bool)
+    };
     let read_only = hint("readOnlyHint").unwrap_or(false);
     let destructive = !read_only && hint("destructiveHint").unwrap_or(true);
     let open_world = hint("openWorldHint").unwrap_or(true);
@@ -78,7 +82,13 @@ pub(super) fn effects(def: &ToolDef<'_>) -> Effects {
     let note = if given {
         // Each label and the hint it comes from; "(default)" where the
         // hint is absent and MCP's default decides.
-        let said = |key: &str| if hint(key).is_some() { "" } else { ", by default" };
+        let said = |key: &str| {
+            if hint(key).is_some() {
+                ""
+            } else {
+                ", by default"
+            }
+        };
         let mut parts = vec![if read_only {
             "Read (readOnlyHint)".to_string()
         } else {
@@ -96,7 +106,10 @@ pub(super) fn effects(def: &ToolDef<'_>) -> Effects {
         } else {
             "no Network (openWorldHint false)".to_string()
         });
-        format!("effects from the MCP annotations: {}{ignored}", parts.join(", "))
+        format!(
+            "effects from the MCP annotations: {}{ignored}",
+            parts.join(", ")
+        )
     } else {
         format!(
             "no MCP annotations, so MCP's defaults: Write (not read-only), Delete (destructive), Network (open world){ignored}"
@@ -129,7 +142,10 @@ fn lt_labels(meta: &Json) -> Result<Vec<String>, String> {
             return Err("not a list of strings".into());
         };
         if !is_label(label) {
-            return Err(format!("{} is not an effect label", super::text::short_json(item, 40)));
+            return Err(format!(
+                "{} is not an effect label",
+                super::text::short_json(item, 40)
+            ));
         }
         if label != "Pure" && !labels.iter().any(|l| l == label) {
             labels.push(label.to_string());

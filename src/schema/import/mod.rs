@@ -223,10 +223,20 @@ pub fn import_value(value: &Json, options: &ImportOptions) -> Result<Imported, I
             },
         };
         let output_cut = def.output.is_some() && conv.checks_cut;
-        notes.extend(convert::merge_checked(input.notes).into_iter().map(|n| format!("input: {n}")));
-        notes.extend(convert::merge_checked(output.notes).into_iter().map(|n| format!("output: {n}")));
+        notes.extend(
+            convert::merge_checked(input.notes)
+                .into_iter()
+                .map(|n| format!("input: {n}")),
+        );
+        notes.extend(
+            convert::merge_checked(output.notes)
+                .into_iter()
+                .map(|n| format!("output: {n}")),
+        );
         if input_cut || output_cut {
-            notes.push("some run-time checks were left out: too large, or not valid JSON Schema".into());
+            notes.push(
+                "some run-time checks were left out: too large, or not valid JSON Schema".into(),
+            );
         }
         let doc = def
             .description
@@ -273,16 +283,18 @@ pub fn import_value(value: &Json, options: &ImportOptions) -> Result<Imported, I
         .zip(&lt_names)
         .zip(&tables)
         .zip(&executors)
-        .map(|(((def, name), (effects, input, output)), executor)| toml_out::Table {
-            name,
-            original: &def.name,
-            executor,
-            effects: &effects.labels,
-            effects_known: effects.known,
-            idempotent: effects.idempotent,
-            input_checks: input.as_ref(),
-            output_checks: output.as_ref(),
-        })
+        .map(
+            |(((def, name), (effects, input, output)), executor)| toml_out::Table {
+                name,
+                original: &def.name,
+                executor,
+                effects: &effects.labels,
+                effects_known: effects.known,
+                idempotent: effects.idempotent,
+                input_checks: input.as_ref(),
+                output_checks: output.as_ref(),
+            },
+        )
         .collect();
     let tools_toml = toml_out::tools_toml(
         &[
@@ -322,7 +334,9 @@ fn tool_names(defs: &[detect::ToolDef<'_>], conv: &mut Converter) -> Vec<String>
     }
     out.into_iter()
         .zip(defs)
-        .map(|(slot, def)| slot.unwrap_or_else(|| conv.names.fresh(&names::tool_name(&def.name), "_")))
+        .map(|(slot, def)| {
+            slot.unwrap_or_else(|| conv.names.fresh(&names::tool_name(&def.name), "_"))
+        })
         .collect()
 }
 

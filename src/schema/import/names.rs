@@ -11,8 +11,8 @@ use std::collections::BTreeSet;
 /// Words that are never names (`docs/language/reference.md`, Lexical
 /// structure; `src/syntax/token.rs`).
 const RESERVED: [&str; 17] = [
-    "tool", "let", "rec", "in", "fn", "if", "then", "else", "match", "exec", "true", "false",
-    "Ok", "Err", "List", "Result", "while",
+    "tool", "let", "rec", "in", "fn", "if", "then", "else", "match", "exec", "true", "false", "Ok",
+    "Err", "List", "Result", "while",
 ];
 
 /// `for` is reserved too (kept apart so that [`RESERVED`] reads as the
@@ -175,7 +175,10 @@ mod tests {
 
     #[test]
     fn type_names() {
-        assert_eq!(type_name("get_current_timeArguments"), "GetCurrentTimeArguments");
+        assert_eq!(
+            type_name("get_current_timeArguments"),
+            "GetCurrentTimeArguments"
+        );
         assert_eq!(type_name("Time Result"), "TimeResult");
         assert_eq!(type_name("String"), "StringType");
         assert_eq!(type_name("result"), "ResultType");

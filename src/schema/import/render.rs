@@ -129,13 +129,17 @@ fn write_ty(ty: &Ty, indent: usize, out: &mut String) {
 }
 
 fn multi_line(fields: &[Field]) -> bool {
-    fields.iter().any(|f| f.doc.is_some() || !f.notes.is_empty() || has_comments(&f.ty))
+    fields
+        .iter()
+        .any(|f| f.doc.is_some() || !f.notes.is_empty() || has_comments(&f.ty))
         || inline(&Ty::Record(fields.to_vec())).len() > ONE_LINE
 }
 
 fn has_comments(ty: &Ty) -> bool {
     match ty {
-        Ty::Record(fields) => fields.iter().any(|f| f.doc.is_some() || !f.notes.is_empty() || has_comments(&f.ty)),
+        Ty::Record(fields) => fields
+            .iter()
+            .any(|f| f.doc.is_some() || !f.notes.is_empty() || has_comments(&f.ty)),
         Ty::List(t) | Ty::Option(t) => has_comments(t),
         _ => false,
     }
@@ -155,7 +159,11 @@ fn inline(ty: &Ty) -> String {
         Ty::Str => "String".into(),
         Ty::Json => "Json".into(),
         Ty::Named(n) => n.clone(),
-        Ty::Enum(lits) => lits.iter().map(|l| lt_string(l)).collect::<Vec<_>>().join(" | "),
+        Ty::Enum(lits) => lits
+            .iter()
+            .map(|l| lt_string(l))
+            .collect::<Vec<_>>()
+            .join(" | "),
         Ty::List(t) => format!("List {}", argument(t)),
         Ty::Option(t) => format!("Option {}", argument(t)),
         Ty::Record(fields) => {
@@ -195,7 +203,11 @@ mod tests {
     #[test]
     fn types_inline() {
         let t = Ty::Record(vec![
-            field("a", Ty::List(Box::new(Ty::Option(Box::new(Ty::Int)))), false),
+            field(
+                "a",
+                Ty::List(Box::new(Ty::Option(Box::new(Ty::Int)))),
+                false,
+            ),
             field("b", Ty::Enum(vec!["x".into(), "y\"".into()]), true),
             field("c", Ty::Option(Box::new(Ty::Enum(vec!["z".into()]))), false),
         ]);

@@ -73,7 +73,10 @@ pub(super) fn tools_toml(header: &[String], tables: &[Table<'_>]) -> Result<Stri
                 out.push_str(&format!("mcp = {}\n", value(&toml::Value::Table(mcp))?));
             }
             Executor::McpUnknown => {
-                comment(&mut out, "The MCP server that serves this tool: put its command line here,");
+                comment(
+                    &mut out,
+                    "The MCP server that serves this tool: put its command line here,",
+                );
                 comment(&mut out, "uncomment the line and delete the `fixed` line.");
                 out.push_str(&format!(
                     "# mcp = {{ command = [\"SERVER\", \"ARGUMENTS\"], tool = {tool} }}\n"
@@ -82,13 +85,19 @@ pub(super) fn tools_toml(header: &[String], tables: &[Table<'_>]) -> Result<Stri
                     "{} has no executor yet: set its MCP server's command in tools.toml",
                     t.name
                 );
-                out.push_str(&format!("fixed = {{ error = {} }}\n", value(&toml::Value::String(error))?));
+                out.push_str(&format!(
+                    "fixed = {{ error = {} }}\n",
+                    value(&toml::Value::String(error))?
+                ));
             }
             Executor::Missing => {
                 if t.original != t.name {
                     comment(&mut out, &format!("The definition calls this tool {tool}."));
                 }
-                comment(&mut out, "No executor yet: replace the `fixed` line with one of");
+                comment(
+                    &mut out,
+                    "No executor yet: replace the `fixed` line with one of",
+                );
                 comment(
                     &mut out,
                     &format!(
@@ -98,10 +107,16 @@ pub(super) fn tools_toml(header: &[String], tables: &[Table<'_>]) -> Result<Stri
                 );
                 comment(
                     &mut out,
-                    &format!("  http = {{ url = \"https://example.com/{}\" }}   # a POST per call", t.name),
+                    &format!(
+                        "  http = {{ url = \"https://example.com/{}\" }}   # a POST per call",
+                        t.name
+                    ),
                 );
                 let error = format!("{} has no executor yet: set one in tools.toml", t.name);
-                out.push_str(&format!("fixed = {{ error = {} }}\n", value(&toml::Value::String(error))?));
+                out.push_str(&format!(
+                    "fixed = {{ error = {} }}\n",
+                    value(&toml::Value::String(error))?
+                ));
             }
         }
         let labels = value(&toml::Value::Array(
@@ -110,7 +125,10 @@ pub(super) fn tools_toml(header: &[String], tables: &[Table<'_>]) -> Result<Stri
         if t.effects_known {
             out.push_str(&format!("effects = {labels}\n"));
         } else {
-            comment(&mut out, "What the tool really does, once you know (the declaration must include these):");
+            comment(
+                &mut out,
+                "What the tool really does, once you know (the declaration must include these):",
+            );
             out.push_str(&format!("# effects = {labels}\n"));
         }
         if let Some(why) = t.idempotent {
@@ -128,7 +146,10 @@ pub(super) fn tools_toml(header: &[String], tables: &[Table<'_>]) -> Result<Stri
         }
     }
     if let Err(e) = toml::from_str::<toml::Value>(&out) {
-        return Err(format!("the tools.toml written does not parse: {}", e.message()));
+        return Err(format!(
+            "the tools.toml written does not parse: {}",
+            e.message()
+        ));
     }
     Ok(out)
 }
@@ -153,7 +174,10 @@ fn clean(text: &str) -> String {
 
 /// A TOML key: bare when it can be, else a basic string.
 fn key(k: &str) -> String {
-    if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+    if !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
         return k.to_string();
     }
     let mut out = String::from("\"");
@@ -185,10 +209,16 @@ fn to_toml(v: &Json) -> Result<toml::Value, String> {
         Json::Bool(b) => toml::Value::Boolean(*b),
         Json::Number(n) => match n.as_i64() {
             Some(i) => toml::Value::Integer(i),
-            None => toml::Value::Float(n.as_f64().filter(|x| x.is_finite()).ok_or("a number TOML cannot write")?),
+            None => toml::Value::Float(
+                n.as_f64()
+                    .filter(|x| x.is_finite())
+                    .ok_or("a number TOML cannot write")?,
+            ),
         },
         Json::String(s) => toml::Value::String(s.clone()),
-        Json::Array(items) => toml::Value::Array(items.iter().map(to_toml).collect::<Result<_, _>>()?),
+        Json::Array(items) => {
+            toml::Value::Array(items.iter().map(to_toml).collect::<Result<_, _>>()?)
+        }
         Json::Object(map) => {
             let mut t = toml::map::Map::new();
             for (k, v) in map {
