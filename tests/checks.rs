@@ -132,23 +132,44 @@ checks = { output = { properties = { start = { format = "date-time" } } } }
 }
 
 #[test]
+fn checks_may_be_written_as_sub_tables_or_dotted_keys() {
+    let forms = [
+        "[tools.book]\nfixed = { ok = { start = \"whenever\" } }\n[tools.book.checks.output]\nproperties.start.format = \"date-time\"\n",
+        "[tools.book]\nfixed = { ok = { start = \"whenever\" } }\nchecks.output.properties.start.format = \"date-time\"\n",
+        "[tools.book]\nfixed = { ok = { start = \"whenever\" } }\n[tools.book.checks]\noutput = { properties = { start = { format = \"date-time\" } } }\n",
+    ];
+    for (i, toml) in forms.iter().enumerate() {
+        let dir = TempDir::new("checks", &format!("forms-{i}"));
+        dir.write("tools.toml", toml);
+        dir.write("p.lt", &program("2026-12-02T10:00:00Z", 2));
+        let out = lt_in(&dir.0, &["run", "p.lt", "--executors", "tools.toml"], &[]);
+        assert_eq!(out.code, 0, "{toml}: {out:?}");
+        assert!(
+            out.stdout
+                .contains("fails the checks of tools.toml: at /start"),
+            "{toml}: {out:?}"
+        );
+    }
+}
+
+#[test]
 fn bad_checks_tables_are_configuration_errors() {
     let cases = [
         (
             "[tools.book]\nfixed = { ok = {} }\nchecks = { input = { minimum = \"one\" } }\n",
-            "tools.toml:3:20: tool book: checks.input: not a valid JSON Schema",
+            "tools.toml:3:1: tool book: checks.input: not a valid JSON Schema",
         ),
         (
             "[tools.book]\nfixed = { ok = {} }\nchecks = { input = \"date-time\" }\n",
-            "tools.toml:3:20: tool book: checks.input must be a JSON Schema written as a TOML table",
+            "tools.toml:3:1: tool book: checks.input must be a JSON Schema written as a TOML table",
         ),
         (
             "[tools.book]\nfixed = { ok = {} }\nchecks = { inputs = {} }\n",
-            "unknown field `inputs`",
+            "tools.toml:3:1: tool book: unknown key `inputs` in `checks`, expected `input` or `output`",
         ),
         (
             "[tools.book]\nvenue = \"client\"\nchecks = { input = {} }\n",
-            "tools.toml:3:10: tool book: `checks` applies to tools lt runs",
+            "tools.toml:3:1: tool book: `checks` applies to tools lt runs",
         ),
     ];
     for (i, (toml, expected)) in cases.iter().enumerate() {

@@ -193,7 +193,8 @@ impl Registry {
             if let Some(raw_checks) = table.get_mut().checks.take() {
                 let client =
                     table.get_ref().venue.as_ref().map(|v| v.get_ref().as_str()) == Some("client");
-                let compiled = build_checks(&name, raw_checks, client)
+                let at = checks_position(text, span.start).unwrap_or(span.clone());
+                let compiled = build_checks(&name, raw_checks, at, client)
                     .map_err(|e| err(e.span, e.message, e.help))?;
                 checks.insert(name.clone(), std::sync::Arc::new(compiled));
             }
@@ -357,6 +358,13 @@ fn tool_at(text: &str, offset: usize) -> Option<String> {
         .map(|(name, _)| name)
 }
 
+/// Where a tool's `checks` key or `[tools.NAME.checks…]` header is written:
+/// the first `checks` at or after the tool table's start.
+fn checks_position(text: &str, from: usize) -> Option<Range<usize>> {
+    let at = from + text.get(from..)?.find("checks")?;
+    Some(at..at + "checks".len())
+}
+
 /// 1-based line and character column of byte `offset` in `text`.
 fn line_column(text: &str, offset: usize) -> (usize, usize) {
     let mut offset = offset.min(text.len());
@@ -407,17 +415,8 @@ struct RawTool {
     mcp: Option<Spanned<RawMcp>>,
     venue: Option<Spanned<String>>,
     idempotent: Option<bool>,
-    checks: Option<Spanned<RawChecks>>,
-}
-
-#[derive(Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    expecting = "a checks table: `{ input = { …JSON Schema… }, output = { … } }`"
-)]
-struct RawChecks {
-    input: Option<Spanned<toml::Value>>,
-    output: Option<Spanned<toml::Value>>,
+    /// Run-time checks (`checks.rs`); not `Spanned`, see [`build_checks`].
+    checks: Option<toml::Value>,
 }
 
 #[derive(Deserialize)]
@@ -589,60 +588,66 @@ fn build_tool(name: &str, raw: RawTool, folder: &Path) -> Result<Tool, ToolError
     }
 }
 
-/// Compiles a `checks` table (see `checks.rs`); each schema must be a TOML
-/// table (a JSON Schema object) or a boolean.
-fn build_checks(name: &str, raw: Spanned<RawChecks>, client: bool) -> Result<Checks, ToolError> {
-    let span = raw.span();
+/// Compiles a `checks` table (see `checks.rs`): at most the keys `input`
+/// and `output`, each a TOML table (a JSON Schema object) or a boolean.
+/// `at` is where the table is written, for the errors. (The table is read
+/// as a plain `toml::Value`: `Spanned` fails on tables written as dotted
+/// keys or `[tools.NAME.checks.input]` headers.)
+fn build_checks(
+    name: &str,
+    value: toml::Value,
+    at: Range<usize>,
+    client: bool,
+) -> Result<Checks, ToolError> {
+    let fail = |what: String, help: &str| ToolError {
+        span: Some(at.clone()),
+        message: format!("tool {name}: {what}"),
+        help: Some(help.to_string()),
+    };
     if client {
-        return Err(tool_error(
-            name,
-            Some(span),
-            "`checks` applies to tools lt runs; a client-venue tool's report is checked against its declared type only",
-            Some("remove `checks`, or remove `venue = \"client\"` for lt to run the tool"),
+        return Err(fail(
+            "`checks` applies to tools lt runs; a client-venue tool's report is checked against its declared type only".into(),
+            "remove `checks`, or remove `venue = \"client\"` for lt to run the tool",
         ));
     }
-    let raw = raw.into_inner();
-    let mut schemas = [None, None];
-    for (slot, (key, value)) in schemas
-        .iter_mut()
-        .zip([("input", raw.input), ("output", raw.output)])
-    {
-        let Some(value) = value else { continue };
-        let at = value.span();
-        let json = match value.get_ref() {
+    let example =
+        "e.g. `checks = { input = { properties = { start = { format = \"date-time\" } } } }`";
+    let toml::Value::Table(table) = value else {
+        return Err(fail(
+            "`checks` must be a table with `input` and/or `output`".into(),
+            example,
+        ));
+    };
+    let mut schemas: [Option<Json>; 2] = [None, None];
+    for (key, value) in &table {
+        let slot = match key.as_str() {
+            "input" => &mut schemas[0],
+            "output" => &mut schemas[1],
+            other => {
+                return Err(fail(
+                    format!("unknown key `{other}` in `checks`, expected `input` or `output`"),
+                    example,
+                ))
+            }
+        };
+        *slot = match value {
             v @ (toml::Value::Table(_) | toml::Value::Boolean(_)) => convert(v),
             _ => None,
         };
-        match json {
-            Some(j) => *slot = Some((j, at)),
-            None => {
-                return Err(tool_error(
-                    name,
-                    Some(at),
-                    &format!("checks.{key} must be a JSON Schema written as a TOML table"),
-                    Some("e.g. `input = { properties = { start = { format = \"date-time\" } } }`"),
-                ))
-            }
+        if slot.is_none() {
+            return Err(fail(
+                format!("checks.{key} must be a JSON Schema written as a TOML table"),
+                example,
+            ));
         }
     }
     let [input, output] = schemas;
-    let at = |which: &str| {
-        let s = if which.starts_with("input") {
-            &input
-        } else {
-            &output
-        };
-        s.as_ref().map(|(_, at)| at.clone())
-    };
-    Checks::compile(input.as_ref().map(|(j, _)| j), output.as_ref().map(|(j, _)| j)).map_err(
-        |e| ToolError {
-            span: at(&e).or(Some(span)),
-            message: format!("tool {name}: checks.{e}"),
-            help: Some(
-                "the checks are JSON Schema (draft 2020-12): `format`, `minimum`, `maxLength`, `pattern`, …".into(),
-            ),
-        },
-    )
+    Checks::compile(input.as_ref(), output.as_ref()).map_err(|e| {
+        fail(
+            format!("checks.{e}"),
+            "the checks are JSON Schema (draft 2020-12): `format`, `minimum`, `maxLength`, `pattern`, …",
+        )
+    })
 }
 
 /// A `venue = "client"` table: no executor of lt's own; only `timeout_ms`,

@@ -25,7 +25,7 @@
 //! | `additionalProperties: false` | the record (lt's tool records are exact; other values are noted) |
 //! | object without properties, `additionalProperties: T` | `Json` (a map), noted |
 //! | object without properties otherwise | `{}` as a tool's input, else `Json` |
-//! | `allOf` (more than one), `not`, `if`, `patternProperties`, unions, property names lt cannot write, recursion, nesting past [`convert::MAX_DEPTH`] | `Json`, with a comment saying why |
+//! | `allOf` (more than one), `not`, `if`, `patternProperties`, unions, property names lt cannot write, recursion, nesting past [`MAX_DEPTH`] | `Json`, with a comment saying why |
 //! | `format`, `minimum`… `multipleOf`, `minLength`, `maxLength`, `pattern`, `minItems`, `maxItems` | unchanged type; `[tools.NAME.checks]` in tools.toml, a `// checked at run time` comment |
 //!
 //! Effects: MCP annotations (`readOnlyHint` → `Read`; otherwise `Write`,
