@@ -893,3 +893,65 @@ map (fn r => match r { Ok(x) => "ok", Err(e) => "unknown" }) rs
     let replay = lt_in(&dir.0, &["replay", "cut.log", "--json"], &[]);
     assert_eq!(replay.code, 0, "{replay:?}");
 }
+
+/// `--verbose` wraps the host to print a line per call: a batch still runs
+/// concurrently under it (a line per call as it finishes), and approvals and
+/// `@intent` events still reach the control plane.
+#[test]
+fn verbose_keeps_batches_concurrent_and_approvals_and_intents_working() {
+    let dir = setup("verbose", "");
+    dir.write(
+        "p.lt",
+        r#"tool lookup: {id: Int, sleep_ms: Int} -{Read}-> {id: Int, status: String};
+let r = @intent("look up both") gather { a = exec tool lookup {id = 1, sleep_ms = 1500}, b = exec tool lookup {id = 2, sleep_ms = 100} } in
+let a = match r.a { Ok(x) => x.id, Err(e) => 0 } in
+let b = match r.b { Ok(x) => x.id, Err(e) => 0 } in
+a * 10 + b
+"#,
+    );
+    let out = lt_in(
+        &dir.0,
+        &[
+            "run",
+            "--json",
+            "--verbose",
+            "--log",
+            "run.log",
+            "--executors",
+            "tools.toml",
+            "p.lt",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.json()["value"], json!(12));
+    assert_eq!(max_overlap(&intervals(&dir)), 2, "{:?}", intervals(&dir));
+    let lines: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("[lt] call "))
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", out.stderr);
+    assert!(
+        lines[0].contains("lookup {\"id\":2") && lines[1].contains("lookup {\"id\":1"),
+        "a line per call as it finishes: {lines:?}"
+    );
+    let ev = events(&dir);
+    assert!(
+        ev.iter().any(|e| e["kind"] == "annotation_started"),
+        "the intent is logged under --verbose"
+    );
+
+    let (_, _, _, dir) = approvals(
+        "verbose_approve",
+        "[profile]\napprovals = \"allow\"\n",
+        DELETE_EACH,
+    );
+    let out = lt_in(
+        &dir.0,
+        &["run", "--json", "-v", "--executors", "tools.toml", "p.lt"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.json()["value"], json!(["a", "b"]), "{out:?}");
+}

@@ -29,7 +29,7 @@ use support::{lt_in, TempDir, LT};
 
 /// One case per mapping rule of `docs/tool-schemas.md`, the two reference
 /// MCP servers' `tools/list` results, and each dialect's forms.
-const REQUIRED: [&str; 22] = [
+const REQUIRED: [&str; 28] = [
     "required_optional",
     "nullable",
     "enum",
@@ -52,6 +52,12 @@ const REQUIRED: [&str; 22] = [
     "anthropic",
     "single_tool",
     "jsonrpc_result",
+    "all_of",
+    "ref_siblings",
+    "duplicate_names",
+    "bad_annotations",
+    "draft3_required",
+    "big_integers",
 ];
 
 fn case_dir() -> PathBuf {
@@ -290,6 +296,31 @@ fn checks_accept_what_the_schema_accepts_and_refuse_the_rest() {
         arg[field] = value.clone();
         assert_eq!(input.is_valid(&arg), ok, "{field} = {value}");
     }
+
+    // Keywords beside a `$ref` and in `allOf` are checked with the
+    // target's.
+    let text = std::fs::read_to_string(case_dir().join("ref_siblings.json")).expect("case");
+    let imported = import(&text, "ref_siblings.json").expect("imports");
+    let input = validator(&checks_of(&imported.tools_toml, "contact", "input"));
+    for (h, ok) in [
+        ("a@b", true),
+        ("", false),
+        ("a@bc", false),
+        ("abc", false),
+    ] {
+        let arg = json!({"h": h, "person": {"name": "n", "email": "e"}});
+        assert_eq!(input.is_valid(&arg), ok, "h = {h:?}");
+    }
+    let text = std::fs::read_to_string(case_dir().join("all_of.json")).expect("case");
+    let imported = import(&text, "all_of.json").expect("imports");
+    let input = validator(&checks_of(&imported.tools_toml, "p3", "input"));
+    assert!(input.is_valid(&json!({"f": "a@example.com"})));
+    assert!(!input.is_valid(&json!({"f": "nobody"})));
+    let input = validator(&checks_of(&imported.tools_toml, "merged", "input"));
+    let pet = json!({"name": "Rex", "age": 3});
+    assert!(input.is_valid(&json!({"pet": pet, "count": 5})));
+    assert!(!input.is_valid(&json!({"pet": pet, "count": 6})));
+    assert!(!input.is_valid(&json!({"pet": {"name": "", "age": 3}})));
 }
 
 /// An input that is not tool definitions, the dialect forced, what the
@@ -335,6 +366,46 @@ fn input_that_is_not_tool_definitions_is_an_error_saying_where_and_what() {
         assert!(err.message.contains(expected), "{text:?}: {err}");
         assert_eq!(err.line.zip(err.column), at, "{text:?}: {err}");
     }
+}
+
+#[test]
+fn what_the_import_works_around_is_warned_about() {
+    // A byte order mark is skipped.
+    let imported =
+        import("\u{feff}{\"name\": \"a\", \"inputSchema\": {}}", "bom.json").expect("imports");
+    assert_eq!(imported.tools.len(), 1);
+    assert!(imported.warnings.is_empty(), "{:?}", imported.warnings);
+    // Repeated names, hints that are not booleans: warnings, and notes.
+    let text = std::fs::read_to_string(case_dir().join("duplicate_names.json")).expect("case");
+    let imported = import(&text, "duplicate_names.json").expect("imports");
+    assert_eq!(
+        imported.warnings,
+        ["2 definitions repeat the tool name \"dup\" (tools[0], tools[2]): imported as `dup`, `dup_2`, each calling the one tool of that name; keep the right definition"]
+    );
+    assert!(imported
+        .declarations
+        .contains("// dup_2: the definitions repeat the name \"dup\""));
+    let text = std::fs::read_to_string(case_dir().join("bad_annotations.json")).expect("case");
+    let imported = import(&text, "bad_annotations.json").expect("imports");
+    assert_eq!(imported.warnings.len(), 6, "{:?}", imported.warnings);
+    assert!(imported.warnings[0].contains("tools[0] (`quoted`): readOnlyHint is \"true\", not a boolean: MCP's default (false) applies"));
+    assert!(imported
+        .declarations
+        .contains("readOnlyHint is \"true\", not a boolean"));
+    // The dialect forced, and the definition looks like another one.
+    let err = import_text(
+        "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {}}}]",
+        &ImportOptions {
+            dialect: Some(Dialect::Mcp),
+            ..ImportOptions::default()
+        },
+    )
+    .err()
+    .and_then(|e| e.help);
+    assert_eq!(
+        err.as_deref(),
+        Some("is `--format mcp` right? it looks like an OpenAI tool (`--format openai`)")
+    );
 }
 
 #[test]
@@ -605,6 +676,55 @@ fn cli_errors_exit_2_with_a_message() {
     // --force needs --out.
     let out = lt_in(&dir.0, &["tools", "import", "x.json", "--force"], &[]);
     assert_eq!(out.code, 2, "{out:?}");
+
+    // Not UTF-8; --out that is empty or a file.
+    let latin = dir.0.join("latin.json");
+    std::fs::write(
+        &latin,
+        b"{\"tools\": [{\"name\": \"caf\xe9\", \"inputSchema\": {}}]}",
+    )
+    .expect("write");
+    let good = dir.write("good.json", "{\"name\": \"a\", \"inputSchema\": {}}");
+    dir.write("afile", "");
+    for (args, expected) in [
+        (vec!["tools", "import", "latin.json"], "is not valid UTF-8: invalid byte at line 1, column 25 (byte offset 24); JSON must be UTF-8"),
+        (vec!["tools", "import", &good, "--out", ""], "--out needs a folder name"),
+        (vec!["tools", "import", &good, "--out", "afile"], "`afile` is a file, not a folder"),
+        (vec!["tools", "import", &good, "--out", "afile/sub"], "`afile` is a file, not a folder"),
+    ] {
+        let out = lt_in(&dir.0, &args, &[]);
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        assert!(out.stderr.contains(expected), "{args:?}: {}", out.stderr);
+    }
+    assert!(!dir.0.join("tools.lt").exists());
+}
+
+#[test]
+fn cli_warns_about_what_it_works_around_and_skips_a_bom() {
+    let dir = TempDir::new("schema-import", "warnings");
+    let case = case_dir()
+        .join("duplicate_names.json")
+        .display()
+        .to_string();
+    let out = lt_in(&dir.0, &["tools", "import", &case], &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stderr.starts_with(&format!(
+            "warning: {case}: 2 definitions repeat the tool name \"dup\""
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.contains("tool dup_2:"), "{}", out.stdout);
+    let text = std::fs::read_to_string(case_dir().join("mcp_time.json")).expect("case");
+    let out = lt_stdin(
+        &dir.0,
+        &["tools", "import", "-"],
+        &format!("\u{feff}{text}"),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
+    assert!(out.stdout.contains("tool convert_time: {"));
 }
 
 #[test]

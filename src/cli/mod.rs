@@ -384,6 +384,12 @@ fn read_limited(reader: &mut dyn Read, what: &str) -> Result<Vec<u8>, String> {
 /// Reads a program from `path` (`-` is stdin) as UTF-8 text, at most
 /// [`MAX_SOURCE_BYTES`].
 pub fn read_source(path: &str) -> Result<(String, String), String> {
+    read_text(path, "lt programs are UTF-8 text")
+}
+
+/// Reads `path` (`-` is stdin) as UTF-8 text, at most [`MAX_SOURCE_BYTES`];
+/// `utf8_rule` ends the message for a file that is not UTF-8.
+pub fn read_text(path: &str, utf8_rule: &str) -> Result<(String, String), String> {
     let (name, bytes) = if path == "-" {
         (
             "<stdin>".to_string(),
@@ -410,7 +416,7 @@ pub fn read_source(path: &str) -> Result<(String, String), String> {
             let line = prefix.matches('\n').count() + 1;
             let column = prefix.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
             Err(format!(
-                "`{name}` is not valid UTF-8: invalid byte at line {line}, column {column} (byte offset {valid}); lt programs are UTF-8 text"
+                "`{name}` is not valid UTF-8: invalid byte at line {line}, column {column} (byte offset {valid}); {utf8_rule}"
             ))
         }
     }

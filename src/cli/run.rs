@@ -13,7 +13,9 @@ use crate::control::{ClientChannel, ControlPlane};
 use crate::exec::{ExecutorHost, Registry, Venue};
 use crate::ir::{lower::lower, Ir, NodeKind};
 use crate::runtime::eval::{self, RunStats};
-use crate::runtime::host::{CallRequest, Host, Outcome};
+use crate::runtime::host::{
+    AnnotationEvent, ApprovalRequest, BatchEvent, CallRequest, Host, Outcome,
+};
 use crate::runtime::limits::{Limits, RunError};
 use crate::source::SourceFile;
 use crate::types::check_source;
@@ -596,21 +598,17 @@ struct Verbose<'a, H> {
     limits: &'a Limits,
 }
 
-impl<H> Verbose<'_, H> {
-    /// Why the program will see `Err` for this JSON result, if it will.
-    fn invalid(&self, tool: &str, json: &serde_json::Value) -> Option<String> {
-        let sig = self.ir.tools.iter().find(|t| &*t.name == tool)?;
-        if let Err(msg) = crate::runtime::boundary::check_size(
-            json,
-            self.limits.max_list_len,
-            self.limits.max_value_nodes,
-        ) {
-            return Some(msg);
-        }
-        crate::runtime::boundary::from_json(json, &sig.output)
-            .err()
-            .map(|e| e.to_string())
+/// Why the program will see `Err` for this JSON result, if it will.
+fn invalid(ir: &Ir, limits: &Limits, tool: &str, json: &serde_json::Value) -> Option<String> {
+    let sig = ir.tools.iter().find(|t| &*t.name == tool)?;
+    if let Err(msg) =
+        crate::runtime::boundary::check_size(json, limits.max_list_len, limits.max_value_nodes)
+    {
+        return Some(msg);
     }
+    crate::runtime::boundary::from_json(json, &sig.output)
+        .err()
+        .map(|e| e.to_string())
 }
 
 impl<H: Host> Host for Verbose<'_, H> {
@@ -620,25 +618,91 @@ impl<H: Host> Host for Verbose<'_, H> {
         let arg = excerpt(&request.arg.to_string(), 120);
         let started = Instant::now();
         let outcome = self.inner.call(request);
-        let ms = started.elapsed().as_millis();
-        match &outcome {
-            Ok(json) => match self.invalid(&tool, json) {
-                None => err!(
-                    "[lt] call {n} {id} {tool} {arg} → ok in {ms} ms: {}",
-                    excerpt(&json.to_string(), 120)
-                ),
-                Some(why) => err!(
-                    "[lt] call {n} {id} {tool} {arg} → invalid result in {ms} ms: {why}: {}",
-                    excerpt(&json.to_string(), 120)
-                ),
-            },
-            Err(f) => err!(
-                "[lt] call {n} {id} {tool} {arg} → {} in {ms} ms: {}",
-                f.kind.as_str(),
-                excerpt(&f.message, 200)
-            ),
-        }
+        print_call(self.ir, self.limits, n, &id, &tool, &arg, started, &outcome);
         outcome
+    }
+
+    /// The inner host's batch (so the calls still run concurrently), with a
+    /// line per call as each one finishes, timed from when it started.
+    fn call_batch(
+        &mut self,
+        requests: Vec<CallRequest<'_>>,
+        limit: usize,
+        events: &mut dyn FnMut(BatchEvent<'_>) -> bool,
+    ) -> Vec<Outcome> {
+        let first = self.n + 1;
+        self.n += requests.len() as u64;
+        let calls: Vec<(String, String, String)> = requests
+            .iter()
+            .map(|r| {
+                (
+                    r.id.to_string(),
+                    r.tool.to_string(),
+                    excerpt(&r.arg.to_string(), 120),
+                )
+            })
+            .collect();
+        let batch_start = Instant::now();
+        let mut started: Vec<Option<Instant>> = vec![None; calls.len()];
+        let (ir, limits) = (self.ir, self.limits);
+        let mut watch = |event: BatchEvent<'_>| {
+            match &event {
+                BatchEvent::Starting(i) => {
+                    if let Some(s) = started.get_mut(*i) {
+                        *s = Some(Instant::now());
+                    }
+                }
+                BatchEvent::Done(i, outcome) => {
+                    if let Some((id, tool, arg)) = calls.get(*i) {
+                        let from = started.get(*i).copied().flatten().unwrap_or(batch_start);
+                        let n = first + *i as u64;
+                        print_call(ir, limits, n, id, tool, arg, from, outcome);
+                    }
+                }
+            }
+            events(event)
+        };
+        self.inner.call_batch(requests, limit, &mut watch)
+    }
+
+    fn approve(&mut self, request: ApprovalRequest<'_>) -> Result<String, String> {
+        self.inner.approve(request)
+    }
+
+    fn annotation(&mut self, event: AnnotationEvent<'_>) {
+        self.inner.annotation(event)
+    }
+}
+
+/// The `--verbose` line of one finished call.
+#[allow(clippy::too_many_arguments)]
+fn print_call(
+    ir: &Ir,
+    limits: &Limits,
+    n: u64,
+    id: &str,
+    tool: &str,
+    arg: &str,
+    started: Instant,
+    outcome: &Outcome,
+) {
+    let ms = started.elapsed().as_millis();
+    match outcome {
+        Ok(json) => match invalid(ir, limits, tool, json) {
+            None => err!(
+                "[lt] call {n} {id} {tool} {arg} → ok in {ms} ms: {}",
+                excerpt(&json.to_string(), 120)
+            ),
+            Some(why) => err!(
+                "[lt] call {n} {id} {tool} {arg} → invalid result in {ms} ms: {why}: {}",
+                excerpt(&json.to_string(), 120)
+            ),
+        },
+        Err(f) => err!(
+            "[lt] call {n} {id} {tool} {arg} → {} in {ms} ms: {}",
+            f.kind.as_str(),
+            excerpt(&f.message, 200)
+        ),
     }
 }
 

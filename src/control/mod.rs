@@ -387,6 +387,22 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
         requests: Vec<(CallRequest<'_>, Recorded)>,
         limit: usize,
     ) -> Vec<Outcome> {
+        self.call_batch_observed(requests, limit, &mut |_| true)
+    }
+
+    /// [`ControlPlane::call_batch_staged`], telling `events` (the caller of
+    /// [`Host::call_batch`], e.g. `--verbose`) as each server call takes its
+    /// slot (`Starting`, asked before `scheduled` is recorded: `false` and
+    /// the call does not start) and as each call finishes (`Done`, after its
+    /// outcome is recorded), with the indices of `requests`. Calls answered
+    /// without the executor (denied, dry run) and client-venue calls are
+    /// `Done` once the server calls have finished.
+    fn call_batch_observed(
+        &mut self,
+        requests: Vec<(CallRequest<'_>, Recorded)>,
+        limit: usize,
+        events: &mut dyn FnMut(crate::runtime::host::BatchEvent<'_>) -> bool,
+    ) -> Vec<Outcome> {
         let n = requests.len();
         let mut out: Vec<Option<Outcome>> = (0..n).map(|_| None).collect();
         let mut server = Vec::new();
@@ -438,6 +454,8 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
             finishing.push((id, t));
             schedules.push(schedule);
         }
+        // The calls whose `Done` was told as they finished.
+        let mut reported: Vec<usize> = Vec::new();
         if !requests.is_empty() {
             let recording = self.sink.records();
             let limits = self.limits.clone();
@@ -449,6 +467,9 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
                     // `scheduled` is written (and flushed) as a call takes its
                     // slot, before it starts; if it cannot be, it does not start.
                     crate::runtime::host::BatchEvent::Starting(j) => {
+                        if !events(crate::runtime::host::BatchEvent::Starting(index[j])) {
+                            return false;
+                        }
                         match schedules.get_mut(j).and_then(Option::take) {
                             Some(body) => record_to(sink, log_error, body).is_ok(),
                             None => true,
@@ -460,6 +481,8 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
                             let body = outcome_event(tool, call_id.clone(), outcome, &limits);
                             let _ = record_to(sink, log_error, body);
                         }
+                        events(crate::runtime::host::BatchEvent::Done(index[j], outcome));
+                        reported.push(index[j]);
                         true
                     }
                 });
@@ -482,11 +505,18 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
             self.finish(tool, call_id, &outcome);
             out[i] = Some(outcome);
         }
-        out.into_iter()
+        let out: Vec<Outcome> = out
+            .into_iter()
             .map(|o| {
                 o.unwrap_or_else(|| Err(unavailable("the call was not performed".to_string())))
             })
-            .collect()
+            .collect();
+        for (i, o) in out.iter().enumerate() {
+            if !reported.contains(&i) {
+                events(crate::runtime::host::BatchEvent::Done(i, o));
+            }
+        }
+        out
     }
 
     /// Answers an approval request as the profile's `approvals` says
@@ -766,10 +796,10 @@ impl<H: Host, S: EventSink> Host for ControlPlane<'_, H, S> {
         limit: usize,
         events: &mut dyn FnMut(crate::runtime::host::BatchEvent<'_>) -> bool,
     ) -> Vec<Outcome> {
-        let outcomes = self.call_batch_from(requests, limit);
-        for (i, o) in outcomes.iter().enumerate() {
-            events(crate::runtime::host::BatchEvent::Done(i, o));
-        }
-        outcomes
+        let staged = requests
+            .into_iter()
+            .map(|r| (r, Recorded::Nothing))
+            .collect();
+        self.call_batch_observed(staged, limit, events)
     }
 }

@@ -6,7 +6,7 @@
 //! not JSON or not tool definitions, a server that could not list its
 //! tools, or a file that could not be written.
 
-use crate::cli::{read_source, EXIT_OK, EXIT_USAGE};
+use crate::cli::{read_text, EXIT_OK, EXIT_USAGE};
 use crate::schema::import::{import_text, import_value, ImportError, ImportOptions as Options};
 use crate::schema::Dialect;
 use std::path::Path;
@@ -35,6 +35,10 @@ pub struct ImportOptions {
 
 /// Runs `lt tools import`; returns the exit status.
 pub fn run(options: &ImportOptions) -> u8 {
+    if options.out.as_deref() == Some("") {
+        return usage("--out needs a folder name (`--out .` for the current folder)");
+    }
+    let mut what = "the server's tools/list".to_string();
     let imported = if options.mcp {
         if let Some(file) = &options.file {
             return usage(&format!(
@@ -77,7 +81,7 @@ pub fn run(options: &ImportOptions) -> u8 {
             },
         );
         crate::runtime::boundary::drop_deep(listed);
-        result.map_err(|e| report("the server's tools/list", &e))
+        result.map_err(|e| report(&what, &e))
     } else {
         if !options.command.is_empty() {
             return usage("a command after `--` is an MCP server's: add --mcp (lt tools import --mcp -- COMMAND…)");
@@ -87,7 +91,7 @@ pub fn run(options: &ImportOptions) -> u8 {
                 "name the definitions file (`-` for standard input), or list a server's tools with --mcp -- COMMAND…",
             );
         };
-        let (name, text) = match read_source(file) {
+        let (name, text) = match read_text(file, "JSON must be UTF-8") {
             Ok(read) => read,
             Err(e) => {
                 err!("error: {e}");
@@ -100,7 +104,7 @@ pub fn run(options: &ImportOptions) -> u8 {
                 .file_name()
                 .map_or(name.clone(), |n| n.to_string_lossy().into_owned()),
         };
-        import_text(
+        let result = import_text(
             &text,
             &Options {
                 dialect: options.format,
@@ -109,12 +113,17 @@ pub fn run(options: &ImportOptions) -> u8 {
                 server_cwd: None,
             },
         )
-        .map_err(|e| report(&name, &e))
+        .map_err(|e| report(&name, &e));
+        what = name;
+        result
     };
     let imported = match imported {
         Ok(i) => i,
         Err(code) => return code,
     };
+    for w in &imported.warnings {
+        err!("warning: {what}: {w}");
+    }
     match &options.out {
         None => {
             out!(
@@ -127,7 +136,14 @@ pub fn run(options: &ImportOptions) -> u8 {
         Some(dir) => {
             let dir = Path::new(dir);
             if let Err(e) = std::fs::create_dir_all(dir) {
-                err!("error: cannot create the folder `{}`: {e}", dir.display());
+                // `--out afile`, or `--out afile/sub`: say which is a file.
+                match dir.ancestors().find(|a| a.is_file()) {
+                    Some(file) => err!(
+                        "error: `{}` is a file, not a folder\nhelp: --out names the folder to write tools.lt and tools.toml in",
+                        file.display()
+                    ),
+                    None => err!("error: cannot create the folder `{}`: {e}", dir.display()),
+                }
                 return EXIT_USAGE;
             }
             let files = [

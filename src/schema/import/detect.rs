@@ -22,6 +22,8 @@ use serde_json::Value as Json;
 pub(super) struct ToolDef<'a> {
     /// Its dialect.
     pub dialect: Dialect,
+    /// Where it is in the file, for messages (`tools[2]`).
+    pub at: String,
     /// The name as the definition gives it.
     pub name: String,
     /// MCP's display title, if any.
@@ -112,19 +114,25 @@ fn tool_def(item: &Json, at: String, forced: Option<Dialect>) -> Result<ToolDef<
         .with_help(format!("expected {FORMS}")));
     };
     let function = map.get("function").filter(|f| f.is_object());
-    let dialect = match forced {
+    let recognised = recognise(map);
+    // With `--format`, what the definition looks like, when that differs.
+    let looks_like = match (forced, recognised) {
+        (Some(f), Some(r)) if f != r => Some(format!(
+            "is `--format {}` right? it looks like {} tool (`--format {}`)",
+            dialect_flag(f),
+            match r {
+                Dialect::Openai => "an OpenAI",
+                Dialect::Anthropic => "an Anthropic",
+                Dialect::Mcp => "an MCP",
+            },
+            dialect_flag(r)
+        )),
+        _ => None,
+    };
+    let dialect = match forced.or(recognised) {
         Some(d) => d,
         None => {
-            if function.is_some()
-                || map.get("type").and_then(Json::as_str) == Some("function")
-                || map.contains_key("parameters")
-            {
-                Dialect::Openai
-            } else if map.contains_key("inputSchema") {
-                Dialect::Mcp
-            } else if map.contains_key("input_schema") {
-                Dialect::Anthropic
-            } else if let Some(t) = map.get("type").and_then(Json::as_str) {
+            if let Some(t) = map.get("type").and_then(Json::as_str) {
                 return Err(ImportError::new(format!(
                     "{at}{} has `type: {t}` and no schema: an Anthropic built-in tool, or not a tool definition",
                     name_hint(map)
@@ -153,8 +161,11 @@ fn tool_def(item: &Json, at: String, forced: Option<Dialect>) -> Result<ToolDef<
             )))
         }
         None => {
-            return Err(ImportError::new(format!("{at} has no `name`"))
-                .with_help("every tool definition names its tool: {\"name\": \"get_weather\", …}"))
+            return Err(ImportError::new(format!("{at} has no `name`")).with_help(
+                looks_like.unwrap_or_else(|| {
+                    "every tool definition names its tool: {\"name\": \"get_weather\", …}".into()
+                }),
+            ))
         }
     };
     let (schema_key, other_keys): (&str, [&str; 2]) = match dialect {
@@ -165,12 +176,13 @@ fn tool_def(item: &Json, at: String, forced: Option<Dialect>) -> Result<ToolDef<
     let input = body.get(schema_key);
     let found = other_keys.iter().find(|k| body.get(**k).is_some());
     if input.is_none() && (dialect != Dialect::Openai || found.is_some()) {
-        let help = match found {
-            Some(k) => format!(
+        let help = match (found, looks_like) {
+            (Some(k), _) => format!(
                 "it has `{k}`: is `--format {}` right?",
                 dialect_flag(dialect)
             ),
-            None => format!(
+            (None, Some(hint)) => hint,
+            (None, None) => format!(
                 "{} tools describe their input in `{schema_key}`",
                 dialect_name(dialect)
             ),
@@ -197,6 +209,7 @@ fn tool_def(item: &Json, at: String, forced: Option<Dialect>) -> Result<ToolDef<
     let mcp = dialect == Dialect::Mcp;
     Ok(ToolDef {
         dialect,
+        at,
         name,
         title: if mcp { text("title") } else { None },
         description: text("description"),
@@ -209,6 +222,22 @@ fn tool_def(item: &Json, at: String, forced: Option<Dialect>) -> Result<ToolDef<
             None
         },
     })
+}
+
+/// The dialect a definition's keys say, if any.
+fn recognise(map: &serde_json::Map<String, Json>) -> Option<Dialect> {
+    if map.get("function").is_some_and(Json::is_object)
+        || map.get("type").and_then(Json::as_str) == Some("function")
+        || map.contains_key("parameters")
+    {
+        Some(Dialect::Openai)
+    } else if map.contains_key("inputSchema") {
+        Some(Dialect::Mcp)
+    } else if map.contains_key("input_schema") {
+        Some(Dialect::Anthropic)
+    } else {
+        None
+    }
 }
 
 fn name_hint(map: &serde_json::Map<String, Json>) -> String {

@@ -25,7 +25,18 @@ pub(super) struct Effects {
     pub idempotent: Option<&'static str>,
     /// Where the labels come from, for the comment above the tool.
     pub note: String,
+    /// Annotations that are not what MCP says (a hint that is not a
+    /// boolean), for a warning.
+    pub warnings: Vec<String>,
 }
+
+/// The hints MCP defines, with their defaults.
+const HINTS: [(&str, bool); 4] = [
+    ("readOnlyHint", false),
+    ("destructiveHint", true),
+    ("idempotentHint", false),
+    ("openWorldHint", true),
+];
 
 /// The effects of `def`.
 pub(super) fn effects(def: &ToolDef<'_>) -> Effects {
@@ -34,6 +45,7 @@ pub(super) fn effects(def: &ToolDef<'_>) -> Effects {
             labels: vec!["Write".into()],
             known: false,
             idempotent: None,
+            warnings: Vec::new(),
             note: format!(
                 "effects unknown ({} definitions do not say): Write is a guess; narrow it (-{{Read}}->) or widen it (Network), and state it as `effects` in tools.toml",
                 dialect_name(def.dialect)
@@ -56,6 +68,7 @@ pub(super) fn effects(def: &ToolDef<'_>) -> Effects {
                     known: true,
                     idempotent,
                     note: "effects as lt declared them (_meta \"lt/effects\")".into(),
+                    warnings: Vec::new(),
                 };
             }
             Err(why) => ignored = format!(" (_meta \"lt/effects\" ignored: {why})"),
@@ -76,9 +89,32 @@ pub(super) fn effects(def: &ToolDef<'_>) -> Effects {
     if open_world {
         labels.push("Network".into());
     }
-    let given = ["readOnlyHint", "destructiveHint", "openWorldHint"]
+    // Hints given, but not as booleans: MCP's default applies, and the
+    // note and a warning say so.
+    let mut malformed = Vec::new();
+    match def.annotations {
+        None => {}
+        Some(Json::Object(a)) => {
+            for (key, default) in HINTS {
+                if let Some(v) = a.get(key).filter(|v| !v.is_boolean()) {
+                    malformed.push(format!(
+                        "{key} is {}, not a boolean: MCP's default ({default}) applies",
+                        super::text::short_json(v, 40)
+                    ));
+                }
+            }
+        }
+        Some(other) => malformed.push(format!(
+            "annotations is {}, not an object: MCP's defaults apply",
+            super::detect::kind(other)
+        )),
+    }
+    for m in &malformed {
+        ignored = format!("{ignored}; {m}");
+    }
+    let given = HINTS
         .iter()
-        .any(|k| hint(k).is_some());
+        .any(|(k, _)| def.annotations.and_then(|a| a.get(*k)).is_some());
     let note = if given {
         // Each label and the hint it comes from; "(default)" where the
         // hint is absent and MCP's default decides.
@@ -111,8 +147,9 @@ pub(super) fn effects(def: &ToolDef<'_>) -> Effects {
             parts.join(", ")
         )
     } else {
+        let usable = if malformed.is_empty() { "" } else { "usable " };
         format!(
-            "no MCP annotations, so MCP's defaults: Write (not read-only), Delete (destructive), Network (open world){ignored}"
+            "no {usable}MCP annotations, so MCP's defaults: Write (not read-only), Delete (destructive), Network (open world){ignored}"
         )
     };
     let idempotent = if read_only {
@@ -127,6 +164,7 @@ pub(super) fn effects(def: &ToolDef<'_>) -> Effects {
         known: true,
         idempotent,
         note,
+        warnings: malformed,
     }
 }
 

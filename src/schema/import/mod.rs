@@ -51,6 +51,7 @@ mod ty;
 use crate::schema::Dialect;
 use convert::{Converter, Mapped, Place};
 use serde_json::Value as Json;
+use std::collections::HashMap;
 use std::fmt;
 use ty::Ty;
 
@@ -83,6 +84,10 @@ pub struct Imported {
     pub tools_toml: String,
     /// The tools, in the order of the definitions.
     pub tools: Vec<ImportedTool>,
+    /// What the definitions get wrong that the import worked around (a
+    /// repeated tool name, an MCP hint that is not a boolean), for stderr;
+    /// the comments in the declarations say it too.
+    pub warnings: Vec<String>,
 }
 
 /// One imported tool.
@@ -144,6 +149,8 @@ impl std::error::Error for ImportError {}
 
 /// Imports the definitions in `text` (JSON, nested to any depth).
 pub fn import_text(text: &str, options: &ImportOptions) -> Result<Imported, ImportError> {
+    // A byte order mark is not JSON, but editors on Windows write one.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let value = crate::runtime::deep_json::parse_str(text, false).map_err(|e| {
         if text.trim().is_empty() {
             return ImportError::new("the file is empty")
@@ -174,8 +181,16 @@ pub fn import_value(value: &Json, options: &ImportOptions) -> Result<Imported, I
     let mut decls = Vec::new();
     let mut tables = Vec::new();
     let mut labels: Vec<String> = Vec::new();
+    let by_name = by_name(&defs);
+    let mut warnings = repeated_names(&defs, &by_name, &lt_names);
     for (def, name) in defs.iter().zip(&lt_names) {
         let effects = effects::effects(def);
+        warnings.extend(
+            effects
+                .warnings
+                .iter()
+                .map(|w| format!("{} (`{}`): {w}", def.at, def.name)),
+        );
         for l in &effects.labels {
             if !effects::is_builtin(l) && !labels.contains(l) {
                 labels.push(l.clone());
@@ -183,7 +198,13 @@ pub fn import_value(value: &Json, options: &ImportOptions) -> Result<Imported, I
         }
         let hint = names::type_name(name);
         let mut notes = Vec::new();
-        if name != &def.name {
+        let repeats = by_name.get(def.name.as_str()).map_or(1, Vec::len);
+        if repeats > 1 {
+            notes.push(format!(
+                "the definitions repeat the name {} ({repeats} tools, each calling the one tool of that name): keep the right definition",
+                text::short_json(&Json::from(def.name.as_str()), 80)
+            ));
+        } else if name != &def.name {
             let why = if names::is_tool_name(&def.name) {
                 "another tool has that name"
             } else if names::is_identifier(&def.name) {
@@ -319,7 +340,53 @@ pub fn import_value(value: &Json, options: &ImportOptions) -> Result<Imported, I
                 dialect: d.dialect,
             })
             .collect(),
+        warnings,
     })
+}
+
+/// The definitions (their indices) of each name.
+fn by_name<'a>(defs: &'a [detect::ToolDef<'_>]) -> HashMap<&'a str, Vec<usize>> {
+    let mut out: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, d) in defs.iter().enumerate() {
+        out.entry(d.name.as_str()).or_default().push(i);
+    }
+    out
+}
+
+/// A warning for each name that several definitions give, with the lt
+/// names the tools got (`dup` and `dup_2`).
+fn repeated_names(
+    defs: &[detect::ToolDef<'_>],
+    by_name: &HashMap<&str, Vec<usize>>,
+    lt_names: &[String],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, def) in defs.iter().enumerate() {
+        let Some(same) = by_name.get(def.name.as_str()) else {
+            continue;
+        };
+        if same.len() < 2 || same.first() != Some(&i) {
+            continue;
+        }
+        let at: Vec<&str> = same
+            .iter()
+            .filter_map(|j| defs.get(*j))
+            .map(|d| d.at.as_str())
+            .collect();
+        let named: Vec<String> = same
+            .iter()
+            .filter_map(|j| lt_names.get(*j))
+            .map(|n| format!("`{n}`"))
+            .collect();
+        out.push(format!(
+            "{} definitions repeat the tool name {} ({}): imported as {}, each calling the one tool of that name; keep the right definition",
+            same.len(),
+            text::short_json(&Json::from(def.name.as_str()), 80),
+            at.join(", "),
+            named.join(", ")
+        ));
+    }
+    out
 }
 
 /// The lt name of each tool: its own when lt can write it and it is free,

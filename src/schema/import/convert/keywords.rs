@@ -8,11 +8,6 @@ use serde_json::{Map, Value as Json};
 /// The keywords present that lt cannot express.
 pub(super) fn unsupported(map: &Map<String, Json>) -> Vec<String> {
     let mut out = Vec::new();
-    if let Some(Json::Array(all)) = map.get("allOf") {
-        if all.len() != 1 {
-            out.push(format!("allOf (all of {} schemas)", all.len()));
-        }
-    }
     for (key, what) in [
         ("not", "not (a negated schema)"),
         ("if", "if/then/else (a conditional schema)"),
@@ -47,9 +42,12 @@ pub(super) fn types(map: &Map<String, Json>) -> (Vec<&str>, bool) {
 
 /// The type a schema without `type` describes, from its keywords.
 pub(super) fn infer_type(map: &Map<String, Json>) -> Option<&'static str> {
-    if ["properties", "additionalProperties", "required"]
+    // `required` is a list of names; draft 3's `"required": true` (on a
+    // property's own schema) says nothing about its type.
+    if ["properties", "additionalProperties"]
         .iter()
         .any(|k| map.contains_key(*k))
+        || map.get("required").is_some_and(Json::is_array)
     {
         Some("object")
     } else if map.contains_key("items") || map.contains_key("prefixItems") {

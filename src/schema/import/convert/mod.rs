@@ -20,6 +20,7 @@
 //! schema's keywords.
 
 mod keywords;
+mod merge;
 mod object;
 mod refs;
 
@@ -28,6 +29,7 @@ use super::names::{self, Names};
 use super::text::short_json;
 use super::ty::{Alias, Ty};
 use keywords::{describe, infer_type, is_null_schema, string_literals, types, unsupported};
+use merge::only_annotations_beside;
 use serde_json::{Map, Value as Json};
 use std::collections::{BTreeMap, HashMap};
 
@@ -190,15 +192,21 @@ impl Converter {
             }
         };
         if let Some(r) = map.get("$ref") {
-            return self.reference(r, ctx, place);
+            if only_annotations_beside(map, "$ref") {
+                return self.reference(r, ctx, place);
+            }
+            return self.merged(map, ctx, place);
         }
         let unsupported = unsupported(map);
         if !unsupported.is_empty() {
             return Mapped::json(format!("not expressible in lt: {}", unsupported.join(", ")));
         }
-        if let Some(Json::Array(all)) = map.get("allOf") {
-            if let [only] = all.as_slice() {
-                return self.convert(only, &ctx.deeper(), place);
+        if let Some(all) = map.get("allOf") {
+            match all.as_array().map(Vec::as_slice) {
+                Some([only]) if only_annotations_beside(map, "allOf") => {
+                    return self.convert(only, &ctx.deeper(), place)
+                }
+                _ => return self.merged(map, ctx, place),
             }
         }
         for key in ["anyOf", "oneOf"] {
@@ -237,6 +245,44 @@ impl Converter {
         } else {
             mapped
         }
+    }
+
+    /// A schema with `allOf`, or with constraints beside its `$ref`: the
+    /// parts merged into one schema (`merge.rs`), else `Json` saying why.
+    fn merged(&mut self, map: &Map<String, Json>, ctx: &Ctx<'_>, place: Place) -> Mapped {
+        let busy: Vec<&str> = self
+            .in_progress
+            .iter()
+            .filter(|(id, _)| *id == ctx.root_id)
+            .map(|(_, p)| p.as_str())
+            .collect();
+        let merged = merge::merge(map, ctx.root, &busy, ctx.depth);
+        let schema = match merged {
+            Ok(m) => m,
+            Err(why) => {
+                return Mapped::json(if map.contains_key("allOf") {
+                    format!("allOf: schemas lt cannot merge into one ({why})")
+                } else {
+                    format!("a $ref with constraints beside it that lt cannot merge ({why})")
+                })
+            }
+        };
+        let mark = self.in_progress.len();
+        for p in schema.pointers {
+            let key = (ctx.root_id, p);
+            if !self.in_progress.contains(&key) {
+                self.in_progress.push(key);
+            }
+        }
+        // The field's comment shows the schema's own description; one that
+        // only a part gives goes on the alias.
+        let inner = Ctx {
+            described: ctx.described && map.contains_key("description"),
+            ..ctx.deeper()
+        };
+        let mapped = self.convert(&Json::Object(schema.schema), &inner, place);
+        self.in_progress.truncate(mark);
+        mapped
     }
 
     /// A schema of one JSON type.
@@ -300,7 +346,18 @@ impl Converter {
             lits.dedup();
             self.with_local(Mapped::plain(Ty::Enum(lits)), map)
         } else {
-            let base = if rest.iter().all(|v| v.is_i64() || v.is_u64()) {
+            let (types, _) = types(map);
+            let beyond: Vec<&Json> = rest.iter().copied().filter(|v| beyond_int(v)).collect();
+            if !beyond.is_empty() && types != ["number"] {
+                // lt's Int is 64 bits: no value of it is one of these, and
+                // a Float would not be what the schema says.
+                let shown: Vec<String> = beyond.iter().take(4).map(|v| short_json(v, 40)).collect();
+                return Mapped::json(format!(
+                    "integers beyond lt's 64-bit Int ({}; {keyword} not checked)",
+                    shown.join(", ")
+                ));
+            }
+            let base = if rest.iter().all(|v| v.is_i64()) {
                 Ty::Int
             } else if rest.iter().all(|v| v.is_number()) {
                 Ty::Float
@@ -402,6 +459,15 @@ impl Converter {
             mapped
         }
     }
+}
+
+/// An integer that lt's `Int` (64 bits, signed) cannot hold:
+/// `18446744073709551615`, `99999999999999999999` (read as `1e20`).
+fn beyond_int(v: &Json) -> bool {
+    !v.is_i64()
+        && (v.is_u64()
+            || v.as_f64()
+                .is_some_and(|x| x.fract() == 0.0 && x.abs() >= 9.223_372_036_854_775_808e18))
 }
 
 /// How a note about run-time checks starts.

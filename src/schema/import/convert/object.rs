@@ -30,18 +30,21 @@ impl Converter {
             Some(_) => return Mapped::json("`properties` is not an object"),
         };
         let extra = map.get("additionalProperties");
-        let required: Vec<&str> = match map.get("required") {
-            Some(Json::Array(names)) => {
-                let mut seen = Vec::new();
-                for n in names.iter().filter_map(Json::as_str) {
-                    if !seen.contains(&n) {
-                        seen.push(n);
-                    }
+        let mut required: Vec<&str> = Vec::new();
+        if let Some(Json::Array(names)) = map.get("required") {
+            for n in names.iter().filter_map(Json::as_str) {
+                if !required.contains(&n) {
+                    required.push(n);
                 }
-                seen
             }
-            _ => Vec::new(),
-        };
+        }
+        // Draft 3 says it on the property: `"x": {"required": true}`.
+        for (n, schema) in props {
+            if schema.get("required") == Some(&Json::Bool(true)) && !required.contains(&n.as_str())
+            {
+                required.push(n);
+            }
+        }
         if props.is_empty() && required.is_empty() {
             return match extra {
                 Some(values @ Json::Object(_)) => {

@@ -175,7 +175,7 @@ fn def_name(pointer: &str) -> Option<&str> {
 
 /// A URI fragment's percent-escapes decoded (`%24defs` → `$defs`); the
 /// JSON pointer's `~0`/`~1` are left to `pointer`.
-fn percent_decode(fragment: &str) -> String {
+pub(super) fn percent_decode(fragment: &str) -> String {
     let bytes = fragment.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
