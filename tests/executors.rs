@@ -577,6 +577,71 @@ fn fixed_tools() {
 }
 
 #[test]
+fn executor_tables_may_be_written_as_headers_or_dotted_keys() {
+    // TOML's other spellings of `fixed = { … }`, `env = { … }`, `mcp = { … }`
+    // and `http = { … }`: a header of their own (under an implied
+    // `[tools.NAME]` or not) and dotted keys.
+    let mut f = Fixture::new(
+        r#"
+        [tools.header.fixed]
+        ok = { sent = true }
+
+        [tools.dotted]
+        fixed.sequence = [ { ok = 1 }, { error = "boom" } ]
+
+        [[tools.tables.fixed.sequence]]
+        ok = "first"
+        [[tools.tables.fixed.sequence]]
+        error = "second"
+
+        [tools.env_dotted]
+        command = ["./echo.py"]
+        env.LT_TEST_VAR = "dotted"
+
+        [tools.env_header]
+        command = ["./echo.py"]
+        [tools.env_header.env]
+        LT_TEST_VAR = "header"
+
+        [tools.server.mcp]
+        command = ["python3", "server.py"]
+        tool = "get_time"
+        env = { TZ = "UTC" }
+
+        [tools.server_dotted]
+        mcp.command = ["python3", "server.py"]
+        mcp.tool = "get_date"
+        mcp.env.TZ = "UTC"
+        timeout_ms = 1234
+
+        [tools.web.http]
+        url = "http://127.0.0.1:1/x"
+        headers.Authorization = "Bearer t"
+        "#,
+    );
+    assert_eq!(f.call("header", json!(null)), Ok(json!({"sent": true})));
+    assert_eq!(f.call("dotted", json!(null)), Ok(json!(1)));
+    assert_eq!(
+        failure(f.call("dotted", json!(null))).1,
+        "tool dotted failed: boom"
+    );
+    assert_eq!(f.call("tables", json!(null)), Ok(json!("first")));
+    assert_eq!(
+        failure(f.call("tables", json!(null))).1,
+        "tool tables failed: second"
+    );
+    for (tool, value) in [("env_dotted", "dotted"), ("env_header", "header")] {
+        assert_eq!(f.call(tool, json!(null)).expect("ok")["env"], json!(value));
+    }
+    let registry = f.host.registry();
+    let described = |tool: &str| registry.describe(tool).unwrap_or_default();
+    assert!(described("server").starts_with("mcp tool get_time of `python3 server.py`"));
+    assert!(described("server_dotted").starts_with("mcp tool get_date of `python3 server.py`"));
+    assert!(described("server_dotted").ends_with("timeout 1234 ms)"));
+    assert!(described("web").starts_with("http POST http://127.0.0.1:1/x"));
+}
+
+#[test]
 fn fixed_sequence_is_shared_between_threads() {
     let f = Fixture::new(
         "[tools.seq]\nfixed = { sequence = [ { ok = 0 }, { ok = 1 }, { ok = 2 }, { ok = 3 } ] }\n",
@@ -660,6 +725,18 @@ const BAD_CONFIGS: &[(&str, &str, &str)] = &[
     ("[tools.t]\ncommand = [\"python3\"]\nenv = { OK = \"1\", \"A=B\" = \"x\" }\n", "3:19", "the environment variable name \"A=B\" contains `=`"),
     ("[tools.t]\ncommand = [\"python3\"]\nenv = { \"A\\u0000\" = \"x\" }\n", "3:9", "contains a NUL byte"),
     ("[tools.t]\ncommand = [\"python3\"]\nenv = { A = \"x\\u0000y\" }\n", "3:13", "tool t: the value of environment variable A contains a NUL byte"),
+    ("[tools.t]\nmcp = { command = [\"python3\"], tool = \"a\\u0000b\" }\n", "2:39", "tool t: `tool` contains a NUL byte"),
+    // Tables toml gives no position of their own (a header under an implied
+    // `[tools.t]`, dotted keys): found in the text.
+    ("[tools.t.mcp]\ncommand = [\"python3\"]\n", "1:1", "tool t: the mcp table has no `tool`"),
+    ("[tools.t]\ntimeout_ms = 5\nmcp.command = [\"python3\"]\n", "3:1", "tool t: the mcp table has no `tool`"),
+    ("[tools.t]\nmcp.command = [\"no-such-server\"]\nmcp.tool = \"x\"\n", "2:16", "tool t: the program `no-such-server` was not found on PATH"),
+    ("[tools.t.mcp]\ncommand = [\"python3\"]\ntool = \"x\"\nurl = \"y\"\n", "4:1", "tool t: unknown field `url`"),
+    ("[tools.t]\ncommand = [\"python3\"]\n[tools.t.env]\nA = \"b\"\n\"B=C\" = \"d\"\n", "5:1", "tool t: the environment variable name \"B=C\" contains `=`"),
+    ("[tools.t.fixed]\nok = 1\nerror = \"x\"\n", "1:1", "tool t: a fixed table takes exactly one of ok, error or sequence"),
+    ("[tools.t]\nfixed.ok.x = nan\n", "2:7", "tool t: the fixed result contains nan or inf"),
+    ("[tools.t]\nhttp.url = \"http://h/\"\nhttp.headers.\"a b\" = \"c\"\n", "3:6", "tool t: `a b` is not a valid HTTP header name"),
+    ("[tools.t.checks]\ninput = 3\n[tools.t.fixed]\nok = 1\n", "1:10", "tool t: checks.input must be a JSON Schema"),
 ];
 
 #[test]

@@ -629,3 +629,317 @@ fn mcp_tables_are_checked_when_tools_toml_is_loaded() {
         "{described}"
     );
 }
+
+/// A tools.toml table `[tools.NAME]` calling `tool` on the raw fixture
+/// server `raw.py` (started with `flags`), which appends each message it
+/// receives to the file `trace` (one server per distinct `flags` and
+/// `trace`), with `extra` lines.
+fn raw_table(name: &str, tool: &str, flags: &[&str], trace: &str, extra: &str) -> String {
+    let mut command = vec![
+        mcp::python().display().to_string(),
+        mcp::fixtures().join("raw.py").display().to_string(),
+    ];
+    command.extend(flags.iter().map(|f| f.to_string()));
+    format!(
+        "[tools.{name}]\nmcp = {{ command = {command:?}, tool = {tool:?}, env = {{ LT_RAW_TRACE = {trace:?} }} }}\n{extra}\n"
+    )
+}
+
+/// The messages a raw server traced in `file` (pid, method, id, name,
+/// arguments).
+fn traced(dir: &TempDir, file: &str) -> Vec<Json> {
+    std::fs::read_to_string(dir.path(file))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+/// The `(kind, failure)` of the outcome of each call, by its message's
+/// tool, from the log.
+fn outcome_kinds(dir: &TempDir) -> std::collections::BTreeMap<String, (String, String)> {
+    events(dir)
+        .into_iter()
+        .filter(|e| e["kind"] == "failed" || e["kind"] == "timed_out")
+        .map(|e| {
+            let tool = text(&e["message"])
+                .strip_prefix("tool ")
+                .and_then(|m| m.split([' ', ':']).next())
+                .unwrap_or_default()
+                .to_string();
+            let kind = (
+                text(&e["kind"]).to_string(),
+                e["failure"].as_str().unwrap_or("").to_string(),
+            );
+            (tool, kind)
+        })
+        .collect()
+}
+
+#[test]
+fn malformed_answers_fail_at_once_and_stray_ones_are_reported() {
+    let dir = TempDir::new("mcp", "malformed");
+    let mut toml = String::new();
+    let at_once = [
+        "no_result",
+        "both",
+        "string_error",
+        "is_error_string",
+        "jsonrpc_1",
+        "long_error",
+        "huge_id_first",
+        "huge_id_last",
+        "echo",
+    ];
+    for tool in at_once {
+        toml.push_str(&raw_table(
+            tool,
+            tool,
+            &[],
+            "trace.txt",
+            "timeout_ms = 20000",
+        ));
+    }
+    // Run at once (a gather), each waiting out its timeout; long enough for
+    // lt to skip the 65 MiB line.
+    for tool in ["wrong_id", "huge_id_inside"] {
+        toml.push_str(&raw_table(
+            tool,
+            tool,
+            &[],
+            "trace.txt",
+            "timeout_ms = 2500",
+        ));
+    }
+    toml.push_str("[tools.cat]\nmcp = { command = [\"cat\"], tool = \"x\" }\ntimeout_ms = 20000\n");
+    dir.write("tools.toml", &toml);
+    let mut program = String::new();
+    let tools = [
+        "no_result",
+        "both",
+        "string_error",
+        "is_error_string",
+        "jsonrpc_1",
+        "long_error",
+        "huge_id_first",
+        "huge_id_last",
+        "wrong_id",
+        "huge_id_inside",
+        "cat",
+    ];
+    for tool in tools {
+        program.push_str(&format!("tool {tool}: Unit -{{Read}}-> Json;\n"));
+    }
+    program.push_str("tool echo: {n: Int} -{Read}-> {got: {n: Int}};\n");
+    program.push_str(
+        "let show = fn x: Result<Json, String> => match x { Ok(j) => \"Ok\", Err(e) => e } in\n",
+    );
+    for tool in tools {
+        if tool == "wrong_id" {
+            program.push_str("let stray = gather { w = exec tool wrong_id (), h = exec tool huge_id_inside () } in\nlet wrong_id = show stray.w in\nlet huge_id_inside = show stray.h in\n");
+        } else if tool != "huge_id_inside" {
+            program.push_str(&format!("let {tool} = show (exec tool {tool} ()) in\n"));
+        }
+    }
+    program.push_str(
+        "let echo = match exec tool echo {n = 1} { Ok(r) => r.got.n, Err(e) => 0 } in\n{ ",
+    );
+    for tool in tools {
+        program.push_str(&format!("{tool} = {tool}, "));
+    }
+    program.push_str("echo = echo }\n");
+    dir.write("p.lt", &program);
+    let started = Instant::now();
+    let v = value(&run(&dir));
+    // No call waited for its 20 s timeout.
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    let said = |tool: &str, expected: &str| {
+        let message = text(&v[tool]);
+        assert!(
+            message.starts_with(&format!("tool {tool}")) && message.contains(expected),
+            "{tool}: {message}"
+        );
+    };
+    let answered = "the MCP server `";
+    said("no_result", answered);
+    said(
+        "no_result",
+        "` answered tools/call with a response with neither `result` nor `error`",
+    );
+    said(
+        "both",
+        "answered tools/call with a response with both `result` and `error`",
+    );
+    assert_eq!(
+        v["string_error"],
+        "tool string_error failed (MCP error: oops: the tool broke)"
+    );
+    said(
+        "is_error_string",
+        "answered tools/call with an `isError` that is a string, not a boolean",
+    );
+    said(
+        "jsonrpc_1",
+        "answered tools/call with a response that is not JSON-RPC 2.0 (its `jsonrpc` is \"1.0\")",
+    );
+    // A long JSON-RPC error message is clipped to 2 KiB.
+    let long = text(&v["long_error"]);
+    assert!(
+        long.starts_with("tool long_error failed (MCP error -32000: long error eee"),
+        "{long}"
+    );
+    assert!(
+        long.ends_with("eee…)") && long.len() < 2200,
+        "{} bytes: {long}",
+        long.len()
+    );
+    for tool in ["huge_id_first", "huge_id_last"] {
+        said(tool, "answered tools/call with a message of 68157");
+        said(tool, " bytes, longer than the 64 MiB a message may be");
+    }
+    // What cannot be tied to the call is told in its timeout's message.
+    said("wrong_id", " timed out after 2500 ms (MCP server `");
+    said("wrong_id", "; the server also sent 1 response(s) with an id lt never used (the last: {\"jsonrpc\": \"2.0\", \"id\": 999999");
+    said("huge_id_inside", " timed out after 2500 ms (MCP server `");
+    said("huge_id_inside", "; the server also wrote 1 line(s) on stdout longer than the 64 MiB a message may be, which lt did not read (an answer among them is lost)");
+    // A program that echoes its input is not taken for a server that
+    // refused `initialize` with lt's own answer.
+    assert_eq!(
+        v["cat"],
+        "tool cat could not be started: the MCP server `cat` sent lt's own `initialize` request back: the program echoes its input; is it an MCP server?"
+    );
+    // The session went on with the same server.
+    assert_eq!(v["echo"], 1);
+    let pids: std::collections::BTreeSet<i64> = traced(&dir, "trace.txt")
+        .iter()
+        .filter_map(|m| m["pid"].as_i64())
+        .collect();
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    let kinds = outcome_kinds(&dir);
+    let kind = |tool: &str| kinds.get(tool).map(|(k, f)| format!("{k} {f}"));
+    for tool in [
+        "no_result",
+        "both",
+        "is_error_string",
+        "jsonrpc_1",
+        "huge_id_first",
+        "huge_id_last",
+    ] {
+        assert_eq!(
+            kind(tool).as_deref(),
+            Some("failed bad_output"),
+            "{tool}: {kinds:?}"
+        );
+    }
+    for tool in ["string_error", "long_error"] {
+        assert_eq!(
+            kind(tool).as_deref(),
+            Some("failed failed"),
+            "{tool}: {kinds:?}"
+        );
+    }
+    assert_eq!(kind("cat").as_deref(), Some("failed unavailable"));
+    assert_eq!(kind("wrong_id").as_deref(), Some("timed_out "));
+}
+
+#[test]
+fn a_call_whose_deadline_passes_while_it_waits_is_never_sent() {
+    let dir = TempDir::new("mcp", "unsent");
+    // A server that answers no ping (wedged once a call hangs), and one that
+    // stops reading its stdin.
+    let toml = [
+        raw_table(
+            "hang",
+            "hang",
+            &["--no-ping"],
+            "wedged.txt",
+            "timeout_ms = 600",
+        ),
+        raw_table(
+            "write",
+            "echo",
+            &["--no-ping"],
+            "wedged.txt",
+            "timeout_ms = 600",
+        ),
+        raw_table("deaf", "deaf", &[], "deaf.txt", "timeout_ms = 20000"),
+        raw_table("big", "echo", &[], "deaf.txt", "timeout_ms = 600"),
+    ]
+    .concat();
+    dir.write("tools.toml", &toml);
+    let big = "z".repeat(200 * 1024);
+    dir.write(
+        "p.lt",
+        &format!(
+            r#"
+tool hang: Unit -{{Read}}-> String;
+tool write: {{n: Int}} -{{Write}}-> {{got: {{n: Int}}}};
+tool deaf: Unit -{{Read}}-> String;
+tool big: {{s: String}} -{{Read}}-> Json;
+let show = fn x: Result<{{got: {{n: Int}}}}, String> => match x {{ Ok(r) => to_json r.got.n, Err(e) => to_json e }} in
+let h = exec tool hang () in
+let w2 = show (exec tool write {{n = 2}}) in
+let w3 = show (exec tool write {{n = 3}}) in
+let w4 = show (exec tool write {{n = 4}}) in
+let w5 = show (exec tool write {{n = 5}}) in
+let d = exec tool deaf () in
+let s = "{big}" in
+let r = gather {{ a = exec tool big {{s = s}}, b = exec tool big {{s = s}} }} in
+let out = fn x: Result<Json, String> => match x {{ Ok(j) => "Ok", Err(e) => e }} in
+{{ hang = match h {{ Ok(s) => s, Err(e) => e }}, writes = [w2, w3, w4, w5],
+   deaf = match d {{ Ok(s) => s, Err(e) => e }}, big = [out r.a, out r.b] }}
+"#
+        ),
+    );
+    let v = value(&run(&dir));
+    assert!(
+        text(&v["hang"]).starts_with("tool hang timed out after 600 ms (MCP server `"),
+        "{v}"
+    );
+    // The calls made while the server had not answered the ping that
+    // followed `hang` (2 s) waited for that verdict, and were not sent.
+    let writes = v["writes"].as_array().expect("a list");
+    for w in &writes[..3] {
+        let w = text(w);
+        assert!(
+            w.starts_with("tool write timed out after 600 ms waiting for the MCP server `")
+                && w.contains("` to answer a ping (an earlier call timed out: the server may be wedged; it is stopped if it does not answer within 2000 ms); the call was not sent"),
+            "{w}"
+        );
+    }
+    // The next went to a fresh server, once the wedged one was stopped.
+    assert_eq!(writes[3], 5, "{v}");
+    let wedged = traced(&dir, "wedged.txt");
+    let calls: Vec<(i64, Json)> = wedged
+        .iter()
+        .filter(|m| m["method"] == "tools/call")
+        .map(|m| (m["pid"].as_i64().unwrap_or(0), m["arguments"].clone()))
+        .collect();
+    assert_eq!(calls.len(), 2, "{wedged:?}");
+    assert_eq!(calls[0].1, json!({}));
+    assert_eq!(calls[1].1, json!({"n": 5}));
+    assert_ne!(calls[0].0, calls[1].0);
+    // Behind a message the server does not read, a call that was never
+    // written says so.
+    assert_eq!(v["deaf"], "not listening any more");
+    let mut big: Vec<&str> = v["big"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(text)
+        .collect();
+    big.sort();
+    assert!(
+        big[0].starts_with("tool big timed out after 600 ms (MCP server `"),
+        "{big:?}"
+    );
+    assert!(
+        big[1].starts_with("tool big timed out after 600 ms waiting to write to the MCP server `")
+            && big[1].contains("` (it has not read what lt sent before); the call was not sent"),
+        "{big:?}"
+    );
+}

@@ -302,12 +302,7 @@ fn checks_accept_what_the_schema_accepts_and_refuse_the_rest() {
     let text = std::fs::read_to_string(case_dir().join("ref_siblings.json")).expect("case");
     let imported = import(&text, "ref_siblings.json").expect("imports");
     let input = validator(&checks_of(&imported.tools_toml, "contact", "input"));
-    for (h, ok) in [
-        ("a@b", true),
-        ("", false),
-        ("a@bc", false),
-        ("abc", false),
-    ] {
+    for (h, ok) in [("a@b", true), ("", false), ("a@bc", false), ("abc", false)] {
         let arg = json!({"h": h, "person": {"name": "n", "email": "e"}});
         assert_eq!(input.is_valid(&arg), ok, "h = {h:?}");
     }

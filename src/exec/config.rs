@@ -1,7 +1,9 @@
 //! Reading `tools.toml` into a [`Registry`].
 //!
 //! Parsing is two steps: serde (with `deny_unknown_fields`) reads the file
-//! into raw tables that keep the spans of the values we validate further;
+//! into raw tables that keep the spans of the values we validate further
+//! ([`Located`]: a table written as a header under an implied table, or
+//! with dotted keys, has no span from toml; its key is found in the text);
 //! then each raw table becomes a [`Tool`] or a [`ConfigError`] pointing at
 //! `file:line:column`. Loading stops at the first error (the file is small
 //! and the fix is usually one line).
@@ -18,6 +20,7 @@ use super::checks::Checks;
 use super::command::{dir_problem, CommandTool};
 use super::fixed::{FixedTool, Response};
 use super::http::HttpTool;
+use super::located::Located;
 use super::mcp::McpTool;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
@@ -27,7 +30,6 @@ use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use toml::Spanned;
 
 /// The timeout of a `command` or `http` tool without `timeout_ms`: 30 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(30_000);
@@ -168,7 +170,12 @@ impl Registry {
         let mut idempotent = std::collections::BTreeSet::new();
         let mut checks = BTreeMap::new();
         for (name, mut table) in raw.tools {
+            // Tables written as `[tools.NAME.mcp]` headers or dotted keys
+            // have no span from toml: found in the text instead.
+            table.locate(|| tool_position(text, &name));
             let span = table.span();
+            let from = span.as_ref().map_or(0, |s| s.start);
+            locate_keys(table.get_mut(), text, from);
             if table.get_ref().idempotent == Some(true) {
                 idempotent.insert(name.clone());
             }
@@ -180,7 +187,7 @@ impl Registry {
                     .find(|l| !crate::control::profile::is_effect_label(l))
                 {
                     return Err(err(
-                        Some(at),
+                        at.or(span),
                         format!("tool {name}: `{bad}` is not an effect label"),
                         Some("effect labels are capitalised names: Read, Write, Network, or your own (Payment)".into()),
                     ));
@@ -193,13 +200,13 @@ impl Registry {
             if let Some(raw_checks) = table.get_mut().checks.take() {
                 let client =
                     table.get_ref().venue.as_ref().map(|v| v.get_ref().as_str()) == Some("client");
-                let at = checks_position(text, span.start).unwrap_or(span.clone());
+                let at = key_position(text, from, "checks").or(span.clone());
                 let compiled = build_checks(&name, raw_checks, at, client)
                     .map_err(|e| err(e.span, e.message, e.help))?;
                 checks.insert(name.clone(), std::sync::Arc::new(compiled));
             }
             let tool = build_tool(&name, table.into_inner(), &folder)
-                .map_err(|e| err(Some(e.span.unwrap_or(span.clone())), e.message, e.help))?;
+                .map_err(|e| err(e.span.or(span.clone()), e.message, e.help))?;
             tools.insert(name, tool);
         }
         Ok(Registry {
@@ -344,25 +351,98 @@ pub fn read_config_text(path: &Path, what: &str) -> Result<String, ConfigError> 
 }
 
 /// The tool whose table holds byte `offset`, if the text is valid TOML
-/// (used to name the tool in serde's messages, which do not).
+/// (used to name the tool in serde's messages, which do not). A table
+/// without a span (only deeper tables are written: `[tools.NAME.mcp]`)
+/// counts from where its name is written.
 fn tool_at(text: &str, offset: usize) -> Option<String> {
     #[derive(Deserialize)]
     struct Loose {
-        tools: Option<BTreeMap<String, Spanned<toml::Value>>>,
+        tools: Option<BTreeMap<String, Located<toml::Value>>>,
     }
     let loose: Loose = toml::from_str(text).ok()?;
-    loose
-        .tools?
-        .into_iter()
-        .find(|(_, t)| t.span().contains(&offset))
-        .map(|(name, _)| name)
+    let tools = loose.tools?;
+    if let Some((name, _)) = tools
+        .iter()
+        .find(|(_, t)| t.span().is_some_and(|s| s.contains(&offset)))
+    {
+        return Some(name.clone());
+    }
+    tools
+        .iter()
+        .filter(|(_, t)| t.span().is_none())
+        .filter_map(|(name, _)| Some((tool_position(text, name)?.start, name)))
+        .filter(|(start, _)| *start <= offset)
+        .max()
+        .map(|(_, name)| name.clone())
 }
 
-/// Where a tool's `checks` key or `[tools.NAME.checks…]` header is written:
-/// the first `checks` at or after the tool table's start.
-fn checks_position(text: &str, from: usize) -> Option<Range<usize>> {
-    let at = from + text.get(from..)?.find("checks")?;
-    Some(at..at + "checks".len())
+/// Where `key` is first written as a key (bare or quoted, before `=`, `.`
+/// or `]`) at or after byte `from`: a tool's `checks`, or a table toml gives
+/// no span (`mcp.command = …`, `[tools.NAME.mcp]`).
+fn key_position(text: &str, from: usize, key: &str) -> Option<Range<usize>> {
+    let rest = text.get(from..)?;
+    rest.match_indices(key).find_map(|(i, _)| {
+        let before = rest[..i].chars().next_back();
+        let quoted = before == Some('"') || before == Some('\'');
+        let opens = matches!(before, None | Some('.' | '[' | '{' | ',')) || quoted;
+        let opens = opens || before.is_some_and(char::is_whitespace);
+        let mut after = rest[i + key.len()..].chars();
+        let mut next = after.next();
+        if quoted && next == before {
+            next = after.next();
+        } else if quoted {
+            return None;
+        }
+        let closes = match next {
+            Some('=' | '.' | ']') => true,
+            Some(c) if c.is_whitespace() => after
+                .find(|c| !c.is_whitespace())
+                .is_some_and(|c| matches!(c, '=' | '.' | ']')),
+            _ => false,
+        };
+        (opens && closes).then(|| from + i..from + i + key.len())
+    })
+}
+
+/// Where tool `name`'s table is written when toml gives it no span (only
+/// deeper tables are: `[tools.NAME.mcp]`): its name after `tools.`.
+fn tool_position(text: &str, name: &str) -> Option<Range<usize>> {
+    let mut from = 0;
+    while let Some(at) = key_position(text, from, name) {
+        let before = text[..at.start].trim_end_matches(['"', '\'']).trim_end();
+        let before = before.strip_suffix('.').map(str::trim_end);
+        if before.is_some_and(|b| b.ends_with("tools")) {
+            return Some(at);
+        }
+        from = at.end;
+    }
+    None
+}
+
+/// Finds in the text the keys of `raw` whose tables toml gives no span.
+fn locate_keys(raw: &mut RawTool, text: &str, from: usize) {
+    fn locate<T>(value: &mut Option<Located<T>>, text: &str, from: usize, key: &str) -> usize {
+        match value {
+            Some(v) => {
+                v.locate(|| key_position(text, from, key));
+                v.span().map_or(from, |s| s.start)
+            }
+            None => from,
+        }
+    }
+    locate(&mut raw.env, text, from, "env");
+    let at = locate(&mut raw.mcp, text, from, "mcp");
+    if let Some(mcp) = &mut raw.mcp {
+        locate(&mut mcp.get_mut().env, text, at, "env");
+    }
+    let at = locate(&mut raw.http, text, from, "http");
+    if let Some(http) = &mut raw.http {
+        locate(&mut http.get_mut().headers, text, at, "headers");
+    }
+    let at = locate(&mut raw.fixed, text, from, "fixed");
+    if let Some(fixed) = &mut raw.fixed {
+        locate(&mut fixed.get_mut().ok, text, at, "ok");
+    }
 }
 
 /// 1-based line and character column of byte `offset` in `text`.
@@ -396,7 +476,7 @@ fn absolute(folder: &Path) -> PathBuf {
 )]
 struct RawFile {
     #[serde(default)]
-    tools: BTreeMap<String, Spanned<RawTool>>,
+    tools: BTreeMap<String, Located<RawTool>>,
     /// The session's policy (read by [`crate::control::profile`], not here).
     #[serde(default, rename = "profile")]
     _profile: Option<toml::Value>,
@@ -405,17 +485,17 @@ struct RawFile {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a tool table")]
 struct RawTool {
-    effects: Option<Spanned<Vec<String>>>,
-    command: Option<Spanned<Vec<Spanned<String>>>>,
-    cwd: Option<Spanned<String>>,
-    env: Option<Spanned<BTreeMap<Spanned<String>, Spanned<String>>>>,
-    timeout_ms: Option<Spanned<toml::Value>>,
-    http: Option<Spanned<RawHttp>>,
-    fixed: Option<Spanned<RawFixed>>,
-    mcp: Option<Spanned<RawMcp>>,
-    venue: Option<Spanned<String>>,
+    effects: Option<Located<Vec<String>>>,
+    command: Option<Located<Vec<Located<String>>>>,
+    cwd: Option<Located<String>>,
+    env: Option<Located<BTreeMap<Located<String>, Located<String>>>>,
+    timeout_ms: Option<Located<toml::Value>>,
+    http: Option<Located<RawHttp>>,
+    fixed: Option<Located<RawFixed>>,
+    mcp: Option<Located<RawMcp>>,
+    venue: Option<Located<String>>,
     idempotent: Option<bool>,
-    /// Run-time checks (`checks.rs`); not `Spanned`, see [`build_checks`].
+    /// Run-time checks (`checks.rs`); a plain value, see [`build_checks`].
     checks: Option<toml::Value>,
 }
 
@@ -425,10 +505,10 @@ struct RawTool {
     expecting = "an mcp table such as `{ command = [\"mcp-server-time\"], tool = \"get_current_time\" }`"
 )]
 struct RawMcp {
-    command: Option<Spanned<Vec<Spanned<String>>>>,
-    tool: Option<Spanned<String>>,
-    cwd: Option<Spanned<String>>,
-    env: Option<Spanned<BTreeMap<Spanned<String>, Spanned<String>>>>,
+    command: Option<Located<Vec<Located<String>>>>,
+    tool: Option<Located<String>>,
+    cwd: Option<Located<String>>,
+    env: Option<Located<BTreeMap<Located<String>, Located<String>>>>,
 }
 
 #[derive(Deserialize)]
@@ -437,8 +517,8 @@ struct RawMcp {
     expecting = "an http table such as `{ url = \"http://…\" }`"
 )]
 struct RawHttp {
-    url: Spanned<String>,
-    headers: Option<Spanned<BTreeMap<String, String>>>,
+    url: Located<String>,
+    headers: Option<Located<BTreeMap<String, String>>>,
 }
 
 #[derive(Deserialize)]
@@ -447,9 +527,9 @@ struct RawHttp {
     expecting = "a fixed table: `{ ok = … }`, `{ error = \"…\" }` or `{ sequence = […] }`"
 )]
 struct RawFixed {
-    ok: Option<Spanned<toml::Value>>,
+    ok: Option<Located<toml::Value>>,
     error: Option<String>,
-    sequence: Option<Spanned<Vec<Spanned<RawResponse>>>>,
+    sequence: Option<Located<Vec<Located<RawResponse>>>>,
 }
 
 #[derive(Deserialize)]
@@ -458,7 +538,7 @@ struct RawFixed {
     expecting = "a response: `{ ok = … }` or `{ error = \"…\" }`"
 )]
 struct RawResponse {
-    ok: Option<Spanned<toml::Value>>,
+    ok: Option<Located<toml::Value>>,
     error: Option<String>,
 }
 
@@ -486,7 +566,7 @@ fn build_tool(name: &str, raw: RawTool, folder: &Path) -> Result<Tool, ToolError
             other => {
                 return Err(tool_error(
                     name,
-                    Some(v.span()),
+                    v.span(),
                     &format!("`{other}` is not a venue"),
                     Some("`venue = \"client\"` hands the call to the client; leave it out (or `\"server\"`) for lt to run the tool"),
                 ))
@@ -525,7 +605,7 @@ fn build_tool(name: &str, raw: RawTool, folder: &Path) -> Result<Tool, ToolError
             _ => {
                 return Err(tool_error(
                     name,
-                    Some(t.span()),
+                    t.span(),
                     "timeout_ms must be a positive number of milliseconds",
                     Some("e.g. `timeout_ms = 5000`; leave it out for the default of 30000"),
                 ))
@@ -537,13 +617,13 @@ fn build_tool(name: &str, raw: RawTool, folder: &Path) -> Result<Tool, ToolError
     }
     if let Some(mcp) = raw.mcp {
         for (key, span) in [
-            ("cwd", raw.cwd.as_ref().map(Spanned::span)),
-            ("env", raw.env.as_ref().map(Spanned::span)),
+            ("cwd", raw.cwd.as_ref().map(Located::span)),
+            ("env", raw.env.as_ref().map(Located::span)),
         ] {
             if let Some(span) = span {
                 return Err(tool_error(
                     name,
-                    Some(span),
+                    span,
                     &format!("`{key}` of an MCP server goes inside the mcp table"),
                     Some(&format!(
                         "e.g. `mcp = {{ command = [\"python3\", \"server.py\"], tool = \"…\", {key} = … }}`"
@@ -554,13 +634,13 @@ fn build_tool(name: &str, raw: RawTool, folder: &Path) -> Result<Tool, ToolError
         return build_mcp(name, mcp, timeout, folder).map(Tool::Mcp);
     }
     for (key, span) in [
-        ("cwd", raw.cwd.as_ref().map(Spanned::span)),
-        ("env", raw.env.as_ref().map(Spanned::span)),
+        ("cwd", raw.cwd.as_ref().map(Located::span)),
+        ("env", raw.env.as_ref().map(Located::span)),
     ] {
         if let Some(span) = span {
             return Err(tool_error(
                 name,
-                Some(span),
+                span,
                 &format!("`{key}` applies only to command tools"),
                 Some(&format!("remove `{key}`")),
             ));
@@ -572,7 +652,7 @@ fn build_tool(name: &str, raw: RawTool, folder: &Path) -> Result<Tool, ToolError
     if let Some(t) = raw.timeout_ms {
         return Err(tool_error(
             name,
-            Some(t.span()),
+            t.span(),
             "`timeout_ms` has no effect on a fixed tool",
             Some("remove `timeout_ms`"),
         ));
@@ -591,16 +671,16 @@ fn build_tool(name: &str, raw: RawTool, folder: &Path) -> Result<Tool, ToolError
 /// Compiles a `checks` table (see `checks.rs`): at most the keys `input`
 /// and `output`, each a TOML table (a JSON Schema object) or a boolean.
 /// `at` is where the table is written, for the errors. (The table is read
-/// as a plain `toml::Value`: `Spanned` fails on tables written as dotted
-/// keys or `[tools.NAME.checks.input]` headers.)
+/// as a plain `toml::Value`, spans inside it would not help: `Checks`
+/// reports JSON pointers.)
 fn build_checks(
     name: &str,
     value: toml::Value,
-    at: Range<usize>,
+    at: Option<Range<usize>>,
     client: bool,
 ) -> Result<Checks, ToolError> {
     let fail = |what: String, help: &str| ToolError {
-        span: Some(at.clone()),
+        span: at.clone(),
         message: format!("tool {name}: {what}"),
         help: Some(help.to_string()),
     };
@@ -654,17 +734,17 @@ fn build_checks(
 /// `effects` and `idempotent` beside it.
 fn build_client(name: &str, raw: RawTool) -> Result<Tool, ToolError> {
     for (key, span) in [
-        ("command", raw.command.as_ref().map(Spanned::span)),
-        ("http", raw.http.as_ref().map(Spanned::span)),
-        ("fixed", raw.fixed.as_ref().map(Spanned::span)),
-        ("mcp", raw.mcp.as_ref().map(Spanned::span)),
-        ("cwd", raw.cwd.as_ref().map(Spanned::span)),
-        ("env", raw.env.as_ref().map(Spanned::span)),
+        ("command", raw.command.as_ref().map(Located::span)),
+        ("http", raw.http.as_ref().map(Located::span)),
+        ("fixed", raw.fixed.as_ref().map(Located::span)),
+        ("mcp", raw.mcp.as_ref().map(Located::span)),
+        ("cwd", raw.cwd.as_ref().map(Located::span)),
+        ("env", raw.env.as_ref().map(Located::span)),
     ] {
         if let Some(span) = span {
             return Err(tool_error(
                 name,
-                Some(span),
+                span,
                 &format!("a client-venue tool is run by the client; `{key}` does not apply"),
                 Some(&format!(
                     "remove `{key}`, or remove `venue = \"client\"` for lt to run the tool"
@@ -680,7 +760,7 @@ fn build_client(name: &str, raw: RawTool) -> Result<Tool, ToolError> {
             }
             _ => Err(tool_error(
                 name,
-                Some(t.span()),
+                t.span(),
                 "timeout_ms must be a positive number of milliseconds",
                 Some("how long to wait for the client's report, e.g. `timeout_ms = 60000`; leave it out to wait until the run's own deadline"),
             )),
@@ -692,14 +772,14 @@ fn build_client(name: &str, raw: RawTool) -> Result<Tool, ToolError> {
 /// stops lt at load time rather than failing a call in the middle of a run.
 fn build_command(
     name: &str,
-    command: Spanned<Vec<Spanned<String>>>,
-    cwd: Option<Spanned<String>>,
-    env: Option<Spanned<BTreeMap<Spanned<String>, Spanned<String>>>>,
+    command: Located<Vec<Located<String>>>,
+    cwd: Option<Located<String>>,
+    env: Option<Located<BTreeMap<Located<String>, Located<String>>>>,
     timeout: Duration,
     folder: &Path,
 ) -> Result<CommandTool, ToolError> {
-    let err = |span: Range<usize>, what: String, help: Option<String>| ToolError {
-        span: Some(span),
+    let err = |span: Option<Range<usize>>, what: String, help: Option<String>| ToolError {
+        span,
         message: format!("tool {name}: {what}"),
         help,
     };
@@ -734,7 +814,7 @@ fn build_command(
         }
     }
     let mut vars = BTreeMap::new();
-    for (key, value) in env.map(Spanned::into_inner).unwrap_or_default() {
+    for (key, value) in env.map(Located::into_inner).unwrap_or_default() {
         let problem = if key.get_ref().is_empty() {
             Some("is empty")
         } else if key.get_ref().contains('=') {
@@ -833,7 +913,7 @@ fn build_command(
         }
         PathBuf::from(written)
     };
-    let written: Vec<String> = argv.into_iter().map(Spanned::into_inner).collect();
+    let written: Vec<String> = argv.into_iter().map(Located::into_inner).collect();
     Ok(CommandTool::new(written, program, cwd, vars, timeout))
 }
 
@@ -841,7 +921,7 @@ fn build_command(
 /// `cwd`, `env`), and `tool` names the tool on the server.
 fn build_mcp(
     name: &str,
-    raw: Spanned<RawMcp>,
+    raw: Located<RawMcp>,
     timeout: Duration,
     folder: &Path,
 ) -> Result<McpTool, ToolError> {
@@ -850,7 +930,7 @@ fn build_mcp(
     let Some(command) = raw.command else {
         return Err(tool_error(
             name,
-            Some(span),
+            span,
             "the mcp table has no `command`: the server's program and its arguments",
             Some("e.g. `mcp = { command = [\"python3\", \"server.py\"], tool = \"get_current_time\" }`"),
         ));
@@ -859,7 +939,7 @@ fn build_mcp(
         None => {
             return Err(tool_error(
                 name,
-                Some(span),
+                span,
                 "the mcp table has no `tool`: the name of the tool on the server",
                 Some("e.g. `tool = \"get_current_time\"`; `lt tools import --mcp -- COMMAND…` lists a server's tools"),
             ))
@@ -867,9 +947,17 @@ fn build_mcp(
         Some(t) if t.get_ref().trim().is_empty() => {
             return Err(tool_error(
                 name,
-                Some(t.span()),
+                t.span(),
                 "`tool` is empty: give the name of the tool on the server",
                 None,
+            ))
+        }
+        Some(t) if t.get_ref().contains('\0') => {
+            return Err(tool_error(
+                name,
+                t.span(),
+                "`tool` contains a NUL byte",
+                Some("a tool's name on an MCP server holds no NUL byte; remove it"),
             ))
         }
         Some(t) => t.into_inner(),
@@ -933,7 +1021,7 @@ fn build_http(name: &str, raw: RawHttp, timeout: Duration) -> Result<HttpTool, T
     let url = reqwest::Url::parse(raw.url.get_ref()).map_err(|e| {
         tool_error(
             name,
-            Some(url_span.clone()),
+            url_span.clone(),
             &format!("`{}` is not a URL: {e}", raw.url.get_ref()),
             Some("give an absolute URL such as `http://127.0.0.1:8080/refund`"),
         )
@@ -941,7 +1029,7 @@ fn build_http(name: &str, raw: RawHttp, timeout: Duration) -> Result<HttpTool, T
     if url.scheme() != "http" && url.scheme() != "https" {
         return Err(tool_error(
             name,
-            Some(url_span),
+            url_span,
             &format!(
                 "the URL scheme must be http or https, not `{}`",
                 url.scheme()
@@ -956,7 +1044,7 @@ fn build_http(name: &str, raw: RawHttp, timeout: Duration) -> Result<HttpTool, T
             let key = HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
                 tool_error(
                     name,
-                    Some(span.clone()),
+                    span.clone(),
                     &format!("`{k}` is not a valid HTTP header name"),
                     None,
                 )
@@ -964,7 +1052,7 @@ fn build_http(name: &str, raw: RawHttp, timeout: Duration) -> Result<HttpTool, T
             let value = HeaderValue::from_str(&v).map_err(|_| {
                 tool_error(
                     name,
-                    Some(span.clone()),
+                    span.clone(),
                     &format!("the value of header `{k}` is not a valid HTTP header value"),
                     Some("header values must be visible ASCII without line breaks"),
                 )
@@ -975,13 +1063,13 @@ fn build_http(name: &str, raw: RawHttp, timeout: Duration) -> Result<HttpTool, T
     Ok(HttpTool::new(url, headers, timeout))
 }
 
-fn build_fixed(name: &str, raw: Spanned<RawFixed>) -> Result<FixedTool, ToolError> {
+fn build_fixed(name: &str, raw: Located<RawFixed>) -> Result<FixedTool, ToolError> {
     let span = raw.span();
     let raw = raw.into_inner();
     let exactly_one = || {
         tool_error(
             name,
-            Some(span.clone()),
+            span.clone(),
             "a fixed table takes exactly one of ok, error or sequence",
             Some(
                 "e.g. `fixed = { ok = { sent = true } }` or `fixed = { error = \"mailbox full\" }`",
@@ -997,7 +1085,7 @@ fn build_fixed(name: &str, raw: Spanned<RawFixed>) -> Result<FixedTool, ToolErro
             if items.is_empty() {
                 return Err(tool_error(
                     name,
-                    Some(seq_span),
+                    seq_span,
                     "a fixed sequence needs at least one response",
                     Some("e.g. `sequence = [ { ok = 1 }, { error = \"boom\" } ]`"),
                 ));
@@ -1017,7 +1105,7 @@ fn build_fixed(name: &str, raw: Spanned<RawFixed>) -> Result<FixedTool, ToolErro
                     RawResponse { .. } => {
                         return Err(tool_error(
                             name,
-                            Some(item_span),
+                            item_span,
                             "each response of a sequence takes exactly one of ok or error",
                             Some("e.g. `{ ok = 1 }` or `{ error = \"boom\" }`"),
                         ))
@@ -1032,11 +1120,11 @@ fn build_fixed(name: &str, raw: Spanned<RawFixed>) -> Result<FixedTool, ToolErro
 
 /// TOML → JSON: tables → objects, arrays → arrays, datetimes → their RFC
 /// 3339 text. A float that JSON cannot hold (nan, inf) is an error.
-fn to_json(name: &str, value: &Spanned<toml::Value>) -> Result<Json, ToolError> {
+fn to_json(name: &str, value: &Located<toml::Value>) -> Result<Json, ToolError> {
     convert(value.get_ref()).ok_or_else(|| {
         tool_error(
             name,
-            Some(value.span()),
+            value.span(),
             "the fixed result contains nan or inf, which JSON cannot represent",
             None,
         )

@@ -77,6 +77,7 @@ mod command;
 mod config;
 mod fixed;
 mod http;
+mod located;
 mod mcp;
 mod text;
 

@@ -1,13 +1,21 @@
 //! One MCP server process and the JSON-RPC 2.0 connection over its stdio.
 //!
-//! Messages are single lines of JSON in both directions. Writes go through
-//! one lock on the server's stdin (a message is written whole); a
-//! *supervisor* task reads stdout line by line and routes each response to
-//! the request waiting for its id, answers the server's `ping`s (any other
-//! request from the server gets "method not found": lt offers no client
-//! capabilities), ignores notifications, and skips (counting them) lines that
-//! are not JSON-RPC. A second task keeps the tail of stderr for failure
-//! messages (`stdio.rs`).
+//! Messages are single lines of JSON in both directions. A *writer* task
+//! owns the server's stdin and writes the messages queued for it, in order,
+//! each whole; a request whose deadline passes while it waits in that queue
+//! is not written ([`Failure::Unsent`]). A *supervisor* task reads stdout
+//! line by line and routes each response to the request waiting for its id
+//! (a response without `result` or `error`, with both, or not JSON-RPC 2.0
+//! fails that request at once, [`Failure::Malformed`]; one with an id lt
+//! never used is counted for later failure messages), answers the server's
+//! `ping`s (any other request from the server gets "method not found": lt
+//! offers no client capabilities), ignores notifications, and skips
+//! (counting them) lines that are not JSON-RPC. A message that is lt's own
+//! request sent back (a program that echoes its input, `cat`) fails that
+//! request ([`Failure::Echoed`]). A line over [`MAX_OUTPUT_BYTES`] is not
+//! read; when one of its ends shows that it answers a pending request, that
+//! request fails ([`Failure::Malformed`]). A second task keeps the tail of
+//! stderr for failure messages (`stdio.rs`).
 //!
 //! The supervisor also waits for the process. When it exits, or closes
 //! stdout, the connection is *dead*: every request in flight, and every
@@ -17,20 +25,20 @@
 //! killed after [`EXIT_GRACE`]; the rest of its process group is killed once
 //! the server is gone.
 
-use super::super::command::{signal_name, Group, EXIT_GRACE};
+use super::super::command::{signal_name, Group, EXIT_GRACE, MAX_OUTPUT_BYTES, STDERR_KEEP_BYTES};
 use super::super::text::{check_shape, drop_deep, excerpt, parse_json};
-use super::stdio::{Line, Lines, StderrTail};
+use super::stdio::{Line, Lines, Skipped, StderrTail};
 use crate::runtime::host::FailureKind;
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 /// What a server process is started from. Equal specs are one server: the
@@ -60,16 +68,29 @@ pub(crate) struct Death {
 /// Why a request got no result.
 #[derive(Debug)]
 pub(crate) enum Failure {
-    /// The server answered with a JSON-RPC error.
+    /// The server answered with a JSON-RPC error (`code` is `None` when the
+    /// error has no integer code, or is not an error object at all; then
+    /// `message` is its text).
     Rpc {
-        code: i64,
+        code: Option<i64>,
+        /// At most [`STDERR_KEEP_BYTES`].
         message: String,
         data: Option<Json>,
     },
     /// The connection is dead (before or during the request).
     Dead(Death),
-    /// No answer before the deadline.
+    /// Sent, but no answer before the deadline.
     TimedOut,
+    /// The deadline passed before the request was written (it waited behind
+    /// earlier messages that the server does not read): the server never
+    /// saw it.
+    Unsent,
+    /// The answer is not a JSON-RPC 2.0 response; the text completes
+    /// "answered `METHOD` with …" (`a response with neither \`result\` nor
+    /// \`error\``).
+    Malformed(String),
+    /// The server sent the request itself back.
+    Echoed,
 }
 
 type Reply = Result<Json, Failure>;
@@ -100,7 +121,8 @@ struct Shared {
     /// right after reaping the server, so that no later kill can reach a
     /// group that reuses the number.
     group: Mutex<Option<Group>>,
-    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    /// The writer task's queue ([`write_lines`]).
+    outbox: mpsc::UnboundedSender<Out>,
     state: Mutex<State>,
     next_id: AtomicU64,
     /// Becomes `true` once the connection is dead.
@@ -110,15 +132,50 @@ struct Shared {
     probing: watch::Sender<bool>,
 }
 
+/// A message for the writer task.
+enum Out {
+    /// One line, written whole; with a gate, only if its request still
+    /// waits for it (see [`Gate`]).
+    Line(Vec<u8>, Option<Gate>),
+    /// Close stdin (the MCP way to ask a stdio server to exit).
+    Close,
+}
+
+/// Whether a request may still be written: the writer takes it
+/// ([`WAITING`] → [`WRITING`]) unless its deadline has passed or its caller
+/// gave up first ([`WAITING`] → [`ABANDONED`]); so a request is either
+/// written whole or not at all, and its caller knows which.
+struct Gate {
+    state: Arc<AtomicU8>,
+    deadline: Instant,
+}
+
+const WAITING: u8 = 0;
+const WRITING: u8 = 1;
+const ABANDONED: u8 = 2;
+
+/// A request waiting for its answer.
+struct Pending {
+    reply: oneshot::Sender<Reply>,
+    /// Its method, to recognise the request itself sent back.
+    method: String,
+}
+
 #[derive(Default)]
 struct State {
-    pending: HashMap<u64, oneshot::Sender<Reply>>,
+    pending: HashMap<u64, Pending>,
     death: Option<Death>,
     /// Set before lt stops the server itself: the death to report.
     stopping: Option<Death>,
     stderr: StderrTail,
     skipped: usize,
     last_skipped: String,
+    /// Responses with an id lt never used (not late answers: those are
+    /// dropped silently).
+    unmatched: usize,
+    last_unmatched: String,
+    /// Lines over [`MAX_OUTPUT_BYTES`] that could not be tied to a request.
+    too_long: usize,
 }
 
 impl Connection {
@@ -143,10 +200,12 @@ impl Connection {
             return Err(std::io::Error::other("the server's pipes are missing"));
         };
         let (ended, _) = watch::channel(false);
+        let (outbox, queued) = mpsc::unbounded_channel();
+        tokio::spawn(write_lines(stdin, queued));
         let shared = Arc::new(Shared {
             label,
             group: Mutex::new(Some(group)),
-            stdin: tokio::sync::Mutex::new(Some(stdin)),
+            outbox,
             state: Mutex::new(State::default()),
             next_id: AtomicU64::new(1),
             ended,
@@ -167,6 +226,18 @@ impl Connection {
         self.shared.state().death.clone()
     }
 
+    /// Neither dead nor being stopped.
+    pub(crate) fn usable(&self) -> bool {
+        let state = self.shared.state();
+        state.death.is_none() && state.stopping.is_none()
+    }
+
+    /// A call timed out and the server has not answered the ping since
+    /// ([`Connection::probe`]): it may be wedged.
+    pub(crate) fn suspect(&self) -> bool {
+        *self.shared.probing.borrow()
+    }
+
     /// `; stderr: …` (the tail) and a note on skipped stdout lines, for
     /// failure messages; empty when there is neither.
     pub(crate) fn diagnostics(&self) -> String {
@@ -183,14 +254,32 @@ impl Connection {
                 state.skipped, state.last_skipped
             ));
         }
+        if state.unmatched > 0 {
+            out.push_str(&format!(
+                "; the server also sent {} response(s) with an id lt never used (the last: {})",
+                state.unmatched, state.last_unmatched
+            ));
+        }
+        if state.too_long > 0 {
+            out.push_str(&format!(
+                "; the server also wrote {} line(s) on stdout longer than the {} MiB a message may be, which lt did not read (an answer among them is lost)",
+                state.too_long,
+                MAX_OUTPUT_BYTES / (1024 * 1024)
+            ));
+        }
         out
     }
 
     /// Sends request `method` with `params` (JSON text) and waits for its
-    /// answer until `deadline`. On a timeout the request is cancelled
+    /// answer until `deadline`. A request still queued behind earlier
+    /// messages at its deadline is not written ([`Failure::Unsent`]). On a
+    /// timeout after it was written, the request is cancelled
     /// (`notifications/cancelled`, except for `initialize`, which may not
     /// be); a late answer is dropped.
     pub(crate) async fn request(&self, method: &str, params: &[u8], deadline: Instant) -> Reply {
+        if Instant::now() >= deadline {
+            return Err(Failure::Unsent);
+        }
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let (sender, receiver) = oneshot::channel();
         {
@@ -198,7 +287,13 @@ impl Connection {
             if let Some(death) = &state.death {
                 return Err(Failure::Dead(death.clone()));
             }
-            state.pending.insert(id, sender);
+            state.pending.insert(
+                id,
+                Pending {
+                    reply: sender,
+                    method: method.to_string(),
+                },
+            );
         }
         let _pending = PendingGuard {
             shared: &self.shared,
@@ -211,21 +306,36 @@ impl Connection {
         .into_bytes();
         line.extend_from_slice(params);
         line.extend_from_slice(b"}\n");
-        // A write error (a broken pipe) means the server is going: its
+        let gate = Arc::new(AtomicU8::new(WAITING));
+        // A stdin that is closed (the server is going) drops the line: the
         // death, which the supervisor reports to every pending request, says
-        // more than the error would.
-        let outcome = tokio::time::timeout_at(deadline, async {
-            let _ = self.shared.write(&line).await;
-            receiver.await
-        })
-        .await;
-        match outcome {
+        // more than a write error would.
+        self.shared.send(Out::Line(
+            line,
+            Some(Gate {
+                state: gate.clone(),
+                deadline,
+            }),
+        ));
+        match tokio::time::timeout_at(deadline, receiver).await {
             Ok(Ok(reply)) => reply,
             Ok(Err(_)) => Err(Failure::Dead(self.death().unwrap_or_else(|| Death {
                 kind: FailureKind::Crashed,
                 what: "closed the connection".to_string(),
             }))),
             Err(_) => {
+                let written = match gate.compare_exchange(
+                    WAITING,
+                    ABANDONED,
+                    Ordering::SeqCst,
+                    Ordering::SeqCst,
+                ) {
+                    Ok(_) => false,
+                    Err(now) => now == WRITING,
+                };
+                if !written {
+                    return Err(Failure::Unsent);
+                }
                 if method != "initialize" {
                     self.shared.cancel(id);
                 }
@@ -234,12 +344,12 @@ impl Connection {
         }
     }
 
-    /// Sends a notification (no answer), waiting at most until `deadline`.
-    pub(crate) async fn notify(&self, method: &str, params: Json, deadline: Instant) {
+    /// Queues a notification (no answer) for the server.
+    pub(crate) fn notify(&self, method: &str, params: Json) {
         let line = json!({"jsonrpc": "2.0", "method": method, "params": params});
         let mut bytes = line.to_string().into_bytes();
         bytes.push(b'\n');
-        let _ = tokio::time::timeout_at(deadline, self.shared.write(&bytes)).await;
+        self.shared.send(Out::Line(bytes, None));
     }
 
     /// After a call timed out: pings the server (once at a time); if it does
@@ -253,7 +363,8 @@ impl Connection {
         let conn = self.clone();
         tokio::spawn(async move {
             let answer = conn.request("ping", b"{}", Instant::now() + grace).await;
-            if let Err(Failure::TimedOut) = answer {
+            // Not even written within the grace: the server does not read.
+            if let Err(Failure::TimedOut | Failure::Unsent) = answer {
                 conn.stop(Death {
                     kind: FailureKind::TimedOut,
                     what: format!(
@@ -287,11 +398,9 @@ impl Connection {
     /// its process group. Calls in flight fail with `death`.
     pub(crate) async fn close(&self, death: Death, grace: Duration) {
         self.shared.state().stopping.get_or_insert(death);
-        // Taking the lock waits for a write in progress; bounded, since a
-        // server that does not read could hold it forever.
-        if let Ok(mut stdin) = tokio::time::timeout(grace, self.shared.stdin.lock()).await {
-            stdin.take();
-        }
+        // After the messages already queued (a write in progress may never
+        // end if the server does not read: the kill below ends it).
+        self.shared.send(Out::Close);
         let mut ended = self.shared.ended.subscribe();
         if tokio::time::timeout(grace, ended.wait_for(|e| *e))
             .await
@@ -332,32 +441,52 @@ impl Shared {
         }
     }
 
-    async fn write(&self, line: &[u8]) -> std::io::Result<()> {
-        let mut stdin = self.stdin.lock().await;
-        let Some(pipe) = stdin.as_mut() else {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::BrokenPipe,
-                "the server's stdin is closed",
-            ));
-        };
-        pipe.write_all(line).await?;
-        pipe.flush().await
+    /// Queues `out` for the writer task (dropped if it has stopped: stdin
+    /// is closed, the server is going).
+    fn send(&self, out: Out) {
+        let _ = self.outbox.send(out);
     }
 
-    /// Tells the server that lt gave up on request `id` (best effort, in
-    /// the background).
-    fn cancel(self: &Arc<Self>, id: u64) {
-        let shared = self.clone();
-        tokio::spawn(async move {
-            let line = json!({
-                "jsonrpc": "2.0",
-                "method": "notifications/cancelled",
-                "params": {"requestId": id, "reason": "lt: the call timed out"},
-            });
-            let mut bytes = line.to_string().into_bytes();
-            bytes.push(b'\n');
-            let _ = tokio::time::timeout(Duration::from_secs(1), shared.write(&bytes)).await;
+    /// Tells the server that lt gave up on request `id` (best effort; queued
+    /// after the request itself).
+    fn cancel(&self, id: u64) {
+        let line = json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": id, "reason": "lt: the call timed out"},
         });
+        let mut bytes = line.to_string().into_bytes();
+        bytes.push(b'\n');
+        self.send(Out::Line(bytes, None));
+    }
+
+    /// Fails pending request `id` with `failure`, if it is pending; `false`
+    /// if it is not.
+    fn fail(&self, id: u64, failure: Failure) -> bool {
+        let pending = self.state().pending.remove(&id);
+        match pending {
+            Some(pending) => {
+                let _ = pending.reply.send(Err(failure));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A line over [`MAX_OUTPUT_BYTES`]: the answer to a pending request if
+    /// one of its ends says so (that request fails), else counted.
+    fn too_long(&self, line: &Skipped) {
+        let what = format!(
+            "a message of {} bytes, longer than the {} MiB a message may be",
+            line.len,
+            MAX_OUTPUT_BYTES / (1024 * 1024)
+        );
+        let failed = line
+            .response_id()
+            .is_some_and(|id| self.fail(id, Failure::Malformed(what)));
+        if !failed {
+            self.state().too_long += 1;
+        }
     }
 
     fn note_skipped(&self, line: &[u8]) {
@@ -392,67 +521,117 @@ impl Shared {
             drop_deep(message);
             return self.note_skipped(line);
         };
+        let version = match object.get("jsonrpc") {
+            Some(Json::String(v)) if v == "2.0" => None,
+            Some(other) => Some(format!(
+                "its `jsonrpc` is {}",
+                excerpt(other.to_string().as_bytes(), 40)
+            )),
+            None => Some("it has no `jsonrpc`".to_string()),
+        };
         let method = object
             .get("method")
             .and_then(Json::as_str)
             .map(str::to_string);
         match (method, object.remove("id")) {
-            (None, Some(id)) => {
-                let reply = match (object.remove("result"), object.remove("error")) {
-                    (Some(result), None) => Ok(result),
-                    (None, Some(error)) => Err(rpc_failure(error)),
-                    (result, error) => {
-                        if let Some(v) = result {
-                            drop_deep(v);
-                        }
-                        if let Some(v) = error {
-                            drop_deep(v);
-                        }
-                        drop_deep(Json::Object(object));
-                        return self.note_skipped(line);
-                    }
-                };
-                let sender = id.as_u64().and_then(|id| self.state().pending.remove(&id));
-                match sender {
-                    Some(sender) => {
-                        if let Err(Ok(value)) = sender.send(reply) {
-                            drop_deep(value);
-                        }
-                    }
-                    // A late answer to a request given up on.
-                    None => {
-                        if let Ok(value) = reply {
-                            drop_deep(value);
-                        }
-                    }
-                }
-            }
+            (None, Some(id)) => self.response(id, &mut object, version, line),
             (Some(method), Some(id)) => {
-                // A request from the server. lt declares no client
-                // capabilities (sampling, roots, elicitation), so only a
-                // ping is answered in kind.
-                let answer = if method == "ping" {
-                    json!({"jsonrpc": "2.0", "id": id, "result": {}})
-                } else {
-                    json!({"jsonrpc": "2.0", "id": id, "error": {
-                        "code": -32601,
-                        "message": format!("method not found: lt (an MCP client) does not offer {method}"),
-                    }})
-                };
-                let shared = self.clone();
-                tokio::spawn(async move {
-                    let mut bytes = answer.to_string().into_bytes();
-                    bytes.push(b'\n');
-                    let _ =
-                        tokio::time::timeout(Duration::from_secs(5), shared.write(&bytes)).await;
+                // lt's own request, sent back: the program echoes its input.
+                let ours = id.as_u64().filter(|id| {
+                    self.state()
+                        .pending
+                        .get(id)
+                        .is_some_and(|p| p.method == method)
                 });
+                if let Some(ours) = ours {
+                    self.fail(ours, Failure::Echoed);
+                } else if version.is_some() {
+                    self.note_skipped(line);
+                } else {
+                    self.answer(&method, id);
+                }
             }
             // A notification (progress, log messages, list changes): nothing
             // lt acts on.
-            (Some(_), None) => {}
-            (None, None) => self.note_skipped(line),
+            (Some(_), None) if version.is_none() => {}
+            (_, None) => self.note_skipped(line),
         }
         drop_deep(Json::Object(object));
+    }
+
+    /// A response: to the pending request with its id, if there is one.
+    fn response(
+        &self,
+        id: Json,
+        object: &mut serde_json::Map<String, Json>,
+        version: Option<String>,
+        line: &[u8],
+    ) {
+        // `version`: why the message is not JSON-RPC 2.0, if it is not.
+        let reply = match (object.remove("result"), object.remove("error"), version) {
+            (result, error, Some(version)) => {
+                for value in [result, error].into_iter().flatten() {
+                    drop_deep(value);
+                }
+                Err(Failure::Malformed(format!(
+                    "a response that is not JSON-RPC 2.0 ({version})"
+                )))
+            }
+            (Some(result), None, None) => Ok(result),
+            (None, Some(error), None) => Err(rpc_failure(error)),
+            (None, None, None) => Err(Failure::Malformed(
+                "a response with neither `result` nor `error`".to_string(),
+            )),
+            (Some(result), Some(error), None) => {
+                drop_deep(result);
+                drop_deep(error);
+                Err(Failure::Malformed(
+                    "a response with both `result` and `error`".to_string(),
+                ))
+            }
+        };
+        let pending = {
+            let mut state = self.state();
+            let pending = id.as_u64().and_then(|id| state.pending.remove(&id));
+            // Not a late answer to a request given up on (ids count up
+            // from 1): an id lt never used.
+            let ours = id
+                .as_u64()
+                .is_some_and(|id| id > 0 && id < self.next_id.load(Ordering::Relaxed));
+            if pending.is_none() && !ours {
+                state.unmatched += 1;
+                state.last_unmatched = excerpt(line, 80);
+            }
+            pending
+        };
+        match pending {
+            Some(pending) => {
+                if let Err(Ok(value)) = pending.reply.send(reply) {
+                    drop_deep(value);
+                }
+            }
+            None => {
+                if let Ok(value) = reply {
+                    drop_deep(value);
+                }
+            }
+        }
+    }
+
+    /// A request from the server. lt declares no client capabilities
+    /// (sampling, roots, elicitation), so only a ping is answered in kind.
+    fn answer(&self, method: &str, id: Json) {
+        let answer = if method == "ping" {
+            json!({"jsonrpc": "2.0", "id": id, "result": {}})
+        } else {
+            json!({"jsonrpc": "2.0", "id": id, "error": {
+                "code": -32601,
+                "message": format!("method not found: lt (an MCP client) does not offer {method}"),
+            }})
+        };
+        let mut bytes = answer.to_string().into_bytes();
+        bytes.push(b'\n');
+        self.send(Out::Line(bytes, None));
     }
 
     /// Marks the connection dead and fails every pending request.
@@ -465,36 +644,57 @@ impl Shared {
         state.death = Some(death.clone());
         let pending = std::mem::take(&mut state.pending);
         drop(state);
-        for (_, sender) in pending {
-            let _ = sender.send(Err(Failure::Dead(death.clone())));
+        for (_, pending) in pending {
+            let _ = pending.reply.send(Err(Failure::Dead(death.clone())));
         }
         self.ended.send_replace(true);
     }
 }
 
+/// A JSON-RPC `error` → [`Failure::Rpc`]. One that is not an error object
+/// (`"error": "oops"`) keeps its text as the message.
 fn rpc_failure(error: Json) -> Failure {
-    let code = error.get("code").and_then(Json::as_i64).unwrap_or(0);
-    let message = match error.get("message") {
-        Some(Json::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-        None => String::new(),
-    };
-    let data = match error {
+    let (code, message, data) = match error {
         Json::Object(mut o) => {
+            let code = o.get("code").and_then(Json::as_i64);
+            let message = match o.remove("message") {
+                Some(Json::String(s)) => s,
+                Some(other) => {
+                    let text = other.to_string();
+                    drop_deep(other);
+                    text
+                }
+                None => String::new(),
+            };
             let data = o.remove("data");
             drop_deep(Json::Object(o));
-            data
+            (code, message, data)
         }
+        Json::String(s) => (None, s, None),
         other => {
+            let text = other.to_string();
             drop_deep(other);
-            None
+            (None, text, None)
         }
     };
     Failure::Rpc {
         code,
-        message,
+        message: clip(&message, STDERR_KEEP_BYTES),
         data,
     }
+}
+
+/// The first `bytes` of `text` (not cutting a character), `…` appended if
+/// there was more.
+fn clip(text: &str, bytes: usize) -> String {
+    if text.len() <= bytes {
+        return text.to_string();
+    }
+    let mut end = bytes;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
 }
 
 /// How a process ended, completing "the MCP server `…` …".
@@ -537,9 +737,7 @@ async fn supervise(
         tokio::select! {
             line = lines.next() => match line {
                 Line::Text(bytes) => shared.dispatch(&bytes),
-                Line::TooLong(n) => shared.note_skipped(
-                    format!("<a line of {n} bytes, longer than a message may be>").as_bytes(),
-                ),
+                Line::TooLong(skipped) => shared.too_long(&skipped),
                 Line::End => break None,
             },
             status = child.wait() => break Some(status),
@@ -552,7 +750,7 @@ async fn supervise(
                 loop {
                     match lines.next().await {
                         Line::Text(bytes) => shared.dispatch(&bytes),
-                        Line::TooLong(_) => {}
+                        Line::TooLong(skipped) => shared.too_long(&skipped),
                         Line::End => break,
                     }
                 }
@@ -574,4 +772,32 @@ async fn supervise(
     drop(shared.group().take());
     let _ = tokio::time::timeout(EXIT_GRACE, stderr_task).await;
     shared.die(what);
+}
+
+/// The writer task: writes each queued line whole, in order (a gated
+/// request only if it may still be sent, [`Gate`]); stops at
+/// [`Out::Close`], at a write error (the server is going), or when the
+/// connection is dropped, closing stdin.
+async fn write_lines(mut stdin: ChildStdin, mut queue: mpsc::UnboundedReceiver<Out>) {
+    while let Some(out) = queue.recv().await {
+        let line = match out {
+            Out::Close => return,
+            Out::Line(line, None) => line,
+            Out::Line(line, Some(gate)) => {
+                let take = Instant::now() < gate.deadline
+                    && gate
+                        .state
+                        .compare_exchange(WAITING, WRITING, Ordering::SeqCst, Ordering::SeqCst)
+                        .is_ok();
+                if !take {
+                    gate.state.store(ABANDONED, Ordering::SeqCst);
+                    continue;
+                }
+                line
+            }
+        };
+        if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
+            return;
+        }
+    }
 }

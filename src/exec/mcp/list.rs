@@ -3,7 +3,7 @@
 
 use super::super::text::drop_deep;
 use super::conn::{Connection, Death, Failure, ServerSpec};
-use super::{initialize, json_kind, label, server_failure, StartFailure, SHUTDOWN_GRACE};
+use super::{initialize, json_kind, label, server_failure, StartFailure, ECHOES, SHUTDOWN_GRACE};
 use crate::runtime::host::FailureKind;
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
@@ -125,10 +125,20 @@ fn list_failure(conn: &Connection, method: &str, timeout: Duration, failure: Fai
             "the MCP server `{label}` {} before it answered {method}",
             death.what
         ),
+        Failure::Unsent => format!(
+            "the MCP server `{label}` timed out: lt could not write {method} to it within {} ms",
+            timeout.as_millis()
+        ),
         rpc @ Failure::Rpc { .. } => format!(
             "the MCP server `{label}` refused {method}: {}",
             server_failure(&rpc)
         ),
+        Failure::Malformed(what) => {
+            format!("the MCP server `{label}` answered {method} with {what}")
+        }
+        Failure::Echoed => {
+            format!("the MCP server `{label}` sent lt's own {method} request back: {ECHOES}")
+        }
     };
     one_line(&format!("{text}{}", conn.diagnostics()))
 }

@@ -24,17 +24,26 @@
 //! connection, told apart by their JSON-RPC ids. The first call's deadline
 //! covers the server's start. On a timeout the request is cancelled
 //! (`notifications/cancelled`) and the server pinged: one that does not
-//! answer within [`PING_GRACE`] is wedged and is stopped (the next call
-//! waits for the ping, and then starts a fresh server).
+//! answer within [`PING_GRACE`] is wedged and is stopped (a call that comes
+//! meanwhile waits for the ping's verdict, and then uses the server or
+//! starts a fresh one). A call whose deadline passes while it waits (for
+//! that verdict, for another call's start of the server, behind messages
+//! the server does not read) is `TimedOut` with what it waited for, and is
+//! never sent: a tool that acts must not act after lt reported a timeout.
 //!
 //! **Results.** `isError: true` and JSON-RPC errors are `Failed` with the
-//! server's text; `structuredContent` is the result; otherwise text-only
-//! `content` is one string (items joined with `\n`), no content is `null`,
-//! and any other content (images, audio, resources) is the `content` list
-//! itself, as sent. A dead server is `Crashed` (`Unavailable` before it
-//! answered `initialize`), no answer in time is `TimedOut`, an answer that is
-//! not a tool result is `BadOutput`; each message quotes the server's stderr
-//! tail. Lines on stdout that are not JSON-RPC are skipped (and counted in
+//! server's text (an error message is clipped to 2 KiB; an `error` that is
+//! not an object keeps its text); `structuredContent` is the result;
+//! otherwise text-only `content` is one string (items joined with `\n`), no
+//! content is `null`, and any other content (images, audio, resources) is
+//! the `content` list itself, as sent. A dead server is `Crashed`
+//! (`Unavailable` before it answered `initialize`), no answer in time is
+//! `TimedOut`; an answer that is not a tool result (`isError` not a boolean),
+//! not a JSON-RPC 2.0 response (neither `result` nor `error`, both, another
+//! `jsonrpc`), or over 64 MiB is `BadOutput`, at once; lt's own request sent
+//! back (a program that echoes its input) too. Each message quotes the
+//! server's stderr tail. Lines on stdout that are not JSON-RPC are skipped,
+//! and responses with an id lt never used are dropped (both counted in
 //! later failure messages).
 //!
 //! **Why not `rmcp`.** The official Rust SDK was the first choice; its 3.11
@@ -196,6 +205,20 @@ impl McpTool {
                     ),
                 })
             }
+            Err(Failure::Unsent) => {
+                // Messages queued before it are still not written: the
+                // server does not read; the ping tells whether it is wedged.
+                conn.probe(PING_GRACE);
+                Err(ToolFailure {
+                    kind: FailureKind::TimedOut,
+                    message: format!(
+                        "tool {name} timed out after {} ms waiting to write to the MCP server `{}` (it has not read what lt sent before); the call was not sent{}",
+                        timeout.as_millis(),
+                        self.label,
+                        conn.diagnostics()
+                    ),
+                })
+            }
             Err(Failure::Dead(death)) => Err(ToolFailure {
                 kind: death.kind,
                 message: format!(
@@ -209,9 +232,28 @@ impl McpTool {
                 kind: FailureKind::Failed,
                 message: format!("tool {name} failed ({})", server_failure(&rpc)),
             }),
+            Err(Failure::Malformed(what)) => Err(ToolFailure {
+                kind: FailureKind::BadOutput,
+                message: format!(
+                    "tool {name}: the MCP server `{}` answered tools/call with {what}{}",
+                    self.label,
+                    conn.diagnostics()
+                ),
+            }),
+            Err(Failure::Echoed) => Err(ToolFailure {
+                kind: FailureKind::BadOutput,
+                message: format!(
+                    "tool {name}: the MCP server `{}` sent lt's own tools/call request back: {ECHOES}{}",
+                    self.label,
+                    conn.diagnostics()
+                ),
+            }),
         }
     }
 }
+
+/// What a program that sends lt's requests back is told.
+pub(super) const ECHOES: &str = "the program echoes its input; is it an MCP server?";
 
 /// `command` as a shell would need it written.
 fn label(written: &[String]) -> String {
@@ -233,8 +275,9 @@ fn json_kind(value: &Json) -> &'static str {
     }
 }
 
-/// A JSON-RPC error as text: `MCP error -32602: Unknown tool: x` (with its
-/// `data`, shortened, when there is some).
+/// A failure of a request as text: for a JSON-RPC error, `MCP error
+/// -32602: Unknown tool: x` (with its `data`, shortened, when there is
+/// some; `MCP error: …` when it has no code).
 pub(super) fn server_failure(failure: &Failure) -> String {
     match failure {
         Failure::Rpc {
@@ -242,7 +285,10 @@ pub(super) fn server_failure(failure: &Failure) -> String {
             message,
             data,
         } => {
-            let mut text = format!("MCP error {code}: {message}");
+            let mut text = match code {
+                Some(code) => format!("MCP error {code}: {message}"),
+                None => format!("MCP error: {message}"),
+            };
             if let Some(data) = data {
                 let data = match data {
                     Json::String(s) => s.clone(),
@@ -253,7 +299,10 @@ pub(super) fn server_failure(failure: &Failure) -> String {
             text
         }
         Failure::TimedOut => "no answer in time".to_string(),
+        Failure::Unsent => "the request could not be written in time".to_string(),
         Failure::Dead(death) => death.what.clone(),
+        Failure::Malformed(what) => what.clone(),
+        Failure::Echoed => ECHOES.to_string(),
     }
 }
 
@@ -292,8 +341,7 @@ pub(super) async fn initialize(conn: &Connection, deadline: Instant) -> Result<(
     if let Some(problem) = problem {
         return Err(StartFailure::Incompatible(problem));
     }
-    conn.notify("notifications/initialized", json!({}), deadline)
-        .await;
+    conn.notify("notifications/initialized", json!({}));
     Ok(())
 }
 
@@ -314,7 +362,15 @@ fn call_result(name: &str, conn: &Connection, result: Json) -> Outcome {
         drop_deep(result);
         return bad(format!("{kind}, not a result object"));
     };
-    let is_error = result.get("isError") == Some(&Json::Bool(true));
+    let is_error = match result.get("isError") {
+        None | Some(Json::Null) => false,
+        Some(Json::Bool(b)) => *b,
+        Some(other) => {
+            let kind = json_kind(other);
+            drop_deep(Json::Object(result));
+            return bad(format!("an `isError` that is {kind}, not a boolean"));
+        }
+    };
     let structured = result.remove("structuredContent").filter(|v| !v.is_null());
     let content = result.remove("content");
     drop_deep(Json::Object(result));

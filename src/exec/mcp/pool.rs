@@ -2,7 +2,7 @@
 //! on first use, replaced after it dies, stopped when the session ends.
 
 use super::conn::{Connection, Death, Failure, ServerSpec};
-use super::{initialize, server_failure, StartFailure};
+use super::{initialize, server_failure, StartFailure, ECHOES, PING_GRACE};
 use crate::runtime::host::{FailureKind, ToolFailure};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,8 +36,13 @@ impl Servers {
     }
 
     /// The live connection to `spec`'s server, started (and initialized) now
-    /// if there is none or the last one died, all before `deadline`. `tool`
-    /// and `label` name the call and the server in failures.
+    /// if there is none or the last one died, all before `deadline`. A server
+    /// whose last call timed out is used only once it answered the ping
+    /// ([`Connection::probe`]); one that did not is stopped, and replaced.
+    /// When the deadline passes while the call waits (for that verdict, for
+    /// another call's start of the server, for its own start), it fails as
+    /// timed out, saying what it waited for: it is never sent. `tool` and
+    /// `label` name the call and the server in failures.
     pub(crate) async fn connection(
         &self,
         spec: &ServerSpec,
@@ -52,31 +57,61 @@ impl Servers {
                 "tool {tool}: the session has ended; the MCP server `{label}` is not started again"
             ),
         };
+        let waited_out = |waiting: String, conn: Option<&Connection>| ToolFailure {
+            kind: FailureKind::TimedOut,
+            message: format!(
+                "tool {tool} timed out after {} ms waiting for {waiting}; the call was not sent{}",
+                timeout.as_millis(),
+                conn.map(Connection::diagnostics).unwrap_or_default()
+            ),
+        };
+        let starting = || {
+            waited_out(
+                format!("the MCP server `{label}` to start (another call is starting it)"),
+                None,
+            )
+        };
+        let verdict = format!(
+            "the MCP server `{label}` to answer a ping (an earlier call timed out: the server may be wedged; it is stopped if it does not answer within {} ms)",
+            PING_GRACE.as_millis()
+        );
         if self.ended.load(Ordering::SeqCst) {
             return Err(ended());
         }
         let slot = self.slots().entry(spec.clone()).or_default().clone();
-        let waited = tokio::time::timeout_at(deadline, slot.current.lock()).await;
-        let Ok(mut current) = waited else {
-            return Err(ToolFailure {
-                kind: FailureKind::TimedOut,
-                message: format!(
-                    "tool {tool} timed out after {} ms waiting for the MCP server `{label}` to start",
-                    timeout.as_millis()
-                ),
-            });
-        };
-        if let Some(conn) = current.as_ref() {
-            // A server whose last call timed out is used again only once it
-            // answered a ping; one that did not is stopped, and replaced.
-            conn.settled(deadline).await;
-            if conn.death().is_none() {
-                return Ok(conn.clone());
+        // What the call waited for last, for a message.
+        let mut waited = format!("the MCP server `{label}`");
+        let mut current = loop {
+            let Ok(current) = tokio::time::timeout_at(deadline, slot.current.lock()).await else {
+                return Err(starting());
+            };
+            let conn = match current.as_ref() {
+                Some(conn) if conn.usable() => conn.clone(),
+                // None yet, or the last one died: this call starts one,
+                // holding the lock.
+                _ => break current,
+            };
+            if !conn.suspect() {
+                if Instant::now() >= deadline {
+                    return Err(waited_out(waited, Some(&conn)));
+                }
+                return Ok(conn);
             }
-        }
+            // The verdict is awaited without the lock: a server stopped as
+            // wedged is replaced by whichever call comes first.
+            drop(current);
+            conn.settled(deadline).await;
+            if conn.suspect() || Instant::now() >= deadline {
+                return Err(waited_out(verdict, Some(&conn)));
+            }
+            waited = verdict.clone();
+        };
         // Checked again under the lock: a shutdown may have come meanwhile.
         if self.ended.load(Ordering::SeqCst) {
             return Err(ended());
+        }
+        if Instant::now() >= deadline {
+            return Err(waited_out(waited, None));
         }
         *current = None;
         let conn = Connection::start(spec, label.to_string()).map_err(|e| ToolFailure {
@@ -90,6 +125,12 @@ impl Servers {
         match initialize(&conn, deadline).await {
             Ok(()) => {
                 *current = Some(conn.clone());
+                if Instant::now() >= deadline {
+                    return Err(waited_out(
+                        format!("the MCP server `{label}` to start (it answered `initialize` just then)"),
+                        Some(&conn),
+                    ));
+                }
                 Ok(conn)
             }
             Err(failure) => {
@@ -178,11 +219,33 @@ fn start_failure(
                 conn.diagnostics()
             ),
         },
+        Failure::Unsent => ToolFailure {
+            kind: FailureKind::TimedOut,
+            message: format!(
+                "tool {tool} timed out after {} ms before lt could write `initialize` to the MCP server `{label}`; the call was not sent{}",
+                timeout.as_millis(),
+                conn.diagnostics()
+            ),
+        },
         rpc @ Failure::Rpc { .. } => ToolFailure {
             kind: FailureKind::Unavailable,
             message: format!(
                 "tool {tool} could not be started: the MCP server `{label}` refused `initialize`: {}{}",
                 server_failure(&rpc),
+                conn.diagnostics()
+            ),
+        },
+        Failure::Malformed(what) => ToolFailure {
+            kind: FailureKind::Unavailable,
+            message: format!(
+                "tool {tool} could not be started: the MCP server `{label}` answered `initialize` with {what}{}",
+                conn.diagnostics()
+            ),
+        },
+        Failure::Echoed => ToolFailure {
+            kind: FailureKind::Unavailable,
+            message: format!(
+                "tool {tool} could not be started: the MCP server `{label}` sent lt's own `initialize` request back: {ECHOES}{}",
                 conn.diagnostics()
             ),
         },

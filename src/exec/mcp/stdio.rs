@@ -171,7 +171,10 @@ fn id_at_start(head: &[u8]) -> Option<u64> {
             if digits == 0 || !matches!(head.get(after), Some(b',' | b'}')) {
                 return None;
             }
-            return std::str::from_utf8(&head[at..at + digits]).ok()?.parse().ok();
+            return std::str::from_utf8(&head[at..at + digits])
+                .ok()?
+                .parse()
+                .ok();
         }
         at = skip_space(head, value_end(head, at)?);
         match head.get(at) {
@@ -265,13 +268,20 @@ mod tests {
 
     #[test]
     fn the_id_of_a_response_is_found_at_either_end() {
-        assert_eq!(id_at_start(br#"{"jsonrpc":"2.0","id":12,"result":{"content":[{"te"#), Some(12));
-        assert_eq!(id_at_start(br#" { "a" : [1, {"id": 3}], "b": "x\"}", "id" : 4 , "#), Some(4));
+        assert_eq!(
+            id_at_start(br#"{"jsonrpc":"2.0","id":12,"result":{"content":[{"te"#),
+            Some(12)
+        );
+        assert_eq!(
+            id_at_start(br#" { "a" : [1, {"id": 3}], "b": "x\"}", "id" : 4 , "#),
+            Some(4)
+        );
         assert_eq!(id_at_start(br#"{"result":{"content":[{"text":"zzzz"#), None);
         assert_eq!(id_at_start(br#"{"jsonrpc":"2.0","id":"#), None);
         assert_eq!(id_at_start(br#"{"jsonrpc":"2.0","id":1"#), None);
         assert_eq!(id_at_end(br#"zz"}]},"jsonrpc":"2.0","id":7}"#), Some(7));
         assert_eq!(id_at_end(b"zz\"}]}, \"id\" : 8 }\n"), Some(8));
+        assert_eq!(id_at_end(br#"zz"x\"id":7}"#), None);
         assert_eq!(id_at_end(br#"zz"id":7}"#), None);
         assert_eq!(id_at_end(br#"{"a":{"id":7}}"#), None);
         assert_eq!(id_at_end(br#","id":"7"}"#), None);

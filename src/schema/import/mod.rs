@@ -20,23 +20,26 @@
 //! | property in `required` / not in `required` | `f: T` / `f?: T` (a `default` is noted; it never makes a required property optional) |
 //! | `anyOf`/`oneOf` `[T, null]`, `type: [T, "null"]`, `nullable: true` | `Option T` (`f?: T` when not required) |
 //! | string `enum` / `const`, or `anyOf` of string consts | `"a" \| "b"` |
-//! | `enum` / `const` of other scalars | the base type, the values checked at run time |
+//! | `enum` / `const` of other scalars | the base type, the values checked at run time (an integer beyond 64 bits: `Json`) |
 //! | `$ref` to `$defs`/`definitions` | a `type` alias named after the definition; a recursive one: `Json` |
+//! | `allOf`; a `$ref` with constraints beside it | the schemas merged into one when that is sound (`convert/merge.rs`); annotations only beside a `$ref` or one `allOf` entry: that schema |
 //! | `additionalProperties: false` | the record (lt's tool records are exact; other values are noted) |
 //! | object without properties, `additionalProperties: T` | `Json` (a map), noted |
 //! | object without properties otherwise | `{}` as a tool's input, else `Json` |
-//! | `allOf` (more than one), `not`, `if`, `patternProperties`, unions, property names lt cannot write, recursion, nesting past [`MAX_DEPTH`] | `Json`, with a comment saying why |
+//! | an `allOf` that does not merge, `not`, `if`, `patternProperties`, unions, property names lt cannot write, recursion, nesting past [`MAX_DEPTH`] | `Json`, with a comment saying why |
 //! | `format`, `minimum`… `multipleOf`, `minLength`, `maxLength`, `pattern`, `minItems`, `maxItems` | unchanged type; `[tools.NAME.checks]` in tools.toml, a `// checked at run time` comment |
 //!
 //! Effects: MCP annotations (`readOnlyHint` → `Read`; otherwise `Write`,
 //! plus `Delete` when destructive; `openWorldHint` → `Network`; spec
-//! defaults when absent), or `_meta["lt/effects"]` exactly; OpenAI and
+//! defaults when absent or not booleans), or `_meta["lt/effects"]` exactly; OpenAI and
 //! Anthropic definitions get `Write`, with a comment to narrow it. A tool
 //! without an output schema returns `String` (MCP: its text content) or
 //! `Json` (OpenAI, Anthropic).
 //!
 //! The library does no I/O: the caller reads the file or asks the server
-//! (`crate::exec::list_tools`) and writes the two texts.
+//! (`crate::exec::list_tools`), writes the two texts, and prints
+//! [`Imported::warnings`] (definitions that repeat a name, MCP hints that
+//! are not booleans: worked around, and noted in the declarations too).
 
 mod checks;
 mod convert;

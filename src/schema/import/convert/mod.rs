@@ -15,11 +15,17 @@
 //! bounded by [`MAX_ALIAS_SIZE`], the checks of one root by
 //! [`MAX_CHECK_VALUES`].
 //!
+//! A schema with `allOf`, or with constraints beside its `$ref`, is first
+//! merged into one schema (`merge.rs`), or is `Json` when that is not
+//! sound.
+//!
 //! `mod.rs` maps a node's type; `refs.rs` follows `$ref`s and registers
-//! aliases; `object.rs` maps objects to records; `keywords.rs` reads a
+//! aliases; `merge.rs` merges `allOf`; `object.rs` maps objects to
+//! records; `literals.rs` maps `enum` and `const`; `keywords.rs` reads a
 //! schema's keywords.
 
 mod keywords;
+mod literals;
 mod merge;
 mod object;
 mod refs;
@@ -321,83 +327,6 @@ impl Converter {
         mapped
     }
 
-    /// `enum` / `const`: string literals are an enum type; other values
-    /// keep their base type and are checked at run time.
-    fn literals(&mut self, map: &Map<String, Json>) -> Mapped {
-        let (values, keyword): (Vec<&Json>, &str) = match (map.get("enum"), map.get("const")) {
-            (Some(Json::Array(vs)), _) => (vs.iter().collect(), "enum"),
-            (_, Some(c)) => (vec![c], "const"),
-            _ => return Mapped::json("`enum` is not a list"),
-        };
-        let has_null = values.iter().any(|v| v.is_null());
-        let rest: Vec<&Json> = values.iter().copied().filter(|v| !v.is_null()).collect();
-        let mapped = if rest.is_empty() {
-            if has_null {
-                return Mapped::plain(Ty::Unit);
-            }
-            return Mapped::json("`enum` lists no value");
-        } else if rest.iter().all(|v| v.is_string()) {
-            let mut lits: Vec<String> = rest
-                .iter()
-                .filter_map(|v| v.as_str())
-                .map(str::to_string)
-                .collect();
-            lits.sort();
-            lits.dedup();
-            self.with_local(Mapped::plain(Ty::Enum(lits)), map)
-        } else {
-            let (types, _) = types(map);
-            let beyond: Vec<&Json> = rest.iter().copied().filter(|v| beyond_int(v)).collect();
-            if !beyond.is_empty() && types != ["number"] {
-                // lt's Int is 64 bits: no value of it is one of these, and
-                // a Float would not be what the schema says.
-                let shown: Vec<String> = beyond.iter().take(4).map(|v| short_json(v, 40)).collect();
-                return Mapped::json(format!(
-                    "integers beyond lt's 64-bit Int ({}; {keyword} not checked)",
-                    shown.join(", ")
-                ));
-            }
-            let base = if rest.iter().all(|v| v.is_i64()) {
-                Ty::Int
-            } else if rest.iter().all(|v| v.is_number()) {
-                Ty::Float
-            } else if rest.iter().all(|v| v.is_boolean()) {
-                Ty::Bool
-            } else {
-                Ty::Json
-            };
-            let scalars = rest.iter().all(|v| !(v.is_array() || v.is_object()));
-            let shown: Vec<String> = rest.iter().take(8).map(|v| short_json(v, 40)).collect();
-            let more = if rest.len() > 8 { ", …" } else { "" };
-            let mut mapped = self.with_local(Mapped::plain(base), map);
-            if scalars && rest.len() <= 1000 {
-                let mut checks = mapped.checks.take().unwrap_or_default();
-                let value = match keyword {
-                    "const" => rest[0].clone(),
-                    _ => Json::Array(rest.iter().map(|v| (*v).clone()).collect()),
-                };
-                checks.insert(keyword.to_string(), value);
-                mapped.checks = Some(checks);
-                let said = match keyword {
-                    "const" => format!("{CHECKED}always {}", shown.join(", ")),
-                    _ => format!("{CHECKED}one of {}{more}", shown.join(", ")),
-                };
-                mapped.notes.insert(0, said);
-            } else {
-                mapped.notes.insert(
-                    0,
-                    format!("one of {}{more} (not checked)", shown.join(", ")),
-                );
-            }
-            mapped
-        };
-        if has_null {
-            mapped.nullable()
-        } else {
-            mapped
-        }
-    }
-
     fn array(&mut self, map: &Map<String, Json>, ctx: &Ctx<'_>) -> Mapped {
         if map.contains_key("prefixItems") || map.get("items").is_some_and(Json::is_array) {
             return Mapped {
@@ -459,15 +388,6 @@ impl Converter {
             mapped
         }
     }
-}
-
-/// An integer that lt's `Int` (64 bits, signed) cannot hold:
-/// `18446744073709551615`, `99999999999999999999` (read as `1e20`).
-fn beyond_int(v: &Json) -> bool {
-    !v.is_i64()
-        && (v.is_u64()
-            || v.as_f64()
-                .is_some_and(|x| x.fract() == 0.0 && x.abs() >= 9.223_372_036_854_775_808e18))
 }
 
 /// How a note about run-time checks starts.
