@@ -14,8 +14,6 @@ use std::time::Duration;
 
 /// How long a live MCP server has to start and list its tools (a server
 /// started through a package runner may first download itself).
-const LIST_TIMEOUT: Duration = Duration::from_secs(60);
-
 /// The options of `lt tools import`.
 #[derive(Debug)]
 pub struct ImportOptions {
@@ -31,6 +29,8 @@ pub struct ImportOptions {
     pub out: Option<String>,
     /// Replace existing files in `out`.
     pub force: bool,
+    /// With `--mcp`: how long the server may take to start and list its tools.
+    pub timeout: Duration,
 }
 
 /// Runs `lt tools import`; returns the exit status.
@@ -53,7 +53,7 @@ pub fn run(options: &ImportOptions) -> u8 {
         if options.format.is_some_and(|f| f != Dialect::Mcp) {
             return usage("--mcp lists an MCP server's tools: --format must be mcp, or left out");
         }
-        let listed = match crate::exec::list_tools(&options.command, LIST_TIMEOUT) {
+        let listed = match crate::exec::list_tools(&options.command, options.timeout) {
             Ok(v) => v,
             Err(e) => {
                 err!("error: {e}");

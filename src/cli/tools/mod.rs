@@ -31,6 +31,11 @@ pub enum ToolsAction {
         /// With `--out`: replace `tools.lt` and `tools.toml` if they exist.
         #[arg(long, requires = "out")]
         force: bool,
+        /// With `--mcp`: how long the server may take to start and list its
+        /// tools, in milliseconds.
+        #[arg(long, value_name = "MS", default_value_t = 60_000, requires = "mcp",
+              value_parser = clap::value_parser!(u64).range(1..))]
+        timeout_ms: u64,
     },
     /// Print JSON Schema tool definitions for the tools a file declares.
     Export {
@@ -52,6 +57,7 @@ pub fn run(action: ToolsAction) -> u8 {
             command,
             out,
             force,
+            timeout_ms,
         } => import::run(&import::ImportOptions {
             file,
             format,
@@ -59,6 +65,7 @@ pub fn run(action: ToolsAction) -> u8 {
             command,
             out,
             force,
+            timeout: std::time::Duration::from_millis(timeout_ms),
         }),
         ToolsAction::Export { format, file } => export::run(format, &file),
     }
