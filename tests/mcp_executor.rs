@@ -249,6 +249,7 @@ tool pid: Unit -{Read}-> {pid: Int};
 tool hang: Unit -{Read}-> String;
 tool wedge: Unit -{Read}-> String;
 let before = exec tool pid () in
+let w1 = show (exec tool write_late {{n = 1}}) in
 let h = exec tool hang () in
 let between = exec tool pid () in
 let w = exec tool wedge () in
@@ -850,7 +851,10 @@ fn malformed_answers_fail_at_once_and_stray_ones_are_reported() {
 fn a_call_whose_deadline_passes_while_it_waits_is_never_sent() {
     let dir = TempDir::new("mcp", "unsent");
     // A server that answers no ping (wedged once a call hangs), and one that
-    // stops reading its stdin.
+    // stops reading its stdin. Each is started by a call with room for it
+    // (`write_late`, `deaf`): the short timeouts below do not cover a start.
+    // `hang` times out at T and the ping's verdict comes at T + 2 s; the
+    // three `write`s wait for it until T + 1.5 s; `write_late` gets it.
     let toml = [
         raw_table(
             "hang",
@@ -864,7 +868,14 @@ fn a_call_whose_deadline_passes_while_it_waits_is_never_sent() {
             "echo",
             &["--no-ping"],
             "wedged.txt",
-            "timeout_ms = 600",
+            "timeout_ms = 500",
+        ),
+        raw_table(
+            "write_late",
+            "echo",
+            &["--no-ping"],
+            "wedged.txt",
+            "timeout_ms = 20000",
         ),
         raw_table("deaf", "deaf", &[], "deaf.txt", "timeout_ms = 20000"),
         raw_table("big", "echo", &[], "deaf.txt", "timeout_ms = 600"),
@@ -878,19 +889,21 @@ fn a_call_whose_deadline_passes_while_it_waits_is_never_sent() {
             r#"
 tool hang: Unit -{{Read}}-> String;
 tool write: {{n: Int}} -{{Write}}-> {{got: {{n: Int}}}};
+tool write_late: {{n: Int}} -{{Write}}-> {{got: {{n: Int}}}};
 tool deaf: Unit -{{Read}}-> String;
 tool big: {{s: String}} -{{Read}}-> Json;
 let show = fn x: Result<{{got: {{n: Int}}}}, String> => match x {{ Ok(r) => to_json r.got.n, Err(e) => to_json e }} in
+let w1 = show (exec tool write_late {{n = 1}}) in
 let h = exec tool hang () in
 let w2 = show (exec tool write {{n = 2}}) in
 let w3 = show (exec tool write {{n = 3}}) in
 let w4 = show (exec tool write {{n = 4}}) in
-let w5 = show (exec tool write {{n = 5}}) in
+let w5 = show (exec tool write_late {{n = 5}}) in
 let d = exec tool deaf () in
 let s = "{big}" in
 let r = gather {{ a = exec tool big {{s = s}}, b = exec tool big {{s = s}} }} in
 let out = fn x: Result<Json, String> => match x {{ Ok(j) => "Ok", Err(e) => e }} in
-{{ hang = match h {{ Ok(s) => s, Err(e) => e }}, writes = [w2, w3, w4, w5],
+{{ hang = match h {{ Ok(s) => s, Err(e) => e }}, writes = [w1, w2, w3, w4, w5],
    deaf = match d {{ Ok(s) => s, Err(e) => e }}, big = [out r.a, out r.b] }}
 "#
         ),
@@ -903,26 +916,29 @@ let out = fn x: Result<Json, String> => match x {{ Ok(j) => "Ok", Err(e) => e }}
     // The calls made while the server had not answered the ping that
     // followed `hang` (2 s) waited for that verdict, and were not sent.
     let writes = v["writes"].as_array().expect("a list");
-    for w in &writes[..3] {
+    assert_eq!(writes[0], 1, "{v}");
+    for w in &writes[1..4] {
         let w = text(w);
         assert!(
-            w.starts_with("tool write timed out after 600 ms waiting for the MCP server `")
+            w.starts_with("tool write timed out after 500 ms waiting for the MCP server `")
                 && w.contains("` to answer a ping (an earlier call timed out: the server may be wedged; it is stopped if it does not answer within 2000 ms); the call was not sent"),
             "{w}"
         );
     }
     // The next went to a fresh server, once the wedged one was stopped.
-    assert_eq!(writes[3], 5, "{v}");
+    assert_eq!(writes[4], 5, "{v}");
     let wedged = traced(&dir, "wedged.txt");
     let calls: Vec<(i64, Json)> = wedged
         .iter()
         .filter(|m| m["method"] == "tools/call")
         .map(|m| (m["pid"].as_i64().unwrap_or(0), m["arguments"].clone()))
         .collect();
-    assert_eq!(calls.len(), 2, "{wedged:?}");
-    assert_eq!(calls[0].1, json!({}));
-    assert_eq!(calls[1].1, json!({"n": 5}));
-    assert_ne!(calls[0].0, calls[1].0);
+    assert_eq!(calls.len(), 3, "{wedged:?}");
+    assert_eq!(calls[0].1, json!({"n": 1}));
+    assert_eq!(calls[1].1, json!({}));
+    assert_eq!(calls[2].1, json!({"n": 5}));
+    assert_eq!(calls[0].0, calls[1].0);
+    assert_ne!(calls[1].0, calls[2].0);
     // Behind a message the server does not read, a call that was never
     // written says so.
     assert_eq!(v["deaf"], "not listening any more");

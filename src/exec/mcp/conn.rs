@@ -85,9 +85,9 @@ pub(crate) enum Failure {
     /// earlier messages that the server does not read): the server never
     /// saw it.
     Unsent,
-    /// The answer is not a JSON-RPC 2.0 response; the text completes
-    /// "answered `METHOD` with …" (`a response with neither \`result\` nor
-    /// \`error\``).
+    /// The answer is not a JSON-RPC 2.0 response, or is too long to read;
+    /// the text completes "answered METHOD with …" ("a response with
+    /// neither `result` nor `error`").
     Malformed(String),
     /// The server sent the request itself back.
     Echoed,
