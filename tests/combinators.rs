@@ -106,7 +106,7 @@ fn gather_runs_its_calls_at_once_and_replays() {
     dir.write(
         "p.lt",
         r#"tool lookup: {id: Int, sleep_ms: Int} -{Read}-> {id: Int, status: String};
-let r = gather { a = exec tool lookup {id = 1, sleep_ms = 2000}, b = exec tool lookup {id = 2, sleep_ms = 100} } in
+let r = gather { a = exec tool lookup {id = 1, sleep_ms = 2500}, b = exec tool lookup {id = 2, sleep_ms = 800} } in
 let a = match r.a { Ok(x) => x.id, Err(e) => 0 } in
 let b = match r.b { Ok(x) => x.id, Err(e) => 0 } in
 a * 10 + b
@@ -153,7 +153,7 @@ a * 10 + b
         .unwrap_or_default();
     assert!(
         completed[0].ends_with(b_id.trim_start_matches("proposed ")),
-        "the 100 ms call completes first: {kinds:?}"
+        "the 800 ms call completes first: {kinds:?}"
     );
     // The log replays, though the calls completed out of order.
     assert_replays(&dir, "run.log");
@@ -903,7 +903,7 @@ fn verbose_keeps_batches_concurrent_and_approvals_and_intents_working() {
     dir.write(
         "p.lt",
         r#"tool lookup: {id: Int, sleep_ms: Int} -{Read}-> {id: Int, status: String};
-let r = @intent("look up both") gather { a = exec tool lookup {id = 1, sleep_ms = 1500}, b = exec tool lookup {id = 2, sleep_ms = 100} } in
+let r = @intent("look up both") gather { a = exec tool lookup {id = 1, sleep_ms = 2500}, b = exec tool lookup {id = 2, sleep_ms = 800} } in
 let a = match r.a { Ok(x) => x.id, Err(e) => 0 } in
 let b = match r.b { Ok(x) => x.id, Err(e) => 0 } in
 a * 10 + b
