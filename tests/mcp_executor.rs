@@ -249,7 +249,6 @@ tool pid: Unit -{Read}-> {pid: Int};
 tool hang: Unit -{Read}-> String;
 tool wedge: Unit -{Read}-> String;
 let before = exec tool pid () in
-let w1 = show (exec tool write_late {{n = 1}}) in
 let h = exec tool hang () in
 let between = exec tool pid () in
 let w = exec tool wedge () in
