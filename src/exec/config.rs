@@ -615,36 +615,33 @@ fn build_tool(name: &str, raw: RawTool, folder: &Path) -> Result<Tool, ToolError
     if let Some(command) = raw.command {
         return build_command(name, command, raw.cwd, raw.env, timeout, folder).map(Tool::Command);
     }
-    if let Some(mcp) = raw.mcp {
-        for (key, span) in [
-            ("cwd", raw.cwd.as_ref().map(Located::span)),
-            ("env", raw.env.as_ref().map(Located::span)),
-        ] {
-            if let Some(span) = span {
-                return Err(tool_error(
-                    name,
-                    span,
-                    &format!("`{key}` of an MCP server goes inside the mcp table"),
-                    Some(&format!(
-                        "e.g. `mcp = {{ command = [\"python3\", \"server.py\"], tool = \"…\", {key} = … }}`"
-                    )),
-                ));
-            }
-        }
-        return build_mcp(name, mcp, timeout, folder).map(Tool::Mcp);
-    }
-    for (key, span) in [
+    // `cwd` and `env` belong to a command table, or inside an mcp table.
+    let stray = [
         ("cwd", raw.cwd.as_ref().map(Located::span)),
         ("env", raw.env.as_ref().map(Located::span)),
-    ] {
-        if let Some(span) = span {
+    ]
+    .into_iter()
+    .find_map(|(key, span)| span.map(|s| (key, s)));
+    if let Some(mcp) = raw.mcp {
+        if let Some((key, span)) = stray {
             return Err(tool_error(
                 name,
                 span,
-                &format!("`{key}` applies only to command tools"),
-                Some(&format!("remove `{key}`")),
+                &format!("`{key}` of an MCP server goes inside the mcp table"),
+                Some(&format!(
+                    "e.g. `mcp = {{ command = [\"python3\", \"server.py\"], tool = \"…\", {key} = … }}`"
+                )),
             ));
         }
+        return build_mcp(name, mcp, timeout, folder).map(Tool::Mcp);
+    }
+    if let Some((key, span)) = stray {
+        return Err(tool_error(
+            name,
+            span,
+            &format!("`{key}` applies only to command tools"),
+            Some(&format!("remove `{key}`")),
+        ));
     }
     if let Some(http) = raw.http {
         return build_http(name, http.into_inner(), timeout).map(Tool::Http);
