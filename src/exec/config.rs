@@ -878,11 +878,13 @@ fn build_command(
                     "make it executable (`chmod +x {}`) or name its interpreter first, e.g. `command = [\"python3\", \"{written}\"]`",
                     program.display()
                 )
-            } else {
+            } else if Path::new(&written).is_relative() {
                 format!(
                     "a relative program path is resolved against the folder of tools.toml ({}), not against `cwd`",
                     folder.display()
                 )
+            } else {
+                "check the path; a bare name (`python3`) is looked up on PATH".to_string()
             };
             return Err(err(
                 first.span(),
