@@ -36,8 +36,10 @@ macro_rules! err {
     }};
 }
 
+pub mod agent;
 pub mod check;
 pub mod log_cmd;
+pub mod prompt;
 pub mod replay;
 pub mod resume;
 pub mod run;
@@ -222,6 +224,96 @@ pub enum Command {
         #[command(subcommand)]
         action: tools::ToolsAction,
     },
+    /// Print the system prompt for a model: the guide to lt
+    /// (docs/llm-guide.md), then the declarations of a tools file.
+    Prompt {
+        /// The declarations file (`tool`, `type` and `effect` declarations), or `-`.
+        #[arg(long, value_name = "DECLS_LT")]
+        tools: String,
+        /// Colour the diagnostics.
+        #[arg(long, value_enum, default_value = "auto")]
+        color: Color,
+    },
+    /// The LLM loop: a model proposes programs, lt checks them (feeding the
+    /// diagnostics back) and runs the accepted ones, until the model answers.
+    Agent {
+        /// The task, in words.
+        task: String,
+        /// The session's tool declarations (a `.lt` file of `tool`, `type`
+        /// and `effect` declarations).
+        #[arg(long, value_name = "DECLS_LT")]
+        tools: String,
+        /// The tools.toml mapping each tool to an executor.
+        #[arg(long, value_name = "TOOLS_TOML")]
+        executors: Option<String>,
+        /// A file with a `[profile]` table (the runs' policy) and an
+        /// optional `[agent]` table (the loop's settings).
+        #[arg(long, value_name = "PROFILE_TOML")]
+        profile: Option<String>,
+        /// A rule table: a classifier call labels the task and the label's
+        /// rule picks the profile and trace requirements.
+        #[arg(long, value_name = "RULES_TOML")]
+        rules: Option<String>,
+        /// `openai` (any OpenAI-compatible chat-completions API), `anthropic`
+        /// (the Messages API), or `stdio` (the host answers model requests
+        /// as JSON lines).
+        #[arg(long, default_value = "openai")]
+        provider: String,
+        /// The model's name.
+        #[arg(long)]
+        model: Option<String>,
+        /// The API's base URL (default: https://api.openai.com/v1 or
+        /// https://api.anthropic.com).
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+        /// The environment variable holding the API key (default:
+        /// OPENAI_API_KEY or ANTHROPIC_API_KEY).
+        #[arg(long, value_name = "NAME")]
+        api_key_env: Option<String>,
+        /// Proposals per turn (the first and each correction).
+        #[arg(long, value_name = "N")]
+        max_attempts: Option<u32>,
+        /// Programs run before the model must have answered.
+        #[arg(long, value_name = "N")]
+        max_turns: Option<u32>,
+        /// Programs asked for per attempt (consensus).
+        #[arg(long, value_name = "N")]
+        samples: Option<u32>,
+        /// How many samples must be the same program (default: a majority).
+        #[arg(long, value_name = "K")]
+        agree: Option<u32>,
+        /// Most tokens per model reply.
+        #[arg(long, value_name = "N")]
+        max_tokens: Option<u32>,
+        /// Timeout of one model request, in milliseconds.
+        #[arg(long, value_name = "MS", default_value_t = 120_000)]
+        request_timeout_ms: u64,
+        /// Retries of a failed model request (transport errors, 429, 5xx,
+        /// timeouts, malformed replies), with exponential backoff.
+        #[arg(long, value_name = "N", default_value_t = 4)]
+        max_retries: u32,
+        /// Most tool calls in each run.
+        #[arg(long, value_name = "N", default_value_t = Limits::default().max_calls)]
+        max_calls: u64,
+        /// Most evaluation steps in each run.
+        #[arg(long, value_name = "N", default_value_t = Limits::default().max_steps)]
+        max_steps: u64,
+        /// Wall-clock limit of each run, in milliseconds (0: none).
+        #[arg(long, value_name = "MS", default_value_t = 300_000)]
+        timeout_ms: u64,
+        /// Write the session's event log (requests, replies, checks, runs).
+        #[arg(long, value_name = "FILE")]
+        log: Option<String>,
+        /// Print one JSON object `{ok, status, answer, reason, turns, …}`.
+        #[arg(long)]
+        json: bool,
+        /// A line per step on stderr.
+        #[arg(long, short)]
+        verbose: bool,
+        /// Colour the diagnostics.
+        #[arg(long, value_enum, default_value = "auto")]
+        color: Color,
+    },
     /// Print the explanation of an error code, e.g. `lt explain E0202`.
     Explain {
         /// The code (`E0202`, `e0202` or `202`).
@@ -306,6 +398,62 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
         }),
         Command::Compat { args } => crate::compat::run(&args),
         Command::Tools { action } => tools::run(action),
+        Command::Prompt { tools, color } => prompt::run(&tools, color_on(color)),
+        Command::Agent {
+            task,
+            tools,
+            executors,
+            profile,
+            rules,
+            provider,
+            model,
+            base_url,
+            api_key_env,
+            max_attempts,
+            max_turns,
+            samples,
+            agree,
+            max_tokens,
+            request_timeout_ms,
+            max_retries,
+            max_calls,
+            max_steps,
+            timeout_ms,
+            log,
+            json,
+            verbose,
+            color,
+        } => agent::run(&agent::AgentOptions {
+            task,
+            tools,
+            executors,
+            profile,
+            rules,
+            provider,
+            model,
+            base_url,
+            api_key_env,
+            request_timeout_ms,
+            max_retries,
+            table: crate::agent::config::AgentTable {
+                max_attempts,
+                max_turns,
+                samples,
+                agree,
+                max_tokens,
+                ..Default::default()
+            },
+            limits: Limits {
+                max_calls,
+                max_steps,
+                timeout: (timeout_ms > 0).then(|| std::time::Duration::from_millis(timeout_ms)),
+                ..Limits::default()
+            },
+            log,
+            json,
+            verbose,
+            color: color_on(color),
+        }),
         Command::Explain { code } => explain(&code),
     };
     if WRITE_FAILED.load(std::sync::atomic::Ordering::Relaxed) {

@@ -58,6 +58,12 @@ pub fn run(opts: &ReplayOptions) -> u8 {
         let msg = format!("{}: the log does not verify: {p}", opts.log);
         return fail(opts, EXIT_DIAGNOSTICS, "log", &msg);
     }
+    if matches!(
+        events.first().map(|e| &e.body),
+        Some(EventBody::AgentStarted { .. })
+    ) {
+        return replay_agent(opts, events);
+    }
     let Some(EventBody::SessionStarted {
         program,
         profile,
@@ -257,7 +263,7 @@ pub fn run(opts: &ReplayOptions) -> u8 {
 /// defaults for any it lacks; `timeout_ms` null, absent or 0 is no timeout.
 /// Errors: not an object, an unknown key, a value that is not a
 /// non-negative integer (naming the key).
-pub(super) fn recorded_limits(limits: &serde_json::Value) -> Result<Limits, String> {
+pub(crate) fn recorded_limits(limits: &serde_json::Value) -> Result<Limits, String> {
     const KEYS: [&str; 7] = [
         "max_calls",
         "max_steps",
@@ -300,4 +306,58 @@ pub(super) fn recorded_limits(limits: &serde_json::Value) -> Result<Limits, Stri
         max_value_nodes: size("max_value_nodes", defaults.max_value_nodes)?,
         max_string_total_bytes: size("max_string_total_bytes", defaults.max_string_total_bytes)?,
     })
+}
+
+/// Replays an agent session (`lt agent --log`): the recorded model replies
+/// answer the requests, the recorded outcomes answer the calls.
+fn replay_agent(opts: &ReplayOptions, events: Vec<crate::log::Event>) -> u8 {
+    if opts.program.is_some() || opts.profile.is_some() {
+        return fail(
+            opts,
+            EXIT_USAGE,
+            "usage",
+            "--program and --profile do not apply to an agent session's log: its programs are the model's, replayed as recorded",
+        );
+    }
+    let ended = events.iter().any(|e| matches!(e.body, EventBody::AgentEnded { .. }));
+    let replayed = match crate::agent::replay::replay_agent(events) {
+        Ok(r) => r,
+        Err(e) => return fail(opts, EXIT_DIAGNOSTICS, "log", &format!("{}: {e}", opts.log)),
+    };
+    let o = &replayed.outcome;
+    if let Some(d) = &replayed.divergence {
+        let kind = if ended { "non_determinism" } else { "incomplete" };
+        let msg = if ended {
+            format!("non-determinism: {d}")
+        } else {
+            format!("the log ends before the agent session did (it was cut short): {d}")
+        };
+        return fail(opts, EXIT_DIAGNOSTICS, kind, &msg);
+    }
+    if opts.json {
+        out!(
+            "{}",
+            json!({
+                "ok": true,
+                "agent": true,
+                "status": o.status.as_str(),
+                "answer": o.answer,
+                "turns": o.turns,
+                "requests": o.requests,
+            })
+        );
+    } else {
+        out!(
+            "replay matches the log: {} model request{}, {} run{}, the same checks, calls and outcomes; the agent {}",
+            o.requests,
+            if o.requests == 1 { "" } else { "s" },
+            o.turns,
+            if o.turns == 1 { "" } else { "s" },
+            match &o.answer {
+                Some(a) => format!("answered: {}", crate::agent::feedback::clip(a, 200)),
+                None => format!("ended {}: {}", o.status.as_str(), o.reason),
+            }
+        );
+    }
+    EXIT_OK
 }

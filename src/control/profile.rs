@@ -491,7 +491,7 @@ pub fn is_effect_label(name: &str) -> bool {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-fn error(
+pub(crate) fn error(
     text: &str,
     origin: &str,
     at: Option<usize>,

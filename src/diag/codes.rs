@@ -3,7 +3,8 @@
 //! Codes are grouped by phase and never reused (as in rustc):
 //! `E00xx` lexical, `E01xx` syntax, `E02xx` types, `E03xx` termination,
 //! `E04xx` effects, `E05xx` linearity, `E06xx` Result handling, `E07xx`
-//! profile policy (`lt check --profile`: calls the profile would deny).
+//! session policy (`lt check --profile`: calls the profile would deny;
+//! `lt agent --tools`: tools not in the session's tool list).
 //! Each code has a page `docs/errors/<CODE>.md`, embedded in the binary and
 //! printed by `lt explain <CODE>`.
 
@@ -82,6 +83,8 @@ codes! {
     E0701 = "E0701", "tool not in the profile's allow list";
     E0702 = "E0702", "tool denied by the profile";
     E0703 = "E0703", "effect not granted by the profile";
+    E0704 = "E0704", "tool declared differently from the session's tool list";
+    E0705 = "E0705", "tool not in the session's tool list";
 }
 
 impl Code {

@@ -83,6 +83,9 @@ pub struct Registry {
     idempotent: std::collections::BTreeSet<String>,
     /// The run-time checks of each tool that has a `checks` table.
     checks: BTreeMap<String, std::sync::Arc<Checks>>,
+    /// Each tool's tags (`tags = ["verify"]`), for `lt agent`'s trace
+    /// requirements.
+    tags: BTreeMap<String, Vec<String>>,
 }
 
 /// One tool's executor.
@@ -169,6 +172,7 @@ impl Registry {
         let mut effects = BTreeMap::new();
         let mut idempotent = std::collections::BTreeSet::new();
         let mut checks = BTreeMap::new();
+        let mut tags = BTreeMap::new();
         for (name, mut table) in raw.tools {
             // Tables written as `[tools.NAME.mcp]` headers or dotted keys
             // have no span from toml: found in the text instead.
@@ -178,6 +182,9 @@ impl Registry {
             locate_keys(table.get_mut(), text, from);
             if table.get_ref().idempotent == Some(true) {
                 idempotent.insert(name.clone());
+            }
+            if let Some(t) = table.get_mut().tags.take() {
+                tags.insert(name.clone(), t);
             }
             if let Some(labels) = table.get_mut().effects.take() {
                 let at = labels.span();
@@ -215,7 +222,13 @@ impl Registry {
             effects,
             idempotent,
             checks,
+            tags,
         })
+    }
+
+    /// The tags tools.toml gives `tool` (`tags = ["verify"]`; empty when none).
+    pub fn tags(&self, tool: &str) -> &[String] {
+        self.tags.get(tool).map_or(&[], Vec::as_slice)
     }
 
     /// Where `tool` runs; [`Venue::Server`] for a tool without an executor.
@@ -480,6 +493,9 @@ struct RawFile {
     /// The session's policy (read by [`crate::control::profile`], not here).
     #[serde(default, rename = "profile")]
     _profile: Option<toml::Value>,
+    /// `lt agent`'s settings (read by [`crate::agent::config`], not here).
+    #[serde(default, rename = "agent")]
+    _agent: Option<toml::Value>,
 }
 
 #[derive(Deserialize)]
@@ -497,6 +513,8 @@ struct RawTool {
     idempotent: Option<bool>,
     /// Run-time checks (`checks.rs`); a plain value, see [`build_checks`].
     checks: Option<toml::Value>,
+    /// Tags for `lt agent`'s trace requirements (`tags = ["verify"]`).
+    tags: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]

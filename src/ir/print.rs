@@ -20,6 +20,7 @@ pub fn print(ir: &Ir, file: &SourceFile) -> String {
     let mut p = Printer {
         ir,
         file,
+        anonymous: false,
         out: String::new(),
     };
     for (i, t) in ir.tools.iter().enumerate() {
@@ -28,6 +29,35 @@ pub fn print(ir: &Ir, file: &SourceFile) -> String {
             "tool {i}: {}: {} -{}-> {}",
             t.name, t.input, t.effects, t.output
         );
+    }
+    let _ = writeln!(p.out, "frame: {}", slots(ir.frame_size));
+    p.node("", ir.root, 0);
+    p.out
+}
+
+/// The IR with the source left out: no positions, no variable names
+/// (`_` instead: slots and captures already say which binding a use
+/// reads), the tools sorted by name. Two programs that differ only in
+/// formatting, comments, the names of their variables or the order of
+/// their declarations print the same (`lt agent --samples N --agree K`
+/// compares programs this way). Tool, field and native names stay: they
+/// change what runs.
+pub fn print_anonymous(ir: &Ir) -> String {
+    let file = SourceFile::new(String::new(), String::new());
+    let mut p = Printer {
+        ir,
+        file: &file,
+        anonymous: true,
+        out: String::new(),
+    };
+    let mut tools: Vec<String> = ir
+        .tools
+        .iter()
+        .map(|t| format!("tool {}: {} -{}-> {}", t.name, t.input, t.effects, t.output))
+        .collect();
+    tools.sort();
+    for t in tools {
+        let _ = writeln!(p.out, "{t}");
     }
     let _ = writeln!(p.out, "frame: {}", slots(ir.frame_size));
     p.node("", ir.root, 0);
@@ -45,6 +75,8 @@ fn slots(n: u32) -> String {
 struct Printer<'a> {
     ir: &'a Ir,
     file: &'a SourceFile,
+    /// Leave out positions and variable names ([`print_anonymous`]).
+    anonymous: bool,
     out: String,
 }
 
@@ -57,10 +89,23 @@ impl Printer<'_> {
             self.out.push_str("  ");
         }
         self.out.push_str(text);
+        if self.anonymous {
+            self.out.push('\n');
+            return;
+        }
         let width = self.out[start..].chars().count();
         let lc = self.file.line_col(self.ir.node(id).span.start);
         let pad = POSITION_COLUMN.saturating_sub(width).max(2);
         let _ = writeln!(self.out, "{:pad$}{}:{}", "", lc.line, lc.column);
+    }
+
+    /// A variable's name, or `_` when printing anonymously.
+    fn var<'n>(&self, name: &'n str) -> &'n str {
+        if self.anonymous {
+            "_"
+        } else {
+            name
+        }
     }
 
     fn node(&mut self, role: &str, id: NodeId, depth: usize) {
@@ -75,7 +120,7 @@ impl Printer<'_> {
             NodeKind::Sequence { steps, body } | NodeKind::Pipe { steps, body } => {
                 self.line(depth, &head, id);
                 for s in steps {
-                    self.node(&format!("{} → %{}: ", s.name, s.slot), s.value, depth + 1);
+                    self.node(&format!("{} → %{}: ", self.var(&s.name), s.slot), s.value, depth + 1);
                 }
                 self.node("in: ", *body, depth + 1);
             }
@@ -148,8 +193,14 @@ impl Printer<'_> {
                 self.node("arg: ", *arg, depth + 1);
             }
             NodeKind::Const(v) => self.line(depth, &format!("{head} {v}"), id),
-            NodeKind::Local(s, name) => self.line(depth, &format!("{head} %{s} ({name})"), id),
-            NodeKind::Capture(c, name) => self.line(depth, &format!("{head} ^{c} ({name})"), id),
+            NodeKind::Local(s, name) => {
+                let text = format!("{head} %{s} ({})", self.var(name));
+                self.line(depth, &text, id)
+            }
+            NodeKind::Capture(c, name) => {
+                let text = format!("{head} ^{c} ({})", self.var(name));
+                self.line(depth, &text, id)
+            }
             NodeKind::Field(r, name) => {
                 self.line(depth, &format!("{head} .{name}"), id);
                 self.node("of: ", *r, depth + 1);
@@ -196,15 +247,15 @@ impl Printer<'_> {
                     .params
                     .iter()
                     .enumerate()
-                    .map(|(i, p)| format!("{p} → %{i}"))
+                    .map(|(i, p)| format!("{} → %{i}", self.var(p)))
                     .collect();
                 let caps: Vec<String> = l
                     .captures
                     .iter()
                     .enumerate()
                     .map(|(i, (c, name))| match c {
-                        VarRef::Local(s) => format!("^{i} = %{s} ({name})"),
-                        VarRef::Capture(s) => format!("^{i} = ^{s} ({name})"),
+                        VarRef::Local(s) => format!("^{i} = %{s} ({})", self.var(name)),
+                        VarRef::Capture(s) => format!("^{i} = ^{s} ({})", self.var(name)),
                     })
                     .collect();
                 let mut text = format!("{head} ({})", params.join(", "));
@@ -228,7 +279,7 @@ impl Printer<'_> {
     fn arms(&mut self, arms: &[Arm], depth: usize) {
         for arm in arms {
             let binder = match (&arm.name, arm.bind) {
-                (Some(n), Some(s)) => format!("{n} → %{s}"),
+                (Some(n), Some(s)) => format!("{} → %{s}", self.var(n)),
                 _ => "_".to_string(),
             };
             let role = match &arm.test {

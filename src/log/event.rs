@@ -28,7 +28,7 @@ use sha2::{Digest, Sha256};
 pub const ZERO_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// Every event kind, in the order of `docs/log-format.md`.
-pub const KINDS: [&str; 12] = [
+pub const KINDS: [&str; 21] = [
     "session_started",
     "proposed",
     "decided",
@@ -41,6 +41,15 @@ pub const KINDS: [&str; 12] = [
     "timed_out",
     "session_resumed",
     "session_ended",
+    "agent_started",
+    "task_classified",
+    "model_requested",
+    "model_retried",
+    "model_replied",
+    "model_failed",
+    "program_checked",
+    "program_accepted",
+    "agent_ended",
 ];
 
 /// One line of the log.
@@ -259,7 +268,129 @@ pub enum EventBody {
         /// Evaluation steps taken.
         steps: u64,
     },
+    /// First event of an agent session (`lt agent`): everything the loop
+    /// needs to be replayed without the model.
+    AgentStarted {
+        /// The version of `lt` that wrote the log.
+        lt_version: String,
+        /// The task, as given.
+        task: String,
+        /// The tool declarations (`--tools` file's text).
+        declarations: String,
+        /// The system prompt sent with every request.
+        system: String,
+        /// The model (`{"provider", "model", "base_url"}`; never a key).
+        model: Json,
+        /// The loop's settings (`AgentSettings::to_json`).
+        settings: Json,
+        /// The profile the runs use (a JSON object), before classification.
+        profile: Json,
+        /// SHA-256 (hex) of the tools.toml bytes, or of the empty string.
+        registry_hash: String,
+        /// The limits of each run (a JSON object).
+        limits: Json,
+        /// Each tool's tags (tools.toml `tags`), for trace requirements
+        /// (`{"tool": ["tag", …]}`).
+        tags: Json,
+    },
+    /// The classifier labelled the task; the label's rule chose the
+    /// profile and the trace requirements (`lt agent --rules`).
+    TaskClassified {
+        /// The label.
+        label: String,
+        /// Whether the reply named a rule (else the default label).
+        matched: bool,
+        /// The profile now in force (a JSON object).
+        profile: Json,
+        /// The settings now in force.
+        settings: Json,
+    },
+    /// A request to the model (`request_id`: `classify`, or `tT.aA` for
+    /// turn T, attempt A).
+    ModelRequested {
+        /// The request's identity.
+        request_id: String,
+        /// The conversation sent (`[{role, content}]`, system prompt apart).
+        messages: Json,
+        /// Samples asked for.
+        samples: u64,
+    },
+    /// An HTTP attempt failed and will be retried.
+    ModelRetried {
+        /// The request's identity.
+        request_id: String,
+        /// The attempt that failed, from 1.
+        attempt: u64,
+        /// The failure's kind (`rate_limited`, `timeout`, …).
+        error: String,
+        /// Its message.
+        message: String,
+        /// The wait before the next attempt, in ms.
+        delay_ms: u64,
+    },
+    /// The model answered.
+    ModelReplied {
+        /// The request's identity.
+        request_id: String,
+        /// The reply texts, one per sample (an array of strings).
+        texts: Json,
+        /// Token usage as reported, or `null`.
+        usage: Json,
+    },
+    /// The request failed for good; the session ends.
+    ModelFailed {
+        /// The request's identity.
+        request_id: String,
+        /// The failure's kind.
+        error: String,
+        /// Its message.
+        message: String,
+        /// HTTP attempts made.
+        attempts: u64,
+    },
+    /// A sample of a reply was read and checked.
+    ProgramChecked {
+        /// The request's identity.
+        request_id: String,
+        /// The sample, from 0.
+        sample: u64,
+        /// `ok`, `rejected` (diagnostics), `no_program`, or `answer` (a
+        /// final answer after a run).
+        status: String,
+        /// The program's text, or `null`.
+        program: Json,
+        /// The problems (`[{code, line, column, message, help}]`).
+        diagnostics: Json,
+    },
+    /// A program was accepted and will run (its run's events follow,
+    /// from `session_started` to `session_ended`).
+    ProgramAccepted {
+        /// The request's identity.
+        request_id: String,
+        /// The accepted sample, from 0.
+        sample: u64,
+        /// How many samples were this same program (consensus).
+        votes: u64,
+        /// The program's hash (SHA-256 of its text).
+        program_hash: String,
+    },
+    /// Last event of an agent session.
+    AgentEnded {
+        /// `answered`, `gave_up` or `error`.
+        status: String,
+        /// The model's final answer (a string), or `null`.
+        answer: Json,
+        /// Why the session ended, in one sentence.
+        reason: String,
+        /// Programs run.
+        turns: u64,
+        /// Model requests made (classification included).
+        requests: u64,
+    },
 }
+
+static JSON_TRUE: Json = Json::Bool(true);
+static JSON_FALSE: Json = Json::Bool(false);
 
 /// One field's value while serialising, borrowed from the event.
 #[derive(Clone, Copy)]
@@ -280,9 +411,9 @@ impl Serialize for Field<'_> {
 }
 
 /// The most fields an event has: the six common ones (`hash` included) and
-/// the six of `session_started` or `session_ended`. A unit test checks
+/// the ten of `agent_started`. A unit test checks
 /// that every kind fits.
-const MAX_FIELDS: usize = 12;
+const MAX_FIELDS: usize = 16;
 
 /// An event's fields (key and borrowed value), on the stack: building the
 /// list allocates nothing.
@@ -351,6 +482,15 @@ impl EventBody {
             EventBody::Failed { .. } => "failed",
             EventBody::TimedOut { .. } => "timed_out",
             EventBody::SessionEnded { .. } => "session_ended",
+            EventBody::AgentStarted { .. } => "agent_started",
+            EventBody::TaskClassified { .. } => "task_classified",
+            EventBody::ModelRequested { .. } => "model_requested",
+            EventBody::ModelRetried { .. } => "model_retried",
+            EventBody::ModelReplied { .. } => "model_replied",
+            EventBody::ModelFailed { .. } => "model_failed",
+            EventBody::ProgramChecked { .. } => "program_checked",
+            EventBody::ProgramAccepted { .. } => "program_accepted",
+            EventBody::AgentEnded { .. } => "agent_ended",
         }
     }
 
@@ -372,7 +512,16 @@ impl EventBody {
             | EventBody::AnnotationEnded { .. }
             | EventBody::ApprovalRequested { .. }
             | EventBody::ApprovalDecided { .. }
-            | EventBody::SessionResumed { .. } => None,
+            | EventBody::SessionResumed { .. }
+            | EventBody::AgentStarted { .. }
+            | EventBody::TaskClassified { .. }
+            | EventBody::ModelRequested { .. }
+            | EventBody::ModelRetried { .. }
+            | EventBody::ModelReplied { .. }
+            | EventBody::ModelFailed { .. }
+            | EventBody::ProgramChecked { .. }
+            | EventBody::ProgramAccepted { .. }
+            | EventBody::AgentEnded { .. } => None,
         }
     }
 
@@ -549,6 +698,119 @@ impl EventBody {
                     all(&[("value", J(v))]);
                 }
             }
+            EventBody::AgentStarted {
+                lt_version,
+                task,
+                declarations,
+                system,
+                model,
+                settings,
+                profile,
+                registry_hash,
+                limits,
+                tags,
+            } => all(&[
+                ("declarations", S(declarations)),
+                ("limits", J(limits)),
+                ("lt_version", S(lt_version)),
+                ("model", J(model)),
+                ("profile", J(profile)),
+                ("registry_hash", S(registry_hash)),
+                ("settings", J(settings)),
+                ("system", S(system)),
+                ("tags", J(tags)),
+                ("task", S(task)),
+            ]),
+            EventBody::TaskClassified {
+                label,
+                matched,
+                profile,
+                settings,
+            } => all(&[
+                ("label", S(label)),
+                ("matched", J(if *matched { &JSON_TRUE } else { &JSON_FALSE })),
+                ("profile", J(profile)),
+                ("settings", J(settings)),
+            ]),
+            EventBody::ModelRequested {
+                request_id,
+                messages,
+                samples,
+            } => all(&[
+                ("messages", J(messages)),
+                ("request_id", S(request_id)),
+                ("samples", U(*samples)),
+            ]),
+            EventBody::ModelRetried {
+                request_id,
+                attempt,
+                error,
+                message,
+                delay_ms,
+            } => all(&[
+                ("attempt", U(*attempt)),
+                ("delay_ms", U(*delay_ms)),
+                ("error", S(error)),
+                ("message", S(message)),
+                ("request_id", S(request_id)),
+            ]),
+            EventBody::ModelReplied {
+                request_id,
+                texts,
+                usage,
+            } => all(&[
+                ("request_id", S(request_id)),
+                ("texts", J(texts)),
+                ("usage", J(usage)),
+            ]),
+            EventBody::ModelFailed {
+                request_id,
+                error,
+                message,
+                attempts,
+            } => all(&[
+                ("attempts", U(*attempts)),
+                ("error", S(error)),
+                ("message", S(message)),
+                ("request_id", S(request_id)),
+            ]),
+            EventBody::ProgramChecked {
+                request_id,
+                sample,
+                status,
+                program,
+                diagnostics,
+            } => all(&[
+                ("diagnostics", J(diagnostics)),
+                ("program", J(program)),
+                ("request_id", S(request_id)),
+                ("sample", U(*sample)),
+                ("status", S(status)),
+            ]),
+            EventBody::ProgramAccepted {
+                request_id,
+                sample,
+                votes,
+                program_hash,
+            } => all(&[
+                ("program_hash", S(program_hash)),
+                ("request_id", S(request_id)),
+                ("sample", U(*sample)),
+                ("votes", U(*votes)),
+            ]),
+            EventBody::AgentEnded {
+                status,
+                answer,
+                reason,
+                turns,
+                requests,
+            } => all(&[
+                ("answer", J(answer)),
+                ("reason", S(reason)),
+                ("requests", U(*requests)),
+                ("status", S(status)),
+                ("turns", U(*turns)),
+            ]),
         }
     }
 }
@@ -827,10 +1089,43 @@ pub(crate) fn drop_body(body: EventBody) {
         EventBody::AnnotationEnded { calls, .. } => drop_json(calls),
         EventBody::ApprovalRequested { argument, .. } => drop_json(argument),
         EventBody::ApprovalDecided { token, .. } => drop_json(token),
+        EventBody::AgentStarted {
+            model,
+            settings,
+            profile,
+            limits,
+            tags,
+            ..
+        } => [model, settings, profile, limits, tags]
+            .into_iter()
+            .for_each(drop_json),
+        EventBody::TaskClassified {
+            profile, settings, ..
+        } => {
+            drop_json(profile);
+            drop_json(settings);
+        }
+        EventBody::ModelRequested { messages, .. } => drop_json(messages),
+        EventBody::ModelReplied { texts, usage, .. } => {
+            drop_json(texts);
+            drop_json(usage);
+        }
+        EventBody::ProgramChecked {
+            program,
+            diagnostics,
+            ..
+        } => {
+            drop_json(program);
+            drop_json(diagnostics);
+        }
+        EventBody::AgentEnded { answer, .. } => drop_json(answer),
         EventBody::Decided { .. }
         | EventBody::Scheduled { .. }
         | EventBody::ClientDispatched { .. }
-        | EventBody::SessionResumed { .. } => {}
+        | EventBody::SessionResumed { .. }
+        | EventBody::ModelRetried { .. }
+        | EventBody::ModelFailed { .. }
+        | EventBody::ProgramAccepted { .. } => {}
     }
 }
 
@@ -960,6 +1255,69 @@ mod tests {
                 result: json!({"Err": odd}),
             },
         ];
+        bodies.extend([
+            EventBody::AgentStarted {
+                lt_version: "0.1.0".into(),
+                task: odd.into(),
+                declarations: "tool t: Unit -> Unit;".into(),
+                system: odd.into(),
+                model: json!({"provider": "openai", "model": "m"}),
+                settings: deep.clone(),
+                profile: deep.clone(),
+                registry_hash: ZERO_HASH.into(),
+                limits: json!({"max_calls": 3}),
+                tags: json!({"t": ["verify"]}),
+            },
+            EventBody::TaskClassified {
+                label: "refund".into(),
+                matched: true,
+                profile: deep.clone(),
+                settings: deep.clone(),
+            },
+            EventBody::ModelRequested {
+                request_id: "t1.a1".into(),
+                messages: json!([{"role": "user", "content": odd}]),
+                samples: 3,
+            },
+            EventBody::ModelRetried {
+                request_id: "t1.a1".into(),
+                attempt: 1,
+                error: "rate_limited".into(),
+                message: odd.into(),
+                delay_ms: 1000,
+            },
+            EventBody::ModelReplied {
+                request_id: "t1.a1".into(),
+                texts: json!([odd]),
+                usage: json!(null),
+            },
+            EventBody::ModelFailed {
+                request_id: "t1.a1".into(),
+                error: "auth".into(),
+                message: odd.into(),
+                attempts: 1,
+            },
+            EventBody::ProgramChecked {
+                request_id: "t1.a1".into(),
+                sample: 0,
+                status: "rejected".into(),
+                program: json!(odd),
+                diagnostics: json!([{"code": "E0202", "line": 1}]),
+            },
+            EventBody::ProgramAccepted {
+                request_id: "t1.a2".into(),
+                sample: 1,
+                votes: 2,
+                program_hash: ZERO_HASH.into(),
+            },
+            EventBody::AgentEnded {
+                status: "answered".into(),
+                answer: json!(odd),
+                reason: odd.into(),
+                turns: 1,
+                requests: 3,
+            },
+        ]);
         for shape in 0..8u8 {
             bodies.push(EventBody::SessionEnded {
                 status: "ok".into(),

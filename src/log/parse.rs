@@ -124,6 +124,75 @@ impl EventBody {
                 calls: f.u64("calls")?,
                 steps: f.u64("steps")?,
             },
+            "agent_started" => EventBody::AgentStarted {
+                lt_version: f.string("lt_version")?,
+                task: f.string("task")?,
+                declarations: f.string("declarations")?,
+                system: f.string("system")?,
+                model: f.object("model")?,
+                settings: f.object("settings")?,
+                profile: f.object("profile")?,
+                registry_hash: f.string("registry_hash")?,
+                limits: f.object("limits")?,
+                tags: f.object("tags")?,
+            },
+            "task_classified" => EventBody::TaskClassified {
+                label: f.string("label")?,
+                matched: match f.json("matched")? {
+                    Json::Bool(b) => b,
+                    _ => {
+                        return Err(
+                            "field `matched` of a `task_classified` event must be true or false"
+                                .to_string(),
+                        )
+                    }
+                },
+                profile: f.object("profile")?,
+                settings: f.object("settings")?,
+            },
+            "model_requested" => EventBody::ModelRequested {
+                request_id: f.string("request_id")?,
+                messages: f.json("messages")?,
+                samples: f.u64("samples")?,
+            },
+            "model_retried" => EventBody::ModelRetried {
+                request_id: f.string("request_id")?,
+                attempt: f.u64("attempt")?,
+                error: f.string("error")?,
+                message: f.string("message")?,
+                delay_ms: f.u64("delay_ms")?,
+            },
+            "model_replied" => EventBody::ModelReplied {
+                request_id: f.string("request_id")?,
+                texts: f.json("texts")?,
+                usage: f.json("usage")?,
+            },
+            "model_failed" => EventBody::ModelFailed {
+                request_id: f.string("request_id")?,
+                error: f.string("error")?,
+                message: f.string("message")?,
+                attempts: f.u64("attempts")?,
+            },
+            "program_checked" => EventBody::ProgramChecked {
+                request_id: f.string("request_id")?,
+                sample: f.u64("sample")?,
+                status: f.string("status")?,
+                program: f.json("program")?,
+                diagnostics: f.json("diagnostics")?,
+            },
+            "program_accepted" => EventBody::ProgramAccepted {
+                request_id: f.string("request_id")?,
+                sample: f.u64("sample")?,
+                votes: f.u64("votes")?,
+                program_hash: f.string("program_hash")?,
+            },
+            "agent_ended" => EventBody::AgentEnded {
+                status: f.string("status")?,
+                answer: f.json("answer")?,
+                reason: f.string("reason")?,
+                turns: f.u64("turns")?,
+                requests: f.u64("requests")?,
+            },
             other => {
                 return Err(format!(
                     "unknown event kind {} (the kinds are {})",

@@ -82,6 +82,18 @@ pub fn timeline(events: &[Event]) -> String {
                 count(*steps, "step")
             );
         }
+        Some(EventBody::AgentEnded {
+            status,
+            answer,
+            reason,
+            ..
+        }) => {
+            let _ = write!(out, "agent ended {}: {}", one_line(status), one_line(reason));
+            if let Json::String(a) = answer {
+                let _ = write!(out, "; answer: {}", one_line(a));
+            }
+            out.push('\n');
+        }
         Some(_) => {
             let _ = writeln!(
                 out,
@@ -95,6 +107,24 @@ pub fn timeline(events: &[Event]) -> String {
 }
 
 fn header(out: &mut String, first: &Event) {
+    if let EventBody::AgentStarted {
+        lt_version,
+        settings,
+        profile,
+        ..
+    } = &first.body
+    {
+        let _ = writeln!(
+            out,
+            "agent session {}, lt {}, started {}",
+            first.session,
+            one_line(lt_version),
+            one_line(&first.ts)
+        );
+        let _ = writeln!(out, "profile {}", profile_summary(profile));
+        let _ = writeln!(out, "settings {}", abbreviate(settings, SHOWN));
+        return;
+    }
     let EventBody::SessionStarted {
         lt_version,
         program,
@@ -335,6 +365,114 @@ fn describe(body: &EventBody) -> String {
             call_id, message, ..
         } => format!("timed_out {}: {}", one_line(call_id), one_line(message)),
         EventBody::SessionEnded { status, .. } => format!("session_ended {}", one_line(status)),
+        EventBody::AgentStarted { task, model, .. } => format!(
+            "agent_started {} task {}",
+            abbreviate(model, SHOWN),
+            one_line(task)
+        ),
+        EventBody::TaskClassified { label, matched, .. } => format!(
+            "task_classified {}{}",
+            one_line(label),
+            if *matched { "" } else { " (default: the reply named no rule)" }
+        ),
+        EventBody::ModelRequested {
+            request_id,
+            messages,
+            samples,
+        } => {
+            let last = messages
+                .as_array()
+                .and_then(|m| m.last())
+                .and_then(|m| m.get("content"))
+                .and_then(Json::as_str)
+                .unwrap_or("");
+            format!(
+                "model_requested {} ({}, {}) {}",
+                one_line(request_id),
+                count(messages.as_array().map_or(0, |m| m.len() as u64), "message"),
+                count(*samples, "sample"),
+                one_line(last)
+            )
+        }
+        EventBody::ModelRetried {
+            request_id,
+            attempt,
+            error,
+            message,
+            delay_ms,
+        } => format!(
+            "model_retried {} attempt {attempt} {}: {} (retry in {delay_ms} ms)",
+            one_line(request_id),
+            one_line(error),
+            one_line(message)
+        ),
+        EventBody::ModelReplied {
+            request_id, texts, ..
+        } => {
+            let first = texts
+                .as_array()
+                .and_then(|t| t.first())
+                .and_then(Json::as_str)
+                .unwrap_or("");
+            format!("model_replied {} {}", one_line(request_id), one_line(first))
+        }
+        EventBody::ModelFailed {
+            request_id,
+            error,
+            message,
+            attempts,
+        } => format!(
+            "model_failed {} {} after {}: {}",
+            one_line(request_id),
+            one_line(error),
+            count(*attempts, "attempt"),
+            one_line(message)
+        ),
+        EventBody::ProgramChecked {
+            request_id,
+            sample,
+            status,
+            diagnostics,
+            ..
+        } => {
+            let codes: Vec<&str> = diagnostics
+                .as_array()
+                .map(|d| d.iter().filter_map(|x| x.get("code")?.as_str()).collect())
+                .unwrap_or_default();
+            let mut text = format!(
+                "program_checked {} sample {sample} {}",
+                one_line(request_id),
+                one_line(status)
+            );
+            if !codes.is_empty() {
+                let _ = write!(text, " [{}]", one_line(&codes.join(", ")));
+            }
+            text
+        }
+        EventBody::ProgramAccepted {
+            request_id,
+            sample,
+            votes,
+            program_hash,
+        } => format!(
+            "program_accepted {} sample {sample} ({}) sha256 {}…",
+            one_line(request_id),
+            count(*votes, "vote"),
+            prefix(program_hash, 12)
+        ),
+        EventBody::AgentEnded {
+            status,
+            reason,
+            turns,
+            requests,
+            ..
+        } => format!(
+            "agent_ended {} ({}, {}): {}",
+            one_line(status),
+            count(*turns, "run"),
+            count(*requests, "request"),
+            one_line(reason)
+        ),
     }
 }
 

@@ -193,13 +193,13 @@ pub(crate) fn scan(text: &str, mut keep: impl FnMut(Event)) -> VerifyReport {
         }
     }
     if let (Some(ended), false) = (state.ended_at, tail.is_empty()) {
-        // lt writes nothing after session_ended, so text there is not a
+        // lt writes nothing after the last event, so text there is not a
         // write cut short but something added.
         report.problem = Some(Problem {
             line: report.lines + 1,
             kind: ProblemKind::Order,
             message: format!(
-                "text after session_ended (line {ended}): nothing follows the last event of a session"
+                "text after the session's last event (line {ended}): nothing follows the last event of a session"
             ),
         });
         return report;
@@ -213,8 +213,14 @@ pub(crate) fn scan(text: &str, mut keep: impl FnMut(Event)) -> VerifyReport {
 struct Chain {
     first_session: Option<String>,
     prev_hash: Option<String>,
-    /// The line of the `session_ended` event, once seen.
+    /// The line of the last event (`session_ended`, or `agent_ended` in
+    /// an agent's log), once seen.
     ended_at: Option<usize>,
+    /// The log is an agent session's (`agent_started` first): its runs
+    /// are `session_started` … `session_ended` within it.
+    agent: bool,
+    /// In an agent's log: a run has started and not ended.
+    run_open: bool,
 }
 
 type Violation = (ProblemKind, String);
@@ -315,17 +321,29 @@ fn check_line(
     }
 
     let is_start = matches!(event.body, EventBody::SessionStarted { .. });
-    let order = if index == 0 && !is_start {
+    let is_agent_start = matches!(event.body, EventBody::AgentStarted { .. });
+    if index == 0 {
+        chain.agent = is_agent_start;
+    }
+    let last = if chain.agent { "agent_ended" } else { "session_ended" };
+    let order = if index == 0 && !is_start && !is_agent_start {
         Some(format!(
-            "the first event is `{}`; a log starts with `session_started`",
+            "the first event is `{}`; a log starts with `session_started` (or `agent_started`)",
             event.kind()
         ))
-    } else if index > 0 && is_start {
+    } else if index > 0 && is_agent_start {
+        Some("a second `agent_started`: one log holds one session".to_string())
+    } else if index > 0 && is_start && !chain.agent {
         Some("a second `session_started`: one log holds one session".to_string())
+    } else if is_start && chain.run_open {
+        Some(
+            "a `session_started` before the previous run's `session_ended`: an agent's runs do not overlap"
+                .to_string(),
+        )
     } else {
         chain.ended_at.map(|ended| {
             format!(
-                "a `{}` event after the session ended (line {ended}): nothing follows `session_ended`",
+                "a `{}` event after the session ended (line {ended}): nothing follows `{last}`",
                 event.kind()
             )
         })
@@ -334,8 +352,13 @@ fn check_line(
         return fail(K::Order, message, event);
     }
 
-    if matches!(event.body, EventBody::SessionEnded { .. }) {
-        chain.ended_at = Some(index + 1);
+    match (&event.body, chain.agent) {
+        (EventBody::SessionStarted { .. }, true) => chain.run_open = true,
+        (EventBody::SessionEnded { .. }, true) => chain.run_open = false,
+        (EventBody::SessionEnded { .. }, false) | (EventBody::AgentEnded { .. }, true) => {
+            chain.ended_at = Some(index + 1)
+        }
+        _ => {}
     }
     chain.prev_hash = Some(event.hash.clone());
     report.last_hash = Some(event.hash.clone());

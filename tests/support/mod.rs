@@ -5,6 +5,7 @@
 //! hence `dead_code` is allowed.
 #![allow(dead_code)]
 
+pub mod fake_model;
 pub mod mcp;
 
 use lt::ir::{lower::lower, Ir};

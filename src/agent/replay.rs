@@ -1,0 +1,372 @@
+//! Replaying an agent session from its log, calling neither the model nor
+//! any tool: the recorded replies are inputs like tool outcomes.
+//!
+//! The loop ([`super::session::run_agent`]) runs again with three stand-ins
+//! sharing one cursor into the recorded events:
+//!
+//! - [`ReplaySink`] compares every event the loop records with the next
+//!   recorded one (the same request, the same diagnostics, the same
+//!   acceptance…); the first difference is the divergence.
+//!   `model_retried` events are skipped: retries belong to the transport.
+//! - the proposer answers each request with the recorded `model_replied`
+//!   (or `model_failed`).
+//! - the runner replays each run with the control plane's
+//!   [`ReplayHost`] over the recorded `session_started` … `session_ended`,
+//!   checking that the same program runs, makes the same calls, and ends
+//!   with the same value.
+//!
+//! Classification is not repeated: the recorded `task_classified` gives
+//! the profile and settings the loop ran under.
+
+use super::config::AgentSettings;
+use super::feedback::CallNotes;
+use super::model::{
+    ModelReply, ModelRequest, ProposeError, ProposeErrorKind, Proposer, RetryNotice,
+};
+use super::session::{run_agent, AgentSpec, Outcome, RunReport, Runner};
+use crate::control::profile::Profile;
+use crate::control::replay::ReplayHost;
+use crate::ir::Ir;
+use crate::log::{Event, EventBody, EventSink};
+use crate::runtime::eval;
+use crate::source::SourceFile;
+use crate::types::check_declarations;
+use serde_json::Value as Json;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::io;
+use std::rc::Rc;
+
+/// The recorded events and how far the replay has read them.
+struct Cursor {
+    events: Vec<Event>,
+    at: usize,
+    divergence: Option<String>,
+}
+
+impl Cursor {
+    /// Moves past `model_retried` events.
+    fn skip_retries(&mut self) {
+        while matches!(
+            self.events.get(self.at).map(|e| &e.body),
+            Some(EventBody::ModelRetried { .. })
+        ) {
+            self.at += 1;
+        }
+    }
+
+    fn diverge(&mut self, message: String) -> String {
+        if self.divergence.is_none() {
+            self.divergence = Some(message.clone());
+        }
+        message
+    }
+}
+
+type Shared = Rc<RefCell<Cursor>>;
+
+/// Compares recorded events with the replay's.
+struct ReplaySink(Shared);
+
+impl EventSink for ReplaySink {
+    fn append(&mut self, body: EventBody) -> io::Result<()> {
+        let mut c = self.0.borrow_mut();
+        c.skip_retries();
+        let message = match c.events.get(c.at) {
+            Some(e) if e.body == body => {
+                c.at += 1;
+                return Ok(());
+            }
+            Some(e) => format!(
+                "event #{} differs: the log has `{}`, the replay gives `{}`{}",
+                e.seq,
+                e.kind(),
+                body.kind(),
+                detail(&e.body, &body)
+            ),
+            None => format!(
+                "the log ends, but the replay goes on with `{}`",
+                body.kind()
+            ),
+        };
+        let message = c.diverge(message);
+        Err(io::Error::other(message))
+    }
+}
+
+/// What differs between two events of the same kind, briefly.
+fn detail(log: &EventBody, replay: &EventBody) -> String {
+    match (log, replay) {
+        (
+            EventBody::ProgramChecked {
+                status: a,
+                diagnostics: da,
+                ..
+            },
+            EventBody::ProgramChecked {
+                status: b,
+                diagnostics: db,
+                ..
+            },
+        ) => format!(" (status {a} with {da}, replay {b} with {db})"),
+        (
+            EventBody::ModelRequested { messages: a, .. },
+            EventBody::ModelRequested { messages: b, .. },
+        ) => format!(
+            " (the conversation sent differs: {} messages recorded, {} replayed)",
+            a.as_array().map_or(0, Vec::len),
+            b.as_array().map_or(0, Vec::len)
+        ),
+        _ if log.kind() == replay.kind() => " (same kind, different fields)".to_string(),
+        _ => String::new(),
+    }
+}
+
+/// Answers requests with the recorded replies.
+struct ReplayProposer {
+    cursor: Shared,
+    model: Json,
+}
+
+impl Proposer for ReplayProposer {
+    fn describe(&self) -> Json {
+        self.model.clone()
+    }
+
+    fn complete(
+        &mut self,
+        _request: &ModelRequest,
+        _retried: &mut dyn FnMut(RetryNotice),
+    ) -> Result<ModelReply, ProposeError> {
+        let mut c = self.cursor.borrow_mut();
+        c.skip_retries();
+        let failed = |message: String| ProposeError {
+            kind: ProposeErrorKind::Other,
+            message,
+            attempts: 0,
+        };
+        match c.events.get(c.at).map(|e| &e.body) {
+            Some(EventBody::ModelReplied { texts, usage, .. }) => {
+                let texts: Option<Vec<String>> = texts
+                    .as_array()
+                    .map(|t| t.iter().map(|x| x.as_str().map(str::to_string)).collect())
+                    .unwrap_or(None);
+                match texts {
+                    Some(texts) => Ok(ModelReply {
+                        texts,
+                        usage: usage.clone(),
+                    }),
+                    None => Err(failed(c.diverge(
+                        "a recorded model_replied whose texts are not strings".into(),
+                    ))),
+                }
+            }
+            Some(EventBody::ModelFailed {
+                error,
+                message,
+                attempts,
+                ..
+            }) => Err(ProposeError {
+                kind: kind_of(error),
+                message: message.clone(),
+                attempts: u32::try_from(*attempts).unwrap_or(u32::MAX),
+            }),
+            Some(_) => {
+                let kind = c.events.get(c.at).map_or("", |e| e.kind());
+                Err(failed(c.diverge(format!(
+                    "the replay asks the model, but the log has `{kind}` here"
+                ))))
+            }
+            None => Err(failed(c.diverge(
+                "the log ends before the model's reply (the session was cut short)".into(),
+            ))),
+        }
+    }
+}
+
+fn kind_of(text: &str) -> ProposeErrorKind {
+    use ProposeErrorKind as K;
+    [
+        K::Transport,
+        K::Timeout,
+        K::RateLimited,
+        K::Auth,
+        K::Status,
+        K::Malformed,
+        K::Config,
+    ]
+    .into_iter()
+    .find(|k| k.as_str() == text)
+    .unwrap_or(K::Other)
+}
+
+/// Replays runs from their recorded events.
+struct ReplayRunner(Shared);
+
+impl Runner for ReplayRunner {
+    fn run(
+        &mut self,
+        _turn: u32,
+        file: &SourceFile,
+        ir: &Ir,
+        _profile: &Profile,
+        _sink: &mut dyn EventSink,
+    ) -> Result<RunReport, String> {
+        let mut c = self.0.borrow_mut();
+        c.skip_retries();
+        let start = c.at;
+        let (profile, limits) = match c.events.get(start).map(|e| &e.body) {
+            Some(EventBody::SessionStarted {
+                program,
+                profile,
+                limits,
+                ..
+            }) => {
+                if *program != file.text {
+                    return Err(c.diverge(format!(
+                        "event #{start}: the recorded run is of another program than the one accepted"
+                    )));
+                }
+                let profile = Profile::from_json(profile)
+                    .map_err(|e| format!("the recorded profile is invalid: {e}"))?;
+                let limits = crate::cli::replay::recorded_limits(limits)
+                    .map_err(|e| format!("the recorded limits are invalid: {e}"))?;
+                (profile, limits)
+            }
+            other => {
+                let kind = other.map_or("the end of the log", EventBody::kind);
+                return Err(c.diverge(format!(
+                    "the replay runs the accepted program, but the log has `{kind}` at event #{start}"
+                )));
+            }
+        };
+        let Some(end) = c.events[start..]
+            .iter()
+            .position(|e| matches!(e.body, EventBody::SessionEnded { .. }))
+            .map(|i| start + i)
+        else {
+            return Err(c.diverge(
+                "the log ends inside a run (the session was cut short)".into(),
+            ));
+        };
+        let limits = crate::runtime::limits::Limits {
+            timeout: None,
+            ..limits
+        };
+        let slice = &c.events[start..=end];
+        let mut host = ReplayHost::new(slice, profile, &ir.tools).with_limits(limits.clone());
+        let (result, _stats) = eval::run(ir, &mut host, &limits);
+        if let Some(d) = host.divergence() {
+            let message = format!("run at event #{start}: non-determinism {d}");
+            drop(host);
+            return Err(c.diverge(message));
+        }
+        drop(host);
+        let mut notes = CallNotes::default();
+        for e in slice {
+            notes.observe(&e.body);
+        }
+        let same = match (&c.events[end].body, &result) {
+            (EventBody::SessionEnded { status, value, .. }, Ok(v)) => {
+                status == "ok" && value.as_ref() == Some(&v.to_json())
+            }
+            (EventBody::SessionEnded { status, error, .. }, Err(e)) => {
+                status == "error"
+                    && error.as_ref().and_then(|x| x.get("kind")).and_then(Json::as_str)
+                        == Some(e.kind.as_str())
+            }
+            _ => false,
+        };
+        if !same {
+            return Err(c.diverge(format!(
+                "run at event #{start}: the replay made the recorded calls but ended differently"
+            )));
+        }
+        c.at = end + 1;
+        Ok(super::runner::report(result, notes))
+    }
+}
+
+/// The result of replaying an agent session.
+#[derive(Clone, Debug)]
+pub struct AgentReplay {
+    /// The replayed outcome.
+    pub outcome: Outcome,
+    /// Where the replay differs from the log (`None`: it matches).
+    pub divergence: Option<String>,
+}
+
+/// Replays the agent session in `events` (a verified log whose first event
+/// is `agent_started`). Errors: the log's first events cannot be read as
+/// an agent session (not `agent_started`, invalid settings or profile).
+pub fn replay_agent(events: Vec<Event>) -> Result<AgentReplay, String> {
+    let Some(EventBody::AgentStarted {
+        task,
+        declarations,
+        system,
+        model,
+        settings,
+        profile,
+        tags,
+        ..
+    }) = events.first().map(|e| e.body.clone())
+    else {
+        return Err("the log does not start with agent_started".into());
+    };
+    let mut settings = AgentSettings::from_json(&settings)?;
+    let mut profile = Profile::from_json(&profile).map_err(|e| format!("profile: {e}"))?;
+    let tags: BTreeMap<String, Vec<String>> =
+        serde_json::from_value(tags).map_err(|e| format!("tags: {e}"))?;
+    let mut at = 1;
+    if let Some(i) = events
+        .iter()
+        .position(|e| matches!(e.body, EventBody::TaskClassified { .. }))
+    {
+        if let EventBody::TaskClassified {
+            profile: p,
+            settings: s,
+            ..
+        } = &events[i].body
+        {
+            profile = Profile::from_json(p).map_err(|e| format!("classified profile: {e}"))?;
+            settings = AgentSettings::from_json(s)?;
+        }
+        at = i + 1;
+    }
+    let decls = check_declarations(&declarations);
+    let spec = AgentSpec {
+        task,
+        declarations,
+        system,
+        settings,
+        profile,
+        tags,
+    };
+    let cursor = Rc::new(RefCell::new(Cursor {
+        events,
+        at,
+        divergence: None,
+    }));
+    let mut proposer = ReplayProposer {
+        cursor: cursor.clone(),
+        model,
+    };
+    let mut runner = ReplayRunner(cursor.clone());
+    let mut sink = ReplaySink(cursor.clone());
+    let outcome = run_agent(&spec, &decls, &mut proposer, &mut runner, &mut sink, &mut |_| {});
+    let mut c = cursor.borrow_mut();
+    c.skip_retries();
+    if c.divergence.is_none() && c.at < c.events.len() {
+        let e = &c.events[c.at];
+        let message = format!(
+            "the replay ended at event #{}, but the log goes on with `{}`",
+            e.seq,
+            e.kind()
+        );
+        c.divergence = Some(message);
+    }
+    Ok(AgentReplay {
+        outcome,
+        divergence: c.divergence.clone(),
+    })
+}

@@ -1,0 +1,129 @@
+//! Running accepted programs live: each run is a session of the control
+//! plane (policy, executors, events) inside the agent's log, from its
+//! `session_started` to its `session_ended`.
+//!
+//! The executors (tools.toml) are loaded once for the whole agent session,
+//! so an MCP server started by the first run serves the later ones; they
+//! are shut down by [`LiveRunner::shutdown`]. Calls of run `k` get the
+//! idempotency key `<session>.run<k>:<call id>`: call identities repeat
+//! from run to run, keys must not.
+
+use super::feedback::{CallNotes, RunEnd};
+use super::session::{RunReport, Runner};
+use crate::control::profile::Profile;
+use crate::control::{session, ControlPlane};
+use crate::exec::{ExecutorHost, Venue};
+use crate::ir::Ir;
+use crate::log::{EventBody, EventSink};
+use crate::runtime::eval;
+use crate::runtime::limits::Limits;
+use crate::source::SourceFile;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+
+/// Runs programs with the executors of a tools.toml.
+pub struct LiveRunner {
+    host: ExecutorHost,
+    venues: BTreeMap<String, Venue>,
+    idempotent: BTreeSet<String>,
+    registry_bytes: Vec<u8>,
+    limits: Limits,
+    session: String,
+}
+
+impl LiveRunner {
+    /// A runner over `host` (its registry's venues and idempotent tools),
+    /// for the agent session `session` (its id); `registry_bytes` are the
+    /// tools.toml bytes (hashed into each `session_started`).
+    pub fn new(host: ExecutorHost, registry_bytes: Vec<u8>, limits: Limits, session: String) -> Self {
+        let (venues, idempotent) = host.registry().tool_traits();
+        LiveRunner {
+            host,
+            venues,
+            idempotent,
+            registry_bytes,
+            limits,
+            session,
+        }
+    }
+
+    /// Ends the executors' long-lived processes (MCP servers).
+    pub fn shutdown(&self) {
+        self.host.shutdown();
+    }
+}
+
+/// An [`EventSink`] that takes note of the calls it records.
+pub(crate) struct Observed<'a> {
+    pub(crate) inner: &'a mut dyn EventSink,
+    pub(crate) notes: CallNotes,
+}
+
+impl EventSink for Observed<'_> {
+    fn append(&mut self, body: EventBody) -> io::Result<()> {
+        self.notes.observe(&body);
+        self.inner.append(body)
+    }
+
+    fn records(&self) -> bool {
+        self.inner.records()
+    }
+}
+
+impl Runner for LiveRunner {
+    fn run(
+        &mut self,
+        turn: u32,
+        file: &SourceFile,
+        ir: &Ir,
+        profile: &Profile,
+        sink: &mut dyn EventSink,
+    ) -> Result<RunReport, String> {
+        let mut observed = Observed {
+            inner: sink,
+            notes: CallNotes::default(),
+        };
+        let started = session::started(file, profile, &self.registry_bytes, &self.limits);
+        observed
+            .append(started)
+            .map_err(|e| format!("the event log could not be written: {e}"))?;
+        let mut plane = ControlPlane::new(
+            self.host.clone(),
+            profile.clone(),
+            &ir.tools,
+            &mut observed,
+            format!("{}.run{turn}", self.session),
+        )
+        .with_limits(self.limits.clone())
+        .with_tool_traits(self.venues.clone(), self.idempotent.clone());
+        let (result, stats) = eval::run(ir, &mut plane, &self.limits);
+        let _ = plane.record(session::ended(file, ir, &result, stats));
+        if let Some(e) = plane.log_error() {
+            return Err(e.to_string());
+        }
+        drop(plane);
+        Ok(report(result, observed.notes))
+    }
+}
+
+/// The report of a run's result.
+pub(crate) fn report(
+    result: Result<crate::runtime::value::Value, crate::runtime::limits::RunError>,
+    calls: CallNotes,
+) -> RunReport {
+    match result {
+        Ok(v) => RunReport {
+            end: RunEnd::Value(v.to_string()),
+            value: Some(v.to_json()),
+            calls,
+        },
+        Err(e) => RunReport {
+            end: RunEnd::Stopped {
+                kind: e.kind.as_str().to_string(),
+                message: e.message,
+            },
+            value: None,
+            calls,
+        },
+    }
+}

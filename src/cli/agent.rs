@@ -1,0 +1,502 @@
+//! `lt agent "TASK" --tools DECLS.lt --executors tools.toml`: the LLM loop
+//! ([`crate::agent`]) as a command.
+//!
+//! Exit codes: 0 the model answered (the answer on stdout); 1 it did not
+//! converge (no acceptable program within `--max-attempts`, no agreement,
+//! no answer within `--max-turns`); 2 usage or configuration (bad
+//! arguments, declarations with errors, an invalid tools.toml, profile or
+//! rule table, a tool without an executor, no API key); 3 the model could
+//! not be reached after the retries, or the log could not be written.
+
+use super::run::{config_failure, fail_usage, Failure, RunOptions};
+use super::{check::print_diagnostic_list, EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE};
+use crate::agent::config::{AgentSettings, AgentTable, Rules};
+use crate::agent::model::{Message, ModelRequest, Proposer};
+use crate::agent::provider::{HttpProposer, ProviderConfig, ProviderKind};
+use crate::agent::runner::LiveRunner;
+use crate::agent::session::{run_agent, AgentSpec, Outcome, Status};
+use crate::agent::stdio::StdioProposer;
+use crate::control::profile::Profile;
+use crate::exec::{ExecutorHost, Registry, Venue};
+use crate::log::{new_session_id, sha256_hex, Discard, EventBody, EventSink, LogWriter};
+use crate::runtime::limits::Limits;
+use crate::source::SourceFile;
+use serde_json::{json, Value as Json};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+/// Exit status: the model did not converge.
+pub const EXIT_GAVE_UP: u8 = 1;
+
+/// The options of `lt agent`.
+#[derive(Clone, Debug, Default)]
+pub struct AgentOptions {
+    /// The task.
+    pub task: String,
+    /// The declarations file.
+    pub tools: String,
+    /// The executors file.
+    pub executors: Option<String>,
+    /// A profile file (`[profile]`, `[agent]`).
+    pub profile: Option<String>,
+    /// A rule table (classifier → profile).
+    pub rules: Option<String>,
+    /// `openai`, `anthropic` or `stdio`.
+    pub provider: String,
+    /// The model's name.
+    pub model: Option<String>,
+    /// The API's base URL.
+    pub base_url: Option<String>,
+    /// The variable holding the API key.
+    pub api_key_env: Option<String>,
+    /// Per-request timeout, ms.
+    pub request_timeout_ms: u64,
+    /// Retries of a failed request.
+    pub max_retries: u32,
+    /// Flags over the `[agent]` table.
+    pub table: AgentTable,
+    /// Each run's limits.
+    pub limits: Limits,
+    /// The log file.
+    pub log: Option<String>,
+    /// Print the outcome as JSON.
+    pub json: bool,
+    /// A line per step on stderr.
+    pub verbose: bool,
+    /// Colour diagnostics.
+    pub color: bool,
+}
+
+fn run_options(opts: &AgentOptions) -> RunOptions {
+    RunOptions {
+        file: opts.tools.clone(),
+        executors: opts.executors.clone(),
+        json: opts.json,
+        verbose: opts.verbose,
+        color: opts.color,
+        limits: opts.limits.clone(),
+        profile: opts.profile.clone(),
+        log: opts.log.clone(),
+    }
+}
+
+fn usage(opts: &AgentOptions, stage: &'static str, message: String, help: Option<String>) -> u8 {
+    fail_usage(
+        &run_options(opts),
+        &Failure {
+            help,
+            ..Failure::new(stage, "usage", message)
+        },
+    )
+}
+
+/// Runs `lt agent`; returns the exit code.
+pub fn run(opts: &AgentOptions) -> u8 {
+    let ro = run_options(opts);
+    // The declarations: the session's tool list.
+    let (name, text) = match super::read_source(&opts.tools) {
+        Ok(x) => x,
+        Err(msg) => return usage(opts, "tools", msg, None),
+    };
+    let file = SourceFile::new(name, text);
+    let shown = match crate::agent::prompt::load_declarations(&file.text) {
+        Ok(d) => d,
+        Err(e) => {
+            print_diagnostic_list(&file, &e.diagnostics, e.truncated, opts.color);
+            return usage(
+                opts,
+                "tools",
+                format!("{} has errors; the model would copy them", file.name),
+                Some("fix the declarations (`lt prompt --tools FILE` shows them)".into()),
+            );
+        }
+    };
+    let decls = crate::types::check_declarations(&file.text);
+    if decls.tools.is_empty() {
+        return usage(
+            opts,
+            "tools",
+            format!("{} declares no tools", file.name),
+            Some("declare each tool: `tool lookup: {id: String} -{Read}-> {email: String};`".into()),
+        );
+    }
+    // The executors: every listed tool needs one, on the server.
+    let registry_bytes = match &opts.executors {
+        Some(path) => match crate::exec::read_config_bytes(Path::new(path)) {
+            Ok(b) => b,
+            Err(e) => return usage(opts, "executors", format!("cannot read {path}: {e}"), None),
+        },
+        None => Vec::new(),
+    };
+    let registry = match &opts.executors {
+        Some(path) => match Registry::load(Path::new(path)) {
+            Ok(r) => r,
+            Err(e) => return fail_usage(&ro, &config_failure(&e)),
+        },
+        None => match Registry::from_str("", Path::new("."), "<no executors>") {
+            Ok(r) => r,
+            Err(e) => return fail_usage(&ro, &config_failure(&e)),
+        },
+    };
+    let names: Vec<&str> = decls.tools.iter().map(|t| &*t.sig.name).collect();
+    let missing = registry.missing(names.iter().copied());
+    if !missing.is_empty() {
+        return usage(
+            opts,
+            "executors",
+            format!(
+                "{} has no executor for {}, which {} lists",
+                opts.executors.as_deref().unwrap_or("(no --executors)"),
+                missing.join(", "),
+                file.name
+            ),
+            Some(format!(
+                "add a `[tools.{}]` table to tools.toml (docs/executors.md), or remove the tool from {}",
+                missing[0], file.name
+            )),
+        );
+    }
+    if let Some(t) = names.iter().find(|t| registry.venue(t) == Venue::Client) {
+        return usage(
+            opts,
+            "executors",
+            format!("tool {t} runs on the client (venue = \"client\"), which lt agent does not support"),
+            Some("give it a server executor (command, http, mcp) for agent sessions".into()),
+        );
+    }
+    for t in &decls.tools {
+        if let Some(real) = registry.declared_effects(&t.sig.name) {
+            let missing: Vec<&str> = real
+                .iter()
+                .map(String::as_str)
+                .filter(|l| !t.sig.effects.labels().any(|d| d == *l))
+                .collect();
+            if !missing.is_empty() {
+                return usage(
+                    opts,
+                    "executors",
+                    format!(
+                        "{} declares tool {} with effects {}, but tools.toml says it performs {}",
+                        file.name,
+                        t.sig.name,
+                        t.sig.effects,
+                        missing.join(", ")
+                    ),
+                    Some("declare the tool with its real effects".into()),
+                );
+            }
+        }
+    }
+    let tags: BTreeMap<String, Vec<String>> = names
+        .iter()
+        .map(|t| (t.to_string(), registry.tags(t).to_vec()))
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    // The profile and the settings.
+    let registry_text = String::from_utf8_lossy(&registry_bytes).into_owned();
+    let (profile, base_table) = match load_profile(opts, &registry_text) {
+        Ok(x) => x,
+        Err(f) => return fail_usage(&ro, &f),
+    };
+    let settings = match base_table.clone().overlay(&opts.table).settings() {
+        Ok(s) => s,
+        Err(e) => return usage(opts, "settings", e, None),
+    };
+    let rules = match &opts.rules {
+        Some(path) => match Rules::load(Path::new(path)) {
+            Ok(r) => Some(r),
+            Err(e) => return fail_usage(&ro, &config_failure(&e)),
+        },
+        None => None,
+    };
+    // The model.
+    let mut proposer: Box<dyn Proposer> = match make_proposer(opts) {
+        Ok(p) => p,
+        Err(f) => return fail_usage(&ro, &f),
+    };
+    // The log.
+    let id = new_session_id();
+    if let Some(log) = &opts.log {
+        let same = |other: &str| crate::control::session::same_file(log, other);
+        let inputs = [Some(&opts.tools), opts.executors.as_ref(), opts.profile.as_ref(), opts.rules.as_ref()];
+        if let Some(input) = inputs.into_iter().flatten().find(|i| same(i)) {
+            return usage(opts, "log", format!("--log {log} would overwrite {input}, an input of this session"), None);
+        }
+    }
+    let mut sink: Box<dyn EventSink> = match &opts.log {
+        Some(path) => match LogWriter::create(path, id.clone()) {
+            Ok(w) => Box::new(w),
+            Err(e) => return usage(opts, "log", format!("cannot create the event log {path}: {e}"), None),
+        },
+        None => Box::new(Discard),
+    };
+    let system = crate::agent::prompt::system_prompt(&shown.text);
+    let started = EventBody::AgentStarted {
+        lt_version: env!("CARGO_PKG_VERSION").to_string(),
+        task: opts.task.clone(),
+        declarations: file.text.clone(),
+        system: system.clone(),
+        model: proposer.describe(),
+        settings: settings.to_json(),
+        profile: profile.to_json(),
+        registry_hash: sha256_hex(&registry_bytes),
+        limits: crate::control::session::limits_json(&opts.limits),
+        tags: json!(tags),
+    };
+    if let Err(e) = sink.append(started) {
+        return usage(opts, "log", format!("the event log could not be written: {e}"), None);
+    }
+    let mut spec = AgentSpec {
+        task: opts.task.clone(),
+        declarations: file.text.clone(),
+        system,
+        settings,
+        profile,
+        tags,
+    };
+    if let Some(rules) = &rules {
+        match classify(opts, rules, &base_table, proposer.as_mut(), sink.as_mut()) {
+            Ok((profile, settings)) => {
+                spec.profile = profile;
+                spec.settings = settings;
+            }
+            Err(f) => return fail_usage(&ro, &f),
+        }
+    }
+    // The executors' runtime, then the loop.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("lt-io")
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return usage(opts, "runtime", format!("cannot start the tokio runtime: {e}"), None),
+    };
+    crate::exec::install_signal_forwarding(runtime.handle());
+    let host = ExecutorHost::new(registry, runtime.handle().clone());
+    let mut runner = LiveRunner::new(host, registry_bytes, opts.limits.clone(), id);
+    let verbose = opts.verbose;
+    let mut progress = |line: &str| {
+        if verbose {
+            err!("[lt] {line}");
+        }
+    };
+    let outcome = run_agent(&spec, &decls, proposer.as_mut(), &mut runner, sink.as_mut(), &mut progress);
+    runner.shutdown();
+    drop(sink);
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    print_outcome(opts, &outcome)
+}
+
+/// The profile (`--profile`, else tools.toml's `[profile]`, else the
+/// default) and the `[agent]` table (tools.toml's, then the profile file's).
+#[allow(clippy::result_large_err)]
+fn load_profile(opts: &AgentOptions, registry_text: &str) -> Result<(Profile, AgentTable), Failure> {
+    let origin = opts.executors.clone().unwrap_or_default();
+    let mut table = AgentTable::from_toml(registry_text, &origin).map_err(|e| config_failure(&e))?;
+    let profile = match &opts.profile {
+        Some(path) => {
+            let p = Profile::load(Path::new(path)).map_err(|e| config_failure(&e))?;
+            let text = crate::exec::read_config_text(Path::new(path), "the profile")
+                .map_err(|e| config_failure(&e))?;
+            table = table.overlay(&AgentTable::from_toml(&text, path).map_err(|e| config_failure(&e))?);
+            p
+        }
+        None => Profile::from_toml(registry_text, &origin)
+            .map_err(|e| config_failure(&e))?
+            .unwrap_or_default(),
+    };
+    let profile = if profile.name.is_empty() {
+        Profile {
+            name: "default".into(),
+            ..profile
+        }
+    } else {
+        profile
+    };
+    Ok((profile, table))
+}
+
+/// Labels the task with one model call and resolves the label's rule:
+/// the profile file's `[profile]` and `[agent]` over the base table, the
+/// rule's trace requirements, then the flags. Records the request, the
+/// reply and `task_classified`. A failed request uses the default label.
+#[allow(clippy::result_large_err)]
+fn classify(
+    opts: &AgentOptions,
+    rules: &Rules,
+    base: &AgentTable,
+    proposer: &mut dyn Proposer,
+    sink: &mut dyn EventSink,
+) -> Result<(Profile, AgentSettings), Failure> {
+    let log_fail = |e: std::io::Error| Failure::new("log", "log", format!("the event log could not be written: {e}"));
+    let messages = vec![Message::user(opts.task.clone())];
+    sink.append(EventBody::ModelRequested {
+        request_id: "classify".into(),
+        messages: json!(messages),
+        samples: 1,
+    })
+    .map_err(log_fail)?;
+    let request = ModelRequest {
+        system: rules.classifier_prompt(),
+        messages,
+        samples: 1,
+        max_tokens: 64,
+    };
+    let mut notices = Vec::new();
+    let reply = proposer.complete(&request, &mut |n| notices.push(n));
+    for n in notices {
+        sink.append(EventBody::ModelRetried {
+            request_id: "classify".into(),
+            attempt: u64::from(n.attempt),
+            error: n.kind.as_str().into(),
+            message: n.message,
+            delay_ms: n.delay_ms,
+        })
+        .map_err(log_fail)?;
+    }
+    let (label, matched) = match reply {
+        Ok(r) => {
+            let text = r.texts.first().cloned().unwrap_or_default();
+            sink.append(EventBody::ModelReplied {
+                request_id: "classify".into(),
+                texts: json!(r.texts),
+                usage: r.usage,
+            })
+            .map_err(log_fail)?;
+            rules.label_of(&text)
+        }
+        Err(e) => {
+            sink.append(EventBody::ModelFailed {
+                request_id: "classify".into(),
+                error: e.kind.as_str().into(),
+                message: e.message.clone(),
+                attempts: u64::from(e.attempts),
+            })
+            .map_err(log_fail)?;
+            (rules.default.clone(), false)
+        }
+    };
+    let rule = rules.rule(&label).cloned();
+    let mut table = base.clone();
+    let mut profile = Profile {
+        name: "default".into(),
+        ..Profile::default()
+    };
+    if let Some(path) = rule.as_ref().and_then(|r| r.profile.clone()) {
+        profile = Profile::load(&path).map_err(|e| config_failure(&e))?;
+        if profile.name.is_empty() {
+            profile.name = label.clone();
+        }
+        let text = crate::exec::read_config_text(&path, "the profile").map_err(|e| config_failure(&e))?;
+        table = table.overlay(
+            &AgentTable::from_toml(&text, &path.display().to_string()).map_err(|e| config_failure(&e))?,
+        );
+    }
+    if let Some(r) = &rule {
+        table = table.overlay(&AgentTable {
+            trace: r.trace.clone(),
+            ..AgentTable::default()
+        });
+    }
+    let settings = table
+        .overlay(&opts.table)
+        .settings()
+        .map_err(|e| Failure::new("settings", "usage", e))?;
+    if opts.verbose {
+        err!("[lt] classified the task as `{label}`: profile {}", profile.name);
+    }
+    sink.append(EventBody::TaskClassified {
+        label,
+        matched,
+        profile: profile.to_json(),
+        settings: settings.to_json(),
+    })
+    .map_err(log_fail)?;
+    Ok((profile, settings))
+}
+
+#[allow(clippy::result_large_err)]
+fn make_proposer(opts: &AgentOptions) -> Result<Box<dyn Proposer>, Failure> {
+    let timeout = Duration::from_millis(opts.request_timeout_ms.max(1));
+    if opts.provider == "stdio" {
+        return Ok(Box::new(StdioProposer::new(timeout)));
+    }
+    let Some(kind) = ProviderKind::parse(&opts.provider) else {
+        return Err(Failure {
+            help: Some("use --provider openai (any OpenAI-compatible endpoint), anthropic, or stdio".into()),
+            ..Failure::new("model", "usage", format!("unknown provider `{}`", opts.provider))
+        });
+    };
+    let Some(model) = opts.model.clone() else {
+        return Err(Failure {
+            help: Some("e.g. --model gpt-4o-mini, or --model claude-sonnet-4-5 with --provider anthropic".into()),
+            ..Failure::new("model", "usage", "--model is required".to_string())
+        });
+    };
+    let mut config = ProviderConfig::new(kind, model);
+    if let Some(url) = &opts.base_url {
+        config.base_url = url.clone();
+    }
+    let var = opts.api_key_env.clone().unwrap_or_else(|| kind.key_env().to_string());
+    config.api_key = std::env::var(&var).ok().filter(|k| !k.trim().is_empty());
+    config.timeout = timeout;
+    config.max_retries = opts.max_retries;
+    match HttpProposer::new(config) {
+        Ok(p) => Ok(Box::new(p)),
+        Err(e) => Err(Failure {
+            help: Some(format!("set {var} (or name another variable with --api-key-env)")),
+            ..Failure::new("model", "usage", e.message)
+        }),
+    }
+}
+
+fn print_outcome(opts: &AgentOptions, o: &Outcome) -> u8 {
+    let code = match o.status {
+        Status::Answered => EXIT_OK,
+        Status::GaveUp => EXIT_GAVE_UP,
+        Status::Error => EXIT_RUN_FAILED,
+    };
+    if opts.json {
+        out!(
+            "{}",
+            json!({
+                "ok": o.status == Status::Answered,
+                "status": o.status.as_str(),
+                "answer": o.answer,
+                "reason": o.reason,
+                "turns": o.turns,
+                "requests": o.requests,
+                "attempts": o.attempts,
+                "feedback_bytes": o.feedback_bytes,
+                "value": o.last_run.as_ref().and_then(|r| r.value.clone()).unwrap_or(Json::Null),
+            })
+        );
+        return code;
+    }
+    match (&o.status, &o.answer) {
+        (Status::Answered, Some(a)) => out!("{a}"),
+        _ => {
+            err!("error: the agent stopped ({}): {}", o.status.as_str(), o.reason);
+            if let Some(r) = &o.last_run {
+                if let Some(v) = &r.value {
+                    err!("  the last run's value: {v}");
+                }
+            }
+        }
+    }
+    if opts.verbose {
+        err!(
+            "[lt] {} run{}, {} model request{}, attempts per turn {:?}",
+            o.turns,
+            if o.turns == 1 { "" } else { "s" },
+            o.requests,
+            if o.requests == 1 { "" } else { "s" },
+            o.attempts
+        );
+    }
+    let _ = EXIT_USAGE;
+    code
+}
