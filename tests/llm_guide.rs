@@ -154,10 +154,68 @@ fn the_guide_shows_the_feedback_format() {
         "Your program was rejected before anything ran (2 errors). Fix every error and send the whole corrected program in one ```lt block.",
         "E0202 at line 7, col 20: Field 'plan' not found in record type {id: String, email: String}",
         "  fix: the closest field is `id`; use one of the record's fields: id, email",
-        "The program ran: 3 tool calls. Value: ",
-        "The run stopped (",
     ] {
         assert!(GUIDE.contains(line), "the guide does not show `{line}`");
+    }
+}
+
+/// The guide's rejection is the loop's (`lt::agent::feedback::rejected`).
+#[test]
+fn the_guide_shows_the_loops_rejection_message() {
+    use lt::agent::feedback::{rejected, Problem};
+    let text = "\n\n\n\n\n\nlet p = account.plan in\n";
+    let file = lt::source::SourceFile::new("p.lt".to_string(), text.to_string());
+    let problem = Problem {
+        code: "E0202".into(),
+        line: 7,
+        column: 20,
+        message: "Field 'plan' not found in record type {id: String, email: String}".into(),
+        help: Some("the closest field is `id`; use one of the record's fields: id, email".into()),
+    };
+    let message = rejected(&file, &[problem.clone(), problem], 0);
+    for line in message.lines().take(4) {
+        assert!(
+            GUIDE.lines().any(|l| l == line),
+            "the guide does not show the loop's line `{line}`"
+        );
+    }
+}
+
+/// The guide's run results are the loop's (`lt::agent::feedback::ran`).
+#[test]
+fn the_guide_shows_the_loops_run_messages() {
+    use lt::agent::feedback::{ran, CallNote, CallNotes, RunEnd};
+    let note = |status: &str, message: Option<&str>| CallNote {
+        call_id: "n1".into(),
+        tool: "issue_refund".into(),
+        status: status.into(),
+        message: message.map(str::to_string),
+    };
+    let value = ran(
+        &RunEnd::Value("{refunded = 1, failed = [\"o2: card expired\"]}".into()),
+        &CallNotes {
+            calls: vec![note("ok", None), note("err", Some("card expired"))],
+        },
+    );
+    let stopped = ran(
+        &RunEnd::Stopped {
+            kind: "call_limit".into(),
+            message: "tool call limit of 20 reached before calling get_order".into(),
+        },
+        &CallNotes {
+            calls: (0..20).map(|_| note("ok", None)).collect(),
+        },
+    );
+    let shown: Vec<&str> = value
+        .lines()
+        .take(3)
+        .chain(stopped.lines().take(1))
+        .collect();
+    for line in shown {
+        assert!(
+            GUIDE.lines().any(|l| l == line),
+            "the guide does not show the loop's line `{line}`"
+        );
     }
 }
 

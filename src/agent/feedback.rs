@@ -218,7 +218,8 @@ pub enum RunEnd {
 }
 
 /// The message after a run: how it ended and what each call did.
-pub fn ran(end: &RunEnd, calls: &CallNotes) -> String {
+/// `last`: no more runs are allowed (`max_turns`), so the model must answer.
+pub fn ran(end: &RunEnd, calls: &CallNotes, last: bool) -> String {
     let n = calls.calls.len();
     let mut out = match end {
         RunEnd::Value(v) => format!(
@@ -241,7 +242,11 @@ pub fn ran(end: &RunEnd, calls: &CallNotes) -> String {
     if n > MAX_CALLS {
         out.push_str(&format!("\n- … and {} more calls", n - MAX_CALLS));
     }
-    out.push_str("\nIf this answers the task, reply with the answer in plain text (no code block). Otherwise send the next program in one ```lt block.");
+    if last {
+        out.push_str("\nThat was the last run this session allows: answer the task now in plain text (no code block), from the results above.");
+    } else {
+        out.push_str("\nIf this answers the task, reply with the answer in plain text (no code block). Otherwise send the next program in one ```lt block.");
+    }
     out
 }
 

@@ -148,7 +148,7 @@ pub struct RetryNotice {
 }
 
 /// A source of programs: the agent's model. Implemented by the HTTP
-/// providers (`provider::OpenAi`, `provider::Anthropic`), by the recorded
+/// providers (`provider::HttpProposer`: OpenAI-compatible and Anthropic), by the recorded
 /// replies of a log (replay), and by hosts with their own model client.
 ///
 /// `complete` returns `request.samples` texts or an error; it retries what

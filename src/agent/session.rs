@@ -384,7 +384,7 @@ fn drive(
         for (tool, n) in report.calls.successes() {
             *successes.entry(tool).or_insert(0) += n;
         }
-        let msg = feedback::ran(&report.end, &report.calls);
+        let msg = feedback::ran(&report.end, &report.calls, turn == s.max_turns);
         progress(&format!(
             "run {turn}: {}",
             match &report.end {

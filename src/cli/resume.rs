@@ -87,6 +87,22 @@ pub fn run(opts: &ResumeOptions) -> u8 {
         }
     };
     let events = reopened.events;
+    if matches!(
+        events.first().map(|e| &e.body),
+        Some(EventBody::AgentStarted { .. })
+    ) {
+        return fail_usage(
+            &run_opts,
+            &Failure {
+                help: Some("run `lt replay` on it to see how far it got, and start `lt agent` again".into()),
+                ..Failure::new(
+                    "log",
+                    "log",
+                    format!("{} is an agent session's log; lt resume continues `lt run` sessions only", opts.log),
+                )
+            },
+        );
+    }
     let Some(EventBody::SessionStarted {
         program,
         profile,

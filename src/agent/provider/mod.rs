@@ -35,6 +35,11 @@
 //!   300 characters, and no body can make the proposer panic.
 //! - **Timeout.** [`ProviderConfig::timeout`] bounds each HTTP request,
 //!   from connecting to the end of the body.
+//!
+//! Files: this one (configuration, the retry loop, samples), `http.rs`
+//! (one attempt and its error texts), `retry.rs` (what is retried, the
+//! waits), `openai.rs` and `anthropic.rs` (the wire formats, with their
+//! sources).
 
 mod anthropic;
 mod http;
