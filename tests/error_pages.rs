@@ -18,12 +18,23 @@
 //! calls it would deny are diagnostics too). A page without one is checked
 //! with no profile; a ```` ```toml ```` block that is not a valid profile
 //! is a page problem.
+//!
+//! Some errors only occur in an agent session (E0704, E0705: `lt agent
+//! --tools DECLS.lt`). A page may hold at most one ```` ```lt-tools ````
+//! block, anywhere (by convention in `## Example`, before the ```` ```lt ````
+//! block): the session's tool list, a declarations file. Both examples are
+//! then also checked against it with `lt::agent::tool_list::check_tool_list`
+//! (the list read by `lt::types::check_declarations`), as `lt agent` checks
+//! every proposed program, and its diagnostics count too. A page without one
+//! is checked with no tool list; an ```` ```lt-tools ```` block whose
+//! declarations have errors is a page problem.
 
+use lt::agent::tool_list::check_tool_list;
 use lt::control::profile::Profile;
 use lt::control::static_check;
 use lt::diag::Code;
 use lt::diag::Diagnostic;
-use lt::types::check_source;
+use lt::types::{check_declarations, check_source};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -143,19 +154,71 @@ fn page_profile(name: &str, page: &str) -> Result<Option<String>, String> {
     }
 }
 
-/// Checks `text` (under `profile`, a TOML text from [`page_profile`], when
-/// given, as `lt check --profile` does) on a thread with a large stack (some
-/// examples are deep).
-fn check(text: String, profile: Option<String>) -> Checked {
+/// The page's tool list, as declarations text: `Ok(None)` when it has no
+/// ```` ```lt-tools ```` block, `Err` (a problem to report) when it has
+/// several or one whose declarations do not check.
+fn page_tools(name: &str, page: &str) -> Result<Option<String>, String> {
+    let blocks = fenced_blocks(page, "lt-tools");
+    match blocks.as_slice() {
+        [] => Ok(None),
+        [decls] => {
+            let checked = check_declarations(decls);
+            if checked.is_ok() {
+                Ok(Some(decls.clone()))
+            } else {
+                Err(format!(
+                    "{name}: the ```lt-tools block's declarations have errors:{}",
+                    describe(&Checked {
+                        diagnostics: checked.diagnostics,
+                        truncated: checked.truncated,
+                    })
+                ))
+            }
+        }
+        _ => Err(format!(
+            "{name}: has {} ```lt-tools blocks; expected at most one (the tool list of both examples)",
+            blocks.len()
+        )),
+    }
+}
+
+/// The context an example is checked in: the page's profile (TOML text,
+/// from [`page_profile`]) and tool list (declarations text, from
+/// [`page_tools`]), each when the page has one.
+#[derive(Default)]
+struct Context {
+    profile: Option<String>,
+    tools: Option<String>,
+}
+
+/// The page's [`Context`], or the problems with it.
+fn page_context(name: &str, page: &str) -> Result<Context, Vec<String>> {
+    let profile = page_profile(name, page);
+    let tools = page_tools(name, page);
+    match (profile, tools) {
+        (Ok(profile), Ok(tools)) => Ok(Context { profile, tools }),
+        (profile, tools) => Err(profile.err().into_iter().chain(tools.err()).collect()),
+    }
+}
+
+/// Checks `text` on a thread with a large stack (some examples are deep):
+/// under the context's profile, when given, as `lt check --profile` does, and
+/// against its tool list, when given, as `lt agent` does.
+fn check(text: String, context: Context) -> Checked {
     std::thread::Builder::new()
         .stack_size(256 * 1024 * 1024)
         .spawn(move || {
             let mut a = check_source(&text);
-            if let Some(toml) = &profile {
+            if let Some(toml) = &context.profile {
                 let p = Profile::from_toml(toml, "page")
                     .expect("page_profile checked the profile")
                     .expect("page_profile checked the [profile] table");
                 static_check::check_analysis(&mut a, &p);
+            }
+            if let Some(tools) = &context.tools {
+                let decls = check_declarations(tools);
+                let listed = check_tool_list(&a, &decls, tools);
+                a.diagnostics.extend(listed);
             }
             Checked {
                 diagnostics: a.diagnostics,
@@ -289,14 +352,14 @@ fn every_example_yields_its_code() {
                 ));
             }
         }
-        let profile = match page_profile(&name, page) {
-            Ok(p) => p,
-            Err(problem) => {
-                problems.push(problem);
+        let context = match page_context(&name, page) {
+            Ok(c) => c,
+            Err(found) => {
+                problems.extend(found);
                 continue;
             }
         };
-        let analysis = check(expand(&blocks[0]), profile);
+        let analysis = check(expand(&blocks[0]), context);
         if !analysis.diagnostics.iter().any(|d| d.code == code) {
             problems.push(format!(
                 "{name}: the ```lt example should yield {} ({}), but it yields: {}\n    example:\n{}",
@@ -331,14 +394,14 @@ fn every_fix_checks_cleanly() {
                 ));
             }
         }
-        let profile = match page_profile(&name, page) {
-            Ok(p) => p,
-            Err(problem) => {
-                problems.push(problem);
+        let context = match page_context(&name, page) {
+            Ok(c) => c,
+            Err(found) => {
+                problems.extend(found);
                 continue;
             }
         };
-        let analysis = check(expand(&blocks[0]), profile);
+        let analysis = check(expand(&blocks[0]), context);
         if !analysis.is_ok() {
             problems.push(format!(
                 "{name}: the ```lt-ok fix should check with no diagnostics, but it yields: {}\n    fix:\n{}",
@@ -363,6 +426,30 @@ fn page_profiles_are_read() {
     assert!(page_profile("two", &two).is_err());
     assert!(page_profile("bad", "```toml\n[profile]\nbogus = 1\n```\n").is_err());
     assert!(page_profile("empty", "```toml\n[tools.t]\n```\n").is_err());
+}
+
+#[test]
+fn page_tool_lists_are_read() {
+    let one = "# T\n\n```lt-tools\ntool t: String -{Read}-> String;\n```\n";
+    let decls = page_tools("one", one).expect("a valid tool list");
+    assert_eq!(decls.as_deref(), Some("tool t: String -{Read}-> String;\n"));
+    assert!(matches!(page_tools("none", "# T\n"), Ok(None)));
+    let two = format!("{one}{one}");
+    assert!(page_tools("two", &two).is_err());
+    assert!(page_tools("bad", "```lt-tools\ntool t: Strin -{Read}-> String;\n```\n").is_err());
+    // The tool list's block is not an example.
+    assert!(fenced_blocks(one, "lt").is_empty());
+    // A program declaring a tool of the list differently, or one the list
+    // does not have, yields E0704 and E0705.
+    let context = || Context {
+        profile: None,
+        tools: decls.clone(),
+    };
+    let codes = |a: Checked| -> Vec<Code> { a.diagnostics.iter().map(|d| d.code).collect() };
+    let wrong = "tool t: String -{Write}-> String;\ntool u: Int -> Int;\n1".to_string();
+    assert_eq!(codes(check(wrong, context())), vec![Code::E0704, Code::E0705]);
+    let right = "tool t: String -{Read}-> String;\n1".to_string();
+    assert!(check(right, context()).is_ok());
 }
 
 #[test]

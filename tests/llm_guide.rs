@@ -196,6 +196,7 @@ fn the_guide_shows_the_loops_run_messages() {
         &CallNotes {
             calls: vec![note("ok", None), note("err", Some("card expired"))],
         },
+        false,
     );
     let stopped = ran(
         &RunEnd::Stopped {
@@ -205,6 +206,7 @@ fn the_guide_shows_the_loops_run_messages() {
         &CallNotes {
             calls: (0..20).map(|_| note("ok", None)).collect(),
         },
+        false,
     );
     let shown: Vec<&str> = value
         .lines()

@@ -1,0 +1,118 @@
+//! `lt agent --provider stdio`: a host in another language answers the
+//! loop's model requests as JSON lines (src/agent/stdio.rs), here a Python
+//! host (tests/fixtures/agent_stdio/host.py) with canned replies.
+
+mod support;
+
+use serde_json::{json, Value as Json};
+use std::process::Command;
+use support::{TempDir, LT};
+
+const DECLS: &str = "// Looks up an account by its id.
+tool lookup_account: String -{Read}-> {id: String, email: String};
+";
+
+const TOOLS: &str = r#"
+[tools.lookup_account]
+fixed = { ok = { id = "acc_1", email = "ada@example.com" } }
+"#;
+
+fn program(field: &str) -> String {
+    format!(
+        "```lt\ntool lookup_account: String -{{Read}}-> {{id: String, email: String}};\nmatch exec tool lookup_account \"c1\" {{\n  Ok(a) => a.{field},\n  Err(e) => \"lookup failed\"\n}}\n```"
+    )
+}
+
+/// Runs the host with `replies` against `lt agent … --provider stdio --json`.
+fn host(dir: &TempDir, replies: Json, extra: &[&str]) -> Json {
+    let decls = dir.write("decls.lt", DECLS);
+    let tools = dir.write("tools.toml", TOOLS);
+    let replies = dir.write("replies.json", &replies.to_string());
+    let log = dir.path("agent.jsonl");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/agent_stdio/host.py");
+    let mut args = vec![
+        script.to_string(),
+        replies,
+        "--".into(),
+        LT.into(),
+        "agent".into(),
+        "Find the email of account c1".into(),
+        "--tools".into(),
+        decls,
+        "--executors".into(),
+        tools,
+        "--provider".into(),
+        "stdio".into(),
+        "--json".into(),
+        "--log".into(),
+        log,
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let out = Command::new("python3")
+        .args(&args)
+        .output()
+        .expect("run python3");
+    assert!(out.status.success(), "host failed: {out:?}");
+    serde_json::from_slice(&out.stdout).expect("host output is JSON")
+}
+
+#[test]
+fn a_host_answers_the_model_requests_and_the_loop_corrects_and_answers() {
+    let dir = TempDir::new("agent_stdio", "answers");
+    let r = host(
+        &dir,
+        json!([program("mail"), program("email"), "The email is ada@example.com."]),
+        &[],
+    );
+    assert_eq!(r["code"], 0, "{r}");
+    let result: Json = serde_json::from_str(r["final"].as_str().unwrap_or("")).expect("final line");
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["answer"], "The email is ada@example.com.");
+    assert_eq!(result["value"], "ada@example.com");
+    assert_eq!(result["attempts"], json!([2, 1]));
+    let requests = r["requests"].as_array().cloned().unwrap_or_default();
+    assert_eq!(requests.len(), 3);
+    // Every request carries the system prompt (the guide and the tools).
+    assert!(requests[0]["system"]
+        .as_str()
+        .is_some_and(|s| s.contains("tool lookup_account")));
+    // The second request feeds back the wrong field.
+    let feedback = requests[1]["messages"][2]["content"].as_str().unwrap_or("");
+    assert!(feedback.contains("E0202"), "{feedback}");
+    assert!(feedback.contains("a.mail"), "{feedback}");
+    // The log replays without the host.
+    let replay = Command::new(LT)
+        .args(["replay", &dir.path("agent.jsonl")])
+        .output()
+        .expect("run lt replay");
+    assert!(replay.status.success(), "{replay:?}");
+}
+
+#[test]
+fn a_model_error_or_a_malformed_line_from_the_host_ends_the_session_with_exit_3() {
+    let dir = TempDir::new("agent_stdio", "error");
+    let r = host(&dir, json!([{"error": "quota exhausted"}]), &[]);
+    assert_eq!(r["code"], 3, "{r}");
+    let result: Json = serde_json::from_str(r["final"].as_str().unwrap_or("")).expect("final line");
+    assert_eq!(result["status"], "error");
+    assert!(result["reason"].as_str().is_some_and(|m| m.contains("quota exhausted")), "{result}");
+
+    let dir = TempDir::new("agent_stdio", "malformed");
+    let r = host(&dir, json!([{"raw": "{\"type\":\"model_reply\",\"id\":7,\"texts\":[\"x\"]}"}]), &[]);
+    assert_eq!(r["code"], 3, "{r}");
+    let result: Json = serde_json::from_str(r["final"].as_str().unwrap_or("")).expect("final line");
+    assert!(
+        result["reason"].as_str().is_some_and(|m| m.contains("not for request 1")),
+        "{result}"
+    );
+
+    // The host closes stdin: a clear transport error, not a hang.
+    let dir = TempDir::new("agent_stdio", "closed");
+    let r = host(&dir, json!([]), &[]);
+    assert_eq!(r["code"], 3, "{r}");
+    let result: Json = serde_json::from_str(r["final"].as_str().unwrap_or("")).expect("final line");
+    assert!(
+        result["reason"].as_str().is_some_and(|m| m.contains("closed stdin")),
+        "{result}"
+    );
+}
