@@ -12,7 +12,8 @@
 //! run yet (λ-Tool hosts send bare programs); after a run it is the model's
 //! final answer. Before a run, a bare reply that does not start like an lt
 //! program (a comment, `tool`, `type`, `effect`, `let`, `match`, `exec`, …)
-//! is prose: the model is asked for a block.
+//! is prose: the model is asked for a block (told that lt is not Python
+//! when the reply is Python code).
 
 /// What a reply holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -128,6 +129,21 @@ pub fn looks_like_program(text: &str) -> bool {
     ) || rest.starts_with('@')
 }
 
+/// What a model writing Python instead of lt is told.
+const NOT_PYTHON: &str = "lt is not Python: no `def`, `for`, `return` or statements; a program is tool declarations followed by one expression. Send the program in one ```lt block.";
+
+/// Whether a reply without any block is Python code (a line starting with
+/// `def`, `async def`, `class`, `import` or `from … import`), so that the
+/// model is not told that it sent no program at all.
+fn looks_like_python(text: &str) -> bool {
+    text.lines().map(str::trim_start).any(|l| {
+        ["def ", "async def ", "class ", "import "]
+            .iter()
+            .any(|p| l.starts_with(p))
+            || (l.starts_with("from ") && l.contains(" import "))
+    })
+}
+
 /// The program in `reply`. `ran`: a program has run in this session (a
 /// reply without a block is then the final answer).
 pub fn extract(reply: &str, ran: bool) -> Extracted {
@@ -151,10 +167,7 @@ pub fn extract(reply: &str, ran: bool) -> Extracted {
     }
     if let Some(b) = all.first() {
         let why = if b.lang.starts_with("py") {
-            format!(
-                "Your reply has a ```{} block but no ```lt block. lt is not Python: no `def`, `for`, `return` or statements; a program is tool declarations followed by one expression. Send the program in one ```lt block.",
-                b.lang
-            )
+            format!("Your reply has a ```{} block but no ```lt block. {NOT_PYTHON}", b.lang)
         } else {
             format!(
                 "Your reply has a ```{} block but no ```lt block. Send the program in one ```lt block.",
@@ -179,6 +192,8 @@ pub fn extract(reply: &str, ran: bool) -> Extracted {
     }
     let why = if reply.trim().is_empty() {
         "Your reply was empty. Send the program in one ```lt block.".to_string()
+    } else if looks_like_python(reply) {
+        format!("Your reply looks like Python, and has no ```lt block. {NOT_PYTHON}")
     } else {
         "Your reply has no program: nothing has run yet, so there is no result to answer from. Send the program in one ```lt block.".to_string()
     };
@@ -209,6 +224,9 @@ mod tests {
         let r = "```python\ndef f(): pass\n```\n";
         assert!(matches!(extract(r, false), Extracted::Missing(m) if m.contains("not Python")));
         assert!(matches!(extract(r, true), Extracted::Answer(_)));
+        let r = "def main():\n    return lookup(\"u1\").name\n";
+        assert!(matches!(extract(r, false), Extracted::Missing(m) if m.contains("looks like Python")));
+        assert!(matches!(extract("I will look the user up.", false), Extracted::Missing(m) if m.contains("no program")));
     }
 
     #[test]

@@ -119,7 +119,8 @@ pub struct Outcome {
     /// Attempts (model requests) each turn needed, the unfinished one last.
     pub attempts: Vec<u32>,
     /// The size in bytes of each feedback message sent (diagnostics, no
-    /// program, unmet trace requirements; not run results).
+    /// program, unmet trace requirements; not run results, and not the
+    /// last rejection's when the session gives up: it is never sent).
     pub feedback_bytes: Vec<usize>,
     /// The last run's report.
     pub last_run: Option<RunReport>,
@@ -217,6 +218,10 @@ fn drive(
     let s = &spec.settings;
     let mut messages = vec![Message::user(feedback::task(&spec.task))];
     let mut successes: BTreeMap<String, u64> = BTreeMap::new();
+    // The size of the feedback message at the end of `messages`, counted
+    // in `out.feedback_bytes` once a request carries it to the model (the
+    // last one, when the session gives up, is never sent).
+    let mut unsent: Option<usize> = None;
     loop {
         let turn = out.turns + 1;
         out.attempts.push(0);
@@ -254,6 +259,7 @@ fn drive(
                 max_tokens: s.max_tokens,
             };
             out.requests += 1;
+            out.feedback_bytes.extend(unsent.take());
             let reply = {
                 let mut retried = |n: super::model::RetryNotice| {
                     progress(&format!(
@@ -314,7 +320,7 @@ fn drive(
                             }
                             let msg = feedback::trace_unmet(&unmet);
                             progress(&format!("{id}: answer refused: trace requirements unmet"));
-                            out.feedback_bytes.push(msg.len());
+                            unsent = Some(msg.len());
                             messages.push(Message::assistant(reply.texts[i].clone()));
                             messages.push(Message::user(msg));
                         }
@@ -358,7 +364,7 @@ fn drive(
                         .and_then(|x| x.feedback.clone())
                         .unwrap_or_default();
                     progress(&format!("{id}: rejected; feeding back {} bytes", msg.len()));
-                    out.feedback_bytes.push(msg.len());
+                    unsent = Some(msg.len());
                     messages.push(Message::assistant(reply.texts[0].clone()));
                     messages.push(Message::user(msg));
                 }
