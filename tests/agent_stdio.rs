@@ -44,10 +44,11 @@ fn host(dir: &TempDir, replies: Json, extra: &[&str]) -> Json {
         "--provider".into(),
         "stdio".into(),
         "--json".into(),
-        "--log".into(),
-        log,
     ];
-    args.extend(extra.iter().map(|s| s.to_string()));
+    if !extra.contains(&"--no-log") {
+        args.extend(["--log".to_string(), log]);
+    }
+    args.extend(extra.iter().filter(|s| **s != "--no-log").map(|s| s.to_string()));
     let out = Command::new("python3")
         .args(&args)
         .output()
@@ -115,4 +116,21 @@ fn a_model_error_or_a_malformed_line_from_the_host_ends_the_session_with_exit_3(
         result["reason"].as_str().is_some_and(|m| m.contains("closed stdin")),
         "{result}"
     );
+}
+
+/// Without `--log` the events are discarded, but the model is still told
+/// what each call did, and trace requirements still count the calls.
+#[test]
+fn without_a_log_the_model_still_hears_what_each_call_did() {
+    let dir = TempDir::new("agent_stdio", "nolog");
+    let r = host(
+        &dir,
+        json!([program("email"), "The email is ada@example.com."]),
+        &["--no-log"],
+    );
+    assert_eq!(r["code"], 0, "{r}");
+    let requests = r["requests"].as_array().cloned().unwrap_or_default();
+    let ran = requests[1]["messages"][2]["content"].as_str().unwrap_or("");
+    assert!(ran.contains("1 tool call"), "{ran}");
+    assert!(ran.contains("- lookup_account ok"), "{ran}");
 }

@@ -447,7 +447,10 @@ fn page_tool_lists_are_read() {
     };
     let codes = |a: Checked| -> Vec<Code> { a.diagnostics.iter().map(|d| d.code).collect() };
     let wrong = "tool t: String -{Write}-> String;\ntool u: Int -> Int;\n1".to_string();
-    assert_eq!(codes(check(wrong, context())), vec![Code::E0704, Code::E0705]);
+    assert_eq!(
+        codes(check(wrong, context())),
+        vec![Code::E0704, Code::E0705]
+    );
     let right = "tool t: String -{Read}-> String;\n1".to_string();
     assert!(check(right, context()).is_ok());
 }

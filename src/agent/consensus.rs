@@ -44,6 +44,45 @@ pub fn decide(votes: &[Option<Vote>], agree: usize) -> Result<(usize, usize), us
 mod tests {
     use super::*;
 
+    fn normal(text: &str) -> String {
+        let analysis = crate::types::check_source(text);
+        assert!(analysis.is_ok(), "{text}: {:?}", analysis.diagnostics);
+        let checked = analysis.into_checked().expect("checked");
+        let ir = crate::ir::lower::lower(&checked).expect("lowered");
+        crate::ir::print::print_anonymous(&ir)
+    }
+
+    const A: &str = "tool a: String -{Read}-> {id: String, n: Int};
+tool b: {id: String, amount: Int} -{Write}-> {tx: String};
+match exec tool a \"c1\" {
+  Ok(acc) => match exec tool b {id = acc.id, amount = acc.n} { Ok(r) => r.tx, Err(e) => e },
+  Err(e) => e
+}";
+
+    #[test]
+    fn names_formatting_declaration_order_and_pure_field_order_do_not_count() {
+        let b = "// the same, written otherwise
+tool b: {id: String, amount: Int} -{Write}-> {tx: String};
+tool a: String -{Read}-> {id: String, n: Int};
+match exec tool a \"c1\" { Ok(account) =>
+    match exec tool b {amount = account.n, id = account.id} {
+      Ok(refund) => refund.tx,
+      Err(why) => why },
+  Err(e) => e }";
+        assert_eq!(normal(A), normal(b));
+        assert_ne!(normal(A), normal(&A.replace("c1", "c2")));
+        assert_ne!(normal(A), normal(&A.replace("r.tx", "acc.id")));
+    }
+
+    #[test]
+    fn the_order_of_calls_in_a_record_counts() {
+        let one = "tool t: Int -{Read}-> Int;
+{x = match exec tool t 1 { Ok(v) => v, Err(e) => 0 }, y = match exec tool t 2 { Ok(v) => v, Err(e) => 0 }}";
+        let two = "tool t: Int -{Read}-> Int;
+{y = match exec tool t 2 { Ok(v) => v, Err(e) => 0 }, x = match exec tool t 1 { Ok(v) => v, Err(e) => 0 }}";
+        assert_ne!(normal(one), normal(two));
+    }
+
     #[test]
     fn k_of_n() {
         let a = Some(Vote::Program("a".into()));

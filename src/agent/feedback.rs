@@ -26,12 +26,18 @@ const MAX_VALUE: usize = 4000;
 /// Most calls listed after a run.
 const MAX_CALLS: usize = 20;
 
-/// The first message: the task, and what to send back.
-pub fn task(task: &str) -> String {
-    format!(
-        "Task: {}\n\nWrite one lt program that does this with the tools listed in the system prompt. Reply with the program in one ```lt block.",
-        task.trim()
-    )
+/// The first message: the task, the session's rules (one sentence each:
+/// denied tools, budgets, trace requirements), and what to send back.
+pub fn task(task: &str, rules: &[String]) -> String {
+    let mut out = format!("Task: {}\n", task.trim());
+    if !rules.is_empty() {
+        out.push_str("\nThis session's rules:\n");
+        for r in rules {
+            out.push_str(&format!("- {r}\n"));
+        }
+    }
+    out.push_str("\nWrite one lt program that does this with the tools listed in the system prompt. Reply with the program in one ```lt block.");
+    out
 }
 
 /// One problem of a rejected program, as the model sees it and as the log
@@ -269,11 +275,4 @@ pub fn trace_unmet(unmet: &[(String, u64, u64, Vec<String>)]) -> String {
     }
     out.push_str("\nSend a program that makes these calls, in one ```lt block.");
     out
-}
-
-/// The message when the samples of one attempt did not agree.
-pub fn no_agreement(samples: usize, agree: usize, largest: usize) -> String {
-    format!(
-        "Your {samples} answers did not agree: at most {largest} were the same program, and {agree} must be. Think again about the task and send one program in one ```lt block."
-    )
 }

@@ -200,8 +200,9 @@ fn kind_of(text: &str) -> ProposeErrorKind {
     .unwrap_or(K::Other)
 }
 
-/// Replays runs from their recorded events.
-struct ReplayRunner(Shared);
+/// Replays runs from their recorded events, carrying the pipeline from
+/// run to run as the live runner does.
+struct ReplayRunner(Shared, Option<crate::control::Pipeline>);
 
 impl Runner for ReplayRunner {
     fn run(
@@ -255,13 +256,16 @@ impl Runner for ReplayRunner {
         };
         let slice = &c.events[start..=end];
         let mut host = ReplayHost::new(slice, profile, &ir.tools).with_limits(limits.clone());
+        if let Some(p) = self.1.take() {
+            host = host.with_pipeline(p);
+        }
         let (result, _stats) = eval::run(ir, &mut host, &limits);
         if let Some(d) = host.divergence() {
             let message = format!("run at event #{start}: non-determinism {d}");
             drop(host);
             return Err(c.diverge(message));
         }
-        drop(host);
+        self.1 = Some(host.into_pipeline());
         let mut notes = CallNotes::default();
         for e in slice {
             notes.observe(&e.body);
@@ -351,7 +355,7 @@ pub fn replay_agent(events: Vec<Event>) -> Result<AgentReplay, String> {
         cursor: cursor.clone(),
         model,
     };
-    let mut runner = ReplayRunner(cursor.clone());
+    let mut runner = ReplayRunner(cursor.clone(), None);
     let mut sink = ReplaySink(cursor.clone());
     let outcome = run_agent(&spec, &decls, &mut proposer, &mut runner, &mut sink, &mut |_| {});
     let mut c = cursor.borrow_mut();

@@ -6,12 +6,13 @@
 //! so an MCP server started by the first run serves the later ones; they
 //! are shut down by [`LiveRunner::shutdown`]. Calls of run `k` get the
 //! idempotency key `<session>.run<k>:<call id>`: call identities repeat
-//! from run to run, keys must not.
+//! from run to run, keys must not. The constraint pipeline is carried from
+//! run to run: the profile's call budgets are the agent session's.
 
 use super::feedback::{CallNotes, RunEnd};
 use super::session::{RunReport, Runner};
 use crate::control::profile::Profile;
-use crate::control::{session, ControlPlane};
+use crate::control::{session, ControlPlane, Pipeline};
 use crate::exec::{ExecutorHost, Venue};
 use crate::ir::Ir;
 use crate::log::{EventBody, EventSink};
@@ -29,6 +30,10 @@ pub struct LiveRunner {
     registry_bytes: Vec<u8>,
     limits: Limits,
     session: String,
+    /// The pipeline carried from run to run: the profile's budgets
+    /// (`max_calls`, per tool) and minted approvals are the agent
+    /// session's, not one run's.
+    pipeline: Option<Pipeline>,
 }
 
 impl LiveRunner {
@@ -44,6 +49,7 @@ impl LiveRunner {
             registry_bytes,
             limits,
             session,
+            pipeline: None,
         }
     }
 
@@ -65,8 +71,9 @@ impl EventSink for Observed<'_> {
         self.inner.append(body)
     }
 
+    /// Always: the notes need every event, even when the log is discarded.
     fn records(&self) -> bool {
-        self.inner.records()
+        true
     }
 }
 
@@ -96,12 +103,15 @@ impl Runner for LiveRunner {
         )
         .with_limits(self.limits.clone())
         .with_tool_traits(self.venues.clone(), self.idempotent.clone());
+        if let Some(p) = self.pipeline.take() {
+            plane = plane.with_pipeline(p);
+        }
         let (result, stats) = eval::run(ir, &mut plane, &self.limits);
         let _ = plane.record(session::ended(file, ir, &result, stats));
         if let Some(e) = plane.log_error() {
             return Err(e.to_string());
         }
-        drop(plane);
+        self.pipeline = Some(plane.into_pipeline());
         Ok(report(result, observed.notes))
     }
 }

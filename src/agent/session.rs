@@ -128,6 +128,8 @@ pub struct Outcome {
 
 /// One checked sample.
 struct Sample {
+    /// The first problem, briefly (`E0202 at line 5: …`), when rejected.
+    first_problem: Option<String>,
     vote: Option<Vote>,
     /// The message for the model when the sample is rejected.
     feedback: Option<String>,
@@ -216,7 +218,11 @@ fn drive(
     out: &mut Outcome,
 ) -> (Status, String) {
     let s = &spec.settings;
-    let mut messages = vec![Message::user(feedback::task(&spec.task))];
+    let rules = session_rules(spec, decls);
+    let mut messages = vec![Message::user(feedback::task(&spec.task, &rules))];
+    // The first problem of the last rejected sample, for the reason the
+    // session gives when it gives up.
+    let mut last_problem: Option<String> = None;
     let mut successes: BTreeMap<String, u64> = BTreeMap::new();
     // The size of the feedback message at the end of `messages`, counted
     // in `out.feedback_bytes` once a request carries it to the model (the
@@ -233,9 +239,17 @@ fn drive(
                 } else {
                     "the model neither answered nor sent an acceptable program"
                 };
+                let why = match &last_problem {
+                    Some(p) => format!("; the last was rejected: {p}"),
+                    None => String::new(),
+                };
                 return (
                     Status::GaveUp,
-                    format!("{what} in {} attempt{}", s.max_attempts, plural(s.max_attempts)),
+                    format!(
+                        "{what} in {} attempt{}{why}",
+                        s.max_attempts,
+                        plural(s.max_attempts)
+                    ),
                 );
             }
             attempt += 1;
@@ -321,10 +335,22 @@ fn drive(
                             let msg = feedback::trace_unmet(&unmet);
                             progress(&format!("{id}: answer refused: trace requirements unmet"));
                             unsent = Some(msg.len());
+                            last_problem = Some("the trace requirements were not met".into());
                             messages.push(Message::assistant(reply.texts[i].clone()));
                             messages.push(Message::user(msg));
                         }
                         Some((None, Some((file, ir)))) => {
+                            if out.turns == s.max_turns {
+                                return (
+                                    Status::GaveUp,
+                                    format!(
+                                        "the model sent another program after {} run{}; max_turns is {}",
+                                        out.turns,
+                                        plural(out.turns),
+                                        s.max_turns
+                                    ),
+                                );
+                            }
                             rec.record(EventBody::ProgramAccepted {
                                 request_id: id.clone(),
                                 sample: i as u64,
@@ -363,6 +389,7 @@ fn drive(
                         .first()
                         .and_then(|x| x.feedback.clone())
                         .unwrap_or_default();
+                    last_problem = samples.first().and_then(|x| x.first_problem.clone());
                     progress(&format!("{id}: rejected; feeding back {} bytes", msg.len()));
                     unsent = Some(msg.len());
                     messages.push(Message::assistant(reply.texts[0].clone()));
@@ -370,17 +397,6 @@ fn drive(
                 }
             }
         };
-        if out.turns == s.max_turns {
-            return (
-                Status::GaveUp,
-                format!(
-                    "the model sent another program after {} run{}; max_turns is {}",
-                    out.turns,
-                    plural(out.turns),
-                    s.max_turns
-                ),
-            );
-        }
         out.turns = turn;
         progress(&format!("run {turn}: running the accepted program"));
         let report = match runner.run(turn, &file, &ir, &spec.profile, &mut *rec.sink) {
@@ -394,7 +410,10 @@ fn drive(
         progress(&format!(
             "run {turn}: {}",
             match &report.end {
-                RunEnd::Value(_) => format!("ok, {} calls", report.calls.calls.len()),
+                RunEnd::Value(_) => {
+                    let n = report.calls.calls.len();
+                    format!("ok, {n} call{}", if n == 1 { "" } else { "s" })
+                }
                 RunEnd::Stopped { kind, .. } => format!("stopped ({kind})"),
             }
         ));
@@ -409,6 +428,51 @@ fn plural(n: u32) -> &'static str {
     } else {
         "s"
     }
+}
+
+/// What the model must know of the session before its first program:
+/// the tools the profile denies (with the pipeline's reason), the budgets,
+/// the trace requirements, and how many programs may run.
+fn session_rules(spec: &AgentSpec, decls: &Declarations) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in &decls.tools {
+        if let Some(o) = static_check::objections(&t.sig, &spec.profile).first() {
+            out.push(format!(
+                "Do not call `{}`: this session denies it ({}: {}).",
+                t.sig.name, o.rule, o.reason
+            ));
+        }
+    }
+    if let Some(n) = spec.profile.max_calls {
+        out.push(format!("A program may make at most {n} tool calls."));
+    }
+    for (tag, min) in &spec.settings.trace {
+        let tools: Vec<&str> = spec
+            .tags
+            .iter()
+            .filter(|(_, t)| t.contains(tag))
+            .map(|(name, _)| name.as_str())
+            .collect();
+        out.push(format!(
+            "Before you answer, at least {min} successful call{} of {} must have run.",
+            if *min == 1 { "" } else { "s" },
+            if tools.is_empty() {
+                format!("a tool tagged `{tag}`")
+            } else {
+                tools
+                    .iter()
+                    .map(|t| format!("`{t}`"))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            }
+        ));
+    }
+    out.push(format!(
+        "At most {} program{} may run in this session.",
+        spec.settings.max_turns,
+        plural(spec.settings.max_turns)
+    ));
+    out
 }
 
 /// The trace requirements not met yet: (tag, required, done, tools).
@@ -455,6 +519,7 @@ fn evaluate(
         Extracted::Answer(answer) => {
             checked("answer", Json::Null, &[]);
             Sample {
+                first_problem: None,
                 vote: Some(Vote::Answer),
                 feedback: None,
                 answer: Some(answer),
@@ -471,6 +536,7 @@ fn evaluate(
             };
             checked("no_program", Json::Null, &[problem]);
             Sample {
+                first_problem: Some("the reply had no program".into()),
                 vote: None,
                 feedback: Some(why),
                 answer: None,
@@ -507,8 +573,14 @@ fn evaluate(
                     help: None,
                 });
             }
-            problems.extend(diags.iter().map(|d| Problem::from_diagnostic(&file, d)));
-            let more = analysis.truncated;
+            // A cut-off program's syntax errors are the cut: the model is
+            // asked to send it whole again, not to patch the stump.
+            let more = if unclosed {
+                0
+            } else {
+                problems.extend(diags.iter().map(|d| Problem::from_diagnostic(&file, d)));
+                analysis.truncated
+            };
             let ir = if problems.is_empty() && more == 0 {
                 analysis.diagnostics = diags;
                 analysis
@@ -522,6 +594,7 @@ fn evaluate(
                 Some(ir) => {
                     checked("ok", Json::String(file.text.clone()), &[]);
                     Sample {
+                        first_problem: None,
                         vote: Some(Vote::Program(print_anonymous(&ir))),
                         feedback: None,
                         answer: None,
@@ -539,7 +612,16 @@ fn evaluate(
                         });
                     }
                     checked("rejected", Json::String(file.text.clone()), &problems);
+                    let first = problems.first().map(|p| {
+                        let at = if p.line > 0 {
+                            format!(" at line {}", p.line)
+                        } else {
+                            String::new()
+                        };
+                        format!("{}{at}: {}", p.code, feedback::clip(&p.message, 160))
+                    });
                     Sample {
+                        first_problem: first,
                         vote: None,
                         feedback: Some(feedback::rejected(&file, &problems, more)),
                         answer: None,

@@ -256,7 +256,7 @@ pub fn run(opts: &AgentOptions) -> u8 {
         tags,
     };
     if let Some(rules) = &rules {
-        match classify(opts, rules, &base_table, proposer.as_mut(), sink.as_mut()) {
+        match classify(opts, rules, &base_table, &spec.profile, proposer.as_mut(), sink.as_mut()) {
             Ok((profile, settings)) => {
                 spec.profile = profile;
                 spec.settings = settings;
@@ -298,9 +298,12 @@ fn load_profile(opts: &AgentOptions, registry_text: &str) -> Result<(Profile, Ag
     let mut table = AgentTable::from_toml(registry_text, &origin).map_err(|e| config_failure(&e))?;
     let profile = match &opts.profile {
         Some(path) => {
-            let p = Profile::load(Path::new(path)).map_err(|e| config_failure(&e))?;
+            // A file with only an `[agent]` table keeps the default policy.
             let text = crate::exec::read_config_text(Path::new(path), "the profile")
                 .map_err(|e| config_failure(&e))?;
+            let p = Profile::from_toml(&text, path)
+                .map_err(|e| config_failure(&e))?
+                .unwrap_or_default();
             table = table.overlay(&AgentTable::from_toml(&text, path).map_err(|e| config_failure(&e))?);
             p
         }
@@ -321,13 +324,15 @@ fn load_profile(opts: &AgentOptions, registry_text: &str) -> Result<(Profile, Ag
 
 /// Labels the task with one model call and resolves the label's rule:
 /// the profile file's `[profile]` and `[agent]` over the base table, the
-/// rule's trace requirements, then the flags. Records the request, the
+/// rule's trace requirements, then the flags (a rule without a profile
+/// keeps `base_profile`). Records the request, the
 /// reply and `task_classified`. A failed request uses the default label.
 #[allow(clippy::result_large_err)]
 fn classify(
     opts: &AgentOptions,
     rules: &Rules,
     base: &AgentTable,
+    base_profile: &Profile,
     proposer: &mut dyn Proposer,
     sink: &mut dyn EventSink,
 ) -> Result<(Profile, AgentSettings), Failure> {
@@ -381,10 +386,8 @@ fn classify(
     };
     let rule = rules.rule(&label).cloned();
     let mut table = base.clone();
-    let mut profile = Profile {
-        name: "default".into(),
-        ..Profile::default()
-    };
+    // A rule without a profile keeps the session's (--profile, tools.toml).
+    let mut profile = base_profile.clone();
     if let Some(path) = rule.as_ref().and_then(|r| r.profile.clone()) {
         profile = Profile::load(&path).map_err(|e| config_failure(&e))?;
         if profile.name.is_empty() {

@@ -100,6 +100,12 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
         self.sink
     }
 
+    /// Ends the session: the pipeline, its budgets charged with the calls
+    /// made (an agent's next run continues with it).
+    pub fn into_pipeline(self) -> Pipeline {
+        self.pipeline
+    }
+
     /// The host the control plane dispatches to.
     pub fn inner(&self) -> &H {
         &self.inner

@@ -118,6 +118,13 @@ impl<'a> ReplayHost<'a> {
         self.pipeline
     }
 
+    /// Continues with `pipeline` (its budgets charged by the earlier runs
+    /// of an agent session) instead of a fresh one.
+    pub fn with_pipeline(mut self, pipeline: Pipeline) -> Self {
+        self.pipeline = pipeline;
+        self
+    }
+
     /// The recorded run's limits (list length and value bounds decide what
     /// a program received for a tool's output).
     pub fn with_limits(mut self, limits: Limits) -> Self {

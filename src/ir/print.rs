@@ -115,7 +115,11 @@ impl Printer<'_> {
     fn node_inner(&mut self, role: &str, id: NodeId, depth: usize) {
         let ir = self.ir;
         let kind = &ir.node(id).kind;
-        let head = format!("{role}#{id} {}", kind.name());
+        let head = if self.anonymous {
+            format!("{role}{}", kind.name())
+        } else {
+            format!("{role}#{id} {}", kind.name())
+        };
         match kind {
             NodeKind::Sequence { steps, body } | NodeKind::Pipe { steps, body } => {
                 self.line(depth, &head, id);
@@ -167,15 +171,11 @@ impl Printer<'_> {
             }
             NodeKind::Gather { fields } => {
                 self.line(depth, &format!("{head} (concurrent)"), id);
-                for (name, v) in fields {
-                    self.node(&format!("{name}: "), *v, depth + 1);
-                }
+                self.fields(fields, depth + 1, true);
             }
             NodeKind::Record(fields) => {
                 self.line(depth, &head, id);
-                for (name, v) in fields {
-                    self.node(&format!("{name}: "), *v, depth + 1);
-                }
+                self.fields(fields, depth + 1, false);
             }
             NodeKind::TryAndCheck { call, arms } => {
                 self.line(depth, &head, id);
@@ -273,6 +273,39 @@ impl Printer<'_> {
                     self.node("arg: ", *a, depth + 1);
                 }
             }
+        }
+    }
+
+    /// The fields of a record or `gather`, in order; printing anonymously,
+    /// sorted by name when the order cannot be observed: always for a
+    /// `gather` (its calls run concurrently), and for a record whose field
+    /// values contain nothing that could call a tool (their evaluation
+    /// order is then invisible).
+    fn fields<N: std::fmt::Display>(&mut self, fields: &[(N, NodeId)], depth: usize, concurrent: bool) {
+        if !self.anonymous {
+            for (name, v) in fields {
+                self.node(&format!("{name}: "), *v, depth);
+            }
+            return;
+        }
+        const MAY_CALL: [&str; 8] = [
+            "exec", "apply", "approve", "annotate", "gather", "for_each", "bounded_loop", "scope",
+        ];
+        let mut parts: Vec<(String, String)> = Vec::with_capacity(fields.len());
+        for (name, v) in fields {
+            let saved = std::mem::take(&mut self.out);
+            self.node(&format!("{name}: "), *v, depth);
+            let text = std::mem::replace(&mut self.out, saved);
+            parts.push((name.to_string(), text));
+        }
+        let may_call = parts
+            .iter()
+            .any(|(_, t)| MAY_CALL.iter().any(|k| t.contains(k)));
+        if concurrent || !may_call {
+            parts.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        for (_, text) in parts {
+            self.out.push_str(&text);
         }
     }
 

@@ -384,7 +384,7 @@ pub enum EventBody {
         reason: String,
         /// Programs run.
         turns: u64,
-        /// Model requests made (classification included).
+        /// Model requests made by the loop (the classifier's is not counted).
         requests: u64,
     },
 }

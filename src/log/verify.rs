@@ -199,7 +199,8 @@ pub(crate) fn scan(text: &str, mut keep: impl FnMut(Event)) -> VerifyReport {
             line: report.lines + 1,
             kind: ProblemKind::Order,
             message: format!(
-                "text after the session's last event (line {ended}): nothing follows the last event of a session"
+                "text after {} (line {ended}): nothing follows the last event of a session",
+                if state.agent { "agent_ended" } else { "session_ended" }
             ),
         });
         return report;
