@@ -134,3 +134,51 @@ fn without_a_log_the_model_still_hears_what_each_call_did() {
     assert!(ran.contains("1 tool call"), "{ran}");
     assert!(ran.contains("- lookup_account ok"), "{ran}");
 }
+
+/// A `--profile` file with only an `[agent]` table keeps the permissive
+/// policy and sets the loop: one attempt, then the session gives up (exit
+/// 1), naming the last rejection.
+#[test]
+fn a_profile_file_with_only_an_agent_table_sets_the_loop() {
+    let dir = TempDir::new("agent_stdio", "agent_only");
+    let profile = dir.write("agent.toml", "[agent]\nmax_attempts = 1\n");
+    let r = host(&dir, json!([program("mail")]), &["--profile", &profile]);
+    assert_eq!(r["code"], 1, "{r}");
+    let result: Json = serde_json::from_str(r["final"].as_str().unwrap_or("")).expect("final line");
+    assert_eq!(result["status"], "gave_up");
+    let reason = result["reason"].as_str().unwrap_or("");
+    assert!(reason.contains("1 attempt") && reason.contains("E0202 at line 3"), "{reason}");
+}
+
+/// Under `--rules`, a rule without a `profile` keeps the session's profile
+/// (here `--profile`, which denies the tool): the model is told up front
+/// that the tool is denied, and a program calling it is rejected (E0702).
+#[test]
+fn a_rule_without_a_profile_keeps_the_sessions_profile() {
+    let dir = TempDir::new("agent_stdio", "rules");
+    let profile = dir.write(
+        "deny.toml",
+        "[profile]\nname = \"no_lookup\"\ndeny = [\"lookup_account\"]\n",
+    );
+    let rules = dir.write(
+        "rules.toml",
+        "[[rule]]\nlabel = \"lookup\"\ndescription = \"account questions\"\n",
+    );
+    let r = host(
+        &dir,
+        json!([
+            "lookup",
+            program("email"),
+            "```lt\n\"this session cannot look accounts up\"\n```",
+            "I cannot look accounts up in this session."
+        ]),
+        &["--profile", &profile, "--rules", &rules],
+    );
+    assert_eq!(r["code"], 0, "{}", r["final"]);
+    let requests = r["requests"].as_array().cloned().unwrap_or_default();
+    assert_eq!(requests.len(), 4, "{}", r["final"]);
+    let task = requests[1]["messages"][0]["content"].as_str().unwrap_or("");
+    assert!(task.contains("Do not call `lookup_account`"), "{task}");
+    let feedback = requests[2]["messages"][2]["content"].as_str().unwrap_or("");
+    assert!(feedback.contains("E0702"), "{feedback}");
+}
