@@ -18,7 +18,7 @@ use crate::types::check_declarations;
 /// The guide to the language written for models (`docs/llm-guide.md`):
 /// every rule with a right and a wrong example, the common mistakes, and
 /// the shape of the loop's feedback. Every ```` ```lt ```` block in it is
-/// checked by `tests/llm_guide.rs`.
+/// checked by `tests/agent/guide.rs`.
 pub const GUIDE: &str = include_str!("../../docs/llm-guide.md");
 
 /// The heading of the prompt's last section, which holds the declarations.

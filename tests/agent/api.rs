@@ -178,7 +178,7 @@ fn host_model_client() {
 
 #[test]
 fn the_guide_quotes_this_file() {
-    let this = include_str!("agent_api.rs");
+    let this = include_str!("api.rs");
     let start = this.find("// doc:start\n").expect("start marker") + "// doc:start\n".len();
     let end = this.find("// doc:end\n").expect("end marker");
     let quoted = &this[start..end];
@@ -186,6 +186,6 @@ fn the_guide_quotes_this_file() {
         .expect("docs/agent.md");
     assert!(
         guide.contains(quoted.trim_end()),
-        "docs/agent.md must quote tests/agent_api.rs between `// doc:start` and `// doc:end` verbatim"
+        "docs/agent.md must quote tests/agent/api.rs between `// doc:start` and `// doc:end` verbatim"
     );
 }

@@ -5,13 +5,13 @@
 //! the cap on a reply's size. Backoffs are 10 ms, so the file runs in a few
 //! seconds (the `Retry-After: 1` test waits its second).
 
-mod support;
+
 
 use lt::agent::model::{Message, ModelRequest, ProposeErrorKind, Proposer, RetryNotice};
 use lt::agent::provider::{HttpProposer, ProviderConfig, ProviderKind};
 use serde_json::{json, Value as Json};
 use std::time::{Duration, Instant};
-use support::fake_model::FakeModel;
+use crate::support::fake_model::FakeModel;
 
 /// A config for the fake server with a test key and quick backoffs.
 fn config(kind: ProviderKind, base_url: String) -> ProviderConfig {

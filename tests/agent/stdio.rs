@@ -2,11 +2,11 @@
 //! loop's model requests as JSON lines (src/agent/stdio.rs), here a Python
 //! host (tests/fixtures/agent_stdio/host.py) with canned replies.
 
-mod support;
+
 
 use serde_json::{json, Value as Json};
 use std::process::Command;
-use support::{TempDir, LT};
+use crate::support::{TempDir, LT};
 
 const DECLS: &str = "// Looks up an account by its id.
 tool lookup_account: String -{Read}-> {id: String, email: String};
