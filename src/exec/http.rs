@@ -160,8 +160,9 @@ impl HttpTool {
 }
 
 /// An error and its sources, `: `-separated (reqwest's own message is terse:
-/// "error sending request"; the cause is in the chain).
-fn chain(e: &dyn std::error::Error) -> String {
+/// "error sending request"; the cause is in the chain). Also used by the
+/// model providers (`agent::provider`).
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

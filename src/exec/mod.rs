@@ -76,7 +76,7 @@ mod checks;
 mod command;
 mod config;
 mod fixed;
-mod http;
+pub(crate) mod http;
 mod located;
 mod mcp;
 mod text;

@@ -246,21 +246,9 @@ pub(super) fn clip(text: &str) -> String {
     out
 }
 
-/// An error and its sources, `: `-separated (reqwest's own message is
-/// terse: "error sending request"; the cause is in the chain).
-pub(super) fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = s.source();
-    }
-    out
-}
+/// An error and its sources, `: `-separated (shared with the http
+/// executor).
+pub(super) use crate::exec::http::chain;
 
 #[cfg(test)]
 mod tests {
