@@ -191,6 +191,11 @@ impl AgentTable {
                 return Err(format!("{name} must be at least 1"));
             }
         }
+        if let Some((tag, _)) = s.trace.iter().find(|(_, n)| **n == 0) {
+            return Err(format!(
+                "trace requirement {tag} = 0 requires nothing; give at least 1, or remove it"
+            ));
+        }
         if s.samples > 32 {
             return Err(format!("samples = {}: at most 32", s.samples));
         }
@@ -311,9 +316,9 @@ impl Rules {
                     "labels are words such as `refund` or `read_only` (letters, digits, _ and -)",
                 ));
             }
-            if rules.iter().any(|x| x.label == label) {
+            if rules.iter().any(|x| x.label.eq_ignore_ascii_case(&label)) {
                 return Err(fail(
-                    format!("two rules have the label `{label}`"),
+                    format!("two rules have the label `{label}` (labels are matched ignoring case)"),
                     "give each rule its own label",
                 ));
             }
@@ -321,8 +326,9 @@ impl Rules {
                 Some(p) => {
                     let full = folder.join(&p);
                     if !full.is_file() {
+                        let what = if full.is_dir() { "is a folder, not a file" } else { "does not exist" };
                         return Err(fail(
-                            format!("rule `{label}`: profile file {} does not exist", full.display()),
+                            format!("rule `{label}`: profile file {} {what}", full.display()),
                             "profile paths are relative to the rules file",
                         ));
                     }

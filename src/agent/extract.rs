@@ -147,15 +147,29 @@ fn looks_like_python(text: &str) -> bool {
 /// The program in `reply`. `ran`: a program has run in this session (a
 /// reply without a block is then the final answer).
 pub fn extract(reply: &str, ran: bool) -> Extracted {
+    if ran && reply.trim().is_empty() {
+        return Extracted::Missing(
+            "Your reply was empty. Answer the task in plain text, or send the next program in one ```lt block.".into(),
+        );
+    }
     let all = blocks(reply);
+    // After a run, a block that is not tagged `lt` is a program only if it
+    // starts like one: answers often quote data in a plain block.
+    let program_like = |b: &&Block| !ran || looks_like_program(&b.text);
     let pick = all
         .iter()
         .rev()
         .find(|b| is_lt(&b.lang))
-        .or_else(|| all.iter().rev().find(|b| b.lang.is_empty()))
         .or_else(|| {
             all.iter()
                 .rev()
+                .filter(program_like)
+                .find(|b| b.lang.is_empty())
+        })
+        .or_else(|| {
+            all.iter()
+                .rev()
+                .filter(program_like)
                 .find(|b| !OTHER_LANGUAGES.contains(&b.lang.as_str()))
         });
     if let Some(b) = pick {
@@ -245,6 +259,15 @@ mod tests {
         assert!(matches!(extract(r, true), Extracted::Answer(_)));
         assert!(matches!(extract("The answer is 4.", false), Extracted::Missing(_)));
         assert_eq!(extract("The answer is 4.", true), Extracted::Answer("The answer is 4.".into()));
+    }
+
+    #[test]
+    fn after_a_run_a_plain_block_of_data_is_part_of_the_answer() {
+        let r = "The email is:\n```\nada@example.com\n```";
+        assert_eq!(extract(r, true), Extracted::Answer(r.to_string()));
+        let r = "Next:\n```\ntool t: Int -{Read}-> Int;\n1\n```";
+        assert!(matches!(extract(r, true), Extracted::Program { .. }));
+        assert!(matches!(extract("  ", true), Extracted::Missing(_)));
     }
 
     #[test]

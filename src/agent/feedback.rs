@@ -60,12 +60,18 @@ impl Problem {
     /// A checker diagnostic.
     pub fn from_diagnostic(file: &SourceFile, d: &Diagnostic) -> Problem {
         let lc = file.line_col(d.span.start);
+        // Clipped: a message can quote a huge type or literal, and the log
+        // keeps every problem of every sample.
         Problem {
             code: d.code.as_str().to_string(),
             line: lc.line,
             column: lc.column,
-            message: d.message.clone(),
-            help: d.help.clone().or_else(|| d.notes.first().cloned()),
+            message: clip(&d.message, 1000),
+            help: d
+                .help
+                .as_deref()
+                .or_else(|| d.notes.first().map(String::as_str))
+                .map(|h| clip(h, 1000)),
         }
     }
 

@@ -98,7 +98,17 @@ pub fn system_prompt(declarations_text: &str) -> String {
     // A doc comment holding a fence must not close the block early.
     let fence = "`".repeat(longest_backtick_run(trimmed).max(2) + 1);
     let mut out = String::with_capacity(GUIDE.len() + decls.len() + 512);
-    out.push_str(GUIDE.trim_end());
+    // The `fails=E0xxx` tags are for the guide's test (tests/agent/guide.rs);
+    // the model sees each wrong example by its `// WRONG:` comment.
+    for line in GUIDE.trim_end().split_inclusive('\n') {
+        match line.strip_prefix("```lt fails=") {
+            Some(rest) if rest.trim_end().chars().all(|c| c.is_ascii_alphanumeric()) => {
+                out.push_str("```lt");
+                out.push_str(if line.ends_with('\n') { "\n" } else { "" });
+            }
+            _ => out.push_str(line),
+        }
+    }
     out.push_str("\n\n");
     out.push_str(TOOLS_HEADING);
     out.push_str(

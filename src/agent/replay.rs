@@ -108,16 +108,68 @@ fn detail(log: &EventBody, replay: &EventBody) -> String {
                 diagnostics: db,
                 ..
             },
-        ) => format!(" (status {a} with {da}, replay {b} with {db})"),
+        ) => {
+            let codes = |d: &Json| -> String {
+                let list: Vec<&str> = d
+                    .as_array()
+                    .map(|x| x.iter().filter_map(|p| p.get("code")?.as_str()).collect())
+                    .unwrap_or_default();
+                if list.is_empty() {
+                    "no problem".to_string()
+                } else {
+                    list.join(", ")
+                }
+            };
+            format!(
+                " (the log has {a} with {}, the replay {b} with {}: the checker's verdict changed, e.g. another lt version)",
+                codes(da),
+                codes(db)
+            )
+        }
         (
-            EventBody::ModelRequested { messages: a, .. },
-            EventBody::ModelRequested { messages: b, .. },
-        ) => format!(
-            " (the conversation sent differs: {} messages recorded, {} replayed)",
-            a.as_array().map_or(0, Vec::len),
-            b.as_array().map_or(0, Vec::len)
-        ),
-        _ if log.kind() == replay.kind() => " (same kind, different fields)".to_string(),
+            EventBody::ModelRequested {
+                messages: a,
+                sent: n,
+                ..
+            },
+            EventBody::ModelRequested {
+                messages: b,
+                sent: m,
+                ..
+            },
+        ) => {
+            let (a, b) = (
+                a.as_array().cloned().unwrap_or_default(),
+                b.as_array().cloned().unwrap_or_default(),
+            );
+            match (0..a.len().max(b.len())).find(|i| a.get(*i) != b.get(*i)) {
+                Some(i) => {
+                    let text = |x: Option<&Json>| {
+                        x.and_then(|m| m.get("content"))
+                            .and_then(Json::as_str)
+                            .map_or("(none)".to_string(), |t| super::feedback::clip(t, 80))
+                    };
+                    format!(
+                        " (new message {i} of the request: the log has {:?}, the replay {:?})",
+                        text(a.get(i)),
+                        text(b.get(i))
+                    )
+                }
+                None => format!(" (the log sent {n} messages, the replay {m})"),
+            }
+        }
+        _ if log.kind() == replay.kind() => {
+            let (a, b) = (log.to_json_fields(), replay.to_json_fields());
+            let keys: Vec<&String> = a
+                .iter()
+                .filter(|(k, v)| b.get(*k) != Some(*v))
+                .map(|(k, _)| k)
+                .collect();
+            format!(
+                " (fields that differ: {})",
+                keys.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ")
+            )
+        }
         _ => String::new(),
     }
 }
@@ -305,6 +357,7 @@ pub struct AgentReplay {
 /// an agent session (not `agent_started`, invalid settings or profile).
 pub fn replay_agent(events: Vec<Event>) -> Result<AgentReplay, String> {
     let Some(EventBody::AgentStarted {
+        lt_version,
         task,
         declarations,
         system,
@@ -336,6 +389,56 @@ pub fn replay_agent(events: Vec<Event>) -> Result<AgentReplay, String> {
             settings = AgentSettings::from_json(s)?;
         }
         at = i + 1;
+    }
+    // The session ended before its loop (a configuration error found after
+    // the classifier's answer): nothing to replay but that end.
+    let mut rest = events[at..]
+        .iter()
+        .filter(|e| !matches!(e.body, EventBody::ModelRetried { .. }));
+    if let Some(EventBody::AgentEnded {
+        status, reason, ..
+    }) = rest.next().map(|e| &e.body)
+    {
+        return Ok(AgentReplay {
+            outcome: Outcome {
+                status: if status == "error" {
+                    super::session::Status::Error
+                } else {
+                    super::session::Status::GaveUp
+                },
+                answer: None,
+                reason: reason.clone(),
+                turns: 0,
+                requests: 0,
+                attempts: Vec::new(),
+                feedback_bytes: Vec::new(),
+                last_run: None,
+            },
+            divergence: None,
+        });
+    }
+    // The system prompt is the guide and the declarations: a log of this
+    // version of lt must hold the one this version sends.
+    if lt_version == env!("CARGO_PKG_VERSION") {
+        let shown = super::prompt::load_declarations(&declarations)
+            .map_err(|_| "the recorded declarations have errors".to_string())?;
+        if super::prompt::system_prompt(&shown.text) != system {
+            return Ok(AgentReplay {
+                outcome: Outcome {
+                    status: super::session::Status::Error,
+                    answer: None,
+                    reason: String::new(),
+                    turns: 0,
+                    requests: 0,
+                    attempts: Vec::new(),
+                    feedback_bytes: Vec::new(),
+                    last_run: None,
+                },
+                divergence: Some(
+                    "agent_started: the recorded system prompt is not the one lt sends for the recorded declarations".into(),
+                ),
+            });
+        }
     }
     let decls = check_declarations(&declarations);
     let spec = AgentSpec {

@@ -220,6 +220,8 @@ fn drive(
     let s = &spec.settings;
     let rules = session_rules(spec, decls);
     let mut messages = vec![Message::user(feedback::task(&spec.task, &rules))];
+    // How many messages earlier requests logged (each logs only what is new).
+    let mut logged = 0usize;
     // The first problem of the last rejected sample, for the reason the
     // session gives when it gives up.
     let mut last_problem: Option<String> = None;
@@ -259,9 +261,11 @@ fn drive(
             let id = format!("t{turn}.a{attempt}");
             rec.record(EventBody::ModelRequested {
                 request_id: id.clone(),
-                messages: messages_json(&messages),
+                messages: messages_json(&messages[logged.min(messages.len())..]),
+                sent: messages.len() as u64,
                 samples: u64::from(s.samples),
             });
+            logged = messages.len();
             if let Some(e) = &rec.error {
                 return (Status::Error, e.clone());
             }
@@ -336,7 +340,7 @@ fn drive(
                             progress(&format!("{id}: answer refused: trace requirements unmet"));
                             unsent = Some(msg.len());
                             last_problem = Some("the trace requirements were not met".into());
-                            messages.push(Message::assistant(reply.texts[i].clone()));
+                            messages.push(kept(&reply.texts[i]));
                             messages.push(Message::user(msg));
                         }
                         Some((None, Some((file, ir)))) => {
@@ -358,7 +362,7 @@ fn drive(
                                 program_hash: sha256_hex(file.text.as_bytes()),
                             });
                             progress(&format!("{id}: program accepted ({n} of {})", votes.len()));
-                            messages.push(Message::assistant(reply.texts[i].clone()));
+                            messages.push(kept(&reply.texts[i]));
                             break (file, ir);
                         }
                         _ => return (Status::Error, "internal: a vote without its sample".into()),
@@ -392,7 +396,7 @@ fn drive(
                     last_problem = samples.first().and_then(|x| x.first_problem.clone());
                     progress(&format!("{id}: rejected; feeding back {} bytes", msg.len()));
                     unsent = Some(msg.len());
-                    messages.push(Message::assistant(reply.texts[0].clone()));
+                    messages.push(kept(&reply.texts[0]));
                     messages.push(Message::user(msg));
                 }
             }
@@ -420,6 +424,32 @@ fn drive(
         messages.push(Message::user(msg));
         out.last_run = Some(report);
     }
+}
+
+/// The most bytes of a model reply kept in the conversation: a reply
+/// beyond it (a runaway or hostile model) is sent back with its middle cut,
+/// so that it cannot fill every later request.
+const MAX_REPLY_IN_CONVERSATION: usize = 64 * 1024;
+
+/// The model's reply as the conversation keeps it ([`MAX_REPLY_IN_CONVERSATION`]).
+fn kept(text: &str) -> Message {
+    if text.len() <= MAX_REPLY_IN_CONVERSATION {
+        return Message::assistant(text);
+    }
+    let mut head = MAX_REPLY_IN_CONVERSATION / 2;
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = text.len() - MAX_REPLY_IN_CONVERSATION / 4;
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    Message::assistant(format!(
+        "{}\n[… {} bytes of this reply cut …]\n{}",
+        &text[..head],
+        tail - head,
+        &text[tail..]
+    ))
 }
 
 fn plural(n: u32) -> &'static str {
@@ -553,6 +583,17 @@ fn evaluate(
             static_check::check_analysis(&mut analysis, &spec.profile);
             let mut diags = std::mem::take(&mut analysis.diagnostics);
             diags.extend(super::tool_list::check_tool_list(&analysis, decls, &spec.declarations));
+            // A listed tool the program forgot to declare: give its declaration.
+            for d in diags.iter_mut().filter(|d| d.code == crate::diag::Code::E0204) {
+                let name = d.message.split('`').nth(1).unwrap_or("");
+                if let Some(decl) =
+                    super::tool_list::listed_declaration(decls, &spec.declarations, name)
+                {
+                    d.help = Some(format!(
+                        "declare it before the expression, as listed: `{decl}`"
+                    ));
+                }
+            }
             diags.sort_by_key(|d| d.span.start);
             let mut problems: Vec<Problem> = Vec::new();
             if unclosed {

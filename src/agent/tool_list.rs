@@ -12,7 +12,39 @@
 //! type out or declare its own alias), record fields in any order.
 
 use crate::diag::{did_you_mean, Code, Diagnostic};
-use crate::types::{Analysis, Declarations};
+use crate::types::{Analysis, Declarations, Type};
+
+/// Whether `a` and `b` are the same type, record fields in any order (at
+/// every depth).
+pub fn same_type(a: &Type, b: &Type) -> bool {
+    fn fields(x: &[(crate::syntax::ast::Name, Type)], y: &[(crate::syntax::ast::Name, Type)]) -> bool {
+        x.len() == y.len()
+            && x
+                .iter()
+                .all(|(n, t)| y.iter().any(|(m, u)| m == n && same_type(t, u)))
+    }
+    match (a, b) {
+        (Type::Record(x), Type::Record(y)) | (Type::OpenRecord(x), Type::OpenRecord(y)) => {
+            fields(x, y)
+        }
+        (Type::List(x), Type::List(y))
+        | (Type::Option(x), Type::Option(y))
+        | (Type::Linear(x), Type::Linear(y)) => same_type(x, y),
+        (Type::Result(x, e), Type::Result(y, f)) => same_type(x, y) && same_type(e, f),
+        (Type::Fun(x, e, r), Type::Fun(y, f, s)) => same_type(x, y) && e == f && same_type(r, s),
+        _ => a == b,
+    }
+}
+
+/// The declaration of `name` in the tool list, as written (`tool …;`).
+pub fn listed_declaration(decls: &Declarations, decls_text: &str, name: &str) -> Option<String> {
+    let l = &decls.tool(name)?.sig;
+    let written = decls_text
+        .get(l.span.start as usize..l.span.end as usize)?
+        .trim()
+        .trim_end_matches(';');
+    Some(format!("{written};"))
+}
 
 /// The diagnostics of `analysis`'s tool declarations against the list in
 /// `decls` (whose text is `decls_text`, to quote a declaration back).
@@ -46,10 +78,10 @@ pub fn check_tool_list(analysis: &Analysis, decls: &Declarations, decls_text: &s
             Some(listed) => {
                 let l = &listed.sig;
                 let mut differs = Vec::new();
-                if sig.input != l.input {
+                if !same_type(&sig.input, &l.input) {
                     differs.push(format!("input {} (listed: {})", sig.input, l.input));
                 }
-                if sig.output != l.output {
+                if !same_type(&sig.output, &l.output) {
                     differs.push(format!("output {} (listed: {})", sig.output, l.output));
                 }
                 if sig.effects != l.effects {
@@ -61,11 +93,7 @@ pub fn check_tool_list(analysis: &Analysis, decls: &Declarations, decls_text: &s
                 if differs.is_empty() {
                     continue;
                 }
-                let written = decls_text
-                    .get(l.span.start as usize..l.span.end as usize)
-                    .unwrap_or("")
-                    .trim()
-                    .trim_end_matches(';');
+                let written = listed_declaration(decls, decls_text, name).unwrap_or_default();
                 out.push(
                     Diagnostic::error(
                         Code::E0704,
@@ -76,7 +104,7 @@ pub fn check_tool_list(analysis: &Analysis, decls: &Declarations, decls_text: &s
                         ),
                     )
                     .with_label("differs from the tool list")
-                    .with_help(format!("copy the declaration from the tool list: `{written};`")),
+                    .with_help(format!("copy the declaration from the tool list: `{written}`")),
                 );
             }
         }

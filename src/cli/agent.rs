@@ -94,6 +94,15 @@ fn usage(opts: &AgentOptions, stage: &'static str, message: String, help: Option
 /// Runs `lt agent`; returns the exit code.
 pub fn run(opts: &AgentOptions) -> u8 {
     let ro = run_options(opts);
+    if opts.task.trim().is_empty() {
+        return usage(opts, "task", "the task is empty".into(), Some("say what the model should do: `lt agent \"Refund the last charge of cust_1\" --tools …`".into()));
+    }
+    if opts.request_timeout_ms == 0 {
+        return usage(opts, "model", "--request-timeout-ms 0: a model request needs some time".into(), Some("give a timeout in milliseconds, e.g. --request-timeout-ms 120000 (the default)".into()));
+    }
+    if opts.provider == "stdio" && opts.tools == "-" {
+        return usage(opts, "tools", "--tools - reads the declarations from stdin, which --provider stdio uses for the model's replies".into(), Some("pass the declarations as a file".into()));
+    }
     // The declarations: the session's tool list.
     let (name, text) = match super::read_source(&opts.tools) {
         Ok(x) => x,
@@ -125,7 +134,7 @@ pub fn run(opts: &AgentOptions) -> u8 {
     let registry_bytes = match &opts.executors {
         Some(path) => match crate::exec::read_config_bytes(Path::new(path)) {
             Ok(b) => b,
-            Err(e) => return usage(opts, "executors", format!("cannot read {path}: {e}"), None),
+            Err(e) => return usage(opts, "executors", format!("cannot read {path}: {e}"), Some("check the path of --executors".into())),
         },
         None => Vec::new(),
     };
@@ -142,15 +151,22 @@ pub fn run(opts: &AgentOptions) -> u8 {
     let names: Vec<&str> = decls.tools.iter().map(|t| &*t.sig.name).collect();
     let missing = registry.missing(names.iter().copied());
     if !missing.is_empty() {
-        return usage(
-            opts,
-            "executors",
-            format!(
-                "{} has no executor for {}, which {} lists",
-                opts.executors.as_deref().unwrap_or("(no --executors)"),
+        let message = match &opts.executors {
+            Some(path) => format!(
+                "{path} has no executor for {}, which {} lists",
                 missing.join(", "),
                 file.name
             ),
+            None => format!(
+                "no --executors given, and {} lists tools that need one: {}",
+                file.name,
+                missing.join(", ")
+            ),
+        };
+        return usage(
+            opts,
+            "executors",
+            message,
             Some(format!(
                 "add a `[tools.{}]` table to tools.toml (docs/executors.md), or remove the tool from {}",
                 missing[0], file.name
@@ -177,10 +193,11 @@ pub fn run(opts: &AgentOptions) -> u8 {
                     opts,
                     "executors",
                     format!(
-                        "{} declares tool {} with effects {}, but tools.toml says it performs {}",
+                        "{} declares tool {} with effects {}, but {} says it performs {}",
                         file.name,
                         t.sig.name,
                         t.sig.effects,
+                        opts.executors.as_deref().unwrap_or("tools.toml"),
                         missing.join(", ")
                     ),
                     Some("declare the tool with its real effects".into()),
@@ -199,9 +216,14 @@ pub fn run(opts: &AgentOptions) -> u8 {
         Ok(x) => x,
         Err(f) => return fail_usage(&ro, &f),
     };
-    let settings = match base_table.clone().overlay(&opts.table).settings() {
+    let settings = match base_table
+        .clone()
+        .overlay(&opts.table)
+        .settings()
+        .and_then(|s| check_trace(&s, &tags).map(|_| s))
+    {
         Ok(s) => s,
-        Err(e) => return usage(opts, "settings", e, None),
+        Err(e) => return usage(opts, "settings", e, Some(settings_hint(opts))),
     };
     let rules = match &opts.rules {
         Some(path) => match Rules::load(Path::new(path)) {
@@ -219,9 +241,19 @@ pub fn run(opts: &AgentOptions) -> u8 {
     let id = new_session_id();
     if let Some(log) = &opts.log {
         let same = |other: &str| crate::control::session::same_file(log, other);
-        let inputs = [Some(&opts.tools), opts.executors.as_ref(), opts.profile.as_ref(), opts.rules.as_ref()];
-        if let Some(input) = inputs.into_iter().flatten().find(|i| same(i)) {
-            return usage(opts, "log", format!("--log {log} would overwrite {input}, an input of this session"), None);
+        let rule_profiles: Vec<String> = rules
+            .iter()
+            .flat_map(|r| r.rules.iter())
+            .filter_map(|r| r.profile.as_ref().map(|p| p.display().to_string()))
+            .collect();
+        let found = [Some(&opts.tools), opts.executors.as_ref(), opts.profile.as_ref(), opts.rules.as_ref()]
+            .into_iter()
+            .flatten()
+            .chain(rule_profiles.iter())
+            .find(|i| same(i))
+            .cloned();
+        if let Some(input) = found {
+            return usage(opts, "log", format!("--log {log} would overwrite {input}, an input of this session"), Some("write the log to a file of its own, e.g. `--log agent.jsonl`".into()));
         }
     }
     let mut sink: Box<dyn EventSink> = match &opts.log {
@@ -256,12 +288,22 @@ pub fn run(opts: &AgentOptions) -> u8 {
         tags,
     };
     if let Some(rules) = &rules {
-        match classify(opts, rules, &base_table, &spec.profile, proposer.as_mut(), sink.as_mut()) {
+        match classify(opts, rules, &base_table, &spec.profile, &spec.tags, proposer.as_mut(), sink.as_mut()) {
             Ok((profile, settings)) => {
                 spec.profile = profile;
                 spec.settings = settings;
             }
-            Err(f) => return fail_usage(&ro, &f),
+            Err(f) => {
+                // The log says why the session ended before its loop.
+                let _ = sink.append(EventBody::AgentEnded {
+                    status: "error".into(),
+                    answer: Json::Null,
+                    reason: format!("the classified task's settings are invalid: {}", f.message),
+                    turns: 0,
+                    requests: 0,
+                });
+                return fail_usage(&ro, &f);
+            }
         }
     }
     // The executors' runtime, then the loop.
@@ -333,6 +375,7 @@ fn classify(
     rules: &Rules,
     base: &AgentTable,
     base_profile: &Profile,
+    tags: &BTreeMap<String, Vec<String>>,
     proposer: &mut dyn Proposer,
     sink: &mut dyn EventSink,
 ) -> Result<(Profile, AgentSettings), Failure> {
@@ -341,6 +384,7 @@ fn classify(
     sink.append(EventBody::ModelRequested {
         request_id: "classify".into(),
         messages: json!(messages),
+        sent: 1,
         samples: 1,
     })
     .map_err(log_fail)?;
@@ -389,11 +433,14 @@ fn classify(
     // A rule without a profile keeps the session's (--profile, tools.toml).
     let mut profile = base_profile.clone();
     if let Some(path) = rule.as_ref().and_then(|r| r.profile.clone()) {
-        profile = Profile::load(&path).map_err(|e| config_failure(&e))?;
-        if profile.name.is_empty() {
-            profile.name = label.clone();
-        }
         let text = crate::exec::read_config_text(&path, "the profile").map_err(|e| config_failure(&e))?;
+        // A file with only an `[agent]` table keeps the session's policy.
+        if let Some(p) = Profile::from_toml(&text, &path.display().to_string()).map_err(|e| config_failure(&e))? {
+            profile = p;
+            if profile.name.is_empty() {
+                profile.name = label.clone();
+            }
+        }
         table = table.overlay(
             &AgentTable::from_toml(&text, &path.display().to_string()).map_err(|e| config_failure(&e))?,
         );
@@ -407,9 +454,14 @@ fn classify(
     let settings = table
         .overlay(&opts.table)
         .settings()
-        .map_err(|e| Failure::new("settings", "usage", e))?;
+        .and_then(|s| check_trace(&s, tags).map(|_| s))
+        .map_err(|e| Failure {
+            help: Some(format!("rule `{label}` of {}: fix its profile file or trace", opts.rules.as_deref().unwrap_or("the rule table"))),
+            ..Failure::new("settings", "usage", e)
+        })?;
     if opts.verbose {
-        err!("[lt] classified the task as `{label}`: profile {}", profile.name);
+        let how = if matched { "classified the task as" } else { "the classifier named no rule: using the default label" };
+        err!("[lt] {how} `{label}`: profile {}", profile.name);
     }
     sink.append(EventBody::TaskClassified {
         label,
@@ -419,6 +471,35 @@ fn classify(
     })
     .map_err(log_fail)?;
     Ok((profile, settings))
+}
+
+/// Every trace requirement must be one some tool can meet: a tag no tool
+/// has would make every answer wait for a call that cannot happen.
+fn check_trace(s: &AgentSettings, tags: &BTreeMap<String, Vec<String>>) -> Result<(), String> {
+    for tag in s.trace.keys() {
+        if !tags.values().any(|t| t.contains(tag)) {
+            return Err(format!(
+                "trace requirement `{tag}`: no tool of the session has this tag, so it could never be met"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Where the settings come from, for their errors' hint.
+fn settings_hint(opts: &AgentOptions) -> String {
+    let mut from = Vec::new();
+    if let Some(e) = &opts.executors {
+        from.push(format!("the [agent] table of {e}"));
+    }
+    if let Some(p) = &opts.profile {
+        from.push(format!("the [agent] table of {p}"));
+    }
+    from.push("the flags".to_string());
+    format!(
+        "the settings come from {}; tags are given in tools.toml: `tags = [\"verify\"]` (see docs/agent.md)",
+        from.join(", then ")
+    )
 }
 
 #[allow(clippy::result_large_err)]
@@ -449,10 +530,17 @@ fn make_proposer(opts: &AgentOptions) -> Result<Box<dyn Proposer>, Failure> {
     config.max_retries = opts.max_retries;
     match HttpProposer::new(config) {
         Ok(p) => Ok(Box::new(p)),
-        Err(e) => Err(Failure {
-            help: Some(format!("set {var} (or name another variable with --api-key-env)")),
-            ..Failure::new("model", "usage", e.message)
-        }),
+        Err(e) => {
+            let help = if e.message.contains("key") {
+                format!("set {var} (or name another variable with --api-key-env)")
+            } else {
+                "check --base-url: e.g. https://api.openai.com/v1, http://localhost:11434/v1 or https://api.anthropic.com".to_string()
+            };
+            Err(Failure {
+                help: Some(help),
+                ..Failure::new("model", "usage", e.message)
+            })
+        }
     }
 }
 

@@ -310,8 +310,14 @@ pub enum EventBody {
     ModelRequested {
         /// The request's identity.
         request_id: String,
-        /// The conversation sent (`[{role, content}]`, system prompt apart).
+        /// The messages added to the conversation since the loop's previous
+        /// request (`[{role, content}]`; all of them for the first): the
+        /// conversation sent is the concatenation of these over the
+        /// session's requests, so the log grows with the conversation, not
+        /// with its square. The system prompt is `agent_started`'s.
         messages: Json,
+        /// How many messages the conversation sent has.
+        sent: u64,
         /// Samples asked for.
         samples: u64,
     },
@@ -735,11 +741,13 @@ impl EventBody {
             EventBody::ModelRequested {
                 request_id,
                 messages,
+                sent,
                 samples,
             } => all(&[
                 ("messages", J(messages)),
                 ("request_id", S(request_id)),
                 ("samples", U(*samples)),
+                ("sent", U(*sent)),
             ]),
             EventBody::ModelRetried {
                 request_id,
@@ -812,6 +820,23 @@ impl EventBody {
                 ("turns", U(*turns)),
             ]),
         }
+    }
+}
+
+impl EventBody {
+    /// The kind's own fields as a JSON object (for messages that say which
+    /// fields of two events differ).
+    pub fn to_json_fields(&self) -> serde_json::Map<String, Json> {
+        let mut out = serde_json::Map::new();
+        self.each_field(|key, value| {
+            let v = match value {
+                Field::Str(s) => Json::String(s.to_string()),
+                Field::U64(n) => Json::from(n),
+                Field::Json(j) => j.clone(),
+            };
+            out.insert(key.to_string(), v);
+        });
+        out
     }
 }
 
@@ -1277,6 +1302,7 @@ mod tests {
             EventBody::ModelRequested {
                 request_id: "t1.a1".into(),
                 messages: json!([{"role": "user", "content": odd}]),
+                sent: 1,
                 samples: 3,
             },
             EventBody::ModelRetried {

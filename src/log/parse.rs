@@ -153,6 +153,7 @@ impl EventBody {
             "model_requested" => EventBody::ModelRequested {
                 request_id: f.string("request_id")?,
                 messages: f.json("messages")?,
+                sent: f.u64("sent")?,
                 samples: f.u64("samples")?,
             },
             "model_retried" => EventBody::ModelRetried {

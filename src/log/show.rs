@@ -94,6 +94,13 @@ pub fn timeline(events: &[Event]) -> String {
             }
             out.push('\n');
         }
+        Some(_) if matches!(events.first().map(|e| &e.body), Some(EventBody::AgentStarted { .. })) => {
+            let _ = writeln!(
+                out,
+                "not ended: no agent_ended event after {} (the agent is running, or lt stopped)",
+                count(events.len() as u64, "event")
+            );
+        }
         Some(_) => {
             let _ = writeln!(
                 out,
@@ -378,6 +385,7 @@ fn describe(body: &EventBody) -> String {
         EventBody::ModelRequested {
             request_id,
             messages,
+            sent,
             samples,
         } => {
             let last = messages
@@ -389,7 +397,7 @@ fn describe(body: &EventBody) -> String {
             format!(
                 "model_requested {} ({}, {}) {}",
                 one_line(request_id),
-                count(messages.as_array().map_or(0, |m| m.len() as u64), "message"),
+                count(*sent, "message"),
                 count(*samples, "sample"),
                 one_line(last)
             )

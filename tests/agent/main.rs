@@ -14,6 +14,7 @@
 mod support;
 
 mod api;
+mod cli;
 mod corpus;
 mod guide;
 mod provider;

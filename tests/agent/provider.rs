@@ -5,13 +5,11 @@
 //! the cap on a reply's size. Backoffs are 10 ms, so the file runs in a few
 //! seconds (the `Retry-After: 1` test waits its second).
 
-
-
+use crate::support::fake_model::FakeModel;
 use lt::agent::model::{Message, ModelRequest, ProposeErrorKind, Proposer, RetryNotice};
 use lt::agent::provider::{HttpProposer, ProviderConfig, ProviderKind};
 use serde_json::{json, Value as Json};
 use std::time::{Duration, Instant};
-use crate::support::fake_model::FakeModel;
 
 /// A config for the fake server with a test key and quick backoffs.
 fn config(kind: ProviderKind, base_url: String) -> ProviderConfig {
@@ -466,4 +464,119 @@ fn works_from_inside_a_tokio_runtime() {
         reply.map(|r| r.texts)
     });
     assert_eq!(texts.expect("reply"), ["ok"]);
+}
+
+/// A `Retry-After` longer than lt waits (4 × `backoff_max`, here 4 s) ends
+/// the call at once, saying so, instead of waiting the cap before each retry.
+#[test]
+fn retry_after_beyond_the_cap_fails_fast() {
+    let limited = json!({"status": 429, "headers": {"Retry-After": "99999"},
+        "body": {"error": {"message": "Rate limit reached", "type": "requests"}}});
+    let server = FakeModel::start(vec![limited.clone(), limited, json!({"text": "never"})]);
+    let started = Instant::now();
+    let (result, notices) = complete(&mut openai(&server), &request(1));
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    let e = result.expect_err("asked to wait too long");
+    assert_eq!((e.kind, e.attempts), (ProposeErrorKind::RateLimited, 1));
+    assert!(notices.is_empty());
+    assert!(
+        e.message.contains("429") && e.message.contains("Rate limit reached"),
+        "{e}"
+    );
+    assert!(
+        e.message
+            .contains("the server asks to wait 99999 s, more than lt waits (cap 4 s): try later"),
+        "{e}"
+    );
+    assert_eq!(server.requests().len(), 1);
+
+    // Within the cap, it is still honoured (`retry-after-ms` too).
+    let server = FakeModel::start(vec![
+        json!({"status": 429, "headers": {"retry-after-ms": "200", "Retry-After": "99999"}}),
+        json!({"text": "ok"}),
+    ]);
+    let (reply, notices) = complete(&mut openai(&server), &request(1));
+    assert_eq!(reply.expect("reply").texts, texts(&["ok"]));
+    assert_eq!(
+        notices.iter().map(|n| n.delay_ms).collect::<Vec<_>>(),
+        [200]
+    );
+}
+
+/// A choice without `message`, or a message without `content`, is malformed
+/// (retried), not an empty reply; `content: null` with a `refusal` gives the
+/// refusal's text.
+#[test]
+fn openai_reply_without_content_is_malformed_and_a_refusal_is_the_text() {
+    let server = FakeModel::start(vec![
+        json!({"status": 200, "body": {"choices": [{"message": {}}]}}),
+        json!({"status": 200, "body": {"choices": [{"index": 0, "finish_reason": "stop"}]}}),
+        json!({"status": 200, "body": {"choices": [{"index": 0, "message": {"role": "assistant",
+            "content": null, "refusal": "I can't help with that."}}]}}),
+    ]);
+    let (reply, notices) = complete(&mut openai(&server), &request(1));
+    assert_eq!(
+        reply.expect("reply").texts,
+        texts(&["I can't help with that."])
+    );
+    let kinds: Vec<_> = notices.iter().map(|n| n.kind).collect();
+    assert_eq!(kinds, [ProposeErrorKind::Malformed; 2]);
+    assert!(
+        notices[0].message.contains("no `content`"),
+        "{}",
+        notices[0].message
+    );
+    assert!(
+        notices[1].message.contains("no `message`"),
+        "{}",
+        notices[1].message
+    );
+
+    // Nothing but malformed replies: a malformed error at the end.
+    let server = FakeModel::start(vec![
+        json!({"status": 200, "body": {"choices": [{"message": {}}]}}),
+    ]);
+    let mut cfg = config(ProviderKind::OpenAi, server.base_url_openai());
+    cfg.max_retries = 0;
+    let (result, _) = complete(&mut HttpProposer::new(cfg).expect("proposer"), &request(1));
+    let e = result.expect_err("no content");
+    assert_eq!((e.kind, e.attempts), (ProposeErrorKind::Malformed, 1));
+}
+
+/// An Anthropic reply whose `content` is missing or not an array is
+/// malformed (retried), not an empty reply.
+#[test]
+fn anthropic_reply_without_a_content_array_is_malformed() {
+    let message = |content: Option<Json>| {
+        let mut body = json!({"id": "msg_1", "type": "message", "role": "assistant",
+            "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}});
+        if let Some(c) = content {
+            body["content"] = c;
+        }
+        json!({"status": 200, "body": body})
+    };
+    let server = FakeModel::start(vec![
+        message(None),
+        message(Some(Json::Null)),
+        message(Some(json!("text"))),
+        json!({"text": "ok"}),
+    ]);
+    let (reply, notices) = complete(&mut anthropic(&server), &request(1));
+    assert_eq!(reply.expect("reply").texts, texts(&["ok"]));
+    let kinds: Vec<_> = notices.iter().map(|n| n.kind).collect();
+    assert_eq!(kinds, [ProposeErrorKind::Malformed; 3]);
+    assert!(
+        notices[0].message.contains("no `content` array"),
+        "{}",
+        notices[0].message
+    );
+    assert!(
+        notices[1].message.contains("`content` is not an array"),
+        "{}",
+        notices[1].message
+    );
 }

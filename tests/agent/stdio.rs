@@ -2,11 +2,9 @@
 //! loop's model requests as JSON lines (src/agent/stdio.rs), here a Python
 //! host (tests/fixtures/agent_stdio/host.py) with canned replies.
 
-
-
+use crate::support::{TempDir, LT};
 use serde_json::{json, Value as Json};
 use std::process::Command;
-use crate::support::{TempDir, LT};
 
 const DECLS: &str = "// Looks up an account by its id.
 tool lookup_account: String -{Read}-> {id: String, email: String};
@@ -29,7 +27,10 @@ fn host(dir: &TempDir, replies: Json, extra: &[&str]) -> Json {
     let tools = dir.write("tools.toml", TOOLS);
     let replies = dir.write("replies.json", &replies.to_string());
     let log = dir.path("agent.jsonl");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/agent_stdio/host.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/agent_stdio/host.py"
+    );
     let mut args = vec![
         script.to_string(),
         replies,
@@ -48,7 +49,12 @@ fn host(dir: &TempDir, replies: Json, extra: &[&str]) -> Json {
     if !extra.contains(&"--no-log") {
         args.extend(["--log".to_string(), log]);
     }
-    args.extend(extra.iter().filter(|s| **s != "--no-log").map(|s| s.to_string()));
+    args.extend(
+        extra
+            .iter()
+            .filter(|s| **s != "--no-log")
+            .map(|s| s.to_string()),
+    );
     let out = Command::new("python3")
         .args(&args)
         .output()
@@ -62,7 +68,11 @@ fn a_host_answers_the_model_requests_and_the_loop_corrects_and_answers() {
     let dir = TempDir::new("agent_stdio", "answers");
     let r = host(
         &dir,
-        json!([program("mail"), program("email"), "The email is ada@example.com."]),
+        json!([
+            program("mail"),
+            program("email"),
+            "The email is ada@example.com."
+        ]),
         &[],
     );
     assert_eq!(r["code"], 0, "{r}");
@@ -96,14 +106,25 @@ fn a_model_error_or_a_malformed_line_from_the_host_ends_the_session_with_exit_3(
     assert_eq!(r["code"], 3, "{r}");
     let result: Json = serde_json::from_str(r["final"].as_str().unwrap_or("")).expect("final line");
     assert_eq!(result["status"], "error");
-    assert!(result["reason"].as_str().is_some_and(|m| m.contains("quota exhausted")), "{result}");
+    assert!(
+        result["reason"]
+            .as_str()
+            .is_some_and(|m| m.contains("quota exhausted")),
+        "{result}"
+    );
 
     let dir = TempDir::new("agent_stdio", "malformed");
-    let r = host(&dir, json!([{"raw": "{\"type\":\"model_reply\",\"id\":7,\"texts\":[\"x\"]}"}]), &[]);
+    let r = host(
+        &dir,
+        json!([{"raw": "{\"type\":\"model_reply\",\"id\":7,\"texts\":[\"x\"]}"}]),
+        &[],
+    );
     assert_eq!(r["code"], 3, "{r}");
     let result: Json = serde_json::from_str(r["final"].as_str().unwrap_or("")).expect("final line");
     assert!(
-        result["reason"].as_str().is_some_and(|m| m.contains("not for request 1")),
+        result["reason"]
+            .as_str()
+            .is_some_and(|m| m.contains("not for request 1")),
         "{result}"
     );
 
@@ -113,7 +134,9 @@ fn a_model_error_or_a_malformed_line_from_the_host_ends_the_session_with_exit_3(
     assert_eq!(r["code"], 3, "{r}");
     let result: Json = serde_json::from_str(r["final"].as_str().unwrap_or("")).expect("final line");
     assert!(
-        result["reason"].as_str().is_some_and(|m| m.contains("closed stdin")),
+        result["reason"]
+            .as_str()
+            .is_some_and(|m| m.contains("closed stdin")),
         "{result}"
     );
 }
@@ -147,7 +170,10 @@ fn a_profile_file_with_only_an_agent_table_sets_the_loop() {
     let result: Json = serde_json::from_str(r["final"].as_str().unwrap_or("")).expect("final line");
     assert_eq!(result["status"], "gave_up");
     let reason = result["reason"].as_str().unwrap_or("");
-    assert!(reason.contains("1 attempt") && reason.contains("E0202 at line 3"), "{reason}");
+    assert!(
+        reason.contains("1 attempt") && reason.contains("E0202 at line 3"),
+        "{reason}"
+    );
 }
 
 /// Under `--rules`, a rule without a `profile` keeps the session's profile
@@ -181,4 +207,81 @@ fn a_rule_without_a_profile_keeps_the_sessions_profile() {
     assert!(task.contains("Do not call `lookup_account`"), "{task}");
     let feedback = requests[2]["messages"][2]["content"].as_str().unwrap_or("");
     assert!(feedback.contains("E0702"), "{feedback}");
+}
+
+/// The `reason` of the session's `--json` result.
+fn reason_of(r: &Json) -> String {
+    let result: Json = serde_json::from_str(r["final"].as_str().unwrap_or("")).expect("final line");
+    result["reason"].as_str().unwrap_or("").to_string()
+}
+
+/// Blank lines (only whitespace) before the reply are skipped, not fatal.
+#[test]
+fn blank_lines_from_the_host_are_skipped() {
+    let dir = TempDir::new("agent_stdio", "blank_lines");
+    let reply = format!(
+        r#"{{"type":"model_reply","id":{{id}},"texts":{}}}"#,
+        json!([program("email")])
+    );
+    let r = host(
+        &dir,
+        json!([
+            {"raw_lines": ["", "   \t", "\r", reply]},
+            {"raw_lines": ["", "{\"type\":\"model_reply\",\"id\":{id},\"texts\":[\"The email is ada@example.com.\"]}"]}
+        ]),
+        &[],
+    );
+    assert_eq!(r["code"], 0, "{r}");
+    let result: Json = serde_json::from_str(r["final"].as_str().unwrap_or("")).expect("final line");
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["value"], "ada@example.com");
+    assert_eq!(r["requests"].as_array().map(Vec::len), Some(2));
+}
+
+/// A line that is not JSON, or not for the request, is quoted in the error:
+/// clipped to 200 characters, control characters escaped.
+#[test]
+fn a_bad_line_from_the_host_is_quoted_clipped_and_escaped() {
+    let dir = TempDir::new("agent_stdio", "not_json");
+    let line = format!("Traceback: \u{1b}[31mboom\u{7} {}", "x".repeat(400));
+    let r = host(&dir, json!([{"raw": line}]), &[]);
+    assert_eq!(r["code"], 3, "{r}");
+    let reason = reason_of(&r);
+    assert!(
+        reason.contains(r#"the host's line is not JSON: "Traceback: \u{1b}[31mboom\u{7} xxx"#),
+        "{reason}"
+    );
+    assert!(reason.contains("xxx\"…"), "{reason}");
+    assert!(!reason.contains(&"x".repeat(200)), "clipped: {reason}");
+    assert!(!reason.contains('\u{1b}'), "escaped: {reason}");
+
+    let dir = TempDir::new("agent_stdio", "other_id");
+    let r = host(
+        &dir,
+        json!([{"raw": "{\"type\":\"model_reply\",\"id\":7,\"texts\":[\"x\"]}"}]),
+        &[],
+    );
+    assert_eq!(r["code"], 3, "{r}");
+    let reason = reason_of(&r);
+    assert!(
+        reason.contains(r#"not for request 1: "{\"type\":\"model_reply\",\"id\":7"#),
+        "{reason}"
+    );
+}
+
+/// A `model_error` says that the host reported it.
+#[test]
+fn a_model_error_says_the_host_reported_it() {
+    let dir = TempDir::new("agent_stdio", "host_reported");
+    let r = host(&dir, json!([{"error": "quota exhausted"}]), &[]);
+    assert_eq!(r["code"], 3, "{r}");
+    let reason = reason_of(&r);
+    assert!(
+        reason.contains("the host reported: quota exhausted"),
+        "{reason}"
+    );
+    assert!(
+        !reason.contains("expected"),
+        "not a malformed line: {reason}"
+    );
 }

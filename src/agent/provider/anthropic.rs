@@ -28,7 +28,9 @@
 //! ```
 //!
 //! The texts of the `text` blocks are joined; other blocks (thinking, tool
-//! use) are skipped.
+//! use) are skipped. A reply without a `content` array (missing, `null`, a
+//! string) is malformed (retried), not an empty reply; an empty array is
+//! the empty text.
 
 use super::Parsed;
 use crate::agent::model::{Message, ModelRequest, Role};
@@ -99,10 +101,13 @@ pub(super) fn request_body(model: &str, temperature: Option<f64>, request: &Mode
 /// The text and usage of a 2xx reply; `Err`: why the body is not a message.
 pub(super) fn parse_reply(reply: &Json) -> Result<Parsed, String> {
     let Some(blocks) = reply.get("content").and_then(Json::as_array) else {
-        return Err(match super::api_error_message(reply) {
-            Some(message) => format!("the reply is an error, not a message: {message}"),
-            None => "the reply has no `content` array".to_string(),
-        });
+        return Err(
+            match (super::api_error_message(reply), reply.get("content")) {
+                (Some(message), _) => format!("the reply is an error, not a message: {message}"),
+                (None, None) => "the reply has no `content` array".to_string(),
+                (None, Some(_)) => "the reply's `content` is not an array".to_string(),
+            },
+        );
     };
     let text: String = blocks
         .iter()
@@ -157,5 +162,15 @@ mod tests {
         let err = parse_reply(&json!({"type": "error", "error": {"message": "overloaded"}}))
             .expect_err("error");
         assert!(err.contains("overloaded"), "{err}");
+        let err =
+            parse_reply(&json!({"type": "message", "role": "assistant"})).expect_err("no content");
+        assert!(err.contains("no `content` array"), "{err}");
+        for content in [Json::Null, json!("a"), json!({"type": "text", "text": "a"})] {
+            let err = parse_reply(&json!({"type": "message", "content": content}))
+                .expect_err("content not an array");
+            assert!(err.contains("not an array"), "{err}");
+        }
+        let parsed = parse_reply(&json!({"content": []})).expect("empty array");
+        assert_eq!(parsed.texts, [""]);
     }
 }

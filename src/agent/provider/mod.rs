@@ -24,7 +24,8 @@
 //!   rest. Anthropic has no `n`: one request per sample. Usage is summed.
 //! - **Retries** (`retry.rs`): transport errors, timeouts, 408, 429, 5xx
 //!   and malformed 2xx replies are retried with exponential backoff and
-//!   jitter, honouring `Retry-After` up to `backoff_max × 4`; other
+//!   jitter, honouring `Retry-After` up to `backoff_max × 4`; a server
+//!   asking to wait longer ends the call at once (see `retry.rs`); other
 //!   statuses are final. [`ProviderConfig::max_retries`] is the budget of
 //!   one [`Proposer::complete`] call, shared by its requests, so a call
 //!   makes at most `max_retries + requests` attempts. Each retry is
@@ -142,7 +143,8 @@ pub struct ProviderConfig {
     /// to 25 % of jitter). Default 500 ms.
     pub backoff_initial: Duration,
     /// The longest backoff. A server's `Retry-After` is honoured up to four
-    /// times this. Default 30 s.
+    /// times this; a longer one ends the call at once (kind `RateLimited`
+    /// for a 429). Default 30 s.
     pub backoff_max: Duration,
     /// The sampling temperature, sent only when set.
     pub temperature: Option<f64>,
@@ -359,7 +361,29 @@ impl HttpProposer {
                 },
                 Err(failure) => failure,
             };
-            if !failure.retry || call.retries >= self.config.max_retries {
+            if !failure.retry {
+                return Err(ProposeError {
+                    kind: failure.kind,
+                    message: failure.message,
+                    attempts: call.attempts,
+                });
+            }
+            let cap = retry::retry_after_cap(self.config.backoff_max);
+            if let Some(wait) = failure.wait.filter(|wait| *wait > cap) {
+                // Waiting the cap would only retry too early, for minutes.
+                return Err(ProposeError {
+                    kind: failure.kind,
+                    message: format!(
+                        "{}; the server asks to wait {} s, more than lt waits (cap {} s): \
+                         try later",
+                        failure.message,
+                        retry::seconds(wait),
+                        retry::seconds(cap)
+                    ),
+                    attempts: call.attempts,
+                });
+            }
+            if call.retries >= self.config.max_retries {
                 return Err(ProposeError {
                     kind: failure.kind,
                     message: failure.message,
@@ -367,7 +391,7 @@ impl HttpProposer {
                 });
             }
             let delay = match failure.wait {
-                Some(wait) => wait.min(retry::retry_after_cap(self.config.backoff_max)),
+                Some(wait) => wait,
                 None => retry::backoff(
                     self.config.backoff_initial,
                     self.config.backoff_max,

@@ -25,7 +25,12 @@
 //!
 //! A message's `content` is a string, `null` (a refusal or a tool call: read
 //! as the empty text), or an array of parts `{"type": "text", "text": …}`
-//! (some compatible servers), whose texts are joined.
+//! (some compatible servers), whose texts are joined. A choice without a
+//! `message` object, or a message without a `content` key (and no
+//! `refusal`), is malformed (retried), not an empty reply. When no choice
+//! has any text but some carry a `refusal` string (`"content": null,
+//! "refusal": "I can't help with that."`), the refusals are the replies, so
+//! that the loop shows the model's own words rather than an empty answer.
 
 use super::Parsed;
 use crate::agent::model::{ModelRequest, Role};
@@ -74,11 +79,21 @@ pub(super) fn parse_reply(reply: &Json) -> Result<Parsed, String> {
         return Err("the reply's `choices` array is empty".to_string());
     }
     let mut texts = Vec::with_capacity(choices.len());
+    let mut refusals = Vec::with_capacity(choices.len());
     for (i, choice) in choices.iter().enumerate() {
         let Some(message) = choice.get("message").filter(|m| m.is_object()) else {
             return Err(format!("choice {i} has no `message` object"));
         };
+        let refusal = message
+            .get("refusal")
+            .and_then(Json::as_str)
+            .filter(|r| !r.trim().is_empty());
         let text = match message.get("content") {
+            None if refusal.is_none() => {
+                return Err(format!(
+                    "choice {i}'s `message` has no `content` (nor `refusal`)"
+                ))
+            }
             None | Some(Json::Null) => String::new(),
             Some(Json::String(s)) => s.clone(),
             Some(Json::Array(parts)) => parts
@@ -89,6 +104,13 @@ pub(super) fn parse_reply(reply: &Json) -> Result<Parsed, String> {
             Some(_) => return Err(format!("choice {i}'s `message.content` is not text")),
         };
         texts.push(text);
+        refusals.push(refusal);
+    }
+    if texts.iter().all(String::is_empty) && refusals.iter().any(Option::is_some) {
+        texts = refusals
+            .into_iter()
+            .map(|r| r.unwrap_or_default().to_string())
+            .collect();
     }
     let usage = reply.get("usage").and_then(|u| {
         Some((
@@ -117,8 +139,36 @@ mod tests {
         assert_eq!(parsed.usage, Some((3, 4)));
         assert!(parse_reply(&json!({"choices": []})).is_err());
         assert!(parse_reply(&json!({"choices": [{"message": {"content": 3}}]})).is_err());
+        let err = parse_reply(&json!({"choices": [{"message": {}}]})).expect_err("no content");
+        assert!(err.contains("no `content`"), "{err}");
+        let err = parse_reply(&json!({"choices": [{"index": 0}]})).expect_err("no message");
+        assert!(err.contains("no `message`"), "{err}");
+        let err =
+            parse_reply(&json!({"choices": [{"message": {"content": "a"}}, {"message": {}}]}))
+                .expect_err("one without content");
+        assert!(err.contains("choice 1"), "{err}");
         let err = parse_reply(&json!({"error": {"message": "busy"}})).expect_err("error");
         assert!(err.contains("busy"), "{err}");
+    }
+
+    #[test]
+    fn refusals() {
+        let refusal = |content: Json| json!({"message": {"role": "assistant", "content": content, "refusal": "No."}});
+        // No text anywhere: the refusals are the replies.
+        let reply = json!({"choices": [refusal(Json::Null), {"message": {"content": null}}]});
+        assert_eq!(parse_reply(&reply).expect("parses").texts, ["No.", ""]);
+        let reply = json!({"choices": [{"message": {"refusal": "No."}}]});
+        assert_eq!(parse_reply(&reply).expect("parses").texts, ["No."]);
+        let reply = json!({"choices": [refusal(json!(""))]});
+        assert_eq!(parse_reply(&reply).expect("parses").texts, ["No."]);
+        // A choice with text: the texts stand.
+        let reply = json!({"choices": [refusal(Json::Null), {"message": {"content": "a"}}]});
+        assert_eq!(parse_reply(&reply).expect("parses").texts, ["", "a"]);
+        // A blank or non-string refusal is none.
+        let reply = json!({"choices": [{"message": {"content": null, "refusal": " "}}]});
+        assert_eq!(parse_reply(&reply).expect("parses").texts, [""]);
+        let reply = json!({"choices": [{"message": {"content": null, "refusal": null}}]});
+        assert_eq!(parse_reply(&reply).expect("parses").texts, [""]);
     }
 
     #[test]

@@ -9,9 +9,11 @@
 //! random part of up to a quarter (the OpenAI SDK's jitter), the random
 //! part from the system's source (`getrandom`). A server's own wait
 //! (`retry-after-ms`, or `Retry-After` in seconds or as an HTTP date) is
-//! honoured instead, without jitter, but capped at [`retry_after_cap`]
-//! (`max × 4`, two minutes by default) so that a server asking for an hour
-//! cannot stall the loop.
+//! honoured instead, without jitter, up to [`retry_after_cap`] (`max × 4`,
+//! two minutes by default). A server asking for longer (an hour, a day)
+//! ends the call at once with an error that says so: waiting the cap
+//! before each retry would stall the loop for minutes, silently, and the
+//! retries would come too early anyway.
 
 use reqwest::header::HeaderMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -38,6 +40,16 @@ pub(super) fn backoff(initial: Duration, max: Duration, retry: u32) -> Duration 
 /// The most a server's `Retry-After` is honoured: `backoff_max × 4`.
 pub(super) fn retry_after_cap(backoff_max: Duration) -> Duration {
     backoff_max.saturating_mul(4)
+}
+
+/// A duration in seconds for messages: whole seconds when it is whole
+/// (`120`), else rounded up to a tenth (`0.3`).
+pub(super) fn seconds(d: Duration) -> String {
+    let tenths = d.as_millis().div_ceil(100);
+    match (tenths / 10, tenths % 10) {
+        (whole, 0) => format!("{whole}"),
+        (whole, tenth) => format!("{whole}.{tenth}"),
+    }
 }
 
 /// The wait a response asks for: `retry-after-ms` (OpenAI) in
@@ -121,6 +133,15 @@ mod tests {
             let d = backoff(initial, max, retry).as_millis() as u64;
             assert!(d <= full && d >= full * 3 / 4, "retry {retry}: {d} ms");
         }
+    }
+
+    #[test]
+    fn seconds_for_messages() {
+        assert_eq!(seconds(Duration::from_secs(120)), "120");
+        assert_eq!(seconds(Duration::from_secs(99_999)), "99999");
+        assert_eq!(seconds(Duration::from_millis(250)), "0.3");
+        assert_eq!(seconds(Duration::from_millis(4000)), "4");
+        assert_eq!(seconds(Duration::ZERO), "0");
     }
 
     #[test]
