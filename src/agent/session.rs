@@ -306,7 +306,7 @@ fn drive(
                         message: e.message.clone(),
                         attempts: u64::from(e.attempts),
                     });
-                    return (Status::Error, format!("the model could not be reached: {e}"));
+                    return (Status::Error, format!("the model request failed: {e}"));
                 }
             };
             rec.record(EventBody::ModelReplied {
