@@ -359,8 +359,8 @@ impl<'a> Checker<'a> {
 
     /// Checks a later branch against the type synthesized for the first one,
     /// so that a mismatch points at both.
-    /// When the first branch's type holds a function, the later branch is
-    /// synthesized and the two types joined instead (see
+    /// When the first branch's type holds a function or an enum, the later
+    /// branch is synthesized and the two types joined instead (see
     /// [`Metas::join`](super::unify::Metas::join)), so that a pure function in
     /// the first branch does not make an effectful one in the next an error.
     /// Returns the type of the whole.
@@ -385,7 +385,11 @@ impl<'a> Checker<'a> {
             self.branch_ctx = saved;
             return first_ty.clone();
         }
-        if self.metas.zonk(first_ty).contains_fun() {
+        // A function (effects are unioned), or an enum inside a record,
+        // list or option (a String beside it widens it to String, as at the
+        // top): synthesize the branch and join the two types.
+        let zonked = self.metas.zonk(first_ty);
+        if zonked.contains_fun() || zonked.contains_enum() {
             let t = self.synth(e);
             return match self.metas.join(first_ty, &t) {
                 Ok(joined) => joined,

@@ -228,6 +228,12 @@ impl Type {
     pub fn contains_fun(&self) -> bool {
         self.holds(|t| matches!(t, Type::Fun(..)))
     }
+
+    /// Whether an enum occurs anywhere in the type (branches holding one
+    /// are joined, so that a String beside it widens it).
+    pub fn contains_enum(&self) -> bool {
+        self.holds(|t| matches!(t, Type::Enum(..)))
+    }
 }
 
 /// Writes `t` as types print (see the module note), looking through
