@@ -139,7 +139,54 @@ impl AgentTable {
                 Some("the [agent] keys are max_attempts, max_turns, samples, agree, on_disagreement, max_tokens and [agent.trace] (see docs/agent.md)".into()),
             )
         })?;
-        Ok(file.agent.unwrap_or_default())
+        let table = file.agent.unwrap_or_default();
+        if let Err((key, message)) = table.check_values() {
+            let at = key_offset(text, &key);
+            return Err(error(
+                text,
+                origin,
+                at,
+                format!("[agent] {message}"),
+                Some("counts are at least 1; samples at most 32; on_disagreement is \"retry\" or \"stop\" (see docs/agent.md)".into()),
+            ));
+        }
+        Ok(table)
+    }
+
+    /// The first value that is wrong on its own (whatever the other
+    /// tables say): the key and why.
+    fn check_values(&self) -> Result<(), (String, String)> {
+        for (key, v) in [
+            ("max_attempts", self.max_attempts),
+            ("max_turns", self.max_turns),
+            ("samples", self.samples),
+            ("agree", self.agree),
+            ("max_tokens", self.max_tokens),
+        ] {
+            if v == Some(0) {
+                return Err((key.into(), format!("{key} = 0: must be at least 1")));
+            }
+        }
+        if let Some(n) = self.samples.filter(|n| *n > 32) {
+            return Err(("samples".into(), format!("samples = {n}: at most 32")));
+        }
+        if let Some(o) = self
+            .on_disagreement
+            .as_deref()
+            .filter(|o| !matches!(*o, "retry" | "stop"))
+        {
+            return Err((
+                "on_disagreement".into(),
+                format!("on_disagreement = {o:?}: expected \"retry\" or \"stop\""),
+            ));
+        }
+        if let Some((tag, _)) = self.trace.iter().find(|(_, n)| **n == 0) {
+            return Err((
+                tag.clone(),
+                format!("trace requirement {tag} = 0 requires nothing; give at least 1, or remove it"),
+            ));
+        }
+        Ok(())
     }
 
     /// Later values win: `over`'s keys replace this table's, trace
@@ -207,6 +254,23 @@ impl AgentTable {
         }
         Ok(s)
     }
+}
+
+/// The byte offset of the line that sets `key` after the first `[agent`
+/// header (a best effort for error positions; `None` when not found).
+fn key_offset(text: &str, key: &str) -> Option<usize> {
+    let from = text.find("[agent")?;
+    let mut offset = from;
+    for line in text[from..].split_inclusive('\n') {
+        let t = line.trim_start();
+        if let Some(rest) = t.strip_prefix(key) {
+            if rest.trim_start().starts_with('=') {
+                return Some(offset + (line.len() - t.len()));
+            }
+        }
+        offset += line.len();
+    }
+    None
 }
 
 impl AgentSettings {
@@ -411,10 +475,14 @@ mod tests {
             ..AgentTable::default()
         };
         assert!(t.settings().is_err());
-        let t = AgentTable::from_toml("[agent]\nmax_turns = 0\n", "p.toml").map(|t| t.settings());
-        assert!(matches!(t, Ok(Err(_))));
+        let t = AgentTable::from_toml("[agent]\nmax_turns = 0\n", "p.toml");
+        assert!(t.is_err());
         let e = AgentTable::from_toml("[agent]\nmax_turn = 2\n", "p.toml");
         assert!(matches!(e, Err(ConfigError { line: Some(2), .. })));
+        let e = AgentTable::from_toml("# x\n[agent]\nsamples = 2\nmax_turns = 0\n", "p.toml");
+        assert!(matches!(e, Err(ConfigError { line: Some(4), column: Some(1), .. })), "{e:?}");
+        let e = AgentTable::from_toml("[agent.trace]\n  verify = 0\n", "p.toml");
+        assert!(matches!(e, Err(ConfigError { line: Some(2), column: Some(3), .. })), "{e:?}");
     }
 
     #[test]
