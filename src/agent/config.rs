@@ -445,16 +445,24 @@ impl Rules {
         out
     }
 
-    /// The label a classifier reply names: the first word of the reply that
-    /// is a rule's label (case-insensitive, punctuation ignored), else the
-    /// default.
+    /// The label a classifier reply names: the one rule label among its
+    /// words (case-insensitive, punctuation ignored); a reply naming none,
+    /// or several, gets the default.
     pub fn label_of(&self, reply: &str) -> (String, bool) {
+        let mut named: Vec<&str> = Vec::new();
         for word in reply.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-')) {
             if let Some(r) = self.rules.iter().find(|r| r.label.eq_ignore_ascii_case(word)) {
-                return (r.label.clone(), true);
+                if !named.contains(&r.label.as_str()) {
+                    named.push(&r.label);
+                }
             }
         }
-        (self.default.clone(), false)
+        match named.as_slice() {
+            [one] => (one.to_string(), true),
+            // None, or several ("not refund; lookup"): the default, which
+            // should be the safest profile.
+            _ => (self.default.clone(), false),
+        }
     }
 }
 
@@ -483,6 +491,25 @@ mod tests {
         assert!(matches!(e, Err(ConfigError { line: Some(4), column: Some(1), .. })), "{e:?}");
         let e = AgentTable::from_toml("[agent.trace]\n  verify = 0\n", "p.toml");
         assert!(matches!(e, Err(ConfigError { line: Some(2), column: Some(3), .. })), "{e:?}");
+    }
+
+    #[test]
+    fn a_reply_naming_one_label_routes_and_several_or_none_get_the_default() {
+        let rules = Rules {
+            rules: ["lookup", "refund"]
+                .iter()
+                .map(|l| Rule {
+                    label: l.to_string(),
+                    description: None,
+                    profile: None,
+                    trace: BTreeMap::new(),
+                })
+                .collect(),
+            default: "lookup".into(),
+        };
+        assert_eq!(rules.label_of("Label: REFUND."), ("refund".into(), true));
+        assert_eq!(rules.label_of("It is not refund; it is lookup"), ("lookup".into(), false));
+        assert_eq!(rules.label_of("refunds"), ("lookup".into(), false));
     }
 
     #[test]

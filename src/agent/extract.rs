@@ -106,7 +106,12 @@ fn is_lt(lang: &str) -> bool {
     matches!(lang, "lt" | "lambda-tool" | "lambda_tool" | "ltool" | "λ-tool")
 }
 
-/// Whether `text` starts like an lt program (after blank lines and comments).
+/// Whether `text` starts like an lt program (after blank lines and
+/// comments): a declaration's shape (`tool NAME:`, `type NAME =`,
+/// `effect NAME;`), `let NAME =`/`let NAME:`, `exec tool NAME`, `@intent(`,
+/// or a keyword or combinator followed by code (`match … {`, `if … then`,
+/// `map (`…). Prose and data that merely begin with such a word (`type:
+/// pro`, `match found: Ada`, `let me know`) do not.
 pub fn looks_like_program(text: &str) -> bool {
     let mut rest = text.trim_start();
     loop {
@@ -118,15 +123,39 @@ pub fn looks_like_program(text: &str) -> bool {
             break;
         }
     }
-    let word: String = rest
-        .chars()
-        .take_while(|c| c.is_alphanumeric() || *c == '_')
-        .collect();
-    matches!(
-        word.as_str(),
-        "tool" | "type" | "effect" | "let" | "match" | "exec" | "if" | "gather" | "map" | "fold"
-            | "filter" | "traverse" | "scope" | "approve" | "fan_out" | "bounded_loop"
-    ) || rest.starts_with('@')
+    if rest.starts_with("@intent") {
+        return true;
+    }
+    let word = |s: &str| -> (String, String) {
+        let s = s.trim_start();
+        let w: String = s
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let after = s[w.len()..].to_string();
+        (w, after)
+    };
+    let is_name = |w: &str| {
+        w.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+    };
+    let (first, after) = word(rest);
+    let (second, after2) = word(&after);
+    let next = after2.trim_start().chars().next();
+    let first_line = rest.lines().next().unwrap_or("");
+    match first.as_str() {
+        "tool" => is_name(&second) && next == Some(':'),
+        "type" => is_name(&second) && next == Some('='),
+        "effect" => is_name(&second) && next == Some(';'),
+        "let" => is_name(&second) && matches!(next, Some('=') | Some(':')),
+        "exec" => second == "tool",
+        "match" => rest.contains('{') && rest.contains("=>"),
+        "if" => rest.contains(" then "),
+        "gather" | "scope" => after.trim_start().starts_with('{'),
+        "map" | "filter" | "fold" | "traverse" | "fan_out" | "bounded_loop" | "approve" => {
+            !first_line.contains(": ") && (rest.contains("=>") || second == "tool")
+        }
+        _ => false,
+    }
 }
 
 /// What a model writing Python instead of lt is told.
@@ -268,6 +297,23 @@ mod tests {
         let r = "Next:\n```\ntool t: Int -{Read}-> Int;\n1\n```";
         assert!(matches!(extract(r, true), Extracted::Program { .. }));
         assert!(matches!(extract("  ", true), Extracted::Missing(_)));
+    }
+
+    #[test]
+    fn prose_and_data_that_begin_with_a_keyword_are_not_programs() {
+        for text in ["type: pro\nname: Ada", "match found: Ada", "let me know", "tool: hammer", "if you want"] {
+            assert!(!looks_like_program(text), "{text}");
+        }
+        for text in [
+            "tool t: Int -{Read}-> Int;\n1",
+            "// c\ntype Money = Int;\n1",
+            "effect Payment;\n1",
+            "let x = 1 in x",
+            "match exec tool t 1 { Ok(v) => v, Err(e) => 0 }",
+            "map (fn x => x + 1) [1]",
+        ] {
+            assert!(looks_like_program(text), "{text}");
+        }
     }
 
     #[test]

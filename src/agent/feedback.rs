@@ -218,7 +218,7 @@ impl CallNotes {
 /// How a run ended, for [`ran`].
 #[derive(Clone, Debug, PartialEq)]
 pub enum RunEnd {
-    /// The program's value, printed in lt's syntax.
+    /// The program's value, printed in lt's syntax ([`show_value`]).
     Value(String),
     /// The run stopped: its kind (`step_limit`, …) and message.
     Stopped {
@@ -235,9 +235,8 @@ pub fn ran(end: &RunEnd, calls: &CallNotes, last: bool) -> String {
     let n = calls.calls.len();
     let mut out = match end {
         RunEnd::Value(v) => format!(
-            "The program ran: {n} tool call{}. Value: {}",
+            "The program ran: {n} tool call{}. Value: {v}",
             if n == 1 { "" } else { "s" },
-            clip(v, MAX_VALUE)
         ),
         RunEnd::Stopped { kind, message } => format!(
             "The run stopped ({kind}) after {n} tool call{}: {}",
@@ -281,4 +280,113 @@ pub fn trace_unmet(unmet: &[(String, u64, u64, Vec<String>)]) -> String {
     }
     out.push_str("\nSend a program that makes these calls, in one ```lt block.");
     out
+}
+
+/// Longest string shown whole in a run's value (longer: its start and its length).
+const MAX_SHOWN_STRING: usize = 500;
+/// Most list elements shown in a run's value (more: the count of the rest).
+const MAX_SHOWN_ITEMS: usize = 50;
+
+/// A run's value as the model sees it: lt syntax (`{tx = "t1", n = 2}`),
+/// long strings and lists cut *inside* the value with their size said, so
+/// that a large field does not push the later ones out of the message; the
+/// whole is then cut at [`MAX_VALUE`] characters with a note.
+pub fn show_value(v: &crate::runtime::value::Value) -> String {
+    let mut out = String::new();
+    write_value(v, &mut out);
+    let n = out.chars().count();
+    if n > MAX_VALUE {
+        let mut cut = clip(&out, MAX_VALUE);
+        cut.push_str(&format!(" (the value is {n} characters; cut at {MAX_VALUE})"));
+        return cut;
+    }
+    out
+}
+
+fn write_value(v: &crate::runtime::value::Value, out: &mut String) {
+    use crate::runtime::value::Value;
+    if out.len() > MAX_VALUE * 4 {
+        return;
+    }
+    stacker::maybe_grow(32 * 1024, 1024 * 1024, || match v {
+        Value::Str(s) => {
+            let n = s.chars().count();
+            if n > MAX_SHOWN_STRING {
+                let head: String = s.chars().take(MAX_SHOWN_STRING).collect();
+                out.push_str(&format!("{head:?}… ({n} characters)"));
+            } else {
+                out.push_str(&format!("{:?}", &**s));
+            }
+        }
+        Value::Some(x) => {
+            out.push_str("Some(");
+            write_value(x, out);
+            out.push(')');
+        }
+        Value::Ok(x) => {
+            out.push_str("Ok(");
+            write_value(x, out);
+            out.push(')');
+        }
+        Value::Err(x) => {
+            out.push_str("Err(");
+            write_value(x, out);
+            out.push(')');
+        }
+        Value::Record(fields) => {
+            out.push('{');
+            for (i, (name, x)) in fields.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(name);
+                out.push_str(" = ");
+                write_value(x, out);
+            }
+            out.push('}');
+        }
+        Value::List(items) => {
+            out.push('[');
+            for (i, x) in items.iter().take(MAX_SHOWN_ITEMS).enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_value(x, out);
+            }
+            if items.len() > MAX_SHOWN_ITEMS {
+                out.push_str(&format!(", … ({} items in all)", items.len()));
+            }
+            out.push(']');
+        }
+        Value::Json(j) => {
+            let text = j.to_string();
+            out.push_str(&clip(&text, MAX_SHOWN_STRING * 2));
+        }
+        other => out.push_str(&other.to_string()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::value::Value;
+
+    #[test]
+    fn a_long_field_does_not_hide_the_next_one() {
+        let big: std::rc::Rc<str> = "x".repeat(5000).into();
+        let v = Value::Record(
+            vec![
+                ("log".into(), Value::Str(big)),
+                ("tx".into(), Value::Str("tx_IMPORTANT".into())),
+                ("items".into(), Value::List((0..80).map(Value::Int).collect())),
+            ]
+            .into(),
+        );
+        let shown = show_value(&v);
+        assert!(shown.contains("(5000 characters)"), "{shown}");
+        assert!(shown.contains("tx = \"tx_IMPORTANT\""), "{shown}");
+        assert!(shown.contains("… (80 items in all)"), "{shown}");
+        assert!(shown.len() < 1200, "{}", shown.len());
+        assert_eq!(show_value(&Value::Str("hi".into())), "\"hi\"");
+    }
 }

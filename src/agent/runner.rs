@@ -123,7 +123,7 @@ pub(crate) fn report(
 ) -> RunReport {
     match result {
         Ok(v) => RunReport {
-            end: RunEnd::Value(v.to_string()),
+            end: RunEnd::Value(super::feedback::show_value(&v)),
             value: Some(v.to_json()),
             calls,
         },

@@ -336,6 +336,22 @@ fn drive(
                                 out.answer = Some(answer);
                                 return (Status::Answered, "the model answered".to_string());
                             }
+                            if out.turns == s.max_turns {
+                                // No run is left to make the calls.
+                                let what: Vec<String> = unmet
+                                    .iter()
+                                    .map(|(tag, min, done, _)| format!("{tag}: {done} of {min}"))
+                                    .collect();
+                                out.answer = Some(answer);
+                                return (
+                                    Status::GaveUp,
+                                    format!(
+                                        "the model answered after the last run ({} allowed), but the trace requirements are unmet ({})",
+                                        s.max_turns,
+                                        what.join(", ")
+                                    ),
+                                );
+                            }
                             let msg = feedback::trace_unmet(&unmet);
                             progress(&format!("{id}: answer refused: trace requirements unmet"));
                             unsent = Some(msg.len());
@@ -602,6 +618,15 @@ fn evaluate(
                     line: 0,
                     column: 0,
                     message: "Your reply was cut off: its ```lt block is never closed. Send the whole program again (shorter, if it was long).".into(),
+                    help: None,
+                });
+            }
+            if ran && fenced && !diags.is_empty() {
+                problems.push(Problem {
+                    code: "answer".into(),
+                    line: 0,
+                    column: 0,
+                    message: "A code block after a run is read as the next program. If this reply was your final answer, send it as plain text without a code block.".into(),
                     help: None,
                 });
             }

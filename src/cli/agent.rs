@@ -220,7 +220,7 @@ pub fn run(opts: &AgentOptions) -> u8 {
         .clone()
         .overlay(&opts.table)
         .settings()
-        .and_then(|s| check_trace(&s, &tags).map(|_| s))
+        .and_then(|s| check_trace(&s, &tags, &profile, &decls).map(|_| s))
     {
         Ok(s) => s,
         Err(e) => return usage(opts, "settings", e, Some(settings_hint(opts))),
@@ -288,7 +288,7 @@ pub fn run(opts: &AgentOptions) -> u8 {
         tags,
     };
     if let Some(rules) = &rules {
-        match classify(opts, rules, &base_table, &spec.profile, &spec.tags, proposer.as_mut(), sink.as_mut()) {
+        match classify(opts, rules, &base_table, &spec.profile, &spec.tags, &decls, proposer.as_mut(), sink.as_mut()) {
             Ok((profile, settings)) => {
                 spec.profile = profile;
                 spec.settings = settings;
@@ -376,6 +376,7 @@ fn classify(
     base: &AgentTable,
     base_profile: &Profile,
     tags: &BTreeMap<String, Vec<String>>,
+    decls: &crate::types::Declarations,
     proposer: &mut dyn Proposer,
     sink: &mut dyn EventSink,
 ) -> Result<(Profile, AgentSettings), Failure> {
@@ -406,6 +407,7 @@ fn classify(
         })
         .map_err(log_fail)?;
     }
+    let mut failed: Option<String> = None;
     let (label, matched) = match reply {
         Ok(r) => {
             let text = r.texts.first().cloned().unwrap_or_default();
@@ -425,6 +427,7 @@ fn classify(
                 attempts: u64::from(e.attempts),
             })
             .map_err(log_fail)?;
+            failed = Some(e.to_string());
             (rules.default.clone(), false)
         }
     };
@@ -454,13 +457,17 @@ fn classify(
     let settings = table
         .overlay(&opts.table)
         .settings()
-        .and_then(|s| check_trace(&s, tags).map(|_| s))
+        .and_then(|s| check_trace(&s, tags, &profile, decls).map(|_| s))
         .map_err(|e| Failure {
             help: Some(format!("rule `{label}` of {}: fix its profile file or trace", opts.rules.as_deref().unwrap_or("the rule table"))),
             ..Failure::new("settings", "usage", e)
         })?;
     if opts.verbose {
-        let how = if matched { "classified the task as" } else { "the classifier named no rule: using the default label" };
+        let how = match (&failed, matched) {
+            (Some(e), _) => format!("the classifier request failed ({e}): using the default label"),
+            (None, true) => "classified the task as".to_string(),
+            (None, false) => "the classifier's reply named no one rule: using the default label".to_string(),
+        };
         err!("[lt] {how} `{label}`: profile {}", profile.name);
     }
     sink.append(EventBody::TaskClassified {
@@ -475,11 +482,34 @@ fn classify(
 
 /// Every trace requirement must be one some tool can meet: a tag no tool
 /// has would make every answer wait for a call that cannot happen.
-fn check_trace(s: &AgentSettings, tags: &BTreeMap<String, Vec<String>>) -> Result<(), String> {
+fn check_trace(
+    s: &AgentSettings,
+    tags: &BTreeMap<String, Vec<String>>,
+    profile: &Profile,
+    decls: &crate::types::Declarations,
+) -> Result<(), String> {
     for tag in s.trace.keys() {
-        if !tags.values().any(|t| t.contains(tag)) {
+        let tagged: Vec<&String> = tags
+            .iter()
+            .filter(|(_, t)| t.contains(tag))
+            .map(|(name, _)| name)
+            .collect();
+        if tagged.is_empty() {
             return Err(format!(
                 "trace requirement `{tag}`: no tool of the session has this tag, so it could never be met"
+            ));
+        }
+        let callable = tagged.iter().any(|name| {
+            decls.tool(name).is_some_and(|t| {
+                crate::control::static_check::objections(&t.sig, profile).is_empty()
+            })
+        });
+        if !callable {
+            let names: Vec<&str> = tagged.iter().map(|n| n.as_str()).collect();
+            return Err(format!(
+                "trace requirement `{tag}`: profile {} denies every tool with this tag ({}), so it could never be met",
+                profile.name,
+                names.join(", ")
             ));
         }
     }

@@ -377,10 +377,21 @@ fn describe(body: &EventBody) -> String {
             abbreviate(model, SHOWN),
             one_line(task)
         ),
-        EventBody::TaskClassified { label, matched, .. } => format!(
-            "task_classified {}{}",
+        EventBody::TaskClassified {
+            label,
+            matched,
+            profile,
+            settings,
+        } => format!(
+            "task_classified {}{}: profile {}; settings {}",
             one_line(label),
-            if *matched { "" } else { " (default: the reply named no rule)" }
+            if *matched {
+                ""
+            } else {
+                " (the default label: the classifier named no one rule, or failed)"
+            },
+            profile_summary(profile),
+            abbreviate(settings, SHOWN)
         ),
         EventBody::ModelRequested {
             request_id,

@@ -74,6 +74,14 @@ fn refusals_before_any_request() {
     let out = agent(&dir, &model, &["--profile", "p.toml"]);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.contains("no tool of the session has this tag"), "{}", out.stderr);
+    // A requirement only a denied tool could meet.
+    dir.write(
+        "p.toml",
+        "[profile]\nname = \"no_lookup\"\ndeny = [\"lookup_account\"]\n[agent.trace]\nlookup = 1\n",
+    );
+    let out = agent(&dir, &model, &["--profile", "p.toml"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("denies every tool with this tag"), "{}", out.stderr);
     dir.write("p.toml", "[agent.trace]\nlookup = 0\n");
     let out = agent(&dir, &model, &["--profile", "p.toml"]);
     assert_eq!(out.code, 2, "{out:?}");
@@ -198,4 +206,25 @@ fn a_replaced_system_prompt_does_not_replay() {
     let replay = lt_in(&dir.0, &["replay", "forged.jsonl"], &[]);
     assert_eq!(replay.code, 1, "{replay:?}");
     assert!(replay.stderr.contains("system prompt"), "{}", replay.stderr);
+}
+
+/// After the last run allowed, an answer with the trace requirements unmet
+/// ends the session at once (no run is left to make the calls).
+#[test]
+fn an_unmet_trace_after_the_last_run_ends_the_session() {
+    let dir = setup("last_run_trace");
+    dir.write("p.toml", "[agent]\nmax_turns = 1\n[agent.trace]\nlookup = 1\n");
+    let model = FakeModel::start(vec![
+        json!({"text": "```lt\n\"nothing to look up\"\n```"}),
+        json!({"text": "Done."}),
+    ]);
+    let out = agent(&dir, &model, &["--profile", "p.toml", "--json"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    let j = out.json();
+    assert_eq!(j["status"], "gave_up");
+    assert!(
+        j["reason"].as_str().is_some_and(|r| r.contains("lookup: 0 of 1")),
+        "{j}"
+    );
+    assert_eq!(model.requests().len(), 2);
 }
