@@ -370,6 +370,7 @@ fn load_profile(opts: &AgentOptions, registry_text: &str) -> Result<(Profile, Ag
 /// keeps `base_profile`). Records the request, the
 /// reply and `task_classified`. A failed request uses the default label.
 #[allow(clippy::result_large_err)]
+#[allow(clippy::too_many_arguments)]
 fn classify(
     opts: &AgentOptions,
     rules: &Rules,

@@ -57,7 +57,7 @@ impl Checker<'_> {
             span: id.span,
             reason: format!("`{name}` requires a pure {what}"),
             help: "`map`, `filter` and `fold` only take pure callbacks; to call a tool for each element use \
-                 `traverse`, which stops at the first Err: `match traverse (fn x: T => exec tool NAME x) xs \
+                 `traverse`, which stops at the first Err: `match traverse (fn x => exec tool NAME x) xs \
                  { Ok(results) => …, Err(e) => … }`".to_string(),
         }
         };
@@ -204,7 +204,7 @@ impl Checker<'_> {
                 .with_label("not a function")
                 .with_expected_found("a -{E}-> Result<b, e>", shown)
                 .with_help(format!(
-                    "pass a function: `{name} (fn x: T => exec tool NAME x) xs`"
+                    "pass a function: `{name} (fn x => exec tool NAME x) xs`"
                 ));
                 self.diags.push(d);
                 (Type::Error, Type::Error, EffectSet::pure())

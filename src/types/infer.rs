@@ -641,20 +641,20 @@ impl<'a> Checker<'a> {
 /// How to call a builtin, for help lines.
 pub(super) fn builtin_usage(name: &str) -> String {
     match name {
-        "map" => "apply it: `map (fn x: T => …) xs` (the callback must be pure)".into(),
+        "map" => "apply it: `map (fn x => …) xs` (the callback must be pure)".into(),
         "filter" => {
-            "apply it: `filter (fn x: T => …) xs` (the predicate must be pure and return Bool)"
+            "apply it: `filter (fn x => …) xs` (the predicate must be pure and return Bool)"
                 .into()
         }
         "fold" => {
-            "apply it: `fold (fn acc: A => fn x: T => …) init xs` (the callback must be pure)"
+            "apply it: `fold (fn acc => fn x => …) init xs` (the callback must be pure)"
                 .into()
         }
-        "fan_out" => "apply it: `fan_out (fn x: T => exec tool NAME x) xs`, and match each Result".into(),
+        "fan_out" => "apply it: `fan_out (fn x => exec tool NAME x) xs`, and match each Result".into(),
         "bounded_loop" => {
             "apply it: `bounded_loop 10 init (fn s => … {done = …, value = …})` (the bound is an Int literal)"
                 .into()
         }
-        _ => "apply it: `traverse (fn x: T => exec tool NAME x) xs` and match its Result".into(),
+        _ => "apply it: `traverse (fn x => exec tool NAME x) xs` and match its Result".into(),
     }
 }

@@ -334,8 +334,27 @@ impl Checker<'_> {
                 Type::Int
             }
             BinOp::Concat => {
+                let before = self.diags.len();
                 self.check(a, &Type::String);
                 self.check(b, &Type::String);
+                // The commonest mistakes with `++`, said in the fix.
+                for d in &mut self.diags[before..] {
+                    if d.code != Code::E0201 {
+                        continue;
+                    }
+                    match d.found.as_deref() {
+                        Some(f) if f.starts_with("List") => {
+                            d.help = Some("`++` joins Strings; join two lists with `concat xs ys`".into())
+                        }
+                        Some(f) if f.starts_with("Option") => {
+                            d.help = Some("this is an Option: use `with_default \"\" x`, or `match x { Some(v) => …, None => … }`".into())
+                        }
+                        Some("Int") | Some("Float") | Some("Bool") => {
+                            d.help = Some("convert it first: `\"n: \" ++ to_string n`".into())
+                        }
+                        _ => {}
+                    }
+                }
                 Type::String
             }
             BinOp::And | BinOp::Or => {
