@@ -400,20 +400,14 @@ pub fn replay_agent(events: Vec<Event>) -> Result<AgentReplay, String> {
     }) = rest.next().map(|e| &e.body)
     {
         return Ok(AgentReplay {
-            outcome: Outcome {
-                status: if status == "error" {
+            outcome: Outcome::ended(
+                if status == "error" {
                     super::session::Status::Error
                 } else {
                     super::session::Status::GaveUp
                 },
-                answer: None,
-                reason: reason.clone(),
-                turns: 0,
-                requests: 0,
-                attempts: Vec::new(),
-                feedback_bytes: Vec::new(),
-                last_run: None,
-            },
+                reason.clone(),
+            ),
             divergence: None,
         });
     }
@@ -424,16 +418,7 @@ pub fn replay_agent(events: Vec<Event>) -> Result<AgentReplay, String> {
             .map_err(|_| "the recorded declarations have errors".to_string())?;
         if super::prompt::system_prompt(&shown.text) != system {
             return Ok(AgentReplay {
-                outcome: Outcome {
-                    status: super::session::Status::Error,
-                    answer: None,
-                    reason: String::new(),
-                    turns: 0,
-                    requests: 0,
-                    attempts: Vec::new(),
-                    feedback_bytes: Vec::new(),
-                    last_run: None,
-                },
+                outcome: Outcome::ended(super::session::Status::Error, String::new()),
                 divergence: Some(
                     "agent_started: the recorded system prompt is not the one lt sends for the recorded declarations".into(),
                 ),

@@ -126,6 +126,22 @@ pub struct Outcome {
     pub last_run: Option<RunReport>,
 }
 
+impl Outcome {
+    /// A session that ended as `status` for `reason` before any request.
+    pub fn ended(status: Status, reason: String) -> Outcome {
+        Outcome {
+            status,
+            answer: None,
+            reason,
+            turns: 0,
+            requests: 0,
+            attempts: Vec::new(),
+            feedback_bytes: Vec::new(),
+            last_run: None,
+        }
+    }
+}
+
 /// One checked sample.
 struct Sample {
     /// The first problem, briefly (`E0202 at line 5: …`), when rejected.
@@ -167,16 +183,7 @@ pub fn run_agent(
     progress: &mut dyn FnMut(&str),
 ) -> Outcome {
     let mut rec = Recorder { sink, error: None };
-    let mut out = Outcome {
-        status: Status::Error,
-        answer: None,
-        reason: String::new(),
-        turns: 0,
-        requests: 0,
-        attempts: Vec::new(),
-        feedback_bytes: Vec::new(),
-        last_run: None,
-    };
+    let mut out = Outcome::ended(Status::Error, String::new());
     let (status, reason) = drive(spec, decls, proposer, runner, &mut rec, progress, &mut out);
     out.status = status;
     out.reason = reason;
