@@ -183,7 +183,9 @@ impl AgentTable {
         if let Some((tag, _)) = self.trace.iter().find(|(_, n)| **n == 0) {
             return Err((
                 tag.clone(),
-                format!("trace requirement {tag} = 0 requires nothing; give at least 1, or remove it"),
+                format!(
+                    "trace requirement {tag} = 0 requires nothing; give at least 1, or remove it"
+                ),
             ));
         }
         Ok(())
@@ -195,7 +197,14 @@ impl AgentTable {
         macro_rules! take {
             ($($f:ident),*) => {$( if over.$f.is_some() { self.$f = over.$f.clone(); } )*};
         }
-        take!(max_attempts, max_turns, samples, agree, on_disagreement, max_tokens);
+        take!(
+            max_attempts,
+            max_turns,
+            samples,
+            agree,
+            on_disagreement,
+            max_tokens
+        );
         for (k, v) in &over.trace {
             self.trace.insert(k.clone(), *v);
         }
@@ -382,7 +391,9 @@ impl Rules {
             }
             if rules.iter().any(|x| x.label.eq_ignore_ascii_case(&label)) {
                 return Err(fail(
-                    format!("two rules have the label `{label}` (labels are matched ignoring case)"),
+                    format!(
+                        "two rules have the label `{label}` (labels are matched ignoring case)"
+                    ),
                     "give each rule its own label",
                 ));
             }
@@ -390,7 +401,11 @@ impl Rules {
                 Some(p) => {
                     let full = folder.join(&p);
                     if !full.is_file() {
-                        let what = if full.is_dir() { "is a folder, not a file" } else { "does not exist" };
+                        let what = if full.is_dir() {
+                            "is a folder, not a file"
+                        } else {
+                            "does not exist"
+                        };
                         return Err(fail(
                             format!("rule `{label}`: profile file {} {what}", full.display()),
                             "profile paths are relative to the rules file",
@@ -438,10 +453,7 @@ impl Rules {
                 None => out.push_str(&format!("- {}\n", r.label)),
             }
         }
-        out.push_str(&format!(
-            "If none fits, answer {}.",
-            self.default
-        ));
+        out.push_str(&format!("If none fits, answer {}.", self.default));
         out
     }
 
@@ -451,7 +463,11 @@ impl Rules {
     pub fn label_of(&self, reply: &str) -> (String, bool) {
         let mut named: Vec<&str> = Vec::new();
         for word in reply.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-')) {
-            if let Some(r) = self.rules.iter().find(|r| r.label.eq_ignore_ascii_case(word)) {
+            if let Some(r) = self
+                .rules
+                .iter()
+                .find(|r| r.label.eq_ignore_ascii_case(word))
+            {
                 if !named.contains(&r.label.as_str()) {
                     named.push(&r.label);
                 }
@@ -488,9 +504,29 @@ mod tests {
         let e = AgentTable::from_toml("[agent]\nmax_turn = 2\n", "p.toml");
         assert!(matches!(e, Err(ConfigError { line: Some(2), .. })));
         let e = AgentTable::from_toml("# x\n[agent]\nsamples = 2\nmax_turns = 0\n", "p.toml");
-        assert!(matches!(e, Err(ConfigError { line: Some(4), column: Some(1), .. })), "{e:?}");
+        assert!(
+            matches!(
+                e,
+                Err(ConfigError {
+                    line: Some(4),
+                    column: Some(1),
+                    ..
+                })
+            ),
+            "{e:?}"
+        );
         let e = AgentTable::from_toml("[agent.trace]\n  verify = 0\n", "p.toml");
-        assert!(matches!(e, Err(ConfigError { line: Some(2), column: Some(3), .. })), "{e:?}");
+        assert!(
+            matches!(
+                e,
+                Err(ConfigError {
+                    line: Some(2),
+                    column: Some(3),
+                    ..
+                })
+            ),
+            "{e:?}"
+        );
     }
 
     #[test]
@@ -508,7 +544,10 @@ mod tests {
             default: "lookup".into(),
         };
         assert_eq!(rules.label_of("Label: REFUND."), ("refund".into(), true));
-        assert_eq!(rules.label_of("It is not refund; it is lookup"), ("lookup".into(), false));
+        assert_eq!(
+            rules.label_of("It is not refund; it is lookup"),
+            ("lookup".into(), false)
+        );
         assert_eq!(rules.label_of("refunds"), ("lookup".into(), false));
     }
 

@@ -91,6 +91,9 @@ match exec tool a \"c1\" { Ok(account) =>
         assert_eq!(decide(&[b.clone(), a.clone(), a.clone()], 2), Ok((1, 2)));
         assert_eq!(decide(&[a.clone(), b.clone(), None], 2), Err(1));
         assert_eq!(decide(&[None, None], 1), Err(0));
-        assert_eq!(decide(&[Some(Vote::Answer), a, Some(Vote::Answer)], 2), Ok((0, 2)));
+        assert_eq!(
+            decide(&[Some(Vote::Answer), a, Some(Vote::Answer)], 2),
+            Ok((0, 2))
+        );
     }
 }

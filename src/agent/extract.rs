@@ -36,8 +36,22 @@ pub enum Extracted {
 
 /// Languages whose blocks are not lt programs.
 const OTHER_LANGUAGES: [&str; 16] = [
-    "python", "py", "python3", "json", "bash", "sh", "shell", "javascript", "js", "typescript",
-    "ts", "toml", "yaml", "sql", "rust", "text",
+    "python",
+    "py",
+    "python3",
+    "json",
+    "bash",
+    "sh",
+    "shell",
+    "javascript",
+    "js",
+    "typescript",
+    "ts",
+    "toml",
+    "yaml",
+    "sql",
+    "rust",
+    "text",
 ];
 
 /// One fenced block of a reply.
@@ -103,7 +117,10 @@ fn blocks(reply: &str) -> Vec<Block> {
 }
 
 fn is_lt(lang: &str) -> bool {
-    matches!(lang, "lt" | "lambda-tool" | "lambda_tool" | "ltool" | "λ-tool")
+    matches!(
+        lang,
+        "lt" | "lambda-tool" | "lambda_tool" | "ltool" | "λ-tool"
+    )
 }
 
 /// Whether `text` starts like an lt program (after blank lines and
@@ -136,7 +153,9 @@ pub fn looks_like_program(text: &str) -> bool {
         (w, after)
     };
     let is_name = |w: &str| {
-        w.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        w.chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_')
     };
     let (first, after) = word(rest);
     let (second, after2) = word(&after);
@@ -210,7 +229,10 @@ pub fn extract(reply: &str, ran: bool) -> Extracted {
     }
     if let Some(b) = all.first() {
         let why = if b.lang.starts_with("py") {
-            format!("Your reply has a ```{} block but no ```lt block. {NOT_PYTHON}", b.lang)
+            format!(
+                "Your reply has a ```{} block but no ```lt block. {NOT_PYTHON}",
+                b.lang
+            )
         } else {
             format!(
                 "Your reply has a ```{} block but no ```lt block. Send the program in one ```lt block.",
@@ -268,8 +290,12 @@ mod tests {
         assert!(matches!(extract(r, false), Extracted::Missing(m) if m.contains("not Python")));
         assert!(matches!(extract(r, true), Extracted::Answer(_)));
         let r = "def main():\n    return lookup(\"u1\").name\n";
-        assert!(matches!(extract(r, false), Extracted::Missing(m) if m.contains("looks like Python")));
-        assert!(matches!(extract("I will look the user up.", false), Extracted::Missing(m) if m.contains("no program")));
+        assert!(
+            matches!(extract(r, false), Extracted::Missing(m) if m.contains("looks like Python"))
+        );
+        assert!(
+            matches!(extract("I will look the user up.", false), Extracted::Missing(m) if m.contains("no program"))
+        );
     }
 
     #[test]
@@ -277,17 +303,29 @@ mod tests {
         let r = "```lt\ntool t: Int -{Read}-> Int;\nmatch exec tool t 1 {";
         assert_eq!(
             program(r),
-            Some(("tool t: Int -{Read}-> Int;\nmatch exec tool t 1 {".into(), true))
+            Some((
+                "tool t: Int -{Read}-> Int;\nmatch exec tool t 1 {".into(),
+                true
+            ))
         );
     }
 
     #[test]
     fn a_bare_reply_is_a_program_only_before_a_run() {
         let r = "// comment\ntool t: Int -{Read}-> Int;\n1";
-        assert!(matches!(extract(r, false), Extracted::Program { fenced: false, .. }));
+        assert!(matches!(
+            extract(r, false),
+            Extracted::Program { fenced: false, .. }
+        ));
         assert!(matches!(extract(r, true), Extracted::Answer(_)));
-        assert!(matches!(extract("The answer is 4.", false), Extracted::Missing(_)));
-        assert_eq!(extract("The answer is 4.", true), Extracted::Answer("The answer is 4.".into()));
+        assert!(matches!(
+            extract("The answer is 4.", false),
+            Extracted::Missing(_)
+        ));
+        assert_eq!(
+            extract("The answer is 4.", true),
+            Extracted::Answer("The answer is 4.".into())
+        );
     }
 
     #[test]
@@ -301,7 +339,13 @@ mod tests {
 
     #[test]
     fn prose_and_data_that_begin_with_a_keyword_are_not_programs() {
-        for text in ["type: pro\nname: Ada", "match found: Ada", "let me know", "tool: hammer", "if you want"] {
+        for text in [
+            "type: pro\nname: Ada",
+            "match found: Ada",
+            "let me know",
+            "tool: hammer",
+            "if you want",
+        ] {
             assert!(!looks_like_program(text), "{text}");
         }
         for text in [

@@ -180,7 +180,9 @@ impl CallNotes {
                 rule,
                 reason,
             } => self.set(call_id, "denied", Some(format!("{rule}: {reason}"))),
-            EventBody::Completed { call_id, result, .. } => match result.get("Err") {
+            EventBody::Completed {
+                call_id, result, ..
+            } => match result.get("Err") {
                 Some(e) => self.set(
                     call_id,
                     "err",
@@ -297,7 +299,9 @@ pub fn show_value(v: &crate::runtime::value::Value) -> String {
     let n = out.chars().count();
     if n > MAX_VALUE {
         let mut cut = clip(&out, MAX_VALUE);
-        cut.push_str(&format!(" (the value is {n} characters; cut at {MAX_VALUE})"));
+        cut.push_str(&format!(
+            " (the value is {n} characters; cut at {MAX_VALUE})"
+        ));
         return cut;
     }
     out
@@ -378,7 +382,10 @@ mod tests {
             vec![
                 ("log".into(), Value::Str(big)),
                 ("tx".into(), Value::Str("tx_IMPORTANT".into())),
-                ("items".into(), Value::List((0..80).map(Value::Int).collect())),
+                (
+                    "items".into(),
+                    Value::List((0..80).map(Value::Int).collect()),
+                ),
             ]
             .into(),
         );

@@ -11,15 +11,15 @@
 //! [`feedback`] (diagnostics and run results as messages for models),
 //! [`consensus`] (K of N samples that are the same program), [`config`]
 //! (the `[agent]` table, the classifier's rule table).
-pub mod model;
-pub mod prompt;
-pub mod provider;
 pub mod config;
 pub mod consensus;
 pub mod extract;
 pub mod feedback;
-pub mod tool_list;
-pub mod session;
-pub mod runner;
+pub mod model;
+pub mod prompt;
+pub mod provider;
 pub mod replay;
+pub mod runner;
+pub mod session;
 pub mod stdio;
+pub mod tool_list;

@@ -167,7 +167,10 @@ fn detail(log: &EventBody, replay: &EventBody) -> String {
                 .collect();
             format!(
                 " (fields that differ: {})",
-                keys.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ")
+                keys.iter()
+                    .map(|k| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )
         }
         _ => String::new(),
@@ -298,9 +301,7 @@ impl Runner for ReplayRunner {
             .position(|e| matches!(e.body, EventBody::SessionEnded { .. }))
             .map(|i| start + i)
         else {
-            return Err(c.diverge(
-                "the log ends inside a run (the session was cut short)".into(),
-            ));
+            return Err(c.diverge("the log ends inside a run (the session was cut short)".into()));
         };
         let limits = crate::runtime::limits::Limits {
             timeout: None,
@@ -328,7 +329,10 @@ impl Runner for ReplayRunner {
             }
             (EventBody::SessionEnded { status, error, .. }, Err(e)) => {
                 status == "error"
-                    && error.as_ref().and_then(|x| x.get("kind")).and_then(Json::as_str)
+                    && error
+                        .as_ref()
+                        .and_then(|x| x.get("kind"))
+                        .and_then(Json::as_str)
                         == Some(e.kind.as_str())
             }
             _ => false,
@@ -395,10 +399,7 @@ pub fn replay_agent(events: Vec<Event>) -> Result<AgentReplay, String> {
     let mut rest = events[at..]
         .iter()
         .filter(|e| !matches!(e.body, EventBody::ModelRetried { .. }));
-    if let Some(EventBody::AgentEnded {
-        status, reason, ..
-    }) = rest.next().map(|e| &e.body)
-    {
+    if let Some(EventBody::AgentEnded { status, reason, .. }) = rest.next().map(|e| &e.body) {
         return Ok(AgentReplay {
             outcome: Outcome::ended(
                 if status == "error" {
@@ -445,7 +446,14 @@ pub fn replay_agent(events: Vec<Event>) -> Result<AgentReplay, String> {
     };
     let mut runner = ReplayRunner(cursor.clone(), None);
     let mut sink = ReplaySink(cursor.clone());
-    let outcome = run_agent(&spec, &decls, &mut proposer, &mut runner, &mut sink, &mut |_| {});
+    let outcome = run_agent(
+        &spec,
+        &decls,
+        &mut proposer,
+        &mut runner,
+        &mut sink,
+        &mut |_| {},
+    );
     let mut c = cursor.borrow_mut();
     c.skip_retries();
     if c.divergence.is_none() && c.at < c.events.len() {

@@ -40,7 +40,12 @@ impl LiveRunner {
     /// A runner over `host` (its registry's venues and idempotent tools),
     /// for the agent session `session` (its id); `registry_bytes` are the
     /// tools.toml bytes (hashed into each `session_started`).
-    pub fn new(host: ExecutorHost, registry_bytes: Vec<u8>, limits: Limits, session: String) -> Self {
+    pub fn new(
+        host: ExecutorHost,
+        registry_bytes: Vec<u8>,
+        limits: Limits,
+        session: String,
+    ) -> Self {
         let (venues, idempotent) = host.registry().tool_traits();
         LiveRunner {
             host,

@@ -541,7 +541,10 @@ fn unmet_trace(
             .filter(|(_, t)| t.contains(tag))
             .map(|(name, _)| name.clone())
             .collect();
-        let done: u64 = tools.iter().map(|t| successes.get(t).copied().unwrap_or(0)).sum();
+        let done: u64 = tools
+            .iter()
+            .map(|t| successes.get(t).copied().unwrap_or(0))
+            .sum();
         if done < *min {
             out.push((tag.clone(), *min, done, tools));
         }
@@ -605,9 +608,16 @@ fn evaluate(
             let mut analysis = check_source(&file.text);
             static_check::check_analysis(&mut analysis, &spec.profile);
             let mut diags = std::mem::take(&mut analysis.diagnostics);
-            diags.extend(super::tool_list::check_tool_list(&analysis, decls, &spec.declarations));
+            diags.extend(super::tool_list::check_tool_list(
+                &analysis,
+                decls,
+                &spec.declarations,
+            ));
             // A listed tool the program forgot to declare: give its declaration.
-            for d in diags.iter_mut().filter(|d| d.code == crate::diag::Code::E0204) {
+            for d in diags
+                .iter_mut()
+                .filter(|d| d.code == crate::diag::Code::E0204)
+            {
                 let name = d.message.split('`').nth(1).unwrap_or("");
                 if let Some(decl) =
                     super::tool_list::listed_declaration(decls, &spec.declarations, name)
@@ -656,10 +666,7 @@ fn evaluate(
             };
             let ir = if problems.is_empty() && more == 0 {
                 analysis.diagnostics = diags;
-                analysis
-                    .into_checked()
-                    .ok()
-                    .and_then(|c| lower(&c).ok())
+                analysis.into_checked().ok().and_then(|c| lower(&c).ok())
             } else {
                 None
             };

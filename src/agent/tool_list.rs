@@ -17,10 +17,12 @@ use crate::types::{Analysis, Declarations, Type};
 /// Whether `a` and `b` are the same type, record fields in any order (at
 /// every depth).
 pub fn same_type(a: &Type, b: &Type) -> bool {
-    fn fields(x: &[(crate::syntax::ast::Name, Type)], y: &[(crate::syntax::ast::Name, Type)]) -> bool {
+    fn fields(
+        x: &[(crate::syntax::ast::Name, Type)],
+        y: &[(crate::syntax::ast::Name, Type)],
+    ) -> bool {
         x.len() == y.len()
-            && x
-                .iter()
+            && x.iter()
                 .all(|(n, t)| y.iter().any(|(m, u)| m == n && same_type(t, u)))
     }
     match (a, b) {
@@ -48,7 +50,11 @@ pub fn listed_declaration(decls: &Declarations, decls_text: &str, name: &str) ->
 
 /// The diagnostics of `analysis`'s tool declarations against the list in
 /// `decls` (whose text is `decls_text`, to quote a declaration back).
-pub fn check_tool_list(analysis: &Analysis, decls: &Declarations, decls_text: &str) -> Vec<Diagnostic> {
+pub fn check_tool_list(
+    analysis: &Analysis,
+    decls: &Declarations,
+    decls_text: &str,
+) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for sig in &analysis.tools {
         let name: &str = &sig.name;

@@ -98,7 +98,15 @@ pub fn run(opts: &AgentOptions) -> u8 {
         return usage(opts, "task", "the task is empty".into(), Some("say what the model should do: `lt agent \"Refund the last charge of cust_1\" --tools …`".into()));
     }
     if opts.request_timeout_ms == 0 {
-        return usage(opts, "model", "--request-timeout-ms 0: a model request needs some time".into(), Some("give a timeout in milliseconds, e.g. --request-timeout-ms 120000 (the default)".into()));
+        return usage(
+            opts,
+            "model",
+            "--request-timeout-ms 0: a model request needs some time".into(),
+            Some(
+                "give a timeout in milliseconds, e.g. --request-timeout-ms 120000 (the default)"
+                    .into(),
+            ),
+        );
     }
     if opts.provider == "stdio" && opts.tools == "-" {
         return usage(opts, "tools", "--tools - reads the declarations from stdin, which --provider stdio uses for the model's replies".into(), Some("pass the declarations as a file".into()));
@@ -127,14 +135,23 @@ pub fn run(opts: &AgentOptions) -> u8 {
             opts,
             "tools",
             format!("{} declares no tools", file.name),
-            Some("declare each tool: `tool lookup: {id: String} -{Read}-> {email: String};`".into()),
+            Some(
+                "declare each tool: `tool lookup: {id: String} -{Read}-> {email: String};`".into(),
+            ),
         );
     }
     // The executors: every listed tool needs one, on the server.
     let registry_bytes = match &opts.executors {
         Some(path) => match crate::exec::read_config_bytes(Path::new(path)) {
             Ok(b) => b,
-            Err(e) => return usage(opts, "executors", format!("cannot read {path}: {e}"), Some("check the path of --executors".into())),
+            Err(e) => {
+                return usage(
+                    opts,
+                    "executors",
+                    format!("cannot read {path}: {e}"),
+                    Some("check the path of --executors".into()),
+                )
+            }
         },
         None => Vec::new(),
     };
@@ -177,7 +194,9 @@ pub fn run(opts: &AgentOptions) -> u8 {
         return usage(
             opts,
             "executors",
-            format!("tool {t} runs on the client (venue = \"client\"), which lt agent does not support"),
+            format!(
+                "tool {t} runs on the client (venue = \"client\"), which lt agent does not support"
+            ),
             Some("give it a server executor (command, http, mcp) for agent sessions".into()),
         );
     }
@@ -246,20 +265,37 @@ pub fn run(opts: &AgentOptions) -> u8 {
             .flat_map(|r| r.rules.iter())
             .filter_map(|r| r.profile.as_ref().map(|p| p.display().to_string()))
             .collect();
-        let found = [Some(&opts.tools), opts.executors.as_ref(), opts.profile.as_ref(), opts.rules.as_ref()]
-            .into_iter()
-            .flatten()
-            .chain(rule_profiles.iter())
-            .find(|i| same(i))
-            .cloned();
+        let found = [
+            Some(&opts.tools),
+            opts.executors.as_ref(),
+            opts.profile.as_ref(),
+            opts.rules.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .chain(rule_profiles.iter())
+        .find(|i| same(i))
+        .cloned();
         if let Some(input) = found {
-            return usage(opts, "log", format!("--log {log} would overwrite {input}, an input of this session"), Some("write the log to a file of its own, e.g. `--log agent.jsonl`".into()));
+            return usage(
+                opts,
+                "log",
+                format!("--log {log} would overwrite {input}, an input of this session"),
+                Some("write the log to a file of its own, e.g. `--log agent.jsonl`".into()),
+            );
         }
     }
     let mut sink: Box<dyn EventSink> = match &opts.log {
         Some(path) => match LogWriter::create(path, id.clone()) {
             Ok(w) => Box::new(w),
-            Err(e) => return usage(opts, "log", format!("cannot create the event log {path}: {e}"), None),
+            Err(e) => {
+                return usage(
+                    opts,
+                    "log",
+                    format!("cannot create the event log {path}: {e}"),
+                    None,
+                )
+            }
         },
         None => Box::new(Discard),
     };
@@ -277,7 +313,12 @@ pub fn run(opts: &AgentOptions) -> u8 {
         tags: json!(tags),
     };
     if let Err(e) = sink.append(started) {
-        return usage(opts, "log", format!("the event log could not be written: {e}"), None);
+        return usage(
+            opts,
+            "log",
+            format!("the event log could not be written: {e}"),
+            None,
+        );
     }
     let mut spec = AgentSpec {
         task: opts.task.clone(),
@@ -288,7 +329,16 @@ pub fn run(opts: &AgentOptions) -> u8 {
         tags,
     };
     if let Some(rules) = &rules {
-        match classify(opts, rules, &base_table, &spec.profile, &spec.tags, &decls, proposer.as_mut(), sink.as_mut()) {
+        match classify(
+            opts,
+            rules,
+            &base_table,
+            &spec.profile,
+            &spec.tags,
+            &decls,
+            proposer.as_mut(),
+            sink.as_mut(),
+        ) {
             Ok((profile, settings)) => {
                 spec.profile = profile;
                 spec.settings = settings;
@@ -314,7 +364,14 @@ pub fn run(opts: &AgentOptions) -> u8 {
         .build()
     {
         Ok(rt) => rt,
-        Err(e) => return usage(opts, "runtime", format!("cannot start the tokio runtime: {e}"), None),
+        Err(e) => {
+            return usage(
+                opts,
+                "runtime",
+                format!("cannot start the tokio runtime: {e}"),
+                None,
+            )
+        }
     };
     crate::exec::install_signal_forwarding(runtime.handle());
     let host = ExecutorHost::new(registry, runtime.handle().clone());
@@ -325,7 +382,14 @@ pub fn run(opts: &AgentOptions) -> u8 {
             err!("[lt] {line}");
         }
     };
-    let outcome = run_agent(&spec, &decls, proposer.as_mut(), &mut runner, sink.as_mut(), &mut progress);
+    let outcome = run_agent(
+        &spec,
+        &decls,
+        proposer.as_mut(),
+        &mut runner,
+        sink.as_mut(),
+        &mut progress,
+    );
     runner.shutdown();
     drop(sink);
     runtime.shutdown_timeout(Duration::from_secs(2));
@@ -335,9 +399,13 @@ pub fn run(opts: &AgentOptions) -> u8 {
 /// The profile (`--profile`, else tools.toml's `[profile]`, else the
 /// default) and the `[agent]` table (tools.toml's, then the profile file's).
 #[allow(clippy::result_large_err)]
-fn load_profile(opts: &AgentOptions, registry_text: &str) -> Result<(Profile, AgentTable), Failure> {
+fn load_profile(
+    opts: &AgentOptions,
+    registry_text: &str,
+) -> Result<(Profile, AgentTable), Failure> {
     let origin = opts.executors.clone().unwrap_or_default();
-    let mut table = AgentTable::from_toml(registry_text, &origin).map_err(|e| config_failure(&e))?;
+    let mut table =
+        AgentTable::from_toml(registry_text, &origin).map_err(|e| config_failure(&e))?;
     let profile = match &opts.profile {
         Some(path) => {
             // A file with only an `[agent]` table keeps the default policy.
@@ -346,7 +414,8 @@ fn load_profile(opts: &AgentOptions, registry_text: &str) -> Result<(Profile, Ag
             let p = Profile::from_toml(&text, path)
                 .map_err(|e| config_failure(&e))?
                 .unwrap_or_default();
-            table = table.overlay(&AgentTable::from_toml(&text, path).map_err(|e| config_failure(&e))?);
+            table =
+                table.overlay(&AgentTable::from_toml(&text, path).map_err(|e| config_failure(&e))?);
             p
         }
         None => Profile::from_toml(registry_text, &origin)
@@ -381,7 +450,13 @@ fn classify(
     proposer: &mut dyn Proposer,
     sink: &mut dyn EventSink,
 ) -> Result<(Profile, AgentSettings), Failure> {
-    let log_fail = |e: std::io::Error| Failure::new("log", "log", format!("the event log could not be written: {e}"));
+    let log_fail = |e: std::io::Error| {
+        Failure::new(
+            "log",
+            "log",
+            format!("the event log could not be written: {e}"),
+        )
+    };
     let messages = vec![Message::user(opts.task.clone())];
     sink.append(EventBody::ModelRequested {
         request_id: "classify".into(),
@@ -437,16 +512,20 @@ fn classify(
     // A rule without a profile keeps the session's (--profile, tools.toml).
     let mut profile = base_profile.clone();
     if let Some(path) = rule.as_ref().and_then(|r| r.profile.clone()) {
-        let text = crate::exec::read_config_text(&path, "the profile").map_err(|e| config_failure(&e))?;
+        let text =
+            crate::exec::read_config_text(&path, "the profile").map_err(|e| config_failure(&e))?;
         // A file with only an `[agent]` table keeps the session's policy.
-        if let Some(p) = Profile::from_toml(&text, &path.display().to_string()).map_err(|e| config_failure(&e))? {
+        if let Some(p) = Profile::from_toml(&text, &path.display().to_string())
+            .map_err(|e| config_failure(&e))?
+        {
             profile = p;
             if profile.name.is_empty() {
                 profile.name = label.clone();
             }
         }
         table = table.overlay(
-            &AgentTable::from_toml(&text, &path.display().to_string()).map_err(|e| config_failure(&e))?,
+            &AgentTable::from_toml(&text, &path.display().to_string())
+                .map_err(|e| config_failure(&e))?,
         );
     }
     if let Some(r) = &rule {
@@ -460,14 +539,19 @@ fn classify(
         .settings()
         .and_then(|s| check_trace(&s, tags, &profile, decls).map(|_| s))
         .map_err(|e| Failure {
-            help: Some(format!("rule `{label}` of {}: fix its profile file or trace", opts.rules.as_deref().unwrap_or("the rule table"))),
+            help: Some(format!(
+                "rule `{label}` of {}: fix its profile file or trace",
+                opts.rules.as_deref().unwrap_or("the rule table")
+            )),
             ..Failure::new("settings", "usage", e)
         })?;
     if opts.verbose {
         let how = match (&failed, matched) {
             (Some(e), _) => format!("the classifier request failed ({e}): using the default label"),
             (None, true) => "classified the task as".to_string(),
-            (None, false) => "the classifier's reply named no one rule: using the default label".to_string(),
+            (None, false) => {
+                "the classifier's reply named no one rule: using the default label".to_string()
+            }
         };
         err!("[lt] {how} `{label}`: profile {}", profile.name);
     }
@@ -541,13 +625,23 @@ fn make_proposer(opts: &AgentOptions) -> Result<Box<dyn Proposer>, Failure> {
     }
     let Some(kind) = ProviderKind::parse(&opts.provider) else {
         return Err(Failure {
-            help: Some("use --provider openai (any OpenAI-compatible endpoint), anthropic, or stdio".into()),
-            ..Failure::new("model", "usage", format!("unknown provider `{}`", opts.provider))
+            help: Some(
+                "use --provider openai (any OpenAI-compatible endpoint), anthropic, or stdio"
+                    .into(),
+            ),
+            ..Failure::new(
+                "model",
+                "usage",
+                format!("unknown provider `{}`", opts.provider),
+            )
         });
     };
     let Some(model) = opts.model.clone() else {
         return Err(Failure {
-            help: Some("e.g. --model gpt-4o-mini, or --model claude-sonnet-4-5 with --provider anthropic".into()),
+            help: Some(
+                "e.g. --model gpt-4o-mini, or --model claude-sonnet-4-5 with --provider anthropic"
+                    .into(),
+            ),
             ..Failure::new("model", "usage", "--model is required".to_string())
         });
     };
@@ -555,7 +649,10 @@ fn make_proposer(opts: &AgentOptions) -> Result<Box<dyn Proposer>, Failure> {
     if let Some(url) = &opts.base_url {
         config.base_url = url.clone();
     }
-    let var = opts.api_key_env.clone().unwrap_or_else(|| kind.key_env().to_string());
+    let var = opts
+        .api_key_env
+        .clone()
+        .unwrap_or_else(|| kind.key_env().to_string());
     config.api_key = std::env::var(&var).ok().filter(|k| !k.trim().is_empty());
     config.timeout = timeout;
     config.max_retries = opts.max_retries;
@@ -601,7 +698,11 @@ fn print_outcome(opts: &AgentOptions, o: &Outcome) -> u8 {
     match (&o.status, &o.answer) {
         (Status::Answered, Some(a)) => out!("{a}"),
         _ => {
-            err!("error: the agent stopped ({}): {}", o.status.as_str(), o.reason);
+            err!(
+                "error: the agent stopped ({}): {}",
+                o.status.as_str(),
+                o.reason
+            );
             if let Some(r) = &o.last_run {
                 if let Some(v) = &r.value {
                     err!("  the last run's value: {v}");

@@ -319,14 +319,20 @@ fn replay_agent(opts: &ReplayOptions, events: Vec<crate::log::Event>) -> u8 {
             "--program and --profile do not apply to an agent session's log: its programs are the model's, replayed as recorded",
         );
     }
-    let ended = events.iter().any(|e| matches!(e.body, EventBody::AgentEnded { .. }));
+    let ended = events
+        .iter()
+        .any(|e| matches!(e.body, EventBody::AgentEnded { .. }));
     let replayed = match crate::agent::replay::replay_agent(events) {
         Ok(r) => r,
         Err(e) => return fail(opts, EXIT_DIAGNOSTICS, "log", &format!("{}: {e}", opts.log)),
     };
     let o = &replayed.outcome;
     if let Some(d) = &replayed.divergence {
-        let kind = if ended { "non_determinism" } else { "incomplete" };
+        let kind = if ended {
+            "non_determinism"
+        } else {
+            "incomplete"
+        };
         let msg = if ended {
             format!("non-determinism: {d}")
         } else {

@@ -94,11 +94,17 @@ pub fn run(opts: &ResumeOptions) -> u8 {
         return fail_usage(
             &run_opts,
             &Failure {
-                help: Some("run `lt replay` on it to see how far it got, and start `lt agent` again".into()),
+                help: Some(
+                    "run `lt replay` on it to see how far it got, and start `lt agent` again"
+                        .into(),
+                ),
                 ..Failure::new(
                     "log",
                     "log",
-                    format!("{} is an agent session's log; lt resume continues `lt run` sessions only", opts.log),
+                    format!(
+                        "{} is an agent session's log; lt resume continues `lt run` sessions only",
+                        opts.log
+                    ),
                 )
             },
         );

@@ -124,7 +124,11 @@ impl Printer<'_> {
             NodeKind::Sequence { steps, body } | NodeKind::Pipe { steps, body } => {
                 self.line(depth, &head, id);
                 for s in steps {
-                    self.node(&format!("{} → %{}: ", self.var(&s.name), s.slot), s.value, depth + 1);
+                    self.node(
+                        &format!("{} → %{}: ", self.var(&s.name), s.slot),
+                        s.value,
+                        depth + 1,
+                    );
                 }
                 self.node("in: ", *body, depth + 1);
             }
@@ -281,7 +285,12 @@ impl Printer<'_> {
     /// `gather` (its calls run concurrently), and for a record whose field
     /// values contain nothing that could call a tool (their evaluation
     /// order is then invisible).
-    fn fields<N: std::fmt::Display>(&mut self, fields: &[(N, NodeId)], depth: usize, concurrent: bool) {
+    fn fields<N: std::fmt::Display>(
+        &mut self,
+        fields: &[(N, NodeId)],
+        depth: usize,
+        concurrent: bool,
+    ) {
         if !self.anonymous {
             for (name, v) in fields {
                 self.node(&format!("{name}: "), *v, depth);
@@ -289,7 +298,14 @@ impl Printer<'_> {
             return;
         }
         const MAY_CALL: [&str; 8] = [
-            "exec", "apply", "approve", "annotate", "gather", "for_each", "bounded_loop", "scope",
+            "exec",
+            "apply",
+            "approve",
+            "annotate",
+            "gather",
+            "for_each",
+            "bounded_loop",
+            "scope",
         ];
         let mut parts: Vec<(String, String)> = Vec::with_capacity(fields.len());
         for (name, v) in fields {

@@ -734,7 +734,10 @@ impl EventBody {
                 settings,
             } => all(&[
                 ("label", S(label)),
-                ("matched", J(if *matched { &JSON_TRUE } else { &JSON_FALSE })),
+                (
+                    "matched",
+                    J(if *matched { &JSON_TRUE } else { &JSON_FALSE }),
+                ),
                 ("profile", J(profile)),
                 ("settings", J(settings)),
             ]),

@@ -136,20 +136,20 @@ impl EventBody {
                 limits: f.object("limits")?,
                 tags: f.object("tags")?,
             },
-            "task_classified" => EventBody::TaskClassified {
-                label: f.string("label")?,
-                matched: match f.json("matched")? {
-                    Json::Bool(b) => b,
-                    _ => {
-                        return Err(
+            "task_classified" => {
+                EventBody::TaskClassified {
+                    label: f.string("label")?,
+                    matched: match f.json("matched")? {
+                        Json::Bool(b) => b,
+                        _ => return Err(
                             "field `matched` of a `task_classified` event must be true or false"
                                 .to_string(),
-                        )
-                    }
-                },
-                profile: f.object("profile")?,
-                settings: f.object("settings")?,
-            },
+                        ),
+                    },
+                    profile: f.object("profile")?,
+                    settings: f.object("settings")?,
+                }
+            }
             "model_requested" => EventBody::ModelRequested {
                 request_id: f.string("request_id")?,
                 messages: f.json("messages")?,

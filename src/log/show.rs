@@ -88,13 +88,23 @@ pub fn timeline(events: &[Event]) -> String {
             reason,
             ..
         }) => {
-            let _ = write!(out, "agent ended {}: {}", one_line(status), one_line(reason));
+            let _ = write!(
+                out,
+                "agent ended {}: {}",
+                one_line(status),
+                one_line(reason)
+            );
             if let Json::String(a) = answer {
                 let _ = write!(out, "; answer: {}", one_line(a));
             }
             out.push('\n');
         }
-        Some(_) if matches!(events.first().map(|e| &e.body), Some(EventBody::AgentStarted { .. })) => {
+        Some(_)
+            if matches!(
+                events.first().map(|e| &e.body),
+                Some(EventBody::AgentStarted { .. })
+            ) =>
+        {
             let _ = writeln!(
                 out,
                 "not ended: no agent_ended event after {} (the agent is running, or lt stopped)",

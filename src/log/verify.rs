@@ -200,7 +200,11 @@ pub(crate) fn scan(text: &str, mut keep: impl FnMut(Event)) -> VerifyReport {
             kind: ProblemKind::Order,
             message: format!(
                 "text after {} (line {ended}): nothing follows the last event of a session",
-                if state.agent { "agent_ended" } else { "session_ended" }
+                if state.agent {
+                    "agent_ended"
+                } else {
+                    "session_ended"
+                }
             ),
         });
         return report;
@@ -326,7 +330,11 @@ fn check_line(
     if index == 0 {
         chain.agent = is_agent_start;
     }
-    let last = if chain.agent { "agent_ended" } else { "session_ended" };
+    let last = if chain.agent {
+        "agent_ended"
+    } else {
+        "session_ended"
+    };
     let order = if index == 0 && !is_start && !is_agent_start {
         Some(format!(
             "the first event is `{}`; a log starts with `session_started` (or `agent_started`)",

@@ -64,7 +64,16 @@ fn refusals_before_any_request() {
     // Both the declarations and the stdio model would read stdin.
     let out = lt_in(
         &dir.0,
-        &["agent", "t", "--tools", "-", "--executors", "tools.toml", "--provider", "stdio"],
+        &[
+            "agent",
+            "t",
+            "--tools",
+            "-",
+            "--executors",
+            "tools.toml",
+            "--provider",
+            "stdio",
+        ],
         &[],
     );
     assert_eq!(out.code, 2, "{out:?}");
@@ -73,7 +82,11 @@ fn refusals_before_any_request() {
     dir.write("p.toml", "[agent.trace]\nverify = 1\n");
     let out = agent(&dir, &model, &["--profile", "p.toml"]);
     assert_eq!(out.code, 2, "{out:?}");
-    assert!(out.stderr.contains("no tool of the session has this tag"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("no tool of the session has this tag"),
+        "{}",
+        out.stderr
+    );
     // A requirement only a denied tool could meet.
     dir.write(
         "p.toml",
@@ -81,7 +94,11 @@ fn refusals_before_any_request() {
     );
     let out = agent(&dir, &model, &["--profile", "p.toml"]);
     assert_eq!(out.code, 2, "{out:?}");
-    assert!(out.stderr.contains("denies every tool with this tag"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("denies every tool with this tag"),
+        "{}",
+        out.stderr
+    );
     dir.write("p.toml", "[agent.trace]\nlookup = 0\n");
     let out = agent(&dir, &model, &["--profile", "p.toml"]);
     assert_eq!(out.code, 2, "{out:?}");
@@ -89,7 +106,16 @@ fn refusals_before_any_request() {
     // An empty task.
     let out = lt_in(
         &dir.0,
-        &["agent", " ", "--tools", "decls.lt", "--executors", "tools.toml", "--model", "m"],
+        &[
+            "agent",
+            " ",
+            "--tools",
+            "decls.lt",
+            "--executors",
+            "tools.toml",
+            "--model",
+            "m",
+        ],
         &[("OPENAI_API_KEY", "test")],
     );
     assert_eq!(out.code, 2, "{out:?}");
@@ -101,7 +127,10 @@ fn refusals_before_any_request() {
 fn a_rules_profile_file_is_never_overwritten_by_the_log() {
     let dir = setup("rules_log");
     dir.write("ro.toml", "[profile]\nname = \"ro\"\n");
-    dir.write("rules.toml", "[[rule]]\nlabel = \"x\"\nprofile = \"ro.toml\"\n");
+    dir.write(
+        "rules.toml",
+        "[[rule]]\nlabel = \"x\"\nprofile = \"ro.toml\"\n",
+    );
     let model = FakeModel::start(vec![]);
     let out = agent(&dir, &model, &["--rules", "rules.toml", "--log", "ro.toml"]);
     assert_eq!(out.code, 2, "{out:?}");
@@ -126,7 +155,12 @@ fn reordered_fields_answers_with_data_blocks_and_empty_replies() {
     assert_eq!(out.code, 0, "{out:?}");
     let j = out.json();
     assert_eq!(j["attempts"], json!([1, 2]), "{j}");
-    assert!(j["answer"].as_str().is_some_and(|a| a.contains("ada@example.com")), "{j}");
+    assert!(
+        j["answer"]
+            .as_str()
+            .is_some_and(|a| a.contains("ada@example.com")),
+        "{j}"
+    );
     let requests = model.requests();
     let told = requests[2]["body"]["messages"]
         .as_array()
@@ -145,7 +179,8 @@ fn reordered_fields_answers_with_data_blocks_and_empty_replies() {
 #[test]
 fn the_log_holds_each_message_once_and_forgotten_declarations_are_given() {
     let dir = setup("delta");
-    let forgot = "```lt\nmatch exec tool lookup_account \"acc_1\" { Ok(a) => a.email, Err(e) => e }\n```";
+    let forgot =
+        "```lt\nmatch exec tool lookup_account \"acc_1\" { Ok(a) => a.email, Err(e) => e }\n```";
     let model = FakeModel::start(vec![
         json!({"text": forgot}),
         json!({"text": program("match exec tool lookup_account \"acc_1\" { Ok(a) => a.email, Err(e) => e }")}),
@@ -158,7 +193,9 @@ fn the_log_holds_each_message_once_and_forgotten_declarations_are_given() {
         .unwrap_or("")
         .to_string();
     assert!(
-        feedback.contains("as listed: `tool lookup_account: String -{Read}-> {id: String, email: String};`"),
+        feedback.contains(
+            "as listed: `tool lookup_account: String -{Read}-> {id: String, email: String};`"
+        ),
         "{feedback}"
     );
     let log = std::fs::read_to_string(dir.path("a.jsonl")).expect("log");
@@ -213,7 +250,10 @@ fn a_replaced_system_prompt_does_not_replay() {
 #[test]
 fn an_unmet_trace_after_the_last_run_ends_the_session() {
     let dir = setup("last_run_trace");
-    dir.write("p.toml", "[agent]\nmax_turns = 1\n[agent.trace]\nlookup = 1\n");
+    dir.write(
+        "p.toml",
+        "[agent]\nmax_turns = 1\n[agent.trace]\nlookup = 1\n",
+    );
     let model = FakeModel::start(vec![
         json!({"text": "```lt\n\"nothing to look up\"\n```"}),
         json!({"text": "Done."}),
@@ -223,7 +263,9 @@ fn an_unmet_trace_after_the_last_run_ends_the_session() {
     let j = out.json();
     assert_eq!(j["status"], "gave_up");
     assert!(
-        j["reason"].as_str().is_some_and(|r| r.contains("lookup: 0 of 1")),
+        j["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("lookup: 0 of 1")),
         "{j}"
     );
     assert_eq!(model.requests().len(), 2);

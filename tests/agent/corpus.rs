@@ -38,14 +38,12 @@
 //! no panic); an edited reply breaks the hash chain (exit 1); a reply
 //! edited and re-chained replays as a divergence (exit 1).
 
-
-
+use crate::support::fake_model::FakeModel;
+use crate::support::{lt_in, Out, TempDir};
 use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-use crate::support::fake_model::FakeModel;
-use crate::support::{lt_in, Out, TempDir};
 
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent_corpus")

@@ -280,7 +280,13 @@ fn prompt_prints_the_guide_then_the_declarations() {
     let shown_guide: String = GUIDE
         .trim_end()
         .lines()
-        .map(|l| if l.starts_with("```lt fails=") { "```lt" } else { l })
+        .map(|l| {
+            if l.starts_with("```lt fails=") {
+                "```lt"
+            } else {
+                l
+            }
+        })
         .collect::<Vec<_>>()
         .join("\n");
     assert!(stdout.starts_with(&shown_guide));
