@@ -205,15 +205,6 @@ pub fn run_agent(
     out
 }
 
-fn messages_json(messages: &[Message]) -> Json {
-    Json::Array(
-        messages
-            .iter()
-            .map(|m| json!({"role": m.role, "content": m.content}))
-            .collect(),
-    )
-}
-
 #[allow(clippy::too_many_arguments)]
 fn drive(
     spec: &AgentSpec,
@@ -268,7 +259,7 @@ fn drive(
             let id = format!("t{turn}.a{attempt}");
             rec.record(EventBody::ModelRequested {
                 request_id: id.clone(),
-                messages: messages_json(&messages[logged.min(messages.len())..]),
+                messages: json!(&messages[logged.min(messages.len())..]),
                 sent: messages.len() as u64,
                 samples: u64::from(s.samples),
             });

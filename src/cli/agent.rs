@@ -200,29 +200,13 @@ pub fn run(opts: &AgentOptions) -> u8 {
             Some("give it a server executor (command, http, mcp) for agent sessions".into()),
         );
     }
-    for t in &decls.tools {
-        if let Some(real) = registry.declared_effects(&t.sig.name) {
-            let missing: Vec<&str> = real
-                .iter()
-                .map(String::as_str)
-                .filter(|l| !t.sig.effects.labels().any(|d| d == *l))
-                .collect();
-            if !missing.is_empty() {
-                return usage(
-                    opts,
-                    "executors",
-                    format!(
-                        "{} declares tool {} with effects {}, but {} says it performs {}",
-                        file.name,
-                        t.sig.name,
-                        t.sig.effects,
-                        opts.executors.as_deref().unwrap_or("tools.toml"),
-                        missing.join(", ")
-                    ),
-                    Some("declare the tool with its real effects".into()),
-                );
-            }
-        }
+    // A listed tool whose declaration omits an effect tools.toml gives it:
+    // the same check as `lt run`'s, on the tool list.
+    let sigs: Vec<crate::types::ToolSig> = decls.tools.iter().map(|t| t.sig.clone()).collect();
+    if let Some(f) =
+        super::run::understated_effects(&file, &sigs, &names, &registry, opts.executors.as_deref())
+    {
+        return fail_usage(&ro, &f);
     }
     let tags: BTreeMap<String, Vec<String>> = names
         .iter()

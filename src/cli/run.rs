@@ -326,7 +326,7 @@ pub(super) fn finish(
 
 /// A called tool whose declaration in the program omits an effect that
 /// tools.toml says it performs: the policy would be decided on a lie.
-fn understated_effects(
+pub(super) fn understated_effects(
     file: &SourceFile,
     tools: &[crate::types::ToolSig],
     called: &[&str],

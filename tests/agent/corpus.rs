@@ -122,14 +122,7 @@ fn run_agent(case: &Json, server: &Server, log: &str, json: bool) -> Out {
             .to_string()
     };
     let provider = case["provider"].as_str().unwrap_or("openai");
-    let extra: Vec<String> = case["args"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
+    let extra: Vec<String> = strings(&case["args"]);
     let mut args: Vec<String> = vec![
         "agent".into(),
         case["task"].as_str().unwrap_or_default().into(),
@@ -330,14 +323,7 @@ fn check_case(name: &str, case: &Json) -> CaseResult {
     // The log: calls, retries, and the number of HTTP requests.
     let evs = events(&log);
     let calls = successful_calls(&evs);
-    let want_calls: Vec<String> = expect["calls"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
+    let want_calls: Vec<String> = strings(&expect["calls"]);
     if calls != want_calls {
         fail(format!(
             "successful calls {calls:?} (expected {want_calls:?})"
@@ -704,4 +690,15 @@ fn an_edited_and_rechained_reply_is_a_divergence() {
     assert!(out.stderr.contains("non-determinism"), "{}", out.stderr);
     assert!(out.stderr.contains("program_checked"), "{}", out.stderr);
     assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+}
+
+/// The strings of a JSON array (none when it is not one).
+fn strings(v: &Json) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
 }
