@@ -313,6 +313,52 @@ impl Runner for ReplayRunner {
             host = host.with_pipeline(p);
         }
         let (result, _stats) = eval::run(ir, &mut host, &limits);
+        // A run the wall clock stopped cannot be replayed past that point
+        // (replay has no clock): it matches when every recorded call was
+        // made, as `lt replay` of a plain session has it.
+        let recorded_error = match &c.events[end].body {
+            EventBody::SessionEnded {
+                error: Some(error), ..
+            } => Some(error.clone()),
+            _ => None,
+        };
+        let timed_out = recorded_error
+            .as_ref()
+            .and_then(|e| e.get("kind"))
+            .and_then(Json::as_str)
+            == Some("timeout");
+        if timed_out {
+            let all_made = host.remaining().iter().all(|e| {
+                matches!(
+                    e.body,
+                    EventBody::SessionEnded { .. }
+                        | EventBody::AnnotationStarted { .. }
+                        | EventBody::AnnotationEnded { .. }
+                )
+            });
+            if all_made || host.divergence().is_some_and(|d| d.log_ended) {
+                self.1 = Some(host.into_pipeline());
+                let mut notes = CallNotes::default();
+                for e in slice {
+                    notes.observe(&e.body);
+                }
+                let message = recorded_error
+                    .as_ref()
+                    .and_then(|e| e.get("message"))
+                    .and_then(Json::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                c.at = end + 1;
+                return Ok(RunReport {
+                    end: super::feedback::RunEnd::Stopped {
+                        kind: "timeout".into(),
+                        message,
+                    },
+                    value: None,
+                    calls: notes,
+                });
+            }
+        }
         if let Some(d) = host.divergence() {
             let message = format!("run at event #{start}: non-determinism {d}");
             drop(host);

@@ -226,7 +226,10 @@ pub fn run(opts: &AgentOptions) -> u8 {
         .and_then(|s| check_trace(&s, &tags, &profile, &decls).map(|_| s))
     {
         Ok(s) => s,
-        Err(e) => return usage(opts, "settings", e, Some(settings_hint(opts))),
+        Err(e) => {
+            let hint = settings_hint(opts, &e);
+            return usage(opts, "settings", e, Some(hint));
+        }
     };
     let rules = match &opts.rules {
         Some(path) => match Rules::load(Path::new(path)) {
@@ -455,17 +458,23 @@ fn classify(
         samples: 1,
         max_tokens: 64,
     };
-    let mut notices = Vec::new();
-    let reply = proposer.complete(&request, &mut |n| notices.push(n));
-    for n in notices {
-        sink.append(EventBody::ModelRetried {
+    let mut log_error: Option<std::io::Error> = None;
+    let reply = proposer.complete(&request, &mut |n| {
+        if log_error.is_some() {
+            return;
+        }
+        if let Err(e) = sink.append(EventBody::ModelRetried {
             request_id: "classify".into(),
             attempt: u64::from(n.attempt),
             error: n.kind.as_str().into(),
             message: n.message,
             delay_ms: n.delay_ms,
-        })
-        .map_err(log_fail)?;
+        }) {
+            log_error = Some(e);
+        }
+    });
+    if let Some(e) = log_error {
+        return Err(log_fail(e));
     }
     let mut failed: Option<String> = None;
     let (label, matched) = match reply {
@@ -586,7 +595,7 @@ fn check_trace(
 }
 
 /// Where the settings come from, for their errors' hint.
-fn settings_hint(opts: &AgentOptions) -> String {
+fn settings_hint(opts: &AgentOptions, error: &str) -> String {
     let mut from = Vec::new();
     if let Some(e) = &opts.executors {
         from.push(format!("the [agent] table of {e}"));
@@ -594,11 +603,16 @@ fn settings_hint(opts: &AgentOptions) -> String {
     if let Some(p) = &opts.profile {
         from.push(format!("the [agent] table of {p}"));
     }
-    from.push("the flags".to_string());
-    format!(
-        "the settings come from {}; tags are given in tools.toml: `tags = [\"verify\"]` (see docs/agent.md)",
+    from.push("the flags (--samples, --agree, --max-attempts, …)".to_string());
+    let mut hint = format!(
+        "the settings come from {}, later ones winning",
         from.join(", then ")
-    )
+    );
+    if error.contains("trace requirement") {
+        hint.push_str("; tools get tags in tools.toml: `tags = [\"verify\"]`");
+    }
+    hint.push_str(" (see docs/agent.md)");
+    hint
 }
 
 #[allow(clippy::result_large_err)]
@@ -643,6 +657,7 @@ fn make_proposer(opts: &AgentOptions) -> Result<Box<dyn Proposer>, Failure> {
     match HttpProposer::new(config) {
         Ok(p) => Ok(Box::new(p)),
         Err(e) => {
+            let message = e.message.replace(kind.key_env(), &var);
             let help = if e.message.contains("key") {
                 format!("set {var} (or name another variable with --api-key-env)")
             } else {
@@ -650,7 +665,7 @@ fn make_proposer(opts: &AgentOptions) -> Result<Box<dyn Proposer>, Failure> {
             };
             Err(Failure {
                 help: Some(help),
-                ..Failure::new("model", "usage", e.message)
+                ..Failure::new("model", "usage", message)
             })
         }
     }

@@ -270,3 +270,48 @@ fn an_unmet_trace_after_the_last_run_ends_the_session() {
     );
     assert_eq!(model.requests().len(), 2);
 }
+
+/// A run the wall clock stopped (`--timeout-ms`) replays as `lt replay`
+/// of a plain session does: up to where the clock stopped it.
+#[test]
+fn a_run_stopped_by_the_clock_replays() {
+    let dir = TempDir::new("agent_cli", "timeout");
+    dir.write(
+        "slow.py",
+        "import sys, time\nsys.stdin.read()\ntime.sleep(60)\n",
+    );
+    dir.write("slow.lt", "tool slow: String -{Read}-> String;\n");
+    dir.write(
+        "slow.toml",
+        "[tools.slow]\ncommand = [\"python3\", \"slow.py\"]\ntimeout_ms = 30000\n",
+    );
+    let model = FakeModel::start(vec![
+        json!({"text": "```lt\ntool slow: String -{Read}-> String;\nmatch exec tool slow \"x\" { Ok(v) => v, Err(e) => e }\n```"}),
+        json!({"text": "It timed out."}),
+    ]);
+    let url = model.base_url_openai();
+    let out = lt_in(
+        &dir.0,
+        &[
+            "agent",
+            "q",
+            "--tools",
+            "slow.lt",
+            "--executors",
+            "slow.toml",
+            "--model",
+            "m",
+            "--base-url",
+            &url,
+            "--timeout-ms",
+            "800",
+            "--log",
+            "a.jsonl",
+        ],
+        &[("OPENAI_API_KEY", "test")],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    drop(model);
+    let replay = lt_in(&dir.0, &["replay", "a.jsonl"], &[]);
+    assert_eq!(replay.code, 0, "{replay:?}");
+}
