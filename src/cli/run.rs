@@ -3,7 +3,7 @@
 //! Stages and exit codes: the program is read (2 on failure), checked (1 and
 //! the diagnostics when rejected), lowered, its executors loaded and every
 //! tool it calls matched to one (2 when `tools.toml` is invalid or lacks a
-//! tool), then run on a tokio runtime (3 when a limit stops the run or lt
+//! tool), then run on a tokio runtime (multi-thread when it calls a tool; 3 when a limit stops the run or lt
 //! fails internally; 0 with the value otherwise). Nothing runs before every
 //! check passed.
 
@@ -215,12 +215,21 @@ pub(super) fn prepare_executors(
             return Err(fail_usage(opts, &f));
         }
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("lt-io")
-        .enable_all()
-        .build()
-    {
+    // A program that calls no tool needs no worker threads: starting and
+    // joining them was most of a trivial `lt run` (docs/performance.md). Its
+    // current-thread runtime only carries the SIGXFSZ guard for the log.
+    let built = if called.is_empty() {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("lt-io")
+            .enable_all()
+            .build()
+    };
+    let runtime = match built {
         Ok(rt) => rt,
         Err(e) => {
             return Err(fail_usage(
@@ -241,8 +250,13 @@ pub(super) fn prepare_executors(
         },
     };
     // Tools run in their own process groups: a Ctrl-C or SIGTERM to lt
-    // stops them too (and lt exits 130/143).
-    crate::exec::install_signal_forwarding(runtime.handle());
+    // stops them too (and lt exits 130/143). Without tools the signals keep
+    // their default action (nothing to stop; lt ends at once).
+    if called.is_empty() {
+        crate::exec::ignore_file_size_signal(runtime.handle());
+    } else {
+        crate::exec::install_signal_forwarding(runtime.handle());
+    }
     Ok((registry, runtime))
 }
 

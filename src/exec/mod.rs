@@ -116,9 +116,11 @@ use std::time::Duration;
 pub struct ExecutorHost {
     registry: Arc<Registry>,
     handle: tokio::runtime::Handle,
-    /// One client for every `http` tool (its connection pool is shared).
-    /// `Err`: it could not be built; every `http` call reports why.
-    client: Result<reqwest::Client, String>,
+    /// One client for every `http` tool (its connection pool is shared),
+    /// built on the first `http` call: building it (TLS roots, connector)
+    /// is a large part of a trivial run's start-up. `Err`: it could not be
+    /// built; every `http` call reports why.
+    client: Arc<std::sync::OnceLock<Result<reqwest::Client, String>>>,
     /// The session's MCP servers (one process per distinct server; killed
     /// when the last clone of the host is dropped).
     mcp: Arc<mcp::Servers>,
@@ -128,14 +130,10 @@ impl ExecutorHost {
     /// A host running `registry`'s executors on `handle`'s runtime (which
     /// must be multi-thread; see the type's documentation).
     pub fn new(registry: Registry, handle: tokio::runtime::Handle) -> Self {
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| e.to_string());
         ExecutorHost {
             registry: Arc::new(registry),
             handle,
-            client,
+            client: Arc::default(),
             mcp: Arc::default(),
         }
     }
@@ -244,7 +242,13 @@ impl ExecutorHost {
                 if timeout.is_zero() {
                     return timed_out(timeout);
                 }
-                match &self.client {
+                let client = self.client.get_or_init(|| {
+                    reqwest::Client::builder()
+                        .redirect(reqwest::redirect::Policy::none())
+                        .build()
+                        .map_err(|e| e.to_string())
+                });
+                match client {
                     Ok(client) => h.call(client, tool, arg, timeout, key).await,
                     Err(e) => Err(ToolFailure {
                         kind: FailureKind::Unavailable,
@@ -382,6 +386,19 @@ impl Host for ExecutorHost {
     }
 }
 
+/// Catches SIGXFSZ for the life of the process: a write past the
+/// file-size limit (`ulimit -f`) then fails with EFBIG, which lt reports
+/// (the log says it is incomplete), instead of the signal killing lt in the
+/// middle of a session. Catching it (tokio's handler stays installed) is
+/// the safe-Rust way to replace its default action. `handle`'s runtime
+/// needs its I/O driver (`enable_all`); it may be a current-thread one.
+pub fn ignore_file_size_signal(handle: &tokio::runtime::Handle) {
+    use nix::sys::signal::Signal;
+    use tokio::signal::unix::{signal, SignalKind};
+    let _entered = handle.enter();
+    let _ = signal(SignalKind::from_raw(Signal::SIGXFSZ as i32));
+}
+
 /// Makes SIGINT, SIGTERM and SIGHUP stop the running tools before lt exits.
 ///
 /// Tools run in process groups of their own, so a Ctrl-C at the terminal
@@ -418,12 +435,7 @@ pub fn install_signal_forwarding(handle: &tokio::runtime::Handle) {
             return;
         }
     };
-    // A write past the file-size limit (`ulimit -f`) then fails with EFBIG,
-    // which lt reports (the log says it is incomplete), instead of SIGXFSZ
-    // killing lt in the middle of a session. Catching the signal (tokio's
-    // handler stays installed for the life of the process) is the safe-Rust
-    // way to replace its default action.
-    let _ = signal(SignalKind::from_raw(Signal::SIGXFSZ as i32));
+    ignore_file_size_signal(handle);
     drop(handle.spawn(async move {
         let signal = tokio::select! {
             Some(()) = int.recv() => Signal::SIGINT,

@@ -17,6 +17,7 @@
 pub mod ast;
 pub mod build;
 pub mod doc;
+pub mod print;
 pub mod repair;
 pub mod token;
 pub mod validate;
