@@ -1,6 +1,11 @@
 //! The `lt` binary: a thin wrapper over [`lt::cli`].
 use std::process::ExitCode;
 
+/// mimalloc: large lists are allocated and freed without a fresh mapping
+/// (and its page faults) each time (docs/performance.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let mut args: Vec<String> = Vec::new();
     // `lt compat …` answers in the protocol's JSON even here (docs/protocol.md).

@@ -585,6 +585,71 @@ fn map_filter_fold() {
     );
 }
 
+/// `fold` whose function is one operator over its parameters runs as a loop
+/// (src/runtime/compile.rs `reduce_operator`), and `map`/`filter` over a
+/// temporary list work in place: both must be observably the general path.
+/// The general path is forced by passing the function as a variable, or the
+/// list through a `let` (shared, so not in place).
+#[test]
+fn fast_paths_are_observably_the_general_ones() {
+    let pairs = [
+        (
+            "fold (fn a: Int => fn x: Int => a - x) 100 (range 0 50)",
+            "let f = fn a: Int => fn x: Int => a - x in fold f 100 (range 0 50)",
+        ),
+        (
+            "fold (fn a: Int => fn x: Int => x * 2) 1 [3, 4]",
+            "let f = fn a: Int => fn x: Int => x * 2 in fold f 1 [3, 4]",
+        ),
+        (
+            r#"fold (fn a: String => fn x: String => a ++ x ++ "-") "" ["p", "q"]"#,
+            r#"let f = fn a: String => fn x: String => a ++ x ++ "-" in fold f "" ["p", "q"]"#,
+        ),
+        (
+            "fold (fn a: Bool => fn x: Int => a == (x > 2)) true [1, 5, 3]",
+            "let f = fn a: Bool => fn x: Int => a == (x > 2) in fold f true [1, 5, 3]",
+        ),
+        (
+            "filter (fn y: Int => y % 3 == 0) (map (fn x: Int => x * 7) (range 0 20))",
+            "let xs = range 0 20 in let ys = map (fn x: Int => x * 7) xs in filter (fn y: Int => y % 3 == 0) ys",
+        ),
+        (
+            "match traverse (fn x: Int => if x > 3 then Err(x) else Ok(x)) (range 0 9) { Ok(v) => v, Err(e) => [e] }",
+            "let xs = range 0 9 in match traverse (fn x: Int => if x > 3 then Err(x) else Ok(x)) xs { Ok(v) => v, Err(e) => [e] }",
+        ),
+        (
+            "match traverse (fn x: Int => Ok({v = x})) (range 0 4) { Ok(v) => v, Err(e) => [] }",
+            "let xs = range 0 4 in match traverse (fn x: Int => Ok({v = x})) xs { Ok(v) => v, Err(e) => [] }",
+        ),
+    ];
+    for (fast, general) in pairs {
+        assert_eq!(value(fast), value(general), "{fast}");
+    }
+    // The same error at the same node: overflow inside the operator.
+    let limits = Limits::default();
+    let fast = "fold (fn a: Int => fn x: Int => a * x) 2 [4611686018427387904, 3]";
+    let general = "let f = fn a: Int => fn x: Int => a * x in fold f 2 [4611686018427387904, 3]";
+    let (e1, e2) = (run_error(fast, &limits), run_error(general, &limits));
+    assert_eq!(e1.kind, RunErrorKind::Arithmetic);
+    assert_eq!((e1.kind, e1.message.clone()), (e2.kind, e2.message.clone()));
+    assert_eq!(text_at(fast, &e1), "a * x");
+    assert_eq!(text_at(general, &e2), "a * x");
+    // Fuel: each element is charged the body's steps, so a step limit stops
+    // both at the same element.
+    let steps = |src: &str| {
+        let mut host = ScriptedHost::new();
+        run_on(src, &mut host, &limits).1.steps
+    };
+    let per_element = |src: &str| {
+        let list = |n: usize| format!("[{}]", vec!["1"; n].join(", "));
+        steps(&src.replace("XS", &list(40))) - steps(&src.replace("XS", &list(20)))
+    };
+    assert_eq!(
+        per_element("fold (fn a: Int => fn x: Int => a + x) 0 XS"),
+        per_element("let f = fn a: Int => fn x: Int => a + x in fold f 0 XS"),
+    );
+}
+
 #[test]
 fn partial_application_of_builtins() {
     assert_eq!(

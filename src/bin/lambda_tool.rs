@@ -3,6 +3,11 @@
 //! as `lt compat …`).
 use std::process::ExitCode;
 
+/// mimalloc: large lists are allocated and freed without a fresh mapping
+/// (and its page faults) each time (docs/performance.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let mut args: Vec<String> = Vec::new();
     for arg in std::env::args_os() {

@@ -12,7 +12,7 @@
 //! nesting inside a function body, and at every function entry
 //! ([`Machine::invoke`]), the stack is grown on demand (`stacker`).
 
-use super::eval::{internal, Eval, Machine};
+use super::eval::{internal, Callee, Eval, Machine};
 use super::host::PathStep;
 use super::ops;
 use super::value::{Closure, Value};
@@ -75,6 +75,37 @@ impl Leaf {
         match self {
             Leaf::Local(s) => &m.stack[m.base + s],
             Leaf::Const(v) => v,
+        }
+    }
+}
+
+/// The body of a `fold` function that is one operator: see
+/// [`Compiler::operator_step`].
+struct OperatorStep {
+    /// The operator's node (charged, and named by its errors).
+    body: NodeId,
+    op: BinOp,
+    a: Operand,
+    b: Operand,
+}
+
+/// An operand of an [`OperatorStep`].
+enum Operand {
+    /// The accumulator (the function's first parameter).
+    Acc,
+    /// The element (its second parameter).
+    Elem,
+    /// A literal.
+    Const(Value),
+}
+
+impl Operand {
+    #[inline(always)]
+    fn pick<'v>(&'v self, acc: &'v Value, x: &'v Value) -> &'v Value {
+        match self {
+            Operand::Acc => acc,
+            Operand::Elem => x,
+            Operand::Const(v) => v,
         }
     }
 }
@@ -400,10 +431,13 @@ impl Compiler<'_> {
                     let f = func(m)?;
                     let xs = items(m)?;
                     let items = list(m, id, xs)?;
-                    for_each(m, id, mode, &f, &items)
+                    for_each(m, id, mode, &f, items)
                 })
             }
             NodeKind::Reduce { func, init, items } => {
+                if let Some(step) = self.operator_step(*func) {
+                    return self.reduce_operator(id, step, *func, *init, *items, d);
+                }
                 let (func, init, items) = (
                     self.node(*func, d),
                     self.node(*init, d),
@@ -416,8 +450,18 @@ impl Compiler<'_> {
                     let xs = items(m)?;
                     let items = list(m, id, xs)?;
                     let callee = m.enter(&f, 2);
-                    for (i, x) in items.iter().enumerate() {
-                        acc = m.call2(&callee, acc, x.clone(), item(id, i), id)?;
+                    // A list nobody else holds gives its elements away.
+                    match Rc::try_unwrap(items) {
+                        Ok(owned) => {
+                            for (i, x) in owned.into_iter().enumerate() {
+                                acc = m.call2(&callee, acc, x, item(id, i), id)?;
+                            }
+                        }
+                        Err(shared) => {
+                            for (i, x) in shared.iter().enumerate() {
+                                acc = m.call2(&callee, acc, x.clone(), item(id, i), id)?;
+                            }
+                        }
                     }
                     m.leave(callee);
                     Ok(acc)
@@ -439,6 +483,74 @@ impl Compiler<'_> {
                 })
             }
         }
+    }
+
+    /// `Some` when `func` is `fn acc => fn x => e` with no captures and `e`
+    /// an operator (not `&&`/`||`) over `acc`, `x` and literals: the body
+    /// of `fold (+) 0 xs` and of stdlib `sum`.
+    fn operator_step(&self, func: NodeId) -> Option<OperatorStep> {
+        let NodeKind::Lambda(lam) = &self.ir.node(func).kind else {
+            return None;
+        };
+        if lam.params.len() != 2 || !lam.captures.is_empty() {
+            return None;
+        }
+        let NodeKind::Binary(op, a, b) = &self.ir.node(lam.body).kind else {
+            return None;
+        };
+        if matches!(op, BinOp::And | BinOp::Or) {
+            return None;
+        }
+        let operand = |n: NodeId| match self.leaf(n)? {
+            Leaf::Local(0) => Some(Operand::Acc),
+            Leaf::Local(1) => Some(Operand::Elem),
+            Leaf::Const(v) => Some(Operand::Const(v)),
+            Leaf::Local(_) => None,
+        };
+        Some(OperatorStep {
+            body: lam.body,
+            op: *op,
+            a: operand(*a)?,
+            b: operand(*b)?,
+        })
+    }
+
+    /// A `fold` whose function is an [`OperatorStep`]: the operator is
+    /// applied in a loop, without entering the function for each element.
+    /// Observably the same as the general `fold`: the function value is
+    /// still built, each element is charged the body's 3 steps at the body's
+    /// node, and an operator error (overflow, division by zero) is the same
+    /// error at the same node. (A body without calls needs no call path.)
+    fn reduce_operator(
+        &mut self,
+        id: NodeId,
+        step: OperatorStep,
+        func: NodeId,
+        init: NodeId,
+        items: NodeId,
+        d: u32,
+    ) -> Code {
+        let (func, init, items) = (self.node(func, d), self.node(init, d), self.node(items, d));
+        let OperatorStep { body, op, a, b } = step;
+        Box::new(move |m| {
+            m.charge(1, id)?;
+            drop(func(m)?);
+            let mut acc = init(m)?;
+            let xs = items(m)?;
+            let xs = list(m, id, xs)?;
+            for x in xs.iter() {
+                m.charge(3, body)?;
+                let (l, r) = (a.pick(&acc, x), b.pick(&acc, x));
+                acc = match ops::fast(op, l, r) {
+                    Some(v) => v,
+                    None => {
+                        let (l, r) = (l.clone(), r.clone());
+                        m.binary_slow(body, op, &l, &r)?
+                    }
+                };
+            }
+            Ok(acc)
+        })
     }
 
     /// An operator. Operands that are variables or literals are read in
@@ -477,7 +589,7 @@ fn list(
     m: &Machine<'_>,
     id: NodeId,
     v: Value,
-) -> Result<Rc<[Value]>, Box<super::limits::RunError>> {
+) -> Result<Rc<Vec<Value>>, Box<super::limits::RunError>> {
     match v {
         Value::List(items) => Ok(items),
         other => Err(internal(
@@ -487,12 +599,18 @@ fn list(
     }
 }
 
+/// `map` / `filter` / `traverse` / `fan_out` of `f` over `items`. When this
+/// is the only reference to the list (a temporary, such as the result of
+/// `range` or of an inner `map`), its elements are moved into the calls
+/// instead of cloned, and `map` and `filter` write their results into the
+/// same buffer: a chain such as `filter p (map f (range 0 n))` allocates one
+/// list, not three.
 fn for_each(
     m: &mut Machine<'_>,
     id: NodeId,
     mode: ForEachMode,
     f: &Value,
-    items: &[Value],
+    items: Rc<Vec<Value>>,
 ) -> Eval {
     if mode == ForEachMode::FanOut {
         let callee = m.enter(f, 1);
@@ -503,16 +621,66 @@ fn for_each(
             Ok(())
         });
         m.leave(callee);
-        return Ok(Value::List(collected?.into()));
+        return Ok(Value::List(Rc::new(collected?)));
     }
+    let callee = m.enter(f, 1);
+    let result = match Rc::try_unwrap(items) {
+        Ok(owned) => for_each_owned(m, id, mode, &callee, owned),
+        Err(shared) => for_each_shared(m, id, mode, &callee, &shared),
+    };
+    m.leave(callee);
+    result
+}
+
+/// [`for_each`] over a list nobody else holds: in place.
+fn for_each_owned<'a>(
+    m: &mut Machine<'a>,
+    id: NodeId,
+    mode: ForEachMode,
+    callee: &Callee<'a>,
+    mut xs: Vec<Value>,
+) -> Eval {
+    let mut kept = 0;
+    for i in 0..xs.len() {
+        let x = std::mem::replace(&mut xs[i], Value::Unit);
+        match mode {
+            ForEachMode::Map => xs[i] = m.call1(callee, x, item(id, i), id)?,
+            ForEachMode::Filter => match m.call1(callee, x.clone(), item(id, i), id)? {
+                Value::Bool(true) => {
+                    xs[kept] = x;
+                    kept += 1;
+                }
+                Value::Bool(false) => {}
+                other => return Err(unexpected(m, id, &other)),
+            },
+            _ => match m.call1(callee, x, item(id, i), id)? {
+                Value::Ok(v) => xs[i] = Rc::try_unwrap(v).unwrap_or_else(|v| (*v).clone()),
+                Value::Err(e) => return Ok(Value::Err(e)),
+                other => return Err(unexpected(m, id, &other)),
+            },
+        }
+    }
+    if mode == ForEachMode::Filter {
+        xs.truncate(kept);
+    }
+    Ok(wrap(mode, xs))
+}
+
+/// [`for_each`] over a shared list: the elements are cloned into the calls.
+fn for_each_shared<'a>(
+    m: &mut Machine<'a>,
+    id: NodeId,
+    mode: ForEachMode,
+    callee: &Callee<'a>,
+    items: &[Value],
+) -> Eval {
     let mut out = Vec::with_capacity(if mode == ForEachMode::Filter {
         0
     } else {
         items.len()
     });
-    let callee = m.enter(f, 1);
     for (i, x) in items.iter().enumerate() {
-        let r = m.call1(&callee, x.clone(), item(id, i), id)?;
+        let r = m.call1(callee, x.clone(), item(id, i), id)?;
         match (mode, r) {
             (ForEachMode::Map, v) => out.push(v),
             (ForEachMode::Filter, Value::Bool(keep)) => {
@@ -520,26 +688,29 @@ fn for_each(
                     out.push(x.clone());
                 }
             }
-            (ForEachMode::Traverse, Value::Ok(v)) => out.push((*v).clone()),
-            (ForEachMode::Traverse, Value::Err(e)) => {
-                m.leave(callee);
-                return Ok(Value::Err(e));
+            (ForEachMode::Traverse, Value::Ok(v)) => {
+                out.push(Rc::try_unwrap(v).unwrap_or_else(|v| (*v).clone()))
             }
-            (_, other) => {
-                return Err(internal(
-                    m.span(id),
-                    format!("unexpected callback result {other}"),
-                ))
-            }
+            (ForEachMode::Traverse, Value::Err(e)) => return Ok(Value::Err(e)),
+            (_, other) => return Err(unexpected(m, id, &other)),
         }
     }
-    m.leave(callee);
-    let list = Value::List(out.into());
-    Ok(if mode == ForEachMode::Traverse {
+    Ok(wrap(mode, out))
+}
+
+/// The value of a `map` / `filter` (`xs`) or a `traverse` (`Ok(xs)`).
+fn wrap(mode: ForEachMode, xs: Vec<Value>) -> Value {
+    let list = Value::List(Rc::new(xs));
+    if mode == ForEachMode::Traverse {
         Value::Ok(Rc::new(list))
     } else {
         list
-    })
+    }
+}
+
+/// A callback returned a value of the wrong shape (a checker bug).
+fn unexpected(m: &Machine<'_>, id: NodeId, other: &Value) -> Box<super::limits::RunError> {
+    internal(m.span(id), format!("unexpected callback result {other}"))
 }
 
 fn item(node: NodeId, index: usize) -> PathStep {

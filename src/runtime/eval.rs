@@ -220,6 +220,9 @@ impl<'a> Machine<'a> {
                     let saved_base = std::mem::replace(&mut self.base, base);
                     let saved_captures =
                         std::mem::replace(&mut self.captures, clo.captures.clone());
+                    // The loop's entry on the call path, overwritten with
+                    // each call's site (see `run_body`), popped by `leave`.
+                    self.path.push(PathStep::Apply { node: 0 });
                     return Callee::Frame {
                         body: &lam.body,
                         base,
@@ -235,6 +238,7 @@ impl<'a> Machine<'a> {
     /// Calls a callee prepared by [`Machine::enter`] with one argument.
     /// (One method per arity: each argument is stored straight into its
     /// slot, no temporary array, which the measurements showed stalling.)
+    #[inline]
     pub(super) fn call1(
         &mut self,
         callee: &Callee<'a>,
@@ -255,6 +259,7 @@ impl<'a> Machine<'a> {
     }
 
     /// [`Machine::call1`] with two arguments (a `fold` step).
+    #[inline]
     pub(super) fn call2(
         &mut self,
         callee: &Callee<'a>,
@@ -280,11 +285,13 @@ impl<'a> Machine<'a> {
     #[inline(always)]
     fn run_body(&mut self, body: &Code, site: PathStep) -> Eval {
         // No stack check here: the body checks every 16 levels, an
-        // application in `invoke`.
-        self.path.push(site);
-        let r = body(self);
-        self.path.pop();
-        r
+        // application in `invoke`. The path's last entry is the loop's own
+        // (pushed by `enter`; a body leaves the path as it found it), so a
+        // call only overwrites it: no push and pop per element.
+        if let Some(last) = self.path.last_mut() {
+            *last = site;
+        }
+        body(self)
     }
 
     /// Ends a loop begun with [`Machine::enter`], restoring the caller's frame.
@@ -299,6 +306,7 @@ impl<'a> Machine<'a> {
             self.stack.truncate(base);
             self.base = saved_base;
             self.captures = saved_captures;
+            self.path.pop();
         }
     }
 

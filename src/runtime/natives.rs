@@ -83,7 +83,7 @@ fn float_arg(v: &Value) -> f64 {
     }
 }
 
-fn list_arg(v: &Value) -> Rc<[Value]> {
+fn list_arg(v: &Value) -> Rc<Vec<Value>> {
     match v {
         Value::List(xs) => xs.clone(),
         _ => Rc::from(Vec::new()),

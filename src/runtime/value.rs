@@ -33,7 +33,7 @@ pub enum Value {
     /// A record; fields in the order of the record's type.
     Record(Rc<[(Name, Value)]>),
     /// A list.
-    List(Rc<[Value]>),
+    List(Rc<Vec<Value>>),
     /// `Ok(v)`.
     Ok(Rc<Value>),
     /// `Err(e)`.
@@ -88,7 +88,11 @@ impl Value {
                     work.append(&mut clo.args);
                 }
             }
-            Value::List(items) => take_shared(items, work),
+            Value::List(items) => {
+                if let Some(items) = Rc::get_mut(items) {
+                    work.append(items);
+                }
+            }
             Value::Record(fields) => {
                 if let Some(fields) = Rc::get_mut(fields) {
                     work.extend(

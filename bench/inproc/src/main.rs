@@ -30,9 +30,17 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+/// The allocator the `lt` binary uses (src/main.rs).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn compile(src: &str) -> Ir {
     let analysis = lt::types::check_source(src);
-    assert!(analysis.is_ok(), "program rejected: {:?}", analysis.diagnostics);
+    assert!(
+        analysis.is_ok(),
+        "program rejected: {:?}",
+        analysis.diagnostics
+    );
     let checked = analysis.into_checked().expect("checked");
     lower(&checked).expect("lowered")
 }
@@ -90,7 +98,8 @@ fn emit(key: &str, value: f64, unit: &str) {
 }
 
 const CALLS: usize = 1_000;
-const TOOL: &str = "tool lookup: {id: Int, name: String} -{Read}-> {id: Int, name: String, balance: Int};\n";
+const TOOL: &str =
+    "tool lookup: {id: Int, name: String} -{Read}-> {id: Int, name: String, balance: Int};\n";
 
 fn tool_calls(reps: usize) {
     let with_calls = format!(
@@ -122,9 +131,17 @@ fn tool_calls(reps: usize) {
     let per = |t: Duration| us(t) / CALLS as f64;
     emit("calls_baseline_run", us(base) / 1000.0, "ms");
     emit("calls_inproc_gross", per(inproc), "us/call");
-    emit("calls_inproc_net", per(inproc.saturating_sub(base)), "us/call");
+    emit(
+        "calls_inproc_net",
+        per(inproc.saturating_sub(base)),
+        "us/call",
+    );
     emit("calls_fixed_gross", per(fixed), "us/call");
-    emit("calls_fixed_net", per(fixed.saturating_sub(base)), "us/call");
+    emit(
+        "calls_fixed_net",
+        per(fixed.saturating_sub(base)),
+        "us/call",
+    );
 }
 
 fn compute(reps: usize) {
@@ -151,7 +168,11 @@ fn compute(reps: usize) {
 fn check(reps: usize, path: &str) {
     let src = std::fs::read_to_string(path).expect("the 500-line program");
     let a = lt::types::check_source(&src);
-    assert!(a.is_ok(), "{path} does not check: {:?}", a.diagnostics.first());
+    assert!(
+        a.is_ok(),
+        "{path} does not check: {:?}",
+        a.diagnostics.first()
+    );
     drop(a);
     let reps = reps.max(21);
     emit(
@@ -186,7 +207,9 @@ fn check(reps: usize, path: &str) {
     emit("check_types", us(median(samples)) / 1000.0, "ms");
     let mut samples = Vec::new();
     for _ in 0..reps {
-        let checked = lt::types::check_source(&src).into_checked().expect("checked");
+        let checked = lt::types::check_source(&src)
+            .into_checked()
+            .expect("checked");
         let t = Instant::now();
         black_box(lower(&checked).expect("lowered"));
         samples.push(t.elapsed());
@@ -215,6 +238,13 @@ fn trivial(reps: usize) {
 }
 
 fn main() {
+    if std::env::var("LT_SIZES").is_ok() {
+        use lt::syntax::ast::*;
+        use std::mem::size_of;
+        println!("Tok {} Expr {} ExprKind {} TypeExpr {} Decl {} Program {} Ident {} Pattern {} Binder {} LetBinding {} Arm {} Type {} Diag {}",
+          size_of::<lt::syntax::token::Tok>(), size_of::<Expr>(), size_of::<ExprKind>(), size_of::<TypeExpr>(), size_of::<Decl>(), size_of::<Program>(), size_of::<Ident>(), size_of::<Pattern>(), size_of::<Binder>(), size_of::<LetBinding>(), size_of::<Arm>(), size_of::<lt::types::Type>(), size_of::<lt::diag::Diagnostic>());
+        return;
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let reps: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(9);
     let only: Vec<&str> = args.iter().skip(2).map(String::as_str).collect();
