@@ -41,6 +41,7 @@ Workloads (each figure is the median of N runs; `min` beside it in the JSON):
 Targets (from the issue) are printed beside each figure.
 """
 import argparse
+import functools
 import http.server
 import json
 import os
@@ -247,6 +248,9 @@ def workload_c_python(runs):
     xs = list(range(1_000_000))
     put("py_c_mf", time_fn(lambda: len([y for y in [x * 3 for x in xs] if y % 2 == 0]), runs), "ms")
     put("py_c_sum", time_fn(lambda: sum(xs), runs), "ms")
+    # The like-for-like peer of lt's `fold (fn acc => fn x => acc + x) 0 xs`:
+    # a fold calling a two-argument lambda per element.
+    put("py_c_reduce", time_fn(lambda: functools.reduce(lambda a, x: a + x, xs, 0), runs), "ms")
     put("py_c_list", time_fn(lambda: list(range(1_000_000)), runs), "ms")
 
 
@@ -358,6 +362,8 @@ def report(monty_note):
          "ms", "<= CPython", verdict_ratio("lt_compute_fold_sum", "py_c_sum"), PEERS["c_sum"]),
         ("(c)   stdlib `sum` (incl. range)", "lt_compute_stdlib_sum", "py_c_sum", "monty_c_sum",
          "ms", "", "", ""),
+        ("(c)   fold vs functools.reduce(lambda a, x: a + x)", "lt_compute_fold_sum", "py_c_reduce",
+         None, "ms", "", "", ""),
         ("(c)   range 0 1000000 alone / list(range())", "lt_compute_range", "py_c_list",
          "monty_c_list", "ms", "", "", ""),
         ("(c)   map alone (incl. range)", "lt_compute_map", None, None, "ms", "", "", ""),
