@@ -147,6 +147,14 @@ impl ExecutorHost {
     /// Idempotent; without it the servers are killed, without grace, when
     /// the last clone of the host is dropped.
     pub fn shutdown(&self) {
+        // A current-thread runtime (a program that calls no tool) runs no
+        // task outside its `block_on`, so none can have started a server,
+        // and a shutdown task would never run: waiting for it only delays
+        // the exit by the whole grace period.
+        if self.handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread {
+            self.mcp.kill_all();
+            return;
+        }
         let servers = self.mcp.clone();
         let (sender, receiver) = std::sync::mpsc::channel();
         drop(self.handle.spawn(async move {
