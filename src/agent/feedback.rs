@@ -384,7 +384,7 @@ mod tests {
                 ("tx".into(), Value::Str("tx_IMPORTANT".into())),
                 (
                     "items".into(),
-                    Value::List((0..80).map(Value::Int).collect()),
+                    Value::List(std::rc::Rc::new((0..80).map(Value::Int).collect())),
                 ),
             ]
             .into(),

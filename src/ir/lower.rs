@@ -133,7 +133,7 @@ impl Lowerer {
     }
 
     /// Resolves `name` as seen from frame `depth`, adding captures on the way.
-    fn resolve_in(&mut self, depth: usize, name: &str) -> Option<VarRef> {
+    fn resolve_in(&mut self, depth: usize, name: &Name) -> Option<VarRef> {
         if let Some(&slot) = self.frames[depth].names.get(name) {
             self.frames[depth].touched.push(slot);
             return Some(VarRef::Local(slot));
@@ -147,7 +147,7 @@ impl Lowerer {
             Some(&i) => i,
             None => {
                 let i = u32::try_from(f.captures.len()).unwrap_or(u32::MAX);
-                f.captures.push((outer, Rc::from(name)));
+                f.captures.push((outer, name.clone()));
                 f.capture_index.insert(outer, i);
                 i
             }
@@ -155,7 +155,7 @@ impl Lowerer {
         Some(VarRef::Capture(idx))
     }
 
-    fn resolve(&mut self, name: &str) -> Option<VarRef> {
+    fn resolve(&mut self, name: &Name) -> Option<VarRef> {
         self.resolve_in(self.frames.len() - 1, name)
     }
 

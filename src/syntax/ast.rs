@@ -177,6 +177,15 @@ pub enum BinOp {
     Or,
 }
 
+impl Program {
+    /// A rough count of the names a pass over the program binds (one per
+    /// 48 bytes of source or so), to size its tables once.
+    pub fn binders_hint(&self) -> usize {
+        let bytes = self.span.end.saturating_sub(self.span.start) as usize;
+        (bytes / 48).min(1 << 16)
+    }
+}
+
 impl BinOp {
     /// The operator as written.
     pub fn as_str(self) -> &'static str {

@@ -225,11 +225,17 @@ pub fn let_chain(
 }
 
 /// `tool name: ty;`
-pub fn tool_decl(name: Ident, ty: TypeExpr, undo: Option<UndoDecl>, l: usize, r: usize) -> Decl {
+pub fn tool_decl(
+    name: Ident,
+    ty: TypeExpr,
+    undo: Option<Box<UndoDecl>>,
+    l: usize,
+    r: usize,
+) -> Decl {
     Decl::Tool(ToolDecl {
         name,
         ty,
-        undo,
+        undo: undo.map(|u| *u),
         span: span(l, r),
     })
 }
@@ -254,7 +260,7 @@ pub fn broken_tool_decl(name: Ident, l: usize, r: usize) -> Decl {
 /// (unless [`ParseState::expression_optional`]; it is then an error node).
 pub fn program(
     st: &mut ParseState,
-    decls: Vec<Decl>,
+    decls: Vec<Box<Decl>>,
     body: Option<Expr>,
     l: usize,
     r: usize,
@@ -276,7 +282,7 @@ pub fn program(
         Expr::error(at)
     });
     Program {
-        decls,
+        decls: unbox(decls),
         body,
         span: span(l, r),
     }

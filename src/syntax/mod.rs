@@ -16,9 +16,11 @@
 
 pub mod ast;
 pub mod build;
+mod descent;
 pub mod doc;
 pub mod print;
 pub mod repair;
+mod scan;
 pub mod token;
 pub mod validate;
 
@@ -62,7 +64,7 @@ pub fn parse_declarations(text: &str) -> (Program, bool, Vec<Diagnostic>) {
 /// The parse driver; `expression_optional` is [`build::ParseState`]'s flag.
 /// Returns the tree, whether the expression is missing, and the diagnostics.
 fn parse_with(text: &str, expression_optional: bool) -> (Program, bool, Vec<Diagnostic>) {
-    let (tokens, mut diags) = token::lex(text);
+    let (mut tokens, mut diags) = token::lex(text);
     let end = text.len();
     if diags.iter().any(|d| d.code == Code::E0103) {
         // Too deep to parse safely; the lexer has said where.
@@ -78,21 +80,30 @@ fn parse_with(text: &str, expression_optional: bool) -> (Program, bool, Vec<Diag
             diags,
         );
     }
-    let mut st = build::ParseState::default();
-    st.expression_optional = expression_optional;
-    let parser = grammar::lt::ProgramParser::new();
-    let result = parser.parse(&mut st, tokens.into_iter().map(Ok::<_, LexError>));
-    let program = match result {
-        Ok(p) => p,
-        Err(e) => {
-            diags.push(convert(e, end));
-            Program {
-                decls: Vec::new(),
-                body: Expr::error(Span::new(end, end)),
-                span: Span::new(0, end),
-            }
+    // The recursive-descent fast path, or (when it gives up: a syntax
+    // error, or a construct it leaves to the grammar) the LR parser.
+    let (program, mut st) = match descent::parse(&tokens, expression_optional) {
+        Some(parsed) => parsed,
+        None => {
+            let mut st = build::ParseState::default();
+            st.expression_optional = expression_optional;
+            let parser = grammar::lt::ProgramParser::new();
+            let result = parser.parse(&mut st, tokens.drain(..).map(Ok::<_, LexError>));
+            let program = match result {
+                Ok(p) => *p,
+                Err(e) => {
+                    diags.push(convert(e, end));
+                    Program {
+                        decls: Vec::new(),
+                        body: Expr::error(Span::new(end, end)),
+                        span: Span::new(0, end),
+                    }
+                }
+            };
+            (program, st)
         }
     };
+    token::recycle(tokens);
     for rec in std::mem::take(&mut st.recovered) {
         diags.push(convert(rec.error, end));
     }
@@ -103,15 +114,18 @@ fn parse_with(text: &str, expression_optional: bool) -> (Program, bool, Vec<Diag
         diags.retain(|d| d.code != Code::E0104);
     }
     // After recovery, later errors on the same line are usually echoes of the first.
-    let line_starts: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).collect();
-    let mut lines_seen: std::collections::HashSet<usize> = std::collections::HashSet::new();
-    diags.retain(|d| {
-        if !matches!(d.code, Code::E0101 | Code::E0102 | Code::E0301) {
-            return true;
-        }
-        let line = line_starts.partition_point(|&nl| nl < d.span.start as usize);
-        lines_seen.insert(line) || d.code == Code::E0301
-    });
+    let echo = |d: &Diagnostic| matches!(d.code, Code::E0101 | Code::E0102 | Code::E0301);
+    if diags.iter().any(echo) {
+        let line_starts: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).collect();
+        let mut lines_seen: std::collections::HashSet<usize> = std::collections::HashSet::new();
+        diags.retain(|d| {
+            if !echo(d) {
+                return true;
+            }
+            let line = line_starts.partition_point(|&nl| nl < d.span.start as usize);
+            lines_seen.insert(line) || d.code == Code::E0301
+        });
+    }
     diags.dedup_by(|a, b| a.span == b.span && a.code == b.code);
     (program, st.expression_missing, diags)
 }

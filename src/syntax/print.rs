@@ -15,18 +15,23 @@
 //! `* / %` (left-associative), unary `-`, application, the prefix forms
 //! (`exec tool`, `approve tool`, `Ok`, `Err`, `Some`, whose argument is an
 //! atom), and atoms. A child printed where a higher level is required is
-//! parenthesized. Three places need more than levels:
+//! parenthesized. A few places need more than levels:
 //!
 //! * a `let` chain's body that is itself a `let` (a nested chain, not one
 //!   longer chain) is parenthesized;
 //! * `scope { e }` where `e` starts with `Ok`, `Err`, `Some` or `None`: the
 //!   lexer would take that `{` for the start of match arms, so `e` is
 //!   parenthesized (likewise the base of a record update);
-//! * `[]: T` is always parenthesized, and a double negation is `-(-e)`
-//!   (never `--`).
+//! * `Ok((Some(x)))` and `Err((None))` take a second pair of parentheses:
+//!   the lexer reads `Ok(Some` and `Err(None` as a pattern binding the name
+//!   `Some` or `None` (a λ-Tool program may use those words as names), and
+//!   would then take every `Some` and `None` of the program for names;
+//! * `[]: T` is parenthesized wherever a higher level than the open forms'
+//!   is required, and a double negation is `-(-e)` (never `--`).
 //!
 //! Matches and `let` chains are laid out on several lines (two spaces per
-//! level); everything else stays on one line. Trees the parser cannot
+//! level), except a one-binding chain of small values (`let v = 1 in v`);
+//! everything else stays on one line. Trees the parser cannot
 //! produce print as best they can: an error node is `__error__`, a negative
 //! Int literal `-5` (which reads back as a negation), a `for` loop's
 //! variable (not kept in the tree) `_x`.
@@ -121,14 +126,53 @@ fn level(e: &Expr) -> u8 {
     }
 }
 
+/// The first word of `e`'s text when it is one of `Ok`, `Err`, `Some`,
+/// `None`: the words after which the lexer's context rules misread a `{`
+/// or a `(` (see the module note).
+fn first_word(e: &Expr) -> Option<&'static str> {
+    match &e.kind {
+        ExprKind::Ok(_) => Some("Ok"),
+        ExprKind::Err(_) => Some("Err"),
+        ExprKind::Some(_) => Some("Some"),
+        ExprKind::None => Some("None"),
+        ExprKind::App(f, _) | ExprKind::Binary(_, _, f, _) | ExprKind::Field(f, _)
+            if level(f) >= level(e) =>
+        {
+            first_word(f)
+        }
+        _ => None,
+    }
+}
+
 /// Whether `e`'s text starts with a token that makes the `{` before it
 /// open match arms (`Ok`, `Err`, `Some`, `None`).
 fn starts_like_arms(e: &Expr) -> bool {
+    first_word(e).is_some()
+}
+
+/// Whether `e` is a leaf, or a record, list, field, application, operator
+/// or constructor of small parts, at most `depth` levels deep (and never a
+/// match or a `let`): what a one-line `let` may hold.
+fn small(e: &Expr, depth: u32) -> bool {
+    if depth == 0 {
+        return false;
+    }
+    let d = depth - 1;
     match &e.kind {
-        ExprKind::Ok(_) | ExprKind::Err(_) | ExprKind::Some(_) | ExprKind::None => true,
-        ExprKind::App(f, _) | ExprKind::Binary(_, _, f, _) | ExprKind::Field(f, _) => {
-            level(f) >= level(e) && starts_like_arms(f)
+        ExprKind::Unit
+        | ExprKind::Bool(_)
+        | ExprKind::Int(_)
+        | ExprKind::Float(_)
+        | ExprKind::Str(_)
+        | ExprKind::Var(_)
+        | ExprKind::None => true,
+        ExprKind::Field(x, _) | ExprKind::Ok(x) | ExprKind::Err(x) | ExprKind::Some(x) => {
+            small(x, d)
         }
+        ExprKind::Neg(x) => small(x, d),
+        ExprKind::App(a, b) | ExprKind::Binary(_, _, a, b) => small(a, d) && small(b, d),
+        ExprKind::Record(fs) => fs.len() <= 3 && fs.iter().all(|f| small(&f.value, d)),
+        ExprKind::List(xs, _) => xs.len() <= 3 && xs.iter().all(|x| small(x, d)),
         _ => false,
     }
 }
@@ -197,6 +241,10 @@ impl Printer {
             ExprKind::None => self.out.push_str("None"),
             ExprKind::Error => self.out.push_str("__error__"),
             ExprKind::Let(chain) => {
+                // One line for a short chain of small values (`let v = 1 in v`).
+                let inline = chain.bindings.len() == 1
+                    && small(&chain.body, 2)
+                    && chain.bindings.iter().all(|b| small(&b.value, 3));
                 for b in &chain.bindings {
                     self.out.push_str("let ");
                     if b.rec_kw.is_some() {
@@ -216,7 +264,11 @@ impl Printer {
                     };
                     self.expr(&b.value, min);
                     self.out.push_str(" in");
-                    self.newline();
+                    if inline {
+                        self.out.push(' ');
+                    } else {
+                        self.newline();
+                    }
                 }
                 let min = if matches!(chain.body.kind, ExprKind::Let(_)) {
                     UNARY
@@ -376,12 +428,15 @@ impl Printer {
         }
     }
 
-    /// `Ok(x)`, `Err(x)`, `Some(x)`: the argument always in parentheses.
+    /// `Ok(x)`, `Err(x)`, `Some(x)`: the argument always in parentheses,
+    /// twice in `Ok((Some(1)))` and `Err((None))` (the lexer takes `Ok(None`
+    /// for a pattern binding the name `None`).
     fn prefix(&mut self, word: &str, x: &Expr) {
+        let twice = word != "Some" && matches!(first_word(x), Some("Some" | "None"));
         self.out.push_str(word);
-        self.out.push('(');
+        self.out.push_str(if twice { "((" } else { "(" });
         self.expr(x, OPEN);
-        self.out.push(')');
+        self.out.push_str(if twice { "))" } else { ")" });
     }
 }
 

@@ -146,7 +146,10 @@ fn insert_missing_arm_commas(toks: &mut Vec<Spanned>, diags: &mut Vec<Diagnostic
                         | Tok::Fn
                         | Tok::Colon
                         | Tok::List
+                        | Tok::Option
                         | Tok::Bang
+                        // `fn p: "a" | "b" => …`: a type, not a second arm.
+                        | Tok::Bar
                         | Tok::Arrow
                         | Tok::FatArrow
                         // `Ok x =>`: the name is the pattern's binder.
@@ -205,15 +208,16 @@ fn report_match_with(toks: &[Spanned], diags: &mut Vec<Diagnostic>) {
     let mut open_match = false;
     for (i, (l, tok, r)) in toks.iter().enumerate() {
         // `with` as a field name (`{with = 1}`, `r.with`, `{with: Int}`) is not OCaml's.
-        let field_name = matches!(
-            toks.get(i + 1).map(|t| &t.1),
-            Some(Tok::Eq | Tok::Colon | Tok::Comma | Tok::RBrace | Tok::RParen)
-        ) || (i > 0
-            && matches!(toks[i - 1].1, Tok::Dot | Tok::LBrace | Tok::Comma));
+        let field_name = || {
+            matches!(
+                toks.get(i + 1).map(|t| &t.1),
+                Some(Tok::Eq | Tok::Colon | Tok::Comma | Tok::RBrace | Tok::RParen)
+            ) || (i > 0 && matches!(toks[i - 1].1, Tok::Dot | Tok::LBrace | Tok::Comma))
+        };
         match tok {
             Tok::Match => open_match = true,
             Tok::MatchLBrace => open_match = false,
-            Tok::Ident(w) if &**w == "with" && open_match && !field_name => {
+            Tok::Ident(w) if open_match && &**w == "with" && !field_name() => {
                 diags.push(
                     Diagnostic::error(
                         Code::E0101,

@@ -11,6 +11,7 @@
 //! braces are the tool's argument and the second the arms.
 
 use super::ast::Name;
+use super::scan::{string_literal, Raw, RawError, StrEnd};
 use crate::diag::{Code, Diagnostic};
 use crate::source::Span;
 use logos::Logos;
@@ -38,49 +39,28 @@ pub enum LexError {
 /// A token of lt source. Keyword and punctuation variants are named after
 /// what they spell (`Let` is `let`, `FatArrow` is `=>`); see `Display`.
 #[allow(missing_docs)]
-#[derive(Logos, Clone, Debug, PartialEq)]
-#[logos(error = LexError)]
-#[logos(skip r"[ \t\r\n\f\u{FEFF}]+")]
-#[logos(skip(r"//[^\n]*", allow_greedy = true))]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Tok {
     /// `(* … *)`, nested; dropped before parsing.
-    #[token("(*", block_comment)]
     BlockComment,
     /// `-- …` to the end of the line: not a comment in lt; reported and skipped.
-    #[regex(r"--[ \t][^\n]*", allow_greedy = true)]
     DashComment,
 
-    #[token("tool")]
     Tool,
-    #[token("let")]
     Let,
-    #[token("rec")]
     Rec,
-    #[token("in")]
     In,
-    #[token("fn")]
     Fn,
-    #[token("if")]
     If,
-    #[token("then")]
     Then,
-    #[token("else")]
     Else,
-    #[token("match")]
     Match,
-    #[token("exec")]
     Exec,
-    #[token("true")]
     True,
-    #[token("false")]
     False,
-    #[token("Ok")]
     Ok,
-    #[token("Err")]
     Err,
-    #[token("List")]
     List,
-    #[token("Result")]
     Result,
     /// `Option` (extension; contextual, see [`lex`]).
     Option,
@@ -95,37 +75,23 @@ pub enum Tok {
     EffectKw,
     /// `with` in a record update `{r with f = v}` (extension).
     With,
-    #[token("while")]
     While,
-    #[token("for")]
     For,
 
-    #[token("(")]
     LParen,
-    #[token(")")]
     RParen,
-    #[token("{")]
     LBrace,
     /// A `{` that opens match arms (produced by [`lex`], never by logos).
     MatchLBrace,
-    #[token("}")]
     RBrace,
-    #[token("[")]
     LBracket,
-    #[token("]")]
     RBracket,
-    #[token(",")]
     Comma,
-    #[token(";")]
     Semi,
-    #[token(":")]
     Colon,
-    #[token(".")]
     Dot,
-    #[token("..")]
     DotDot,
     /// `@intent` (extension): an annotation, `@intent("why", …) e`.
-    #[token("@intent")]
     AtIntent,
     /// `gather` followed by `{` (extension; contextual).
     Gather,
@@ -138,62 +104,34 @@ pub enum Tok {
 
     /// `?:` in an optional field `email?: String` (one token, so that a
     /// stray `?` stays an unreadable character).
-    #[regex(r"\?[ \t]*:")]
     Question,
-    #[token("|")]
     Bar,
-    #[token("=")]
     Eq,
-    #[token("=>")]
     FatArrow,
-    #[token("->")]
     Arrow,
-    #[token("-")]
     Minus,
-    #[token("+")]
     Plus,
-    #[token("++")]
     PlusPlus,
-    #[token("*")]
     Star,
-    #[token("/")]
     Slash,
-    #[token("%")]
     Percent,
-    #[token("<")]
     Lt,
-    #[token(">")]
     Gt,
-    #[token("<=")]
     Le,
-    #[token(">=")]
     Ge,
-    #[token("==")]
     EqEq,
-    #[token("!=")]
     Ne,
-    #[token("!")]
     Bang,
-    #[token("&&")]
     AndAnd,
-    #[token("||")]
     OrOr,
-    #[token("_", priority = 10)]
     Underscore,
 
-    #[regex(r"[0-9]+", int_literal)]
     Int(i64),
     /// A Float literal `1.5`, `2.0e-3`, `1e6` (extension), kept as its text
     /// (so that tokens compare exactly) and parsed by the grammar's action.
-    #[regex(
-        r"[0-9]+\.[0-9]+([eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+",
-        float_literal
-    )]
     Float(FloatLit),
-    #[token("\"", string_literal)]
     Str(String),
     /// A name as logos sees it; [`lex`] turns it into [`Tok::Ident`].
-    #[regex(r"[A-Za-z_][A-Za-z0-9_]*")]
     RawIdent,
     /// A name (interned by [`lex`]: equal names share one allocation).
     Ident(Name),
@@ -207,102 +145,6 @@ impl PartialEq for FloatLit {
     fn eq(&self, other: &FloatLit) -> bool {
         self.0.to_bits() == other.0.to_bits()
     }
-}
-
-fn float_literal(lex: &mut logos::Lexer<Tok>) -> Result<FloatLit, LexError> {
-    match lex.slice().parse::<f64>() {
-        Ok(x) if x.is_finite() => Ok(FloatLit(x)),
-        _ => Err(LexError::FloatOverflow),
-    }
-}
-
-fn int_literal(lex: &mut logos::Lexer<Tok>) -> Result<i64, LexError> {
-    lex.slice()
-        .parse::<i64>()
-        .map_err(|_| LexError::IntOverflow)
-}
-
-fn block_comment(lex: &mut logos::Lexer<Tok>) -> Result<(), LexError> {
-    let rest = lex.remainder().as_bytes();
-    let mut depth = 1usize;
-    let mut i = 0;
-    while i < rest.len() {
-        if rest[i] == b'(' && rest.get(i + 1) == Some(&b'*') {
-            depth += 1;
-            i += 2;
-        } else if rest[i] == b'*' && rest.get(i + 1) == Some(&b')') {
-            depth -= 1;
-            i += 2;
-            if depth == 0 {
-                lex.bump(i);
-                return Ok(());
-            }
-        } else {
-            i += 1;
-        }
-    }
-    lex.bump(rest.len());
-    Err(LexError::UnterminatedComment)
-}
-
-fn string_literal(lex: &mut logos::Lexer<Tok>) -> Result<String, LexError> {
-    let rest = lex.remainder();
-    let mut out = String::new();
-    let mut chars = rest.char_indices();
-    let mut bad_escape: Option<(usize, usize)> = None;
-    while let Some((i, c)) = chars.next() {
-        match c {
-            '"' => {
-                lex.bump(i + 1);
-                return match bad_escape {
-                    Some((a, b)) => Err(LexError::InvalidEscape(a + 1, b + 1)),
-                    None => Ok(out),
-                };
-            }
-            '\n' => break,
-            '\\' => match chars.next() {
-                Some((_, 'n')) => out.push('\n'),
-                Some((_, 't')) => out.push('\t'),
-                Some((_, 'r')) => out.push('\r'),
-                Some((_, '0')) => out.push('\0'),
-                Some((_, '"')) => out.push('"'),
-                Some((_, '\\')) => out.push('\\'),
-                Some((_, 'u')) => {
-                    let after = &rest[i + 2..];
-                    let parsed = after
-                        .strip_prefix('{')
-                        .and_then(|s| s.split_once('}'))
-                        .filter(|(hex, _)| !hex.is_empty() && hex.len() <= 6)
-                        .and_then(|(hex, _)| {
-                            Some((
-                                hex.len(),
-                                char::from_u32(u32::from_str_radix(hex, 16).ok()?)?,
-                            ))
-                        });
-                    match parsed {
-                        Some((len, ch)) => {
-                            out.push(ch);
-                            for _ in 0..len + 2 {
-                                chars.next();
-                            }
-                        }
-                        None => {
-                            bad_escape.get_or_insert((i, i + 2));
-                        }
-                    }
-                }
-                Some((j, other)) => {
-                    bad_escape.get_or_insert((i, j + other.len_utf8()));
-                }
-                None => break,
-            },
-            c => out.push(c),
-        }
-    }
-    // No closing quote on this line: the string runs to the end of the line.
-    let end = rest.find('\n').unwrap_or(rest.len());
-    lex.bump(end);
-    Err(LexError::UnterminatedString)
 }
 
 impl fmt::Display for Tok {
@@ -383,10 +225,31 @@ impl fmt::Display for Tok {
 /// A token with its byte range, as the parser consumes it.
 pub type Spanned = (usize, Tok, usize);
 
+thread_local! {
+    /// The token vector of the last parse on this thread, emptied, kept for
+    /// the next (see [`recycle`]).
+    static SPARE: std::cell::Cell<Vec<Spanned>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// The largest token vector kept for reuse (in tokens: about 1 MB).
+const SPARE_MAX: usize = 1 << 15;
+
+/// Keeps the (emptied) allocation of `toks` for the next [`lex`] on this
+/// thread: a checker called in a loop then lexes into warm memory instead of
+/// a fresh mapping each time.
+pub fn recycle(mut toks: Vec<Spanned>) {
+    toks.clear();
+    if toks.capacity() <= SPARE_MAX {
+        SPARE.with(|spare| spare.set(toks));
+    }
+}
+
 /// Lexes `text` into tokens (comments dropped, match braces marked) and the
 /// lexical diagnostics. Adjacent unreadable characters give one diagnostic.
 pub fn lex(text: &str) -> (Vec<Spanned>, Vec<Diagnostic>) {
-    let mut toks: Vec<Spanned> = Vec::new();
+    // Typical source has a token per four bytes or so: one allocation.
+    let mut toks: Vec<Spanned> = SPARE.with(|spare| spare.take());
+    toks.reserve(text.len() / 3 + 16);
     let mut diags: Vec<Diagnostic> = Vec::new();
     let mut bad_run: Option<(usize, usize)> = None;
     let flush = |run: &mut Option<(usize, usize)>, diags: &mut Vec<Diagnostic>| {
@@ -416,64 +279,120 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<Diagnostic>) {
         }
     };
     let mut names: FxHashMap<Name, ()> = FxHashMap::default();
-    let mut lexer = Tok::lexer(text);
+    let mut lexer = Raw::lexer(text);
     while let Some(res) = lexer.next() {
-        let range = lexer.span();
-        match res {
-            Ok(Tok::BlockComment) => flush(&mut bad_run, &mut diags),
-            Ok(Tok::DashComment) => {
+        let raw = match res {
+            Ok(raw) => raw,
+            Err(RawError::UnexpectedChar) => {
+                let range = lexer.span();
+                match &mut bad_run {
+                    Some((_, end)) if *end == range.start => *end = range.end,
+                    _ => {
+                        flush(&mut bad_run, &mut diags);
+                        bad_run = Some((range.start, range.end));
+                    }
+                }
+                continue;
+            }
+            Err(RawError::UnterminatedComment) => {
                 flush(&mut bad_run, &mut diags);
+                let range = lexer.span();
+                diags.push(
+                    Diagnostic::error(
+                        Code::E0003,
+                        Span::new(range.start, range.end),
+                        "unterminated block comment",
+                    )
+                    .with_label("this `(*` is never closed")
+                    .with_help("close the comment with `*)` (block comments nest)"),
+                );
+                continue;
+            }
+        };
+        if bad_run.is_some() {
+            flush(&mut bad_run, &mut diags);
+        }
+        let tok = match raw {
+            Raw::BlockComment => continue,
+            Raw::DashComment => {
+                let start = lexer.span().start;
                 diags.push(
                     Diagnostic::error(
                         Code::E0001,
-                        Span::new(range.start, range.start + 2),
+                        Span::new(start, start + 2),
                         "`--` does not start a comment",
                     )
                     .with_label("not a comment")
                     .with_help("comments are `// …` to the end of the line, or `(* … *)`"),
                 );
+                continue;
             }
-            Ok(Tok::RawIdent) => {
-                flush(&mut bad_run, &mut diags);
+            Raw::Ident => {
                 let text = lexer.slice();
-                let shared = match names.get_key_value(text) {
+                Tok::Ident(match names.get_key_value(text) {
                     Some((name, ())) => name.clone(),
                     None => {
                         let name = Name::from(text);
                         names.insert(name.clone(), ());
                         name
                     }
-                };
-                toks.push((range.start, Tok::Ident(shared), range.end));
+                })
             }
-            Ok(tok) => {
-                flush(&mut bad_run, &mut diags);
-                toks.push((range.start, tok, range.end));
-            }
-            Err(LexError::UnexpectedChar) => match &mut bad_run {
-                Some((_, end)) if *end == range.start => *end = range.end,
-                _ => {
-                    flush(&mut bad_run, &mut diags);
-                    bad_run = Some((range.start, range.end));
+            Raw::Int => match lexer.slice().parse::<i64>() {
+                Ok(n) => Tok::Int(n),
+                Err(_) => {
+                    let range = lexer.span();
+                    toks.push((range.start, Tok::Int(0), range.end));
+                    diags.push(
+                        Diagnostic::error(Code::E0005, Span::new(range.start, range.end), "integer literal is too large")
+                            .with_label("does not fit in a 64-bit signed integer")
+                            .with_help(format!(
+                                "a literal is at most {}; Ints are 64-bit, from {} (write `-{} - 1`) to {}",
+                                i64::MAX,
+                                i64::MIN,
+                                i64::MAX,
+                                i64::MAX
+                            )),
+                    );
+                    continue;
                 }
             },
-            Err(e) => {
-                flush(&mut bad_run, &mut diags);
-                let span = Span::new(range.start, range.end);
-                let d = match e {
-                    LexError::UnterminatedString => {
-                        toks.push((range.start, Tok::Str(String::new()), range.end));
-                        Diagnostic::error(Code::E0002, span, "unterminated string literal")
-                            .with_label("this string has no closing `\"` on its line")
-                            .with_help("close the string with `\"`; write a line break inside a string as `\\n`")
+            Raw::Float => match lexer.slice().parse::<f64>() {
+                Ok(x) if x.is_finite() => Tok::Float(FloatLit(x)),
+                _ => {
+                    let range = lexer.span();
+                    toks.push((range.start, Tok::Float(FloatLit(0.0)), range.end));
+                    diags.push(
+                        Diagnostic::error(
+                            Code::E0005,
+                            Span::new(range.start, range.end),
+                            "Float literal is too large",
+                        )
+                        .with_label("not a finite 64-bit float")
+                        .with_help(format!("Floats are 64-bit: at most {:e}", f64::MAX)),
+                    );
+                    continue;
+                }
+            },
+            Raw::Quote => {
+                let (len, end) = string_literal(lexer.remainder());
+                lexer.bump(len);
+                let range = lexer.span();
+                let d = match end {
+                    StrEnd::Value(s) => {
+                        toks.push((range.start, Tok::Str(s), range.end));
+                        continue;
                     }
-                    LexError::UnterminatedComment => {
-                        Diagnostic::error(Code::E0003, span, "unterminated block comment")
-                            .with_label("this `(*` is never closed")
-                            .with_help("close the comment with `*)` (block comments nest)")
-                    }
-                    LexError::InvalidEscape(a, b) => {
-                        toks.push((range.start, Tok::Str(String::new()), range.end));
+                    StrEnd::Unterminated => Diagnostic::error(
+                        Code::E0002,
+                        Span::new(range.start, range.end),
+                        "unterminated string literal",
+                    )
+                    .with_label("this string has no closing `\"` on its line")
+                    .with_help(
+                        "close the string with `\"`; write a line break inside a string as `\\n`",
+                    ),
+                    StrEnd::InvalidEscape(a, b) => {
                         let esc = Span::new(range.start + a, range.start + b);
                         Diagnostic::error(
                             Code::E0004,
@@ -487,36 +406,90 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<Diagnostic>) {
                         })
                         .with_help("valid escapes are \\n \\t \\r \\0 \\\" \\\\ and \\u{1F600}")
                     }
-                    LexError::IntOverflow => {
-                        toks.push((range.start, Tok::Int(0), range.end));
-                        Diagnostic::error(Code::E0005, span, "integer literal is too large")
-                            .with_label("does not fit in a 64-bit signed integer")
-                            .with_help(format!(
-                                "a literal is at most {}; Ints are 64-bit, from {} (write `-{} - 1`) to {}",
-                                i64::MAX,
-                                i64::MIN,
-                                i64::MAX,
-                                i64::MAX
-                            ))
-                    }
-                    LexError::FloatOverflow => {
-                        toks.push((range.start, Tok::Float(FloatLit(0.0)), range.end));
-                        Diagnostic::error(Code::E0005, span, "Float literal is too large")
-                            .with_label("not a finite 64-bit float")
-                            .with_help(format!("Floats are 64-bit: at most {:e}", f64::MAX))
-                    }
-                    LexError::UnexpectedChar => continue,
                 };
+                toks.push((range.start, Tok::Str(String::new()), range.end));
                 diags.push(d);
+                continue;
             }
-        }
+            other => keyword_or_symbol(other),
+        };
+        let range = lexer.span();
+        toks.push((range.start, tok, range.end));
     }
     flush(&mut bad_run, &mut diags);
-    mark_contextual_keywords(&mut toks);
+    // Only a text that uses one of these names has keywords to mark.
+    if CONTEXTUAL.iter().any(|w| names.contains_key(*w)) {
+        mark_contextual_keywords(&mut toks);
+    }
     mark_match_braces(&mut toks);
     super::repair::repair(&mut toks, &mut diags);
     check_nesting(&toks, &mut diags);
     (toks, diags)
+}
+
+/// The token of a scanned keyword or punctuation (kinds with no text to
+/// read; the others are handled by [`lex`]).
+fn keyword_or_symbol(raw: Raw) -> Tok {
+    match raw {
+        Raw::Tool => Tok::Tool,
+        Raw::Let => Tok::Let,
+        Raw::Rec => Tok::Rec,
+        Raw::In => Tok::In,
+        Raw::Fn => Tok::Fn,
+        Raw::If => Tok::If,
+        Raw::Then => Tok::Then,
+        Raw::Else => Tok::Else,
+        Raw::Match => Tok::Match,
+        Raw::Exec => Tok::Exec,
+        Raw::True => Tok::True,
+        Raw::False => Tok::False,
+        Raw::Ok => Tok::Ok,
+        Raw::Err => Tok::Err,
+        Raw::List => Tok::List,
+        Raw::Result => Tok::Result,
+        Raw::While => Tok::While,
+        Raw::For => Tok::For,
+        Raw::LParen => Tok::LParen,
+        Raw::RParen => Tok::RParen,
+        Raw::LBrace => Tok::LBrace,
+        Raw::RBrace => Tok::RBrace,
+        Raw::LBracket => Tok::LBracket,
+        Raw::RBracket => Tok::RBracket,
+        Raw::Comma => Tok::Comma,
+        Raw::Semi => Tok::Semi,
+        Raw::Colon => Tok::Colon,
+        Raw::Dot => Tok::Dot,
+        Raw::DotDot => Tok::DotDot,
+        Raw::AtIntent => Tok::AtIntent,
+        Raw::Question => Tok::Question,
+        Raw::Bar => Tok::Bar,
+        Raw::Eq => Tok::Eq,
+        Raw::FatArrow => Tok::FatArrow,
+        Raw::Arrow => Tok::Arrow,
+        Raw::Minus => Tok::Minus,
+        Raw::Plus => Tok::Plus,
+        Raw::PlusPlus => Tok::PlusPlus,
+        Raw::Star => Tok::Star,
+        Raw::Slash => Tok::Slash,
+        Raw::Percent => Tok::Percent,
+        Raw::Lt => Tok::Lt,
+        Raw::Gt => Tok::Gt,
+        Raw::Le => Tok::Le,
+        Raw::Ge => Tok::Ge,
+        Raw::EqEq => Tok::EqEq,
+        Raw::Ne => Tok::Ne,
+        Raw::Bang => Tok::Bang,
+        Raw::AndAnd => Tok::AndAnd,
+        Raw::OrOr => Tok::OrOr,
+        Raw::Underscore => Tok::Underscore,
+        Raw::BlockComment => Tok::BlockComment,
+        Raw::DashComment => Tok::DashComment,
+        Raw::Ident => Tok::RawIdent,
+        // Read from their text by `lex`; never asked for here.
+        Raw::Int => Tok::Int(0),
+        Raw::Float => Tok::Float(FloatLit(0.0)),
+        Raw::Quote => Tok::Str(String::new()),
+    }
 }
 
 /// Reports (once) a program nested deeper than [`MAX_DEPTH`](super::MAX_DEPTH),
@@ -656,6 +629,11 @@ fn mark_match_braces(toks: &mut [Spanned]) {
         }
     }
 }
+
+/// The names [`mark_contextual_keywords`] may turn into keywords.
+const CONTEXTUAL: [&str; 10] = [
+    "type", "effect", "with", "Option", "Some", "None", "gather", "scope", "approve", "undo",
+];
 
 /// Turns the names `type`, `effect` and `with` into keywords where they
 /// start a declaration or a record update (extensions), so that they stay

@@ -32,7 +32,7 @@ const ITERATE_HINT: &str =
 /// Runs the restriction pass over `program`.
 pub fn validate(program: &Program) -> Validation {
     let mut w = Walker {
-        scope: Scope::default(),
+        scope: Scope::with_capacity(program.binders_hint()),
         defining: Scope::default(),
         v: Validation::default(),
     };
@@ -66,7 +66,7 @@ impl Walker {
         let v = &mut self.v;
         match &e.kind {
             ExprKind::Var(id) => {
-                if self.scope.get(&id.name) != Some(&true) {
+                if !self.defining.is_empty() && self.scope.get(&id.name) != Some(&true) {
                     if let Some(&(def, report)) = self.defining.get(&id.name) {
                         v.recursive_refs.insert(id.span);
                         if !report {

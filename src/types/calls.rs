@@ -26,10 +26,10 @@ impl Checker<'_> {
         }
         args.reverse();
         if let ExprKind::Var(id) = &head.kind {
-            if BUILTINS.contains(&&*id.name) && !self.env.contains_key(&id.name) {
+            if BUILTINS.contains(&&*id.name) && !self.env.contains(&id.name) {
                 return self.builtin(id, &args);
             }
-            if !self.env.contains_key(&id.name) {
+            if !self.env.contains(&id.name) {
                 if let Some(native) = crate::stdlib::lookup(&id.name) {
                     return self.native_app(native, head, &args, expected.as_ref());
                 }

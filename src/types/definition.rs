@@ -84,13 +84,9 @@ pub fn check_definition(
                 .with_help("library functions cannot call tools"),
         );
     }
-    let binder_types: HashMap<Span, Type> = ck
-        .binder_types
-        .iter()
-        .map(|(s, t)| (*s, ck.metas.zonk(t)))
-        .collect();
     let omitted = std::mem::take(&mut ck.omitted_fields);
     diags.append(&mut ck.diags);
+    let binder_types = super::linear::BinderTypes::new(&ck.binder_types, &ck.metas);
     diags.extend(super::linear::check_usage(&program, &binder_types));
     if diags.is_empty() {
         Ok(omitted)

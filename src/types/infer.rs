@@ -22,19 +22,21 @@ use super::decls::{lower_type, ToolSig, TypeEnv};
 use super::ty::{EffectSet, Type};
 use super::unify::Metas;
 use crate::diag::{did_you_mean, Code, Diagnostic};
+use crate::scope::Scope;
 use crate::source::Span;
 use crate::syntax::ast::*;
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::HashSet;
+use std::rc::Rc;
 
 /// The builtin iteration functions (λ-Tool).
 pub use crate::stdlib::BUILTINS;
 
-/// A variable in scope. The type is shared so that the persistent map's
-/// copy-on-write node copies stay cheap.
+/// A variable in scope. The type is shared with
+/// [`Checker::binder_types`] (and, for a `let`, [`Checker::let_types`]).
 #[derive(Clone, Debug)]
 pub(super) struct VarInfo {
-    pub ty: std::rc::Rc<Type>,
+    pub ty: Rc<Type>,
 }
 
 /// Why a context allows only some effects, for `E0401`.
@@ -69,7 +71,8 @@ pub struct Checker<'a> {
     /// `==`/`!=` whose operand type held unsolved metavariables: `(type, operator span, op)`.
     pub(super) comparisons: Vec<(Type, Span, BinOp)>,
     tool_index: HashMap<Name, usize>,
-    pub(super) env: im::HashMap<Name, VarInfo, rustc_hash::FxBuildHasher>,
+    /// The variables in scope (each binding undone when its scope ends).
+    pub(super) env: Scope<VarInfo>,
     frames: Vec<Frame>,
     pub(super) callback_reason: Option<Allowed>,
     /// Set just before checking a tool's argument (or a field of a record
@@ -88,9 +91,9 @@ pub struct Checker<'a> {
     pub(super) branch_ctx: Option<(Span, Span, &'static str)>,
     recursive_refs: &'a HashSet<Span>,
     /// `(name span, name, type)` of every `let`, in source order.
-    pub(super) let_types: Vec<(Span, Name, Type)>,
+    pub(super) let_types: Vec<(Span, Name, Rc<Type>)>,
     /// The type of every binder (let, parameter, pattern), by binder span.
-    pub(super) binder_types: HashMap<Span, Type>,
+    pub(super) binder_types: HashMap<Span, Rc<Type>>,
 }
 
 impl<'a> Checker<'a> {
@@ -115,7 +118,7 @@ impl<'a> Checker<'a> {
                 .enumerate()
                 .map(|(i, t)| (t.name.clone(), i))
                 .collect(),
-            env: im::HashMap::default(),
+            env: Scope::default(),
             frames: vec![Frame {
                 performed: EffectSet::pure(),
                 allowed: None,
@@ -129,6 +132,14 @@ impl<'a> Checker<'a> {
             let_types: Vec::new(),
             binder_types: HashMap::default(),
         }
+    }
+
+    /// Makes room for `binders` variables (and their types) at once; for
+    /// a fresh checker (its scope is replaced by an empty one).
+    pub fn reserve(&mut self, binders: usize) {
+        self.env = Scope::with_capacity(binders);
+        self.binder_types.reserve(binders);
+        self.let_types.reserve(binders);
     }
 
     /// The declared tool called `name`.
@@ -158,13 +169,20 @@ impl<'a> Checker<'a> {
     }
 
     pub(super) fn bind(&mut self, id: &Ident, ty: Type) {
+        self.bind_shared(id, Rc::new(ty));
+    }
+
+    fn bind_shared(&mut self, id: &Ident, ty: Rc<Type>) {
         self.binder_types.insert(id.span, ty.clone());
-        self.env.insert(
-            id.name.clone(),
-            VarInfo {
-                ty: std::rc::Rc::new(ty),
-            },
-        );
+        self.env.push(id.name.clone(), VarInfo { ty });
+    }
+
+    /// The names in scope in the order the suggestion search has always
+    /// seen them (a persistent hash map's, which depends only on the set).
+    fn names_in_scope(&self) -> Vec<Name> {
+        let set: im::HashMap<Name, (), rustc_hash::FxBuildHasher> =
+            self.env.iter().map(|(n, _)| (n.clone(), ())).collect();
+        set.keys().cloned().collect()
     }
 
     /// Records that `eff` is performed at `span` by `what` (e.g. "`exec tool charge`").
@@ -292,6 +310,10 @@ impl<'a> Checker<'a> {
             }
             ExprKind::Match(s, arms) => self.match_expr(s, arms, None, e.span),
             ExprKind::Record(fields) => {
+                let measured = self.record_of_variables_size(fields);
+                if measured == Some(false) {
+                    return self.too_large(e.span);
+                }
                 let mut out: Vec<(Name, Type)> = Vec::with_capacity(fields.len());
                 let mut seen: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
                 for f in fields {
@@ -301,6 +323,9 @@ impl<'a> Checker<'a> {
                     } else {
                         out.push((f.name.name.clone(), t));
                     }
+                }
+                if measured == Some(true) {
+                    return Type::Record(out);
                 }
                 self.bounded(Type::Record(out), e.span)
             }
@@ -417,6 +442,43 @@ impl<'a> Checker<'a> {
         if self.metas.size(&ty, max) <= max {
             return ty;
         }
+        self.too_large(span)
+    }
+
+    /// For a record literal whose `fields` are all variables in scope,
+    /// whether its type fits [`bounded`](Self::bounded)'s limit (`None`
+    /// for other literals): measured on the variables' types, before they
+    /// are copied into the record's (copying is what makes `{x = a, y = a}`
+    /// chains slow). When it does not fit, the duplicate fields are
+    /// reported as synthesis reports them.
+    fn record_of_variables_size(&mut self, fields: &[Field]) -> Option<bool> {
+        let max = super::MAX_TYPE_SIZE;
+        let mut n = 1;
+        let mut seen: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
+        for f in fields {
+            let ExprKind::Var(id) = &f.value.kind else {
+                return None;
+            };
+            let v = self.env.get(&id.name)?;
+            if seen.insert(&f.name.name) {
+                self.metas.count(&v.ty, max, &mut n);
+            }
+        }
+        if n <= max {
+            return Some(true);
+        }
+        seen.clear();
+        for f in fields {
+            if !seen.insert(&f.name.name) {
+                self.duplicate_field(&f.name);
+            }
+        }
+        Some(false)
+    }
+
+    /// E0215 at `span` (once per program), and the error type.
+    fn too_large(&mut self, span: Span) -> Type {
+        let max = super::MAX_TYPE_SIZE;
         if std::mem::replace(&mut self.type_size_reported, true) {
             return Type::Error;
         }
@@ -486,7 +548,7 @@ impl<'a> Checker<'a> {
         } else if !self.suggestions_allowed() {
             d = d.with_help(format!("bind it first with `let {} = … in …`", id.name));
         } else {
-            let names: Vec<Name> = self.env.keys().cloned().collect();
+            let names: Vec<Name> = self.names_in_scope();
             let cands = names
                 .iter()
                 .map(|n| &**n)
@@ -507,7 +569,7 @@ impl<'a> Checker<'a> {
     }
 
     fn let_chain(&mut self, chain: &LetChain, expected: Option<&Type>) -> Type {
-        let saved = self.env.clone();
+        let saved = self.env.mark();
         for b in &chain.bindings {
             let ty = match &b.annot {
                 Some(a) => {
@@ -517,9 +579,10 @@ impl<'a> Checker<'a> {
                 }
                 None => self.synth(&b.value),
             };
+            let ty = Rc::new(ty);
             self.let_types
                 .push((b.name.span, b.name.name.clone(), ty.clone()));
-            self.bind(&b.name, ty);
+            self.bind_shared(&b.name, ty);
         }
         let t = match expected {
             Some(exp) => {
@@ -528,7 +591,7 @@ impl<'a> Checker<'a> {
             }
             None => self.synth(&chain.body),
         };
-        self.env = saved;
+        self.env.reset(saved);
         t
     }
 
@@ -550,10 +613,10 @@ impl<'a> Checker<'a> {
             performed: EffectSet::pure(),
             allowed: None,
         });
-        let saved = self.env.clone();
+        let saved = self.env.mark();
         self.bind(param, pty.clone());
         let rty = self.synth(body);
-        self.env = saved;
+        self.env.reset(saved);
         let performed = self.frames.pop().map(|f| f.performed).unwrap_or_default();
         Type::fun(pty, performed, rty)
     }
@@ -605,7 +668,7 @@ impl<'a> Checker<'a> {
             performed: EffectSet::pure(),
             allowed: Some(allowed),
         });
-        let saved = self.env.clone();
+        let saved = self.env.mark();
         self.bind(param, pty);
         // A curried callback's inner lambda is held to the same reason
         // (`fold (fn acc => fn x => …)`), but only while the expected type
@@ -622,7 +685,7 @@ impl<'a> Checker<'a> {
         }
         self.check(body, r);
         self.callback_reason = None;
-        self.env = saved;
+        self.env.reset(saved);
         self.frames.pop();
     }
 

@@ -18,6 +18,7 @@
 //! failure it carries would be silently dropped.
 
 use super::ty::Type;
+use super::unify::Metas;
 use crate::diag::{Code, Diagnostic};
 use crate::scope::Scope;
 use crate::source::Span;
@@ -47,7 +48,7 @@ struct Usage<'a> {
     /// Linear `let`s whose value was a second use of another linear binder
     /// (`let b = token` after `token` was used): not reported again as unused.
     aliases: std::collections::HashSet<Span>,
-    types: &'a HashMap<Span, Type>,
+    types: &'a BinderTypes<'a>,
     /// Uses of each linear binder along the current path.
     uses: HashMap<Span, Vec<Span>>,
     /// How often each `let`-bound Result is mentioned anywhere.
@@ -67,10 +68,61 @@ struct Usage<'a> {
     projecting: bool,
 }
 
-/// Runs the usage pass; `types` maps binder spans to their (zonked) types.
-pub fn check_usage(program: &Program, types: &HashMap<Span, Type>) -> Vec<Diagnostic> {
+/// The type of every binder (let, parameter, pattern), by binder span, as
+/// the checker left them: read through its metavariables, so that the
+/// pass's questions (is it linear, does it hold a Result) cost no copy.
+pub struct BinderTypes<'a> {
+    types: &'a HashMap<Span, std::rc::Rc<Type>>,
+    metas: &'a Metas,
+}
+
+impl<'a> BinderTypes<'a> {
+    /// The binder types `types`, whose metavariables `metas` solves.
+    pub fn new(types: &'a HashMap<Span, std::rc::Rc<Type>>, metas: &'a Metas) -> Self {
+        BinderTypes { types, metas }
+    }
+
+    /// The zonked type of the binder at `span`.
+    fn get(&self, span: &Span) -> Option<Type> {
+        self.types.get(span).map(|t| self.metas.zonk(t))
+    }
+
+    /// Whether the binder's zonked type satisfies [`Type::holds`]`(is)`.
+    fn holds(&self, span: &Span, is: fn(&Type) -> bool) -> bool {
+        self.types
+            .get(span)
+            .is_some_and(|t| self.metas.holds(t, is))
+    }
+
+    /// [`BinderTypes::is_linear`] and [`BinderTypes::contains_result`] at once.
+    fn linear_and_result(&self, span: &Span) -> (bool, bool) {
+        self.types
+            .get(span)
+            .map_or((false, false), |t| self.metas.linear_and_result(t))
+    }
+
+    /// [`Type::is_linear`] of the binder's zonked type.
+    fn is_linear(&self, span: &Span) -> bool {
+        self.holds(span, |t| matches!(t, Type::Linear(_)))
+    }
+
+    /// [`Type::contains_result`] of the binder's zonked type.
+    fn contains_result(&self, span: &Span) -> bool {
+        self.holds(span, |t| matches!(t, Type::Result(..)))
+    }
+
+    /// Whether the binder's type is itself a Result.
+    fn is_result(&self, span: &Span) -> bool {
+        self.types
+            .get(span)
+            .is_some_and(|t| matches!(self.metas.resolve_ref(t), Type::Result(..)))
+    }
+}
+
+/// Runs the usage pass over `program`, whose binders have `types`.
+pub fn check_usage(program: &Program, types: &BinderTypes<'_>) -> Vec<Diagnostic> {
     let mut u = Usage {
-        env: Scope::default(),
+        env: Scope::with_capacity(program.binders_hint()),
         names: HashMap::default(),
         log: Vec::new(),
         branch_depth: 0,
@@ -91,9 +143,8 @@ pub fn check_usage(program: &Program, types: &HashMap<Span, Type>) -> Vec<Diagno
 
 impl Usage<'_> {
     fn info(&self, id: &Ident, level: u32, is_named: bool) -> BinderInfo {
-        let ty = self.types.get(&id.span);
-        let linear = ty.is_some_and(Type::is_linear);
-        let holds_result = is_named && ty.is_some_and(Type::contains_result);
+        let (linear, result) = self.types.linear_and_result(&id.span);
+        let holds_result = is_named && result;
         BinderInfo {
             span: id.span,
             linear,
@@ -108,8 +159,9 @@ impl Usage<'_> {
         if info.linear || info.holds_result {
             self.uses.insert(id.span, Vec::new());
             self.kinds.insert(id.span, info.linear);
+            // Only tracked binders are named in messages (`branches`).
+            self.names.insert(id.span, id.name.clone());
         }
-        self.names.insert(id.span, id.name.clone());
         self.env.push(id.name.clone(), info);
     }
 
@@ -155,7 +207,7 @@ impl Usage<'_> {
         }
         if !linear && uses.is_empty() {
             let ty = self.types.get(&id.span);
-            let shown = ty.map(ToString::to_string).unwrap_or_default();
+            let shown = ty.as_ref().map(ToString::to_string).unwrap_or_default();
             let direct = matches!(ty, Some(Type::Result(..)));
             let name = if &*id.name == "_" {
                 "this value".to_string()
@@ -451,7 +503,7 @@ impl Usage<'_> {
             PatternKind::Ok(Binder::Wildcard(w))
             | PatternKind::Err(Binder::Wildcard(w))
             | PatternKind::Some(Binder::Wildcard(w)) => {
-                if self.types.get(w).is_some_and(Type::contains_result) {
+                if self.types.contains_result(w) {
                     let d = Diagnostic::error(
                         Code::E0603,
                         *w,
@@ -463,7 +515,7 @@ impl Usage<'_> {
                     );
                     self.diags.push(d);
                 }
-                if self.types.get(w).is_some_and(Type::is_linear) {
+                if self.types.is_linear(w) {
                     let d = Diagnostic::error(Code::E0502, *w, "linear value discarded by `_`")
                         .with_label("this `!` value is never used")
                         .with_help("bind it to a name and consume it exactly once");
@@ -472,11 +524,7 @@ impl Usage<'_> {
                 None
             }
             PatternKind::Wildcard => {
-                if self
-                    .types
-                    .get(&p.span)
-                    .is_some_and(|t| t.contains_result() && !matches!(t, Type::Result(..)))
-                {
+                if self.types.contains_result(&p.span) && !self.types.is_result(&p.span) {
                     let d = Diagnostic::error(
                         Code::E0603,
                         p.span,
@@ -486,7 +534,7 @@ impl Usage<'_> {
                     .with_help("bind it with a name (`x => …`) and match the Result inside");
                     self.diags.push(d);
                 }
-                if self.types.get(&p.span).is_some_and(Type::is_linear) {
+                if self.types.is_linear(&p.span) {
                     let d = Diagnostic::error(Code::E0502, p.span, "linear value discarded by `_`")
                         .with_label("the matched `!` value is never used")
                         .with_help("bind it with a name (`x => …`) and consume it exactly once");

@@ -38,6 +38,7 @@ pub mod pattern;
 pub mod report;
 pub mod ty;
 pub mod unify;
+pub mod walk;
 
 use crate::diag::{Code, Diagnostic};
 use crate::source::Span;
@@ -189,6 +190,7 @@ pub fn check_program(program: Program, mut diags: Vec<Diagnostic>) -> Analysis {
     let tools = decls::tools(&program.decls, &type_env, &mut diags);
 
     let mut ck = infer::Checker::new(&tools, &type_env, &validation.recursive_refs);
+    ck.reserve(program.binders_hint());
     let ty = ck.synth(&program.body);
     ck.check_ordered();
     ck.check_data_vars();
@@ -216,24 +218,23 @@ pub fn check_program(program: Program, mut diags: Vec<Diagnostic>) -> Analysis {
             }
         }
     }
-    let binder_types: HashMap<Span, Type> = ck
-        .binder_types
-        .iter()
-        .map(|(s, t)| (*s, ck.metas.zonk(t)))
-        .collect();
-    let mut let_types: Vec<LetType> = ck
-        .let_types
-        .iter()
+    let omitted_fields = std::mem::take(&mut ck.omitted_fields);
+    diags.append(&mut ck.diags);
+    let binder_types = linear::BinderTypes::new(&ck.binder_types, &ck.metas);
+    diags.extend(linear::check_usage(&program, &binder_types));
+    // The binder table shares the `let` types: dropped first, each `let`
+    // type is zonked in place rather than copied.
+    ck.binder_types = HashMap::default();
+    let metas = &ck.metas;
+    let mut let_types: Vec<LetType> = std::mem::take(&mut ck.let_types)
+        .into_iter()
         .map(|(span, name, t)| LetType {
-            span: *span,
-            name: name.clone(),
-            ty: ck.metas.zonk(t),
+            span,
+            name,
+            ty: metas.zonk_owned(std::rc::Rc::try_unwrap(t).unwrap_or_else(|t| (*t).clone())),
         })
         .collect();
     let_types.sort_by_key(|b| b.span.start);
-    let omitted_fields = std::mem::take(&mut ck.omitted_fields);
-    diags.append(&mut ck.diags);
-    diags.extend(linear::check_usage(&program, &binder_types));
     diags.sort_by_key(|d| (d.span.start, d.span.end, d.code));
     diags.dedup_by(|a, b| a.span == b.span && a.code == b.code && a.message == b.message);
     let truncated = diags.len().saturating_sub(MAX_DIAGNOSTICS);

@@ -121,7 +121,7 @@ impl Checker<'_> {
         let mut result_ty = expected.clone();
         let mut first_arm: Option<Span> = None;
         for arm in arms {
-            let saved = self.env.clone();
+            let saved = self.env.mark();
             match &arm.pattern.kind {
                 PatternKind::Ok(Binder::Var(x)) => self.bind(x, ok_t.clone()),
                 PatternKind::Err(Binder::Var(x)) => self.bind(x, err_t.clone()),
@@ -130,16 +130,19 @@ impl Checker<'_> {
                 PatternKind::Var(x) if is_result => self.bind(x, Type::Error),
                 PatternKind::Var(x) => self.bind(x, st.clone()),
                 PatternKind::Ok(Binder::Wildcard(w)) => {
-                    self.binder_types.insert(*w, ok_t.clone());
+                    self.binder_types.insert(*w, std::rc::Rc::new(ok_t.clone()));
                 }
                 PatternKind::Err(Binder::Wildcard(w)) => {
-                    self.binder_types.insert(*w, err_t.clone());
+                    self.binder_types
+                        .insert(*w, std::rc::Rc::new(err_t.clone()));
                 }
                 PatternKind::Some(Binder::Wildcard(w)) => {
-                    self.binder_types.insert(*w, some_t.clone());
+                    self.binder_types
+                        .insert(*w, std::rc::Rc::new(some_t.clone()));
                 }
                 PatternKind::Wildcard => {
-                    self.binder_types.insert(arm.pattern.span, st.clone());
+                    self.binder_types
+                        .insert(arm.pattern.span, std::rc::Rc::new(st.clone()));
                 }
                 PatternKind::None | PatternKind::Str(_) => {}
             }
@@ -157,7 +160,7 @@ impl Checker<'_> {
                     first_arm = Some(arm.body.span);
                 }
             }
-            self.env = saved;
+            self.env.reset(saved);
         }
         result_ty.unwrap_or(Type::Error)
     }

@@ -6,7 +6,6 @@
 //! `Int -{}-> Bool`). Unsolved metavariables print as `_`.
 
 use crate::syntax::ast::Name;
-use std::borrow::Cow;
 use std::fmt;
 
 /// A set of effect labels, kept sorted in canonical order (`Read`, `Write`,
@@ -18,9 +17,20 @@ impl Clone for Type {
     /// A deep copy. Inferred types can nest as deeply as the program's
     /// expressions (a record literal 999 levels deep), so the copy grows
     /// the stack on demand rather than trusting the caller's thread to be
-    /// large.
+    /// large (checked at the root and every
+    /// [`STACK_CHECK_EVERY`](super::walk::STACK_CHECK_EVERY) levels).
     fn clone(&self) -> Type {
-        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match self {
+        match self.copy_leaf() {
+            Some(t) => t,
+            None => self.copy_at(0),
+        }
+    }
+}
+
+impl Type {
+    /// The copy of a type without parts (no recursion needed).
+    fn copy_leaf(&self) -> Option<Type> {
+        Some(match self {
             Type::Unit => Type::Unit,
             Type::Bool => Type::Bool,
             Type::Int => Type::Int,
@@ -29,16 +39,38 @@ impl Clone for Type {
             Type::Json => Type::Json,
             Type::Approval => Type::Approval,
             Type::Enum(lits) => Type::Enum(lits.clone()),
-            Type::Option(t) => Type::Option(t.clone()),
-            Type::OpenRecord(fields) => Type::OpenRecord(fields.clone()),
-            Type::Record(fields) => Type::Record(fields.clone()),
-            Type::List(t) => Type::List(t.clone()),
-            Type::Result(a, b) => Type::Result(a.clone(), b.clone()),
-            Type::Linear(t) => Type::Linear(t.clone()),
-            Type::Fun(a, e, b) => Type::Fun(a.clone(), e.clone(), b.clone()),
             Type::Meta(m) => Type::Meta(*m),
             Type::Error => Type::Error,
+            _ => return None,
         })
+    }
+
+    /// The deep copy of `self`, `depth` levels below the copy's root.
+    fn copy_at(&self, depth: u32) -> Type {
+        if let Some(t) = self.copy_leaf() {
+            return t;
+        }
+        super::walk::deep(depth, || self.copy_parts(depth + 1))
+    }
+
+    /// A type with parts, copied part by part at `depth`.
+    fn copy_parts(&self, depth: u32) -> Type {
+        let part = |t: &Type| Box::new(t.copy_at(depth));
+        let fields = |fs: &[(Name, Type)]| -> Vec<(Name, Type)> {
+            fs.iter()
+                .map(|(n, t)| (n.clone(), t.copy_at(depth)))
+                .collect()
+        };
+        match self {
+            Type::Option(t) => Type::Option(part(t)),
+            Type::OpenRecord(fs) => Type::OpenRecord(fields(fs)),
+            Type::Record(fs) => Type::Record(fields(fs)),
+            Type::List(t) => Type::List(part(t)),
+            Type::Result(a, b) => Type::Result(part(a), part(b)),
+            Type::Linear(t) => Type::Linear(part(t)),
+            Type::Fun(a, e, b) => Type::Fun(part(a), e.clone(), part(b)),
+            leaf => leaf.copy_leaf().unwrap_or(Type::Error),
+        }
     }
 }
 
@@ -240,18 +272,18 @@ impl Type {
 /// metavariables with `resolve` and stopping once `out` is longer than `max`
 /// bytes (the caller marks the cut). `Display` and the checker's bounded
 /// messages share this one printer.
-pub fn write_type(
-    t: &Type,
+pub fn write_type<'t>(
+    t: &'t Type,
     out: &mut String,
     max: usize,
-    resolve: &dyn for<'a> Fn(&'a Type) -> Cow<'a, Type>,
+    resolve: &dyn Fn(&'t Type) -> &'t Type,
 ) {
     if out.len() > max {
         return;
     }
     stacker::maybe_grow(32 * 1024, 1024 * 1024, || {
         let t = resolve(t);
-        let paren = |inner: &Type, out: &mut String, wrap: bool| {
+        let paren = |inner: &'t Type, out: &mut String, wrap: bool| {
             if wrap {
                 out.push('(');
             }
@@ -260,7 +292,7 @@ pub fn write_type(
                 out.push(')');
             }
         };
-        match &*t {
+        match t {
             Type::Unit => out.push_str("Unit"),
             Type::Bool => out.push_str("Bool"),
             Type::Int => out.push_str("Int"),
@@ -281,11 +313,7 @@ pub fn write_type(
             }
             Type::Option(e) => {
                 out.push_str("Option ");
-                paren(
-                    e,
-                    out,
-                    matches!(&*resolve(e), Type::Fun(..) | Type::Enum(..)),
-                );
+                paren(e, out, matches!(resolve(e), Type::Fun(..) | Type::Enum(..)));
             }
             Type::Record(fs) | Type::OpenRecord(fs) => {
                 out.push('{');
@@ -300,18 +328,14 @@ pub fn write_type(
                     out.push_str(": ");
                     write_type(ft, out, max, resolve);
                 }
-                if matches!(&*t, Type::OpenRecord(_)) {
+                if matches!(t, Type::OpenRecord(_)) {
                     out.push_str(if fs.is_empty() { ".." } else { ", .." });
                 }
                 out.push('}');
             }
             Type::List(e) => {
                 out.push_str("List ");
-                paren(
-                    e,
-                    out,
-                    matches!(&*resolve(e), Type::Fun(..) | Type::Enum(..)),
-                );
+                paren(e, out, matches!(resolve(e), Type::Fun(..) | Type::Enum(..)));
             }
             Type::Result(a, b) => {
                 out.push_str("Result<");
@@ -326,7 +350,7 @@ pub fn write_type(
                     inner,
                     out,
                     matches!(
-                        &*resolve(inner),
+                        resolve(inner),
                         Type::Fun(..)
                             | Type::List(..)
                             | Type::Linear(..)
@@ -336,11 +360,7 @@ pub fn write_type(
                 );
             }
             Type::Fun(a, e, b) => {
-                paren(
-                    a,
-                    out,
-                    matches!(&*resolve(a), Type::Fun(..) | Type::Enum(..)),
-                );
+                paren(a, out, matches!(resolve(a), Type::Fun(..) | Type::Enum(..)));
                 out.push_str(&format!(" -{e}-> "));
                 write_type(b, out, max, resolve);
             }
@@ -352,7 +372,7 @@ pub fn write_type(
 impl fmt::Display for Type {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut out = String::new();
-        write_type(self, &mut out, usize::MAX, &|t| Cow::Borrowed(t));
+        write_type(self, &mut out, usize::MAX, &|t| t);
         f.write_str(&out)
     }
 }

@@ -125,6 +125,23 @@ impl Metas {
         }
     }
 
+    /// Follows solved metavariables at the root of `t`, borrowing from `t`
+    /// or from the solution (no copy): the same type as [`Metas::resolve`].
+    pub fn resolve_ref<'t>(&'t self, t: &'t Type) -> &'t Type {
+        let mut cur = t;
+        while let Type::Meta(id) = cur {
+            match self
+                .table
+                .get(*id as usize)
+                .and_then(|m| m.solution.as_ref())
+            {
+                Some(solved) => cur = solved,
+                None => break,
+            }
+        }
+        cur
+    }
+
     /// `t` resolved one level further when it is `!T`: the type whose shape
     /// decides what can be done with a value (apply it, read a field, match it).
     pub fn resolve_peeled<'t>(&self, t: &'t Type) -> Cow<'t, Type> {
@@ -140,7 +157,7 @@ impl Metas {
     /// records stay small and cost no more than their length.
     pub fn show_bounded(&self, t: &Type, max: usize) -> String {
         let mut out = String::new();
-        write_type(t, &mut out, max, &|t| self.resolve(t));
+        write_type(t, &mut out, max, &|t| self.resolve_ref(t));
         if out.len() > max {
             let mut cut = max;
             while !out.is_char_boundary(cut) {
@@ -152,73 +169,8 @@ impl Metas {
         out
     }
 
-    /// Substitutes every solved metavariable in `t`.
-    pub fn zonk(&self, t: &Type) -> Type {
-        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match &*self.resolve(t) {
-            Type::Record(fs) => {
-                Type::Record(fs.iter().map(|(n, t)| (n.clone(), self.zonk(t))).collect())
-            }
-            Type::OpenRecord(fs) => {
-                Type::OpenRecord(fs.iter().map(|(n, t)| (n.clone(), self.zonk(t))).collect())
-            }
-            Type::List(t) => Type::list(self.zonk(t)),
-            Type::Option(t) => Type::option(self.zonk(t)),
-            Type::Linear(t) => Type::Linear(Box::new(self.zonk(t))),
-            Type::Result(a, b) => Type::result(self.zonk(a), self.zonk(b)),
-            Type::Fun(a, e, b) => Type::fun(self.zonk(a), e.clone(), self.zonk(b)),
-            t => t.clone(),
-        })
-    }
-
-    /// The number of nodes of `t` (metavariables resolved), counted no
-    /// further than just past `cap`, so the count is cheap even for a type
-    /// too large to walk.
-    pub fn size(&self, t: &Type, cap: usize) -> usize {
-        let mut n = 0;
-        self.count(t, cap, &mut n);
-        n
-    }
-
-    fn count(&self, t: &Type, cap: usize, n: &mut usize) {
-        if *n > cap {
-            return;
-        }
-        *n += 1;
-        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match &*self.resolve(t) {
-            Type::Record(fs) | Type::OpenRecord(fs) => {
-                fs.iter().for_each(|(_, t)| self.count(t, cap, n))
-            }
-            Type::List(t) | Type::Linear(t) | Type::Option(t) => self.count(t, cap, n),
-            Type::Result(a, b) | Type::Fun(a, _, b) => {
-                self.count(a, cap, n);
-                self.count(b, cap, n);
-            }
-            _ => {}
-        })
-    }
-
-    /// The first unsolved metavariable in `t`, if any.
-    pub fn first_unsolved(&self, t: &Type) -> Option<u32> {
-        self.find_meta(t, &|_| true)
-    }
-
     fn occurs(&self, id: u32, t: &Type) -> bool {
         self.find_meta(t, &|m| m == id).is_some()
-    }
-
-    /// The first unsolved metavariable in `t` that `pick` accepts.
-    fn find_meta(&self, t: &Type, pick: &dyn Fn(u32) -> bool) -> Option<u32> {
-        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match &*self.resolve(t) {
-            Type::Meta(id) => Some(*id).filter(|id| pick(*id)),
-            Type::Record(fs) | Type::OpenRecord(fs) => {
-                fs.iter().find_map(|(_, t)| self.find_meta(t, pick))
-            }
-            Type::List(t) | Type::Linear(t) | Type::Option(t) => self.find_meta(t, pick),
-            Type::Result(a, b) | Type::Fun(a, _, b) => {
-                self.find_meta(a, pick).or_else(|| self.find_meta(b, pick))
-            }
-            _ => None,
-        })
     }
 
     fn bind(&mut self, id: u32, t: Type) -> Result<(), Mismatch> {

@@ -238,13 +238,6 @@ fn trivial(reps: usize) {
 }
 
 fn main() {
-    if std::env::var("LT_SIZES").is_ok() {
-        use lt::syntax::ast::*;
-        use std::mem::size_of;
-        println!("Tok {} Expr {} ExprKind {} TypeExpr {} Decl {} Program {} Ident {} Pattern {} Binder {} LetBinding {} Arm {} Type {} Diag {}",
-          size_of::<lt::syntax::token::Tok>(), size_of::<Expr>(), size_of::<ExprKind>(), size_of::<TypeExpr>(), size_of::<Decl>(), size_of::<Program>(), size_of::<Ident>(), size_of::<Pattern>(), size_of::<Binder>(), size_of::<LetBinding>(), size_of::<Arm>(), size_of::<lt::types::Type>(), size_of::<lt::diag::Diagnostic>());
-        return;
-    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let reps: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(9);
     let only: Vec<&str> = args.iter().skip(2).map(String::as_str).collect();
