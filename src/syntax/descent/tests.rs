@@ -27,8 +27,15 @@ fn descent_agrees_with_lr() {
         lt_files(&root.join(dir), &mut files);
     }
     assert!(files.len() > 100, "too few inputs: {}", files.len());
+    let repo_files = files.len();
+    // Every file of `LT_PARSE_CORPUS` too (any name): e.g. a fuzzing corpus,
+    // `LT_PARSE_CORPUS=fuzz/corpus/parse cargo test --lib descent_agrees`.
+    if let Some(dir) = std::env::var_os("LT_PARSE_CORPUS") {
+        let entries = std::fs::read_dir(&dir).expect("LT_PARSE_CORPUS names a directory");
+        files.extend(entries.flatten().map(|e| e.path()).filter(|p| p.is_file()));
+    }
     let mut fast = 0;
-    for path in &files {
+    for (i, path) in files.iter().enumerate() {
         let Ok(text) = std::fs::read_to_string(path) else {
             continue;
         };
@@ -36,7 +43,7 @@ fn descent_agrees_with_lr() {
         let Some((program, st)) = super::parse(&tokens, false) else {
             continue;
         };
-        fast += 1;
+        fast += usize::from(i < repo_files);
         let mut lr = ParseState::default();
         let parsed = grammar::lt::ProgramParser::new()
             .parse(&mut lr, tokens.into_iter().map(Ok::<_, token::LexError>));
@@ -60,8 +67,7 @@ fn descent_agrees_with_lr() {
         );
     }
     assert!(
-        fast * 2 > files.len(),
-        "the fast path parsed only {fast} of {}",
-        files.len()
+        fast * 2 > repo_files,
+        "the fast path parsed only {fast} of {repo_files}"
     );
 }

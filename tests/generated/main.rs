@@ -1,0 +1,603 @@
+//! Generated programs (issue 10): random well-typed programs over every
+//! construct, run against random tool outcomes, with quickcheck.
+//!
+//! * `gen.rs`: the generator (type-directed, syntax trees printed with
+//!   `lt::syntax::print`);
+//! * `host.rs`: the scripted tools and the value-against-type check;
+//! * `props.rs`: the properties of one program: (a) it ends with a value of
+//!   its type or a resource limit, never an internal error; (b) the calls it
+//!   makes are within its static effects; (c) every linear value handed out
+//!   is consumed exactly once; (d) two runs with the same outcomes agree;
+//!   (e) the control plane's log replays to the same run; (f) printing and
+//!   reparsing gives the same program;
+//! * `mutate.rs`: the classic bugs made in well-typed programs, each
+//!   rejected with its code.
+//!
+//! Each property is a quickcheck test over `LT_GEN_QC` cases (default 400);
+//! `long_run` (ignored; `LT_GEN_CASES`, default 200,000) checks them all on
+//! many programs and prints the figures of `docs/testing.md`. With
+//! `LT_GEN_KNOWN_BUGS=1` the generator also writes the patterns of the bugs
+//! not fixed yet (`regressions.rs`), and the properties find them.
+
+mod gen;
+mod host;
+mod mutate;
+mod props;
+mod regressions;
+
+use mutate::Bug;
+use props::{prepare, run_scripted, Case, Prepared};
+use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+impl Arbitrary for Case {
+    fn arbitrary(g: &mut Gen) -> Case {
+        Case {
+            seed: u64::arbitrary(g),
+            size: 1 + u32::arbitrary(g) % 7,
+            outcomes: u64::arbitrary(g),
+        }
+    }
+
+    /// The same seeds at smaller sizes: a smaller program of the same kind.
+    fn shrink(&self) -> Box<dyn Iterator<Item = Case>> {
+        let c = *self;
+        Box::new((1..c.size).rev().map(move |size| Case { size, ..c }))
+    }
+}
+
+/// Quickcheck cases per property (`LT_GEN_QC`, default 400).
+fn qc_cases() -> u64 {
+    std::env::var("LT_GEN_QC")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400)
+}
+
+fn quickcheck(prop: fn(Case) -> TestResult) {
+    QuickCheck::new()
+        .tests(qc_cases())
+        .max_tests(qc_cases() * 2)
+        .quickcheck(prop);
+}
+
+/// Runs `check` on the prepared program of `case`.
+fn with_program(case: Case, check: impl FnOnce(&Prepared) -> Result<(), String>) -> TestResult {
+    match prepare(case).and_then(|p| check(&p)) {
+        Ok(()) => TestResult::passed(),
+        Err(e) => TestResult::error(e),
+    }
+}
+
+#[test]
+fn a_runs_end_with_a_value_of_the_type_or_a_limit() {
+    fn prop(case: Case) -> TestResult {
+        with_program(case, |p| props::value_of_its_type(p, &run_scripted(p)))
+    }
+    quickcheck(prop);
+}
+
+#[test]
+fn b_calls_stay_within_the_static_effects() {
+    fn prop(case: Case) -> TestResult {
+        with_program(case, |p| props::effects_within(p, &run_scripted(p)))
+    }
+    quickcheck(prop);
+}
+
+#[test]
+fn c_linear_values_are_consumed_exactly_once() {
+    fn prop(case: Case) -> TestResult {
+        with_program(case, |p| props::linear_once(p, &run_scripted(p)))
+    }
+    quickcheck(prop);
+}
+
+#[test]
+fn d_runs_are_deterministic_given_the_outcomes() {
+    fn prop(case: Case) -> TestResult {
+        with_program(case, |p| props::deterministic(p, &run_scripted(p)))
+    }
+    quickcheck(prop);
+}
+
+#[test]
+fn e_replay_of_the_log_reproduces_the_run() {
+    fn prop(case: Case) -> TestResult {
+        with_program(case, |p| props::replay_reproduces(p).map(|_| ()))
+    }
+    quickcheck(prop);
+}
+
+#[test]
+fn f_printing_and_reparsing_gives_the_same_program() {
+    fn prop(case: Case) -> TestResult {
+        with_program(case, props::round_trips)
+    }
+    quickcheck(prop);
+}
+
+/// Per bug: (applied, rejected with the expected code).
+static MUTATIONS: Mutex<BTreeMap<Bug, (u64, u64)>> = Mutex::new(BTreeMap::new());
+
+/// Makes `bug` in the program and checks it: `Ok(None)` when the program
+/// has no place for it, `Ok(Some(codes))` when rejected with the bug's code.
+fn mutation(p: &Prepared, bug: Bug) -> Result<Option<Vec<String>>, String> {
+    let seed = p.case.seed ^ (bug as u64 + 1).wrapping_mul(0x9E37_79B9);
+    let Some(mutated) = mutate::mutate(&p.gen.program, &p.gen.tools, bug, seed) else {
+        return Ok(None);
+    };
+    let text = lt::syntax::print::print_program(&mutated);
+    let analysis = lt::types::check_source(&text);
+    let codes: Vec<String> = analysis
+        .diagnostics
+        .iter()
+        .map(|d| d.code.as_str().to_string())
+        .collect();
+    if codes.iter().any(|c| c == bug.code()) {
+        Ok(Some(codes))
+    } else {
+        Err(format!(
+            "mutation `{}` was not rejected with {} (codes: {codes:?})\n--- mutated ---\n{text}---\n{}",
+            bug.name(),
+            bug.code(),
+            p.describe()
+        ))
+    }
+}
+
+#[test]
+fn mutations_into_classic_bugs_are_rejected_with_their_code() {
+    fn prop(case: Case) -> TestResult {
+        with_program(case, |p| {
+            for bug in Bug::ALL {
+                if let Some(_codes) = mutation(p, bug)? {
+                    let mut m = MUTATIONS.lock().expect("lock");
+                    let e = m.entry(bug).or_insert((0, 0));
+                    e.0 += 1;
+                    e.1 += 1;
+                }
+            }
+            Ok(())
+        })
+    }
+    let before = Instant::now();
+    quickcheck(prop);
+    let m = MUTATIONS.lock().expect("lock").clone();
+    let n = qc_cases() as f64;
+    eprintln!(
+        "mutations over {n} programs in {:?}: {m:?}",
+        before.elapsed()
+    );
+    // Each bug could be made in a fair share of the programs.
+    for (bug, min) in [
+        (Bug::RenameField, 0.4),
+        (Bug::DropErrArm, 0.4),
+        (Bug::TokenTwice, 0.05),
+        (Bug::ToolInMap, 0.03),
+        (Bug::Recursion, 0.4),
+    ] {
+        let applied = m.get(&bug).map_or(0, |x| x.0) as f64;
+        assert!(
+            applied >= min * n,
+            "`{}` applied to only {applied} of {n} programs",
+            bug.name()
+        );
+    }
+}
+
+/// The printer on every program of the examples and the UI suite that
+/// parses: printing the tree and parsing the text gives the same tree, and
+/// the checker says the same of both texts.
+#[test]
+fn the_printer_round_trips_every_example_and_ui_case() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    let mut dirs = vec![root.join("examples"), root.join("tests/ui")];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).expect("readable").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "lt") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    let mut checked = 0;
+    for path in &files {
+        let text = std::fs::read_to_string(path).expect("readable");
+        let (tree, diags) = lt::syntax::parse(&text);
+        if !diags.is_empty() {
+            continue;
+        }
+        let printed = lt::syntax::print::print_program(&tree);
+        let (again, diags) = lt::syntax::parse(&printed);
+        assert!(
+            diags.is_empty(),
+            "{}: the printed program does not parse: {diags:?}\n{printed}",
+            path.display()
+        );
+        assert_eq!(
+            lt::syntax::print::print_program(&again),
+            printed,
+            "{}: printing is not a fixed point",
+            path.display()
+        );
+        let codes = |t: &str| {
+            let a = lt::types::check_source(t);
+            let mut c: Vec<&str> = a.diagnostics.iter().map(|d| d.code.as_str()).collect();
+            c.sort();
+            (c, a.ty.to_string(), a.effects.to_string())
+        };
+        assert_eq!(
+            codes(&text),
+            codes(&printed),
+            "{}: the printed program checks differently\n{printed}",
+            path.display()
+        );
+        checked += 1;
+    }
+    assert!(checked > 200, "only {checked} programs");
+}
+
+/// The figures of a run of many programs.
+#[derive(Default)]
+struct Stats {
+    programs: u64,
+    lines: u64,
+    constructs: BTreeMap<&'static str, (u64, u64)>,
+    endings: BTreeMap<&'static str, u64>,
+    plane_endings: BTreeMap<String, u64>,
+    outcomes: BTreeMap<&'static str, u64>,
+    calls: u64,
+    events: u64,
+    tokens: u64,
+    mutations: BTreeMap<Bug, (u64, u64)>,
+    mutation_codes: BTreeMap<Bug, BTreeMap<String, u64>>,
+    failures: Vec<String>,
+}
+
+impl Stats {
+    fn merge(&mut self, o: Stats) {
+        self.programs += o.programs;
+        self.lines += o.lines;
+        for (k, v) in o.constructs {
+            let e = self.constructs.entry(k).or_default();
+            e.0 += v.0;
+            e.1 += v.1;
+        }
+        for (k, v) in o.endings {
+            *self.endings.entry(k).or_default() += v;
+        }
+        for (k, v) in o.plane_endings {
+            *self.plane_endings.entry(k).or_default() += v;
+        }
+        for (k, v) in o.outcomes {
+            *self.outcomes.entry(k).or_default() += v;
+        }
+        self.calls += o.calls;
+        self.events += o.events;
+        self.tokens += o.tokens;
+        for (k, v) in o.mutations {
+            let e = self.mutations.entry(k).or_default();
+            e.0 += v.0;
+            e.1 += v.1;
+        }
+        for (k, v) in o.mutation_codes {
+            let e = self.mutation_codes.entry(k).or_default();
+            for (c, n) in v {
+                *e.entry(c).or_default() += n;
+            }
+        }
+        self.failures.extend(o.failures);
+    }
+
+    /// Every property on one case, counted.
+    fn case(&mut self, case: Case) {
+        if let Err(e) = self.case_inner(case) {
+            self.failures.push(e);
+        }
+    }
+
+    fn case_inner(&mut self, case: Case) -> Result<(), String> {
+        let p = prepare(case)?;
+        self.programs += 1;
+        self.lines += p.gen.source.lines().count() as u64;
+        for (k, n) in &p.gen.constructs {
+            let e = self.constructs.entry(k).or_default();
+            e.0 += u64::from(*n);
+            e.1 += 1;
+        }
+        let run = run_scripted(&p);
+        *self.endings.entry(props::ending_kind(&run)).or_default() += 1;
+        for (k, n) in &run.outcomes {
+            *self.outcomes.entry(k).or_default() += n;
+        }
+        self.calls += run.calls.len() as u64;
+        self.tokens += run.minted.len() as u64;
+        props::value_of_its_type(&p, &run)?;
+        props::effects_within(&p, &run)?;
+        props::linear_once(&p, &run)?;
+        props::deterministic(&p, &run)?;
+        let replayed = props::replay_reproduces(&p)?;
+        self.events += replayed.events as u64;
+        let ending = match &replayed.live {
+            Ok(_) => "value".to_string(),
+            Err(e) => e.split(':').next().unwrap_or("error").to_string(),
+        };
+        *self.plane_endings.entry(ending).or_default() += 1;
+        props::round_trips(&p)?;
+        for bug in Bug::ALL {
+            if let Some(codes) = mutation(&p, bug)? {
+                let e = self.mutations.entry(bug).or_default();
+                e.0 += 1;
+                e.1 += 1;
+                let c = self.mutation_codes.entry(bug).or_default();
+                let mut codes = codes;
+                codes.sort();
+                codes.dedup();
+                for code in codes {
+                    *c.entry(code).or_default() += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn report(&self, seconds: f64, threads: usize, master: u64) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        let n = self.programs.max(1) as f64;
+        let pct = |x: u64| 100.0 * x as f64 / n;
+        let _ = writeln!(
+            s,
+            "{} programs ({} failures), master seed {master}, {threads} threads, {seconds:.0} s ({:.2} ms per program and thread)",
+            self.programs,
+            self.failures.len(),
+            1000.0 * seconds * threads as f64 / n
+        );
+        let _ = writeln!(
+            s,
+            "{} lines of source ({:.1} per program), {} tool calls, {} linear values handed out, {} log events",
+            self.lines,
+            self.lines as f64 / n,
+            self.calls,
+            self.tokens,
+            self.events
+        );
+        let _ = writeln!(s, "\nin-process endings:");
+        for (k, v) in &self.endings {
+            let _ = writeln!(s, "  {k:<14} {v:>8} ({:.1}%)", pct(*v));
+        }
+        let _ = writeln!(s, "\ncontrol-plane endings (random profiles):");
+        for (k, v) in &self.plane_endings {
+            let _ = writeln!(s, "  {k:<14} {v:>8} ({:.1}%)", pct(*v));
+        }
+        let _ = writeln!(s, "\ntool and approval outcomes (in-process):");
+        for (k, v) in &self.outcomes {
+            let _ = writeln!(s, "  {k:<18} {v:>9}");
+        }
+        let _ = writeln!(
+            s,
+            "\nconstructs ({} kinds): total, programs with it",
+            self.constructs.len()
+        );
+        for (k, (t, p)) in &self.constructs {
+            let _ = writeln!(s, "  {k:<26} {t:>9} {p:>8} ({:.1}%)", pct(*p));
+        }
+        let _ = writeln!(
+            s,
+            "\nmutations: applied, rejected with the code, codes reported"
+        );
+        for bug in Bug::ALL {
+            let (a, r) = self.mutations.get(&bug).copied().unwrap_or_default();
+            let codes = self
+                .mutation_codes
+                .get(&bug)
+                .map(|c| {
+                    c.iter()
+                        .map(|(k, v)| format!("{k}×{v}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "  {:<24} {} {a:>8} {r:>8}  {codes}",
+                bug.name(),
+                bug.code()
+            );
+        }
+        let mut kinds: BTreeMap<String, u64> = BTreeMap::new();
+        for f in &self.failures {
+            *kinds.entry(failure_kind(f)).or_default() += 1;
+        }
+        if !kinds.is_empty() {
+            let _ = writeln!(s, "\nfailures by kind:");
+            for (k, v) in &kinds {
+                let _ = writeln!(s, "  {v:>6}  {k}");
+            }
+        }
+        // The smallest failing program of each kind.
+        for kind in kinds.keys() {
+            let smallest = self
+                .failures
+                .iter()
+                .filter(|f| failure_kind(f) == *kind)
+                .min_by_key(|f| f.len());
+            if let Some(f) = smallest {
+                let _ = writeln!(s, "\nFAILURE:\n{f}");
+            }
+        }
+        s
+    }
+}
+
+/// A failure's first line with numbers as `#`, effect rows and call paths
+/// as `{…}` and `[…]`,
+/// to count failures by kind.
+fn failure_kind(f: &str) -> String {
+    let mut out = String::new();
+    let mut depth = 0;
+    for c in f.lines().next().unwrap_or_default().chars() {
+        match c {
+            '{' | '[' => {
+                if depth == 0 {
+                    out.push_str(if c == '{' { "{…}" } else { "[…]" });
+                }
+                depth += 1;
+            }
+            '}' | ']' => depth -= 1,
+            _ if depth > 0 => {}
+            c if c.is_ascii_digit() => {
+                if !out.ends_with('#') {
+                    out.push('#');
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The long run: `LT_GEN_CASES` programs (default 200,000) from master
+/// seed `LT_GEN_SEED`, on `LT_GEN_THREADS` threads (default: every core),
+/// every property and mutation on each; prints the figures (and writes them
+/// to `LT_GEN_REPORT` when set).
+/// `cargo test --release --test generated -- --ignored --nocapture long_run`
+#[test]
+#[ignore]
+fn long_run() {
+    let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u64>().ok());
+    let total = env("LT_GEN_CASES").unwrap_or(200_000);
+    let master = env("LT_GEN_SEED").unwrap_or(10);
+    let threads = env("LT_GEN_THREADS")
+        .map(|t| t as usize)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let started = Instant::now();
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            std::thread::Builder::new()
+                .stack_size(64 << 20)
+                .spawn(move || {
+                    let mut stats = Stats::default();
+                    let mut i = t as u64;
+                    while i < total {
+                        let mut r = gen::Rng::new(master.wrapping_mul(1_000_003).wrapping_add(i));
+                        let case = Case {
+                            seed: r.next(),
+                            size: 1 + (i % 8) as u32,
+                            outcomes: r.next(),
+                        };
+                        stats.case(case);
+                        if t == 0 && i.is_multiple_of(10_000) {
+                            eprintln!(
+                                "{i} / {total} after {:.0} s, {} failures",
+                                started.elapsed().as_secs_f64(),
+                                stats.failures.len()
+                            );
+                        }
+                        i += threads as u64;
+                    }
+                    stats
+                })
+                .expect("thread")
+        })
+        .collect();
+    let mut stats = Stats::default();
+    for h in handles {
+        stats.merge(h.join().expect("no panic"));
+    }
+    let report = stats.report(started.elapsed().as_secs_f64(), threads, master);
+    println!("{report}");
+    if let Ok(path) = std::env::var("LT_GEN_REPORT") {
+        std::fs::write(path, &report).expect("report written");
+    }
+    assert!(
+        stats.failures.is_empty(),
+        "{} failures",
+        stats.failures.len()
+    );
+}
+
+/// For work on the generator: generates `N` programs (default 300) and
+/// prints, per diagnostic code, how many did not check and the smallest of
+/// them. `N=3000 cargo test --test generated -- --ignored --nocapture survey`
+#[test]
+#[ignore]
+fn survey() {
+    let n: u64 = std::env::var("N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let mut by_code: BTreeMap<String, (u64, String)> = BTreeMap::new();
+    let mut ok = 0;
+    for i in 0..n {
+        let mut r = gen::Rng::new(i);
+        let case = Case {
+            seed: r.next(),
+            size: 1 + (i % 4) as u32,
+            outcomes: r.next(),
+        };
+        match prepare(case) {
+            Ok(_) => ok += 1,
+            Err(e) => {
+                let diag = e
+                    .split("--- diagnostics ---\n")
+                    .nth(1)
+                    .unwrap_or(&e)
+                    .to_string();
+                let code = diag.split_whitespace().next().unwrap_or("?").to_string();
+                let entry = by_code.entry(code).or_insert((0, String::new()));
+                entry.0 += 1;
+                if entry.1.is_empty() || e.len() < entry.1.len() {
+                    entry.1 = e;
+                }
+            }
+        }
+    }
+    eprintln!("{ok} of {n} check");
+    for (code, (count, example)) in by_code {
+        eprintln!("==== {code}: {count}\n{example}\n");
+    }
+}
+
+/// Reproduces one case: `LT_GEN_SHOW="SEED SIZE OUTCOMES"` (as a failure
+/// report prints them) prints the program, its type and effects, how the
+/// in-process run ended and the calls it made, then checks every property.
+/// `LT_GEN_SHOW="1 2 3" cargo test --test generated -- --ignored --nocapture show_case`
+#[test]
+#[ignore]
+fn show_case() {
+    let spec = std::env::var("LT_GEN_SHOW").unwrap_or_else(|_| "1 2 3".into());
+    let n: Vec<u64> = spec
+        .split_whitespace()
+        .map(|x| x.parse().expect("three numbers"))
+        .collect();
+    let case = Case {
+        seed: n[0],
+        size: n[1] as u32,
+        outcomes: n[2],
+    };
+    let p = prepare(case).unwrap_or_else(|e| panic!("{e}"));
+    println!("{}", p.gen.source);
+    println!("type: {}\neffects: {}", p.ir.ty, p.ir.effects);
+    let run = run_scripted(&p);
+    println!("ended: {:?}", run.ending());
+    for c in &run.calls {
+        println!(
+            "  {} {} {}{}",
+            c.id,
+            c.tool,
+            c.arg,
+            if c.undo { " (undo)" } else { "" }
+        );
+    }
+    let mut stats = Stats::default();
+    stats.case(case);
+    assert!(stats.failures.is_empty(), "{}", stats.failures[0]);
+}

@@ -1,0 +1,233 @@
+//! What the generated programs found, as plain tests: the bugs fixed (a
+//! regression test each), the printer's workarounds for lexer quirks, and
+//! the bugs not fixed yet (ignored, with the reason; each passes once its
+//! bug is fixed). docs/testing.md lists them.
+
+use lt::ir::lower::lower;
+use lt::runtime::eval::run;
+use lt::runtime::host::{CallRequest, FailureKind, Host, Outcome, PathStep, ToolFailure};
+use lt::runtime::limits::Limits;
+use lt::syntax::print::print_program;
+use serde_json::{json, Value as Json};
+
+fn codes(src: &str) -> Vec<String> {
+    lt::types::check_source(src)
+        .diagnostics
+        .iter()
+        .map(|d| d.code.as_str().to_string())
+        .collect()
+}
+
+fn accepted(src: &str) {
+    let c = codes(src);
+    assert!(c.is_empty(), "rejected with {c:?}:\n{src}");
+}
+
+/// Printing a parsed program is a fixed point and reparses cleanly.
+fn round_trip(src: &str) -> String {
+    let (tree, diags) = lt::syntax::parse(src);
+    assert!(diags.is_empty(), "{src}: {diags:?}");
+    let printed = print_program(&tree);
+    let (again, diags) = lt::syntax::parse(&printed);
+    assert!(diags.is_empty(), "printed as\n{printed}\n{diags:?}");
+    assert_eq!(print_program(&again), printed, "not a fixed point");
+    printed
+}
+
+/// Fixed (src/syntax/repair.rs): in a match arm, a lambda whose parameter
+/// is annotated with an enum or an `Option` type was taken for two arms
+/// missing their `,` (`"b" => …` looked like a second arm), E0101.
+#[test]
+fn an_enum_or_option_parameter_in_a_match_arm_is_not_a_missing_comma() {
+    accepted("match 1 { _ => fn p: \"a\" | \"b\" => 1 }");
+    accepted("match 1 { _ => fn p: Option Int => 1 }");
+    accepted("match 1 { _ => fn p: Option \"a\" | \"b\" => 1 }");
+    accepted("match 1 { x => fn p: List Option \"a\" => x }");
+}
+
+/// The printer's workarounds: each of these prints to text that parses
+/// back to the same tree.
+#[test]
+fn the_printer_round_trips_the_tricky_forms() {
+    for src in [
+        // A scope's body starting with `Ok` (the `{` would open match arms).
+        "let r = scope { (Ok(1)) } in match r { Ok(v) => v, Err(e) => 0 }",
+        // `Ok(Some` and `Err(None` would make `Some`/`None` names.
+        "match Ok((Some(1))) { Ok(x) => 1, Err(e) => 2 }",
+        "match ok_or \"e\" (head [1]) { Ok(x) => Err((None)), Err(e) => Ok((Some(e))) }",
+        // A `let` body that is itself a chain, in parentheses.
+        "let a = 1 in (let b = 2 in a + b)",
+        // Negations, applications of prefix forms, field access.
+        "let f = fn x: Int => x in - -1 - -(f 2) + (f (-3))",
+        "(fn r: {a: Int} => r.a) {a = 1}",
+        "match (if true then Some(1) else None) { Some(x) => x, None => 0 }",
+        "{(if true then {a = 1} else {a = 2}) with a = 3}",
+        "let xs = ([]: List Int) in length xs + length ([]: (Int -> Int))",
+        "@intent(\"a \\\"quoted\\\" why\", hypothesis = \"h\", notes = \"n\\tt\") \"x\\ny\\u{1}\"",
+        "1.5e-7 + 2.0 + 1e300 + 0.1",
+    ] {
+        round_trip(src);
+    }
+    let printed = round_trip("scope { (Ok(1)) }");
+    assert!(printed.contains("scope { (Ok(1)) }"), "{printed}");
+    let printed = round_trip("match Ok((Some(1))) { Ok(x) => 1, Err(e) => 2 }");
+    assert!(printed.contains("Ok((Some(1)))"), "{printed}");
+}
+
+// ------------------------------------------------------------- known bugs
+
+/// Tools that answer from a fixed table; undo calls are recorded apart.
+struct Fixed(Vec<(&'static str, Outcome)>, Vec<(String, Json, bool)>);
+
+impl Host for Fixed {
+    fn call(&mut self, request: CallRequest<'_>) -> Outcome {
+        let undo = request
+            .id
+            .path
+            .iter()
+            .any(|s| matches!(s, PathStep::Undo { .. }));
+        self.1
+            .push((request.tool.to_string(), request.arg.clone(), undo));
+        let i = self
+            .0
+            .iter()
+            .position(|(t, _)| *t == request.tool)
+            .expect("an answer for every tool");
+        self.0.remove(i).1
+    }
+}
+
+fn failed() -> Outcome {
+    Err(ToolFailure {
+        kind: FailureKind::Failed,
+        message: "boom".into(),
+    })
+}
+
+/// Known bug (src/types/combinators.rs, `scope`): the undo effects a scope
+/// adds are those of the calls *written* inside it. A call made by a
+/// function defined outside and applied inside is undone at run time
+/// (the runtime's scopes are dynamic) by a tool whose effects the program
+/// does not declare: here `lt check` says `{Read}` and the run calls
+/// `cancel`, which performs `{Refund}`.
+#[test]
+#[ignore = "known bug: a scope undoes calls made through functions, whose undo effects the checker does not count"]
+fn an_undo_run_by_a_scope_is_within_the_static_effects() {
+    let src = "effect Refund;\n\
+        tool book: {trip: String} -{Read}-> {id: String} undo cancel(output);\n\
+        tool cancel: {id: String} -{Refund}-> Unit;\n\
+        let f = fn t: String => exec tool book {trip = t} in\n\
+        let r = scope { match f \"x\" { Ok(b) => Err(\"fail after \" ++ b.id), Err(e) => Err(e) } } in\n\
+        match r { Ok(v) => v, Err(e) => e }";
+    let checked = lt::types::check_source(src)
+        .into_checked()
+        .expect("accepted");
+    let ir = lower(&checked).expect("lowered");
+    let mut host = Fixed(
+        vec![
+            ("book", Ok(json!({"id": "b1"}))),
+            ("cancel", Ok(json!(null))),
+        ],
+        Vec::new(),
+    );
+    let (value, _) = run(&ir, &mut host, &Limits::default());
+    assert!(value.is_ok());
+    for (tool, _, _) in &host.1 {
+        let sig = ir
+            .tools
+            .iter()
+            .find(|t| *t.name == **tool)
+            .expect("declared");
+        assert!(
+            sig.effects.is_subset(&ir.effects),
+            "{tool} performs {}, the program's effects are {}",
+            sig.effects,
+            ir.effects
+        );
+    }
+}
+
+/// Known bug (src/types, linearity of `traverse`): a `traverse` stops at
+/// the first `Err` and drops the `Ok` values collected so far, so a list of
+/// linear values built by `traverse` (or spent by one) loses tokens that
+/// were never consumed: here the first token is handed out, the second call
+/// fails, and the token is never spent.
+#[test]
+#[ignore = "known bug: traverse drops the linear values collected before an Err"]
+fn a_token_handed_out_inside_a_traverse_is_consumed() {
+    let src = "tool mint: Int -{Read}-> {token: !String};\n\
+        tool spend: {token: String} -{Write}-> Int;\n\
+        match traverse (fn x => exec tool mint x) [1, 2] {\n\
+          Ok(ms) => match traverse (fn m => exec tool spend {token = m.token}) ms { Ok(ns) => 1, Err(e) => 0 },\n\
+          Err(e) => 0\n\
+        }";
+    let checked = lt::types::check_source(src)
+        .into_checked()
+        .expect("accepted");
+    let ir = lower(&checked).expect("lowered");
+    let mut host = Fixed(
+        vec![("mint", Ok(json!({"token": "lin:1"}))), ("mint", failed())],
+        Vec::new(),
+    );
+    let (value, _) = run(&ir, &mut host, &Limits::default());
+    assert!(value.is_ok());
+    let spent = host
+        .1
+        .iter()
+        .filter(|(_, arg, _)| arg.to_string().contains("lin:1"))
+        .count();
+    assert_eq!(
+        spent, 1,
+        "the token was consumed {spent} times: {:?}",
+        host.1
+    );
+}
+
+/// Known bug (src/types/infer.rs, `check`): a record literal is checked
+/// against a closed record type but synthesized against an open one, so an
+/// enum literal in it is a String (E0201), while the same argument to a
+/// function taking the closed record is accepted.
+#[test]
+#[ignore = "known bug: a record literal is not checked against an open record type"]
+fn a_record_literal_is_checked_against_an_open_record() {
+    accepted("let f = fn r: {s: \"a\" | \"b\"} => 1 in f {s = \"a\"}");
+    accepted("let f = fn r: {s: \"a\" | \"b\", ..} => 1 in f {s = \"a\"}");
+}
+
+/// Known bug (src/types/unify.rs): an `Err` binder whose type nothing has
+/// fixed yet (the Err type of `if c then Ok(1) else Ok(2)`) takes the type
+/// of its first use; given to a tool's `!String` field, it becomes linear,
+/// and its second use is E0501/E0505, though the value is a plain String.
+#[test]
+#[ignore = "known bug: an unknown Err type unified with !String makes its binder linear"]
+fn an_err_binder_given_to_a_linear_field_stays_plain() {
+    accepted(
+        "tool spend: {token: !String} -{}-> Unit;\n\
+         match (if true then Ok(1) else Ok(2)) {\n\
+           Ok(v) => v,\n\
+           Err(e) => match exec tool spend {token = e} { Ok(u) => string_length e, Err(x) => 2 }\n\
+         }",
+    );
+}
+
+/// Known bug (src/syntax/token.rs, `mark_contextual_keywords`): `Ok(Some`
+/// and `Err(None` are taken for the patterns `Ok(Some)`/`Err(None)`, which
+/// bind the names `Some`/`None` (λ-Tool programs may), so every `Some` and
+/// `None` of the program becomes a name: E0203 unbound variable `Some`.
+/// (The printer writes `Ok((Some(1)))`.)
+#[test]
+#[ignore = "known bug: `Ok(Some(1))` as an expression makes `Some` a name"]
+fn ok_of_some_is_an_expression() {
+    accepted("match Ok(Some(1)) { Ok(x) => 1, Err(e) => 2 }");
+    accepted("match Err(None) { Ok(x) => 1, Err(e) => 2 }");
+}
+
+/// Known bug (src/syntax/token.rs, `mark_match_braces`): the `{` of
+/// `scope {` is taken for the start of match arms when the body starts with
+/// `Ok`, `Err`, `Some` or `None`: E0101 "unexpected `{`, expected `{`".
+/// (The printer writes `scope { (Ok(1)) }`.)
+#[test]
+#[ignore = "known bug: `scope { Ok(1) }` does not parse"]
+fn a_scope_body_may_start_with_ok() {
+    accepted("let r = scope { Ok(1) } in match r { Ok(v) => v, Err(e) => 0 }");
+}
