@@ -138,7 +138,9 @@ fn describe_expected(expected: &[String]) -> Vec<String> {
             "Int" => "an integer".to_string(),
             "Float" => "a float".to_string(),
             "Str" => "a string".to_string(),
-            "\"match{\"" => "`{`".to_string(),
+            // Not "`{`": the `{` that opens match arms is a token of its
+            // own, and "unexpected `{`, expected `{`" would contradict itself.
+            "\"match{\"" => "the arms of a `match` (`{ pattern => … }`)".to_string(),
             other => format!("`{}`", other.trim_matches('"')),
         };
         if !out.contains(&pretty) {
@@ -162,6 +164,7 @@ fn expected_text(list: &[String]) -> String {
                         | "`(`"
                         | "`[`"
                         | "`{`"
+                        | "the arms of a `match` (`{ pattern => … }`)"
                         | "`true`"
                         | "`false`"
                         | "`match`"
@@ -219,9 +222,15 @@ fn convert(e: ParseError<usize, Tok, LexError>, end: usize) -> Diagnostic {
             let list = describe_expected(&expected);
             let span = Span::new(l, r);
             let exp = expected_text(&list);
-            let d = Diagnostic::error(Code::E0101, span, format!("unexpected `{tok}`"))
+            let mut d = Diagnostic::error(Code::E0101, span, format!("unexpected `{tok}`"))
                 .with_label(format!("expected {exp}"))
                 .with_expected_found(exp, format!("`{tok}`"));
+            if tok == Tok::MatchLBrace && list.iter().any(|e| e == "`{`") {
+                d = d.with_note(
+                    "this `{` was read as the start of match arms, as it is followed by \
+                     `Ok`, `Err`, `Some`, `None`, `_` or a pattern and `=>`",
+                );
+            }
             match hint_for(&tok, &list) {
                 Some(help) => d.with_help(help),
                 None => d,

@@ -19,13 +19,9 @@
 //!
 //! * a `let` chain's body that is itself a `let` (a nested chain, not one
 //!   longer chain) is parenthesized;
-//! * `scope { e }` where `e` starts with `Ok`, `Err`, `Some` or `None`: the
-//!   lexer would take that `{` for the start of match arms, so `e` is
-//!   parenthesized (likewise the base of a record update);
-//! * `Ok((Some(x)))` and `Err((None))` take a second pair of parentheses:
-//!   the lexer reads `Ok(Some` and `Err(None` as a pattern binding the name
-//!   `Some` or `None` (a λ-Tool program may use those words as names), and
-//!   would then take every `Some` and `None` of the program for names;
+//! * the base of a record update `{(e) with …}` where `e` starts with
+//!   `Ok`, `Err`, `Some` or `None`: the lexer would take that `{` for the
+//!   start of match arms, so `e` is parenthesized;
 //! * `[]: T` is parenthesized wherever a higher level than the open forms'
 //!   is required, and a double negation is `-(-e)` (never `--`).
 //!
@@ -128,7 +124,7 @@ fn level(e: &Expr) -> u8 {
 
 /// The first word of `e`'s text when it is one of `Ok`, `Err`, `Some`,
 /// `None`: the words after which the lexer's context rules misread a `{`
-/// or a `(` (see the module note).
+/// (see the module note).
 fn first_word(e: &Expr) -> Option<&'static str> {
     match &e.kind {
         ExprKind::Ok(_) => Some("Ok"),
@@ -205,16 +201,6 @@ impl Printer {
 
     /// A full expression inside braces that the lexer might take for match
     /// arms: parenthesized when it starts with `Ok`, `Err`, `Some`, `None`.
-    fn braced(&mut self, e: &Expr) {
-        if starts_like_arms(e) {
-            self.out.push('(');
-            self.expr(e, OPEN);
-            self.out.push(')');
-        } else {
-            self.expr(e, OPEN);
-        }
-    }
-
     fn fields(&mut self, fields: &[Field]) {
         for (i, f) in fields.iter().enumerate() {
             if i > 0 {
@@ -378,7 +364,7 @@ impl Printer {
             }
             ExprKind::Scope(body) => {
                 self.out.push_str("scope { ");
-                self.braced(body);
+                self.expr(body, OPEN);
                 self.out.push_str(" }");
             }
             ExprKind::Annotate(a, body) => {
@@ -428,15 +414,12 @@ impl Printer {
         }
     }
 
-    /// `Ok(x)`, `Err(x)`, `Some(x)`: the argument always in parentheses,
-    /// twice in `Ok((Some(1)))` and `Err((None))` (the lexer takes `Ok(None`
-    /// for a pattern binding the name `None`).
+    /// `Ok(x)`, `Err(x)`, `Some(x)`: the argument always in parentheses.
     fn prefix(&mut self, word: &str, x: &Expr) {
-        let twice = word != "Some" && matches!(first_word(x), Some("Some" | "None"));
         self.out.push_str(word);
-        self.out.push_str(if twice { "((" } else { "(" });
+        self.out.push('(');
         self.expr(x, OPEN);
-        self.out.push_str(if twice { "))" } else { ")" });
+        self.out.push(')');
     }
 }
 

@@ -591,25 +591,49 @@ fn check_nesting(toks: &[Spanned], diags: &mut Vec<Diagnostic>) {
 /// followed by `Ok`, `Err`, `_`, or any token and then `=>`; or an empty
 /// `{ }` where a `match` at the same bracket depth still awaits its arms and
 /// no other `{` follows (so `match x { }` is an empty match, while
-/// `match f {} { … }` passes an empty record to `f`).
+/// `match f {} { … }` passes an empty record to `f`). The `{` after
+/// `scope` or `gather`, and a `while`/`for` loop's body `{`, never opens
+/// match arms (`scope { Ok(1) }`, `while c { Ok(1) }`).
 fn mark_match_braces(toks: &mut [Spanned]) {
     let mut depth: u32 = 0;
     let mut pending: Vec<u32> = Vec::new();
+    // The depths of the `while`/`for` loops whose body `{` is still to come.
+    let mut loops: Vec<u32> = Vec::new();
     for i in 0..toks.len() {
         match toks[i].1 {
             Tok::Match => pending.push(depth),
+            Tok::While | Tok::For => loops.push(depth),
+            // A loop whose body never came (a syntax error) awaits no more.
+            Tok::Semi => {
+                while loops.last().is_some_and(|&d| d >= depth) {
+                    loops.pop();
+                }
+            }
             Tok::LBrace => {
                 let next = toks.get(i + 1).map(|t| &t.1);
                 let after = toks.get(i + 2).map(|t| &t.1);
                 let awaited = pending.last() == Some(&depth);
-                let opens_arms = matches!(
-                    next,
-                    Some(Tok::Ok | Tok::Err | Tok::Some | Tok::None | Tok::Underscore)
-                ) || (matches!(after, Some(Tok::FatArrow))
-                    && !matches!(next, Some(Tok::RBrace)))
-                    || (awaited
-                        && matches!(next, Some(Tok::RBrace))
-                        && !matches!(after, Some(Tok::LBrace)));
+                // The `{` of `scope {` and `gather {` opens a block or a
+                // record, never match arms; nor does a loop's body `{` (the
+                // first `{` at the loop's depth after its head atom, which
+                // is not itself a record, a `scope` or a `gather`).
+                let prev = i.checked_sub(1).map(|j| &toks[j].1);
+                let after_block_kw = matches!(prev, Some(Tok::Scope | Tok::Gather));
+                let loop_body = loops.last() == Some(&depth)
+                    && !matches!(prev, Some(Tok::While | Tok::In | Tok::Scope | Tok::Gather));
+                if loop_body {
+                    loops.pop();
+                }
+                let opens_arms = !after_block_kw
+                    && !loop_body
+                    && (matches!(
+                        next,
+                        Some(Tok::Ok | Tok::Err | Tok::Some | Tok::None | Tok::Underscore)
+                    ) || (matches!(after, Some(Tok::FatArrow))
+                        && !matches!(next, Some(Tok::RBrace)))
+                        || (awaited
+                            && matches!(next, Some(Tok::RBrace))
+                            && !matches!(after, Some(Tok::LBrace))));
                 if opens_arms {
                     toks[i].1 = Tok::MatchLBrace;
                     if awaited {
@@ -623,6 +647,9 @@ fn mark_match_braces(toks: &mut [Spanned]) {
                 depth = depth.saturating_sub(1);
                 while pending.last().is_some_and(|&d| d > depth) {
                     pending.pop();
+                }
+                while loops.last().is_some_and(|&d| d > depth) {
+                    loops.pop();
                 }
             }
             _ => {}
@@ -663,8 +690,16 @@ fn mark_contextual_keywords(toks: &mut [Spanned]) {
             let binder = match &toks[i - 1].1 {
                 Tok::Let | Tok::Fn => true,
                 Tok::Tool => i < 2 || !matches!(toks[i - 2].1, Tok::Exec),
-                // `Ok(None)` as a pattern, `fn (None: Int) => …`
-                Tok::LParen => i >= 2 && matches!(toks[i - 2].1, Tok::Ok | Tok::Err | Tok::Fn),
+                // `Ok(None) =>` as a pattern, `fn (None: Int) => …` (but
+                // not the expressions `Ok(Some(1))` or `match Err(None) {`)
+                Tok::LParen => {
+                    let after = toks.get(i + 2).map(|t| &t.1);
+                    i >= 2
+                        && matches!(toks[i - 2].1, Tok::Ok | Tok::Err | Tok::Fn)
+                        && (matches!(next, Some(Tok::Colon))
+                            || (matches!(next, Some(Tok::RParen))
+                                && matches!(after, Some(Tok::FatArrow))))
+                }
                 // `Ok None => …` (a pattern without parentheses)
                 Tok::Ok | Tok::Err => matches!(next, Some(Tok::FatArrow)),
                 _ => false,

@@ -7,7 +7,8 @@
 //! effect row is performed at the call. `exec tool NAME arg` checks the
 //! argument against the tool's input (a record literal field by field; a `!T`
 //! may be passed as plain data here, the tool consumes it), performs the
-//! tool's effects, and has type `Result<Out, String>`.
+//! tool's effects (and, for a tool with an `undo`, the undo tool's: a scope
+//! the call runs in may undo it), and has type `Result<Out, String>`.
 
 use super::infer::{Checker, BUILTINS};
 use super::ty::Type;
@@ -173,6 +174,13 @@ impl Checker<'_> {
             }
         }
         self.perform(&sig.effects, span, &format!("`exec tool {}`", sig.name));
+        // A call with an undo may be rolled back by any scope it runs in at
+        // run time, also one it reaches through a function defined outside:
+        // the undo's effects are the call's too.
+        if let Some(undo) = sig.undo.as_ref().and_then(|u| self.tool(&u.tool)) {
+            let what = format!("the undo of `{}` (`{}`)", sig.name, undo.name);
+            self.perform(&undo.effects, span, &what);
+        }
         Type::result(sig.output.clone(), Type::String)
     }
 

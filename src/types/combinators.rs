@@ -111,15 +111,8 @@ impl Checker<'_> {
         while let Some(e) = stack.pop() {
             if let ExprKind::Exec(tool, _) = &e.kind {
                 if let Some(sig) = self.tools.iter().find(|t| t.name == tool.name) {
-                    // An undo may run: its effects are the scope's too.
-                    if let Some(undo) = sig
-                        .undo
-                        .as_ref()
-                        .and_then(|u| self.tools.iter().find(|t| t.name == u.tool))
-                    {
-                        let what = format!("the undo of `{}` (`{}`)", sig.name, undo.name);
-                        self.perform(&undo.effects, span, &what);
-                    }
+                    // An undo may run: its effects are performed by the
+                    // call itself (`exec`), wherever it is written.
                     if sig.undo.is_none()
                         && !sig.effects.is_subset(&read_only)
                         && !reported.contains(&sig.name)

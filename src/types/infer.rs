@@ -243,6 +243,33 @@ impl<'a> Checker<'a> {
                 let fe = fe.clone();
                 self.check_record(fields, &fe, e.span, None, consuming);
             }
+            (ExprKind::Record(fields), Type::OpenRecord(fe)) => {
+                // Each listed field is checked against its type (an enum
+                // literal stays one); the others are synthesized, and the
+                // record is then compared with the open type as a whole.
+                let fe = fe.clone();
+                let exp = exp.clone();
+                let mut out: Vec<(Name, Type)> = Vec::with_capacity(fields.len());
+                let mut seen: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
+                for f in fields {
+                    if !seen.insert(&f.name.name) {
+                        self.duplicate_field(&f.name);
+                        self.synth(&f.value);
+                        continue;
+                    }
+                    let t = match fe.iter().find(|(n, _)| *n == f.name.name) {
+                        Some((_, te)) => {
+                            self.consuming = consuming;
+                            self.check(&f.value, te);
+                            te.clone()
+                        }
+                        None => self.synth(&f.value),
+                    };
+                    out.push((f.name.name.clone(), t));
+                }
+                let t = self.bounded(Type::Record(out), e.span);
+                self.expect(e.span, &t, &exp);
+            }
             (ExprKind::List(elems, annot), Type::List(t)) => {
                 if let Some(a) = annot {
                     let at = lower_type(a, self.types, &mut self.diags);
@@ -352,12 +379,16 @@ impl<'a> Checker<'a> {
             }
             ExprKind::Ok(x) => {
                 let t = self.synth(x);
-                let err = self.metas.fresh(e.span, "the Err type of this `Ok(…)`");
+                let err = self
+                    .metas
+                    .fresh_plain(e.span, "the Err type of this `Ok(…)`");
                 Type::result(t, err)
             }
             ExprKind::Err(x) => {
                 let t = self.synth(x);
-                let ok = self.metas.fresh(e.span, "the Ok type of this `Err(…)`");
+                let ok = self
+                    .metas
+                    .fresh_plain(e.span, "the Ok type of this `Err(…)`");
                 Type::result(ok, t)
             }
             ExprKind::Some(x) => Type::option(self.synth(x)),

@@ -77,6 +77,10 @@ struct Meta {
     solution: Option<Type>,
     origin: Span,
     what: &'static str,
+    /// The other side of `Ok(e)`/`Err(e)`: given where `!T` is expected, it
+    /// is solved with the plain `T` (`T ≤ !T`), so that a binder of this
+    /// type is not made linear by the field it is passed to.
+    plain: bool,
 }
 
 /// The table of metavariables of one checking run.
@@ -97,8 +101,25 @@ impl Metas {
             solution: None,
             origin,
             what,
+            plain: false,
         });
         Type::Meta(id)
+    }
+
+    /// A fresh metavariable like [`Metas::fresh`], solved with `T` rather
+    /// than `!T` when first given where `!T` is expected: the type of a
+    /// value whose linearity nothing has decided yet (the Err type of
+    /// `Ok(…)`), which its uses must not make linear.
+    pub fn fresh_plain(&mut self, origin: Span, what: &'static str) -> Type {
+        let t = self.fresh(origin, what);
+        if let Some(m) = self.table.last_mut() {
+            m.plain = true;
+        }
+        t
+    }
+
+    fn is_plain(&self, id: u32) -> bool {
+        self.table.get(id as usize).is_some_and(|m| m.plain)
     }
 
     /// Where and why an unsolved metavariable was created.
@@ -272,6 +293,7 @@ impl Metas {
         };
         match (a, e) {
             (Type::Error, _) | (_, Type::Error) => Ok(()),
+            (Type::Meta(x), Type::Linear(y)) if self.is_plain(*x) => self.coerce_at(a, y, path),
             (Type::Meta(x), _) => self.bind(*x, e.clone()),
             (_, Type::Meta(y)) => self.bind(*y, a.clone()),
             (Type::Linear(x), Type::Linear(y)) => self.coerce_at(x, y, path),
