@@ -362,7 +362,7 @@ def report(monty_note):
          "ms", "<= CPython", verdict_ratio("lt_compute_fold_sum", "py_c_sum"), PEERS["c_sum"]),
         ("(c)   stdlib `sum` (incl. range)", "lt_compute_stdlib_sum", "py_c_sum", "monty_c_sum",
          "ms", "", "", ""),
-        ("(c)   fold vs functools.reduce(lambda a, x: a + x)", "lt_compute_fold_sum", "py_c_reduce",
+        ("(c)   fold vs functools.reduce(lambda)", "lt_compute_fold_sum", "py_c_reduce",
          None, "ms", "", "", ""),
         ("(c)   range 0 1000000 alone / list(range())", "lt_compute_range", "py_c_list",
          "monty_c_list", "ms", "", "", ""),

@@ -152,7 +152,9 @@ pub enum Command {
         /// Wall-clock limit of the whole run, in milliseconds (0: none).
         #[arg(long, value_name = "MS", default_value_t = 300_000)]
         timeout_ms: u64,
-        /// Longest list a tool may return (longer: that call is an Err).
+        /// Longest list a tool may return (longer: that call is an Err) or
+        /// a library function (`range`, `concat`, `flatten`, `split` …) may
+        /// build (longer: the run stops, exit 3).
         #[arg(long, value_name = "N", default_value_t = Limits::default().max_list_len)]
         max_list_len: usize,
         /// Most MiB all strings built by `++` may add up to.
