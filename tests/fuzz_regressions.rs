@@ -17,18 +17,9 @@ use lt::source::{SourceFile, Span};
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// The fuzz harness's limits (`fuzz/src/lib.rs`, `fuzz_limits`), the rest default.
+/// The fuzz harness's limits.
 fn limits() -> Limits {
-    Limits {
-        max_calls: 64,
-        max_steps: 200_000,
-        timeout: None,
-        max_list_len: 1_000,
-        max_string_bytes: 64 * 1024,
-        max_value_nodes: 20_000,
-        max_string_total_bytes: 1024 * 1024,
-        ..Limits::default()
-    }
+    Limits::fuzz()
 }
 
 /// Answers every call with `null`.

@@ -19,24 +19,20 @@ use std::collections::HashMap;
 pub fn assert_span_ok(text: &str, span: Span, what: &str) {
     let (s, e) = (span.start as usize, span.end as usize);
     assert!(s <= e, "{what}: span {s}..{e} is reversed");
-    assert!(e <= text.len(), "{what}: span {s}..{e} past end {}", text.len());
+    assert!(
+        e <= text.len(),
+        "{what}: span {s}..{e} past end {}",
+        text.len()
+    );
     assert!(
         text.is_char_boundary(s) && text.is_char_boundary(e),
         "{what}: span {s}..{e} not on char boundaries"
     );
 }
 
-/// The small limits every fuzzed run gets.
+/// The small limits every fuzzed run gets ([`Limits::fuzz`]).
 pub fn fuzz_limits() -> Limits {
-    Limits {
-        max_calls: 64,
-        max_steps: 200_000,
-        timeout: None,
-        max_list_len: 1_000,
-        max_string_bytes: 64 * 1024,
-        max_value_nodes: 20_000,
-        max_string_total_bytes: 1024 * 1024,
-    }
+    Limits::fuzz()
 }
 
 /// A byte source: the fuzz input's answer bytes first, then a PRNG.
@@ -131,8 +127,9 @@ impl<'a> FuzzHost<'a> {
             0 => Json::Null,
             1 => Json::Bool(self.bytes.byte() & 1 == 1),
             2 => Json::Number(Number::from(self.bytes.u64() as i64)),
-            3 => Number::from_f64(f64::from_bits(self.bytes.u64()))
-                .map_or(Json::Null, Json::Number),
+            3 => {
+                Number::from_f64(f64::from_bits(self.bytes.u64())).map_or(Json::Null, Json::Number)
+            }
             4 => Json::String(self.string()),
             5 => {
                 let n = self.bytes.byte() % 4;
@@ -153,8 +150,26 @@ impl<'a> FuzzHost<'a> {
 
     fn string(&mut self) -> String {
         const ALPHABET: &[&str] = &[
-            "", "a", "b", "Ok", "Err", "id", "x", " ", "é", "\u{1F600}", "\n", "\"", "0", "-1",
-            "null", "{", "ok", "err", "open", "closed",
+            "",
+            "a",
+            "b",
+            "Ok",
+            "Err",
+            "id",
+            "x",
+            " ",
+            "é",
+            "\u{1F600}",
+            "\n",
+            "\"",
+            "0",
+            "-1",
+            "null",
+            "{",
+            "ok",
+            "err",
+            "open",
+            "closed",
         ];
         let n = self.bytes.byte() % 4;
         let mut s = String::new();

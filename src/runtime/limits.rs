@@ -51,6 +51,24 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// The small limits of the fuzz harness (`fuzz/src/lib.rs`) and of
+    /// `tests/fuzz_regressions.rs`: 64 calls, 200,000 steps, no wall-clock
+    /// timeout (runs stay deterministic), lists of at most 1,000 elements,
+    /// strings of at most 64 KiB, 20,000 value nodes, 1 MiB built by `++`.
+    pub fn fuzz() -> Limits {
+        Limits {
+            max_calls: 64,
+            max_steps: 200_000,
+            timeout: None,
+            max_list_len: 1_000,
+            max_string_bytes: 64 * 1024,
+            max_value_nodes: 20_000,
+            max_string_total_bytes: 1024 * 1024,
+        }
+    }
+}
+
 /// What ended a run early.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunErrorKind {

@@ -456,8 +456,9 @@ fn write_pattern(p: &PatternKind, out: &mut String) {
     }
 }
 
-/// A string literal, escaped so that the lexer reads back `s`.
-fn write_string(s: &str, out: &mut String) {
+/// A string literal, escaped so that the lexer reads back `s`: `"…"` with
+/// `\n \t \r \0 \" \\` and `\u{…}` for other control characters.
+pub fn write_string(s: &str, out: &mut String) {
     out.push('"');
     for c in s.chars() {
         match c {

@@ -104,24 +104,11 @@ pub(super) fn brief(text: &str, max: usize) -> Option<String> {
     (!first.is_empty()).then(|| cut(first, max))
 }
 
-/// `s` as an lt string literal: `"…"` with `\n \t \r \0 \" \\` and
-/// `\u{…}` for other control characters.
+/// `s` as an lt string literal (the printer's escaping,
+/// [`crate::syntax::print::write_string`]).
 pub(super) fn lt_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            '\0' => out.push_str("\\0"),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    crate::syntax::print::write_string(s, &mut out);
     out
 }
 
