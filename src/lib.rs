@@ -19,6 +19,7 @@ pub mod compat;
 pub mod control;
 pub mod diag;
 pub mod exec;
+pub mod frontend;
 pub mod ir;
 pub mod log;
 pub mod runtime;

@@ -1021,8 +1021,10 @@ fn signal_helper_process() {
         return;
     };
     let f = Fixture::new(&tree_tool(Path::new(&pid_file), "hang", 30_000));
-    lt::exec::install_signal_forwarding(f._runtime.handle());
+    let cancel = lt::runtime::cancel::Cancel::new();
     let mut f = f;
+    f.host = f.host.clone().with_cancel(cancel.clone());
+    lt::exec::abandon_on_signals(f._runtime.handle(), cancel);
     let outcome = f.call("t", json!(null));
     // Only reached if the signal did not stop the process.
     eprintln!("the call ended: {outcome:?}");

@@ -285,7 +285,7 @@ impl Runner for ReplayRunner {
                 }
                 let profile = Profile::from_json(profile)
                     .map_err(|e| format!("the recorded profile is invalid: {e}"))?;
-                let limits = crate::cli::replay::recorded_limits(limits)
+                let limits = crate::control::session::recorded_limits(limits)
                     .map_err(|e| format!("the recorded limits are invalid: {e}"))?;
                 (profile, limits)
             }

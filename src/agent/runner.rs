@@ -12,21 +12,20 @@
 use super::feedback::{CallNotes, RunEnd};
 use super::session::{RunReport, Runner};
 use crate::control::profile::Profile;
-use crate::control::{session, ControlPlane, Pipeline};
-use crate::exec::{ExecutorHost, Venue};
+use crate::control::session::{Executors, LogTarget, ProfileSource, Session};
+use crate::control::Pipeline;
+use crate::exec::ExecutorHost;
 use crate::ir::Ir;
 use crate::log::{EventBody, EventSink};
-use crate::runtime::eval;
+use crate::runtime::cancel::Cancel;
 use crate::runtime::limits::Limits;
 use crate::source::SourceFile;
-use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 
 /// Runs programs with the executors of a tools.toml.
 pub struct LiveRunner {
     host: ExecutorHost,
-    venues: BTreeMap<String, Venue>,
-    idempotent: BTreeSet<String>,
+    cancel: Cancel,
     registry_bytes: Vec<u8>,
     limits: Limits,
     session: String,
@@ -46,16 +45,21 @@ impl LiveRunner {
         limits: Limits,
         session: String,
     ) -> Self {
-        let (venues, idempotent) = host.registry().tool_traits();
         LiveRunner {
             host,
-            venues,
-            idempotent,
+            cancel: Cancel::new(),
             registry_bytes,
             limits,
             session,
             pipeline: None,
         }
+    }
+
+    /// Stops the runs when `cancel` trips (each run is a session with this
+    /// token: its tools killed, the interpreter stopped).
+    pub fn with_cancel(mut self, cancel: Cancel) -> Self {
+        self.cancel = cancel;
+        self
     }
 
     /// Ends the executors' long-lived processes (MCP servers).
@@ -95,29 +99,25 @@ impl Runner for LiveRunner {
             inner: sink,
             notes: CallNotes::default(),
         };
-        let started = session::started(file, profile, &self.registry_bytes, &self.limits);
-        observed
-            .append(started)
-            .map_err(|e| format!("the event log could not be written: {e}"))?;
-        let mut plane = ControlPlane::new(
-            self.host.clone(),
-            profile.clone(),
-            &ir.tools,
-            &mut observed,
-            format!("{}.run{turn}", self.session),
-        )
-        .with_limits(self.limits.clone())
-        .with_tool_traits(self.venues.clone(), self.idempotent.clone());
+        let mut session = Session::new(file)
+            .executors(Executors::Shared {
+                host: self.host.clone(),
+                registry_bytes: self.registry_bytes.clone(),
+            })
+            .profile(ProfileSource::Given(profile.clone()))
+            .limits(self.limits.clone())
+            .log(LogTarget::Sink(Box::new(&mut observed)))
+            .id(format!("{}.run{turn}", self.session))
+            .cancel(self.cancel.clone());
         if let Some(p) = self.pipeline.take() {
-            plane = plane.with_pipeline(p);
+            session = session.pipeline(p);
         }
-        let (result, stats) = eval::run(ir, &mut plane, &self.limits);
-        let _ = plane.record(session::ended(file, ir, &result, stats));
-        if let Some(e) = plane.log_error() {
-            return Err(e.to_string());
+        let report = session.run(ir).map_err(|f| f.message)?;
+        if let Some(e) = report.log_error {
+            return Err(e);
         }
-        self.pipeline = Some(plane.into_pipeline());
-        Ok(report(result, observed.notes))
+        self.pipeline = report.pipeline;
+        Ok(self::report(report.result, observed.notes))
     }
 }
 

@@ -8,7 +8,7 @@
 //! rule table, a tool without an executor, no API key); 3 the model could
 //! not be reached after the retries, or the log could not be written.
 
-use super::run::{config_failure, fail_usage, Failure, RunOptions};
+use super::run::{fail_usage, RunOptions};
 use super::{check::print_diagnostic_list, EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE};
 use crate::agent::config::{AgentSettings, AgentTable, Rules};
 use crate::agent::model::{Message, ModelRequest, Proposer};
@@ -17,6 +17,7 @@ use crate::agent::runner::LiveRunner;
 use crate::agent::session::{run_agent, AgentSpec, Outcome, Status};
 use crate::agent::stdio::StdioProposer;
 use crate::control::profile::Profile;
+use crate::control::report::{Stage, StartErrorKind, StartFailure};
 use crate::exec::{ExecutorHost, Registry, Venue};
 use crate::log::{new_session_id, sha256_hex, Discard, EventBody, EventSink, LogWriter};
 use crate::runtime::limits::Limits;
@@ -81,12 +82,12 @@ fn run_options(opts: &AgentOptions) -> RunOptions {
     }
 }
 
-fn usage(opts: &AgentOptions, stage: &'static str, message: String, help: Option<String>) -> u8 {
+fn usage(opts: &AgentOptions, stage: Stage, message: String, help: Option<String>) -> u8 {
     fail_usage(
         &run_options(opts),
-        &Failure {
+        &StartFailure {
             help,
-            ..Failure::new(stage, "usage", message)
+            ..StartFailure::new(stage, StartErrorKind::Usage, message)
         },
     )
 }
@@ -95,12 +96,12 @@ fn usage(opts: &AgentOptions, stage: &'static str, message: String, help: Option
 pub fn run(opts: &AgentOptions) -> u8 {
     let ro = run_options(opts);
     if opts.task.trim().is_empty() {
-        return usage(opts, "task", "the task is empty".into(), Some("say what the model should do: `lt agent \"Refund the last charge of cust_1\" --tools …`".into()));
+        return usage(opts, Stage::Task, "the task is empty".into(), Some("say what the model should do: `lt agent \"Refund the last charge of cust_1\" --tools …`".into()));
     }
     if opts.request_timeout_ms == 0 {
         return usage(
             opts,
-            "model",
+            Stage::Model,
             "--request-timeout-ms 0: a model request needs some time".into(),
             Some(
                 "give a timeout in milliseconds, e.g. --request-timeout-ms 120000 (the default)"
@@ -109,12 +110,12 @@ pub fn run(opts: &AgentOptions) -> u8 {
         );
     }
     if opts.provider == "stdio" && opts.tools == "-" {
-        return usage(opts, "tools", "--tools - reads the declarations from stdin, which --provider stdio uses for the model's replies".into(), Some("pass the declarations as a file".into()));
+        return usage(opts, Stage::Tools, "--tools - reads the declarations from stdin, which --provider stdio uses for the model's replies".into(), Some("pass the declarations as a file".into()));
     }
     // The declarations: the session's tool list.
     let (name, text) = match super::read_source(&opts.tools) {
         Ok(x) => x,
-        Err(msg) => return usage(opts, "tools", msg, None),
+        Err(msg) => return usage(opts, Stage::Tools, msg, None),
     };
     let file = SourceFile::new(name, text);
     let shown = match crate::agent::prompt::load_declarations(&file.text) {
@@ -123,7 +124,7 @@ pub fn run(opts: &AgentOptions) -> u8 {
             print_diagnostic_list(&file, &e.diagnostics, e.truncated, opts.color);
             return usage(
                 opts,
-                "tools",
+                Stage::Tools,
                 format!("{} has errors; the model would copy them", file.name),
                 Some("fix the declarations (`lt prompt --tools FILE` shows them)".into()),
             );
@@ -133,7 +134,7 @@ pub fn run(opts: &AgentOptions) -> u8 {
     if decls.tools.is_empty() {
         return usage(
             opts,
-            "tools",
+            Stage::Tools,
             format!("{} declares no tools", file.name),
             Some(
                 "declare each tool: `tool lookup: {id: String} -{Read}-> {email: String};`".into(),
@@ -147,7 +148,7 @@ pub fn run(opts: &AgentOptions) -> u8 {
             Err(e) => {
                 return usage(
                     opts,
-                    "executors",
+                    Stage::Executors,
                     format!("cannot read {path}: {e}"),
                     Some("check the path of --executors".into()),
                 )
@@ -158,11 +159,11 @@ pub fn run(opts: &AgentOptions) -> u8 {
     let registry = match &opts.executors {
         Some(path) => match Registry::load(Path::new(path)) {
             Ok(r) => r,
-            Err(e) => return fail_usage(&ro, &config_failure(&e)),
+            Err(e) => return fail_usage(&ro, &StartFailure::config(&e)),
         },
         None => match Registry::from_str("", Path::new("."), "<no executors>") {
             Ok(r) => r,
-            Err(e) => return fail_usage(&ro, &config_failure(&e)),
+            Err(e) => return fail_usage(&ro, &StartFailure::config(&e)),
         },
     };
     let names: Vec<&str> = decls.tools.iter().map(|t| &*t.sig.name).collect();
@@ -180,9 +181,7 @@ pub fn run(opts: &AgentOptions) -> u8 {
                 missing.join(", ")
             ),
         };
-        return usage(
-            opts,
-            "executors",
+        return usage(opts, Stage::Executors,
             message,
             Some(format!(
                 "add a `[tools.{}]` table to tools.toml (docs/executors.md), or remove the tool from {}",
@@ -193,7 +192,7 @@ pub fn run(opts: &AgentOptions) -> u8 {
     if let Some(t) = names.iter().find(|t| registry.venue(t) == Venue::Client) {
         return usage(
             opts,
-            "executors",
+            Stage::Executors,
             format!(
                 "tool {t} runs on the client (venue = \"client\"), which lt agent does not support"
             ),
@@ -203,9 +202,13 @@ pub fn run(opts: &AgentOptions) -> u8 {
     // A listed tool whose declaration omits an effect tools.toml gives it:
     // the same check as `lt run`'s, on the tool list.
     let sigs: Vec<crate::types::ToolSig> = decls.tools.iter().map(|t| t.sig.clone()).collect();
-    if let Some(f) =
-        super::run::understated_effects(&file, &sigs, &names, &registry, opts.executors.as_deref())
-    {
+    if let Some(f) = crate::control::session::understated_effects(
+        &file,
+        &sigs,
+        &names,
+        &registry,
+        opts.executors.as_deref(),
+    ) {
         return fail_usage(&ro, &f);
     }
     let tags: BTreeMap<String, Vec<String>> = names
@@ -228,13 +231,13 @@ pub fn run(opts: &AgentOptions) -> u8 {
         Ok(s) => s,
         Err(e) => {
             let hint = settings_hint(opts, &e);
-            return usage(opts, "settings", e, Some(hint));
+            return usage(opts, Stage::Settings, e, Some(hint));
         }
     };
     let rules = match &opts.rules {
         Some(path) => match Rules::load(Path::new(path)) {
             Ok(r) => Some(r),
-            Err(e) => return fail_usage(&ro, &config_failure(&e)),
+            Err(e) => return fail_usage(&ro, &StartFailure::config(&e)),
         },
         None => None,
     };
@@ -266,7 +269,7 @@ pub fn run(opts: &AgentOptions) -> u8 {
         if let Some(input) = found {
             return usage(
                 opts,
-                "log",
+                Stage::Log,
                 format!("--log {log} would overwrite {input}, an input of this session"),
                 Some("write the log to a file of its own, e.g. `--log agent.jsonl`".into()),
             );
@@ -278,7 +281,7 @@ pub fn run(opts: &AgentOptions) -> u8 {
             Err(e) => {
                 return usage(
                     opts,
-                    "log",
+                    Stage::Log,
                     format!("cannot create the event log {path}: {e}"),
                     None,
                 )
@@ -302,7 +305,7 @@ pub fn run(opts: &AgentOptions) -> u8 {
     if let Err(e) = sink.append(started) {
         return usage(
             opts,
-            "log",
+            Stage::Log,
             format!("the event log could not be written: {e}"),
             None,
         );
@@ -343,26 +346,17 @@ pub fn run(opts: &AgentOptions) -> u8 {
             }
         }
     }
-    // The executors' runtime, then the loop.
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("lt-io")
-        .enable_all()
-        .build()
-    {
+    // The executors' runtime, then the loop. A signal abandons the agent
+    // session (its running tools killed) and ends lt.
+    let runtime = match super::signals::io_runtime() {
         Ok(rt) => rt,
-        Err(e) => {
-            return usage(
-                opts,
-                "runtime",
-                format!("cannot start the tokio runtime: {e}"),
-                None,
-            )
-        }
+        Err(message) => return usage(opts, Stage::Runtime, message, None),
     };
-    crate::exec::install_signal_forwarding(runtime.handle());
+    let cancel = crate::runtime::cancel::Cancel::new();
+    super::signals::abandon_on_signals(runtime.handle(), cancel.clone());
     let host = ExecutorHost::new(registry, runtime.handle().clone());
-    let mut runner = LiveRunner::new(host, registry_bytes, opts.limits.clone(), id);
+    let mut runner =
+        LiveRunner::new(host, registry_bytes, opts.limits.clone(), id).with_cancel(cancel);
     let verbose = opts.verbose;
     let mut progress = |line: &str| {
         if verbose {
@@ -389,24 +383,25 @@ pub fn run(opts: &AgentOptions) -> u8 {
 fn load_profile(
     opts: &AgentOptions,
     registry_text: &str,
-) -> Result<(Profile, AgentTable), Failure> {
+) -> Result<(Profile, AgentTable), StartFailure> {
     let origin = opts.executors.clone().unwrap_or_default();
     let mut table =
-        AgentTable::from_toml(registry_text, &origin).map_err(|e| config_failure(&e))?;
+        AgentTable::from_toml(registry_text, &origin).map_err(|e| StartFailure::config(&e))?;
     let profile = match &opts.profile {
         Some(path) => {
             // A file with only an `[agent]` table keeps the default policy.
             let text = crate::exec::read_config_text(Path::new(path), "the profile")
-                .map_err(|e| config_failure(&e))?;
+                .map_err(|e| StartFailure::config(&e))?;
             let p = Profile::from_toml(&text, path)
-                .map_err(|e| config_failure(&e))?
+                .map_err(|e| StartFailure::config(&e))?
                 .unwrap_or_default();
-            table =
-                table.overlay(&AgentTable::from_toml(&text, path).map_err(|e| config_failure(&e))?);
+            table = table.overlay(
+                &AgentTable::from_toml(&text, path).map_err(|e| StartFailure::config(&e))?,
+            );
             p
         }
         None => Profile::from_toml(registry_text, &origin)
-            .map_err(|e| config_failure(&e))?
+            .map_err(|e| StartFailure::config(&e))?
             .unwrap_or_default(),
     };
     let profile = if profile.name.is_empty() {
@@ -436,11 +431,11 @@ fn classify(
     decls: &crate::types::Declarations,
     proposer: &mut dyn Proposer,
     sink: &mut dyn EventSink,
-) -> Result<(Profile, AgentSettings), Failure> {
+) -> Result<(Profile, AgentSettings), StartFailure> {
     let log_fail = |e: std::io::Error| {
-        Failure::new(
-            "log",
-            "log",
+        StartFailure::new(
+            Stage::Log,
+            StartErrorKind::Log,
             format!("the event log could not be written: {e}"),
         )
     };
@@ -505,11 +500,11 @@ fn classify(
     // A rule without a profile keeps the session's (--profile, tools.toml).
     let mut profile = base_profile.clone();
     if let Some(path) = rule.as_ref().and_then(|r| r.profile.clone()) {
-        let text =
-            crate::exec::read_config_text(&path, "the profile").map_err(|e| config_failure(&e))?;
+        let text = crate::exec::read_config_text(&path, "the profile")
+            .map_err(|e| StartFailure::config(&e))?;
         // A file with only an `[agent]` table keeps the session's policy.
         if let Some(p) = Profile::from_toml(&text, &path.display().to_string())
-            .map_err(|e| config_failure(&e))?
+            .map_err(|e| StartFailure::config(&e))?
         {
             profile = p;
             if profile.name.is_empty() {
@@ -518,7 +513,7 @@ fn classify(
         }
         table = table.overlay(
             &AgentTable::from_toml(&text, &path.display().to_string())
-                .map_err(|e| config_failure(&e))?,
+                .map_err(|e| StartFailure::config(&e))?,
         );
     }
     if let Some(r) = &rule {
@@ -531,12 +526,12 @@ fn classify(
         .overlay(&opts.table)
         .settings()
         .and_then(|s| check_trace(&s, tags, &profile, decls).map(|_| s))
-        .map_err(|e| Failure {
+        .map_err(|e| StartFailure {
             help: Some(format!(
                 "rule `{label}` of {}: fix its profile file or trace",
                 opts.rules.as_deref().unwrap_or("the rule table")
             )),
-            ..Failure::new("settings", "usage", e)
+            ..StartFailure::new(Stage::Settings, StartErrorKind::Usage, e)
         })?;
     if opts.verbose {
         let how = match (&failed, matched) {
@@ -616,31 +611,35 @@ fn settings_hint(opts: &AgentOptions, error: &str) -> String {
 }
 
 #[allow(clippy::result_large_err)]
-fn make_proposer(opts: &AgentOptions) -> Result<Box<dyn Proposer>, Failure> {
+fn make_proposer(opts: &AgentOptions) -> Result<Box<dyn Proposer>, StartFailure> {
     let timeout = Duration::from_millis(opts.request_timeout_ms.max(1));
     if opts.provider == "stdio" {
         return Ok(Box::new(StdioProposer::new(timeout)));
     }
     let Some(kind) = ProviderKind::parse(&opts.provider) else {
-        return Err(Failure {
+        return Err(StartFailure {
             help: Some(
                 "use --provider openai (any OpenAI-compatible endpoint), anthropic, or stdio"
                     .into(),
             ),
-            ..Failure::new(
-                "model",
-                "usage",
+            ..StartFailure::new(
+                Stage::Model,
+                StartErrorKind::Usage,
                 format!("unknown provider `{}`", opts.provider),
             )
         });
     };
     let Some(model) = opts.model.clone() else {
-        return Err(Failure {
+        return Err(StartFailure {
             help: Some(
                 "e.g. --model gpt-4o-mini, or --model claude-sonnet-4-5 with --provider anthropic"
                     .into(),
             ),
-            ..Failure::new("model", "usage", "--model is required".to_string())
+            ..StartFailure::new(
+                Stage::Model,
+                StartErrorKind::Usage,
+                "--model is required".to_string(),
+            )
         });
     };
     let mut config = ProviderConfig::new(kind, model);
@@ -663,9 +662,9 @@ fn make_proposer(opts: &AgentOptions) -> Result<Box<dyn Proposer>, Failure> {
             } else {
                 "check --base-url: e.g. https://api.openai.com/v1, http://localhost:11434/v1 or https://api.anthropic.com".to_string()
             };
-            Err(Failure {
+            Err(StartFailure {
                 help: Some(help),
-                ..Failure::new("model", "usage", message)
+                ..StartFailure::new(Stage::Model, StartErrorKind::Usage, message)
             })
         }
     }

@@ -8,8 +8,9 @@
 
 use super::{Emit, EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE};
 use crate::control::profile::Profile;
+use crate::control::report::{BindingReport, CheckReport};
 use crate::control::static_check;
-use crate::diag::{json::to_json, render::render};
+use crate::diag::render::render;
 use crate::exec::ConfigError;
 use crate::source::SourceFile;
 use crate::types::{check_source, Analysis};
@@ -69,40 +70,34 @@ pub fn run(
 }
 
 /// The `--json` object: `{ok, type, effects, diagnostics, truncated}` (and
-/// `bindings` with `--emit types`).
+/// `bindings` with `--emit types`, `ir` with `--emit ir`).
 pub fn report_json(file: &SourceFile, a: &Analysis, emit: Option<Emit>) -> serde_json::Value {
-    let ok = a.is_ok();
-    let effects: Vec<&str> = if ok {
-        a.effects.labels().collect()
-    } else {
-        Vec::new()
-    };
-    let mut v = json!({
-        "ok": ok,
-        "type": if ok { json!(a.ty.to_string()) } else { json!(null) },
-        "effects": effects,
-        "diagnostics": a.diagnostics.iter().map(|d| to_json(file, d)).collect::<Vec<_>>(),
-        "truncated": a.truncated,
-    });
-    if ok && emit == Some(Emit::Ir) {
-        if let Some(obj) = v.as_object_mut() {
-            obj.insert("ir".into(), json!(ir_text(file, a)));
-        }
+    serde_json::to_value(report(file, a, emit)).unwrap_or(serde_json::Value::Null)
+}
+
+/// The typed `--json` report ([`CheckReport`]).
+pub fn report(file: &SourceFile, a: &Analysis, emit: Option<Emit>) -> CheckReport {
+    let mut report = CheckReport::new(file, a);
+    if report.ok && emit == Some(Emit::Ir) {
+        report.ir = Some(ir_text(file, a));
     }
     if emit == Some(Emit::Types) {
-        let bindings: Vec<serde_json::Value> = a
-            .let_types
-            .iter()
-            .map(|b| {
-                let lc = file.line_col(b.span.start);
-                json!({"name": &*b.name, "line": lc.line, "column": lc.column, "type": b.ty.to_string()})
-            })
-            .collect();
-        if let Some(obj) = v.as_object_mut() {
-            obj.insert("bindings".into(), json!(bindings));
-        }
+        report.bindings = Some(
+            a.let_types
+                .iter()
+                .map(|b| {
+                    let lc = file.line_col(b.span.start);
+                    BindingReport {
+                        column: lc.column,
+                        line: lc.line,
+                        name: b.name.to_string(),
+                        ty: b.ty.to_string(),
+                    }
+                })
+                .collect(),
+        );
     }
-    v
+    report
 }
 
 fn print_human(

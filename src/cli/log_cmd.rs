@@ -5,17 +5,16 @@
 //! cannot be read.
 
 use super::{LogAction, EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE};
-use crate::log::{read_prefix, timeline, verify};
+use crate::log::{drop_event, timeline, EventStore, JsonlFile, Loaded};
 use serde_json::json;
 
 /// Runs an `lt log` action and returns the exit code.
 pub fn run(action: LogAction) -> u8 {
     match action {
         LogAction::Show { file } => {
-            let Some(text) = read(&file) else {
+            let Some(Loaded { events, report }) = read(&file) else {
                 return EXIT_USAGE;
             };
-            let (events, report) = read_prefix(&text);
             out!("{}", timeline(&events).trim_end());
             if !report.ok || report.incomplete_tail {
                 err!("{file}: {report}");
@@ -28,10 +27,10 @@ pub fn run(action: LogAction) -> u8 {
             }
         }
         LogAction::Verify { file, json } => {
-            let Some(text) = read(&file) else {
+            let Some(Loaded { events, report }) = read(&file) else {
                 return EXIT_USAGE;
             };
-            let report = verify(&text);
+            events.into_iter().for_each(drop_event);
             if json {
                 out!(
                     "{}",
@@ -62,9 +61,11 @@ pub fn run(action: LogAction) -> u8 {
     }
 }
 
-fn read(file: &str) -> Option<String> {
-    match std::fs::read(file) {
-        Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+/// The log's verified events and the verification report, read through
+/// the JSON Lines store; `None` (the error printed) when it cannot be read.
+fn read(file: &str) -> Option<Loaded> {
+    match JsonlFile::new(file).load("") {
+        Ok(loaded) => Some(loaded),
         Err(e) => {
             err!("error: cannot read {file}: {e}");
             None

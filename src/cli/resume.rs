@@ -9,21 +9,18 @@
 //!
 //! The wall-clock limit (`timeout_ms`) starts again for the resumed run.
 
-use super::run::{
-    check_and_lower, client_timeouts, fail_usage, finish, prepare_executors, run_program, Failure,
-    RunOptions,
-};
+use super::run::{check_and_lower, fail_usage, finish, session_runtime, RunOptions, Verbose};
 use super::EXIT_DIAGNOSTICS;
+use crate::control::client::StdoutHandoff;
 use crate::control::profile::Profile;
-use crate::control::replay::ReplayHost;
-use crate::control::resume::ResumeHost;
-use crate::control::ClientChannel;
-use crate::control::ControlPlane;
-use crate::exec::ExecutorHost;
-use crate::log::{sha256_hex, EventBody, EventSink, LogWriter, ReopenError};
+use crate::control::report::{
+    Diverged, DivergedError, RunOutput, Stage, StartErrorKind, StartFailure,
+};
+use crate::control::session::replay::Recorded;
+use crate::control::session::{ClientPort, Executors, ProfileSource, Session};
+use crate::log::{sha256_hex, EventBody, EventStore, JsonlFile, ReopenError, StoreError};
+use crate::runtime::cancel::Cancel;
 use crate::source::SourceFile;
-use serde_json::json;
-use std::time::Instant;
 
 /// The options of `lt resume`.
 #[derive(Clone, Debug)]
@@ -53,106 +50,66 @@ pub fn run(opts: &ResumeOptions) -> u8 {
         profile: None,
         log: Some(opts.log.clone()),
     };
-    let reopened = match LogWriter::reopen(&opts.log) {
+    let log_failure = |message: String| StartFailure::new(Stage::Log, StartErrorKind::Log, message);
+    let reopened = match JsonlFile::new(&opts.log).reopen("") {
         Ok(r) => r,
+        Err(StoreError::Reopen(e)) => return fail_usage(&run_opts, &reopen_failure(opts, &e)),
         Err(e) => {
-            let (kind, help) = match &e {
-                ReopenError::Ended => (
-                    "ended",
-                    "a finished session can be replayed (`lt replay`), not resumed",
-                ),
-                ReopenError::Problem(_) => (
-                    "log",
-                    "`lt log verify` shows the problem; only an intact log can be continued",
-                ),
-                ReopenError::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock => (
-                    "log",
-                    "another lt is writing this session; resume it once that process has ended",
-                ),
-                _ => ("log", "pass the log written by `lt run --log FILE`"),
-            };
-            let line = match &e {
-                ReopenError::Problem(p) => Some(p.line),
-                _ => None,
-            };
             return fail_usage(
                 &run_opts,
-                &Failure {
-                    help: Some(help.to_string()),
-                    file: line.map(|_| opts.log.clone()),
-                    line,
-                    ..Failure::new("log", kind, format!("cannot resume {}: {e}", opts.log))
-                },
-            );
+                &StartFailure::new(
+                    Stage::Log,
+                    StartErrorKind::Log,
+                    format!("cannot resume {}: {e}", opts.log),
+                )
+                .with_help("pass the log written by `lt run --log FILE`"),
+            )
         }
     };
-    let events = reopened.events;
     if matches!(
-        events.first().map(|e| &e.body),
+        reopened.events.first().map(|e| &e.body),
         Some(EventBody::AgentStarted { .. })
     ) {
         return fail_usage(
             &run_opts,
-            &Failure {
-                help: Some(
-                    "run `lt replay` on it to see how far it got, and start `lt agent` again"
-                        .into(),
-                ),
-                ..Failure::new(
-                    "log",
-                    "log",
-                    format!(
-                        "{} is an agent session's log; lt resume continues `lt run` sessions only",
-                        opts.log
-                    ),
-                )
-            },
+            &log_failure(format!(
+                "{} is an agent session's log; lt resume continues `lt run` sessions only",
+                opts.log
+            ))
+            .with_help("run `lt replay` on it to see how far it got, and start `lt agent` again"),
         );
     }
-    let Some(EventBody::SessionStarted {
-        program,
-        profile,
-        limits,
-        registry_hash,
-        ..
-    }) = events.first().map(|e| &e.body)
-    else {
+    let Some(recorded) = Recorded::from_events(&reopened.events) else {
         return fail_usage(
             &run_opts,
-            &Failure::new(
-                "log",
-                "log",
-                format!("{}: no session_started event", opts.log),
-            ),
+            &log_failure(format!("{}: no session_started event", opts.log)),
         );
     };
-    let profile = match Profile::from_json(profile) {
+    let profile = match Profile::from_json(&recorded.profile) {
         Ok(p) => p,
         Err(e) => {
             return fail_usage(
                 &run_opts,
-                &Failure::new(
-                    "log",
-                    "log",
-                    format!("{}: the recorded profile is invalid: {e}", opts.log),
-                ),
+                &log_failure(format!(
+                    "{}: the recorded profile is invalid: {e}",
+                    opts.log
+                )),
             )
         }
     };
-    run_opts.limits = match super::replay::recorded_limits(limits) {
+    run_opts.limits = match crate::control::session::recorded_limits(&recorded.limits) {
         Ok(l) => l,
         Err(e) => {
             return fail_usage(
                 &run_opts,
-                &Failure::new(
-                    "log",
-                    "log",
-                    format!("{}: the recorded limits are invalid: {e}", opts.log),
-                ),
+                &log_failure(format!(
+                    "{}: the recorded limits are invalid: {e}",
+                    opts.log
+                )),
             )
         }
     };
-    let file = SourceFile::new(format!("{} (recorded program)", opts.log), program.clone());
+    let file = SourceFile::new(format!("{} (recorded program)", opts.log), recorded.program);
     let ir = match check_and_lower(&run_opts, &file) {
         Ok(ir) => ir,
         Err(code) => return code,
@@ -163,13 +120,18 @@ pub fn run(opts: &ResumeOptions) -> u8 {
             Err(e) => {
                 return fail_usage(
                     &run_opts,
-                    &Failure::new("executors", "usage", format!("cannot read {path}: {e}")),
+                    &StartFailure::new(
+                        Stage::Executors,
+                        StartErrorKind::Usage,
+                        format!("cannot read {path}: {e}"),
+                    ),
                 )
             }
         },
         None => Vec::new(),
     };
     let now_hash = sha256_hex(&registry_text);
+    let registry_hash = &recorded.registry_hash;
     if now_hash != *registry_hash {
         err!(
             "[lt] note: {} differs from the tools.toml the session started with (hash {}…, now {}…)",
@@ -178,81 +140,81 @@ pub fn run(opts: &ResumeOptions) -> u8 {
             &now_hash[..12]
         );
     }
-    let (registry, runtime) = match prepare_executors(&run_opts, &file, &ir) {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
-    let (venues, idempotent) = registry.tool_traits();
-    // `run_opts.file` names the log, never `-`: stdin is free for a client.
-    let client = match client_timeouts(&run_opts, &file, &ir, &registry) {
-        Ok(c) => c,
+    let cancel = Cancel::new();
+    let runtime = match session_runtime(&ir, &cancel) {
+        Ok(rt) => rt,
         Err(f) => return fail_usage(&run_opts, &f),
     };
-    let host = ExecutorHost::new(registry, runtime.handle().clone());
-    // Kept to end the session's MCP servers once the program has run.
-    let executors = host.clone();
-    let session = reopened.writer.session().to_string();
-    let sink: Box<dyn EventSink> = Box::new(reopened.writer);
-    let mut live = ControlPlane::new(host, profile.clone(), &ir.tools, sink, session)
-        .with_limits(run_opts.limits.clone())
-        .with_tool_traits(venues, idempotent);
-    if let Some(timeouts) = client {
-        live = live.with_client(ClientChannel::stdio().with_timeouts(timeouts));
-    }
-    let replay = ReplayHost::new(&events, profile, &ir.tools)
-        .with_limits(run_opts.limits.clone())
-        .resuming();
-    let marker = EventBody::SessionResumed {
-        lt_version: env!("CARGO_PKG_VERSION").to_string(),
-        registry_hash: now_hash,
-        dropped_bytes: reopened.dropped_bytes,
+    let mut verbose = Verbose {
+        ir: &ir,
+        limits: &run_opts.limits,
     };
-    let mut host = ResumeHost::new(replay, live, marker);
-    if reopened.dropped_bytes > 0 {
-        host = host.after_torn_line();
+    let stdout = StdoutHandoff::new();
+    let mut session = Session::new(&file)
+        .executors(match &opts.executors {
+            Some(path) => Executors::File(path.clone()),
+            None => Executors::None,
+        })
+        .profile(ProfileSource::Given(profile))
+        .limits(run_opts.limits.clone())
+        // The log names the file, never `-`: stdin is free for a client.
+        .client(ClientPort::Stdio {
+            program_on_stdin: false,
+            stdout: stdout.clone(),
+        })
+        .cancel(cancel);
+    if let Some(rt) = &runtime {
+        session = session.runtime(rt.handle().clone());
     }
-    let started = Instant::now();
-    let (result, stats) = run_program(&run_opts, &ir, &mut host);
-    let elapsed = started.elapsed();
-    executors.shutdown();
-    let divergence = host
-        .divergence()
-        .map(|d| format!("non-determinism {d}"))
-        .or_else(|| {
-            // The program ended while the log still had calls for it.
-            let rest = host.unreplayed()?;
-            let e = rest.iter().find(|e| e.body.call_id().is_some())?;
-            Some(format!(
-                "the program ended, but the log goes on with a {} event (#{}) for {}",
-                e.kind(),
-                e.seq,
-                e.body.call_id().unwrap_or_default()
-            ))
-        });
-    if let Some(message) = divergence {
-        // The client channel (if any) is closed before anything is printed.
-        drop(host);
-        return diverged(opts, &message);
-    }
-    if let Err(msg) = host.go_live() {
-        return fail_usage(&run_opts, &Failure::new("log", "log", msg));
-    }
-    let replayed = host.replayed();
-    let Some(mut plane) = host.into_live() else {
-        return fail_usage(
-            &run_opts,
-            &Failure::new("log", "log", "the session could not go live".to_string()),
-        );
-    };
-    let _ = plane.record(super::session::ended(&file, &ir, &result, stats));
-    let log_error = plane.log_error().map(str::to_string);
-    drop(plane);
     if opts.verbose {
-        err!("[lt] resumed: {replayed} calls replayed from the log, the rest ran live");
+        session = session.observer(&mut verbose);
     }
-    finish(
-        &run_opts, &file, &ir, result, stats, elapsed, log_error, runtime,
-    )
+    let report = match session.resume(&ir, reopened) {
+        Ok(r) => r,
+        Err(f) => return fail_usage(&run_opts, &f),
+    };
+    if let Some(message) = &report.divergence {
+        return diverged(opts, message);
+    }
+    if opts.verbose {
+        err!(
+            "[lt] resumed: {} calls replayed from the log, the rest ran live",
+            report.replayed
+        );
+    }
+    finish(&run_opts, &file, &ir, report, runtime, &stdout)
+}
+
+/// Why the log cannot be continued, with the hint for each reason.
+fn reopen_failure(opts: &ResumeOptions, e: &ReopenError) -> StartFailure {
+    let (kind, help) = match e {
+        ReopenError::Ended => (
+            StartErrorKind::Ended,
+            "a finished session can be replayed (`lt replay`), not resumed",
+        ),
+        ReopenError::Problem(_) => (
+            StartErrorKind::Log,
+            "`lt log verify` shows the problem; only an intact log can be continued",
+        ),
+        ReopenError::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock => (
+            StartErrorKind::Log,
+            "another lt is writing this session; resume it once that process has ended",
+        ),
+        _ => (
+            StartErrorKind::Log,
+            "pass the log written by `lt run --log FILE`",
+        ),
+    };
+    let line = match e {
+        ReopenError::Problem(p) => Some(p.line),
+        _ => None,
+    };
+    StartFailure {
+        help: Some(help.to_string()),
+        file: line.map(|_| opts.log.clone()),
+        line,
+        ..StartFailure::new(Stage::Log, kind, format!("cannot resume {}: {e}", opts.log))
+    }
 }
 
 /// The program and the log disagree: nothing was run live, nothing appended.
@@ -262,10 +224,15 @@ fn diverged(opts: &ResumeOptions, message: &str) -> u8 {
         opts.log
     );
     if opts.json {
-        out!(
-            "{}",
-            json!({"ok": false, "stage": "resume", "error": {"kind": "non_determinism", "message": message}})
-        );
+        let out = RunOutput::Diverged(Diverged {
+            error: DivergedError {
+                kind: "non_determinism",
+                message,
+            },
+            ok: false,
+            stage: Stage::Resume,
+        });
+        out!("{}", out.to_json_string());
     } else {
         err!("error: {message}");
     }

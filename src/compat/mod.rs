@@ -34,7 +34,7 @@
 mod errors;
 mod session;
 
-use crate::control::client::FinalOutput;
+use crate::control::client::{FinalOutput, StdoutHandoff};
 use crate::runtime::boundary::drop_deep;
 use crate::runtime::deep_json::to_compact;
 use crate::runtime::value::Value;
@@ -43,10 +43,10 @@ use crate::types::check_source;
 use std::process::ExitCode;
 
 /// The exit codes: those of `lt run` (`docs/cli.md`).
-const EXIT_OK: u8 = crate::cli::EXIT_OK;
-const EXIT_REJECTED: u8 = crate::cli::EXIT_DIAGNOSTICS;
-const EXIT_USAGE: u8 = crate::cli::EXIT_USAGE;
-const EXIT_RUN_FAILED: u8 = crate::cli::EXIT_RUN_FAILED;
+const EXIT_OK: u8 = crate::frontend::EXIT_OK;
+const EXIT_REJECTED: u8 = crate::frontend::EXIT_DIAGNOSTICS;
+const EXIT_USAGE: u8 = crate::frontend::EXIT_USAGE;
+const EXIT_RUN_FAILED: u8 = crate::frontend::EXIT_RUN_FAILED;
 
 /// The usage line, also the hint of every usage error.
 const USAGE: &str = "lambda_tool --json --typecheck [FILE] | lambda_tool --json [FILE] | \
@@ -146,7 +146,7 @@ impl Reply {
 /// the result line and returns the exit code.
 pub fn main_with_args(args: Vec<String>) -> ExitCode {
     let code = run(args.get(1..).unwrap_or_default());
-    if crate::cli::WRITE_FAILED.load(std::sync::atomic::Ordering::Relaxed) {
+    if crate::frontend::take_write_failed() {
         return ExitCode::from(EXIT_USAGE);
     }
     ExitCode::from(code)
@@ -155,13 +155,16 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
 /// Reports an argument that is not UTF-8 (the binary's check, before
 /// anything is parsed) as the protocol's error object; the exit code.
 pub fn bad_argument(shown: &str) -> ExitCode {
-    print(&Reply::usage(errors::plain(
-        &format!(
+    print(
+        &StdoutHandoff::new(),
+        &Reply::usage(errors::plain(
+            &format!(
             "the argument {shown} is not valid UTF-8; lambda_tool takes UTF-8 paths and options"
         ),
-        "usage",
-        Some(USAGE),
-    )));
+            "usage",
+            Some(USAGE),
+        )),
+    );
     ExitCode::from(EXIT_USAGE)
 }
 
@@ -169,14 +172,18 @@ pub fn bad_argument(shown: &str) -> ExitCode {
 /// unless one was printed already, and exit code 101.
 pub fn crashed() -> ExitCode {
     if !PRINTED.load(std::sync::atomic::Ordering::SeqCst) {
-        print(&Reply::errors(
-            &[errors::plain(
-                "internal error in lt",
-                "internal",
-                Some("this is a bug in lt; please report it with the program"),
-            )],
-            101,
-        ));
+        // The worker's client channel (if any) is gone with its thread.
+        print(
+            &StdoutHandoff::new(),
+            &Reply::errors(
+                &[errors::plain(
+                    "internal error in lt",
+                    "internal",
+                    Some("this is a bug in lt; please report it with the program"),
+                )],
+                101,
+            ),
+        );
     }
     ExitCode::from(101)
 }
@@ -187,14 +194,19 @@ static PRINTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::n
 /// `lt compat ARGS…` and `lambda_tool ARGS…` (`args` without the program
 /// name): does what they ask, prints the result line, returns the exit code.
 pub fn run(args: &[String]) -> u8 {
+    let stdout = StdoutHandoff::new();
     let opts = match parse_args(args) {
         Ok(Parsed::Options(o)) => o,
         Ok(Parsed::Help) => {
-            write_stdout(format!("usage: {USAGE}\nThe protocol: docs/protocol.md\n").as_bytes());
+            write_stdout(
+                &stdout,
+                format!("usage: {USAGE}\nThe protocol: docs/protocol.md\n").as_bytes(),
+            );
             return EXIT_OK;
         }
         Ok(Parsed::Version) => {
             write_stdout(
+                &stdout,
                 format!(
                     "lambda_tool (lt {}, λ-Tool protocol compatible)\n",
                     env!("CARGO_PKG_VERSION")
@@ -205,18 +217,18 @@ pub fn run(args: &[String]) -> u8 {
         }
         Err(msg) => {
             let reply = Reply::usage(errors::plain(&msg, "usage", Some(USAGE)));
-            print(&reply);
+            print(&stdout, &reply);
             return reply.code;
         }
     };
-    let reply = answer(&opts);
-    print(&reply);
+    let reply = answer(&opts, &stdout);
+    print(&stdout, &reply);
     reply.code
 }
 
 /// Reads, checks and (unless `--typecheck`) runs the program.
-fn answer(opts: &Options) -> Reply {
-    let (name, text) = match crate::cli::read_source(opts.file.as_deref().unwrap_or("-")) {
+fn answer(opts: &Options, stdout: &StdoutHandoff) -> Reply {
+    let (name, text) = match crate::frontend::read_source(opts.file.as_deref().unwrap_or("-")) {
         Ok(x) => x,
         Err(msg) => return Reply::usage(errors::plain(&msg, "input", None)),
     };
@@ -258,7 +270,7 @@ fn answer(opts: &Options) -> Reply {
             return Reply::run_failed(errors::run_error(&file, &err));
         }
     };
-    session::run(opts, &file, &ir)
+    session::run(opts, &file, &ir, stdout)
 }
 
 /// Parses the arguments (without the program name). Flags may come in any
@@ -356,9 +368,9 @@ fn set_once(slot: &mut Option<String>, name: &str, value: String) -> Result<(), 
     Ok(())
 }
 
-fn print(reply: &Reply) {
+fn print(stdout: &StdoutHandoff, reply: &Reply) {
     PRINTED.store(true, std::sync::atomic::Ordering::SeqCst);
-    write_stdout(&reply.line);
+    write_stdout(stdout, &reply.line);
 }
 
 /// Writes and flushes `bytes` on stdout in one piece; a failure is noted
@@ -369,12 +381,10 @@ fn print(reply: &Reply) {
 /// result line not written whole to a host (given up, or a closed pipe)
 /// makes the exit code 2; nothing is said on stderr, which the protocol
 /// keeps empty.
-fn write_stdout(bytes: &[u8]) {
-    match crate::control::client::write_final_output(bytes.to_vec()) {
-        FinalOutput::Written(written) => crate::cli::note_write(written),
-        FinalOutput::Abandoned(_) => {
-            crate::cli::WRITE_FAILED.store(true, std::sync::atomic::Ordering::Relaxed);
-        }
+fn write_stdout(stdout: &StdoutHandoff, bytes: &[u8]) {
+    match stdout.write_final(bytes.to_vec()) {
+        FinalOutput::Written(written) => crate::frontend::note_write(written),
+        FinalOutput::Abandoned(_) => crate::frontend::note_write_failure(),
     }
 }
 

@@ -15,17 +15,15 @@
 //! and `lt replay` work on a compat session's log as on any other.
 
 use super::{errors, Mode, Options, Reply};
-use crate::control::profile::Profile;
-use crate::control::{ClientChannel, ControlPlane, Venue};
+use crate::control::report::StartErrorKind;
+use crate::control::session::{ClientPort, Executors, LogTarget, ProfileSource, Session};
+use crate::control::Venue;
 use crate::ir::Ir;
-use crate::log::{new_session_id, Discard, EventSink, LogWriter};
 use crate::runtime::boundary::drop_deep;
-use crate::runtime::eval;
 use crate::runtime::host::{CallRequest, FailureKind, Host, Outcome, ToolFailure};
 use crate::runtime::limits::Limits;
 use crate::source::SourceFile;
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::collections::BTreeMap;
 
 /// The executor host of a compat session: it has no executors. In
 /// `--json` mode every allowed call ends here, as λ-Tool's wrapper answers
@@ -61,23 +59,17 @@ pub(super) fn limits(opts: &Options) -> Limits {
 
 /// Runs the checked and lowered program `ir` of `file` under a session,
 /// and gives the reply (the result object and the exit code).
-pub(super) fn run(opts: &Options, file: &SourceFile, ir: &Ir) -> Reply {
+pub(super) fn run(
+    opts: &Options,
+    file: &SourceFile,
+    ir: &Ir,
+    stdout: &crate::control::client::StdoutHandoff,
+) -> Reply {
     let profile = match &opts.profile {
-        Some(path) => match Profile::load(Path::new(path)) {
-            Ok(p) if p.name.is_empty() => Profile {
-                name: "default".to_string(),
-                ..p
-            },
-            Ok(p) => p,
-            Err(e) => return Reply::usage(errors::config(&e)),
-        },
-        None => Profile {
-            name: "default".to_string(),
-            ..Profile::default()
-        },
+        Some(path) => ProfileSource::File(path.clone()),
+        None => ProfileSource::Default,
     };
-    let id = new_session_id();
-    let sink: Box<dyn EventSink> = match &opts.log {
+    let log = match &opts.log {
         Some(path) => {
             if crate::control::session::same_file(path, "/dev/stdout") {
                 return Reply::usage(errors::plain(
@@ -93,21 +85,11 @@ pub(super) fn run(opts: &Options, file: &SourceFile, ir: &Ir) -> Reply {
                     Some("write the log to a file of its own, e.g. `--log session.jsonl`"),
                 ));
             }
-            match LogWriter::create(path, id.clone()) {
-                Ok(w) => Box::new(w),
-                Err(e) => {
-                    return Reply::usage(errors::plain(
-                        &format!("cannot create the event log {path}: {e}"),
-                        "log",
-                        None,
-                    ))
-                }
-            }
+            LogTarget::File(path.clone())
         }
-        None => Box::new(Discard),
+        None => LogTarget::None,
     };
     let limits = limits(opts);
-    let started = crate::control::session::started(file, &profile, b"", &limits);
     let venue = match opts.mode {
         Mode::Interactive => Venue::Client,
         Mode::Run | Mode::Typecheck => Venue::Server,
@@ -117,31 +99,46 @@ pub(super) fn run(opts: &Options, file: &SourceFile, ir: &Ir) -> Reply {
         .iter()
         .map(|t| (t.name.to_string(), venue))
         .collect();
-    let mut plane = ControlPlane::new(NoExecutor, profile, &ir.tools, sink, id)
-        .with_limits(limits.clone())
-        .with_tool_traits(venues, BTreeSet::new());
-    if opts.mode == Mode::Interactive {
-        plane = plane.with_client(
-            ClientChannel::stdio().with_wire(crate::control::client::Wire::LambdaTool),
-        );
-    }
-    if let Err(msg) = plane.record(started) {
-        return Reply::usage(errors::plain(&msg, "log", None));
-    }
-    let (result, stats) = eval::run(ir, &mut plane, &limits);
-    let _ = plane.record(crate::control::session::ended(file, ir, &result, stats));
-    let log_error = plane.log_error().map(str::to_string);
+    let client = if opts.mode == Mode::Interactive {
+        ClientPort::StdioAlways {
+            wire: crate::control::client::Wire::LambdaTool,
+            stdout: stdout.clone(),
+        }
+    } else {
+        ClientPort::None
+    };
+    let session = Session::new(file)
+        .executors(Executors::Custom {
+            host: Box::new(NoExecutor),
+            venues,
+        })
+        .profile(profile)
+        .limits(limits)
+        .log(log)
+        .client(client);
     // The log is closed (its buffer written) before the result is shown:
     // a host may read it as soon as it has the result line.
-    drop(plane);
-    if let Some(msg) = log_error {
+    let report = match session.run(ir) {
+        Ok(r) => r,
+        Err(f) if f.kind == StartErrorKind::Config => {
+            return Reply::usage(errors::config(&crate::exec::ConfigError {
+                path: f.file.clone().unwrap_or_default(),
+                line: f.line,
+                column: f.column,
+                message: f.message.clone(),
+                help: f.help.clone(),
+            }))
+        }
+        Err(f) => return Reply::usage(errors::plain(&f.message, "log", f.help.as_deref())),
+    };
+    if let Some(msg) = &report.log_error {
         return Reply::run_failed(errors::plain(
-            &msg,
+            msg,
             "log",
             Some("the session's record is incomplete; check the disk and the --log path"),
         ));
     }
-    match result {
+    match report.result {
         Ok(value) => Reply::value(value, ir),
         Err(e) => Reply::run_failed(errors::run_error(file, &e)),
     }

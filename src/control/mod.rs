@@ -16,10 +16,12 @@
 //! side effect. If the log cannot be written the call is not made (fail
 //! closed) and the failure is kept for the caller to report.
 
+pub mod approver;
 pub mod client;
 pub mod pipeline;
 pub mod profile;
 pub mod replay;
+pub mod report;
 pub mod resume;
 pub mod session;
 pub mod static_check;
@@ -51,6 +53,7 @@ pub struct ControlPlane<'a, H: Host, S: EventSink> {
     venues: BTreeMap<String, Venue>,
     idempotent: BTreeSet<String>,
     client: Option<ClientChannel>,
+    approver: Box<dyn approver::Approver + 'a>,
 }
 
 impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
@@ -68,7 +71,15 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
             venues: BTreeMap::new(),
             idempotent: BTreeSet::new(),
             client: None,
+            approver: Box::new(approver::TerminalApprover),
         }
+    }
+
+    /// Who answers approval requests under `approvals = "prompt"` (default:
+    /// [`approver::TerminalApprover`]).
+    pub fn with_approver(mut self, approver: Box<dyn approver::Approver + 'a>) -> Self {
+        self.approver = approver;
+        self
     }
 
     /// The run's limits, so that the `result` the log records is what the
@@ -106,6 +117,11 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
         self.pipeline
     }
 
+    /// The session's profile.
+    pub fn profile(&self) -> &Profile {
+        self.pipeline.profile()
+    }
+
     /// The host the control plane dispatches to.
     pub fn inner(&self) -> &H {
         &self.inner
@@ -122,58 +138,6 @@ fn unavailable(message: String) -> ToolFailure {
         kind: FailureKind::Unavailable,
         message,
     }
-}
-
-/// Asks on the terminal whether to approve a call: `(granted, by, reason)`;
-/// refused (by `policy`) when stdin or stderr is not a terminal, and when
-/// no answer comes within `time_left` (the run's deadline).
-fn ask_terminal(
-    tool: &str,
-    arg: &Json,
-    time_left: Option<std::time::Duration>,
-) -> (bool, &'static str, String) {
-    use std::io::{BufRead, IsTerminal, Write};
-    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
-        return (
-            false,
-            "policy",
-            "no terminal to ask (approvals = \"prompt\" needs stdin and stderr on a terminal)"
-                .to_string(),
-        );
-    }
-    let mut shown = arg.to_string();
-    if shown.chars().count() > 300 {
-        shown = shown.chars().take(300).collect::<String>() + "…";
-    }
-    let mut err = std::io::stderr();
-    let _ = write!(err, "lt: approve a call of {tool} with {shown}? [y/N] ");
-    let _ = err.flush();
-    // Read on a thread of its own, so that the run's deadline still holds.
-    let (send, answer) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = std::io::stdin().lock().read_line(&mut line);
-        let _ = send.send(line);
-    });
-    let line = match time_left {
-        Some(t) => answer.recv_timeout(t).ok(),
-        None => answer.recv().ok(),
-    };
-    let Some(line) = line else {
-        let _ = writeln!(err);
-        return (
-            false,
-            "terminal",
-            "no answer before the run's deadline".to_string(),
-        );
-    };
-    let yes = matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes");
-    let reason = if yes {
-        "approved on the terminal"
-    } else {
-        "refused on the terminal"
-    };
-    (yes, "terminal", reason.to_string())
 }
 
 /// The program's view of an outcome, as logged in `result`: exactly what
@@ -546,7 +510,7 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
         let (granted, by, reason) = match profile.approvals {
             profile::ApprovalMode::Allow => (
                 true,
-                "policy",
+                "policy".to_string(),
                 format!(
                     "profile {} approves every request (approvals = \"allow\")",
                     profile.name
@@ -554,14 +518,21 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
             ),
             profile::ApprovalMode::Deny => (
                 false,
-                "policy",
+                "policy".to_string(),
                 format!(
                     "profile {} approves nothing (approvals = \"deny\")",
                     profile.name
                 ),
             ),
             profile::ApprovalMode::Prompt => {
-                ask_terminal(request.tool, &request.arg, request.time_left)
+                let a = self.approver.decide(&approver::ApprovalQuestion {
+                    session: &self.session,
+                    approval_id: &id,
+                    tool: request.tool,
+                    argument: &request.arg,
+                    time_left: request.time_left,
+                });
+                (a.granted, a.by, a.reason)
             }
         };
         let token = granted.then(|| {
@@ -576,7 +547,7 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
                 } else {
                     Verdict::Deny
                 },
-                by: by.to_string(),
+                by,
                 reason: reason.clone(),
                 token: token.clone().map_or(Json::Null, Json::String),
             })?;

@@ -6,47 +6,104 @@
 //!   notes, help}` with 1-based lines and character columns; `end_*` point one
 //! past the last character.
 
-use super::Diagnostic;
+use super::{Diagnostic, Severity};
 use crate::source::SourceFile;
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
-/// Converts one diagnostic to its JSON object.
-pub fn to_json(file: &SourceFile, d: &Diagnostic) -> Value {
-    let start = file.line_col(d.span.start);
-    let end = file.line_col(d.span.end);
-    let labels: Vec<Value> = d
-        .labels
-        .iter()
-        .map(|l| {
-            let s = file.line_col(l.span.start);
-            let e = file.line_col(l.span.end);
-            json!({"message": l.message, "line": s.line, "column": s.column,
-                   "end_line": e.line, "end_column": e.column})
-        })
-        .collect();
-    let mut v = json!({
-        "code": d.code.as_str(),
-        "severity": d.severity,
-        "message": d.message,
-        "label": d.primary_label,
-        "file": file.name,
-        "line": start.line,
-        "column": start.column,
-        "end_line": end.line,
-        "end_column": end.column,
-        "labels": labels,
-        "notes": d.notes,
-        "help": d.help,
-    });
-    if let Some(obj) = v.as_object_mut() {
-        if let Some(e) = &d.expected {
-            obj.insert("expected".into(), json!(e));
-        }
-        if let Some(f) = &d.found {
-            obj.insert("found".into(), json!(f));
+/// One diagnostic as `lt check --json` prints it (and a server sends it).
+/// Fields are declared in the order they are printed (sorted by name, as
+/// every JSON object lt prints).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DiagnosticReport {
+    /// The stable code, e.g. `E0202`.
+    pub code: &'static str,
+    /// 1-based character column of the primary span's start.
+    pub column: usize,
+    /// One past the primary span's last character.
+    pub end_column: usize,
+    /// The line of `end_column`.
+    pub end_line: usize,
+    /// The expected type, where one applies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected: Option<String>,
+    /// The file's name as given.
+    pub file: String,
+    /// The type found, where one applies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub found: Option<String>,
+    /// The concrete fix.
+    pub help: Option<String>,
+    /// The primary label.
+    pub label: String,
+    /// Secondary labels.
+    pub labels: Vec<LabelReport>,
+    /// 1-based line of the primary span's start.
+    pub line: usize,
+    /// One sentence.
+    pub message: String,
+    /// Notes.
+    pub notes: Vec<String>,
+    /// `error` or `warning`.
+    pub severity: Severity,
+}
+
+/// A secondary label of a [`DiagnosticReport`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LabelReport {
+    /// 1-based character column of the start.
+    pub column: usize,
+    /// One past the last character.
+    pub end_column: usize,
+    /// The line of `end_column`.
+    pub end_line: usize,
+    /// 1-based line of the start.
+    pub line: usize,
+    /// The label's text.
+    pub message: String,
+}
+
+impl DiagnosticReport {
+    /// The report of `d`, positions resolved in `file`.
+    pub fn new(file: &SourceFile, d: &Diagnostic) -> DiagnosticReport {
+        let start = file.line_col(d.span.start);
+        let end = file.line_col(d.span.end);
+        DiagnosticReport {
+            code: d.code.as_str(),
+            column: start.column,
+            end_column: end.column,
+            end_line: end.line,
+            expected: d.expected.clone(),
+            file: file.name.clone(),
+            found: d.found.clone(),
+            help: d.help.clone(),
+            label: d.primary_label.clone(),
+            labels: d
+                .labels
+                .iter()
+                .map(|l| {
+                    let s = file.line_col(l.span.start);
+                    let e = file.line_col(l.span.end);
+                    LabelReport {
+                        column: s.column,
+                        end_column: e.column,
+                        end_line: e.line,
+                        line: s.line,
+                        message: l.message.clone(),
+                    }
+                })
+                .collect(),
+            line: start.line,
+            message: d.message.clone(),
+            notes: d.notes.clone(),
+            severity: d.severity,
         }
     }
-    v
+}
+
+/// Converts one diagnostic to its JSON object ([`DiagnosticReport`]).
+pub fn to_json(file: &SourceFile, d: &Diagnostic) -> Value {
+    serde_json::to_value(DiagnosticReport::new(file, d)).unwrap_or(Value::Null)
 }
 
 /// A compact one-line form for people and LLM prompts:

@@ -16,9 +16,9 @@
 //! in any way: on a timeout, on output overflow, after a normal exit (so
 //! background children do not outlive the call), and when the call's future
 //! is dropped unfinished (a [`Group`] kills on drop). The live groups are
-//! kept in a process-wide registry so that [`stop_all`] (used by the signal
-//! forwarding of `super::install_signal_forwarding`) can kill them when lt
-//! itself is told to stop.
+//! kept in the executor host's [`ToolGroups`] (one per session, not per
+//! process), so that cancelling the session ([`crate::runtime::cancel`])
+//! kills them.
 //!
 //! The call ends when the process has exited and stdout and stderr have
 //! reached end of file. If the process has exited but a background child
@@ -35,7 +35,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, Command};
@@ -55,21 +55,46 @@ pub const EXIT_GRACE: Duration = Duration::from_millis(200);
 
 // ---- process groups ----
 
-/// The process groups of the tools running now, by group id.
+/// The process groups of the running tools of one executor host (one
+/// session, or an agent's sessions), by group id. Shared by every clone of
+/// the host; [`ToolGroups::stop_all`] is what a session's cancellation runs.
+#[derive(Debug, Default)]
+pub(crate) struct ToolGroups {
+    live: Mutex<Live>,
+}
+
+#[derive(Debug, Default)]
 struct Live {
     groups: BTreeSet<i32>,
-    /// Set by [`stop_all`]: a group started after it is killed at once.
+    /// Set by [`ToolGroups::stop_all`]: a group started after it is killed at once.
     stopping: bool,
 }
 
-static LIVE: Mutex<Live> = Mutex::new(Live {
-    groups: BTreeSet::new(),
-    stopping: false,
-});
+impl ToolGroups {
+    fn live(&self) -> MutexGuard<'_, Live> {
+        // The registry stays consistent even if a holder panicked.
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 
-fn live() -> MutexGuard<'static, Live> {
-    // The registry stays consistent even if a holder panicked.
-    LIVE.lock().unwrap_or_else(PoisonError::into_inner)
+    /// Kills the process group of every running tool of these groups (MCP
+    /// servers included: they are started through [`Group::spawn`] too)
+    /// and makes any tool that starts from now on be killed at once.
+    /// Returns how many groups were running. There is no way back.
+    /// Later calls kill again and return 0: the count is of the groups
+    /// running when stopping began.
+    pub(crate) fn stop_all(&self) -> usize {
+        let mut live = self.live();
+        let first = !live.stopping;
+        live.stopping = true;
+        for &pgid in &live.groups {
+            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+        }
+        if first {
+            live.groups.len()
+        } else {
+            0
+        }
+    }
 }
 
 /// A running tool's process group, registered while it lives. Dropping it
@@ -83,14 +108,19 @@ fn live() -> MutexGuard<'static, Live> {
 #[derive(Debug)]
 pub(crate) struct Group {
     pgid: Pid,
+    owner: Arc<ToolGroups>,
 }
 
 impl Group {
     /// Spawns `command` (which must ask for a new process group) and
-    /// registers its group. The registry is locked across the spawn, so
-    /// [`stop_all`] never misses a tool that is just starting.
-    pub(crate) fn spawn(command: &mut Command) -> std::io::Result<(Child, Group)> {
-        let mut live = live();
+    /// registers its group in `owner`. The registry is locked across the
+    /// spawn, so [`ToolGroups::stop_all`] never misses a tool that is just
+    /// starting.
+    pub(crate) fn spawn(
+        command: &mut Command,
+        owner: &Arc<ToolGroups>,
+    ) -> std::io::Result<(Child, Group)> {
+        let mut live = owner.live();
         let child = command.spawn()?;
         let pid = child
             .id()
@@ -98,6 +128,7 @@ impl Group {
             .ok_or_else(|| std::io::Error::other("the new process has no pid"))?;
         let group = Group {
             pgid: Pid::from_raw(pid),
+            owner: Arc::clone(owner),
         };
         if live.stopping {
             group.kill();
@@ -116,21 +147,8 @@ impl Group {
 impl Drop for Group {
     fn drop(&mut self) {
         self.kill();
-        live().groups.remove(&self.pgid.as_raw());
+        self.owner.live().groups.remove(&self.pgid.as_raw());
     }
-}
-
-/// Kills the process group of every running tool (MCP servers included:
-/// they are started through [`Group::spawn`] too) and makes any tool that
-/// starts from now on be killed at once. Returns how many groups were
-/// running. For the signal forwarding of lt; there is no way back.
-pub(crate) fn stop_all() -> usize {
-    let mut live = live();
-    live.stopping = true;
-    for &pgid in &live.groups {
-        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
-    }
-    live.groups.len()
 }
 
 /// Why `path` cannot be a working directory, if it cannot: `"does not
@@ -221,6 +239,7 @@ impl CommandTool {
         arg: &Json,
         timeout: Duration,
         key: Option<&str>,
+        groups: &Arc<ToolGroups>,
     ) -> Outcome {
         let deadline = Instant::now() + timeout;
         let fail = |kind, message| Err(ToolFailure { kind, message });
@@ -245,7 +264,7 @@ impl CommandTool {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        let (mut child, group) = match Group::spawn(&mut command) {
+        let (mut child, group) = match Group::spawn(&mut command, groups) {
             Ok(c) => c,
             Err(e) => {
                 return fail(

@@ -68,9 +68,10 @@
 //! server (`mcp/`) is one process per session per distinct server, in a
 //! group of its own too, kept across calls and ended by
 //! [`ExecutorHost::shutdown`] (or killed when the host is dropped). Since a
-//! terminal's Ctrl-C then no longer reaches the tools,
-//! [`install_signal_forwarding`] makes SIGINT, SIGTERM and SIGHUP sent to lt
-//! kill the running tools and MCP servers before lt exits.
+//! terminal's Ctrl-C then no longer reaches the tools, a session's
+//! [`Cancel`] token kills them ([`ExecutorHost::with_cancel`]), and
+//! [`abandon_on_signals`] makes SIGINT, SIGTERM and SIGHUP sent to lt
+//! trip it before lt exits.
 
 mod checks;
 mod command;
@@ -91,6 +92,7 @@ pub use mcp::{list_tools, IDEMPOTENCY_META_KEY, PING_GRACE, SHUTDOWN_GRACE};
 pub(crate) use text::check_shape;
 pub use text::{MAX_OUTPUT_DEPTH, MAX_OUTPUT_VALUES};
 
+use crate::runtime::cancel::Cancel;
 use crate::runtime::host::{BatchEvent, CallRequest, FailureKind, Host, Outcome, ToolFailure};
 use config::Tool;
 use serde_json::Value as Json;
@@ -124,18 +126,50 @@ pub struct ExecutorHost {
     /// The session's MCP servers (one process per distinct server; killed
     /// when the last clone of the host is dropped).
     mcp: Arc<mcp::Servers>,
+    /// The process groups of this host's running tools and servers.
+    groups: Arc<command::ToolGroups>,
+    /// The session's cancellation: a call waiting when it trips fails as
+    /// `Unavailable` at once (its tool's group killed).
+    cancel: Option<Cancel>,
 }
 
 impl ExecutorHost {
     /// A host running `registry`'s executors on `handle`'s runtime (which
     /// must be multi-thread; see the type's documentation).
     pub fn new(registry: Registry, handle: tokio::runtime::Handle) -> Self {
+        let groups = Arc::new(command::ToolGroups::default());
         ExecutorHost {
             registry: Arc::new(registry),
             handle,
             client: Arc::default(),
-            mcp: Arc::default(),
+            mcp: Arc::new(mcp::Servers::new(Arc::clone(&groups))),
+            groups,
+            cancel: None,
         }
+    }
+
+    /// Stops this host's tools when `cancel` trips: every running command
+    /// tool and MCP server has its process group killed (and any started
+    /// later is killed at once; the count of those running is what
+    /// [`Cancel::cancel`] returns), and a call waiting for its outcome
+    /// fails as `Unavailable` (`the session was cancelled`).
+    pub fn with_cancel(mut self, cancel: Cancel) -> Self {
+        let groups = Arc::clone(&self.groups);
+        cancel.on_cancel(move || groups.stop_all());
+        self.cancel = Some(cancel);
+        self
+    }
+
+    /// Kills the process group of every running tool and MCP server of this
+    /// host, and of any started later; the number running. For a front end
+    /// that stops the process (a signal).
+    pub fn stop_tools(&self) -> usize {
+        self.groups.stop_all()
+    }
+
+    /// The runtime the executors run on.
+    pub fn handle(&self) -> &tokio::runtime::Handle {
+        &self.handle
     }
 
     /// Ends the session's MCP servers gracefully: each has its stdin closed
@@ -182,6 +216,26 @@ impl ExecutorHost {
     /// argument is an `Err` without running the tool, a failing result an
     /// `Err` (`BadOutput`).
     pub async fn call_async(
+        &self,
+        tool: &str,
+        arg: &Json,
+        time_left: Option<Duration>,
+        key: Option<&str>,
+    ) -> Outcome {
+        match &self.cancel {
+            None => self.call_checked(tool, arg, time_left, key).await,
+            Some(cancel) => tokio::select! {
+                outcome = self.call_checked(tool, arg, time_left, key) => outcome,
+                () = cancel.cancelled() => Err(ToolFailure {
+                    kind: FailureKind::Unavailable,
+                    message: format!("tool {tool}: the session was cancelled"),
+                }),
+            },
+        }
+    }
+
+    /// [`ExecutorHost::call_async`] without the cancellation.
+    async fn call_checked(
         &self,
         tool: &str,
         arg: &Json,
@@ -243,7 +297,7 @@ impl ExecutorHost {
                 if timeout.is_zero() {
                     return timed_out(timeout);
                 }
-                c.call(tool, arg, timeout, key).await
+                c.call(tool, arg, timeout, key, &self.groups).await
             }
             Tool::Http(h) => {
                 let timeout = limit(h.timeout);
@@ -407,25 +461,27 @@ pub fn ignore_file_size_signal(handle: &tokio::runtime::Handle) {
     let _ = signal(SignalKind::from_raw(Signal::SIGXFSZ as i32));
 }
 
-/// Makes SIGINT, SIGTERM and SIGHUP stop the running tools before lt exits.
+/// Makes SIGINT, SIGTERM and SIGHUP abandon the session of `cancel`, then
+/// end the process: for a command-line front end that runs one session.
 ///
 /// Tools run in process groups of their own, so a Ctrl-C at the terminal
 /// (which signals the terminal's foreground process group) reaches lt but
-/// not them, and a SIGTERM to lt alone would leave them running. After this
-/// call, on any of the three signals lt kills (SIGKILL) the process group of
-/// every running command tool and MCP server (tools that start afterwards
-/// are killed at once), prints `error: interrupted by SIGTERM; stopped N
-/// running tool(s)` on stderr and exits with status 128 + the signal
-/// number: 130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP).
+/// not them, and a SIGTERM to lt alone would leave them running. On any of
+/// the three signals, `cancel` is abandoned ([`Cancel::abandon`]: the
+/// executor hosts that watch it kill the process group of every running
+/// command tool and MCP server, and the session records nothing more, so
+/// its log can be resumed), `error: interrupted by SIGTERM; stopped N
+/// running tool(s)` is printed on stderr, and the process exits with status
+/// 128 + the signal number: 130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP).
 ///
-/// Call it once, right after building the runtime, before any tool runs.
-/// The handlers are installed before it returns (a signal arriving any time
-/// later is handled) and run as a task on `handle`'s runtime, which needs its
-/// I/O driver (`enable_all`). They stay installed for the life of the
-/// process: once the runtime has shut down, the three signals are caught and
-/// ignored. If a handler cannot be installed, a warning is printed on
-/// stderr and the signals keep their default action.
-pub fn install_signal_forwarding(handle: &tokio::runtime::Handle) {
+/// The handlers are installed before this returns and run as a task on
+/// `handle`'s runtime, which needs its I/O driver (`enable_all`). They stay
+/// installed for the life of the process: once the runtime has shut down,
+/// the three signals are caught and ignored. If a handler cannot be
+/// installed, a warning is printed on stderr and the signals keep their
+/// default action. A server does not use this: it abandons its sessions on
+/// its own shutdown.
+pub fn abandon_on_signals(handle: &tokio::runtime::Handle, cancel: Cancel) {
     use nix::sys::signal::Signal;
     use tokio::signal::unix::{signal, SignalKind};
     let _entered = handle.enter();
@@ -451,7 +507,7 @@ pub fn install_signal_forwarding(handle: &tokio::runtime::Handle) {
             Some(()) = hup.recv() => Signal::SIGHUP,
             else => return,
         };
-        let stopped = command::stop_all();
+        let stopped = cancel.abandon(format!("interrupted by {signal}"));
         eprintln!("error: interrupted by {signal}; stopped {stopped} running tool(s)");
         std::process::exit(128 + signal as i32);
     }));

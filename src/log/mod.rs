@@ -58,6 +58,7 @@ mod json;
 mod parse;
 pub mod read;
 pub mod show;
+pub mod store;
 pub mod verify;
 pub mod writer;
 
@@ -66,6 +67,7 @@ pub use event::{
 };
 pub use read::{read_log, read_prefix, LogError};
 pub use show::timeline;
+pub use store::{EventStore, JsonlFile, Loaded, MemoryStore, ReopenedLog, StoreError};
 pub use verify::{verify, Problem, ProblemKind, VerifyReport};
 pub use writer::{
     new_session_id, now_timestamp, Discard, EventSink, LogWriter, MemoryLog, ReopenError, Reopened,

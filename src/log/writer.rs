@@ -479,11 +479,7 @@ impl LogWriter {
                 self.path.display()
             )));
         }
-        let buffered = match &body {
-            EventBody::Proposed { .. } => true,
-            EventBody::Decided { decision, .. } => *decision == super::Decision::Allow,
-            _ => false,
-        };
+        let buffered = super::store::write_ahead(&body) == super::store::WriteAhead::Buffer;
         // The line goes straight into the buffer of lines to write.
         let hash = self.chain.encode(&body, &mut self.pending);
         self.pending.push(b'\n');
@@ -574,6 +570,26 @@ impl MemoryLog {
     pub fn new(session_id: impl Into<String>) -> io::Result<MemoryLog> {
         Ok(MemoryLog {
             chain: Chain::new(session_id.into())?,
+            events: Vec::new(),
+            line: Vec::new(),
+        })
+    }
+
+    /// A log continuing after `events` (a session's verified events, at
+    /// least one): the next event gets the last `seq` + 1, `prev` = the
+    /// last `hash`, and the same session id. The events are not kept.
+    pub fn continuing(events: &[Event]) -> io::Result<MemoryLog> {
+        let Some(last) = events.last() else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a log continues after at least one event",
+            ));
+        };
+        let mut chain = Chain::new(last.session.clone())?;
+        chain.next_seq = last.seq + 1;
+        chain.prev = last.hash.clone();
+        Ok(MemoryLog {
+            chain,
             events: Vec::new(),
             line: Vec::new(),
         })

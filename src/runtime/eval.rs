@@ -26,6 +26,7 @@
 //!   failure or an invalid result becomes the program's `Err(message)`.
 
 use super::boundary;
+use super::cancel::Cancel;
 use super::compile::{self, Code, Compiled};
 use super::host::{CallId, CallRequest, Host, PathStep};
 use super::limits::{Limits, RunError, RunErrorKind};
@@ -48,6 +49,19 @@ pub struct RunStats {
 /// Runs `ir` against `host` within `limits`: the program's value, or why the
 /// run stopped, plus what it used.
 pub fn run(ir: &Ir, host: &mut dyn Host, limits: &Limits) -> (Result<Value, RunError>, RunStats) {
+    run_cancellable(ir, host, limits, None)
+}
+
+/// [`run`], stopping with a `cancelled` [`RunError`] once `cancel` is
+/// tripped: the token is read with the clock (every 1,024 steps and before
+/// each tool call), so a cancelled run stops within microseconds of pure
+/// work, or as soon as the call it waits for returns.
+pub fn run_cancellable(
+    ir: &Ir,
+    host: &mut dyn Host,
+    limits: &Limits,
+    cancel: Option<&Cancel>,
+) -> (Result<Value, RunError>, RunStats) {
     let started = Instant::now();
     let code = compile::compile(ir);
     let mut m = Machine {
@@ -64,6 +78,7 @@ pub fn run(ir: &Ir, host: &mut dyn Host, limits: &Limits) -> (Result<Value, RunE
         calls: 0,
         built_bytes: 0,
         deadline: limits.timeout.map(|t| started + t),
+        cancel,
         deferred: None,
         intents: Vec::new(),
         scopes: Vec::new(),
@@ -102,6 +117,8 @@ pub(super) struct Machine<'a> {
     /// Bytes of strings built by `++` so far.
     built_bytes: usize,
     deadline: Option<Instant>,
+    /// Tripped from outside: the run stops at the next clock check.
+    cancel: Option<&'a Cancel>,
     /// While the calls of a `gather`/`fan_out` are collected: an `exec`
     /// evaluates its argument, then is queued here instead of run
     /// ([`super::batch`]).
@@ -160,6 +177,17 @@ impl<'a> Machine<'a> {
     }
 
     pub(super) fn check_clock(&self, id: NodeId) -> Unit {
+        if let Some(c) = self.cancel.filter(|c| c.is_cancelled()) {
+            let why = c.reason().unwrap_or_else(|| "cancelled".to_string());
+            return Err(Box::new(
+                RunError::new(
+                    RunErrorKind::Cancelled,
+                    self.span(id),
+                    format!("the session was cancelled ({why})"),
+                )
+                .with_help("the session was stopped from outside; run it again to finish it"),
+            ));
+        }
         match (self.deadline, self.limits.timeout) {
             (Some(d), Some(t)) if Instant::now() >= d => Err(Box::new(
                 RunError::new(

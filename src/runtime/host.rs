@@ -298,3 +298,26 @@ impl<H: Host + ?Sized> Host for &mut H {
         (**self).approve(request)
     }
 }
+
+impl<H: Host + ?Sized> Host for Box<H> {
+    fn call(&mut self, request: CallRequest<'_>) -> Outcome {
+        (**self).call(request)
+    }
+
+    fn call_batch(
+        &mut self,
+        requests: Vec<CallRequest<'_>>,
+        limit: usize,
+        events: &mut dyn FnMut(BatchEvent<'_>) -> bool,
+    ) -> Vec<Outcome> {
+        (**self).call_batch(requests, limit, events)
+    }
+
+    fn annotation(&mut self, event: AnnotationEvent<'_>) {
+        (**self).annotation(event)
+    }
+
+    fn approve(&mut self, request: ApprovalRequest<'_>) -> Result<String, String> {
+        (**self).approve(request)
+    }
+}

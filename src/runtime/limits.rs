@@ -85,6 +85,8 @@ pub enum RunErrorKind {
     Arithmetic,
     /// A broken invariant inside lt (a bug: please report it).
     Internal,
+    /// The session was cancelled from outside ([`super::cancel::Cancel`]).
+    Cancelled,
 }
 
 impl RunErrorKind {
@@ -97,6 +99,7 @@ impl RunErrorKind {
             RunErrorKind::SizeLimit => "size_limit",
             RunErrorKind::Arithmetic => "arithmetic",
             RunErrorKind::Internal => "internal",
+            RunErrorKind::Cancelled => "cancelled",
         }
     }
 }

@@ -19,6 +19,7 @@
 
 mod batch;
 pub mod boundary;
+pub mod cancel;
 mod compile;
 pub(crate) mod deep_json;
 pub mod eval;

@@ -16,8 +16,8 @@
 
 use super::pipe::Fate;
 use super::{
-    drop_deep, reparse, stdout, unavailable, ClientChannel, Ended, Incoming, Judged, Narrate,
-    Waiting, Wire, FLUSH_STALL, WRITE_GRACE,
+    drop_deep, reparse, unavailable, ClientChannel, Ended, Incoming, Judged, Narrate, Waiting,
+    Wire, FLUSH_STALL, WRITE_GRACE,
 };
 use crate::runtime::host::{FailureKind, ToolFailure};
 use std::sync::mpsc;
@@ -148,7 +148,7 @@ impl Drop for ClientChannel {
     /// 2 s without one, `FLUSH_STALL`). So what is printed after the channel
     /// is gone comes after every call line, or, when the client stopped
     /// reading in the middle of a line, is known to be blocked
-    /// ([`write_final_output`](super::write_final_output) then gives up at once).
+    /// ([`StdoutHandoff::write_final`](super::StdoutHandoff::write_final) then gives up at once).
     fn drop(&mut self) {
         self.gate.close();
         // Nobody listens any more: a thread blocked handing over a line or
@@ -157,8 +157,10 @@ impl Drop for ClientChannel {
         drop(std::mem::replace(&mut self.incoming, nobody));
         let (nothing, _) = mpsc::channel();
         drop(std::mem::replace(&mut self.calls, nothing));
-        if !self.gate.wait_writer(FLUSH_STALL) && self.on_stdout {
-            stdout::left_half_written();
+        if !self.gate.wait_writer(FLUSH_STALL) {
+            if let Some(handoff) = &self.on_stdout {
+                handoff.left_half_written();
+            }
         }
     }
 }

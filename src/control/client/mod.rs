@@ -62,7 +62,7 @@ mod stdout;
 #[cfg(test)]
 mod tests;
 
-pub use stdout::{write_final_output, FinalOutput};
+pub use stdout::{FinalOutput, StdoutHandoff};
 
 use crate::log::EventBody;
 use crate::runtime::boundary::drop_deep;
@@ -259,18 +259,19 @@ pub struct ClientChannel {
     sent: u64,
     /// The line format.
     wire: Wire,
-    /// The writer is the process's stdout.
-    on_stdout: bool,
+    /// The writer is the process's stdout, shared with the front end.
+    on_stdout: Option<StdoutHandoff>,
 }
 
 impl ClientChannel {
     /// A channel over the process's stdout (calls) and stdin (reports),
     /// as `lt run` uses it. The run's final output must then be written
-    /// with [`write_final_output`], after the channel is dropped.
-    pub fn stdio() -> ClientChannel {
-        stdout::hand_to_client();
+    /// with [`StdoutHandoff::write_final`] of `handoff`, after the channel
+    /// is dropped.
+    pub fn stdio(handoff: &StdoutHandoff) -> ClientChannel {
+        handoff.hand_to_client();
         let mut channel = ClientChannel::new(std::io::stdout(), std::io::stdin());
-        channel.on_stdout = true;
+        channel.on_stdout = Some(handoff.clone());
         channel
     }
 
@@ -301,7 +302,7 @@ impl ClientChannel {
             closed: None,
             sent: 0,
             wire: Wire::Lt,
-            on_stdout: false,
+            on_stdout: None,
         };
         let lines = to_plane.clone();
         let reader_gate = Arc::clone(&gate);

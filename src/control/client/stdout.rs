@@ -7,34 +7,73 @@
 //! ```text
 //! run ends ──▶ ClientChannel dropped: no queued line starts; the line being
 //!              written is waited for while its bytes move (≤ 2 s without one)
-//!          ──▶ write_final_output: a call line was left half-written ─▶ Abandoned at once
-//!                                  else a plain write, which waits for a slow
-//!                                  reader as any output does
+//!          ──▶ StdoutHandoff::write_final: a call line was left half-written ─▶ Abandoned at once
+//!                                          else a plain write, which waits for a slow
+//!                                          reader as any output does
 //! ```
 //!
 //! On a stdout handed to a client, output not written whole (abandoned,
 //! or a closed pipe) is a failure: the client did not receive the run's
-//! result, and the process exits 2 (`cli::WRITE_FAILED`).
-//!
-//! Stdout is one per process, so the two facts this needs are too: that a
-//! channel was handed stdout, and that one left a line half-written.
+//! result, and the front end exits 2. The two facts this needs (a channel
+//! was handed stdout; one left a line half-written) live in the
+//! [`StdoutHandoff`] the front end creates and gives the channel, not in
+//! process-wide flags.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
-/// Set when a client channel writes its calls on the process's stdout.
-static HANDED_TO_CLIENT: AtomicBool = AtomicBool::new(false);
-
-/// Set when a client channel closed with a call line still being written
-/// on stdout: the client stopped reading in the middle of it.
-static LEFT_HALF_WRITTEN: AtomicBool = AtomicBool::new(false);
-
-pub(super) fn hand_to_client() {
-    HANDED_TO_CLIENT.store(true, Ordering::SeqCst);
+#[derive(Debug, Default)]
+struct State {
+    /// A client channel writes its calls on stdout.
+    handed: AtomicBool,
+    /// A client channel closed with a call line still being written.
+    half_written: AtomicBool,
 }
 
-pub(super) fn left_half_written() {
-    LEFT_HALF_WRITTEN.store(true, Ordering::SeqCst);
+/// What a front end shares with the client channels it opens on stdout, to
+/// write its final output after theirs. Clones share the state.
+#[derive(Clone, Debug, Default)]
+pub struct StdoutHandoff(Arc<State>);
+
+impl StdoutHandoff {
+    /// A hand-off no channel has used yet.
+    pub fn new() -> StdoutHandoff {
+        StdoutHandoff::default()
+    }
+
+    pub(super) fn hand_to_client(&self) {
+        self.0.handed.store(true, Ordering::SeqCst);
+    }
+
+    pub(super) fn left_half_written(&self) {
+        self.0.half_written.store(true, Ordering::SeqCst);
+    }
+
+    /// Writes `bytes`, the last output of the process, on stdout, and
+    /// flushes.
+    ///
+    /// When no client channel was handed stdout this is a plain write,
+    /// which waits as long as the reader takes. Otherwise every channel has
+    /// closed (each waits for its last line, see `ClientChannel`'s `Drop`):
+    /// the output is given up at once if a call line was left half-written
+    /// (the output would land inside it), and is else written as plainly,
+    /// waiting for a slow reader; any failure, a closed pipe included, is
+    /// [`FinalOutput::Abandoned`].
+    pub fn write_final(&self, bytes: Vec<u8>) -> FinalOutput {
+        if !self.0.handed.load(Ordering::SeqCst) {
+            return FinalOutput::Written(write_stdout(&bytes));
+        }
+        if self.0.half_written.load(Ordering::SeqCst) {
+            return FinalOutput::Abandoned(
+                "the client stopped reading stdout in the middle of a tool_call line".to_string(),
+            );
+        }
+        match write_stdout(&bytes) {
+            Ok(()) => FinalOutput::Written(Ok(())),
+            Err(e) => FinalOutput::Abandoned(format!("stdout could not be written ({e})")),
+        }
+    }
 }
 
 /// What became of the final output.
@@ -47,30 +86,6 @@ pub enum FinalOutput {
     /// line was left half-written (nothing was written), or the write
     /// failed (a closed pipe included). The reason, for stderr.
     Abandoned(String),
-}
-
-/// Writes `bytes`, the last output of the process, on stdout, and flushes.
-///
-/// When no client channel was handed stdout this is a plain write, which
-/// waits as long as the reader takes. Otherwise every channel has closed
-/// (each waits for its last line, see `ClientChannel`'s `Drop`): the
-/// output is given up at once if a call line was left half-written (the
-/// output would land inside it), and is else written as plainly, waiting
-/// for a slow reader; any failure, a closed pipe included, is
-/// [`FinalOutput::Abandoned`].
-pub fn write_final_output(bytes: Vec<u8>) -> FinalOutput {
-    if !HANDED_TO_CLIENT.load(Ordering::SeqCst) {
-        return FinalOutput::Written(write_stdout(&bytes));
-    }
-    if LEFT_HALF_WRITTEN.load(Ordering::SeqCst) {
-        return FinalOutput::Abandoned(
-            "the client stopped reading stdout in the middle of a tool_call line".to_string(),
-        );
-    }
-    match write_stdout(&bytes) {
-        Ok(()) => FinalOutput::Written(Ok(())),
-        Err(e) => FinalOutput::Abandoned(format!("stdout could not be written ({e})")),
-    }
 }
 
 fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {

@@ -25,7 +25,9 @@
 //! killed after [`EXIT_GRACE`]; the rest of its process group is killed once
 //! the server is gone.
 
-use super::super::command::{signal_name, Group, EXIT_GRACE, MAX_OUTPUT_BYTES, STDERR_KEEP_BYTES};
+use super::super::command::{
+    signal_name, Group, ToolGroups, EXIT_GRACE, MAX_OUTPUT_BYTES, STDERR_KEEP_BYTES,
+};
 use super::super::text::{check_shape, drop_deep, excerpt, parse_json};
 use super::stdio::{Line, Lines, Skipped, StderrTail};
 use crate::runtime::host::FailureKind;
@@ -116,7 +118,7 @@ impl std::fmt::Debug for Connection {
 struct Shared {
     /// The command as written, shell-quoted, for messages.
     label: String,
-    /// The server's process group, registered (for `stop_all`) while it
+    /// The server's process group, registered (for `ToolGroups::stop_all`) while it
     /// may have members: the supervisor drops it (killing what is left)
     /// right after reaping the server, so that no later kill can reach a
     /// group that reuses the number.
@@ -180,9 +182,13 @@ struct State {
 
 impl Connection {
     /// Starts the server (in a process group of its own, registered for
-    /// [`super::super::command::stop_all`]) and its reading tasks; must be
+    /// [`ToolGroups::stop_all`]) and its reading tasks; must be
     /// called inside a tokio runtime. No message is exchanged yet.
-    pub(crate) fn start(spec: &ServerSpec, label: String) -> std::io::Result<Connection> {
+    pub(crate) fn start(
+        spec: &ServerSpec,
+        label: String,
+        groups: &std::sync::Arc<ToolGroups>,
+    ) -> std::io::Result<Connection> {
         let mut command = Command::new(&spec.program);
         command
             .args(&spec.args)
@@ -193,7 +199,7 @@ impl Connection {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        let (mut child, group) = Group::spawn(&mut command)?;
+        let (mut child, group) = Group::spawn(&mut command, groups)?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {

@@ -39,7 +39,7 @@ pub fn list_tools(command: &[String], timeout: Duration) -> Result<Json, String>
     let label = label(command);
     runtime.block_on(async {
         let deadline = Instant::now() + timeout;
-        let conn = Connection::start(&spec, label.clone()).map_err(|e| {
+        let conn = Connection::start(&spec, label.clone(), &Default::default()).map_err(|e| {
             format!("the MCP server `{label}` could not be started: {program}: {e}")
         })?;
         let conn = Arc::new(conn);

@@ -1,6 +1,7 @@
 //! The MCP servers of one session: one process per distinct server, started
 //! on first use, replaced after it dies, stopped when the session ends.
 
+use super::super::command::ToolGroups;
 use super::conn::{Connection, Death, Failure, ServerSpec};
 use super::{initialize, server_failure, StartFailure, ECHOES, PING_GRACE};
 use crate::runtime::host::{FailureKind, ToolFailure};
@@ -21,6 +22,8 @@ pub(crate) struct Servers {
     slots: Mutex<HashMap<ServerSpec, Arc<Slot>>>,
     /// Set by [`Servers::shutdown`]: no server starts any more.
     ended: AtomicBool,
+    /// The executor host's process groups, where each server's is registered.
+    groups: Arc<ToolGroups>,
 }
 
 /// One server's current connection. The async lock serialises starts: the
@@ -31,6 +34,14 @@ struct Slot {
 }
 
 impl Servers {
+    /// No servers yet; each one started is registered in `groups`.
+    pub(crate) fn new(groups: Arc<ToolGroups>) -> Servers {
+        Servers {
+            groups,
+            ..Servers::default()
+        }
+    }
+
     fn slots(&self) -> MutexGuard<'_, HashMap<ServerSpec, Arc<Slot>>> {
         self.slots.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -114,13 +125,14 @@ impl Servers {
             return Err(waited_out(waited, None));
         }
         *current = None;
-        let conn = Connection::start(spec, label.to_string()).map_err(|e| ToolFailure {
-            kind: FailureKind::Unavailable,
-            message: format!(
-                "tool {tool} could not be started: the MCP server `{label}`: {}: {e}",
-                spec.program.display()
-            ),
-        })?;
+        let conn =
+            Connection::start(spec, label.to_string(), &self.groups).map_err(|e| ToolFailure {
+                kind: FailureKind::Unavailable,
+                message: format!(
+                    "tool {tool} could not be started: the MCP server `{label}`: {}: {e}",
+                    spec.program.display()
+                ),
+            })?;
         let conn = Arc::new(conn);
         match initialize(&conn, deadline).await {
             Ok(()) => {

@@ -1,9 +1,9 @@
 //! The events that open and close a session, and the rules around its log
-//! file, shared by every front end that runs one (`lt run`, `lt resume`,
-//! `lambda_tool`): `session_started` with the program, profile, registry
-//! hash and limits; `session_ended` with the value or the error and why.
+//! file: `session_started` with the program, profile, registry hash and
+//! limits; `session_ended` with the value or the error and why; the limits
+//! a log records, read back ([`recorded_limits`]).
 
-use super::profile::Profile;
+use crate::control::profile::Profile;
 use crate::ir::Ir;
 use crate::log::{sha256_hex, EventBody};
 use crate::runtime::eval::RunStats;
@@ -87,4 +87,53 @@ pub fn same_file(a: &str, b: &str) -> bool {
         (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
         _ => false,
     }
+}
+
+/// The limits a `session_started` event records (`limits`), with the
+/// defaults for any it lacks; `timeout_ms` null, absent or 0 is no timeout.
+/// Errors: not an object, an unknown key, a value that is not a
+/// non-negative integer (naming the key).
+pub fn recorded_limits(limits: &serde_json::Value) -> Result<Limits, String> {
+    const KEYS: [&str; 7] = [
+        "max_calls",
+        "max_steps",
+        "timeout_ms",
+        "max_list_len",
+        "max_string_bytes",
+        "max_value_nodes",
+        "max_string_total_bytes",
+    ];
+    let Some(map) = limits.as_object() else {
+        return Err("limits: not an object".to_string());
+    };
+    if let Some(k) = map.keys().find(|k| !KEYS.contains(&k.as_str())) {
+        return Err(format!("limits.{k}: not a limit"));
+    }
+    let recorded = |key: &str| -> Result<Option<u64>, String> {
+        match map.get(key) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .map(Some)
+                .ok_or(format!("limits.{key}: not a non-negative integer")),
+        }
+    };
+    let defaults = Limits::default();
+    let size = |key: &str, default: usize| -> Result<usize, String> {
+        Ok(match recorded(key)? {
+            Some(n) => usize::try_from(n).map_err(|_| format!("limits.{key}: too large"))?,
+            None => default,
+        })
+    };
+    Ok(Limits {
+        max_calls: recorded("max_calls")?.unwrap_or(defaults.max_calls),
+        max_steps: recorded("max_steps")?.unwrap_or(defaults.max_steps),
+        timeout: recorded("timeout_ms")?
+            .filter(|ms| *ms > 0)
+            .map(std::time::Duration::from_millis),
+        max_list_len: size("max_list_len", defaults.max_list_len)?,
+        max_string_bytes: size("max_string_bytes", defaults.max_string_bytes)?,
+        max_value_nodes: size("max_value_nodes", defaults.max_value_nodes)?,
+        max_string_total_bytes: size("max_string_total_bytes", defaults.max_string_total_bytes)?,
+    })
 }

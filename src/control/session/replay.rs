@@ -1,0 +1,200 @@
+//! Replaying a session: its program re-run against its log, no tool
+//! called, and the verdict (`lt replay`). Also what a log records about its
+//! session ([`Recorded`]), read once for replay and resume alike.
+
+use crate::control::profile::Profile;
+use crate::control::replay::ReplayHost;
+use crate::ir::Ir;
+use crate::log::{Event, EventBody};
+use crate::runtime::eval;
+use crate::runtime::limits::Limits;
+use serde_json::{json, Value as Json};
+
+/// What a log's `session_started` says about its session.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    /// The program's text.
+    pub program: String,
+    /// The profile as recorded (JSON; [`Profile::from_json`]).
+    pub profile: Json,
+    /// The limits as recorded ([`super::recorded_limits`]).
+    pub limits: Json,
+    /// The SHA-256 of the tools.toml bytes the session started with.
+    pub registry_hash: String,
+}
+
+impl Recorded {
+    /// The first event's record. `None`: it is not `session_started`.
+    pub fn from_events(events: &[Event]) -> Option<Recorded> {
+        match events.first().map(|e| &e.body) {
+            Some(EventBody::SessionStarted {
+                program,
+                profile,
+                limits,
+                registry_hash,
+                ..
+            }) => Some(Recorded {
+                program: program.clone(),
+                profile: profile.clone(),
+                limits: limits.clone(),
+                registry_hash: registry_hash.clone(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// How a replay differs from its log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Difference {
+    /// The log ends before the session did (a crash).
+    Incomplete,
+    /// The program issued another call than the log holds.
+    NonDeterminism,
+    /// The same calls, another ending.
+    DifferentValue,
+}
+
+impl Difference {
+    /// `incomplete`, `non_determinism`, `different_value`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Difference::Incomplete => "incomplete",
+            Difference::NonDeterminism => "non_determinism",
+            Difference::DifferentValue => "different_value",
+        }
+    }
+}
+
+/// The verdict of a replay.
+#[derive(Clone, Debug)]
+pub enum Verdict {
+    /// The same calls, decisions, outcomes and ending.
+    Matches {
+        /// Calls answered from the log.
+        calls: u64,
+        /// Steps the replay used.
+        steps: u64,
+        /// `ok` or `error`.
+        status: String,
+        /// The value (`ok`) or `{kind, message}` (`error`).
+        value: Option<Json>,
+        /// The value as `lt run` shows it, or `error: <message>`.
+        shown: String,
+    },
+    /// The session was stopped by the wall clock, and the replay made every
+    /// call it had made (replay has no clock).
+    MatchesUntilTimeout {
+        /// Calls answered from the log.
+        calls: u64,
+    },
+    /// The replay and the log differ.
+    Differs {
+        /// How.
+        difference: Difference,
+        /// Both sides, in words.
+        message: String,
+    },
+}
+
+/// Replays `ir` against `events` (a verified log of one session) under
+/// `profile` and `limits` (the wall clock is not replayed: `timeout` is
+/// ignored).
+pub fn replay(events: &[Event], ir: &Ir, profile: Profile, limits: Limits) -> Verdict {
+    let limits = Limits {
+        timeout: None,
+        ..limits
+    };
+    let mut host = ReplayHost::new(events, profile, &ir.tools).with_limits(limits.clone());
+    let (result, stats) = eval::run(ir, &mut host, &limits);
+    let ended = events.iter().find_map(|e| match &e.body {
+        EventBody::SessionEnded {
+            status,
+            value,
+            error,
+            ..
+        } => Some((status.clone(), value.clone(), error.clone())),
+        _ => None,
+    });
+    // A session the wall clock stopped cannot be replayed past that point
+    // (replay has no clock): it matches when every recorded call was made.
+    let timed_out = ended.as_ref().is_some_and(|(_, _, e)| {
+        e.as_ref()
+            .and_then(|e| e.get("kind"))
+            .and_then(|k| k.as_str())
+            == Some("timeout")
+    });
+    let all_made = host.remaining().iter().all(|e| {
+        matches!(
+            e.body,
+            EventBody::SessionEnded { .. }
+                | EventBody::SessionResumed { .. }
+                | EventBody::AnnotationStarted { .. }
+                | EventBody::AnnotationEnded { .. }
+        )
+    });
+    if timed_out && (all_made || host.divergence().is_some_and(|d| d.log_ended)) {
+        return Verdict::MatchesUntilTimeout {
+            calls: host.calls(),
+        };
+    }
+    if let Some(d) = host.divergence() {
+        if d.log_ended && ended.is_none() {
+            return Verdict::Differs {
+                difference: Difference::Incomplete,
+                message: format!(
+                    "the log ends before the session did (it was cut short, e.g. by a crash): {d}"
+                ),
+            };
+        }
+        return Verdict::Differs {
+            difference: Difference::NonDeterminism,
+            message: format!("non-determinism {d}"),
+        };
+    }
+    // An error session is compared by its error's kind and message.
+    let ended = ended.map(|(status, value, error)| {
+        let value = if status == "ok" {
+            value
+        } else {
+            error.map(|e| json!({"kind": e.get("kind"), "message": e.get("message")}))
+        };
+        (status, value)
+    });
+    let replayed = match &result {
+        Ok(v) => ("ok".to_string(), Some(v.to_json())),
+        Err(e) => (
+            "error".to_string(),
+            Some(json!({"kind": e.kind.as_str(), "message": e.message})),
+        ),
+    };
+    match ended {
+        None => Verdict::Differs {
+            difference: Difference::Incomplete,
+            message: format!(
+                "replayed {} calls, but the log ends before the session did (it was cut short); the replayed run ended {}",
+                host.calls(),
+                replayed.0
+            ),
+        },
+        Some((status, value)) if status == replayed.0 && value == replayed.1 => Verdict::Matches {
+            calls: host.calls(),
+            steps: stats.steps,
+            status,
+            value,
+            shown: match &result {
+                Ok(v) => v.to_string(),
+                Err(e) => format!("error: {}", e.message),
+            },
+        },
+        Some((status, value)) => Verdict::Differs {
+            difference: Difference::DifferentValue,
+            message: format!(
+                "the replay issued the recorded calls but ended differently: the log has {status} {}, the replay gave {} {}",
+                value.map(|v| v.to_string()).unwrap_or_default(),
+                replayed.0,
+                replayed.1.map(|v| v.to_string()).unwrap_or_default()
+            ),
+        },
+    }
+}

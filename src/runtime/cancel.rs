@@ -1,0 +1,143 @@
+//! Per-session cancellation: a token the front end (a signal handler, an
+//! API request, a test on another thread) trips, and that the interpreter
+//! and the executors watch.
+//!
+//! ```text
+//! Cancel::cancel() ──▶ flag set ──▶ interpreter: RunError `cancelled` at the next
+//!                  │                 clock check (every 1,024 steps, before each call)
+//!                  ├──▶ hooks run once (an executor host kills its running tools)
+//!                  └──▶ waiters woken (a call waiting on a tool returns `Unavailable`)
+//! ```
+//!
+//! A token is cheap to clone; clones share the state. Cancelling twice is
+//! the same as once. Nothing here is process-wide: each session has its
+//! own token (the CLI's signal handler trips the one session it runs).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+type Hook = Box<dyn Fn() -> usize + Send + Sync>;
+
+#[derive(Default)]
+struct Inner {
+    cancelled: AtomicBool,
+    abandoned: AtomicBool,
+    reason: Mutex<Option<String>>,
+    hooks: Mutex<Vec<Hook>>,
+    notify: tokio::sync::Notify,
+}
+
+/// A cancellation token shared by a session and whoever may stop it.
+#[derive(Clone, Default)]
+pub struct Cancel(Arc<Inner>);
+
+impl std::fmt::Debug for Cancel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cancel")
+            .field("cancelled", &self.is_cancelled())
+            .finish()
+    }
+}
+
+impl Cancel {
+    /// A token that has not been cancelled.
+    pub fn new() -> Cancel {
+        Cancel::default()
+    }
+
+    /// Cancels: every hook runs (once, on this thread), then the flag is
+    /// set and every waiter wakes. Returns the sum of what the hooks returned
+    /// (for an executor host: the tools it stopped). `reason` is kept for
+    /// the run's error message (the first reason wins).
+    pub fn cancel(&self, reason: impl Into<String>) -> usize {
+        {
+            let mut r = self.0.reason.lock().unwrap_or_else(PoisonError::into_inner);
+            if r.is_none() {
+                *r = Some(reason.into());
+            }
+        }
+        // The hooks first: they count (and kill) what is running before a
+        // woken waiter drops its call.
+        let stopped = {
+            let hooks = self.0.hooks.lock().unwrap_or_else(PoisonError::into_inner);
+            hooks.iter().map(|h| h()).sum()
+        };
+        self.0.cancelled.store(true, Ordering::SeqCst);
+        self.0.notify.notify_waiters();
+        stopped
+    }
+
+    /// Cancels and abandons: as [`Cancel::cancel`], and the session records
+    /// nothing more (not the outcomes of the calls it stops, not
+    /// `session_ended`), so its log ends as a killed process would have
+    /// left it and can be resumed. For a front end that is about to exit
+    /// (a signal) or a server shutting down.
+    pub fn abandon(&self, reason: impl Into<String>) -> usize {
+        self.0.abandoned.store(true, Ordering::SeqCst);
+        self.cancel(reason)
+    }
+
+    /// Whether [`Cancel::abandon`] was called.
+    pub fn is_abandoned(&self) -> bool {
+        self.0.abandoned.load(Ordering::SeqCst)
+    }
+
+    /// Whether [`Cancel::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Why it was cancelled (`None`: it was not).
+    pub fn reason(&self) -> Option<String> {
+        self.0
+            .reason
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Runs `hook` when the token is cancelled (at once, if it already
+    /// is). A hook returns a count for [`Cancel::cancel`]'s caller.
+    pub fn on_cancel(&self, hook: impl Fn() -> usize + Send + Sync + 'static) {
+        let mut hooks = self.0.hooks.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.is_cancelled() {
+            hook();
+        }
+        hooks.push(Box::new(hook));
+    }
+
+    /// Resolves once the token is cancelled (at once if it already is).
+    pub async fn cancelled(&self) {
+        loop {
+            let notified = self.0.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cancel;
+
+    #[test]
+    fn hooks_run_once_and_clones_share_the_flag() {
+        let c = Cancel::new();
+        let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let s = seen.clone();
+        c.on_cancel(move || {
+            s.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            2
+        });
+        let other = c.clone();
+        assert!(!other.is_cancelled());
+        assert_eq!(c.cancel("stop"), 2);
+        assert!(other.is_cancelled());
+        assert_eq!(other.reason().as_deref(), Some("stop"));
+        assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+}
