@@ -21,7 +21,7 @@ use super::ty::Type;
 use crate::diag::{Code, Diagnostic};
 use crate::source::Span;
 use crate::syntax::ast::{Expr, Name, Program};
-use crate::syntax::validate;
+use super::validate;
 use rustc_hash::FxHashMap as HashMap;
 
 /// Checks `value` against the type written `signature` (lt type syntax,
