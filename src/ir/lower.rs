@@ -486,7 +486,7 @@ impl Lowerer {
     /// definition is lowered with the program's scopes set aside, so a
     /// program variable can never be captured by it.
     fn inline(&mut self, id: &Ident) -> Result<NodeId, LowerError> {
-        let def = match crate::stdlib::prelude::definition(&id.name) {
+        let def = match crate::types::definition::library_definition(&id.name) {
             Some(Ok(def)) => def,
             Some(Err(e)) => {
                 return Err(internal(
