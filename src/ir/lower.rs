@@ -15,7 +15,7 @@
 //! call well-typed; a violation is an internal error, never a panic.
 
 use super::{Arm, ArmTest, ForEachMode, Ir, Lambda, Node, NodeId, NodeKind, Step, VarRef};
-use crate::runtime::value::Value;
+use super::value::Value;
 use crate::scope::Scope;
 use crate::source::Span;
 use crate::syntax::ast::{Binder, Expr, ExprKind, Ident, Name, PatternKind};
