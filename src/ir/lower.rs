@@ -14,8 +14,8 @@
 //! Only a [`CheckedProgram`] is accepted, so every name is bound and every
 //! call well-typed; a violation is an internal error, never a panic.
 
-use super::{Arm, ArmTest, ForEachMode, Ir, Lambda, Node, NodeId, NodeKind, Step, VarRef};
 use super::value::Value;
+use super::{Arm, ArmTest, ForEachMode, Ir, Lambda, Node, NodeId, NodeKind, Step, VarRef};
 use crate::scope::Scope;
 use crate::source::Span;
 use crate::syntax::ast::{Binder, Expr, ExprKind, Ident, Name, PatternKind};

@@ -43,8 +43,8 @@ pub mod walk;
 
 use crate::diag::{Code, Diagnostic};
 use crate::source::Span;
-use crate::syntax::ast::{Expr, ExprKind, Name, Program};
 use crate::syntax;
+use crate::syntax::ast::{Expr, ExprKind, Name, Program};
 pub use declarations::{check_declarations, Declarations, DeclaredAlias, DeclaredTool};
 pub use decls::ToolSig;
 pub use definition::check_definition;

@@ -12,10 +12,10 @@
 //! The spans of the self-references are returned so that the checker does not
 //! report them again as unbound variables.
 
-use crate::syntax::ast::*;
 use crate::diag::{Code, Diagnostic};
 use crate::scope::Scope;
 use crate::source::Span;
+use crate::syntax::ast::*;
 use std::collections::HashSet;
 
 /// What validation found.
