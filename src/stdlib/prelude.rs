@@ -25,7 +25,7 @@
 //! * the parsed and *checked* definition, once per thread (syntax trees are
 //!   `Rc`), which lowering inlines at each use: the checker's business, in
 //!   `types/definition.rs` (`library_definition`), from the parsed files
-//!   this module reads ([`parse_all`]).
+//!   this module reads (`parse_all`).
 //!
 //! Checking a definition (`types::check_definition`) proves it has its
 //! signature for every instantiation of the type parameters; a definition
