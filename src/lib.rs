@@ -9,6 +9,11 @@
 //! one diagnostic type every phase produces. [`exec`] holds the executors
 //! (subprocess, HTTP, fixed) behind the host; [`cli`] reads files and
 //! prints. Nothing else does I/O.
+//!
+//! The modules stand on floors and use only those below (lowest first:
+//! `source`, `scope`, `diag` → `syntax` → `stdlib` → `types` → `ir` →
+//! `runtime` → `log`, `schema` → `exec` → `control` → `agent` → `compat`,
+//! `cli`): docs/architecture.md, "Floors", enforced by `tests/floors.rs`.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

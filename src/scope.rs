@@ -10,10 +10,13 @@
 //! has grown. Names are compared by pointer first: the lexer shares one
 //! allocation between equal names, so a lookup rarely compares the text.
 
-use crate::syntax::ast::Name;
 use rustc_hash::FxHashMap;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
+
+/// A name: shared text (the same type as `syntax::ast::Name`, which the
+/// lexer interns; `scope` sits below `syntax` and names it by its shape).
+type Name = Rc<str>;
 
 /// A name as a key: hashed as its text, equal when the text is (checked
 /// by pointer first).

@@ -485,11 +485,9 @@ impl Profile {
 }
 
 /// An effect label: an ASCII capital letter, then ASCII letters, digits
-/// or `_` (`Read`, `Payment`, `Pure`).
-pub fn is_effect_label(name: &str) -> bool {
-    name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
+/// or `_` (`Read`, `Payment`, `Pure`); defined in `types::ty`, below the
+/// executors' configuration, which reads labels too.
+pub use crate::types::ty::is_effect_label;
 
 pub(crate) fn error(
     text: &str,

@@ -191,7 +191,7 @@ impl Registry {
                 let labels = labels.into_inner();
                 if let Some(bad) = labels
                     .iter()
-                    .find(|l| !crate::control::profile::is_effect_label(l))
+                    .find(|l| !crate::types::ty::is_effect_label(l))
                 {
                     return Err(err(
                         at.or(span),

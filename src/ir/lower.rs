@@ -14,8 +14,8 @@
 //! Only a [`CheckedProgram`] is accepted, so every name is bound and every
 //! call well-typed; a violation is an internal error, never a panic.
 
+use super::value::Value;
 use super::{Arm, ArmTest, ForEachMode, Ir, Lambda, Node, NodeId, NodeKind, Step, VarRef};
-use crate::runtime::value::Value;
 use crate::scope::Scope;
 use crate::source::Span;
 use crate::syntax::ast::{Binder, Expr, ExprKind, Ident, Name, PatternKind};
@@ -486,7 +486,7 @@ impl Lowerer {
     /// definition is lowered with the program's scopes set aside, so a
     /// program variable can never be captured by it.
     fn inline(&mut self, id: &Ident) -> Result<NodeId, LowerError> {
-        let def = match crate::stdlib::prelude::definition(&id.name) {
+        let def = match crate::types::definition::library_definition(&id.name) {
             Some(Ok(def)) => def,
             Some(Err(e)) => {
                 return Err(internal(

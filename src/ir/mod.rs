@@ -42,12 +42,13 @@
 
 pub mod lower;
 pub mod print;
+pub mod value;
 
-use crate::runtime::value::Value;
 use crate::source::Span;
 use crate::syntax::ast::{BinOp, Name};
 use crate::types::{EffectSet, ToolSig, Type};
 use std::rc::Rc;
+use value::Value;
 
 /// An index into [`Ir::nodes`]; also the node's stable id (pre-order).
 pub type NodeId = u32;

@@ -27,4 +27,5 @@ pub mod host;
 pub mod limits;
 mod natives;
 pub mod ops;
-pub mod value;
+/// The values (defined in [`crate::ir::value`], which IR constants need).
+pub use crate::ir::value;

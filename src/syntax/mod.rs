@@ -22,7 +22,6 @@ pub mod print;
 pub mod repair;
 mod scan;
 pub mod token;
-pub mod validate;
 
 #[allow(
     clippy::all,

@@ -38,12 +38,13 @@ pub mod pattern;
 pub mod report;
 pub mod ty;
 pub mod unify;
+pub mod validate;
 pub mod walk;
 
 use crate::diag::{Code, Diagnostic};
 use crate::source::Span;
+use crate::syntax;
 use crate::syntax::ast::{Expr, ExprKind, Name, Program};
-use crate::syntax::{self, validate};
 pub use declarations::{check_declarations, Declarations, DeclaredAlias, DeclaredTool};
 pub use decls::ToolSig;
 pub use definition::check_definition;

@@ -8,6 +8,14 @@
 use crate::syntax::ast::Name;
 use std::fmt;
 
+/// An effect label: an ASCII capital letter, then ASCII letters, digits
+/// or `_` (`Read`, `Payment`, `Pure`). Here, below every reader of labels
+/// (`tools.toml` in `exec`, profiles in `control`), which share it.
+pub fn is_effect_label(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// A set of effect labels, kept sorted in canonical order (`Read`, `Write`,
 /// `Network`, then any other label alphabetically). Empty means pure.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]

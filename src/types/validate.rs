@@ -1,4 +1,5 @@
-//! Restrictions checked after parsing (as in starlark-rust's dialect pass):
+//! Restrictions checked after parsing, before typing (as in starlark-rust's
+//! dialect pass; here in `types` because it needs the library's names):
 //! lt programs must terminate, so loops and recursion are rejected here, each
 //! with a dedicated code and a hint towards bounded iteration.
 //!
@@ -11,10 +12,10 @@
 //! The spans of the self-references are returned so that the checker does not
 //! report them again as unbound variables.
 
-use super::ast::*;
 use crate::diag::{Code, Diagnostic};
 use crate::scope::Scope;
 use crate::source::Span;
+use crate::syntax::ast::*;
 use std::collections::HashSet;
 
 /// What validation found.

@@ -1,4 +1,8 @@
 //! Runtime values and their JSON encoding.
+//!
+//! Here in `ir`, below the runtime, because the IR holds constants
+//! ([`super::NodeKind::Const`]); the interpreter re-exports this module as
+//! `runtime::value`.
 
 use crate::syntax::ast::Name;
 use serde_json::{Map, Number, Value as Json};
