@@ -25,18 +25,30 @@
 
 pub mod prelude;
 
-/// The builtins: typed at their application site by the checker
-/// (`types/builtins.rs`), not first-class values, lowered to combinators.
+/// The builtins and their arities: typed at their application site by the
+/// checker (`types/builtins.rs`), not first-class values, lowered to
+/// combinators (`ir/lower.rs`, which takes the arities from here).
 /// `map`, `filter`, `fold`, `traverse` are λ-Tool's; `fan_out` and
 /// `bounded_loop` are extensions.
-pub const BUILTINS: [&str; 6] = [
-    "map",
-    "filter",
-    "fold",
-    "traverse",
-    "fan_out",
-    "bounded_loop",
+pub const BUILTIN_ARITIES: [(&str, usize); 6] = [
+    ("map", 2),
+    ("filter", 2),
+    ("fold", 3),
+    ("traverse", 2),
+    ("fan_out", 2),
+    ("bounded_loop", 3),
 ];
+
+/// The builtins' names ([`BUILTIN_ARITIES`] without the arities).
+pub const BUILTINS: [&str; 6] = {
+    let mut names = [""; 6];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = BUILTIN_ARITIES[i].0;
+        i += 1;
+    }
+    names
+};
 
 /// True when `name` means something without being bound: a builtin or a
 /// library function.
