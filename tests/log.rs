@@ -1340,3 +1340,66 @@ fn every_kind_is_documented_with_exactly_its_fields() {
         );
     }
 }
+
+/// Every kind of verification problem, numbered by an exhaustive match
+/// (a new `ProblemKind` does not compile here until it is listed).
+fn problem_kinds() -> Vec<ProblemKind> {
+    use ProblemKind as P;
+    let all = [
+        P::Empty,
+        P::NotJson,
+        P::Malformed,
+        P::Seq,
+        P::Session,
+        P::Prev,
+        P::Hash,
+        P::NotCanonical,
+        P::Order,
+    ];
+    let number = |k: P| match k {
+        P::Empty => 0,
+        P::NotJson => 1,
+        P::Malformed => 2,
+        P::Seq => 3,
+        P::Session => 4,
+        P::Prev => 5,
+        P::Hash => 6,
+        P::NotCanonical => 7,
+        P::Order => 8,
+    };
+    let numbers: Vec<usize> = all.iter().map(|&k| number(k)).collect();
+    assert_eq!(
+        numbers,
+        (0..all.len()).collect::<Vec<_>>(),
+        "list every kind once"
+    );
+    all.to_vec()
+}
+
+#[test]
+fn every_problem_kind_is_documented() {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/log-format.md"))
+            .expect("docs/log-format.md");
+    let table: Vec<String> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("| order | kind | the check |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .filter_map(|l| l.split('`').nth(1).map(str::to_string))
+        .collect();
+    let mut documented = vec!["empty".to_string()];
+    documented.extend(table);
+    assert!(
+        text.contains("A file with no complete line is `empty`."),
+        "docs/log-format.md names the `empty` problem"
+    );
+    let names: Vec<String> = problem_kinds()
+        .into_iter()
+        .map(|k| k.as_str().to_string())
+        .collect();
+    assert_eq!(
+        documented, names,
+        "docs/log-format.md's verification table and ProblemKind"
+    );
+}
