@@ -621,3 +621,108 @@ fn cli_emit_ir() {
     assert!(ir_field.contains("try_and_check"), "{ir_field}");
     assert_eq!(ir_field.trim_end(), lib.trim_end());
 }
+
+/// Every node kind, numbered from 0: the match is exhaustive, so a kind
+/// added to `NodeKind` does not compile here until it is numbered (and
+/// [`NODE_KINDS`] raised), and then the test below wants it lowered by
+/// some program and documented.
+fn kind_number(kind: &NodeKind) -> usize {
+    match kind {
+        NodeKind::Sequence { .. } => 0,
+        NodeKind::Pipe { .. } => 1,
+        NodeKind::ForEach { .. } => 2,
+        NodeKind::Reduce { .. } => 3,
+        NodeKind::Gather { .. } => 4,
+        NodeKind::TryAndCheck { .. } => 5,
+        NodeKind::Annotate { .. } => 6,
+        NodeKind::Approve { .. } => 7,
+        NodeKind::Scope { .. } => 8,
+        NodeKind::BoundedLoop { .. } => 9,
+        NodeKind::Exec { .. } => 10,
+        NodeKind::Const(_) => 11,
+        NodeKind::Local(..) => 12,
+        NodeKind::Capture(..) => 13,
+        NodeKind::Record(_) => 14,
+        NodeKind::Field(..) => 15,
+        NodeKind::List(_) => 16,
+        NodeKind::Ok(_) => 17,
+        NodeKind::Err(_) => 18,
+        NodeKind::Some(_) => 19,
+        NodeKind::Update(..) => 20,
+        NodeKind::Native { .. } => 21,
+        NodeKind::Binary(..) => 22,
+        NodeKind::Neg(_) => 23,
+        NodeKind::If(..) => 24,
+        NodeKind::Match { .. } => 25,
+        NodeKind::Lambda(_) => 26,
+        NodeKind::Apply(..) => 27,
+    }
+}
+
+/// How many node kinds [`kind_number`] numbers.
+const NODE_KINDS: usize = 28;
+
+/// The node kinds named in the "IR node" column of the mapping table of
+/// `docs/ir.md` (`for_each[map]` names `for_each`, `bounded_loop max=N`
+/// names `bounded_loop`, `const None` names `const`).
+fn documented_node_kinds() -> std::collections::BTreeSet<String> {
+    let text = std::fs::read_to_string(repo_path("docs/ir.md")).expect("docs/ir.md");
+    let mut out = std::collections::BTreeSet::new();
+    let mut in_table = false;
+    for line in text.lines() {
+        if line.starts_with("| surface | IR node |") {
+            in_table = true;
+            continue;
+        }
+        if !line.starts_with('|') {
+            in_table = false;
+        }
+        if !in_table || line.starts_with("|---") {
+            continue;
+        }
+        let Some(cell) = line.split('|').nth(2) else {
+            continue;
+        };
+        for code in cell.split('`').skip(1).step_by(2) {
+            let name: String = code
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                .collect();
+            // Code that is not a node's name (`Option` in a remark).
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_node_kind_is_lowered_by_some_program_and_documented() {
+    let mut seen: BTreeMap<usize, &'static str> = BTreeMap::new();
+    for (name, text) in every_program() {
+        let ir = lower_text(&name, &text);
+        for node in &ir.nodes {
+            seen.insert(kind_number(&node.kind), node.kind.name());
+        }
+    }
+    let missing: Vec<usize> = (0..NODE_KINDS).filter(|n| !seen.contains_key(n)).collect();
+    assert!(
+        missing.is_empty(),
+        "node kinds number {missing:?} (see kind_number) are lowered by no program under tests/ir or examples/"
+    );
+    assert_eq!(
+        seen.len(),
+        NODE_KINDS,
+        "kind_number numbers past NODE_KINDS"
+    );
+    let names: std::collections::BTreeSet<&str> = seen.values().copied().collect();
+    assert_eq!(names.len(), NODE_KINDS, "two node kinds share a name");
+    let documented = documented_node_kinds();
+    let documented: std::collections::BTreeSet<&str> =
+        documented.iter().map(String::as_str).collect();
+    assert_eq!(
+        documented, names,
+        "the IR node column of docs/ir.md's mapping table and NodeKind::name"
+    );
+}

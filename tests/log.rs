@@ -7,10 +7,15 @@
 //! After an intended format change: `LT_BLESS=1 cargo test --test log`
 //! rewrites `golden.jsonl`, `INSTA_UPDATE=always` the snapshot; read both
 //! diffs.
+//!
+//! Every kind (`EventKind::ALL`, declared once in `src/log/event.rs`) is
+//! written, read back, verified and shown, and `docs/log-format.md`
+//! documents each with exactly its fields (`every_kind_…` below).
 
 use lt::log::{
     canonical_bytes, read_log, read_prefix, sha256_hex, timeline, verify, Decision, Event,
-    EventBody, LogError, LogWriter, MemoryLog, ProblemKind, VerifyReport, ZERO_HASH,
+    EventBody, EventKind, LogError, LogWriter, MemoryLog, ProblemKind, VerifyReport, KINDS,
+    ZERO_HASH,
 };
 use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
 use serde_json::{json, Value as Json};
@@ -986,4 +991,415 @@ fn every_single_bit_flip_of_a_log_is_detected() {
             }
         }
     }
+}
+
+/// An event of `kind` with every field set (`session_ended`'s optional
+/// ones too). The match is exhaustive: a new kind does not compile here
+/// until it has a sample, and then the tests below cover it.
+fn sample(kind: EventKind) -> EventBody {
+    let hash = || sha256_hex(b"x");
+    match kind {
+        EventKind::SessionStarted => EventBody::SessionStarted {
+            lt_version: "0.1.0".into(),
+            program: "()\n".into(),
+            program_hash: hash(),
+            profile: json!({"name": "support"}),
+            registry_hash: sha256_hex(b""),
+            limits: json!({"max_calls": 3}),
+        },
+        EventKind::Proposed => EventBody::Proposed {
+            call_id: "n1".into(),
+            tool: "lookup".into(),
+            argument: json!({"id": "c1"}),
+        },
+        EventKind::Decided => EventBody::Decided {
+            call_id: "n1".into(),
+            decision: Decision::Allow,
+            rule: "policy".into(),
+            reason: "every rule passed".into(),
+        },
+        EventKind::Scheduled => EventBody::Scheduled {
+            call_id: "n1".into(),
+            tool: "lookup".into(),
+            venue: "client".into(),
+            idempotency_key: format!("{SESSION}:n1"),
+        },
+        EventKind::ClientDispatched => EventBody::ClientDispatched {
+            call_id: "n1".into(),
+        },
+        EventKind::ClientRejected => EventBody::ClientRejected {
+            report: json!("hello"),
+            reason: "the line is not JSON".into(),
+        },
+        EventKind::ClientReported => EventBody::ClientReported {
+            call_id: "n1".into(),
+            report: json!({"type": "tool_result", "call_id": "n1", "ok": {"tier": "gold"}}),
+        },
+        EventKind::Completed => EventBody::Completed {
+            call_id: "n1".into(),
+            output: json!({"tier": "gold"}),
+            result: json!({"Ok": {"tier": "gold"}}),
+        },
+        EventKind::Failed => EventBody::Failed {
+            call_id: "n2".into(),
+            failure: "crashed".into(),
+            message: "tool lookup crashed".into(),
+            result: json!({"Err": "tool lookup crashed"}),
+        },
+        EventKind::TimedOut => EventBody::TimedOut {
+            call_id: "n3".into(),
+            message: "tool lookup timed out after 2000 ms".into(),
+            result: json!({"Err": "tool lookup timed out after 2000 ms"}),
+        },
+        EventKind::ApprovalRequested => EventBody::ApprovalRequested {
+            approval_id: "n4".into(),
+            tool: "refund".into(),
+            argument: json!({"amount": 12}),
+        },
+        EventKind::ApprovalDecided => EventBody::ApprovalDecided {
+            approval_id: "n4".into(),
+            decision: Decision::Allow,
+            by: "policy".into(),
+            reason: "profile support approves refund".into(),
+            token: json!("tok-1"),
+        },
+        EventKind::AnnotationStarted => EventBody::AnnotationStarted {
+            annotation_id: "n5".into(),
+            intent: "refund the duplicate charge".into(),
+            hypothesis: json!("one charge is a duplicate"),
+            notes: json!(null),
+            parent: json!(null),
+        },
+        EventKind::AnnotationEnded => EventBody::AnnotationEnded {
+            annotation_id: "n5".into(),
+            calls: json!(["n6"]),
+            outcome: "ok".into(),
+        },
+        EventKind::SessionResumed => EventBody::SessionResumed {
+            lt_version: "0.1.0".into(),
+            registry_hash: sha256_hex(b""),
+            dropped_bytes: 12,
+        },
+        EventKind::SessionEnded => EventBody::SessionEnded {
+            status: "error".into(),
+            value: Some(json!(null)),
+            r#type: Some("Unit".into()),
+            error: Some(
+                json!({"kind": "step_limit", "message": "too many steps", "line": 1, "column": 1}),
+            ),
+            calls: 3,
+            steps: 120,
+        },
+        EventKind::AgentStarted => EventBody::AgentStarted {
+            lt_version: "0.1.0".into(),
+            task: "refund c1".into(),
+            declarations: "tool lookup: {id: String} -> {tier: String};".into(),
+            system: "You write lt programs.".into(),
+            model: json!({"provider": "stdio"}),
+            settings: json!({"max_turns": 3}),
+            profile: json!({"name": "support"}),
+            registry_hash: sha256_hex(b""),
+            limits: json!({"max_calls": 3}),
+            tags: json!({"lookup": ["read"]}),
+        },
+        EventKind::TaskClassified => EventBody::TaskClassified {
+            label: "refund".into(),
+            matched: true,
+            profile: json!({"name": "support"}),
+            settings: json!({"max_turns": 3}),
+        },
+        EventKind::ModelRequested => EventBody::ModelRequested {
+            request_id: "t1.a1".into(),
+            messages: json!([{"role": "user", "content": "refund c1"}]),
+            sent: 1,
+            samples: 1,
+        },
+        EventKind::ModelRetried => EventBody::ModelRetried {
+            request_id: "t1.a1".into(),
+            attempt: 1,
+            error: "rate_limited".into(),
+            message: "429".into(),
+            delay_ms: 1000,
+        },
+        EventKind::ModelReplied => EventBody::ModelReplied {
+            request_id: "t1.a1".into(),
+            texts: json!(["```lt\n()\n```"]),
+            usage: json!({"input": 10, "output": 5}),
+        },
+        EventKind::ModelFailed => EventBody::ModelFailed {
+            request_id: "t2.a1".into(),
+            error: "auth".into(),
+            message: "401".into(),
+            attempts: 1,
+        },
+        EventKind::ProgramChecked => EventBody::ProgramChecked {
+            request_id: "t1.a1".into(),
+            sample: 0,
+            status: "ok".into(),
+            program: json!("()"),
+            diagnostics: json!([]),
+        },
+        EventKind::ProgramAccepted => EventBody::ProgramAccepted {
+            request_id: "t1.a1".into(),
+            sample: 0,
+            votes: 1,
+            program_hash: hash(),
+        },
+        EventKind::AgentEnded => EventBody::AgentEnded {
+            status: "answered".into(),
+            answer: json!("done"),
+            reason: "the model answered".into(),
+            turns: 1,
+            requests: 2,
+        },
+    }
+}
+
+/// One event of every kind in an order that verifies: an agent's log
+/// (`agent_started` first, `agent_ended` last) with one run inside.
+fn all_kinds_in_order() -> Vec<EventBody> {
+    let (first, last) = (EventKind::AgentStarted, EventKind::AgentEnded);
+    std::iter::once(first)
+        .chain(
+            EventKind::ALL
+                .into_iter()
+                .filter(|k| ![first, last].contains(k)),
+        )
+        .chain([last])
+        .map(sample)
+        .collect()
+}
+
+#[test]
+fn every_kind_is_written_read_back_verified_and_shown() {
+    let bodies = all_kinds_in_order();
+    assert_eq!(bodies.len(), KINDS.len());
+    for (body, kind) in bodies.iter().zip(bodies.iter().map(EventBody::event_kind)) {
+        assert_eq!(body.kind(), kind.name());
+        assert_eq!(EventKind::from_name(body.kind()), Some(kind));
+    }
+    let path = temp_path("every-kind");
+    let mut writer = LogWriter::create(&path, SESSION)
+        .expect("create")
+        .with_clock(fixed_clock);
+    for body in &bodies {
+        writer.append(body.clone()).expect("append");
+    }
+    drop(writer);
+    let text = std::fs::read_to_string(&path).expect("read");
+    let report = verify(&text);
+    assert!(report.ok, "{report}");
+    assert_eq!(report.events, bodies.len());
+    let events = read_log(&text).expect("reads");
+    assert_eq!(
+        events.iter().map(|e| e.body.clone()).collect::<Vec<_>>(),
+        bodies
+    );
+    let shown = timeline(&events);
+    assert_eq!(
+        shown.lines().filter(|l| l.starts_with('#')).count(),
+        bodies.len(),
+        "{shown}"
+    );
+    assert!(shown.contains("agent ended answered"), "{shown}");
+
+    // `lt log verify` and `lt log show` on it.
+    let lt = env!("CARGO_BIN_EXE_lt");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(lt)
+            .args(args)
+            .arg(&path)
+            .output()
+            .expect("runs lt");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), text)
+    };
+    let (ok, said) = run(&["log", "verify"]);
+    assert!(ok, "{said}");
+    assert!(
+        said.contains(&format!("ok: {} events", bodies.len())),
+        "{said}"
+    );
+    let (ok, said) = run(&["log", "show"]);
+    let _ = std::fs::remove_file(&path);
+    assert!(ok, "{said}");
+    assert!(
+        said.contains("approval_decided n4 allow by policy"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_missing_field_of_any_kind_is_named_with_its_kind() {
+    let text = memory_log(all_kinds_in_order(), SESSION).to_jsonl();
+    let all = lines(&text);
+    for (i, line) in all.iter().enumerate() {
+        let event = parse(line);
+        let kind = event["kind"].as_str().expect("kind").to_string();
+        let own: Vec<String> = event
+            .as_object()
+            .expect("object")
+            .keys()
+            .filter(|k| !["hash", "kind", "prev", "seq", "session", "ts"].contains(&k.as_str()))
+            .cloned()
+            .collect();
+        for field in own {
+            if kind == "session_ended" && ["value", "type", "error"].contains(&field.as_str()) {
+                continue; // optional
+            }
+            let mut edited = event.clone();
+            edited.as_object_mut().expect("object").remove(&field);
+            let mut l = all.clone();
+            l[i] = rehash(edited);
+            let message = assert_problem(&verify(&join(&l)), i + 1, ProblemKind::Malformed);
+            let article = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                "an"
+            } else {
+                "a"
+            };
+            assert!(
+                message.starts_with(&format!(
+                    "line {}: {article} `{kind}` event needs the field `{field}` (",
+                    i + 1
+                )),
+                "{message}"
+            );
+        }
+    }
+}
+
+/// The rows of the `| kind | fields | when |` tables of
+/// `docs/log-format.md`: each kind and the fields it lists (the backquoted
+/// names outside parentheses), in the order of the document.
+fn documented_kinds() -> Vec<(String, Vec<String>)> {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/log-format.md"))
+            .expect("docs/log-format.md");
+    let mut out = Vec::new();
+    let mut in_table = false;
+    for line in text.lines() {
+        if line == "| kind | fields | when |" {
+            in_table = true;
+            continue;
+        }
+        if !line.starts_with('|') {
+            in_table = false;
+        }
+        if !in_table || line.starts_with("|---") {
+            continue;
+        }
+        // Cells are split at `|` not escaped as `\|`.
+        let line = line.replace("\\|", "\u{0}");
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let (Some(kind), Some(fields)) = (cells.get(1), cells.get(2)) else {
+            panic!("a row of a kinds table without two cells: {line}");
+        };
+        let kind = kind.trim_matches('`').to_string();
+        // The top level of the fields cell: parentheses and their
+        // contents left out.
+        let mut depth = 0usize;
+        let mut top = String::new();
+        for c in fields.chars() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth = depth.saturating_sub(1),
+                c if depth == 0 => top.push(c),
+                _ => {}
+            }
+        }
+        let names = top
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect();
+        out.push((kind, names));
+    }
+    out
+}
+
+#[test]
+fn every_kind_is_documented_with_exactly_its_fields() {
+    let documented = documented_kinds();
+    let kinds: Vec<&str> = documented.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        kinds, KINDS,
+        "docs/log-format.md's kinds tables and the kinds of src/log/event.rs differ"
+    );
+    for (kind, fields) in documented {
+        let Some(kind) = EventKind::from_name(&kind) else {
+            continue;
+        };
+        let mut documented: Vec<String> = fields;
+        documented.sort();
+        let actual: Vec<String> = sample(kind).to_json_fields().keys().cloned().collect();
+        assert_eq!(
+            documented, actual,
+            "the fields of `{kind}` in docs/log-format.md"
+        );
+    }
+}
+
+/// Every kind of verification problem, numbered by an exhaustive match
+/// (a new `ProblemKind` does not compile here until it is listed).
+fn problem_kinds() -> Vec<ProblemKind> {
+    use ProblemKind as P;
+    let all = [
+        P::Empty,
+        P::NotJson,
+        P::Malformed,
+        P::Seq,
+        P::Session,
+        P::Prev,
+        P::Hash,
+        P::NotCanonical,
+        P::Order,
+    ];
+    let number = |k: P| match k {
+        P::Empty => 0,
+        P::NotJson => 1,
+        P::Malformed => 2,
+        P::Seq => 3,
+        P::Session => 4,
+        P::Prev => 5,
+        P::Hash => 6,
+        P::NotCanonical => 7,
+        P::Order => 8,
+    };
+    let numbers: Vec<usize> = all.iter().map(|&k| number(k)).collect();
+    assert_eq!(
+        numbers,
+        (0..all.len()).collect::<Vec<_>>(),
+        "list every kind once"
+    );
+    all.to_vec()
+}
+
+#[test]
+fn every_problem_kind_is_documented() {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/log-format.md"))
+            .expect("docs/log-format.md");
+    let table: Vec<String> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("| order | kind | the check |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .filter_map(|l| l.split('`').nth(1).map(str::to_string))
+        .collect();
+    let mut documented = vec!["empty".to_string()];
+    documented.extend(table);
+    assert!(
+        text.contains("A file with no complete line is `empty`."),
+        "docs/log-format.md names the `empty` problem"
+    );
+    let names: Vec<String> = problem_kinds()
+        .into_iter()
+        .map(|k| k.as_str().to_string())
+        .collect();
+    assert_eq!(
+        documented, names,
+        "docs/log-format.md's verification table and ProblemKind"
+    );
 }

@@ -1,7 +1,8 @@
 //! `docs/language/stdlib.md` is true: it documents every library function
 //! (native or written in lt) under `### name` with its exact signature,
 //! names the `stdlib/` file of each one written in lt, and every example
-//! line `expr    // value` evaluates to that value.
+//! line `expr    // value` evaluates to that value; it documents nothing
+//! else, and the natives in the order of `lt::stdlib::NATIVES`.
 
 use lt::ir::lower::lower;
 use lt::runtime::eval::run;
@@ -101,6 +102,40 @@ fn every_library_function_is_documented_with_its_signature() {
         }
         assert!(!s.examples.is_empty(), "`{}` has no example", f.name);
     }
+}
+
+/// The names of the `### name` sections, in the order of the document.
+fn section_order() -> Vec<String> {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/language/stdlib.md"
+    ))
+    .expect("docs/language/stdlib.md");
+    text.lines()
+        .filter_map(|l| l.strip_prefix("### "))
+        .map(|n| n.trim().to_string())
+        .collect()
+}
+
+#[test]
+fn every_section_is_a_library_function_and_the_natives_are_in_table_order() {
+    let order = section_order();
+    for name in &order {
+        assert!(
+            lt::stdlib::lookup(name).is_some(),
+            "docs/language/stdlib.md documents `{name}`, which is not a library function"
+        );
+    }
+    let natives: Vec<&str> = order
+        .iter()
+        .map(String::as_str)
+        .filter(|n| lt::stdlib::NativeId::from_name(n).is_some())
+        .collect();
+    let table: Vec<&str> = lt::stdlib::NATIVES.iter().map(|n| n.name).collect();
+    assert_eq!(
+        natives, table,
+        "the natives of docs/language/stdlib.md, in order, and lt::stdlib::NATIVES"
+    );
 }
 
 #[test]

@@ -82,14 +82,8 @@ struct Lowerer {
     inlining: Vec<Name>,
 }
 
-const BUILTINS: [(&str, usize); 6] = [
-    ("map", 2),
-    ("filter", 2),
-    ("fold", 3),
-    ("traverse", 2),
-    ("fan_out", 2),
-    ("bounded_loop", 3),
-];
+/// The builtins and their arities (one list, in `stdlib`).
+const BUILTINS: [(&str, usize); 6] = crate::stdlib::BUILTIN_ARITIES;
 
 fn internal(message: impl Into<String>, span: Span) -> LowerError {
     LowerError {

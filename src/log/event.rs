@@ -27,30 +27,89 @@ use sha2::{Digest, Sha256};
 /// The `prev` of the first event: 64 zeros.
 pub const ZERO_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-/// Every event kind, in the order of `docs/log-format.md`.
-pub const KINDS: [&str; 21] = [
-    "session_started",
-    "proposed",
-    "decided",
-    "scheduled",
-    "client_dispatched",
-    "client_reported",
-    "client_rejected",
-    "completed",
-    "failed",
-    "timed_out",
-    "session_resumed",
-    "session_ended",
-    "agent_started",
-    "task_classified",
-    "model_requested",
-    "model_retried",
-    "model_replied",
-    "model_failed",
-    "program_checked",
-    "program_accepted",
-    "agent_ended",
-];
+/// Declares every event kind once — its name in the `kind` field, its
+/// variant and its fields — and generates from that one list the
+/// [`EventBody`] enum, the fieldless [`EventKind`] enum, [`KINDS`],
+/// [`EventKind::ALL`], [`EventKind::name`], [`EventKind::from_name`] and
+/// [`EventBody::kind`]. Reading (`parse.rs`), the fields (`each_field`
+/// below), dropping and the timeline (`show.rs`) match on these enums
+/// exhaustively, so a kind added here without them does not compile; the
+/// tests check the list against `docs/log-format.md`.
+macro_rules! event_kinds {
+    ($(
+        $(#[$meta:meta])*
+        $name:literal => $variant:ident {
+            $( $(#[$field_meta:meta])* $field:ident : $ty:ty ),* $(,)?
+        }
+    ),* $(,)?) => {
+        /// The kind of an event and the fields of that kind (`docs/log-format.md`).
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum EventBody {
+            $(
+                $(#[$meta])*
+                $variant { $( $(#[$field_meta])* $field : $ty ),* },
+            )*
+        }
+
+        /// The kind of an event without its fields: one variant per
+        /// variant of [`EventBody`], in the order of `docs/log-format.md`.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum EventKind {
+            $(
+                #[doc = concat!("`", $name, "`.")]
+                $variant,
+            )*
+        }
+
+        /// How many kinds there are.
+        const KIND_COUNT: usize = [$($name),*].len();
+
+        /// Every event kind's name, in the order of `docs/log-format.md`.
+        pub const KINDS: [&str; KIND_COUNT] = [$($name),*];
+
+        impl EventKind {
+            /// Every kind, in the order of [`KINDS`].
+            pub const ALL: [EventKind; KIND_COUNT] = [$(EventKind::$variant),*];
+
+            /// The kind's name, as in the `kind` field.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(EventKind::$variant => $name,)*
+                }
+            }
+
+            /// The kind called `name` in the `kind` field.
+            pub fn from_name(name: &str) -> Option<EventKind> {
+                match name {
+                    $($name => Some(EventKind::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+
+        impl EventBody {
+            /// The event's kind.
+            pub fn event_kind(&self) -> EventKind {
+                match self {
+                    $(EventBody::$variant { .. } => EventKind::$variant,)*
+                }
+            }
+        }
+    };
+}
+
+impl EventBody {
+    /// The kind's name, as in the `kind` field.
+    pub fn kind(&self) -> &'static str {
+        self.event_kind().name()
+    }
+}
+
+impl std::fmt::Display for EventKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// One line of the log.
 #[derive(Clone, Debug, PartialEq)]
@@ -98,11 +157,9 @@ impl Decision {
     }
 }
 
-/// The kind of an event and the fields of that kind (`docs/log-format.md`).
-#[derive(Clone, Debug, PartialEq)]
-pub enum EventBody {
+event_kinds! {
     /// First event: what ran, under which policy.
-    SessionStarted {
+    "session_started" => SessionStarted {
         /// The version of `lt` that wrote the log.
         lt_version: String,
         /// The program's source text.
@@ -117,7 +174,7 @@ pub enum EventBody {
         limits: Json,
     },
     /// An `exec` was reached.
-    Proposed {
+    "proposed" => Proposed {
         /// The call's identity, e.g. `n7[n3:2]`.
         call_id: String,
         /// The tool's name.
@@ -126,7 +183,7 @@ pub enum EventBody {
         argument: Json,
     },
     /// The constraint pipeline decided.
-    Decided {
+    "decided" => Decided {
         /// The call's identity.
         call_id: String,
         /// Allow or deny.
@@ -137,7 +194,7 @@ pub enum EventBody {
         reason: String,
     },
     /// Written and flushed before the call starts.
-    Scheduled {
+    "scheduled" => Scheduled {
         /// The call's identity.
         call_id: String,
         /// The tool's name.
@@ -148,13 +205,13 @@ pub enum EventBody {
         idempotency_key: String,
     },
     /// A client-venue call was written to the client (after `scheduled`).
-    ClientDispatched {
+    "client_dispatched" => ClientDispatched {
         /// The call's identity.
         call_id: String,
     },
     /// The client reported the outcome of a dispatched call; the outcome
     /// event (`completed` or `failed`, validated) follows.
-    ClientReported {
+    "client_reported" => ClientReported {
         /// The call's identity.
         call_id: String,
         /// The client's `tool_result` line as it was read.
@@ -162,14 +219,14 @@ pub enum EventBody {
     },
     /// A line from the client that was not applied: not a `tool_result`, for
     /// an unknown call, or for a call that already has its outcome.
-    ClientRejected {
+    "client_rejected" => ClientRejected {
         /// The line as read (a string when it was not JSON).
         report: Json,
         /// Why it was not applied.
         reason: String,
     },
     /// The tool answered.
-    Completed {
+    "completed" => Completed {
         /// The call's identity.
         call_id: String,
         /// The tool's raw JSON answer.
@@ -178,7 +235,7 @@ pub enum EventBody {
         result: Json,
     },
     /// The tool did not answer usefully.
-    Failed {
+    "failed" => Failed {
         /// The call's identity.
         call_id: String,
         /// `failed`, `crashed`, `bad_output` or `unavailable`.
@@ -189,7 +246,7 @@ pub enum EventBody {
         result: Json,
     },
     /// The tool exceeded its timeout.
-    TimedOut {
+    "timed_out" => TimedOut {
         /// The call's identity.
         call_id: String,
         /// The whole message.
@@ -198,7 +255,7 @@ pub enum EventBody {
         result: Json,
     },
     /// The program asked for an approval (`approve tool …`, extension).
-    ApprovalRequested {
+    "approval_requested" => ApprovalRequested {
         /// The request's identity (the `approve` node and path).
         approval_id: String,
         /// The tool to be approved.
@@ -207,7 +264,7 @@ pub enum EventBody {
         argument: Json,
     },
     /// The approval request was answered.
-    ApprovalDecided {
+    "approval_decided" => ApprovalDecided {
         /// The request's identity.
         approval_id: String,
         /// `allow` or `deny`.
@@ -220,7 +277,7 @@ pub enum EventBody {
         token: Json,
     },
     /// An `@intent(…)` annotation's expression started (extension).
-    AnnotationStarted {
+    "annotation_started" => AnnotationStarted {
         /// Its identity: the `annotate` node and path (`n4`, `n4[n2:1]`).
         annotation_id: String,
         /// What the program said it is doing.
@@ -233,7 +290,7 @@ pub enum EventBody {
         parent: Json,
     },
     /// An annotated expression ended (extension).
-    AnnotationEnded {
+    "annotation_ended" => AnnotationEnded {
         /// The annotation's identity.
         annotation_id: String,
         /// The call identities made directly under it, in issue order (an array of strings).
@@ -243,7 +300,7 @@ pub enum EventBody {
     },
     /// `lt resume` continued a session that stopped without `session_ended`
     /// (a crash): the program is replayed up to here, then runs live.
-    SessionResumed {
+    "session_resumed" => SessionResumed {
         /// The version of `lt` that resumed.
         lt_version: String,
         /// SHA-256 (hex) of the tools.toml bytes used from here on.
@@ -253,7 +310,7 @@ pub enum EventBody {
         dropped_bytes: u64,
     },
     /// Last event: how the session ended.
-    SessionEnded {
+    "session_ended" => SessionEnded {
         /// `ok` or `error`.
         status: String,
         /// The program's value, when ok (`Some(Json::Null)` is a logged
@@ -270,7 +327,7 @@ pub enum EventBody {
     },
     /// First event of an agent session (`lt agent`): everything the loop
     /// needs to be replayed without the model.
-    AgentStarted {
+    "agent_started" => AgentStarted {
         /// The version of `lt` that wrote the log.
         lt_version: String,
         /// The task, as given.
@@ -295,7 +352,7 @@ pub enum EventBody {
     },
     /// The classifier labelled the task; the label's rule chose the
     /// profile and the trace requirements (`lt agent --rules`).
-    TaskClassified {
+    "task_classified" => TaskClassified {
         /// The label.
         label: String,
         /// Whether the reply named a rule (else the default label).
@@ -307,7 +364,7 @@ pub enum EventBody {
     },
     /// A request to the model (`request_id`: `classify`, or `tT.aA` for
     /// turn T, attempt A).
-    ModelRequested {
+    "model_requested" => ModelRequested {
         /// The request's identity.
         request_id: String,
         /// The messages added to the conversation since the loop's previous
@@ -322,7 +379,7 @@ pub enum EventBody {
         samples: u64,
     },
     /// An HTTP attempt failed and will be retried.
-    ModelRetried {
+    "model_retried" => ModelRetried {
         /// The request's identity.
         request_id: String,
         /// The attempt that failed, from 1.
@@ -335,7 +392,7 @@ pub enum EventBody {
         delay_ms: u64,
     },
     /// The model answered.
-    ModelReplied {
+    "model_replied" => ModelReplied {
         /// The request's identity.
         request_id: String,
         /// The reply texts, one per sample (an array of strings).
@@ -344,7 +401,7 @@ pub enum EventBody {
         usage: Json,
     },
     /// The request failed for good; the session ends.
-    ModelFailed {
+    "model_failed" => ModelFailed {
         /// The request's identity.
         request_id: String,
         /// The failure's kind.
@@ -355,7 +412,7 @@ pub enum EventBody {
         attempts: u64,
     },
     /// A sample of a reply was read and checked.
-    ProgramChecked {
+    "program_checked" => ProgramChecked {
         /// The request's identity.
         request_id: String,
         /// The sample, from 0.
@@ -370,7 +427,7 @@ pub enum EventBody {
     },
     /// A program was accepted and will run (its run's events follow,
     /// from `session_started` to `session_ended`).
-    ProgramAccepted {
+    "program_accepted" => ProgramAccepted {
         /// The request's identity.
         request_id: String,
         /// The accepted sample, from 0.
@@ -381,7 +438,7 @@ pub enum EventBody {
         program_hash: String,
     },
     /// Last event of an agent session.
-    AgentEnded {
+    "agent_ended" => AgentEnded {
         /// `answered`, `gave_up` or `error`.
         status: String,
         /// The model's final answer (a string), or `null`.
@@ -469,37 +526,6 @@ impl Serialize for Sorted<'_> {
 }
 
 impl EventBody {
-    /// The kind's name, as in the `kind` field.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            EventBody::SessionStarted { .. } => "session_started",
-            EventBody::Proposed { .. } => "proposed",
-            EventBody::Decided { .. } => "decided",
-            EventBody::Scheduled { .. } => "scheduled",
-            EventBody::ClientDispatched { .. } => "client_dispatched",
-            EventBody::ClientReported { .. } => "client_reported",
-            EventBody::ClientRejected { .. } => "client_rejected",
-            EventBody::SessionResumed { .. } => "session_resumed",
-            EventBody::AnnotationStarted { .. } => "annotation_started",
-            EventBody::ApprovalRequested { .. } => "approval_requested",
-            EventBody::ApprovalDecided { .. } => "approval_decided",
-            EventBody::AnnotationEnded { .. } => "annotation_ended",
-            EventBody::Completed { .. } => "completed",
-            EventBody::Failed { .. } => "failed",
-            EventBody::TimedOut { .. } => "timed_out",
-            EventBody::SessionEnded { .. } => "session_ended",
-            EventBody::AgentStarted { .. } => "agent_started",
-            EventBody::TaskClassified { .. } => "task_classified",
-            EventBody::ModelRequested { .. } => "model_requested",
-            EventBody::ModelRetried { .. } => "model_retried",
-            EventBody::ModelReplied { .. } => "model_replied",
-            EventBody::ModelFailed { .. } => "model_failed",
-            EventBody::ProgramChecked { .. } => "program_checked",
-            EventBody::ProgramAccepted { .. } => "program_accepted",
-            EventBody::AgentEnded { .. } => "agent_ended",
-        }
-    }
-
     /// The call the event is about, for the kinds that are about one.
     pub fn call_id(&self) -> Option<&str> {
         match self {
@@ -1282,6 +1308,30 @@ mod tests {
                 message: odd.into(),
                 result: json!({"Err": odd}),
             },
+            EventBody::ApprovalRequested {
+                approval_id: "n3".into(),
+                tool: "t".into(),
+                argument: deep.clone(),
+            },
+            EventBody::ApprovalDecided {
+                approval_id: "n3".into(),
+                decision: Decision::Allow,
+                by: "policy".into(),
+                reason: odd.into(),
+                token: json!(odd),
+            },
+            EventBody::AnnotationStarted {
+                annotation_id: "n4[n2:1]".into(),
+                intent: odd.into(),
+                hypothesis: json!(odd),
+                notes: json!(null),
+                parent: json!("n4"),
+            },
+            EventBody::AnnotationEnded {
+                annotation_id: "n4[n2:1]".into(),
+                calls: json!(["n5", "n6"]),
+                outcome: "ok".into(),
+            },
         ];
         bodies.extend([
             EventBody::AgentStarted {
@@ -1358,6 +1408,58 @@ mod tests {
             });
         }
         bodies
+    }
+
+    #[test]
+    fn the_kinds_are_one_list() {
+        // KINDS, EventKind::ALL, name and from_name agree, in one order,
+        // and no two kinds share a name.
+        let names: Vec<&str> = EventKind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(names, KINDS);
+        for (i, kind) in EventKind::ALL.into_iter().enumerate() {
+            assert_eq!(kind as usize, i, "{kind}");
+            assert_eq!(EventKind::from_name(kind.name()), Some(kind));
+        }
+        let distinct: std::collections::BTreeSet<&str> = KINDS.into_iter().collect();
+        assert_eq!(distinct.len(), KINDS.len(), "two kinds share a name");
+        assert_eq!(EventKind::from_name("approved"), None);
+        // The test's bodies cover every kind (each body's kind is its
+        // variant's).
+        let covered: std::collections::BTreeSet<EventKind> =
+            every_kind().iter().map(EventBody::event_kind).collect();
+        let all: std::collections::BTreeSet<EventKind> = EventKind::ALL.into_iter().collect();
+        assert_eq!(covered, all, "a kind is missing from every_kind()");
+    }
+
+    #[test]
+    fn every_kind_reads_back_as_written() {
+        for body in every_kind() {
+            let mut event = Event {
+                seq: 1,
+                ts: "2026-11-29T21:04:05.123Z".into(),
+                session: "0123456789abcdef0123456789abcdef".into(),
+                prev: ZERO_HASH.into(),
+                hash: String::new(),
+                body,
+            };
+            event.hash = event.compute_hash();
+            let back = Event::from_value(event.to_value());
+            assert_eq!(back.as_ref(), Ok(&event), "{}", event.kind());
+            // Each field missing is named with the kind.
+            for key in event.body.to_json_fields().keys() {
+                let mut value = event.to_value();
+                if let Json::Object(m) = &mut value {
+                    m.remove(key);
+                }
+                if let Err(message) = Event::from_value(value) {
+                    assert!(
+                        message
+                            .contains(&format!("`{}` event needs the field `{key}`", event.kind())),
+                        "{message}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

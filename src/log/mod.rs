@@ -63,7 +63,8 @@ pub mod verify;
 pub mod writer;
 
 pub use event::{
-    canonical_bytes, drop_event, sha256_hex, Decision, Event, EventBody, KINDS, ZERO_HASH,
+    canonical_bytes, drop_event, sha256_hex, Decision, Event, EventBody, EventKind, KINDS,
+    ZERO_HASH,
 };
 pub use read::{read_log, read_prefix, LogError};
 pub use show::timeline;

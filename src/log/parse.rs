@@ -12,7 +12,7 @@
 //! re-deserialised: a tool's output may be nested deeper than a recursive
 //! conversion could follow.
 
-use super::event::{Decision, Event, EventBody, KINDS};
+use super::event::{Decision, Event, EventBody, EventKind, KINDS};
 use super::json::abbreviate;
 use crate::runtime::boundary::drop_deep;
 use serde::Deserialize;
@@ -20,9 +20,12 @@ use serde_json::{Map, Value as Json};
 
 impl EventBody {
     /// Takes the fields of `kind` out of `fields` (moving the values).
-    fn from_fields(kind: &str, f: &mut Fields) -> Result<EventBody, String> {
+    /// The match is exhaustive: a kind declared in `event.rs` without a
+    /// reading here does not compile.
+    fn from_fields(kind: EventKind, f: &mut Fields) -> Result<EventBody, String> {
+        use EventKind as K;
         Ok(match kind {
-            "session_started" => EventBody::SessionStarted {
+            K::SessionStarted => EventBody::SessionStarted {
                 lt_version: f.string("lt_version")?,
                 program: f.string("program")?,
                 program_hash: f.string("program_hash")?,
@@ -30,93 +33,80 @@ impl EventBody {
                 registry_hash: f.string("registry_hash")?,
                 limits: f.object("limits")?,
             },
-            "proposed" => EventBody::Proposed {
+            K::Proposed => EventBody::Proposed {
                 call_id: f.string("call_id")?,
                 tool: f.string("tool")?,
                 argument: f.json("argument")?,
             },
-            "decided" => EventBody::Decided {
+            K::Decided => EventBody::Decided {
                 call_id: f.string("call_id")?,
-                decision: {
-                    let text = f.string("decision")?;
-                    Decision::parse(&text).ok_or_else(|| {
-                        format!(
-                            "field `decision` of a `decided` event must be \"allow\" or \"deny\", found {}",
-                            quoted(&text)
-                        )
-                    })?
-                },
+                decision: f.decision("decision")?,
                 rule: f.string("rule")?,
                 reason: f.string("reason")?,
             },
-            "scheduled" => EventBody::Scheduled {
+            K::Scheduled => EventBody::Scheduled {
                 call_id: f.string("call_id")?,
                 tool: f.string("tool")?,
                 venue: f.string("venue")?,
                 idempotency_key: f.string("idempotency_key")?,
             },
-            "client_dispatched" => EventBody::ClientDispatched {
+            K::ClientDispatched => EventBody::ClientDispatched {
                 call_id: f.string("call_id")?,
             },
-            "client_reported" => EventBody::ClientReported {
+            K::ClientReported => EventBody::ClientReported {
                 call_id: f.string("call_id")?,
                 report: f.json("report")?,
             },
-            "client_rejected" => EventBody::ClientRejected {
+            K::ClientRejected => EventBody::ClientRejected {
                 report: f.json("report")?,
                 reason: f.string("reason")?,
             },
-            "approval_requested" => EventBody::ApprovalRequested {
+            K::ApprovalRequested => EventBody::ApprovalRequested {
                 approval_id: f.string("approval_id")?,
                 tool: f.string("tool")?,
                 argument: f.json("argument")?,
             },
-            "approval_decided" => EventBody::ApprovalDecided {
+            K::ApprovalDecided => EventBody::ApprovalDecided {
                 approval_id: f.string("approval_id")?,
-                decision: {
-                    let text = f.string("decision")?;
-                    Decision::parse(&text).ok_or_else(|| {
-                        format!("field `decision` of an `approval_decided` event must be \"allow\" or \"deny\", found {text:?}")
-                    })?
-                },
+                decision: f.decision("decision")?,
                 by: f.string("by")?,
                 reason: f.string("reason")?,
                 token: f.json("token")?,
             },
-            "annotation_started" => EventBody::AnnotationStarted {
+            K::AnnotationStarted => EventBody::AnnotationStarted {
                 annotation_id: f.string("annotation_id")?,
                 intent: f.string("intent")?,
                 hypothesis: f.json("hypothesis")?,
                 notes: f.json("notes")?,
                 parent: f.json("parent")?,
             },
-            "annotation_ended" => EventBody::AnnotationEnded {
+            K::AnnotationEnded => EventBody::AnnotationEnded {
                 annotation_id: f.string("annotation_id")?,
                 calls: f.json("calls")?,
                 outcome: f.string("outcome")?,
             },
-            "session_resumed" => EventBody::SessionResumed {
+            K::SessionResumed => EventBody::SessionResumed {
                 lt_version: f.string("lt_version")?,
                 registry_hash: f.string("registry_hash")?,
                 dropped_bytes: f.u64("dropped_bytes")?,
             },
-            "completed" => EventBody::Completed {
+            K::Completed => EventBody::Completed {
                 call_id: f.string("call_id")?,
                 output: f.json("output")?,
                 result: f.json("result")?,
             },
-            "failed" => EventBody::Failed {
+            K::Failed => EventBody::Failed {
                 call_id: f.string("call_id")?,
                 failure: f.string("failure")?,
                 message: f.string("message")?,
                 result: f.json("result")?,
             },
-            "timed_out" => EventBody::TimedOut {
+            K::TimedOut => EventBody::TimedOut {
                 call_id: f.string("call_id")?,
                 message: f.string("message")?,
                 result: f.json("result")?,
             },
-            "session_ended" => EventBody::SessionEnded {
+            K::SessionEnded => EventBody::SessionEnded {
                 status: f.string("status")?,
                 value: f.optional("value")?,
                 r#type: f.optional_string("type")?,
@@ -124,7 +114,7 @@ impl EventBody {
                 calls: f.u64("calls")?,
                 steps: f.u64("steps")?,
             },
-            "agent_started" => EventBody::AgentStarted {
+            K::AgentStarted => EventBody::AgentStarted {
                 lt_version: f.string("lt_version")?,
                 task: f.string("task")?,
                 declarations: f.string("declarations")?,
@@ -136,71 +126,56 @@ impl EventBody {
                 limits: f.object("limits")?,
                 tags: f.object("tags")?,
             },
-            "task_classified" => {
-                EventBody::TaskClassified {
-                    label: f.string("label")?,
-                    matched: match f.json("matched")? {
-                        Json::Bool(b) => b,
-                        _ => return Err(
-                            "field `matched` of a `task_classified` event must be true or false"
-                                .to_string(),
-                        ),
-                    },
-                    profile: f.object("profile")?,
-                    settings: f.object("settings")?,
-                }
-            }
-            "model_requested" => EventBody::ModelRequested {
+            K::TaskClassified => EventBody::TaskClassified {
+                label: f.string("label")?,
+                matched: f.bool("matched")?,
+                profile: f.object("profile")?,
+                settings: f.object("settings")?,
+            },
+            K::ModelRequested => EventBody::ModelRequested {
                 request_id: f.string("request_id")?,
                 messages: f.json("messages")?,
                 sent: f.u64("sent")?,
                 samples: f.u64("samples")?,
             },
-            "model_retried" => EventBody::ModelRetried {
+            K::ModelRetried => EventBody::ModelRetried {
                 request_id: f.string("request_id")?,
                 attempt: f.u64("attempt")?,
                 error: f.string("error")?,
                 message: f.string("message")?,
                 delay_ms: f.u64("delay_ms")?,
             },
-            "model_replied" => EventBody::ModelReplied {
+            K::ModelReplied => EventBody::ModelReplied {
                 request_id: f.string("request_id")?,
                 texts: f.json("texts")?,
                 usage: f.json("usage")?,
             },
-            "model_failed" => EventBody::ModelFailed {
+            K::ModelFailed => EventBody::ModelFailed {
                 request_id: f.string("request_id")?,
                 error: f.string("error")?,
                 message: f.string("message")?,
                 attempts: f.u64("attempts")?,
             },
-            "program_checked" => EventBody::ProgramChecked {
+            K::ProgramChecked => EventBody::ProgramChecked {
                 request_id: f.string("request_id")?,
                 sample: f.u64("sample")?,
                 status: f.string("status")?,
                 program: f.json("program")?,
                 diagnostics: f.json("diagnostics")?,
             },
-            "program_accepted" => EventBody::ProgramAccepted {
+            K::ProgramAccepted => EventBody::ProgramAccepted {
                 request_id: f.string("request_id")?,
                 sample: f.u64("sample")?,
                 votes: f.u64("votes")?,
                 program_hash: f.string("program_hash")?,
             },
-            "agent_ended" => EventBody::AgentEnded {
+            K::AgentEnded => EventBody::AgentEnded {
                 status: f.string("status")?,
                 answer: f.json("answer")?,
                 reason: f.string("reason")?,
                 turns: f.u64("turns")?,
                 requests: f.u64("requests")?,
             },
-            other => {
-                return Err(format!(
-                    "unknown event kind {} (the kinds are {})",
-                    quoted(other),
-                    KINDS.join(", ")
-                ))
-            }
         })
     }
 }
@@ -248,10 +223,16 @@ impl Event {
                 ));
             }
         }
-        let known = KINDS.iter().find(|k| **k == kind);
-        f.kind = known.copied().unwrap_or("");
+        let Some(known) = EventKind::from_name(&kind) else {
+            return Err(format!(
+                "unknown event kind {} (the kinds are {})",
+                quoted(&kind),
+                KINDS.join(", ")
+            ));
+        };
+        f.kind = known.name();
         f.missing_kind = false;
-        let body = EventBody::from_fields(&kind, &mut f)?;
+        let body = EventBody::from_fields(known, &mut f)?;
         f.no_more()?;
         Ok(Event {
             seq,
@@ -293,7 +274,7 @@ impl Fields {
         if self.missing_kind {
             "an event".to_string()
         } else {
-            format!("a `{}` event", self.kind)
+            a_kind(self.kind)
         }
     }
 
@@ -307,7 +288,7 @@ impl Fields {
         let of = if self.missing_kind {
             String::new()
         } else {
-            format!(" of a `{}` event", self.kind)
+            format!(" of {}", a_kind(self.kind))
         };
         format!(
             "field `{name}`{of} must be {what}, found {}",
@@ -326,6 +307,19 @@ impl Fields {
         let what = "a non-negative integer";
         let value = self.take(name, what)?;
         value.as_u64().ok_or_else(|| self.wrong(name, what, &value))
+    }
+
+    fn bool(&mut self, name: &str) -> Result<bool, String> {
+        match self.take(name, "true or false")? {
+            Json::Bool(b) => Ok(b),
+            other => Err(self.wrong(name, "true or false", &other)),
+        }
+    }
+
+    fn decision(&mut self, name: &str) -> Result<Decision, String> {
+        let text = self.string(name)?;
+        Decision::parse(&text)
+            .ok_or_else(|| self.wrong(name, "\"allow\" or \"deny\"", &Json::String(text)))
     }
 
     fn json(&mut self, name: &str) -> Result<Json, String> {
@@ -362,6 +356,16 @@ impl Fields {
             )),
         }
     }
+}
+
+/// `a \`decided\` event`, `an \`agent_started\` event`.
+fn a_kind(kind: &str) -> String {
+    let article = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} `{kind}` event")
 }
 
 /// A JSON value named for a message: `a string "abc"`, `a number 5`, `an object`.

@@ -176,34 +176,41 @@ fn json_value(j: &Json) -> Value {
 
 /// Runs native number `func` on `args` (exactly its arity).
 pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> Eval {
-    let name = crate::stdlib::NATIVES.get(func).map_or("?", |n| n.name);
+    use crate::stdlib::NativeId as N;
+    let Some(native) = N::from_index(func) else {
+        return Err(internal(
+            m.span(id),
+            format!("unknown native number {func}"),
+        ));
+    };
     let a = |i: usize| args.get(i).cloned().unwrap_or(Value::Unit);
-    Ok(match name {
-        "not" => Value::Bool(!matches!(a(0), Value::Bool(true))),
+    // Exhaustive: a native in the table without an arm here does not compile.
+    Ok(match native {
+        N::not => Value::Bool(!matches!(a(0), Value::Bool(true))),
         // ---- strings
-        "string_length" => {
+        N::string_length => {
             let s = a(0);
             let s = str_arg(&s);
             m.charge((s.len() / 64) as u64, id)?;
             Value::Int(s.chars().count() as i64)
         }
-        "contains" | "starts_with" | "ends_with" => {
+        N::contains | N::starts_with | N::ends_with => {
             let (s, p) = (a(0), a(1));
             let (s, p) = (str_arg(&s), str_arg(&p));
             m.charge((s.len() / 64) as u64, id)?;
-            Value::Bool(match name {
-                "contains" => s.contains(p),
-                "starts_with" => s.starts_with(p),
+            Value::Bool(match native {
+                N::contains => s.contains(p),
+                N::starts_with => s.starts_with(p),
                 _ => s.ends_with(p),
             })
         }
-        "index_of" => {
+        N::index_of => {
             let (s, p) = (a(0), a(1));
             let (s, p) = (str_arg(&s), str_arg(&p));
             m.charge((s.len() / 64) as u64, id)?;
             opt(s.find(p).map(|b| Value::Int(s[..b].chars().count() as i64)))
         }
-        "split" => {
+        N::split => {
             let (s, sep) = (a(0), a(1));
             let (s, sep) = (str_arg(&s), str_arg(&sep));
             m.charge((s.len() / 16) as u64, id)?;
@@ -217,7 +224,7 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             list_of(m, id, parts.len())?;
             list(parts)
         }
-        "join" => {
+        N::join => {
             let (sep, parts) = (a(0), list_arg(&a(1)));
             let sep = str_arg(&sep);
             let total: usize = parts.iter().map(|p| str_arg(p).len() + sep.len()).sum();
@@ -235,10 +242,10 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             m.charge(parts.len() as u64, id)?;
             return string_of(m, id, out);
         }
-        "trim" => Value::Str(Rc::from(str_arg(&a(0)).trim())),
-        "upper" => return string_of(m, id, str_arg(&a(0)).to_uppercase()),
-        "lower" => return string_of(m, id, str_arg(&a(0)).to_lowercase()),
-        "replace" => {
+        N::trim => Value::Str(Rc::from(str_arg(&a(0)).trim())),
+        N::upper => return string_of(m, id, str_arg(&a(0)).to_uppercase()),
+        N::lower => return string_of(m, id, str_arg(&a(0)).to_lowercase()),
+        N::replace => {
             let (s, from, to) = (a(0), a(1), a(2));
             let (s, from, to) = (str_arg(&s), str_arg(&from), str_arg(&to));
             if from.is_empty() {
@@ -252,7 +259,7 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             }
             return string_of(m, id, s.replace(from, to));
         }
-        "substring" => {
+        N::substring => {
             let s = a(0);
             let s = str_arg(&s);
             let start = int_arg(&a(1)).max(0) as usize;
@@ -262,7 +269,7 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
                 s.chars().skip(start).take(count).collect::<String>(),
             ))
         }
-        "repeat" => {
+        N::repeat => {
             let s = a(0);
             let s = str_arg(&s);
             let n = int_arg(&a(1)).max(0) as u128;
@@ -274,7 +281,7 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             return string_of(m, id, s.repeat(n as usize));
         }
         // ---- conversions
-        "to_string" => {
+        N::to_string => {
             // Bounded before the text is built: a value's node count (a
             // string counts one node per 64 bytes) past an eighth of the
             // string limit cannot print within it.
@@ -296,45 +303,45 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             }
             return string_of(m, id, display(&v));
         }
-        "parse_int" => opt(str_arg(&a(0)).trim().parse::<i64>().ok().map(Value::Int)),
-        "parse_float" => opt(str_arg(&a(0))
+        N::parse_int => opt(str_arg(&a(0)).trim().parse::<i64>().ok().map(Value::Int)),
+        N::parse_float => opt(str_arg(&a(0))
             .trim()
             .parse::<f64>()
             .ok()
             .filter(|x| x.is_finite())
             .map(Value::Float)),
-        "parse_bool" => match str_arg(&a(0)).trim() {
+        N::parse_bool => match str_arg(&a(0)).trim() {
             "true" => some(Value::Bool(true)),
             "false" => some(Value::Bool(false)),
             _ => Value::None,
         },
-        "to_float" => Value::Float(int_arg(&a(0)) as f64),
-        "round" => return to_int(m, id, float_arg(&a(0)).round()),
-        "floor" => return to_int(m, id, float_arg(&a(0)).floor()),
-        "ceil" => return to_int(m, id, float_arg(&a(0)).ceil()),
-        "truncate" => return to_int(m, id, float_arg(&a(0)).trunc()),
-        "format_float" => {
+        N::to_float => Value::Float(int_arg(&a(0)) as f64),
+        N::round => return to_int(m, id, float_arg(&a(0)).round()),
+        N::floor => return to_int(m, id, float_arg(&a(0)).floor()),
+        N::ceil => return to_int(m, id, float_arg(&a(0)).ceil()),
+        N::truncate => return to_int(m, id, float_arg(&a(0)).trunc()),
+        N::format_float => {
             let decimals = int_arg(&a(0)).clamp(0, 17) as usize;
             Value::Str(Rc::from(format!("{:.*}", decimals, float_arg(&a(1)))))
         }
         // ---- numbers
-        "min" | "max" => {
+        N::min | N::max => {
             let (x, y) = (a(0), a(1));
             let ord = ops::order(&x, &y);
-            if (name == "min") == ord.is_le() {
+            if (native == N::min) == ord.is_le() {
                 x
             } else {
                 y
             }
         }
-        "safe_div" => {
+        N::safe_div => {
             let (n, d) = (int_arg(&a(0)), int_arg(&a(1)));
             opt(n.checked_div(d).map(Value::Int))
         }
         // ---- lists
-        "length" => Value::Int(list_arg(&a(0)).len() as i64),
-        "head" => opt(list_arg(&a(0)).first().cloned()),
-        "member" => {
+        N::length => Value::Int(list_arg(&a(0)).len() as i64),
+        N::head => opt(list_arg(&a(0)).first().cloned()),
+        N::member => {
             let (x, xs) = (a(0), list_arg(&a(1)));
             let limits = m.limits();
             let span = m.span(id);
@@ -353,36 +360,36 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             m.charge(steps, id)?;
             Value::Bool(found)
         }
-        "take" | "drop" => {
+        N::take | N::drop => {
             let n = int_arg(&a(0)).max(0) as usize;
             let xs = list_arg(&a(1));
             let n = n.min(xs.len());
             m.charge(n as u64 / 8, id)?;
-            if name == "take" {
+            if native == N::take {
                 list(xs[..n].to_vec())
             } else {
                 list(xs[n..].to_vec())
             }
         }
-        "concat" => {
+        N::concat => {
             let (xs, ys) = (list_arg(&a(0)), list_arg(&a(1)));
             list_of(m, id, xs.len() + ys.len())?;
             m.charge((xs.len() + ys.len()) as u64 / 8, id)?;
             list(xs.iter().chain(ys.iter()).cloned().collect())
         }
-        "flatten" => {
+        N::flatten => {
             let xss = list_arg(&a(0));
             let total: usize = xss.iter().map(|x| list_arg(x).len()).sum();
             list_of(m, id, total)?;
             m.charge((total + xss.len()) as u64 / 8, id)?;
             list(xss.iter().flat_map(|x| list_arg(x).to_vec()).collect())
         }
-        "reverse" => {
+        N::reverse => {
             let xs = list_arg(&a(0));
             m.charge(xs.len() as u64 / 8, id)?;
             list(xs.iter().rev().cloned().collect())
         }
-        "zip" => {
+        N::zip => {
             let (xs, ys) = (list_arg(&a(0)), list_arg(&a(1)));
             m.charge(xs.len().min(ys.len()) as u64, id)?;
             let (first, second): (Rc<str>, Rc<str>) = (Rc::from("first"), Rc::from("second"));
@@ -397,7 +404,7 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
                     .collect(),
             )
         }
-        "range" => {
+        N::range => {
             let (from, to) = (int_arg(&a(0)), int_arg(&a(1)));
             let len = if to > from {
                 (to as i128 - from as i128) as u128
@@ -411,12 +418,12 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             m.charge(len as u64 / 8, id)?;
             list((from..to).map(Value::Int).collect())
         }
-        "minimum" | "maximum" => {
+        N::minimum | N::maximum => {
             let xs = list_arg(&a(0));
             m.charge(xs.len() as u64 / 8, id)?;
             let pick = xs.iter().reduce(|best, x| {
                 let ord = ops::order(x, best);
-                if (name == "minimum" && ord.is_lt()) || (name == "maximum" && ord.is_gt()) {
+                if (native == N::minimum && ord.is_lt()) || (native == N::maximum && ord.is_gt()) {
                     x
                 } else {
                     best
@@ -424,13 +431,13 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             });
             opt(pick.cloned())
         }
-        "sort" => {
+        N::sort => {
             let mut xs = list_arg(&a(0)).to_vec();
             m.charge(xs.len() as u64 * 4, id)?;
             xs.sort_by(ops::order);
             list(xs)
         }
-        "sort_by" => {
+        N::sort_by => {
             let (f, xs) = (a(0), list_arg(&a(1)));
             let mut keys: Vec<Value> = Vec::with_capacity(xs.len());
             each(m, id, &f, &xs, |_, k| {
@@ -442,7 +449,7 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             order.sort_by(|&i, &j| ops::order(&keys[i], &keys[j]));
             list(order.into_iter().map(|i| xs[i].clone()).collect())
         }
-        "group_by" => {
+        N::group_by => {
             let (f, xs) = (a(0), list_arg(&a(1)));
             let mut keys: Vec<Value> = Vec::with_capacity(xs.len());
             each(m, id, &f, &xs, |_, k| {
@@ -483,7 +490,7 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
                     .collect(),
             )
         }
-        "unique" => {
+        N::unique => {
             let xs = list_arg(&a(0));
             let limits = m.limits();
             let span = m.span(id);
@@ -509,21 +516,21 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             list(out)
         }
         // ---- Json
-        "json_get" => {
+        N::json_get => {
             let (k, j) = (a(0), a(1));
             opt(json_arg(&j)
                 .and_then(|j| j.as_object())
                 .and_then(|o| o.get(str_arg(&k)))
                 .map(json_value))
         }
-        "json_at" => {
+        N::json_at => {
             let (i, j) = (int_arg(&a(0)), a(1));
             opt(json_arg(&j)
                 .and_then(|j| j.as_array())
                 .and_then(|xs| usize::try_from(i).ok().and_then(|i| xs.get(i)))
                 .map(json_value))
         }
-        "json_int" => {
+        N::json_int => {
             let j = a(0);
             // As the boundary reads an Int: integral floats up to 2^53 too.
             opt(json_arg(&j)
@@ -536,24 +543,24 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
                 })
                 .map(Value::Int))
         }
-        "json_float" => {
+        N::json_float => {
             let j = a(0);
             opt(json_arg(&j)
                 .and_then(|j| j.as_f64())
                 .filter(|x| x.is_finite())
                 .map(Value::Float))
         }
-        "json_string" => {
+        N::json_string => {
             let j = a(0);
             opt(json_arg(&j)
                 .and_then(|j| j.as_str())
                 .map(|s| Value::Str(Rc::from(s))))
         }
-        "json_bool" => {
+        N::json_bool => {
             let j = a(0);
             opt(json_arg(&j).and_then(|j| j.as_bool()).map(Value::Bool))
         }
-        "json_list" => {
+        N::json_list => {
             let j = a(0);
             match json_arg(&j).and_then(|j| j.as_array()) {
                 Some(xs) => {
@@ -563,14 +570,14 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
                 None => Value::None,
             }
         }
-        "json_keys" => {
+        N::json_keys => {
             let j = a(0);
             opt(json_arg(&j)
                 .and_then(|j| j.as_object())
                 .map(|o| list(o.keys().map(|k| Value::Str(Rc::from(k.as_str()))).collect())))
         }
-        "json_is_null" => Value::Bool(matches!(json_arg(&a(0)), Some(Json::Null))),
-        "to_json" => {
+        N::json_is_null => Value::Bool(matches!(json_arg(&a(0)), Some(Json::Null))),
+        N::to_json => {
             let v = a(0);
             let nodes = v.size_up_to(m.limits().max_value_nodes);
             match nodes {
@@ -586,12 +593,11 @@ pub(super) fn call(m: &mut Machine<'_>, id: NodeId, func: usize, args: Args) -> 
             }
             Value::Json(Rc::new(v.to_json()))
         }
-        "parse_json" => {
+        N::parse_json => {
             let s = a(0);
             let s = str_arg(&s);
             m.charge((s.len() / 16) as u64, id)?;
             opt(crate::runtime::boundary::parse_json_text(s).map(|j| Value::Json(Rc::new(j))))
         }
-        other => return Err(internal(m.span(id), format!("unknown native `{other}`"))),
     })
 }

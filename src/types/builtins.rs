@@ -34,7 +34,10 @@ impl Checker<'_> {
         if name == "bounded_loop" {
             return self.bounded_loop(id, args);
         }
-        let arity = if name == "fold" { 3 } else { 2 };
+        let arity = crate::stdlib::BUILTIN_ARITIES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(2, |&(_, arity)| arity);
         let Some(&(callback, _)) = args.first() else {
             return Type::Error;
         };
