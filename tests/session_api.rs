@@ -211,35 +211,44 @@ fn alive(pid: i32) -> bool {
         .unwrap_or(false)
 }
 
+type SlowResult = (String, Result<String, RunErrorKind>, Duration, bool);
+
+/// Runs [`SLOW`] with `tools` on a session thread, logging to `store`,
+/// stopped by `cancel`: its id, value or error kind, run time, and
+/// whether it was abandoned.
+fn spawn_slow(
+    tools: String,
+    store: MemoryStore,
+    cancel: Cancel,
+) -> std::thread::JoinHandle<SlowResult> {
+    spawn("slow-session", move || {
+        let file = SourceFile::new("slow.lt", SLOW);
+        let ir = check_and_lower(&file).ok().expect("checks");
+        let report = Session::new(&file)
+            .executors(Executors::File(tools))
+            .log(LogTarget::Store(&store))
+            .cancel(cancel)
+            .run(&ir)
+            .expect("starts");
+        let result = report.result.map(|v| v.to_string()).map_err(|e| e.kind);
+        (report.id, result, report.elapsed, report.abandoned)
+    })
+    .expect("thread")
+}
+
 #[test]
 fn a_session_cancelled_from_another_thread_stops_its_tool_and_records_why() {
     let dir = scratch("cancel");
     let tools = slow_tool(&dir);
     let cancel = Cancel::new();
     let store = MemoryStore::new();
-    let (c, s, d) = (cancel.clone(), store.clone(), dir.clone());
-    let session = spawn("cancelled-session", move || {
-        let file = SourceFile::new("slow.lt", SLOW);
-        let ir = check_and_lower(&file).ok().expect("checks");
-        let report = Session::new(&file)
-            .executors(Executors::File(tools))
-            .log(LogTarget::Store(&s))
-            .cancel(c)
-            .run(&ir)
-            .expect("starts");
-        let _ = d;
-        (
-            report.id.clone(),
-            report.result.map(|v| v.to_string()).map_err(|e| e.kind),
-            report.elapsed,
-        )
-    })
-    .expect("thread");
+    let session = spawn_slow(tools, store.clone(), cancel.clone());
     let pid = wait_for_pid(&dir);
     assert!(alive(pid));
     let began = Instant::now();
     let stopped = cancel.cancel("the test cancelled it");
-    let (id, result, elapsed) = session.join().expect("joins");
+    let (id, result, elapsed, abandoned) = session.join().expect("joins");
+    assert!(!abandoned);
     assert_eq!(
         stopped,
         1,
@@ -314,22 +323,11 @@ fn an_abandoned_session_records_nothing_more_and_resumes() {
     let tools = slow_tool(&dir);
     let cancel = Cancel::new();
     let store = MemoryStore::new();
-    let (c, s, t) = (cancel.clone(), store.clone(), tools.clone());
-    let session = spawn("abandoned", move || {
-        let file = SourceFile::new("slow.lt", SLOW);
-        let ir = check_and_lower(&file).ok().expect("checks");
-        let report = Session::new(&file)
-            .executors(Executors::File(t))
-            .log(LogTarget::Store(&s))
-            .cancel(c)
-            .run(&ir)
-            .expect("starts");
-        (report.id.clone(), report.abandoned)
-    })
-    .expect("thread");
+    let session = spawn_slow(tools.clone(), store.clone(), cancel.clone());
     let pid = wait_for_pid(&dir);
     cancel.abandon("shutting down");
-    let (id, abandoned) = session.join().expect("joins");
+    let (id, result, _, abandoned) = session.join().expect("joins");
+    assert_eq!(result, Err(RunErrorKind::Cancelled));
     assert!(abandoned);
     assert!(!alive(pid));
     // The log ends at `scheduled`, as a killed process leaves it.

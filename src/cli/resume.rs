@@ -9,7 +9,7 @@
 //!
 //! The wall-clock limit (`timeout_ms`) starts again for the resumed run.
 
-use super::run::{check_and_lower, fail_usage, finish, session_runtime, RunOptions, Verbose};
+use super::run::{check_and_lower, command_session, fail_usage, finish, RunOptions, Verbose};
 use super::EXIT_DIAGNOSTICS;
 use crate::control::client::StdoutHandoff;
 use crate::control::profile::Profile;
@@ -17,9 +17,8 @@ use crate::control::report::{
     Diverged, DivergedError, RunOutput, Stage, StartErrorKind, StartFailure,
 };
 use crate::control::session::replay::Recorded;
-use crate::control::session::{ClientPort, Executors, ProfileSource, Session};
+use crate::control::session::ProfileSource;
 use crate::log::{sha256_hex, EventBody, EventStore, JsonlFile, ReopenError, StoreError};
-use crate::runtime::cancel::Cancel;
 use crate::source::SourceFile;
 
 /// The options of `lt resume`.
@@ -140,35 +139,23 @@ pub fn run(opts: &ResumeOptions) -> u8 {
             &now_hash[..12]
         );
     }
-    let cancel = Cancel::new();
-    let runtime = match session_runtime(&ir, &cancel) {
-        Ok(rt) => rt,
-        Err(f) => return fail_usage(&run_opts, &f),
-    };
     let mut verbose = Verbose {
         ir: &ir,
         limits: &run_opts.limits,
     };
     let stdout = StdoutHandoff::new();
-    let mut session = Session::new(&file)
-        .executors(match &opts.executors {
-            Some(path) => Executors::File(path.clone()),
-            None => Executors::None,
-        })
-        .profile(ProfileSource::Given(profile))
-        .limits(run_opts.limits.clone())
-        // The log names the file, never `-`: stdin is free for a client.
-        .client(ClientPort::Stdio {
-            program_on_stdin: false,
-            stdout: stdout.clone(),
-        })
-        .cancel(cancel);
-    if let Some(rt) = &runtime {
-        session = session.runtime(rt.handle().clone());
-    }
-    if opts.verbose {
-        session = session.observer(&mut verbose);
-    }
+    // `run_opts.file` names the log, never `-`: stdin is free for a client.
+    let (session, runtime) = match command_session(
+        &run_opts,
+        &file,
+        &ir,
+        ProfileSource::Given(profile),
+        &stdout,
+        &mut verbose,
+    ) {
+        Ok(s) => s,
+        Err(f) => return fail_usage(&run_opts, &f),
+    };
     let report = match session.resume(&ir, reopened) {
         Ok(r) => r,
         Err(f) => return fail_usage(&run_opts, &f),

@@ -58,26 +58,21 @@ pub fn run(opts: &RunOptions) -> u8 {
         Ok(ir) => ir,
         Err(code) => return code,
     };
-    let cancel = Cancel::new();
-    let runtime = match session_runtime(&ir, &cancel) {
-        Ok(rt) => rt,
-        Err(f) => return fail_usage(opts, &f),
-    };
     let mut verbose = Verbose {
         ir: &ir,
         limits: &opts.limits,
     };
     let stdout = StdoutHandoff::new();
-    let mut session = Session::new(&file)
-        .executors(match &opts.executors {
-            Some(path) => Executors::File(path.clone()),
-            None => Executors::None,
-        })
-        .profile(match &opts.profile {
-            Some(path) => ProfileSource::File(path.clone()),
-            None => ProfileSource::FromExecutors,
-        })
-        .limits(opts.limits.clone())
+    let profile = match &opts.profile {
+        Some(path) => ProfileSource::File(path.clone()),
+        None => ProfileSource::FromExecutors,
+    };
+    let (session, runtime) = match command_session(opts, &file, &ir, profile, &stdout, &mut verbose)
+    {
+        Ok(s) => s,
+        Err(f) => return fail_usage(opts, &f),
+    };
+    let session = session
         .log(match &opts.log {
             Some(path) => LogTarget::File(path.clone()),
             None => LogTarget::None,
@@ -92,7 +87,35 @@ pub fn run(opts: &RunOptions) -> u8 {
             .flatten()
             .cloned()
             .collect(),
-        )
+        );
+    match session.run(&ir) {
+        Ok(report) => finish(opts, &file, &ir, report, runtime, &stdout),
+        Err(f) => fail_usage(opts, &f),
+    }
+}
+
+/// The session of a command that runs one program (`lt run`, `lt
+/// resume`): the executors of `opts.executors`, its limits, the client
+/// venue on stdio (sharing `stdout`), `--verbose` through `verbose`, a
+/// runtime of the command's own when the program calls tools (returned, to
+/// be shut down after the output) with the signals abandoning the session.
+pub(super) fn command_session<'a>(
+    opts: &RunOptions,
+    file: &'a SourceFile,
+    ir: &Ir,
+    profile: ProfileSource,
+    stdout: &StdoutHandoff,
+    verbose: &'a mut Verbose<'_>,
+) -> Result<(Session<'a>, Option<tokio::runtime::Runtime>), StartFailure> {
+    let cancel = Cancel::new();
+    let runtime = session_runtime(ir, &cancel)?;
+    let mut session = Session::new(file)
+        .executors(match &opts.executors {
+            Some(path) => Executors::File(path.clone()),
+            None => Executors::None,
+        })
+        .profile(profile)
+        .limits(opts.limits.clone())
         // Calls go out on stdout as JSON lines, reports come in on stdin;
         // the value is printed on stdout after the run, after every call.
         .client(ClientPort::Stdio {
@@ -104,12 +127,9 @@ pub fn run(opts: &RunOptions) -> u8 {
         session = session.runtime(rt.handle().clone());
     }
     if opts.verbose {
-        session = session.observer(&mut verbose);
+        session = session.observer(verbose);
     }
-    match session.run(&ir) {
-        Ok(report) => finish(opts, &file, &ir, report, runtime, &stdout),
-        Err(f) => fail_usage(opts, &f),
-    }
+    Ok((session, runtime))
 }
 
 /// The executors' runtime of a program that calls tools, with SIGINT,
