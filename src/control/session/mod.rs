@@ -235,8 +235,8 @@ pub fn run_failed(file: &SourceFile, e: &RunError, stats: RunStats) -> RunOutput
 /// Why a program was not lowered: the checker's analysis (every
 /// diagnostic), or a lowering failure (a bug in lt: an internal error).
 pub enum Rejected {
-    /// The checker rejected it.
-    Diagnostics(crate::types::Analysis),
+    /// The checker rejected it (boxed: an analysis is large).
+    Diagnostics(Box<crate::types::Analysis>),
     /// Lowering failed.
     Lowering(RunError),
 }
@@ -246,7 +246,7 @@ pub enum Rejected {
 pub fn check_and_lower(file: &SourceFile) -> Result<Ir, Rejected> {
     let analysis = crate::types::check_source(&file.text);
     if !analysis.is_ok() {
-        return Err(Rejected::Diagnostics(analysis));
+        return Err(Rejected::Diagnostics(Box::new(analysis)));
     }
     let Ok(checked) = analysis.into_checked() else {
         // Unreachable: an analysis without errors always converts.
