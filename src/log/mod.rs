@@ -60,6 +60,7 @@ pub mod read;
 pub mod show;
 pub mod store;
 pub mod verify;
+pub mod write_ahead;
 pub mod writer;
 
 pub use event::{

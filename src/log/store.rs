@@ -11,46 +11,19 @@
 //!                  MemoryStore (tests, embedders); SQLite/PostgreSQL later
 //! ```
 //!
-//! **The write-ahead rule, per event kind** ([`write_ahead`]): an event that
-//! records or precedes an action (`scheduled`, every outcome, denials,
-//! session start and end, client and approval events, annotations) is
-//! committed before [`EventSink::append`] returns, so the control plane
-//! acts only on what the store holds. `proposed` and an allowing `decided`
-//! may wait in a buffer and are committed with the next committed event (the
-//! `scheduled` of the same call at the latest): losing them loses only the
-//! proposal of a call that never started. Every store keeps this rule.
+//! **The write-ahead rule, per event kind** ([`write_ahead`], in
+//! `write_ahead.rs`): every store keeps it.
 
 use super::event::{drop_event, Event, EventBody};
 use super::read::read_prefix;
 use super::verify::VerifyReport;
+pub use super::write_ahead::{write_ahead, WriteAhead};
 use super::writer::{EventSink, LogWriter, MemoryLog, ReopenError};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-
-/// When an appended event must be committed (see the module note).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WriteAhead {
-    /// Committed before `append` returns: the control plane acts on it next.
-    Commit,
-    /// May be buffered until the next [`WriteAhead::Commit`] event.
-    Buffer,
-}
-
-/// The write-ahead rule of `body`'s kind: [`WriteAhead::Buffer`] for
-/// `proposed` and an allowing `decided` (a denial is an outcome the program
-/// sees: committed), [`WriteAhead::Commit`] for every other kind.
-pub fn write_ahead(body: &EventBody) -> WriteAhead {
-    match body {
-        EventBody::Proposed { .. } => WriteAhead::Buffer,
-        EventBody::Decided { decision, .. } if *decision == super::Decision::Allow => {
-            WriteAhead::Buffer
-        }
-        _ => WriteAhead::Commit,
-    }
-}
 
 /// A session's events as far as they verify, and what verification found.
 #[derive(Debug)]

@@ -479,7 +479,8 @@ impl LogWriter {
                 self.path.display()
             )));
         }
-        let buffered = super::store::write_ahead(&body) == super::store::WriteAhead::Buffer;
+        let buffered =
+            super::write_ahead::write_ahead(&body) == super::write_ahead::WriteAhead::Buffer;
         // The line goes straight into the buffer of lines to write.
         let hash = self.chain.encode(&body, &mut self.pending);
         self.pending.push(b'\n');
