@@ -445,3 +445,25 @@ fn a_session_that_cannot_start_says_why_in_a_typed_failure() {
         "{failure}"
     );
 }
+
+#[test]
+fn a_current_thread_runtime_is_refused_for_tools_instead_of_hanging() {
+    let dir = scratch("current_thread");
+    let tools = slow_tool(&dir);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let file = SourceFile::new("slow.lt", SLOW);
+    let ir = check_and_lower(&file).ok().expect("checks");
+    let failure = match Session::new(&file)
+        .executors(Executors::File(tools))
+        .runtime(runtime.handle().clone())
+        .run(&ir)
+    {
+        Err(f) => f,
+        Ok(_) => panic!("ran on a current-thread runtime"),
+    };
+    assert!(failure.message.contains("current-thread"), "{failure}");
+    assert!(!dir.join("pids").exists(), "a tool ran");
+}

@@ -401,13 +401,26 @@ impl<'a> Session<'a> {
         if let Executors::Shared { host, .. } = &self.executors {
             self.runtime.get_or_insert_with(|| host.handle().clone());
         }
+        let calls_tools = !prepare::called_tools(ir).is_empty()
+            && !matches!(self.executors, Executors::Custom { .. });
         let (own_runtime, handle) = match self.runtime.take() {
+            Some(h)
+                if calls_tools
+                    && h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread =>
+            {
+                // Its tasks would run only inside a `block_on`: every call
+                // would wait forever.
+                return Err(StartFailure::new(
+                    Stage::Runtime,
+                    StartErrorKind::Usage,
+                    "the session's runtime is a current-thread tokio runtime, which cannot drive its tools",
+                )
+                .with_help("give Session::runtime the handle of a multi-thread runtime"));
+            }
             Some(h) => (None, h),
             None => {
                 // Only an executor host needs worker threads.
-                let workers = !prepare::called_tools(ir).is_empty()
-                    && !matches!(self.executors, Executors::Custom { .. });
-                let rt = build_runtime(!workers)?;
+                let rt = build_runtime(!calls_tools)?;
                 let h = rt.handle().clone();
                 crate::exec::ignore_file_size_signal(&h);
                 (Some(rt), h)
