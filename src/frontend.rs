@@ -111,3 +111,15 @@ pub fn read_text(path: &str, utf8_rule: &str) -> Result<(String, String), String
         }
     }
 }
+
+/// Whether `path` is the regular file this process's standard output is
+/// redirected to (`--log /dev/stdout > out.txt`, or that file by name):
+/// writing a log there and the result on stdout would overwrite each other.
+/// A pipe or a terminal is not a regular file.
+pub fn is_stdout_file(path: &str) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    match (std::fs::metadata(path), std::fs::metadata("/dev/stdout")) {
+        (Ok(a), Ok(out)) => out.is_file() && a.dev() == out.dev() && a.ino() == out.ino(),
+        _ => false,
+    }
+}

@@ -12,14 +12,12 @@
 use super::run::{check_and_lower, command_session, fail_usage, finish, RunOptions, Verbose};
 use super::EXIT_DIAGNOSTICS;
 use crate::control::client::StdoutHandoff;
-use crate::control::profile::Profile;
 use crate::control::report::{
     Diverged, DivergedError, RunOutput, Stage, StartErrorKind, StartFailure,
 };
 use crate::control::session::replay::Recorded;
 use crate::control::session::ProfileSource;
 use crate::log::{sha256_hex, EventBody, EventStore, JsonlFile, ReopenError, StoreError};
-use crate::source::SourceFile;
 
 /// The options of `lt resume`.
 #[derive(Clone, Debug)]
@@ -84,7 +82,7 @@ pub fn run(opts: &ResumeOptions) -> u8 {
             &log_failure(format!("{}: no session_started event", opts.log)),
         );
     };
-    let profile = match Profile::from_json(&recorded.profile) {
+    let profile = match recorded.profile() {
         Ok(p) => p,
         Err(e) => {
             return fail_usage(
@@ -96,7 +94,7 @@ pub fn run(opts: &ResumeOptions) -> u8 {
             )
         }
     };
-    run_opts.limits = match crate::control::session::recorded_limits(&recorded.limits) {
+    run_opts.limits = match recorded.limits() {
         Ok(l) => l,
         Err(e) => {
             return fail_usage(
@@ -108,7 +106,7 @@ pub fn run(opts: &ResumeOptions) -> u8 {
             )
         }
     };
-    let file = SourceFile::new(format!("{} (recorded program)", opts.log), recorded.program);
+    let file = recorded.program_file(format!("{} (recorded program)", opts.log));
     let ir = match check_and_lower(&run_opts, &file) {
         Ok(ir) => ir,
         Err(code) => return code,

@@ -58,6 +58,24 @@ pub fn run(opts: &RunOptions) -> u8 {
         Ok(ir) => ir,
         Err(code) => return code,
     };
+    if let Some(log) = opts
+        .log
+        .as_deref()
+        .filter(|l| crate::frontend::is_stdout_file(l))
+    {
+        // Two writers at one offset each: the result would overwrite the log.
+        return fail_usage(
+            opts,
+            &StartFailure::new(
+                Stage::Log,
+                StartErrorKind::Usage,
+                format!(
+                    "--log {log} is the file standard output goes to, where the result is printed"
+                ),
+            )
+            .with_help("write the log to a file of its own, e.g. `--log session.jsonl`"),
+        );
+    }
     let mut verbose = Verbose {
         ir: &ir,
         limits: &opts.limits,

@@ -54,6 +54,9 @@ pub enum StoreError {
     /// The log cannot be continued: it does not verify, it is empty, it
     /// ended, it is locked by another writer.
     Reopen(ReopenError),
+    /// One writer per session: the id is taken, or another writer is
+    /// appending to it.
+    Conflict(String),
 }
 
 impl fmt::Display for StoreError {
@@ -62,6 +65,7 @@ impl fmt::Display for StoreError {
             StoreError::NotFound(s) => write!(f, "no log for session {s}"),
             StoreError::Io(e) => write!(f, "{e}"),
             StoreError::Reopen(e) => write!(f, "{e}"),
+            StoreError::Conflict(why) => write!(f, "{why}"),
         }
     }
 }
@@ -138,11 +142,24 @@ impl EventStore for JsonlFile {
     }
 }
 
-type Logs = Arc<Mutex<BTreeMap<String, Vec<Event>>>>;
+/// One session's log in a [`MemoryStore`]: its events, and whether a sink
+/// is appending to it (one writer at a time).
+#[derive(Debug, Default)]
+struct Log {
+    events: Vec<Event>,
+    writing: bool,
+}
+
+type Logs = Arc<Mutex<BTreeMap<String, Log>>>;
 
 /// Sessions' logs in memory, chained and hashed as a file would hold them.
 /// Clones share the logs. For tests and embedders that keep logs
 /// elsewhere.
+///
+/// One writer per session, enforced by the data: `create` refuses an id it
+/// holds, `reopen` refuses a session a sink is appending to, and a sink's
+/// append fails unless the log still ends with the last event that sink
+/// saw (so a stale writer can never extend another's chain).
 #[derive(Clone, Debug, Default)]
 pub struct MemoryStore {
     logs: Logs,
@@ -161,52 +178,83 @@ impl MemoryStore {
 
     /// A copy of a session's events (empty when it has none).
     pub fn events(&self, session: &str) -> Vec<Event> {
-        self.logs().get(session).cloned().unwrap_or_default()
+        self.logs()
+            .get(session)
+            .map(|l| l.events.clone())
+            .unwrap_or_default()
     }
 
     /// A session's log as the JSON Lines text of its file.
     pub fn to_jsonl(&self, session: &str) -> String {
         let mut out = String::new();
-        for e in self.logs().get(session).into_iter().flatten() {
+        for e in self.logs().get(session).into_iter().flat_map(|l| &l.events) {
             out.push_str(&e.to_line());
             out.push('\n');
         }
         out
     }
 
-    fn logs(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Vec<Event>>> {
+    fn logs(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Log>> {
         self.logs.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
 /// The sink of one session in a [`MemoryStore`]: each event is chained by
-/// a [`MemoryLog`] and committed to the shared map before `append` returns.
+/// a [`MemoryLog`] and committed to the shared map before `append` returns,
+/// if the log still ends where this sink left it.
 struct MemorySink {
     logs: Logs,
     log: MemoryLog,
+    /// The hash of the last event of the log as this sink knows it.
+    last: Option<String>,
 }
 
 impl EventSink for MemorySink {
     fn append(&mut self, body: EventBody) -> io::Result<()> {
-        let event = self.log.append(body)?.clone();
         let session = self.log.session().to_string();
-        self.logs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .entry(session)
-            .or_default()
-            .push(event);
+        let mut logs = self.logs.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = logs.entry(session.clone()).or_default();
+        if entry.events.last().map(|e| &e.hash) != self.last.as_ref() {
+            return Err(io::Error::other(format!(
+                "the log of session {session} was extended by another writer; nothing more is written by this one"
+            )));
+        }
+        let event = self.log.append(body)?.clone();
+        self.last = Some(event.hash.clone());
+        entry.events.push(event);
         Ok(())
+    }
+}
+
+impl Drop for MemorySink {
+    fn drop(&mut self) {
+        let mut logs = self.logs.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(l) = logs.get_mut(self.log.session()) {
+            l.writing = false;
+        }
     }
 }
 
 impl EventStore for MemoryStore {
     fn create(&self, session: &str) -> Result<Box<dyn EventSink + Send>, StoreError> {
         let log = MemoryLog::new(session).map_err(StoreError::Io)?;
-        self.logs().insert(session.to_string(), Vec::new());
+        let mut logs = self.logs();
+        if logs.contains_key(session) {
+            return Err(StoreError::Conflict(format!(
+                "session {session} already has a log; a new session needs a new id"
+            )));
+        }
+        logs.insert(
+            session.to_string(),
+            Log {
+                events: Vec::new(),
+                writing: true,
+            },
+        );
         Ok(Box::new(MemorySink {
             logs: Arc::clone(&self.logs),
             log,
+            last: None,
         }))
     }
 
@@ -221,24 +269,50 @@ impl EventStore for MemoryStore {
     }
 
     fn reopen(&self, session: &str) -> Result<ReopenedLog, StoreError> {
+        if self.logs().get(session).is_some_and(|l| l.writing) {
+            return Err(StoreError::Conflict(format!(
+                "session {session} is being written by another writer; resume it once that one has ended"
+            )));
+        }
         let Loaded { events, report } = self.load(session)?;
-        let refuse = |events: Vec<Event>, e: ReopenError| {
+        let refuse = |events: Vec<Event>, e: StoreError| {
             events.into_iter().for_each(drop_event);
-            Err(StoreError::Reopen(e))
+            Err(e)
         };
         if let Some(p) = report.problem {
-            return refuse(events, ReopenError::Problem(p));
+            return refuse(events, StoreError::Reopen(ReopenError::Problem(p)));
         }
         match events.last().map(|e| &e.body) {
-            None => return refuse(events, ReopenError::Empty),
-            Some(EventBody::SessionEnded { .. }) => return refuse(events, ReopenError::Ended),
+            None => return refuse(events, StoreError::Reopen(ReopenError::Empty)),
+            Some(EventBody::SessionEnded { .. }) => {
+                return refuse(events, StoreError::Reopen(ReopenError::Ended))
+            }
             Some(_) => {}
         }
         let log = MemoryLog::continuing(&events).map_err(StoreError::Io)?;
+        {
+            let mut logs = self.logs();
+            let Some(entry) = logs.get_mut(session) else {
+                drop(logs);
+                return refuse(events, StoreError::NotFound(session.to_string()));
+            };
+            if entry.writing {
+                drop(logs);
+                return refuse(
+                    events,
+                    StoreError::Conflict(format!(
+                        "session {session} is being written by another writer; resume it once that one has ended"
+                    )),
+                );
+            }
+            entry.writing = true;
+        }
+        let last = events.last().map(|e| e.hash.clone());
         Ok(ReopenedLog {
             sink: Box::new(MemorySink {
                 logs: Arc::clone(&self.logs),
                 log,
+                last,
             }),
             events,
             dropped_bytes: 0,

@@ -9,7 +9,7 @@
 //!                      .approver(…) .cancel(…) .runtime(handle) .observer(…)
 //!   run(&ir):    executors loaded and matched ─▶ profile ─▶ runtime ─▶ log opened
 //!                ─▶ client channel ─▶ session_started ─▶ interpreter under the
-//!                ControlPlane ─▶ executors shut down ─▶ session_ended ─▶ report
+//!                ControlPlane ─▶ session_ended ─▶ executors shut down ─▶ report
 //!   resume(&ir, reopened): the same, the log's calls answered from it first
 //!                (ReplayHost), then session_resumed and live (ResumeHost)
 //!   replay::replay(events, &ir, profile, limits): no executors, no log
@@ -265,8 +265,10 @@ pub fn check_and_lower(file: &SourceFile) -> Result<Ir, Rejected> {
 
 /// Runs `f` on a thread of its own with [`SESSION_STACK_BYTES`] of stack,
 /// the thread a session (and the checker before it) needs; `name` names
-/// the thread. The value `f` returns comes back through the handle.
-/// Errors: the thread could not be started.
+/// the thread. The value `f` returns comes back through the handle: it must
+/// be `Send`, which a [`SessionReport`] is not (its value holds `Rc`s), so
+/// convert it inside `f` (e.g. [`SessionReport::output`], or the value's
+/// JSON). Errors: the thread could not be started.
 pub fn spawn<T: Send + 'static>(
     name: &str,
     f: impl FnOnce() -> T + Send + 'static,
@@ -362,9 +364,12 @@ impl<'a> Session<'a> {
         self
     }
 
-    /// The session's id (default: a new random one, [`new_session_id`]).
-    /// With [`LogTarget::Store`] and [`LogTarget::File`] it must be 32
-    /// lowercase hex digits.
+    /// The session's id (default: a new random one, [`new_session_id`]):
+    /// the prefix of its idempotency keys and approval tokens. With
+    /// [`LogTarget::Store`] and [`LogTarget::File`] it must be 32 lowercase
+    /// hex digits (the log's id); with a [`LogTarget::Sink`] it is any text
+    /// (an agent's runs are `<agent id>.run<k>`). A resumed session keeps
+    /// its log's id: another one is refused.
     pub fn id(mut self, id: String) -> Self {
         self.id = Some(id);
         self
@@ -376,9 +381,12 @@ impl<'a> Session<'a> {
         self
     }
 
-    /// Runs `ir` (checked and lowered from the session's file) as a new
-    /// session. Errors: it could not start (nothing ran; the failure says
-    /// where and why).
+    /// Runs `ir` (checked and lowered from the session's file by
+    /// [`check_and_lower`]: the file's text is what the log records, so
+    /// replay needs the two to match) as a new session, on this thread,
+    /// blocking it until the session ends. Call it from a thread of its own
+    /// ([`spawn`]) or a blocking context, not from async code. Errors: it
+    /// could not start (nothing ran; the failure says where and why).
     pub fn run(self, ir: &Ir) -> Result<SessionReport, StartFailure> {
         self.start(ir, None)
     }
@@ -447,6 +455,16 @@ impl<'a> Session<'a> {
                     .first()
                     .map(|e| e.session.clone())
                     .unwrap_or_default();
+                // The idempotency keys and minted tokens are the log's
+                // session's: another id would re-run calls under new keys.
+                if let Some(other) = self.id.take().filter(|other| *other != id) {
+                    return Err(StartFailure::new(
+                        Stage::Log,
+                        StartErrorKind::Usage,
+                        format!("a resumed session keeps its log's id {id}, not {other}"),
+                    )
+                    .with_help("leave out Session::id when resuming"));
+                }
                 (
                     id,
                     r.sink as Box<dyn EventSink + 'a>,
@@ -494,7 +512,13 @@ impl<'a> Session<'a> {
         }
         drop(shutdown);
         if let Some(rt) = own_runtime {
-            rt.shutdown_timeout(Duration::from_secs(2));
+            // Waiting for its tasks is not allowed where blocking is not
+            // (a caller inside async code): there it is let go instead.
+            if tokio::runtime::Handle::try_current().is_ok() {
+                rt.shutdown_background();
+            } else {
+                rt.shutdown_timeout(Duration::from_secs(2));
+            }
         }
         report
     }
@@ -562,11 +586,16 @@ impl<'a> Session<'a> {
         let began = Instant::now();
         let (result, stats) = interpret(ir, &mut host, &self.limits, &self.cancel, self.observer);
         let elapsed = began.elapsed();
+        let cancelled = self.cancel.is_cancelled();
         let divergence = host
             .divergence()
             .map(|d| format!("non-determinism {d}"))
             .or_else(|| {
-                // The program ended while the log still had calls for it.
+                // The program ended while the log still had calls for it
+                // (not a difference when it was stopped from outside).
+                if cancelled {
+                    return None;
+                }
                 let rest = host.unreplayed()?;
                 let e = rest.iter().find(|e| e.body.call_id().is_some())?;
                 Some(format!(
@@ -593,6 +622,12 @@ impl<'a> Session<'a> {
             let replayed = host.replayed();
             drop(host);
             return Ok(report(result, None, replayed, divergence, None));
+        }
+        if self.cancel.is_abandoned() {
+            // Nothing more is recorded: the log stays resumable.
+            let replayed = host.replayed();
+            drop(host);
+            return Ok(report(result, None, replayed, None, None));
         }
         if let Err(msg) = host.go_live() {
             return Err(StartFailure::new(Stage::Log, StartErrorKind::Log, msg));

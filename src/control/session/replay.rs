@@ -24,6 +24,21 @@ pub struct Recorded {
 }
 
 impl Recorded {
+    /// The recorded program as a file named `name`.
+    pub fn program_file(&self, name: impl Into<String>) -> crate::source::SourceFile {
+        crate::source::SourceFile::new(name, self.program.clone())
+    }
+
+    /// The recorded profile. Errors: it is not a valid profile (in words).
+    pub fn profile(&self) -> Result<Profile, String> {
+        Profile::from_json(&self.profile).map_err(|e| e.to_string())
+    }
+
+    /// The recorded limits ([`super::recorded_limits`]). Errors: in words.
+    pub fn limits(&self) -> Result<Limits, String> {
+        super::recorded_limits(&self.limits)
+    }
+
     /// The first event's record. `None`: it is not `session_started`.
     pub fn from_events(events: &[Event]) -> Option<Recorded> {
         match events.first().map(|e| &e.body) {
