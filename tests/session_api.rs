@@ -33,6 +33,15 @@ fn tools_toml(dir: &Path, text: &str) -> String {
     path.to_string_lossy().into_owned()
 }
 
+/// A session of `file` with the executors and profile of `tools`, logged
+/// to `store`.
+fn logged<'a>(file: &'a SourceFile, tools: String, store: &'a MemoryStore) -> Session<'a> {
+    Session::new(file)
+        .executors(Executors::File(tools))
+        .profile(ProfileSource::FromExecutors)
+        .log(LogTarget::Store(store))
+}
+
 fn kinds(store: &MemoryStore, session: &str) -> Vec<&'static str> {
     store.events(session).iter().map(|e| e.kind()).collect()
 }
@@ -55,12 +64,7 @@ fn a_session_in_a_memory_store_records_verifies_and_replays() {
     let file = SourceFile::new("lookup.lt", LOOKUP);
     let ir = check_and_lower(&file).ok().expect("checks");
     let store = MemoryStore::new();
-    let report = Session::new(&file)
-        .executors(Executors::File(tools))
-        .profile(ProfileSource::FromExecutors)
-        .log(LogTarget::Store(&store))
-        .run(&ir)
-        .expect("starts");
+    let report = logged(&file, tools, &store).run(&ir).expect("starts");
     assert_eq!(
         report
             .result
@@ -129,10 +133,7 @@ fn approval_run(granted: bool) -> (String, Vec<(String, String)>) {
     let file = SourceFile::new("approve.lt", APPROVE);
     let ir = check_and_lower(&file).ok().expect("checks");
     let store = MemoryStore::new();
-    let report = Session::new(&file)
-        .executors(Executors::File(tools))
-        .profile(ProfileSource::FromExecutors)
-        .log(LogTarget::Store(&store))
+    let report = logged(&file, tools, &store)
         .approver(Box::new(FixedApprover::new(
             granted,
             "test",

@@ -276,48 +276,32 @@ pub trait Host {
     }
 }
 
-impl<H: Host + ?Sized> Host for &mut H {
-    fn call(&mut self, request: CallRequest<'_>) -> Outcome {
-        (**self).call(request)
-    }
+/// A host behind a pointer (`&mut H`, `Box<H>`) is the host itself.
+macro_rules! forward_host {
+    ($($ptr:ty),*) => {$(
+        impl<H: Host + ?Sized> Host for $ptr {
+            fn call(&mut self, request: CallRequest<'_>) -> Outcome {
+                (**self).call(request)
+            }
 
-    fn call_batch(
-        &mut self,
-        requests: Vec<CallRequest<'_>>,
-        limit: usize,
-        events: &mut dyn FnMut(BatchEvent<'_>) -> bool,
-    ) -> Vec<Outcome> {
-        (**self).call_batch(requests, limit, events)
-    }
+            fn call_batch(
+                &mut self,
+                requests: Vec<CallRequest<'_>>,
+                limit: usize,
+                events: &mut dyn FnMut(BatchEvent<'_>) -> bool,
+            ) -> Vec<Outcome> {
+                (**self).call_batch(requests, limit, events)
+            }
 
-    fn annotation(&mut self, event: AnnotationEvent<'_>) {
-        (**self).annotation(event)
-    }
+            fn annotation(&mut self, event: AnnotationEvent<'_>) {
+                (**self).annotation(event)
+            }
 
-    fn approve(&mut self, request: ApprovalRequest<'_>) -> Result<String, String> {
-        (**self).approve(request)
-    }
+            fn approve(&mut self, request: ApprovalRequest<'_>) -> Result<String, String> {
+                (**self).approve(request)
+            }
+        }
+    )*};
 }
 
-impl<H: Host + ?Sized> Host for Box<H> {
-    fn call(&mut self, request: CallRequest<'_>) -> Outcome {
-        (**self).call(request)
-    }
-
-    fn call_batch(
-        &mut self,
-        requests: Vec<CallRequest<'_>>,
-        limit: usize,
-        events: &mut dyn FnMut(BatchEvent<'_>) -> bool,
-    ) -> Vec<Outcome> {
-        (**self).call_batch(requests, limit, events)
-    }
-
-    fn annotation(&mut self, event: AnnotationEvent<'_>) {
-        (**self).annotation(event)
-    }
-
-    fn approve(&mut self, request: ApprovalRequest<'_>) -> Result<String, String> {
-        (**self).approve(request)
-    }
-}
+forward_host!(&mut H, Box<H>);
