@@ -216,20 +216,24 @@ fn calls_carry_an_idempotency_key_of_session_and_call_identity() {
         .into_checked()
         .expect("checked");
     let ir = lower(&checked).expect("lowered");
-    let tools = Tools {
-        answer: json!({"id": "c1", "cents": 5, "tx": "t9"}),
-        ran: Vec::new(),
-        keys: Vec::new(),
+    // The keys each tool call of one run of PROGRAM in `session` carries.
+    let keys_in = |session: &str| {
+        let tools = Tools {
+            answer: json!({"id": "c1", "cents": 5, "tx": "t9"}),
+            ran: Vec::new(),
+            keys: Vec::new(),
+        };
+        let mut plane = ControlPlane::new(
+            tools,
+            Profile::default(),
+            &ir.tools,
+            MemoryLog::new(session).expect("memory log"),
+            session.into(),
+        );
+        let _ = run(&ir, &mut plane, &Limits::default());
+        plane.inner().keys.clone()
     };
-    let mut plane = ControlPlane::new(
-        tools,
-        Profile::default(),
-        &ir.tools,
-        MemoryLog::new(SESSION).expect("memory log"),
-        SESSION.into(),
-    );
-    let _ = run(&ir, &mut plane, &Limits::default());
-    let keys = plane.inner().keys.clone();
+    let keys = keys_in(SESSION);
     assert_eq!(keys.len(), 2);
     assert!(
         keys.iter().all(|k| k
@@ -238,6 +242,15 @@ fn calls_carry_an_idempotency_key_of_session_and_call_identity() {
         "{keys:?}"
     );
     assert_ne!(keys[0], keys[1]);
+    // A re-run of the same calls in the same session (what a resume does)
+    // carries the same keys; another session, other keys.
+    assert_eq!(keys_in(SESSION), keys, "a re-run got other keys");
+    let other = "fedcba9876543210fedcba9876543210";
+    let other_keys = keys_in(other);
+    assert_eq!(other_keys.len(), 2);
+    for (mine, theirs) in keys.iter().zip(&other_keys) {
+        assert_ne!(mine, theirs);
+    }
 }
 
 #[test]

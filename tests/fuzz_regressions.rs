@@ -5,17 +5,37 @@
 //! limits against a host that answers every call with `null` (a wrong shape
 //! for most tools, so the program sees an `Err`).
 //!
-//! The test asserts only that each input terminates without a panic. The
-//! time each file took is printed (`cargo test --test fuzz_regressions --
-//! --nocapture`), not asserted: the slow inputs recorded here were slow
-//! checks, and the figure shows whether one has regressed.
+//! Each input terminates without a panic, with the outcome its
+//! `// expect-error: CODES` header names (every distinct code, comma-separated;
+//! no header: the program checks), and within [`TIME_BOUND`]: the slow
+//! inputs recorded here were slow checks. The time each file took is also
+//! printed (`cargo test --test fuzz_regressions -- --nocapture`).
 
 use lt::diag::{json, render};
 use lt::runtime::host::{CallRequest, Host, Outcome};
 use lt::runtime::limits::Limits;
 use lt::source::{SourceFile, Span};
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// The most one input may take, in a debug build on a loaded machine: far
+/// above what the inputs take now (about 0.1 s), far below what they took
+/// when they were found (seconds to minutes: the work was exponential).
+const TIME_BOUND: Duration = Duration::from_secs(10);
+
+/// The codes an input's `// expect-error:` header names, in order.
+fn expected_codes(text: &str) -> Vec<String> {
+    let mut codes: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("// expect-error:"))
+        .flat_map(|l| l.split(','))
+        .map(|c| c.trim().to_string())
+        .filter(|c| !c.is_empty())
+        .collect();
+    codes.sort();
+    codes.dedup();
+    codes
+}
 
 /// The fuzz harness's limits.
 fn limits() -> Limits {
@@ -47,8 +67,9 @@ fn inputs() -> Vec<PathBuf> {
     files
 }
 
-/// What the `check` and `run` fuzz targets do with one input.
-fn exercise(text: &str) -> String {
+/// What the `check` and `run` fuzz targets do with one input; returns the
+/// distinct diagnostic codes (sorted) and a summary.
+fn exercise(text: &str) -> (Vec<String>, String) {
     let analysis = lt::types::check_source(text);
     for d in &analysis.diagnostics {
         assert!(
@@ -63,44 +84,48 @@ fn exercise(text: &str) -> String {
         std::hint::black_box(json::to_line(&file, d));
     }
     std::hint::black_box(analysis.ty.to_string());
-    let codes: Vec<&str> = analysis
+    let mut codes: Vec<String> = analysis
         .diagnostics
         .iter()
-        .map(|d| d.code.as_str())
+        .map(|d| d.code.as_str().to_string())
         .collect();
+    codes.sort();
+    codes.dedup();
     let summary = if codes.is_empty() {
         "checks".to_string()
     } else {
         codes.join(" ")
     };
     let Ok(checked) = analysis.into_checked() else {
-        return summary;
+        return (codes, summary);
     };
     let ir = match lt::ir::lower::lower(&checked) {
         Ok(ir) => ir,
         Err(e) => panic!("checked program failed to lower: {e:?}"),
     };
     let (result, _) = lt::runtime::eval::run(&ir, &mut NullHost, &limits());
-    match result {
+    let summary = match result {
         Ok(_) => format!("{summary}, ran"),
         Err(e) => format!("{summary}, run stopped: {e:?}"),
-    }
+    };
+    (codes, summary)
 }
 
 #[test]
-fn every_fuzz_regression_terminates_without_panicking() {
+fn every_fuzz_regression_terminates_in_time_with_its_expected_outcome() {
     let files = inputs();
     assert!(!files.is_empty(), "no inputs in tests/fuzz_regressions");
     for path in files {
         let text =
             std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let name = path
+            .file_name()
+            .map_or_else(Default::default, |n| n.to_string_lossy());
         let started = Instant::now();
-        let outcome = exercise(&text);
-        println!(
-            "{}: {outcome} ({:.1} ms)",
-            path.file_name()
-                .map_or_else(Default::default, |n| n.to_string_lossy()),
-            started.elapsed().as_secs_f64() * 1e3
-        );
+        let (codes, outcome) = exercise(&text);
+        let took = started.elapsed();
+        println!("{name}: {outcome} ({:.1} ms)", took.as_secs_f64() * 1e3);
+        assert_eq!(codes, expected_codes(&text), "{name}: {outcome}");
+        assert!(took < TIME_BOUND, "{name} took {took:?}");
     }
 }

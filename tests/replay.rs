@@ -3,7 +3,9 @@
 //!
 //! * every call that reaches the tools is preceded in the log by an allow
 //!   decision and a `scheduled` event for the same call;
-//! * no denied tool ever reaches the tools;
+//! * every call is decided as the random profile says (allow list, deny
+//!   list, effects, session budget, dry run: derived independently from the
+//!   profile), and the tools receive exactly the calls it runs;
 //! * the log verifies;
 //! * replaying the log (no tools) makes the same calls and reaches the
 //!   same value.
@@ -199,9 +201,15 @@ fn check_session(ir: &Ir, outcomes: Outcomes, policy: &Policy) -> Result<(), Str
         if !scheduled.contains(id) {
             return Err(format!("{tool} ({id}) ran without being scheduled"));
         }
-        if profile.deny.contains(tool) {
-            return Err(format!("denied tool {tool} ran"));
-        }
+    }
+    // Each call the program made (its `proposed` event) is decided as the
+    // random policy says, derived here from the policy alone; the tools
+    // received exactly the calls it runs, in order.
+    let expected = expected_runs(ir, policy, events)?;
+    if received != expected {
+        return Err(format!(
+            "the tools received {received:?}; the policy runs {expected:?}"
+        ));
     }
     // Replay reproduces the calls and the value.
     // The profile as the log records it (what `lt replay` reads back).
@@ -221,6 +229,99 @@ fn check_session(ir: &Ir, outcomes: Outcomes, policy: &Policy) -> Result<(), Str
         return Err(format!("replay gave {replayed:?}, the live run {value:?}"));
     }
     Ok(())
+}
+
+/// The rule that decides a call of `tool` under `policy`, given how many
+/// calls were allowed before it (the order of `Pipeline::decide`: allow
+/// list, deny list, effects, session budget, dry run).
+fn expected_rule(ir: &Ir, policy: &Policy, tool: &str, allowed_before: u32) -> &'static str {
+    let index = ir
+        .tools
+        .iter()
+        .position(|t| *t.name == *tool)
+        .expect("declared");
+    let picked = |mask: u16| mask & (1 << (index % 16)) != 0;
+    let effects = &ir.tools[index].effects;
+    let granted = |label: &str| {
+        let Some(on) = &policy.effects else {
+            return true;
+        };
+        ["Read", "Write", "Network"]
+            .iter()
+            .zip(on)
+            .any(|(l, on)| *on && *l == label)
+    };
+    if policy.use_allow && !picked(policy.allow_mask) {
+        "allowlist"
+    } else if picked(policy.deny_mask) {
+        "denylist"
+    } else if !effects.labels().all(granted) {
+        "effects"
+    } else if policy
+        .max_calls
+        .is_some_and(|max| allowed_before >= u32::from(max))
+    {
+        "session_budget"
+    } else if policy.dry_run && !effects.is_empty() {
+        "dry_run"
+    } else {
+        "policy"
+    }
+}
+
+/// Checks every decision of the log against [`expected_rule`]; returns the
+/// calls the policy runs (allowed, not dry run), in order.
+fn expected_runs(
+    ir: &Ir,
+    policy: &Policy,
+    events: &[lt::log::Event],
+) -> Result<Vec<(String, String)>, String> {
+    let mut proposed: HashMap<String, String> = HashMap::new();
+    let mut decided = 0;
+    let mut allowed = 0;
+    let mut runs = Vec::new();
+    for e in events {
+        match &e.body {
+            EventBody::Proposed { call_id, tool, .. } => {
+                proposed.insert(call_id.clone(), tool.clone());
+            }
+            EventBody::Decided {
+                call_id,
+                decision,
+                rule,
+                ..
+            } => {
+                decided += 1;
+                let tool = proposed
+                    .get(call_id)
+                    .ok_or_else(|| format!("{call_id} decided, never proposed"))?;
+                let want = expected_rule(ir, policy, tool, allowed);
+                let allow = matches!(want, "dry_run" | "policy");
+                let want_decision = if allow {
+                    Decision::Allow
+                } else {
+                    Decision::Deny
+                };
+                if rule != want || *decision != want_decision {
+                    return Err(format!(
+                        "{tool} ({call_id}): decided {decision:?} by {rule}, the policy says {want_decision:?} by {want}"
+                    ));
+                }
+                allowed += u32::from(allow);
+                if want == "policy" {
+                    runs.push((call_id.clone(), tool.clone()));
+                }
+            }
+            _ => {}
+        }
+    }
+    if decided != proposed.len() {
+        return Err(format!(
+            "{} calls proposed, {decided} decided",
+            proposed.len()
+        ));
+    }
+    Ok(runs)
 }
 
 thread_local! {

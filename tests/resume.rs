@@ -7,8 +7,12 @@
 //! * Every prefix of a complete log (cut at each event, and in the middle of
 //!   a line) resumes to the same value, and no call the prefix recorded to
 //!   its outcome runs again.
-//! * The crash test: `examples/batch_refunds` killed at many points; after
-//!   `lt resume` the database shows each refund once and every log verifies.
+//! * The crash test: `examples/batch_refunds` killed at points set by its
+//!   progress (each number of log events, each tool start), never by the
+//!   clock; after `lt resume` a wrapper's record of every execution shows a
+//!   call that is not idempotent ran at most once and an idempotent one
+//!   always with the same key, the database shows each refund once, and
+//!   every log verifies.
 //!
 //! The command tools run `tests/session/tool.py`, which appends a line per
 //! run to `$LT_RECORD` (its argument and `LT_IDEMPOTENCY_KEY`) before it
@@ -397,97 +401,217 @@ fn refunds(db: &str) -> (Vec<String>, usize) {
     (ids, v[1].as_u64().expect("test fixture") as usize)
 }
 
-/// The batch_refunds example killed at `points` moments of its run, then
-/// resumed. `idempotent`: the example's own tools.toml (issue_refund is
-/// idempotent); else a copy without that line.
+/// Records every execution of a tool, then runs it: appends
+/// `{"at": "start", "request_id", "key"}` to the file `argv[1]` before
+/// running `argv[2:]` with the same input, and `{"at": "end", …}` after it
+/// exits.
+const RECORD_WRAPPER: &str = r#"import json, os, subprocess, sys
+data = sys.stdin.buffer.read()
+try:
+    request_id = json.loads(data).get("request_id")
+except Exception:
+    request_id = None
+def record(at):
+    with open(sys.argv[1], "a") as f:
+        f.write(json.dumps({"at": at, "request_id": request_id,
+                            "key": os.environ.get("LT_IDEMPOTENCY_KEY")}) + "\n")
+record("start")
+code = subprocess.run(sys.argv[2:], input=data).returncode
+record("end")
+sys.exit(code)
+"#;
+
+/// The executions a [`RECORD_WRAPPER`] recorded: (`at`, request id, key).
+fn executions(record: &str) -> Vec<(String, Option<String>, Option<String>)> {
+    std::fs::read_to_string(record)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let v: Json = serde_json::from_str(l).expect("a record of the wrapper");
+            let text = |k: &str| v[k].as_str().map(str::to_string);
+            (text("at").expect("at"), text("request_id"), text("key"))
+        })
+        .collect()
+}
+
+/// Waits (at most 20 s) until no process has `text` in its command line;
+/// whether none has. A zombie has no command line.
+fn no_process_mentions(text: &str) -> bool {
+    let mentions = || {
+        std::fs::read_dir("/proc")
+            .expect("/proc")
+            .flatten()
+            .filter_map(|p| std::fs::read(p.path().join("cmdline")).ok())
+            .any(|c| String::from_utf8_lossy(&c).contains(text))
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while mentions() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    !mentions()
+}
+
+/// How many executions `record` shows started.
+fn started(record: &str) -> usize {
+    executions(record).iter().filter(|e| e.0 == "start").count()
+}
+
+/// The batch_refunds example killed at points of its run that do not depend
+/// on the machine's speed (once its log has each number of events, and once
+/// each execution of issue_refund and log_batch has started), then resumed.
+/// `idempotent`: issue_refund is idempotent, as in the example's
+/// tools.toml; else declared not to be. Both tools run under
+/// [`RECORD_WRAPPER`], which counts every execution: the example's
+/// issue_refund itself refuses a request already refunded, so the database
+/// alone would show no duplicate whatever lt does.
 fn crash_batch_refunds(idempotent: bool) {
     let example = repo().join("examples/batch_refunds");
     let dir = TempDir::new(if idempotent { "crash-idem" } else { "crash" });
-    let tools = if idempotent {
-        example.join("tools.toml").display().to_string()
-    } else {
-        let text = std::fs::read_to_string(example.join("tools.toml")).expect("test fixture");
-        assert!(text.contains("idempotent = true"));
-        // The copy must sit in the example folder: its commands are relative to it.
-        let text = text.replace("idempotent = true", "idempotent = false");
-        let copy = example.join(format!("tools-test-{}.toml", std::process::id()));
-        std::fs::write(&copy, text).expect("test fixture");
-        copy.display().to_string()
+    let wrapper = dir.write("record.py", RECORD_WRAPPER);
+    // The interpreter itself, not a launcher such as a pyenv shim (a bash
+    // script, which a kill can leave waiting on a pipe for a long time).
+    let python = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3");
+    let python = String::from_utf8(python.stdout).expect("a path");
+    let python = python.trim();
+    let text = std::fs::read_to_string(example.join("tools.toml")).expect("test fixture");
+    let script = |tool: &str| {
+        example
+            .join(format!("tools/{tool}.py"))
+            .display()
+            .to_string()
     };
-    struct Remove(String, bool);
-    impl Drop for Remove {
-        fn drop(&mut self) {
-            if self.1 {
-                let _ = std::fs::remove_file(&self.0);
-            }
-        }
+    let wrapped = |tool: &str, record: &str| {
+        json!([python, wrapper, record, python, script(tool)]).to_string()
+    };
+    let (refund_record, batch_record) = (dir.path("issue_refund.runs"), dir.path("log_batch.runs"));
+    let mut tools_text = text
+        .replace(
+            r#"["python3", "tools/pending_refunds.py"]"#,
+            &json!([python, script("pending_refunds")]).to_string(),
+        )
+        .replace(
+            r#"["python3", "tools/issue_refund.py"]"#,
+            &wrapped("issue_refund", &refund_record),
+        )
+        .replace(
+            r#"["python3", "tools/log_batch.py"]"#,
+            &wrapped("log_batch", &batch_record),
+        );
+    assert!(!tools_text.contains("\"tools/"), "{tools_text}");
+    if !idempotent {
+        let before = tools_text.clone();
+        tools_text = tools_text.replacen(
+            "idempotent = true\n\n[tools.log_batch]",
+            "idempotent = false\n\n[tools.log_batch]",
+            1,
+        );
+        assert_ne!(before, tools_text, "issue_refund's idempotent line");
     }
-    let _cleanup = Remove(tools.clone(), !idempotent);
+    let tools = dir.write("tools.toml", &tools_text);
     let program = example.join("program.lt").display().to_string();
     let expected = "batch stopped at the first failure: tool issue_refund failed (exit status 1): request req_003: no account with id cust_9999";
-    let points = [
-        0u64, 20, 50, 80, 120, 160, 200, 250, 300, 350, 400, 500, 600, 800,
-    ];
+    let run_args =
+        |log: &str| ["run", &program, "--executors", &tools, "--log", log].map(str::to_string);
+
+    // An uninterrupted run: how many events a whole log has.
+    let (whole_log, whole_db) = (dir.path("whole.jsonl"), dir.path("whole.db"));
+    let whole = lt_in(
+        &dir.0 .0,
+        &run_args(&whole_log).each_ref().map(String::as_str),
+        &[("LT_EXAMPLE_DB", whole_db.as_str())],
+    );
+    assert_eq!(
+        whole.stdout.trim(),
+        json!(expected).to_string(),
+        "{whole:?}"
+    );
+    let whole_events = events(&whole_log).len();
+    assert_eq!(started(&refund_record), 3);
+    assert_eq!(started(&batch_record), 1);
+    std::fs::remove_file(&refund_record).expect("test fixture");
+    std::fs::remove_file(&batch_record).expect("test fixture");
+
+    enum Point {
+        Events(usize),
+        Started(&'static str, usize),
+    }
+    let mut points: Vec<Point> = (0..whole_events).map(Point::Events).collect();
+    points.extend((1..=3).map(|n| Point::Started("issue_refund", n)));
+    points.push(Point::Started("log_batch", 1));
+
     let mut resumed = 0;
     // How many logs ended after each kind of event (what the kills hit).
     let mut cut_after = std::collections::BTreeMap::<String, usize>::new();
-    for (i, ms) in points.iter().enumerate() {
+    for (i, point) in points.iter().enumerate() {
         let db = dir.path(&format!("db{i}.db"));
         let log = dir.path(&format!("log{i}.jsonl"));
+        let refunds_run = dir.path(&format!("issue_refund{i}.runs"));
+        let batch_run = dir.path(&format!("log_batch{i}.runs"));
         let envs = [("LT_EXAMPLE_DB", db.as_str())];
-        let started = Instant::now();
+        let case = match point {
+            Point::Events(n) => format!("killed once the log had {n} events"),
+            Point::Started(tool, n) => format!("killed once {tool} had started {n} times"),
+        };
+        let case = format!("{case} (idempotent {idempotent})");
         run_and_kill(
             &dir.0 .0,
-            &["run", &program, "--executors", &tools, "--log", &log],
+            &run_args(&log).each_ref().map(String::as_str),
             &envs,
-            || started.elapsed() >= Duration::from_millis(*ms),
+            || match point {
+                Point::Events(n) => {
+                    std::fs::read_to_string(&log).is_ok_and(|t| t.matches('\n').count() >= *n)
+                }
+                Point::Started("issue_refund", n) => started(&refund_record) >= *n,
+                Point::Started(_, n) => started(&batch_record) >= *n,
+            },
         );
-        // Let a tool the kill orphaned finish its transaction.
-        std::thread::sleep(Duration::from_millis(300));
-        let case = format!("killed after {ms} ms (idempotent {idempotent})");
+        // The tools the kill orphaned (and a child lt forked that is not
+        // yet a tool) finish: every process of this test mentions its folder.
+        assert!(
+            no_process_mentions(&format!("{}/", dir.0 .0.display())),
+            "{case}: an orphaned tool did not end"
+        );
         if !Path::new(&log).exists() || std::fs::metadata(&log).expect("test fixture").len() == 0 {
             let (ids, _) = refunds_or_empty(&db);
             assert!(ids.is_empty(), "{case}: refunds without a log: {ids:?}");
-            continue;
-        }
-        assert_verifies(&dir, &log);
-        let last = kinds(&log).last().cloned().unwrap_or_default();
-        *cut_after.entry(last).or_insert(0) += 1;
-        let out = lt_in(
-            &dir.0 .0,
-            &["resume", &log, "--executors", &tools, "--json"],
-            &envs,
-        );
-        let ended_before = out.code == 2 && out.stdout.contains("already ended");
-        if !ended_before {
-            assert_eq!(out.code, 0, "{case}: {out:?}");
-            resumed += 1;
-        }
-        assert_verifies(&dir, &log);
-        let (ids, logs) = refunds(&db);
-        let mut unique = ids.clone();
-        unique.dedup();
-        assert_eq!(unique, ids, "{case}: a refund twice");
-        assert!(logs <= 1, "{case}: batch_log has {logs} rows");
-        if idempotent {
-            // Exactly once each, and the program ends as an uninterrupted run.
-            assert_eq!(ids, ["req_001", "req_002"], "{case}");
+            assert_eq!(started(&refund_record), 0, "{case}: ran without a log");
+        } else {
+            assert_verifies(&dir, &log);
+            let last = kinds(&log).last().cloned().unwrap_or_default();
+            *cut_after.entry(last).or_insert(0) += 1;
+            let out = lt_in(
+                &dir.0 .0,
+                &["resume", &log, "--executors", &tools, "--json"],
+                &envs,
+            );
+            let ended_before = out.code == 2 && out.stdout.contains("already ended");
             if !ended_before {
-                // log_batch is not idempotent: cut short, its outcome is unknown.
+                assert_eq!(out.code, 0, "{case}: {out:?}");
+                resumed += 1;
+            }
+            assert_verifies(&dir, &log);
+            check_refunds(&case, idempotent, &db, &refund_record, &batch_record);
+            if idempotent && !ended_before {
+                // The program ends as an uninterrupted run; log_batch is
+                // not idempotent: cut short, its outcome is unknown.
                 let value = out.json()["value"].as_str().unwrap_or_default().to_string();
                 let logging_unknown = value
                     .starts_with("batch stopped at the first failure (tool issue_refund failed")
                     && value.contains("and logging failed: outcome unknown");
                 assert!(value == expected || logging_unknown, "{case}: {value}");
             }
-        } else {
-            assert!(
-                ids.iter().all(|r| r == "req_001" || r == "req_002"),
-                "{case}: {ids:?}"
-            );
+            let replay = lt(&dir, &["replay", &log, "--json"]);
+            assert_eq!(replay.code, 0, "{case}: replay {replay:?}");
         }
-        let replay = lt(&dir, &["replay", &log, "--json"]);
-        assert_eq!(replay.code, 0, "{case}: replay {replay:?}");
+        // Keep this point's records; the next point starts with none.
+        for (from, to) in [(&refund_record, &refunds_run), (&batch_record, &batch_run)] {
+            if Path::new(from).exists() {
+                std::fs::rename(from, to).expect("test fixture");
+            }
+        }
     }
     eprintln!(
         "crash test (idempotent {idempotent}): {resumed} resumed; logs cut after {cut_after:?}"
@@ -496,6 +620,63 @@ fn crash_batch_refunds(idempotent: bool) {
         resumed >= 3,
         "too few kills landed inside the run ({resumed})"
     );
+}
+
+/// After a kill and a resume: every execution of issue_refund (the
+/// wrapper's record) and every refund row, per request. Each execution
+/// carries its call's idempotency key (a kill may cut its input short, so
+/// the request id may be missing). Not idempotent: at most one execution per
+/// call and per request; idempotent: one key per request (a repeat is the
+/// same call again), and exactly req_001 and req_002 refunded, once each.
+/// log_batch (never idempotent) runs at most once.
+fn check_refunds(case: &str, idempotent: bool, db: &str, refund_record: &str, batch_record: &str) {
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut keys = BTreeMap::<String, BTreeSet<String>>::new();
+    let mut per_request = BTreeMap::<String, usize>::new();
+    let mut per_call = BTreeMap::<String, usize>::new();
+    for (at, request, key) in executions(refund_record) {
+        if at != "start" {
+            continue;
+        }
+        let key = key.unwrap_or_else(|| panic!("{case}: an execution without a key"));
+        *per_call.entry(key.clone()).or_insert(0) += 1;
+        if let Some(request) = request {
+            *per_request.entry(request.clone()).or_insert(0) += 1;
+            keys.entry(request).or_default().insert(key);
+        }
+    }
+    for (request, keys) in &keys {
+        assert_eq!(keys.len(), 1, "{case}: {request} ran with keys {keys:?}");
+    }
+    if !idempotent {
+        for (what, n) in per_call.iter().chain(&per_request) {
+            assert_eq!(*n, 1, "{case}: issue_refund ran {n} times for {what}");
+        }
+    }
+    assert!(
+        started(batch_record) <= 1,
+        "{case}: log_batch ran {} times",
+        started(batch_record)
+    );
+    let (ids, logs) = refunds(db);
+    let mut rows = BTreeMap::<String, usize>::new();
+    for id in &ids {
+        *rows.entry(id.clone()).or_insert(0) += 1;
+    }
+    assert!(
+        rows.values().all(|n| *n == 1),
+        "{case}: a refund twice: {ids:?}"
+    );
+    assert!(logs <= 1, "{case}: batch_log has {logs} rows");
+    let refunded: BTreeSet<&str> = rows.keys().map(String::as_str).collect();
+    if idempotent {
+        assert_eq!(refunded, BTreeSet::from(["req_001", "req_002"]), "{case}");
+    } else {
+        assert!(
+            refunded.is_subset(&BTreeSet::from(["req_001", "req_002"])),
+            "{case}: {ids:?}"
+        );
+    }
 }
 
 /// Like [`refunds`], for a database that may not exist.

@@ -653,14 +653,12 @@ fn a_hundred_thousand_chained_lets_check() {
 
 #[test]
 fn a_hundred_thousand_additions() {
-    // `1 + 1 + …` is a left-nested tree: either it checks (type Int) or it is
-    // rejected once with E0103; never a crash.
+    // `1 + 1 + …` is a left-nested tree 100,000 levels deep: rejected once
+    // with E0103 (the nesting limit counts operator chains too), never a
+    // crash.
     let src = vec!["1"; DEEP].join(" + ");
     let r = check_file("100k additions", src.as_bytes(), few_seconds());
-    match r.sane() {
-        0 => assert!(r.stdout.contains("type: Int"), "{}", r.describe()),
-        _ => r.expect_too_deep(),
-    }
+    r.expect_too_deep();
 }
 
 #[test]

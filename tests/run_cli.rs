@@ -394,11 +394,22 @@ fn hanging_tool_times_out() {
     let pid = std::fs::read_to_string(&pidfile).expect("the tool ran");
     #[cfg(target_os = "linux")]
     {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", pid.trim()));
         // Gone, or (reaped by nobody yet) a zombie: not sleeping any more.
-        if let Ok(s) = status {
-            assert!(s.contains("State:\tZ") || !s.contains("sleep.py"), "{s}");
+        // A short bounded wait lets the SIGKILL be delivered.
+        let status = format!("/proc/{}/status", pid.trim());
+        let gone = || match std::fs::read_to_string(&status) {
+            Err(_) => true,
+            Ok(s) => s.contains("State:\tZ"),
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !gone() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
         }
+        assert!(
+            gone(),
+            "the timed-out tool still runs: {}",
+            std::fs::read_to_string(&status).unwrap_or_default()
+        );
     }
 }
 

@@ -276,20 +276,29 @@ fn malformed_reply_is_retried() {
 
 #[test]
 fn timeout_is_retried() {
+    // The first reply comes after a minute; the 2 s timeout cuts it short.
+    // Neither figure races the machine: the second reply has 2 s to arrive
+    // (it is immediate), and waiting out the slow reply would take 60 s.
     let server = FakeModel::start(vec![
-        json!({"delay_ms": 2000, "text": "late"}),
+        json!({"delay_ms": 60_000, "text": "late"}),
         json!({"text": "ok"}),
     ]);
     let mut cfg = config(ProviderKind::OpenAi, server.base_url_openai());
-    cfg.timeout = Duration::from_millis(300);
+    cfg.timeout = Duration::from_secs(2);
     let started = Instant::now();
     let (reply, notices) = complete(&mut HttpProposer::new(cfg).expect("proposer"), &request(1));
     assert_eq!(reply.expect("reply").texts, texts(&["ok"]));
-    assert!(started.elapsed() < Duration::from_millis(1900));
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the slow reply was waited for: {:?}",
+        started.elapsed()
+    );
+    // Two attempts reached the server: the one cut short, and its retry.
+    assert_eq!(server.requests().len(), 2);
     assert_eq!(notices.len(), 1);
     assert_eq!(notices[0].kind, ProposeErrorKind::Timeout);
     assert!(
-        notices[0].message.contains("300 ms"),
+        notices[0].message.contains("2000 ms"),
         "{}",
         notices[0].message
     );
@@ -466,18 +475,22 @@ fn works_from_inside_a_tokio_runtime() {
     assert_eq!(texts.expect("reply"), ["ok"]);
 }
 
-/// A `Retry-After` longer than lt waits (4 × `backoff_max`, here 4 s) ends
+/// A `Retry-After` longer than lt waits (4 × `backoff_max`, here 40 s) ends
 /// the call at once, saying so, instead of waiting the cap before each retry.
 #[test]
 fn retry_after_beyond_the_cap_fails_fast() {
     let limited = json!({"status": 429, "headers": {"Retry-After": "99999"},
         "body": {"error": {"message": "Rate limit reached", "type": "requests"}}});
     let server = FakeModel::start(vec![limited.clone(), limited, json!({"text": "never"})]);
+    let mut cfg = config(ProviderKind::OpenAi, server.base_url_openai());
+    cfg.backoff_max = Duration::from_secs(10);
     let started = Instant::now();
-    let (result, notices) = complete(&mut openai(&server), &request(1));
+    let (result, notices) = complete(&mut HttpProposer::new(cfg).expect("proposer"), &request(1));
+    // Waiting the cap would take 40 s: half of it is far beyond one local
+    // request on any machine.
     assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
+        started.elapsed() < Duration::from_secs(20),
+        "waited {:?}",
         started.elapsed()
     );
     let e = result.expect_err("asked to wait too long");
@@ -489,7 +502,7 @@ fn retry_after_beyond_the_cap_fails_fast() {
     );
     assert!(
         e.message
-            .contains("the server asks to wait 99999 s, more than lt waits (cap 4 s): try later"),
+            .contains("the server asks to wait 99999 s, more than lt waits (cap 40 s): try later"),
         "{e}"
     );
     assert_eq!(server.requests().len(), 1);
