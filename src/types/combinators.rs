@@ -25,6 +25,17 @@
 //! linear, so it serves exactly one call (E0501 used twice, E0502 never).
 //! Asking performs no effect (nothing changes until the approved call).
 //!
+//! A `traverse` stops at its first `Err` and drops the `Ok` values it
+//! collected before it and the elements it did not reach; a `fan_out` and
+//! a `gather` hold their results in a list or a record of Results, which
+//! nothing can take apart element by element so that each linear value in
+//! it is consumed exactly once. So none of them may collect a linear value:
+//! a `traverse` whose elements or results, a `fan_out` whose results, or a
+//! `gather` whose calls' outputs hold a `!T` (directly or in a record,
+//! list, Option or Result) is E0506, checked once the program is typed (the
+//! types may be solved late). A `fan_out` may *spend* a list of linear
+//! values: it makes every call, so each element reaches its tool.
+//!
 //! `bounded_loop`'s bound is an Int literal from 1 to [`MAX_LOOP_BOUND`]
 //! (E0218), so it is visible in the program and the IR; the step decides to
 //! stop early with `done = true`. The result says whether it did.
@@ -35,6 +46,20 @@ use crate::diag::{Code, Diagnostic};
 use crate::source::Span;
 use crate::syntax::ast::{Expr, ExprKind, Ident, Name};
 use std::rc::Rc;
+
+/// What a `traverse`, `fan_out` or `gather` holds, to be checked for linear
+/// types once the program is typed (E0506).
+pub struct Collected {
+    /// The type of the values held: the results (element type or record),
+    /// or the elements a `traverse` walks.
+    pub ty: Type,
+    /// The combinator's name (or its `gather`).
+    pub span: Span,
+    /// `traverse`, `fan_out` or `gather`.
+    pub name: &'static str,
+    /// True for the elements a `traverse` walks (false for results).
+    pub elements: bool,
+}
 
 /// The largest bound a `bounded_loop` may have.
 pub const MAX_LOOP_BOUND: i64 = 10_000;
@@ -88,6 +113,50 @@ impl Checker<'_> {
             _ => self.check(arg, &Type::Record(rest)),
         }
         result
+    }
+
+    /// Reports every [`Collected`] whose type holds a linear value (E0506).
+    pub(super) fn check_collected(&mut self) {
+        let mut reported: Vec<Span> = Vec::new();
+        for c in std::mem::take(&mut self.collected) {
+            let t = self.metas.zonk(&c.ty);
+            if !t.is_linear() || reported.contains(&c.span) {
+                continue;
+            }
+            reported.push(c.span);
+            let name = c.name;
+            let (message, label, help) = if c.elements {
+                (
+                    format!("`{name}` over linear values: it stops at the first Err and drops the elements it did not reach"),
+                    format!("walks a list of {t}"),
+                    "spend the whole list with `fan_out (fn x => exec tool NAME x) xs`, which calls the tool for every element, \
+                     or keep the tokens out of the list"
+                        .to_string(),
+                )
+            } else if name == "traverse" {
+                (
+                    format!("`{name}` collecting linear values: it stops at the first Err and drops the ones it collected before it"),
+                    format!("collects {t}"),
+                    "spend each token inside the callback and return a plain value: \
+                     `traverse (fn x => match exec tool mint x { Ok(m) => exec tool spend {token = m.token}, Err(e) => Err(e) }) xs`"
+                        .to_string(),
+                )
+            } else {
+                (
+                    format!("`{name}` collecting linear values: its Results cannot each be consumed exactly once"),
+                    format!("collects {t}"),
+                    format!(
+                        "make a call whose output holds a `!T` on its own, with `exec tool`, and spend the value in its `Ok` arm; \
+                         keep `{name}` for calls whose outputs are plain data"
+                    ),
+                )
+            };
+            self.diags.push(
+                Diagnostic::error(Code::E0506, c.span, message)
+                    .with_label(label)
+                    .with_help(help),
+            );
+        }
     }
 
     /// `scope { body }`.
@@ -164,7 +233,14 @@ impl Checker<'_> {
                 );
             }
         }
-        self.synth(record)
+        let t = self.synth(record);
+        self.collected.push(Collected {
+            ty: t.clone(),
+            span,
+            name: "gather",
+            elements: false,
+        });
+        t
     }
 
     /// Reports a `fan_out` function that is not `fn x => exec tool NAME arg`.

@@ -70,6 +70,9 @@ pub struct Checker<'a> {
     pub(super) data_vars: Vec<(Type, Span, &'static str)>,
     /// `==`/`!=` whose operand type held unsolved metavariables: `(type, operator span, op)`.
     pub(super) comparisons: Vec<(Type, Span, BinOp)>,
+    /// Values a `traverse`, `fan_out` or `gather` holds on to or may drop,
+    /// checked for linear types once the program is typed (E0506).
+    pub(super) collected: Vec<super::combinators::Collected>,
     tool_index: HashMap<Name, usize>,
     /// The variables in scope (each binding undone when its scope ends).
     pub(super) env: Scope<VarInfo>,
@@ -113,6 +116,7 @@ impl<'a> Checker<'a> {
             ordered: Vec::new(),
             data_vars: Vec::new(),
             comparisons: Vec::new(),
+            collected: Vec::new(),
             tool_index: tools
                 .iter()
                 .enumerate()
