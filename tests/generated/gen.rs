@@ -1496,13 +1496,15 @@ impl Generator {
         let k = *self.rng.pick(&ks);
         let f = self.fresh("f");
         let p = self.fresh("p");
-        let call = self.exec(k, cx, 1, None);
-        let out = self.tools[k].output.clone();
-        let u = self.data_ty(1);
         let inner = Cx {
             in_scope: true,
             ..cx.clone()
         };
+        // The call runs inside the scope, its argument's calls too: they
+        // are generated as if written there (read-only or with an undo).
+        let call = self.exec(k, &inner, 1, None);
+        let out = self.tools[k].output.clone();
+        let u = self.data_ty(1);
         // match f () { Ok(v) => Err("…") or …, Err(e) => Err(e) }: the scope
         // often ends in Err after the call succeeded, so its undo runs.
         let v = self.fresh("v");

@@ -277,3 +277,52 @@ fn a_loop_body_may_start_with_ok() {
 fn a_scope_body_may_start_with_ok() {
     accepted("let r = scope { Ok(1) } in match r { Ok(v) => v, Err(e) => 0 }");
 }
+
+/// Fixed (src/types/combinators.rs, `check_scoped_uses`): E0220 saw only
+/// the calls written inside a `scope`. A `Write` call of a tool without an
+/// undo, made by a function defined outside and applied inside (scopes are
+/// dynamic), was accepted and could not be rolled back. Now a `let`
+/// remembers whether its value mentions such a call (directly or through
+/// another variable), and a parameter holding an effectful function is
+/// not known to be undoable.
+#[test]
+fn a_function_applied_in_a_scope_makes_only_calls_that_can_be_undone() {
+    let decls = "tool send: {to: String} -{Write}-> Unit;\n\
+        tool book: {trip: String} -{Write}-> {id: String} undo cancel(output);\n\
+        tool cancel: {id: String} -{Write}-> Unit;\n";
+    let in_scope = |f: &str| {
+        format!(
+            "let r = scope {{ match {f} \"x\" {{ Ok(u) => Ok(1), Err(e) => Err(e) }} }} in\n\
+             match r {{ Ok(v) => v, Err(e) => 0 }}"
+        )
+    };
+    let direct = format!(
+        "{decls}let f = fn t: String => exec tool send {{to = t}} in\n{}",
+        in_scope("f")
+    );
+    assert_eq!(codes(&direct), ["E0220"], "{direct}");
+    let through = format!(
+        "{decls}let f = fn t: String => exec tool send {{to = t}} in\n\
+         let h = fn t: String => f t in\n{}",
+        in_scope("h")
+    );
+    assert_eq!(codes(&through), ["E0220"], "{through}");
+    let param = format!(
+        "{decls}let g = fn f: String -{{Write}}-> Result<Unit, String> =>\n{} in\n\
+         g (fn t: String => exec tool send {{to = t}})",
+        in_scope("f")
+    );
+    assert_eq!(codes(&param), ["E0220"], "{param}");
+    // An undo makes it fine, and so does a value computed by an
+    // irrevocable call before the scope (its call was made already).
+    accepted(&format!(
+        "{decls}let f = fn t: String => exec tool book {{trip = t}} in\n\
+         let h = fn t: String => f t in\n{}",
+        in_scope("h")
+    ));
+    accepted(&format!(
+        "{decls}let n = match exec tool send {{to = \"a\"}} {{ Ok(u) => \"b\", Err(e) => \"c\" }} in\n\
+         let f = fn t: String => exec tool book {{trip = t ++ n}} in\n{}",
+        in_scope("f")
+    ));
+}
