@@ -73,6 +73,7 @@ codes! {
     E0503 = "E0503", "linear value captured by a function";
     E0504 = "E0504", "branches use a linear value differently";
     E0505 = "E0505", "linear value used as a plain value";
+    E0506 = "E0506", "linear value in a traverse, fan_out or gather";
     E0601 = "E0601", "field access on a Result";
     E0602 = "E0602", "unhandled Result at the top level";
     E0603 = "E0603", "Result bound but never matched";

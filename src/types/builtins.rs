@@ -17,6 +17,7 @@
 //! is a lambda without a parameter annotation, the list is checked first so
 //! that the parameter gets the element type.
 
+use super::combinators::Collected;
 use super::infer::{Allowed, Checker};
 use super::ty::{EffectSet, Type};
 use crate::diag::{Code, Diagnostic};
@@ -103,10 +104,31 @@ impl Checker<'_> {
             "fan_out" => {
                 self.fan_out_shape(callback);
                 let (b, err, eff) = self.traverse_callback(callback, &a, name);
-                (vec![Type::list(a)], Type::list(Type::result(b, err)), eff)
+                let results = Type::result(b, err);
+                self.collected.push(Collected {
+                    ty: results.clone(),
+                    span: id.span,
+                    name: "fan_out",
+                    elements: false,
+                });
+                (vec![Type::list(a)], Type::list(results), eff)
             }
             _ => {
                 let (b, err, eff) = self.traverse_callback(callback, &a, name);
+                // Stops at the first Err: the Ok values before it and the
+                // elements after it would be dropped.
+                self.collected.push(Collected {
+                    ty: b.clone(),
+                    span: id.span,
+                    name: "traverse",
+                    elements: false,
+                });
+                self.collected.push(Collected {
+                    ty: a.clone(),
+                    span: id.span,
+                    name: "traverse",
+                    elements: true,
+                });
                 (vec![Type::list(a)], Type::result(Type::list(b), err), eff)
             }
         };

@@ -17,7 +17,14 @@
 //! `scope { e }` needs a Result-valued `e`; every call inside it (written
 //! inside it, lambdas included) of a tool that may change something (any
 //! effect but `Read`) must have an `undo` (E0220), so that an `Err` can roll
-//! back what completed.
+//! back what completed. Scopes are dynamic: a function defined outside and
+//! used inside makes its calls in the scope. So every variable bound
+//! outside a scope and used inside it is checked too, once the program is
+//! typed: a `let` remembers whether its value mentions a call that cannot be
+//! undone (directly, or through another variable: [`Undoable`]), and is
+//! E0220 when it does and its type holds a function with effects beyond
+//! `Read`; a parameter or a pattern binder (any function of its type could
+//! be given) is E0220 when its type holds such a function.
 //!
 //! `approve tool NAME arg` asks for an approval of one call: `NAME`'s
 //! input must have `!Approval` fields (E0221), `arg` is the input without
@@ -25,16 +32,41 @@
 //! linear, so it serves exactly one call (E0501 used twice, E0502 never).
 //! Asking performs no effect (nothing changes until the approved call).
 //!
+//! A `traverse` stops at its first `Err` and drops the `Ok` values it
+//! collected before it and the elements it did not reach; a `fan_out` and
+//! a `gather` hold their results in a list or a record of Results, which
+//! nothing can take apart element by element so that each linear value in
+//! it is consumed exactly once. So none of them may collect a linear value:
+//! a `traverse` whose elements or results, a `fan_out` whose results, or a
+//! `gather` whose calls' outputs hold a `!T` (directly or in a record,
+//! list, Option or Result) is E0506, checked once the program is typed (the
+//! types may be solved late). A `fan_out` may *spend* a list of linear
+//! values: it makes every call, so each element reaches its tool.
+//!
 //! `bounded_loop`'s bound is an Int literal from 1 to [`MAX_LOOP_BOUND`]
 //! (E0218), so it is visible in the program and the IR; the step decides to
 //! stop early with `done = true`. The result says whether it did.
 
-use super::infer::Checker;
+use super::infer::{Checker, Undoable};
 use super::ty::{EffectSet, Type};
 use crate::diag::{Code, Diagnostic};
 use crate::source::Span;
 use crate::syntax::ast::{Expr, ExprKind, Ident, Name};
 use std::rc::Rc;
+
+/// What a `traverse`, `fan_out` or `gather` holds, to be checked for linear
+/// types once the program is typed (E0506).
+pub struct Collected {
+    /// The type of the values held: the results (element type or record),
+    /// or the elements a `traverse` walks.
+    pub ty: Type,
+    /// The combinator's name (or its `gather`).
+    pub span: Span,
+    /// `traverse`, `fan_out` or `gather`.
+    pub name: &'static str,
+    /// True for the elements a `traverse` walks (false for results).
+    pub elements: bool,
+}
 
 /// The largest bound a `bounded_loop` may have.
 pub const MAX_LOOP_BOUND: i64 = 10_000;
@@ -90,9 +122,147 @@ impl Checker<'_> {
         result
     }
 
+    /// Reports every [`Collected`] whose type holds a linear value (E0506).
+    pub(super) fn check_collected(&mut self) {
+        let mut reported: Vec<Span> = Vec::new();
+        for c in std::mem::take(&mut self.collected) {
+            let t = self.metas.zonk(&c.ty);
+            if !t.is_linear() || reported.contains(&c.span) {
+                continue;
+            }
+            reported.push(c.span);
+            let name = c.name;
+            let (message, label, help) = if c.elements {
+                (
+                    format!("`{name}` over linear values: it stops at the first Err and drops the elements it did not reach"),
+                    format!("walks a list of {t}"),
+                    "spend the whole list with `fan_out (fn x => exec tool NAME x) xs`, which calls the tool for every element, \
+                     or keep the tokens out of the list"
+                        .to_string(),
+                )
+            } else if name == "traverse" {
+                (
+                    format!("`{name}` collecting linear values: it stops at the first Err and drops the ones it collected before it"),
+                    format!("collects {t}"),
+                    "spend each token inside the callback and return a plain value: \
+                     `traverse (fn x => match exec tool mint x { Ok(m) => exec tool spend {token = m.token}, Err(e) => Err(e) }) xs`"
+                        .to_string(),
+                )
+            } else {
+                (
+                    format!("`{name}` collecting linear values: its Results cannot each be consumed exactly once"),
+                    format!("collects {t}"),
+                    format!(
+                        "make a call whose output holds a `!T` on its own, with `exec tool`, and spend the value in its `Ok` arm; \
+                         keep `{name}` for calls whose outputs are plain data"
+                    ),
+                )
+            };
+            self.diags.push(
+                Diagnostic::error(Code::E0506, c.span, message)
+                    .with_label(label)
+                    .with_help(help),
+            );
+        }
+    }
+
+    /// The tool `name` when it may change something (an effect beyond
+    /// `Read`) and has no undo: a `scope` could not roll its call back.
+    fn irrevocable(&self, name: &str) -> Option<&super::decls::ToolSig> {
+        self.tools.iter().find(|t| &*t.name == name).filter(|sig| {
+            let mut read_only = EffectSet::pure();
+            read_only.insert(Rc::from("Read"));
+            sig.undo.is_none() && !sig.effects.is_subset(&read_only)
+        })
+    }
+
+    /// Whether the functions a `let` binds to `value` make only calls a
+    /// `scope` can roll back, read from the value's text: a call of a tool
+    /// without an undo, or a variable bound to one, is [`Undoable::No`]; a
+    /// parameter or pattern binder makes it [`Undoable::Unknown`].
+    pub(super) fn undoable(&self, value: &Expr) -> Undoable {
+        let mut unknown = false;
+        let mut stack = vec![value];
+        while let Some(e) = stack.pop() {
+            match &e.kind {
+                ExprKind::Exec(tool, _) => {
+                    if let Some(sig) = self.irrevocable(&tool.name) {
+                        return Undoable::No(sig.name.clone(), tool.span);
+                    }
+                }
+                // Only a variable that may hold a function makes calls
+                // where it is used (a value's calls were made before).
+                ExprKind::Var(id) => match self.env.get(&id.name) {
+                    Some(v) if may_hold_function(&self.metas.zonk(&v.ty)) => match &v.undo {
+                        Undoable::No(tool, at) => return Undoable::No(tool.clone(), *at),
+                        Undoable::Unknown => unknown = true,
+                        Undoable::Yes => {}
+                    },
+                    _ => {}
+                },
+                _ => {}
+            }
+            e.kind.for_each_child(|c| stack.push(c));
+        }
+        if unknown {
+            Undoable::Unknown
+        } else {
+            Undoable::Yes
+        }
+    }
+
+    /// Reports the variables bound outside a `scope`, used inside it, that
+    /// may hold a function making a call the scope cannot roll back (E0220).
+    pub(super) fn check_scoped_uses(&mut self) {
+        let mut read_only = EffectSet::pure();
+        read_only.insert(Rc::from("Read"));
+        let mut reported: Vec<Span> = Vec::new();
+        for (ty, undo, id, scope) in std::mem::take(&mut self.scoped_uses) {
+            let t = self.metas.zonk(&ty);
+            let mut effects = EffectSet::pure();
+            function_effects(&t, &mut effects);
+            if effects.is_subset(&read_only) || reported.contains(&id.span) {
+                continue;
+            }
+            reported.push(id.span);
+            let d = match undo {
+                Undoable::Yes => continue,
+                Undoable::No(tool, call) => Diagnostic::error(
+                    Code::E0220,
+                    id.span,
+                    format!("`{}` calls `{tool}`, which has no undo, so this `scope` could not roll it back", id.name),
+                )
+                .with_label(format!("performs {effects} and cannot be undone"))
+                .with_secondary(call, format!("the call of `{tool}`"))
+                .with_secondary(scope, "in this scope")
+                .with_help(format!(
+                    "declare the tool that undoes it: `tool {tool}: … undo cancel_{tool}(output);`, or use `{}` outside the scope",
+                    id.name
+                )),
+                Undoable::Unknown => Diagnostic::error(
+                    Code::E0220,
+                    id.span,
+                    format!("`{}` may make calls this `scope` could not roll back", id.name),
+                )
+                .with_label(format!("a function performing {effects}, not known here"))
+                .with_secondary(scope, "in this scope")
+                .with_help(format!(
+                    "a function given as a parameter may call a tool without an undo; bind the function with `let` \
+                     outside the scope (its calls are then checked), or use `{}` outside the scope",
+                    id.name
+                )),
+            };
+            self.diags.push(d);
+        }
+    }
+
     /// `scope { body }`.
     pub(super) fn scope(&mut self, body: &Expr, span: Span) -> Type {
+        self.scope_depth += 1;
+        let outer = self.scope_span.replace(span);
         let t = self.synth(body);
+        self.scope_span = outer;
+        self.scope_depth -= 1;
         let ok = self.metas.fresh(span, "the Ok type of the scope");
         let err = self.metas.fresh(span, "the Err type of the scope");
         if self.metas.coerce(&t, &Type::result(ok, err)).is_err() {
@@ -164,7 +334,14 @@ impl Checker<'_> {
                 );
             }
         }
-        self.synth(record)
+        let t = self.synth(record);
+        self.collected.push(Collected {
+            ty: t.clone(),
+            span,
+            name: "gather",
+            elements: false,
+        });
+        t
     }
 
     /// Reports a `fan_out` function that is not `fn x => exec tool NAME arg`.
@@ -270,4 +447,32 @@ impl Checker<'_> {
         }
         ty
     }
+}
+
+/// True when a value of type `t` may hold a function (an unsolved type may).
+fn may_hold_function(t: &Type) -> bool {
+    t.holds(|x| matches!(x, Type::Fun(..) | Type::Meta(_)))
+}
+
+/// The effects of the functions a value of type `t` holds (of the
+/// function and of the functions it returns when applied; not of those it
+/// takes, which are used separately).
+fn function_effects(t: &Type, into: &mut EffectSet) {
+    stacker::maybe_grow(32 * 1024, 1024 * 1024, || match t {
+        Type::Fun(_, eff, r) => {
+            into.extend(eff);
+            function_effects(r, into);
+        }
+        Type::Record(fs) | Type::OpenRecord(fs) => {
+            for (_, f) in fs {
+                function_effects(f, into);
+            }
+        }
+        Type::List(x) | Type::Linear(x) | Type::Option(x) => function_effects(x, into),
+        Type::Result(a, b) => {
+            function_effects(a, into);
+            function_effects(b, into);
+        }
+        _ => {}
+    })
 }

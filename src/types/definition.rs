@@ -70,6 +70,8 @@ pub fn check_definition(
     ck.check_ordered();
     ck.check_data_vars();
     ck.check_comparisons();
+    ck.check_collected();
+    ck.check_scoped_uses();
     let mut seen: Vec<u32> = Vec::new();
     for (i, v) in vars.iter().enumerate() {
         let t = ck

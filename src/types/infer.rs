@@ -37,6 +37,25 @@ pub use crate::stdlib::BUILTINS;
 #[derive(Clone, Debug)]
 pub(super) struct VarInfo {
     pub ty: Rc<Type>,
+    /// Whether a function held by this variable may make a call that a
+    /// `scope` could not roll back (E0220 where it is used inside a scope).
+    pub undo: Undoable,
+    /// How many `scope`s enclose the binding.
+    pub scope_depth: u32,
+}
+
+/// What is known of the calls a function held by a variable makes.
+#[derive(Clone, Debug)]
+pub(super) enum Undoable {
+    /// A `let` whose value mentions no call that cannot be undone.
+    Yes,
+    /// A `let` whose value mentions a call of this tool (at this span), which
+    /// has effects beyond `Read` and no undo, directly or through another
+    /// variable.
+    No(Name, Span),
+    /// A parameter or a pattern binder, or a `let` whose value mentions one:
+    /// any function of its type (the effects it allows decide).
+    Unknown,
 }
 
 /// Why a context allows only some effects, for `E0401`.
@@ -70,6 +89,16 @@ pub struct Checker<'a> {
     pub(super) data_vars: Vec<(Type, Span, &'static str)>,
     /// `==`/`!=` whose operand type held unsolved metavariables: `(type, operator span, op)`.
     pub(super) comparisons: Vec<(Type, Span, BinOp)>,
+    /// Values a `traverse`, `fan_out` or `gather` holds on to or may drop,
+    /// checked for linear types once the program is typed (E0506).
+    pub(super) collected: Vec<super::combinators::Collected>,
+    /// How many `scope`s enclose the expression being checked.
+    pub(super) scope_depth: u32,
+    /// Variables bound outside a `scope` and used inside it, to be checked
+    /// once the program is typed (E0220): `(type, what it holds, use, scope)`.
+    pub(super) scoped_uses: Vec<(Rc<Type>, Undoable, Ident, Span)>,
+    /// The innermost enclosing `scope`'s span.
+    pub(super) scope_span: Option<Span>,
     tool_index: HashMap<Name, usize>,
     /// The variables in scope (each binding undone when its scope ends).
     pub(super) env: Scope<VarInfo>,
@@ -113,6 +142,10 @@ impl<'a> Checker<'a> {
             ordered: Vec::new(),
             data_vars: Vec::new(),
             comparisons: Vec::new(),
+            collected: Vec::new(),
+            scope_depth: 0,
+            scoped_uses: Vec::new(),
+            scope_span: None,
             tool_index: tools
                 .iter()
                 .enumerate()
@@ -173,8 +206,20 @@ impl<'a> Checker<'a> {
     }
 
     fn bind_shared(&mut self, id: &Ident, ty: Rc<Type>) {
+        self.bind_with(id, ty, Undoable::Unknown);
+    }
+
+    fn bind_with(&mut self, id: &Ident, ty: Rc<Type>, undo: Undoable) {
         self.binder_types.insert(id.span, ty.clone());
-        self.env.push(id.name.clone(), VarInfo { ty });
+        let scope_depth = self.scope_depth;
+        self.env.push(
+            id.name.clone(),
+            VarInfo {
+                ty,
+                undo,
+                scope_depth,
+            },
+        );
     }
 
     /// The names in scope in the order the suggestion search has always
@@ -541,6 +586,12 @@ impl<'a> Checker<'a> {
 
     fn var(&mut self, id: &Ident) -> Type {
         if let Some(v) = self.env.get(&id.name) {
+            if let (Some(scope), true) = (self.scope_span, v.scope_depth < self.scope_depth) {
+                if !matches!(v.undo, Undoable::Yes) {
+                    self.scoped_uses
+                        .push((v.ty.clone(), v.undo.clone(), id.clone(), scope));
+                }
+            }
             return (*v.ty).clone();
         }
         if self.recursive_refs.contains(&id.span) {
@@ -613,7 +664,8 @@ impl<'a> Checker<'a> {
             let ty = Rc::new(ty);
             self.let_types
                 .push((b.name.span, b.name.name.clone(), ty.clone()));
-            self.bind_shared(&b.name, ty);
+            let undo = self.undoable(&b.value);
+            self.bind_with(&b.name, ty, undo);
         }
         let t = match expected {
             Some(exp) => {

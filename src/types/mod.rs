@@ -196,6 +196,8 @@ pub fn check_program(program: Program, mut diags: Vec<Diagnostic>) -> Analysis {
     ck.check_ordered();
     ck.check_data_vars();
     ck.check_comparisons();
+    ck.check_collected();
+    ck.check_scoped_uses();
     let ty = ck.metas.zonk(&ty);
     let effects = ck.top_effects();
     let tail = tail_expr(&program.body);

@@ -33,10 +33,10 @@
 //! whose effects are in `E`, and a call written inside a `scope` must be
 //! read-only or have an undo (whose effects must be allowed too).
 //!
-//! Two patterns are generated only with `LT_GEN_KNOWN_BUGS=1`, because lt
-//! mishandles them today (docs/testing.md): tokens minted inside a
-//! `traverse` or a `fan_out`, and functions with effects beyond `Read`
-//! applied inside a `scope` (they may call a tool without an undo).
+//! Two patterns the checker rejects are not generated in accepted
+//! programs (the mutations of `mutate.rs` make them): tokens collected by a
+//! `traverse`, `fan_out` or `gather` (E0506), and functions whose calls
+//! cannot be undone applied inside a `scope` (E0220).
 
 use lt::source::Span;
 use lt::syntax::ast::*;
@@ -231,7 +231,7 @@ impl ToolDef {
     }
 
     /// Whether a successful call hands out a linear token.
-    fn mints(&self) -> bool {
+    pub fn mints(&self) -> bool {
         self.output.has_linear()
     }
 }
@@ -290,8 +290,8 @@ enum Ob {
     Approval(String, usize, Vec<Field>),
     /// A `let`-bound `Result<T, String>`.
     Res(String, Ty),
-    /// A list of minted records (with the known bugs only): spent by a
-    /// `traverse`.
+    /// A list of minted records (no longer generated: a `traverse` spending
+    /// it is E0506).
     MintedList(String),
 }
 
@@ -485,8 +485,6 @@ pub struct Generator {
     next: u32,
     fuel: i32,
     constructs: BTreeMap<&'static str, u32>,
-    /// Also generate the patterns of the known bugs (`LT_GEN_KNOWN_BUGS=1`).
-    known_bugs: bool,
 }
 
 /// Generates the program of `seed` at `size` (1 = tiny, 10 = large).
@@ -498,7 +496,6 @@ pub fn generate(seed: u64, size: u32) -> Generated {
         next: 0,
         fuel: 10 + 12 * size as i32,
         constructs: BTreeMap::new(),
-        known_bugs: std::env::var("LT_GEN_KNOWN_BUGS").is_ok_and(|v| v == "1"),
     };
     let mut decls = g.declarations();
     let target = g.data_ty(2);
@@ -1166,16 +1163,12 @@ impl Generator {
                     .env
                     .iter()
                     .filter_map(|v| match &v.ty {
-                        // A call made through a function is not written
-                        // inside the scope: the checker does not require
-                        // an undo (E0220; see the known bugs in
-                        // docs/testing.md).
+                        // A function may call a tool without an undo: inside
+                        // a scope only read-only ones (E0220 otherwise).
                         Ty::Fun(a, e, b)
                             if same(b, t)
                                 && cx.effects.as_ref().is_none_or(|al| subset(e, al))
-                                && (!cx.in_scope
-                                    || self.known_bugs
-                                    || subset(e, &["Read".to_string()])) =>
+                                && (!cx.in_scope || subset(e, &["Read".to_string()])) =>
                         {
                             Some((v.name.clone(), (**a).clone()))
                         }
@@ -1252,14 +1245,10 @@ impl Generator {
     fn result_source(&mut self, cx: &Cx, d: u32) -> Option<(Expr, Ty)> {
         match self.rng.below(8) {
             0 => {
-                // traverse f xs (with a tool that mints tokens only with
-                // the known bugs: a traverse that stops at an Err drops the
-                // tokens of the calls before it)
+                // traverse f xs (with no tool that mints tokens: a
+                // traverse that stops at an Err would drop them, E0506)
                 let ks = self.callable(cx, None);
-                let ks: Vec<usize> = ks
-                    .into_iter()
-                    .filter(|&k| self.known_bugs || !self.tools[k].mints())
-                    .collect();
+                let ks: Vec<usize> = ks.into_iter().filter(|&k| !self.tools[k].mints()).collect();
                 if ks.is_empty() {
                     return None;
                 }
@@ -1331,7 +1320,7 @@ impl Generator {
                 let ks: Vec<usize> = self
                     .callable(cx, None)
                     .into_iter()
-                    .filter(|&k| self.known_bugs || !self.tools[k].mints())
+                    .filter(|&k| !self.tools[k].mints())
                     .collect();
                 if ks.is_empty() {
                     return None;
@@ -1478,7 +1467,7 @@ impl Generator {
         )
     }
 
-    /// A call of a tool with an undo (once a known bug), made by a
+    /// A call of a tool with an undo, made by a
     /// function defined outside a `scope` and applied inside it:
     /// `let f = fn p: Unit => exec tool book … in match scope { match f () {…} } {…}`.
     fn scope_through_function(&mut self, t: &Ty, cx: &Cx, m: Mode, d: u32) -> Option<Expr> {
@@ -1496,13 +1485,15 @@ impl Generator {
         let k = *self.rng.pick(&ks);
         let f = self.fresh("f");
         let p = self.fresh("p");
-        let call = self.exec(k, cx, 1, None);
-        let out = self.tools[k].output.clone();
-        let u = self.data_ty(1);
         let inner = Cx {
             in_scope: true,
             ..cx.clone()
         };
+        // The call runs inside the scope, its argument's calls too: they
+        // are generated as if written there (read-only or with an undo).
+        let call = self.exec(k, &inner, 1, None);
+        let out = self.tools[k].output.clone();
+        let u = self.data_ty(1);
         // match f () { Ok(v) => Err("…") or …, Err(e) => Err(e) }: the scope
         // often ends in Err after the call succeeded, so its undo runs.
         let v = self.fresh("v");
@@ -2212,7 +2203,6 @@ pub fn closed_value(t: &Ty, seed: u64) -> Expr {
         next: 1_000_000,
         fuel: 0,
         constructs: BTreeMap::new(),
-        known_bugs: false,
     };
     let cx = Cx {
         env: Vec::new(),

@@ -15,9 +15,10 @@
 //!
 //! Each property is a quickcheck test over `LT_GEN_QC` cases (default 400);
 //! `long_run` (ignored; `LT_GEN_CASES`, default 200,000) checks them all on
-//! many programs and prints the figures of `docs/testing.md`. With
-//! `LT_GEN_KNOWN_BUGS=1` the generator also writes the patterns of the bugs
-//! not fixed yet (`regressions.rs`), and the properties find them.
+//! many programs and prints the figures of `docs/testing.md`. The
+//! quickcheck tests also assert coverage floors (runs ending in a value,
+//! making calls, handing out and spending tokens, seeing refusals), so that
+//! a generator drifting into trivial programs fails.
 
 mod gen;
 mod host;
@@ -63,6 +64,30 @@ fn quickcheck(prop: fn(Case) -> TestResult) {
         .quickcheck(prop);
 }
 
+/// Coverage of the quickcheck runs: how many runs showed each thing.
+static COVERAGE: Mutex<BTreeMap<&'static str, u64>> = Mutex::new(BTreeMap::new());
+
+/// Counts one run that showed `what`.
+fn cover(what: &'static str) {
+    *COVERAGE.lock().expect("lock").entry(what).or_insert(0) += 1;
+}
+
+/// Asserts that at least `min` of the `LT_GEN_QC` runs showed `what`.
+fn floor(what: &'static str, min: f64) {
+    let n = qc_cases() as f64;
+    let seen = COVERAGE
+        .lock()
+        .expect("lock")
+        .get(what)
+        .copied()
+        .unwrap_or(0) as f64;
+    assert!(
+        seen >= min * n,
+        "coverage floor: only {seen} of {n} runs showed `{what}` (at least {min} expected): \
+         has the generator drifted into trivial programs?"
+    );
+}
+
 /// Runs `check` on the prepared program of `case`.
 fn with_program(case: Case, check: impl FnOnce(&Prepared) -> Result<(), String>) -> TestResult {
     match prepare(case).and_then(|p| check(&p)) {
@@ -74,25 +99,67 @@ fn with_program(case: Case, check: impl FnOnce(&Prepared) -> Result<(), String>)
 #[test]
 fn a_runs_end_with_a_value_of_the_type_or_a_limit() {
     fn prop(case: Case) -> TestResult {
-        with_program(case, |p| props::value_of_its_type(p, &run_scripted(p)))
+        with_program(case, |p| {
+            let run = run_scripted(p);
+            if run.result.is_ok() {
+                cover("value");
+            }
+            props::value_of_its_type(p, &run)
+        })
     }
     quickcheck(prop);
+    floor("value", 0.6);
 }
 
 #[test]
 fn b_calls_stay_within_the_static_effects() {
     fn prop(case: Case) -> TestResult {
-        with_program(case, |p| props::effects_within(p, &run_scripted(p)))
+        with_program(case, |p| {
+            let run = run_scripted(p);
+            if !run.calls.is_empty() {
+                cover("calls");
+            }
+            if run
+                .outcomes
+                .keys()
+                .any(|k| *k != "ok" && *k != "approval_granted")
+            {
+                cover("failed or refused");
+            }
+            if run.outcomes.contains_key("approval_refused") {
+                cover("approval refused");
+            }
+            props::effects_within(p, &run)
+        })
     }
     quickcheck(prop);
+    floor("calls", 0.6);
+    floor("failed or refused", 0.2);
+    floor("approval refused", 0.01);
 }
 
 #[test]
 fn c_linear_values_are_consumed_exactly_once() {
     fn prop(case: Case) -> TestResult {
-        with_program(case, |p| props::linear_once(p, &run_scripted(p)))
+        with_program(case, |p| {
+            let run = run_scripted(p);
+            if !run.minted.is_empty() {
+                cover("tokens handed out");
+            }
+            let spent = run.minted.iter().any(|t| {
+                run.calls
+                    .iter()
+                    .any(|c| !c.undo && c.arg.to_string().contains(t.as_str()))
+            });
+            if spent {
+                cover("tokens spent");
+            }
+            props::linear_once(p, &run)
+        })
     }
     quickcheck(prop);
+    floor("tokens handed out", 0.03);
+    floor("tokens spent", 0.02);
 }
 
 #[test]
@@ -178,6 +245,8 @@ fn mutations_into_classic_bugs_are_rejected_with_their_code() {
         (Bug::TokenTwice, 0.05),
         (Bug::ToolInMap, 0.03),
         (Bug::Recursion, 0.4),
+        (Bug::CollectToken, 0.05),
+        (Bug::IrrevocableInScope, 0.1),
     ] {
         let applied = m.get(&bug).map_or(0, |x| x.0) as f64;
         assert!(

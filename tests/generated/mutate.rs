@@ -7,7 +7,7 @@
 //! Linear variables are recognised by name: the generator names every
 //! linear binder (tokens, minted records, approvals) `tk…`, and nothing else.
 
-use crate::gen::{closed_value, Rng, ToolDef};
+use crate::gen::{closed_value, texpr, Rng, ToolDef, Ty};
 use lt::source::Span;
 use lt::syntax::ast::*;
 
@@ -24,16 +24,23 @@ pub enum Bug {
     ToolInMap,
     /// Make a `let` refer to itself: E0302.
     Recursion,
+    /// Collect minted tokens in a `traverse`, `fan_out` or `gather`: E0506.
+    CollectToken,
+    /// Apply, inside a `scope`, a function defined outside it that calls a
+    /// tool without an undo: E0220.
+    IrrevocableInScope,
 }
 
 impl Bug {
     /// Every bug.
-    pub const ALL: [Bug; 5] = [
+    pub const ALL: [Bug; 7] = [
         Bug::RenameField,
         Bug::DropErrArm,
         Bug::TokenTwice,
         Bug::ToolInMap,
         Bug::Recursion,
+        Bug::CollectToken,
+        Bug::IrrevocableInScope,
     ];
 
     /// The code the checker must report.
@@ -44,6 +51,8 @@ impl Bug {
             Bug::TokenTwice => "E0501",
             Bug::ToolInMap => "E0401",
             Bug::Recursion => "E0302",
+            Bug::CollectToken => "E0506",
+            Bug::IrrevocableInScope => "E0220",
         }
     }
 
@@ -55,6 +64,8 @@ impl Bug {
             Bug::TokenTwice => "use a token twice",
             Bug::ToolInMap => "call a tool inside map",
             Bug::Recursion => "add recursion",
+            Bug::CollectToken => "collect tokens in a traverse",
+            Bug::IrrevocableInScope => "apply a function without undo in a scope",
         }
     }
 }
@@ -170,6 +181,44 @@ fn is_result_match(e: &Expr) -> bool {
         && arms
             .iter()
             .any(|a| matches!(a.pattern.kind, PatternKind::Err(_)))
+}
+
+fn var(n: &str) -> Expr {
+    mk(ExprKind::Var(ident(n)))
+}
+
+fn app(f: Expr, a: Expr) -> Expr {
+    mk(ExprKind::App(Box::new(f), Box::new(a)))
+}
+
+fn arm(kind: PatternKind, body: Expr) -> Arm {
+    Arm {
+        pattern: Pattern { kind, span: sp() },
+        body,
+        span: sp(),
+    }
+}
+
+fn lam(p: &str, annot: Option<TypeExpr>, body: Expr) -> Expr {
+    mk(ExprKind::Fn {
+        param: ident(p),
+        annot: annot.map(Box::new),
+        body: Box::new(body),
+    })
+}
+
+fn let_in(name: &str, value: Expr, body: Expr) -> Expr {
+    let binding = LetBinding {
+        rec_kw: None,
+        name: ident(name),
+        annot: None,
+        value,
+        span: sp(),
+    };
+    mk(ExprKind::Let(Box::new(LetChain {
+        bindings: [binding].into(),
+        body,
+    })))
 }
 
 fn is_map_callback(e: &Expr) -> bool {
@@ -316,6 +365,98 @@ pub fn mutate(program: &Program, tools: &[ToolDef], bug: Bug, seed: u64) -> Opti
                     b.value = recurse(old, me);
                 }
             })
+        }
+        Bug::CollectToken => {
+            let usable: Vec<&ToolDef> = tools
+                .iter()
+                .filter(|t| t.mints() && t.approval_field().is_none())
+                .collect();
+            if usable.is_empty() {
+                return None;
+            }
+            let t = usable[rng.below(usable.len())];
+            let arg = closed_value(&t.input, rng.next());
+            let form = rng.below(3);
+            at_random_site(&mut p.body, &mut rng, &is_result_match, &mut |e| {
+                // m  →  a match on what collects tokens, m in every arm
+                let m = e.clone();
+                let call = mk(ExprKind::Exec(ident(&t.name), Box::new(arg.clone())));
+                let one = mk(ExprKind::List(vec![mk(ExprKind::Int(1))], None));
+                let each = lam("x_col", None, call.clone());
+                let results = |r: PatternKind, other: PatternKind| {
+                    vec![arm(r, m.clone()), arm(other, m.clone())]
+                };
+                let ok_err = || {
+                    results(
+                        PatternKind::Ok(Binder::Var(ident("ms_col"))),
+                        PatternKind::Err(Binder::Var(ident("e_col"))),
+                    )
+                };
+                *e = match form {
+                    // match traverse (fn x => exec tool T arg) [1] { Ok(ms) => m, Err(e) => m }
+                    0 => mk(ExprKind::Match(
+                        Box::new(app(app(var("traverse"), each), one)),
+                        ok_err(),
+                    )),
+                    // match head (fan_out (fn x => exec tool T arg) [1]) { Some(r) => m, None => m }
+                    1 => mk(ExprKind::Match(
+                        Box::new(app(var("head"), app(app(var("fan_out"), each), one))),
+                        results(
+                            PatternKind::Some(Binder::Var(ident("r_col"))),
+                            PatternKind::None,
+                        ),
+                    )),
+                    // let g = gather {a = exec tool T arg} in match g.a { Ok(ms) => m, Err(e) => m }
+                    _ => {
+                        let g = mk(ExprKind::Gather(Box::new(mk(ExprKind::Record(vec![
+                            Field {
+                                name: ident("a"),
+                                value: call,
+                            },
+                        ])))));
+                        let field = mk(ExprKind::Field(Box::new(var("g_col")), ident("a")));
+                        let_in("g_col", g, mk(ExprKind::Match(Box::new(field), ok_err())))
+                    }
+                };
+            })
+        }
+        Bug::IrrevocableInScope => {
+            let usable: Vec<&ToolDef> = tools
+                .iter()
+                .filter(|t| {
+                    t.undo.is_none()
+                        && t.effects.iter().any(|l| l != "Read")
+                        && t.approval_field().is_none()
+                })
+                .collect();
+            if usable.is_empty() {
+                return None;
+            }
+            let t = usable[rng.below(usable.len())];
+            let arg = closed_value(&t.input, rng.next());
+            at_random_site(
+                &mut p.body,
+                &mut rng,
+                &|e| matches!(e.kind, ExprKind::Scope(_)),
+                &mut |e| {
+                    let ExprKind::Scope(body) = &e.kind else {
+                        return;
+                    };
+                    // scope { b }  →  let f = fn p: Unit => exec tool T arg in
+                    //                 scope { match f () { Ok(_) => b, Err(_) => b } }
+                    let b = (**body).clone();
+                    let call = mk(ExprKind::Exec(ident(&t.name), Box::new(arg.clone())));
+                    let f = lam("p_irr", Some(texpr(&Ty::Unit)), call);
+                    let applied = mk(ExprKind::Match(
+                        Box::new(app(var("f_irr"), mk(ExprKind::Unit))),
+                        vec![
+                            arm(PatternKind::Ok(Binder::Wildcard(sp())), b.clone()),
+                            arm(PatternKind::Err(Binder::Wildcard(sp())), b),
+                        ],
+                    ));
+                    *e = let_in("f_irr", f, mk(ExprKind::Scope(Box::new(applied))));
+                },
+            )
         }
     };
     applied.then_some(p)
