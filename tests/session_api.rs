@@ -295,6 +295,26 @@ fn a_session_cancelled_from_another_thread_stops_its_tool_and_records_why() {
         }
         other => panic!("last event: {other:?}"),
     }
+    // Replay has no cancel: it matches up to where the run was stopped.
+    let file = SourceFile::new("slow.lt", SLOW);
+    let ir = check_and_lower(&file).ok().expect("checks");
+    let recorded = Recorded::from_events(&events).expect("recorded");
+    let verdict = replay(
+        &events,
+        &ir,
+        recorded.profile().expect("profile"),
+        recorded.limits().expect("limits"),
+    );
+    assert!(
+        matches!(
+            verdict,
+            Verdict::MatchesUntilStopped {
+                calls: 1,
+                cancelled: true
+            }
+        ),
+        "{verdict:?}"
+    );
 }
 
 #[test]

@@ -130,15 +130,20 @@ pub fn run(opts: &ReplayOptions) -> u8 {
         }
     };
     match replay(&events, &ir, profile, limits) {
-        Verdict::MatchesUntilTimeout { calls } => {
+        Verdict::MatchesUntilStopped { calls, cancelled } => {
+            let (key, why) = if cancelled {
+                ("cancelled", "was cancelled")
+            } else {
+                ("timed_out", "timed out")
+            };
             if opts.json {
                 out!(
                     "{}",
-                    json!({"ok": true, "calls": calls, "status": "error", "timed_out": true})
+                    json!({"ok": true, "calls": calls, "status": "error", key: true})
                 );
             } else {
                 out!(
-                    "replay matches the log up to where the run timed out: {calls} calls, the same decisions and outcomes"
+                    "replay matches the log up to where the run {why}: {calls} calls, the same decisions and outcomes"
                 );
             }
             EXIT_OK

@@ -45,8 +45,8 @@ impl Cancel {
         Cancel::default()
     }
 
-    /// Cancels: every hook runs (once, on this thread), then the flag is
-    /// set and every waiter wakes. Returns the sum of what the hooks returned
+    /// Cancels: the flag is set, every hook runs (once, on this thread),
+    /// then every waiter wakes. Returns the sum of what the hooks returned
     /// (for an executor host: the tools it stopped). `reason` is kept for
     /// the run's error message (the first reason wins).
     pub fn cancel(&self, reason: impl Into<String>) -> usize {
@@ -56,13 +56,15 @@ impl Cancel {
                 *r = Some(reason.into());
             }
         }
-        // The hooks first: they count (and kill) what is running before a
-        // woken waiter drops its call.
+        // The flag first, so that a call the hooks end is seen as cancelled
+        // by the interpreter; then the hooks, which count (and kill) what is
+        // running; the waiters last, so none drops its call before it is
+        // counted.
+        self.0.cancelled.store(true, Ordering::SeqCst);
         let stopped = {
             let hooks = self.0.hooks.lock().unwrap_or_else(PoisonError::into_inner);
             hooks.iter().map(|h| h()).sum()
         };
-        self.0.cancelled.store(true, Ordering::SeqCst);
         self.0.notify.notify_waiters();
         stopped
     }

@@ -97,11 +97,14 @@ pub enum Verdict {
         /// The value as `lt run` shows it, or `error: <message>`.
         shown: String,
     },
-    /// The session was stopped by the wall clock, and the replay made every
-    /// call it had made (replay has no clock).
-    MatchesUntilTimeout {
+    /// The session was stopped from outside the program (the wall clock, or
+    /// a cancel), and the replay made every call it had made (replay has no
+    /// clock and no cancel).
+    MatchesUntilStopped {
         /// Calls answered from the log.
         calls: u64,
+        /// `true`: cancelled; `false`: timed out.
+        cancelled: bool,
     },
     /// The replay and the log differ.
     Differs {
@@ -131,13 +134,15 @@ pub fn replay(events: &[Event], ir: &Ir, profile: Profile, limits: Limits) -> Ve
         } => Some((status.clone(), value.clone(), error.clone())),
         _ => None,
     });
-    // A session the wall clock stopped cannot be replayed past that point
-    // (replay has no clock): it matches when every recorded call was made.
-    let timed_out = ended.as_ref().is_some_and(|(_, _, e)| {
+    // A session the wall clock or a cancel stopped cannot be replayed past
+    // that point (replay has neither): it matches when every recorded call
+    // was made.
+    let stop_kind = ended.as_ref().and_then(|(_, _, e)| {
         e.as_ref()
             .and_then(|e| e.get("kind"))
             .and_then(|k| k.as_str())
-            == Some("timeout")
+            .filter(|k| *k == "timeout" || *k == "cancelled")
+            .map(str::to_string)
     });
     let all_made = host.remaining().iter().all(|e| {
         matches!(
@@ -148,10 +153,13 @@ pub fn replay(events: &[Event], ir: &Ir, profile: Profile, limits: Limits) -> Ve
                 | EventBody::AnnotationEnded { .. }
         )
     });
-    if timed_out && (all_made || host.divergence().is_some_and(|d| d.log_ended)) {
-        return Verdict::MatchesUntilTimeout {
-            calls: host.calls(),
-        };
+    if let Some(kind) = &stop_kind {
+        if all_made || host.divergence().is_some_and(|d| d.log_ended) {
+            return Verdict::MatchesUntilStopped {
+                calls: host.calls(),
+                cancelled: kind == "cancelled",
+            };
+        }
     }
     if let Some(d) = host.divergence() {
         if d.log_ended && ended.is_none() {
