@@ -24,6 +24,9 @@
 //! Updating: `INSTA_UPDATE=always cargo test --test ir`, then read every
 //! changed `.snap`.
 
+#[path = "support/doc_tables.rs"]
+mod doc_tables;
+
 use lt::ir::{Ir, NodeId, NodeKind};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -668,19 +671,8 @@ const NODE_KINDS: usize = 28;
 fn documented_node_kinds() -> std::collections::BTreeSet<String> {
     let text = std::fs::read_to_string(repo_path("docs/ir.md")).expect("docs/ir.md");
     let mut out = std::collections::BTreeSet::new();
-    let mut in_table = false;
-    for line in text.lines() {
-        if line.starts_with("| surface | IR node |") {
-            in_table = true;
-            continue;
-        }
-        if !line.starts_with('|') {
-            in_table = false;
-        }
-        if !in_table || line.starts_with("|---") {
-            continue;
-        }
-        let Some(cell) = line.split('|').nth(2) else {
+    for row in doc_tables::rows(&text, "| surface | IR node |") {
+        let Some(cell) = row.get(1) else {
             continue;
         };
         for code in cell.split('`').skip(1).step_by(2) {

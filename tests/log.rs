@@ -12,6 +12,9 @@
 //! written, read back, verified and shown, and `docs/log-format.md`
 //! documents each with exactly its fields (`every_kind_…` below).
 
+#[path = "support/doc_tables.rs"]
+mod doc_tables;
+
 use lt::log::{
     canonical_bytes, read_log, read_prefix, sha256_hex, timeline, verify, Decision, Event,
     EventBody, EventKind, LogError, LogWriter, MemoryLog, ProblemKind, VerifyReport, KINDS,
@@ -1276,23 +1279,9 @@ fn documented_kinds() -> Vec<(String, Vec<String>)> {
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/log-format.md"))
             .expect("docs/log-format.md");
     let mut out = Vec::new();
-    let mut in_table = false;
-    for line in text.lines() {
-        if line == "| kind | fields | when |" {
-            in_table = true;
-            continue;
-        }
-        if !line.starts_with('|') {
-            in_table = false;
-        }
-        if !in_table || line.starts_with("|---") {
-            continue;
-        }
-        // Cells are split at `|` not escaped as `\|`.
-        let line = line.replace("\\|", "\u{0}");
-        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
-        let (Some(kind), Some(fields)) = (cells.get(1), cells.get(2)) else {
-            panic!("a row of a kinds table without two cells: {line}");
+    for row in doc_tables::rows(&text, "| kind | fields | when |") {
+        let (Some(kind), Some(fields)) = (row.first(), row.get(1)) else {
+            panic!("a row of a kinds table without two cells: {row:?}");
         };
         let kind = kind.trim_matches('`').to_string();
         // The top level of the fields cell: parentheses and their

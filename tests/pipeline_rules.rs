@@ -3,6 +3,9 @@
 //! the pipeline's module note lists: the names are written as literals
 //! where each rule decides, so this test reads them from the source.
 
+#[path = "support/doc_tables.rs"]
+mod doc_tables;
+
 use std::path::Path;
 
 fn read(rel: &str) -> String {
@@ -41,26 +44,15 @@ fn rules_in_source() -> Vec<String> {
 /// The first backquoted word of the rule column of the tables whose
 /// header is `header` (`rule_column` counts cells from 1).
 fn rules_in_table(text: &str, header: &str, rule_column: usize) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut in_table = false;
-    for line in text.lines() {
-        if line.starts_with(header) {
-            in_table = true;
-            continue;
-        }
-        let row = line.trim_start_matches("//!").trim_start();
-        if !row.starts_with('|') {
-            in_table = false;
-        }
-        if !in_table || row.starts_with("|---") {
-            continue;
-        }
-        let cell = row.split('|').nth(rule_column).unwrap_or_default();
-        if let Some(name) = cell.split('`').nth(1) {
-            out.push(name.to_string());
-        }
-    }
-    out
+    doc_tables::rows(text, header)
+        .iter()
+        .filter_map(|row| {
+            row.get(rule_column - 1)?
+                .split('`')
+                .nth(1)
+                .map(str::to_string)
+        })
+        .collect()
 }
 
 #[test]
@@ -87,7 +79,7 @@ fn the_pipeline_rules_are_documented_in_order() {
     // The module note's table lists the denying rules, then names the two
     // allowing ones.
     let note = read("src/control/pipeline.rs");
-    let mut noted = rules_in_table(&note, "//! | order | rule | denies when |", 2);
+    let mut noted = rules_in_table(&note, "| order | rule | denies when |", 2);
     assert!(
         note.contains("is allowed by `dry_run`") && note.contains("`policy` (executed)"),
         "the module note names the allowing rules"

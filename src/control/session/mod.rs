@@ -405,12 +405,12 @@ impl<'a> Session<'a> {
         reopened: Option<ReopenedLog>,
     ) -> Result<SessionReport, StartFailure> {
         let file = self.file;
-        let registry = prepare::registry(&self.executors, file, ir)?;
+        let called = prepare::called_tools(ir);
+        let registry = prepare::registry(&self.executors, file, ir, &called)?;
         if let Executors::Shared { host, .. } = &self.executors {
             self.runtime.get_or_insert_with(|| host.handle().clone());
         }
-        let calls_tools = !prepare::called_tools(ir).is_empty()
-            && !matches!(self.executors, Executors::Custom { .. });
+        let calls_tools = !called.is_empty() && !matches!(self.executors, Executors::Custom { .. });
         let (own_runtime, handle) = match self.runtime.take() {
             Some(h)
                 if calls_tools
@@ -441,7 +441,7 @@ impl<'a> Session<'a> {
         let client = prepare::client(
             std::mem::replace(&mut self.client, ClientPort::None),
             file,
-            ir,
+            &called,
             registry.as_ref(),
             log_path.as_deref(),
         )?;

@@ -59,8 +59,8 @@ pub(super) fn registry(
     executors: &Executors,
     file: &SourceFile,
     ir: &Ir,
+    called: &[&str],
 ) -> Result<Option<Registry>, StartFailure> {
-    let called = called_tools(ir);
     let (registry, path) = match executors {
         Executors::File(path) => match Registry::load(Path::new(path)) {
             Ok(r) => (Some(r), Some(path.as_str())),
@@ -71,13 +71,13 @@ pub(super) fn registry(
     };
     let missing: Vec<&str> = match &registry {
         Some(r) => r.missing(called.iter().copied()),
-        None => called.clone(),
+        None => called.to_vec(),
     };
     if !missing.is_empty() {
         return Err(missing_failure(file, ir, &missing, path));
     }
     if let Some(r) = &registry {
-        if let Some(f) = understated_effects(file, &ir.tools, &called, r, path) {
+        if let Some(f) = understated_effects(file, &ir.tools, called, r, path) {
             return Err(f);
         }
     }
@@ -269,7 +269,7 @@ impl ClientPlan {
 pub(super) fn client(
     port: ClientPort,
     file: &SourceFile,
-    ir: &Ir,
+    called: &[&str],
     registry: Option<&Registry>,
     log: Option<&str>,
 ) -> Result<ClientPlan, StartFailure> {
@@ -284,7 +284,6 @@ pub(super) fn client(
             let Some(registry) = registry else {
                 return Ok(ClientPlan::None);
             };
-            let called = called_tools(ir);
             let Some(first) = called.iter().find(|t| registry.venue(t) == Venue::Client) else {
                 return Ok(ClientPlan::None);
             };
