@@ -29,6 +29,7 @@ pub mod ir;
 pub mod log;
 pub mod runtime;
 pub mod schema;
+pub mod serve;
 pub mod scope;
 pub mod source;
 pub mod stdlib;

@@ -1,0 +1,214 @@
+//! The server's store: sessions' logs (an [`EventStore`], so the session
+//! engine writes through it as through any store) and the table of
+//! sessions the API lists (tenant, status, final output, idempotency key).
+//!
+//! ```text
+//! ServerStore ── EventStore (create / load / reopen: the hash-chained log)
+//!             ── create_session ──▶ Created::New | Created::Existing (Idempotency-Key)
+//!             ── session / list_sessions (one tenant's, newest first, paged)
+//!             ── set_status (running … ended, the final output)
+//!             ── unfinished ──▶ sessions to resume after a restart
+//!             ── events_after(id, seq) ──▶ committed log lines (SSE, GET …/log)
+//!             ── subscribe ──▶ Committed {session, seq} as each event commits
+//! implementations: SqliteStore (sqlite.rs, the default; group commit);
+//!                  PostgreSQL later, behind the same trait
+//! ```
+//!
+//! Invariant (as for every [`EventStore`]): an event whose kind
+//! [`write_ahead`](crate::log::write_ahead) says `Commit` is durable (on
+//! disk, fsynced) before its sink's `append` returns; `Buffer` events are
+//! committed with it or before. One writer per session, enforced by the
+//! store: `create` refuses a taken id, `reopen` refuses a session being
+//! written, and an append must continue the chain the store holds (its
+//! `prev` is the stored last hash, its `seq` the next number).
+
+pub mod sqlite;
+
+use crate::log::{EventStore, StoreError};
+use serde_json::Value as Json;
+use std::time::Duration;
+
+/// A session's status, as the API names it (`docs/api.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SessionStatus {
+    /// Running (or queued to resume after a restart).
+    Running,
+    /// Waiting for the client to report a client-venue call's outcome.
+    WaitingClient,
+    /// Waiting for an answer to an approval request (`approvals = "api"`).
+    WaitingApproval,
+    /// Ended with a value (`output` holds `lt run --json`'s object).
+    Ended,
+    /// Ended without a value: the run failed, the program was rejected,
+    /// the session could not start.
+    Failed,
+    /// Cancelled through the API.
+    Cancelled,
+}
+
+impl SessionStatus {
+    /// Every status, in the API's order.
+    pub const ALL: [SessionStatus; 6] = [
+        SessionStatus::Running,
+        SessionStatus::WaitingClient,
+        SessionStatus::WaitingApproval,
+        SessionStatus::Ended,
+        SessionStatus::Failed,
+        SessionStatus::Cancelled,
+    ];
+
+    /// The API's name: `running`, `waiting_client`, `waiting_approval`,
+    /// `ended`, `failed`, `cancelled`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionStatus::Running => "running",
+            SessionStatus::WaitingClient => "waiting_client",
+            SessionStatus::WaitingApproval => "waiting_approval",
+            SessionStatus::Ended => "ended",
+            SessionStatus::Failed => "failed",
+            SessionStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// The status named `s` ([`SessionStatus::as_str`]).
+    pub fn parse(s: &str) -> Option<SessionStatus> {
+        SessionStatus::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+
+    /// Whether the session is over (nothing more will be appended).
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            SessionStatus::Ended | SessionStatus::Failed | SessionStatus::Cancelled
+        )
+    }
+}
+
+/// A session to record, as the API accepted it.
+#[derive(Clone, Debug)]
+pub struct NewSession {
+    /// Its id: 32 lowercase hex digits (the log's).
+    pub id: String,
+    /// The tenant it belongs to.
+    pub tenant: String,
+    /// The profile's name (in the tenant's configuration).
+    pub profile: String,
+    /// The request as accepted (`program` or `task`, the client's
+    /// capabilities), kept to run it again after a restart.
+    pub request: Json,
+    /// The client's `Idempotency-Key` header, if any: unique per tenant.
+    pub idempotency_key: Option<String>,
+    /// When it was accepted: milliseconds since the Unix epoch.
+    pub created_ms: i64,
+}
+
+/// A recorded session.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionRecord {
+    /// Its id.
+    pub id: String,
+    /// Its tenant.
+    pub tenant: String,
+    /// Its profile's name.
+    pub profile: String,
+    /// Its status.
+    pub status: SessionStatus,
+    /// The request as accepted ([`NewSession::request`]).
+    pub request: Json,
+    /// The `Idempotency-Key` it was created with.
+    pub idempotency_key: Option<String>,
+    /// Accepted at (ms since the epoch).
+    pub created_ms: i64,
+    /// Status last changed at (ms since the epoch).
+    pub updated_ms: i64,
+    /// The final output once the session is over: `lt run --json`'s
+    /// object (a value, a failure, a rejection).
+    pub output: Option<Json>,
+    /// Tool calls made so far (as last recorded with the status).
+    pub calls: u64,
+    /// Events committed to its log.
+    pub events: u64,
+}
+
+/// What [`ServerStore::create_session`] did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Created {
+    /// Recorded as new (status `running`, no log yet).
+    New,
+    /// The tenant already has a session with this idempotency key: that
+    /// one, unchanged.
+    Existing(SessionRecord),
+}
+
+/// One page of a tenant's sessions, newest first.
+#[derive(Clone, Debug)]
+pub struct ListQuery {
+    /// The tenant whose sessions are listed (no other tenant's, ever).
+    pub tenant: String,
+    /// Only sessions with this status.
+    pub status: Option<SessionStatus>,
+    /// At most this many (1..=1000).
+    pub limit: usize,
+    /// Only sessions older than this one, in list order (`created_ms`,
+    /// then `id`, both descending): the cursor of the next page.
+    pub before: Option<(i64, String)>,
+}
+
+/// An event committed to a session's log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Committed {
+    /// The session.
+    pub session: String,
+    /// The event's `seq`.
+    pub seq: u64,
+}
+
+/// Told of each commit: its duration and its number of events.
+pub type CommitObserver = Box<dyn Fn(Duration, usize) + Send + Sync>;
+
+/// The server's store: logs and the sessions table (see the module note).
+/// Errors are [`StoreError`]s; `NotFound` for an unknown session.
+pub trait ServerStore: EventStore {
+    /// Records a new session, status `running`. With an idempotency key
+    /// the tenant already used, records nothing and returns that session.
+    fn create_session(&self, s: &NewSession) -> Result<Created, StoreError>;
+
+    /// The session `id` of `tenant` (`None` when it does not exist or is
+    /// another tenant's).
+    fn session(&self, tenant: &str, id: &str) -> Result<Option<SessionRecord>, StoreError>;
+
+    /// A page of a tenant's sessions ([`ListQuery`]).
+    fn list_sessions(&self, q: &ListQuery) -> Result<Vec<SessionRecord>, StoreError>;
+
+    /// Sets a session's status (and, once it is over, its final output)
+    /// and its call count. Errors: `NotFound`.
+    fn set_status(
+        &self,
+        id: &str,
+        status: SessionStatus,
+        output: Option<&Json>,
+        calls: u64,
+    ) -> Result<(), StoreError>;
+
+    /// Every session of every tenant whose status is not final, oldest
+    /// first: what a restarted server resumes.
+    fn unfinished(&self) -> Result<Vec<SessionRecord>, StoreError>;
+
+    /// The committed log lines of session `id` with `seq > after` (all of
+    /// them with `None`), in order, each exactly as `docs/log-format.md`
+    /// writes it (no trailing newline).
+    fn events_after(&self, id: &str, after: Option<u64>) -> Result<Vec<String>, StoreError>;
+
+    /// Told of every event as it commits (after it is durable), in commit
+    /// order. A receiver that falls behind by more than the channel holds
+    /// sees `Lagged` and reads the rest with [`ServerStore::events_after`].
+    fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Committed>;
+
+    /// Whether the store answers (a trivial read).
+    fn health(&self) -> Result<(), StoreError>;
+
+    /// Called after each commit with how long it took (the transaction,
+    /// fsync included) and how many events it held (metrics). Replaces the
+    /// observer set before.
+    fn observe_commits(&self, observer: CommitObserver);
+}
