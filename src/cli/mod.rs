@@ -29,6 +29,7 @@ pub mod prompt;
 pub mod replay;
 pub mod resume;
 pub mod run;
+pub mod serve;
 mod signals;
 pub mod tools;
 
@@ -151,6 +152,25 @@ pub enum Command {
         /// Write the session's event log (JSON Lines, hash-chained) to this file.
         #[arg(long, value_name = "FILE")]
         log: Option<String>,
+    },
+    /// Run the control plane as a service: sessions over HTTP, logs in a
+    /// store (docs/serve.md, docs/api.md).
+    Serve {
+        /// The server's configuration: tenants, keys, tools, profiles
+        /// (default: ./serve.toml when it exists).
+        #[arg(long, value_name = "SERVE_TOML")]
+        config: Option<String>,
+        /// The address to listen on (default 127.0.0.1:8080; port 0: any
+        /// free port).
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
+        /// The store: sqlite:PATH (default sqlite:lt-data/lt.db).
+        #[arg(long, value_name = "URL")]
+        store: Option<String>,
+        /// Print the line serve.toml stores for API key KEY (`-`: read it
+        /// from stdin), and exit.
+        #[arg(long, value_name = "KEY")]
+        hash_key: Option<String>,
     },
     /// Re-run a session from its event log, calling no tool, and check that
     /// it makes the same calls and reaches the same value.
@@ -355,6 +375,12 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             })
         }
         Command::Log { action } => log_cmd::run(action),
+        Command::Serve {
+            config,
+            listen,
+            store,
+            hash_key,
+        } => serve::run(config, listen, store, hash_key),
         Command::Replay {
             log,
             program,

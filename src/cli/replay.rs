@@ -129,18 +129,16 @@ pub fn run(opts: &ReplayOptions) -> u8 {
             )
         }
     };
-    match replay(&events, &ir, profile, limits) {
+    let verdict = replay(&events, &ir, profile, limits);
+    match &verdict {
         Verdict::MatchesUntilStopped { calls, cancelled } => {
-            let (key, why) = if cancelled {
-                ("cancelled", "was cancelled")
+            let why = if *cancelled {
+                "was cancelled"
             } else {
-                ("timed_out", "timed out")
+                "timed out"
             };
             if opts.json {
-                out!(
-                    "{}",
-                    json!({"ok": true, "calls": calls, "status": "error", key: true})
-                );
+                out!("{}", verdict.to_json());
             } else {
                 out!(
                     "replay matches the log up to where the run {why}: {calls} calls, the same decisions and outcomes"
@@ -148,24 +146,9 @@ pub fn run(opts: &ReplayOptions) -> u8 {
             }
             EXIT_OK
         }
-        Verdict::Matches {
-            calls,
-            steps,
-            status,
-            value,
-            shown,
-        } => {
+        Verdict::Matches { calls, shown, .. } => {
             if opts.json {
-                out!(
-                    "{}",
-                    json!({
-                        "ok": true,
-                        "calls": calls,
-                        "steps": steps,
-                        "status": status,
-                        "value": value,
-                    })
-                );
+                out!("{}", verdict.to_json());
             } else {
                 out!(
                     "replay matches the log: {calls} calls, the same decisions and outcomes, value {shown}"
@@ -176,7 +159,7 @@ pub fn run(opts: &ReplayOptions) -> u8 {
         Verdict::Differs {
             difference,
             message,
-        } => fail(opts, EXIT_DIAGNOSTICS, difference.as_str(), &message),
+        } => fail(opts, EXIT_DIAGNOSTICS, difference.as_str(), message),
     }
 }
 

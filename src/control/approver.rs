@@ -50,6 +50,13 @@ pub struct ApprovalAnswer {
 pub trait Approver: Send {
     /// Decides one request.
     fn decide(&mut self, question: &ApprovalQuestion<'_>) -> ApprovalAnswer;
+
+    /// Whether answers come from an API (`lt serve`), as a profile with
+    /// `approvals = "api"` needs. When not, such a profile's requests are
+    /// refused by policy without asking.
+    fn answers_api(&self) -> bool {
+        false
+    }
 }
 
 /// The same answer to every request.

@@ -524,7 +524,15 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
                     profile.name
                 ),
             ),
-            profile::ApprovalMode::Prompt => {
+            profile::ApprovalMode::Api if !self.approver.answers_api() => (
+                false,
+                "policy".to_string(),
+                format!(
+                    "profile {} waits for approvals posted to lt serve's API (approvals = \"api\"), and this session has no API",
+                    profile.name
+                ),
+            ),
+            profile::ApprovalMode::Prompt | profile::ApprovalMode::Api => {
                 let a = self.approver.decide(&approver::ApprovalQuestion {
                     session: &self.session,
                     approval_id: &id,

@@ -11,7 +11,7 @@
 //! effects = ["Read", "Write"]           # granted effects (default: every effect)
 //! max_calls = 20                        # per session
 //! max_concurrency = 4                   # calls of one gather/fan_out running at once (default 8)
-//! approvals = "prompt"                  # who approves: "deny" (default), "allow", "prompt" (the terminal)
+//! approvals = "prompt"                  # who approves: "deny" (default), "allow", "prompt" (the terminal), "api" (lt serve)
 //! dry_run = false                       # effectful tools are logged, not executed
 //!
 //! [profile.tools.issue_refund]
@@ -60,15 +60,20 @@ pub enum ApprovalMode {
     /// Ask on the terminal (`lt run` with a terminal on stdin and stderr);
     /// refuse when there is none.
     Prompt,
+    /// Wait for an answer posted to `lt serve`'s API (`POST
+    /// /v1/sessions/{id}/approvals/{approval_id}`); refused at once where
+    /// no API answers ([`Approver::answers_api`](super::approver::Approver::answers_api)).
+    Api,
 }
 
 impl ApprovalMode {
-    /// `deny`, `allow` or `prompt`.
+    /// `deny`, `allow`, `prompt` or `api`.
     pub fn as_str(self) -> &'static str {
         match self {
             ApprovalMode::Deny => "deny",
             ApprovalMode::Allow => "allow",
             ApprovalMode::Prompt => "prompt",
+            ApprovalMode::Api => "api",
         }
     }
 
@@ -77,6 +82,7 @@ impl ApprovalMode {
             "deny" => Some(ApprovalMode::Deny),
             "allow" => Some(ApprovalMode::Allow),
             "prompt" => Some(ApprovalMode::Prompt),
+            "api" => Some(ApprovalMode::Api),
             _ => None,
         }
     }
@@ -255,8 +261,8 @@ impl Profile {
                     text,
                     origin,
                     Some(a.span().start),
-                    format!("profile: approvals = {:?} is not one of \"deny\", \"allow\", \"prompt\"", a.get_ref()),
-                    Some("`prompt` asks on the terminal, `allow` approves every request, `deny` (the default) refuses".into()),
+                    format!("profile: approvals = {:?} is not one of \"deny\", \"allow\", \"prompt\", \"api\"", a.get_ref()),
+                    Some("`prompt` asks on the terminal, `api` waits for an answer posted to lt serve's API, `allow` approves every request, `deny` (the default) refuses".into()),
                 )
             })?,
         };
@@ -419,7 +425,7 @@ impl Profile {
             approvals: match get("approvals") {
                 None => ApprovalMode::Deny,
                 Some(Json::String(s)) => ApprovalMode::parse(s).ok_or(format!(
-                    "profile.approvals: `{s}` is not deny, allow or prompt"
+                    "profile.approvals: `{s}` is not deny, allow, prompt or api"
                 ))?,
                 Some(_) => return Err("profile.approvals: not a string".to_string()),
             },

@@ -160,6 +160,15 @@ impl ExecutorHost {
         self
     }
 
+    /// This host for one session among many sharing it (`lt serve`, `lt
+    /// agent`): command tools it starts from now on are in process groups
+    /// of its own, so that [`ExecutorHost::with_cancel`] on it stops only
+    /// them (the shared MCP servers are left running for the others).
+    pub fn session_scoped(mut self) -> Self {
+        self.groups = Arc::new(command::ToolGroups::default());
+        self
+    }
+
     /// Kills the process group of every running tool and MCP server of this
     /// host, and of any started later; the number running. For a front end
     /// that stops the process (a signal).

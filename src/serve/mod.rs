@@ -1,6 +1,206 @@
-//! `lt serve`: the control plane as a service (seed 001, "You run the
+//! `lt serve`: the control plane as a service (seed 001: "You run the
 //! control plane … Clients are your users' apps"). Sessions arrive over
 //! HTTP and run through the same session engine as `lt run`
 //! (`control::session`); their logs live in a [`store::ServerStore`].
+//!
+//! ```text
+//! config.rs  serve.toml: tenants (key hashes, declarations, tools.toml, profiles)
+//! auth.rs    Bearer keys ─▶ tenant (SHA-256, constant-time)
+//! api.rs     routes, bodies, errors ─▶ hub.rs (sessions: start, resume, cancel, drain)
+//!                                       └▶ live.rs (status, client outcomes, approvals)
+//! sse.rs     GET …/events: the log as Server-Sent Events, from the store
+//! check.rs   a program against a tenant (tool list, profile)
+//! replay.rs  POST …/replay     metrics.rs  GET /metrics
+//! store/     ServerStore: sqlite.rs (group commit)
+//! ```
 
+pub mod api;
+pub mod auth;
+pub mod check;
+pub mod config;
+pub mod hub;
+pub mod live;
+pub mod metrics;
+pub mod replay;
+pub mod sse;
 pub mod store;
+
+use config::ServeConfig;
+use hub::{Hub, TenantRuntime};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The OpenAPI 3.1 document of the API, served at `/v1/openapi.json`.
+pub const OPENAPI: &str = include_str!("openapi.json");
+
+/// `lt serve`'s options (flags override `serve.toml`'s `[server]`).
+#[derive(Clone, Debug, Default)]
+pub struct ServeOptions {
+    /// `--config`: `serve.toml` (default: `./serve.toml` when it exists).
+    pub config: Option<PathBuf>,
+    /// `--listen`.
+    pub listen: Option<String>,
+    /// `--store`.
+    pub store: Option<String>,
+}
+
+/// Why the server could not start or stopped badly.
+#[derive(Debug)]
+pub struct ServeError {
+    /// What happened, with the file or address at fault.
+    pub message: String,
+    /// How to fix it.
+    pub help: Option<String>,
+    /// `true`: bad configuration or flags (exit 2); `false`: the store or
+    /// the network failed (exit 1).
+    pub usage: bool,
+}
+
+impl ServeError {
+    fn usage(message: impl Into<String>, help: Option<&str>) -> ServeError {
+        ServeError {
+            message: message.into(),
+            help: help.map(str::to_string),
+            usage: true,
+        }
+    }
+}
+
+/// Opens the store a `--store` URL names: `sqlite:PATH` (or a bare path).
+pub fn open_store(url: &str) -> Result<Arc<dyn store::ServerStore>, ServeError> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Err(ServeError::usage(
+            "this lt serve stores sessions in SQLite only",
+            Some("use --store sqlite:PATH"),
+        ));
+    }
+    let path = url.strip_prefix("sqlite:").unwrap_or(url);
+    if path.is_empty() {
+        return Err(ServeError::usage("--store sqlite: needs a path", Some("e.g. --store sqlite:lt-data/lt.db")));
+    }
+    store::sqlite::SqliteStore::open(Path::new(path))
+        .map(|s| Arc::new(s) as Arc<dyn store::ServerStore>)
+        .map_err(|e| ServeError {
+            message: format!("cannot open the store {path}: {e}"),
+            help: None,
+            usage: false,
+        })
+}
+
+/// Runs the server until SIGTERM or SIGINT; `ready` is told the address
+/// it listens on. Errors: [`ServeError`].
+pub fn run(opts: &ServeOptions, ready: impl FnOnce(&str, usize, usize)) -> Result<(), ServeError> {
+    let config_path = opts.config.clone().or_else(|| {
+        let p = PathBuf::from("serve.toml");
+        p.exists().then_some(p)
+    });
+    let mut config = match &config_path {
+        Some(p) => ServeConfig::load(p).map_err(|e| ServeError {
+            message: e.to_string(),
+            help: None,
+            usage: true,
+        })?,
+        None => ServeConfig::empty(),
+    };
+    if let Some(l) = &opts.listen {
+        config.listen = l.clone();
+    }
+    if let Some(s) = &opts.store {
+        config.store = s.clone();
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .thread_name("lt-serve")
+        .enable_all()
+        .build()
+        .map_err(|e| ServeError {
+            message: format!("cannot start the tokio runtime: {e}"),
+            help: None,
+            usage: false,
+        })?;
+    let handle = runtime.handle().clone();
+    crate::exec::ignore_file_size_signal(&handle);
+    let store = open_store(&config.store)?;
+    let metrics = Arc::new(metrics::Metrics::new().map_err(|e| ServeError {
+        message: format!("cannot set up the metrics: {e}"),
+        help: None,
+        usage: false,
+    })?);
+    {
+        let m = Arc::clone(&metrics);
+        store.observe_commits(Box::new(move |took, n| {
+            m.commit_seconds.observe(took.as_secs_f64());
+            m.commit_events.observe(n as f64);
+        }));
+    }
+    let mut tenants = BTreeMap::new();
+    let mut key_sets = Vec::new();
+    for (name, mut t) in std::mem::take(&mut config.tenants) {
+        let host = t
+            .registry
+            .take()
+            .map(|r| crate::exec::ExecutorHost::new(r, handle.clone()));
+        key_sets.push((name.clone(), t.key_hashes.clone()));
+        tenants.insert(name, TenantRuntime { config: t, host });
+    }
+    let keys = auth::Keys::new(key_sets.iter().map(|(n, k)| (n.as_str(), &k[..])));
+    let n_tenants = tenants.len();
+    let hub = Arc::new(Hub::new(store, tenants, metrics, handle.clone()));
+    runtime.spawn(Arc::clone(&hub).dispatch_commits());
+    let resumed = hub.resume_unfinished().map_err(|e| ServeError {
+        message: format!("cannot read the unfinished sessions: {e}"),
+        help: None,
+        usage: false,
+    })?;
+    let state = Arc::new(api::AppState {
+        hub: Arc::clone(&hub),
+        keys,
+    });
+    let app = api::router(state, config.max_body_bytes);
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind(&config.listen))
+        .map_err(|e| ServeError {
+            message: format!("cannot listen on {}: {e}", config.listen),
+            help: Some("--listen ADDR:PORT picks another address (port 0: any free port)".into()),
+            usage: e.kind() != std::io::ErrorKind::AddrInUse,
+        })?;
+    let addr = listener
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| config.listen.clone());
+    ready(&addr, n_tenants, resumed);
+    let grace = config.grace;
+    let drained = Arc::clone(&hub);
+    let served = runtime.block_on(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                wait_for_signal().await;
+                // Stop the streams and new sessions at once, then let the
+                // running calls finish (up to `grace`) off the runtime.
+                let _ = tokio::task::spawn_blocking(move || drained.drain(grace)).await;
+            })
+            .await
+    });
+    hub.drain(std::time::Duration::ZERO);
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    served.map_err(|e| ServeError {
+        message: format!("the server stopped: {e}"),
+        help: None,
+        usage: false,
+    })
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let term = signal(SignalKind::terminate());
+    let int = signal(SignalKind::interrupt());
+    match (term, int) {
+        (Ok(mut t), Ok(mut i)) => {
+            tokio::select! {
+                _ = t.recv() => {}
+                _ = i.recv() => {}
+            }
+        }
+        _ => std::future::pending::<()>().await,
+    }
+}

@@ -244,7 +244,13 @@ pub enum Rejected {
 /// Checks the program in `file` and lowers it to the IR a session runs.
 /// Errors: [`Rejected`]. Needs a big stack on deep programs (see [`spawn`]).
 pub fn check_and_lower(file: &SourceFile) -> Result<Ir, Rejected> {
-    let analysis = crate::types::check_source(&file.text);
+    lower_checked(crate::types::check_source(&file.text))
+}
+
+/// Lowers a program the caller checked itself (with more rules: a tool
+/// list, a profile's static check). Errors: [`Rejected::Diagnostics`] when
+/// `analysis` holds an error, [`Rejected::Lowering`] when lowering fails.
+pub fn lower_checked(analysis: crate::types::Analysis) -> Result<Ir, Rejected> {
     if !analysis.is_ok() {
         return Err(Rejected::Diagnostics(Box::new(analysis)));
     }

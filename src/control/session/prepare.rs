@@ -106,7 +106,9 @@ pub(super) fn executors<'a>(
             registry_bytes,
         } => {
             let (venues, idempotent) = host.registry().tool_traits();
-            let host = host.with_cancel(cancel.clone());
+            // Cancelling this session stops its own tools, not those of
+            // the other sessions sharing the host.
+            let host = host.session_scoped().with_cancel(cancel.clone());
             Ok(Prepared {
                 host: Box::new(host.clone()),
                 venues,

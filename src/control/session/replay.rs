@@ -115,6 +115,33 @@ pub enum Verdict {
     },
 }
 
+impl Verdict {
+    /// `lt replay --json`'s object: `{ok: true, calls, steps, status,
+    /// value}` when it matches; `{ok: true, calls, status: "error",
+    /// cancelled | timed_out: true}` when it matches up to a stop from
+    /// outside; `{ok: false, kind, message}` when it differs (`kind` is
+    /// [`Difference::as_str`]).
+    pub fn to_json(&self) -> Json {
+        match self {
+            Verdict::Matches {
+                calls,
+                steps,
+                status,
+                value,
+                ..
+            } => json!({"ok": true, "calls": calls, "steps": steps, "status": status, "value": value}),
+            Verdict::MatchesUntilStopped { calls, cancelled } => {
+                let key = if *cancelled { "cancelled" } else { "timed_out" };
+                json!({"ok": true, "calls": calls, "status": "error", key: true})
+            }
+            Verdict::Differs {
+                difference,
+                message,
+            } => json!({"ok": false, "kind": difference.as_str(), "message": message}),
+        }
+    }
+}
+
 /// Replays `ir` against `events` (a verified log of one session) under
 /// `profile` and `limits` (the wall clock is not replayed: `timeout` is
 /// ignored).

@@ -1,0 +1,574 @@
+//! The HTTP API (`docs/api.md`, `/v1/openapi.json`): routes, request
+//! bodies, errors. Every route but `/healthz` needs `Authorization: Bearer
+//! KEY`; a session of another tenant is answered 404, as if it did not
+//! exist. Errors are `{"error": {"code", "message", "hint"}}` with a status
+//! that says what kind of failure it was (400 bad input, 401 no key, 404 no
+//! such session, 409 a conflict with the session's state, 413 too large,
+//! 422 a program the checker refused, 503 shutting down or the store down).
+
+use super::hub::{Hub, StartRequest, Started};
+use super::store::{ListQuery, SessionRecord, SessionStatus};
+use crate::control::approver::ApprovalAnswer;
+use crate::source::SourceFile;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// What the handlers share.
+pub struct AppState {
+    /// The sessions.
+    pub hub: Arc<Hub>,
+    /// Who holds which key.
+    pub keys: super::auth::Keys,
+}
+
+type Shared = State<Arc<AppState>>;
+
+/// An error answer.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    hint: Option<String>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    fn hint(mut self, hint: impl Into<String>) -> ApiError {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// A 400 with `message`.
+    pub fn bad(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    fn not_found(id: &str) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "not_found", format!("no session {id}"))
+    }
+
+    fn conflict(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::CONFLICT, "conflict", message)
+    }
+
+    fn store(e: impl std::fmt::Display) -> ApiError {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "store",
+            format!("the store failed: {e}"),
+        )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({"error": {"code": self.code, "message": self.message, "hint": self.hint}});
+        (self.status, Json(body)).into_response()
+    }
+}
+
+/// The router, with a body limit of `max_body` bytes.
+pub fn router(state: Arc<AppState>, max_body: usize) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .route("/v1/openapi.json", get(openapi))
+        .route("/v1/check", post(check))
+        .route("/v1/sessions", post(create).get(list))
+        .route("/v1/sessions/{id}", get(show))
+        .route("/v1/sessions/{id}/cancel", post(cancel))
+        .route("/v1/sessions/{id}/events", get(super::sse::events))
+        .route("/v1/sessions/{id}/outcomes", post(outcome))
+        .route("/v1/sessions/{id}/approvals/{approval_id}", post(approve))
+        .route("/v1/sessions/{id}/log", get(log))
+        .route("/v1/sessions/{id}/replay", post(replay))
+        .fallback(|| async {
+            ApiError::new(StatusCode::NOT_FOUND, "no_route", "no such route")
+                .hint("the routes are listed in /v1/openapi.json")
+        })
+        .layer(DefaultBodyLimit::max(max_body))
+        .with_state(state)
+}
+
+/// The tenant whose key the request carries. Errors: 401.
+pub fn tenant<'a>(state: &'a AppState, headers: &HeaderMap) -> Result<&'a str, ApiError> {
+    let value = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    state.keys.tenant(value).ok_or_else(|| {
+        ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "a valid API key is needed")
+            .hint("send it as `Authorization: Bearer KEY`")
+    })
+}
+
+/// The session `id` of `tenant`. Errors: 404 (also for another tenant's).
+pub fn record(state: &AppState, tenant: &str, id: &str) -> Result<SessionRecord, ApiError> {
+    match state.hub.store.session(tenant, id) {
+        Ok(Some(r)) => Ok(r),
+        Ok(None) => Err(ApiError::not_found(id)),
+        Err(e) => Err(ApiError::store(e)),
+    }
+}
+
+/// Parses a JSON body into `T` (unknown fields refused). Errors: 400, 413.
+fn body<T: serde::de::DeserializeOwned>(raw: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
+    let bytes = raw.map_err(|e| {
+        let status = e.status();
+        if status == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(status, "too_large", "the request body is larger than the server's limit")
+                .hint("max_body_bytes in serve.toml sets the limit")
+        } else {
+            ApiError::bad(format!("the body could not be read: {e}"))
+        }
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        ApiError::bad(format!("the body is not a valid request: {e}"))
+            .hint("see /v1/openapi.json for the request's fields")
+    })
+}
+
+async fn healthz(State(state): Shared) -> Response {
+    match state.hub.store.health() {
+        Ok(()) => Json(json!({"ok": true, "store": "ok"})).into_response(),
+        Err(e) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"ok": false, "store": e.to_string()})),
+        )
+            .into_response(),
+    }
+}
+
+async fn metrics(State(state): Shared, headers: HeaderMap) -> Result<Response, ApiError> {
+    tenant(&state, &headers)?;
+    Ok((
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        state.hub.metrics.render(),
+    )
+        .into_response())
+}
+
+async fn openapi(State(state): Shared, headers: HeaderMap) -> Result<Response, ApiError> {
+    tenant(&state, &headers)?;
+    Ok((
+        [(header::CONTENT_TYPE, "application/json")],
+        super::OPENAPI,
+    )
+        .into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CheckBody {
+    program: String,
+    profile: Option<String>,
+}
+
+async fn check(
+    State(state): Shared,
+    headers: HeaderMap,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let tenant_name = tenant(&state, &headers)?.to_string();
+    let req: CheckBody = body(raw)?;
+    let t = state
+        .hub
+        .tenants
+        .get(&tenant_name)
+        .ok_or_else(|| ApiError::bad("the tenant is not configured"))?;
+    if let Some(p) = &req.profile {
+        profile_of(&state, &tenant_name, p)?;
+    }
+    let _ = t;
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    let st = Arc::clone(&state);
+    crate::control::session::spawn("lt-check", move || {
+        let Some(t) = st.hub.tenants.get(&tenant_name) else {
+            return;
+        };
+        let profile = req.profile.as_deref().and_then(|p| t.config.profile(p));
+        let file = SourceFile::new(super::check::PROGRAM_NAME, req.program);
+        let _ = reply.send(super::check::report(&t.config, profile.as_ref(), &file));
+    })
+    .map_err(|e| ApiError::store(format!("cannot start the checker's thread: {e}")))?;
+    let report = answer
+        .await
+        .map_err(|_| ApiError::store("the checker's thread ended without an answer"))?;
+    Ok(Json(report).into_response())
+}
+
+/// Checks that `tenant` has a profile `name`. Errors: 400 naming them.
+fn profile_of(state: &AppState, tenant: &str, name: &str) -> Result<(), ApiError> {
+    let t = state
+        .hub
+        .tenants
+        .get(tenant)
+        .ok_or_else(|| ApiError::bad("the tenant is not configured"))?;
+    t.config.profiles.get(name).map(|_| ()).ok_or_else(|| {
+        let names: Vec<&str> = t.config.profiles.keys().map(String::as_str).collect();
+        ApiError::bad(format!("no profile {name:?} for this tenant"))
+            .hint(format!("the tenant's profiles: {}", names.join(", ")))
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateBody {
+    program: Option<String>,
+    task: Option<String>,
+    profile: String,
+    #[serde(default)]
+    capabilities: Capabilities,
+}
+
+#[derive(Deserialize, Default, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+struct Capabilities {
+    /// The client-venue tools the client runs.
+    #[serde(default)]
+    tools: Vec<String>,
+}
+
+async fn create(
+    State(state): Shared,
+    headers: HeaderMap,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let tenant_name = tenant(&state, &headers)?.to_string();
+    if !state.hub.accepting() {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting_down",
+            "the server is shutting down and takes no new session",
+        )
+        .hint("retry against another worker, or after the restart"));
+    }
+    let req: CreateBody = body(raw)?;
+    profile_of(&state, &tenant_name, &req.profile)?;
+    let program = match (req.program, req.task) {
+        (Some(p), None) => p,
+        (None, Some(_)) => {
+            return Err(ApiError::new(
+                StatusCode::NOT_IMPLEMENTED,
+                "no_model",
+                "sessions from a task need a model provider, and this server has none configured",
+            )
+            .hint("send a `program` instead"))
+        }
+        (Some(_), Some(_)) => return Err(ApiError::bad("give `program` or `task`, not both")),
+        (None, None) => return Err(ApiError::bad("the body needs a `program` (or a `task`)")),
+    };
+    if program.len() > crate::frontend::MAX_SOURCE_BYTES {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            format!(
+                "the program is {} bytes; a program may have at most {}",
+                program.len(),
+                crate::frontend::MAX_SOURCE_BYTES
+            ),
+        ));
+    }
+    let idempotency_key = match headers.get("idempotency-key") {
+        None => None,
+        Some(v) => match v.to_str() {
+            Ok(s) if !s.is_empty() && s.len() <= 255 => Some(s.to_string()),
+            _ => {
+                return Err(ApiError::bad(
+                    "the Idempotency-Key header must be 1 to 255 visible ASCII characters",
+                ))
+            }
+        },
+    };
+    let request = StartRequest {
+        body: json!({"program": program, "profile": req.profile, "capabilities": req.capabilities}),
+        program,
+        profile: req.profile,
+        client_tools: req.capabilities.tools,
+        idempotency_key,
+    };
+    let started = state
+        .hub
+        .start(&tenant_name, request)
+        .await
+        .map_err(ApiError::store)?;
+    Ok(match started {
+        Started::New(id) => (StatusCode::CREATED, Json(json!({"id": id}))).into_response(),
+        Started::Existing(id) => (StatusCode::OK, Json(json!({"id": id}))).into_response(),
+        Started::Refused(output) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(json!({
+                "error": {
+                    "code": "refused",
+                    "message": "the program was refused before it ran; `output` says why",
+                    "hint": "fix the program as the diagnostics say, and send it again",
+                },
+                "output": output,
+            })),
+        )
+            .into_response(),
+    })
+}
+
+/// A session as the API shows it.
+pub fn view(state: &AppState, r: &SessionRecord) -> Value {
+    let live = state.hub.live(&r.tenant, &r.id);
+    let status = live.as_ref().map_or(r.status, |l| l.status());
+    let calls = live.as_ref().map_or(r.calls, |l| l.calls());
+    let mut v = json!({
+        "id": r.id,
+        "status": status.as_str(),
+        "profile": r.profile,
+        "created_ms": r.created_ms,
+        "updated_ms": r.updated_ms,
+        "calls": calls,
+        "events": r.events,
+    });
+    if let Some(l) = &live {
+        v["pending_approvals"] = json!(l.pending_approvals());
+    }
+    if status.is_final() {
+        if let Some(out) = &r.output {
+            if status == SessionStatus::Ended {
+                v["value"] = out.get("value").cloned().unwrap_or(Value::Null);
+            }
+            v["output"] = out.clone();
+        }
+    }
+    v
+}
+
+async fn show(
+    State(state): Shared,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let t = tenant(&state, &headers)?;
+    let r = record(&state, t, &id)?;
+    Ok(Json(view(&state, &r)).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListParams {
+    status: Option<String>,
+    limit: Option<usize>,
+    cursor: Option<String>,
+}
+
+async fn list(
+    State(state): Shared,
+    headers: HeaderMap,
+    params: Result<Query<ListParams>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let t = tenant(&state, &headers)?;
+    let Query(p) = params.map_err(|e| ApiError::bad(format!("bad query: {e}")))?;
+    let status = match p.status.as_deref() {
+        None => None,
+        Some(s) => Some(SessionStatus::parse(s).ok_or_else(|| {
+            ApiError::bad(format!("no status {s:?}")).hint(
+                "a status is one of running, waiting_client, waiting_approval, ended, failed, cancelled",
+            )
+        })?),
+    };
+    let limit = p.limit.unwrap_or(50);
+    if !(1..=1000).contains(&limit) {
+        return Err(ApiError::bad("limit must be between 1 and 1000"));
+    }
+    let before = match p.cursor.as_deref() {
+        None => None,
+        Some(c) => {
+            let parsed = c
+                .split_once('.')
+                .and_then(|(ms, id)| Some((ms.parse::<i64>().ok()?, id.to_string())));
+            Some(parsed.ok_or_else(|| ApiError::bad("the cursor is not one this server gave"))?)
+        }
+    };
+    let rows = state
+        .hub
+        .store
+        .list_sessions(&ListQuery {
+            tenant: t.to_string(),
+            status,
+            limit,
+            before,
+        })
+        .map_err(ApiError::store)?;
+    let next = (rows.len() == limit)
+        .then(|| rows.last().map(|r| format!("{}.{}", r.created_ms, r.id)))
+        .flatten();
+    let sessions: Vec<Value> = rows.iter().map(|r| view(&state, r)).collect();
+    Ok(Json(json!({"sessions": sessions, "next_cursor": next})).into_response())
+}
+
+async fn cancel(
+    State(state): Shared,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let t = tenant(&state, &headers)?;
+    let r = record(&state, t, &id)?;
+    if state.hub.cancel(t, &id) {
+        return Ok((StatusCode::ACCEPTED, Json(json!({"id": id, "cancelling": true}))).into_response());
+    }
+    Err(ApiError::conflict(format!(
+        "session {id} is not running (status {})",
+        r.status.as_str()
+    )))
+}
+
+async fn outcome(
+    State(state): Shared,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let t = tenant(&state, &headers)?;
+    let r = record(&state, t, &id)?;
+    let mut v: BTreeMap<String, Value> = body(raw)?;
+    if let Some(kind) = v.remove("type") {
+        if kind != json!("tool_result") {
+            return Err(ApiError::bad("`type` may only be \"tool_result\""));
+        }
+    }
+    let call_id = match v.remove("call_id") {
+        Some(Value::String(s)) => s,
+        _ => return Err(ApiError::bad("the body needs `call_id`, a string")),
+    };
+    let line = match (v.remove("ok"), v.remove("error")) {
+        (Some(ok), None) => json!({"type": "tool_result", "call_id": call_id, "ok": ok}),
+        (None, Some(Value::String(e))) => {
+            json!({"type": "tool_result", "call_id": call_id, "error": e})
+        }
+        _ => {
+            return Err(ApiError::bad(
+                "the body needs exactly one of `ok` (the tool's output) and `error` (a string)",
+            ))
+        }
+    };
+    if let Some(extra) = v.keys().next() {
+        return Err(ApiError::bad(format!("unknown field `{extra}`"))
+            .hint("an outcome has `call_id` and `ok` or `error`"));
+    }
+    let Some(live) = state.hub.live(t, &id) else {
+        return Err(ApiError::conflict(format!(
+            "session {id} is not running (status {}); its calls take no outcome",
+            r.status.as_str()
+        )));
+    };
+    match live.report(&call_id, &line.to_string()) {
+        Ok(()) => Ok((StatusCode::ACCEPTED, Json(json!({"call_id": call_id, "accepted": true}))).into_response()),
+        Err(refusal) => {
+            let msg = match refusal {
+                super::live::Refusal::Unknown(m)
+                | super::live::Refusal::Repeated(m)
+                | super::live::Refusal::Gone(m) => m,
+            };
+            eprintln!("lt serve: session {id}: outcome refused: {msg}");
+            Err(ApiError::conflict(msg))
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApproveBody {
+    decision: String,
+    reason: Option<String>,
+}
+
+async fn approve(
+    State(state): Shared,
+    headers: HeaderMap,
+    Path((id, approval_id)): Path<(String, String)>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let t = tenant(&state, &headers)?;
+    let r = record(&state, t, &id)?;
+    let req: ApproveBody = body(raw)?;
+    let granted = match req.decision.as_str() {
+        "allow" => true,
+        "deny" => false,
+        other => {
+            return Err(ApiError::bad(format!("decision {other:?} is not \"allow\" or \"deny\"")))
+        }
+    };
+    let Some(live) = state.hub.live(t, &id) else {
+        return Err(ApiError::conflict(format!(
+            "session {id} is not running (status {})",
+            r.status.as_str()
+        )));
+    };
+    let reason = req.reason.unwrap_or_else(|| {
+        format!("{} through the API", if granted { "granted" } else { "refused" })
+    });
+    live.answer(
+        &approval_id,
+        ApprovalAnswer {
+            granted,
+            by: "api".into(),
+            reason,
+        },
+    )
+    .map_err(|refusal| match refusal {
+        super::live::Refusal::Unknown(m) => ApiError::new(StatusCode::NOT_FOUND, "not_found", m),
+        super::live::Refusal::Repeated(m) | super::live::Refusal::Gone(m) => ApiError::conflict(m),
+    })?;
+    Ok((StatusCode::ACCEPTED, Json(json!({"approval_id": approval_id, "decision": req.decision}))).into_response())
+}
+
+async fn log(
+    State(state): Shared,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let t = tenant(&state, &headers)?;
+    record(&state, t, &id)?;
+    let lines = state
+        .hub
+        .store
+        .events_after(&id, None)
+        .map_err(ApiError::store)?;
+    let mut text = String::new();
+    for l in lines {
+        text.push_str(&l);
+        text.push('\n');
+    }
+    Ok(([(header::CONTENT_TYPE, "application/x-ndjson")], text).into_response())
+}
+
+async fn replay(
+    State(state): Shared,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let t = tenant(&state, &headers)?;
+    record(&state, t, &id)?;
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    let st = Arc::clone(&state);
+    crate::control::session::spawn("lt-replay", move || {
+        let _ = reply.send(super::replay::replay_session(&*st.hub.store, &id));
+    })
+    .map_err(|e| ApiError::store(format!("cannot start the replay's thread: {e}")))?;
+    let v = answer
+        .await
+        .map_err(|_| ApiError::store("the replay's thread ended without an answer"))?;
+    Ok(Json(v).into_response())
+}

@@ -1,0 +1,71 @@
+//! A program against a tenant: `lt check`'s rules, plus the tenant's tool
+//! list (a program declares only the tenant's tools, each as the tenant
+//! declares it: E0704, E0705, as `lt agent --tools` does) and the
+//! profile's static check (E0701–E0703, as `lt check --profile` does).
+//! Needs a big stack on deep programs: call it on a session's thread.
+
+use super::config::Tenant;
+use crate::agent::tool_list::check_tool_list;
+use crate::control::profile::Profile;
+use crate::control::report::CheckReport;
+use crate::control::session::{lower_checked, Rejected};
+use crate::control::static_check;
+use crate::ir::Ir;
+use crate::source::SourceFile;
+use crate::types::{check_source, Analysis, MAX_DIAGNOSTICS};
+
+/// The name a program sent to the server has in diagnostics and logs.
+pub const PROGRAM_NAME: &str = "program.lt";
+
+/// Checks `file` against `tenant`'s tool list and `profile`: the analysis
+/// with every diagnostic (type, tool list, policy).
+pub fn analyse(tenant: &Tenant, profile: Option<&Profile>, file: &SourceFile) -> Analysis {
+    let mut analysis = check_source(&file.text);
+    let declarations = crate::types::check_declarations(&tenant.declarations_text);
+    let listed = check_tool_list(&analysis, &declarations, &tenant.declarations_text);
+    if !listed.is_empty() {
+        let diags = &mut analysis.diagnostics;
+        diags.extend(listed);
+        diags.sort_by_key(|d| (d.span.start, d.span.end, d.code));
+        let over = diags.len().saturating_sub(MAX_DIAGNOSTICS);
+        diags.truncate(MAX_DIAGNOSTICS);
+        analysis.truncated += over;
+    }
+    if let Some(p) = profile {
+        static_check::check_analysis(&mut analysis, p);
+    }
+    analysis
+}
+
+/// `lt check --json`'s report of `file` against `tenant` and `profile`
+/// (with the profile's name, as `lt check --profile` adds it).
+pub fn report(tenant: &Tenant, profile: Option<&Profile>, file: &SourceFile) -> serde_json::Value {
+    let analysis = analyse(tenant, profile, file);
+    let mut v = serde_json::to_value(CheckReport::new(file, &analysis))
+        .unwrap_or(serde_json::Value::Null);
+    if let (Some(p), Some(obj)) = (profile, v.as_object_mut()) {
+        obj.insert("profile".into(), serde_json::json!(p.name));
+    }
+    v
+}
+
+/// Checks and lowers `file` for a session: the IR, or the report that
+/// refuses it (`lt run --json`'s rejection, `stage: "check"`).
+pub fn lower(tenant: &Tenant, profile: &Profile, file: &SourceFile) -> Result<Ir, serde_json::Value> {
+    let analysis = analyse(tenant, Some(profile), file);
+    let report = CheckReport::new(file, &analysis);
+    match lower_checked(analysis) {
+        Ok(ir) => Ok(ir),
+        Err(Rejected::Diagnostics(_)) => {
+            let rejected = crate::control::report::RunOutput::Rejected(CheckReport {
+                stage: Some(crate::control::report::Stage::Check),
+                ..report
+            });
+            Err(serde_json::to_value(rejected).unwrap_or(serde_json::Value::Null))
+        }
+        Err(Rejected::Lowering(e)) => Err(serde_json::to_value(
+            crate::control::session::run_failed(file, &e, Default::default()),
+        )
+        .unwrap_or(serde_json::Value::Null)),
+    }
+}

@@ -1,0 +1,291 @@
+//! `serve.toml`: the server's settings and its tenants (`docs/serve.md`).
+//!
+//! ```toml
+//! [server]                         # every key optional; flags override them
+//! listen = "127.0.0.1:8080"
+//! store = "sqlite:lt-data/lt.db"   # relative paths: from serve.toml's folder
+//! shutdown_grace_ms = 10000        # SIGTERM: how long running calls may finish
+//! max_body_bytes = 1048576         # a request body's limit
+//!
+//! [tenants.acme]
+//! keys = ["sha256:9f86d0…"]        # SHA-256 of each API key (`lt serve --hash-key`)
+//! declarations = "tools.lt"        # the tenant's tool declarations
+//! executors = "tools.toml"         # and their executors
+//! [tenants.acme.profiles.support]  # a profile: the keys of a [profile] table
+//! allow = ["lookup_account", "issue_refund", "send_reply"]
+//! [tenants.acme.profiles.audit]
+//! file = "audit.toml"              # … or a file with a [profile] table
+//! ```
+//!
+//! Everything is loaded and checked at start: a tenant whose declarations
+//! do not check, whose tools.toml does not load, or whose keys are not
+//! hashes stops the server with the file, the position and a hint.
+
+use crate::control::profile::Profile;
+use crate::exec::{ConfigError, Registry};
+use crate::types::declarations::check_declarations;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The address `lt serve` listens on without `--listen`.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+/// The store without `--store`: an SQLite file under `./lt-data/`.
+pub const DEFAULT_STORE: &str = "sqlite:lt-data/lt.db";
+/// A request body's limit without `max_body_bytes`: 1 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+/// How long running calls may finish after SIGTERM, by default: 10 s.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(10);
+
+/// The loaded configuration.
+pub struct ServeConfig {
+    /// The address to listen on.
+    pub listen: String,
+    /// The store's URL (`sqlite:PATH`).
+    pub store: String,
+    /// How long running calls may finish after SIGTERM or SIGINT.
+    pub grace: Duration,
+    /// A request body's limit, in bytes.
+    pub max_body_bytes: usize,
+    /// The tenants, by name.
+    pub tenants: BTreeMap<String, Tenant>,
+}
+
+/// One tenant: who may act for it and what its sessions may use.
+pub struct Tenant {
+    /// Its name (the key of `[tenants.NAME]`).
+    pub name: String,
+    /// SHA-256 digests of its API keys.
+    pub key_hashes: Vec<[u8; 32]>,
+    /// Its declarations' text, checked at load (every session's program
+    /// must agree with it). Kept as text: the parsed form is not `Send`.
+    pub declarations_text: String,
+    /// Its executors (`None`: its sessions may call only client-venue
+    /// tools, and no server-venue ones).
+    pub registry: Option<Registry>,
+    /// The tools.toml path and bytes (hashed into `session_started`).
+    pub executors_path: Option<PathBuf>,
+    /// The tools.toml bytes.
+    pub registry_bytes: Vec<u8>,
+    /// Its profiles, by name, as JSON ([`Profile::to_json`]; the parsed
+    /// form is not `Send`): [`Tenant::profile`] gives one.
+    pub profiles: BTreeMap<String, serde_json::Value>,
+}
+
+impl Tenant {
+    /// The profile named `name`. `None`: the tenant has none by that name.
+    pub fn profile(&self, name: &str) -> Option<Profile> {
+        let json = self.profiles.get(name)?;
+        let mut p = Profile::from_json(json).ok()?;
+        p.name = name.to_string();
+        Some(p)
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    server: RawServer,
+    #[serde(default)]
+    tenants: BTreeMap<String, RawTenant>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    listen: Option<String>,
+    store: Option<String>,
+    shutdown_grace_ms: Option<u64>,
+    max_body_bytes: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTenant {
+    keys: Vec<String>,
+    declarations: String,
+    executors: Option<String>,
+    #[serde(default)]
+    profiles: BTreeMap<String, toml::Table>,
+}
+
+fn fail(path: &str, message: String, help: Option<&str>) -> ConfigError {
+    ConfigError {
+        path: path.to_string(),
+        line: None,
+        column: None,
+        message,
+        help: help.map(str::to_string),
+    }
+}
+
+impl ServeConfig {
+    /// The configuration without a file: the defaults, no tenant.
+    pub fn empty() -> ServeConfig {
+        ServeConfig {
+            listen: DEFAULT_LISTEN.to_string(),
+            store: DEFAULT_STORE.to_string(),
+            grace: DEFAULT_GRACE,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            tenants: BTreeMap::new(),
+        }
+    }
+
+    /// Loads `path` and everything it names. Errors: the file, position
+    /// and hint of the first problem.
+    pub fn load(path: &Path) -> Result<ServeConfig, ConfigError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| fail(&shown, format!("cannot read the file: {e}"), None))?;
+        let raw: RawFile = toml::from_str(&text).map_err(|e| {
+            let mut err = fail(&shown, e.message().to_string(), None);
+            if let Some(span) = e.span() {
+                let before = text.get(..span.start).unwrap_or("");
+                err.line = Some(before.matches('\n').count() + 1);
+                let start = before.rfind('\n').map_or(0, |i| i + 1);
+                err.column = Some(before[start..].chars().count() + 1);
+            }
+            err
+        })?;
+        let folder = path.parent().unwrap_or(Path::new("."));
+        let mut tenants = BTreeMap::new();
+        for (name, t) in raw.tenants {
+            let tenant = load_tenant(&shown, folder, &name, t)?;
+            tenants.insert(name, tenant);
+        }
+        let store = match raw.server.store {
+            Some(s) => relative_store(&s, folder),
+            None => DEFAULT_STORE.to_string(),
+        };
+        Ok(ServeConfig {
+            listen: raw.server.listen.unwrap_or_else(|| DEFAULT_LISTEN.into()),
+            store,
+            grace: raw
+                .server
+                .shutdown_grace_ms
+                .map_or(DEFAULT_GRACE, Duration::from_millis),
+            max_body_bytes: raw
+                .server
+                .max_body_bytes
+                .unwrap_or(DEFAULT_MAX_BODY_BYTES),
+            tenants,
+        })
+    }
+}
+
+/// `sqlite:PATH` with a relative PATH taken from `folder`.
+fn relative_store(url: &str, folder: &Path) -> String {
+    match url.strip_prefix("sqlite:") {
+        Some(p) if Path::new(p).is_relative() => {
+            format!("sqlite:{}", folder.join(p).display())
+        }
+        _ => url.to_string(),
+    }
+}
+
+fn load_tenant(
+    shown: &str,
+    folder: &Path,
+    name: &str,
+    t: RawTenant,
+) -> Result<Tenant, ConfigError> {
+    let at = |what: &str| format!("tenants.{name}.{what}");
+    let mut key_hashes = Vec::new();
+    for k in &t.keys {
+        let digest = k
+            .strip_prefix("sha256:")
+            .and_then(|h| hex::decode(h).ok())
+            .and_then(|b| <[u8; 32]>::try_from(b).ok())
+            .ok_or_else(|| {
+                fail(
+                    shown,
+                    format!("{}: {k:?} is not a key hash (sha256:<64 hex digits>)", at("keys")),
+                    Some("keys are stored only as hashes: `lt serve --hash-key KEY` prints the line to write"),
+                )
+            })?;
+        key_hashes.push(digest);
+    }
+    let decl_path = folder.join(&t.declarations);
+    let declarations_text = std::fs::read_to_string(&decl_path).map_err(|e| {
+        fail(
+            shown,
+            format!("{}: cannot read {}: {e}", at("declarations"), decl_path.display()),
+            None,
+        )
+    })?;
+    let declarations = check_declarations(&declarations_text);
+    if let Some(d) = declarations.diagnostics.first() {
+        let lc = crate::source::SourceFile::new(decl_path.display().to_string(), declarations_text.clone())
+            .line_col(d.span.start);
+        return Err(ConfigError {
+            path: decl_path.display().to_string(),
+            line: Some(lc.line),
+            column: Some(lc.column),
+            message: format!("{} {} (the declarations of tenant {name})", d.code, d.message),
+            help: Some("`lt check` on the file shows every diagnostic".into()),
+        });
+    }
+    let (registry, executors_path, registry_bytes) = match &t.executors {
+        Some(p) => {
+            let path = folder.join(p);
+            let registry = Registry::load(&path)?;
+            let bytes = crate::exec::read_config_bytes(&path).map_err(|e| {
+                fail(shown, format!("{}: cannot read {}: {e}", at("executors"), path.display()), None)
+            })?;
+            (Some(registry), Some(path), bytes)
+        }
+        None => (None, None, Vec::new()),
+    };
+    let mut profiles = BTreeMap::new();
+    for (pname, table) in t.profiles {
+        let profile = load_profile(shown, folder, &at(&format!("profiles.{pname}")), &pname, table)?;
+        profiles.insert(pname, profile.to_json());
+    }
+    Ok(Tenant {
+        name: name.to_string(),
+        key_hashes,
+        declarations_text,
+        registry,
+        executors_path,
+        registry_bytes,
+        profiles,
+    })
+}
+
+/// A profile given inline (the keys of a `[profile]` table) or as `file`.
+fn load_profile(
+    shown: &str,
+    folder: &Path,
+    at: &str,
+    name: &str,
+    mut table: toml::Table,
+) -> Result<Profile, ConfigError> {
+    let mut profile = match table.remove("file") {
+        Some(toml::Value::String(f)) => {
+            if !table.is_empty() {
+                return Err(fail(
+                    shown,
+                    format!("{at}: a profile given as `file` has no other keys"),
+                    None,
+                ));
+            }
+            Profile::load(&folder.join(f))?
+        }
+        Some(_) => return Err(fail(shown, format!("{at}.file: not a string"), None)),
+        None => {
+            let mut wrapper = toml::Table::new();
+            wrapper.insert("profile".into(), toml::Value::Table(table));
+            let text = toml::to_string(&wrapper)
+                .map_err(|e| fail(shown, format!("{at}: {e}"), None))?;
+            Profile::from_toml(&text, at)
+                .map_err(|e| fail(shown, format!("{at}: {}", e.message), e.help.as_deref()))?
+                .unwrap_or_default()
+        }
+    };
+    if profile.name.is_empty() || profile.name == "default" {
+        profile.name = name.to_string();
+    }
+    Ok(profile)
+}

@@ -1,0 +1,573 @@
+//! The server's sessions: starting them (each on a thread of its own,
+//! through the session engine), resuming the unfinished ones after a
+//! restart, cancelling, and draining at shutdown.
+//!
+//! ```text
+//! start(tenant, request) ─▶ session thread: check against the tenant
+//!     ─▶ rejected: 422 (nothing recorded)
+//!     ─▶ store.create_session (Idempotency-Key: the existing one instead)
+//!     ─▶ reply {id} ─▶ Session::new(&file).executors(Shared tenant host)
+//!        .profile(Given).log(Sink(Narrated(store sink))).client(Channel)
+//!        .approver(ApiApprover).cancel(live).run(&ir)
+//!     ─▶ store.set_status(final, output) ─▶ `finished` broadcast
+//! resume_unfinished() ─▶ for each unfinished record: store.reopen ─▶
+//!     Session::resume (the engine's resume rules) | start afresh (no events)
+//! ```
+//!
+//! Invariant: a session is run by one thread of one server; a session the
+//! server abandons at shutdown keeps status `running` and is resumed at
+//! the next start.
+
+use super::check;
+use super::config::Tenant;
+use super::live::{ApiApprover, Live, Narrated};
+use super::metrics::Metrics;
+use super::store::{Created, NewSession, ServerStore, SessionStatus};
+use crate::control::client::ClientChannel;
+use crate::control::report::{Stage, StartErrorKind, StartFailure};
+use crate::control::session::replay::Recorded;
+use crate::control::session::{self, ClientPort, Executors, LogTarget, ProfileSource, Session};
+use crate::exec::{ExecutorHost, Venue};
+use crate::ir::Ir;
+use crate::log::{EventBody, ReopenError, ReopenedLog, StoreError};
+use crate::runtime::cancel::Cancel;
+use crate::runtime::limits::RunErrorKind;
+use crate::source::SourceFile;
+use serde_json::{json, Value as Json};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+use tokio::sync::{broadcast, oneshot, watch};
+
+/// A tenant as the server runs it: its configuration and its executors.
+pub struct TenantRuntime {
+    /// The configuration (its registry moved into `host`).
+    pub config: Tenant,
+    /// Its executors, shared by its sessions (`None`: no tools.toml).
+    pub host: Option<ExecutorHost>,
+}
+
+impl TenantRuntime {
+    /// The tool's venue in the tenant's tools.toml (server when not named).
+    pub fn venue(&self, tool: &str) -> Venue {
+        self.host
+            .as_ref()
+            .and_then(|h| h.registry().tool_traits().0.get(tool).copied())
+            .unwrap_or(Venue::Server)
+    }
+}
+
+/// A request to start a session from a program.
+#[derive(Clone, Debug)]
+pub struct StartRequest {
+    /// The program's text.
+    pub program: String,
+    /// The profile's name.
+    pub profile: String,
+    /// The client-venue tools the client runs.
+    pub client_tools: Vec<String>,
+    /// The `Idempotency-Key` header.
+    pub idempotency_key: Option<String>,
+    /// The request body as accepted (kept with the session).
+    pub body: Json,
+}
+
+/// What starting a session gave.
+pub enum Started {
+    /// A new session.
+    New(String),
+    /// The session the idempotency key already names.
+    Existing(String),
+    /// The program was refused before anything was recorded: `lt run
+    /// --json`'s rejection (or refusal) object.
+    Refused(Json),
+}
+
+/// The server's sessions.
+pub struct Hub {
+    /// The store.
+    pub store: Arc<dyn ServerStore>,
+    /// The tenants, by name.
+    pub tenants: BTreeMap<String, TenantRuntime>,
+    /// The metrics.
+    pub metrics: Arc<Metrics>,
+    handle: tokio::runtime::Handle,
+    live: Mutex<HashMap<String, Arc<Live>>>,
+    /// Per watched session: bumped when one of its events commits or its
+    /// record becomes final (the SSE streams wait on it).
+    watchers: Mutex<HashMap<String, watch::Sender<u64>>>,
+    stopping: watch::Sender<bool>,
+    accepting: AtomicBool,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl Hub {
+    /// A hub over `store`, running tools on `handle` (multi-thread).
+    pub fn new(
+        store: Arc<dyn ServerStore>,
+        tenants: BTreeMap<String, TenantRuntime>,
+        metrics: Arc<Metrics>,
+        handle: tokio::runtime::Handle,
+    ) -> Hub {
+        Hub {
+            store,
+            tenants,
+            metrics,
+            handle,
+            live: Mutex::new(HashMap::new()),
+            watchers: Mutex::new(HashMap::new()),
+            stopping: watch::channel(false).0,
+            accepting: AtomicBool::new(true),
+        }
+    }
+
+    /// A receiver that changes whenever an event of session `id` commits
+    /// or its record becomes final (it may also change for no reason).
+    pub fn watch(&self, id: &str) -> watch::Receiver<u64> {
+        let mut w = self.watchers.lock().unwrap_or_else(PoisonError::into_inner);
+        w.entry(id.to_string())
+            .or_insert_with(|| watch::channel(0).0)
+            .subscribe()
+    }
+
+    fn bump(&self, id: Option<&str>) {
+        let mut w = self.watchers.lock().unwrap_or_else(PoisonError::into_inner);
+        w.retain(|_, s| s.receiver_count() > 0);
+        match id {
+            Some(id) => {
+                if let Some(s) = w.get(id) {
+                    s.send_modify(|n| *n += 1);
+                }
+            }
+            None => w.values().for_each(|s| s.send_modify(|n| *n += 1)),
+        }
+    }
+
+    /// Routes the store's commit notices to the watchers; runs until the
+    /// store's channel closes. Spawn it once.
+    pub async fn dispatch_commits(self: Arc<Self>) {
+        let mut commits = self.store.subscribe();
+        loop {
+            match commits.recv().await {
+                Ok(c) => self.bump(Some(&c.session)),
+                Err(broadcast::error::RecvError::Lagged(_)) => self.bump(None),
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+
+    /// Changes to `true` when the server begins to stop.
+    pub fn stopping(&self) -> watch::Receiver<bool> {
+        self.stopping.subscribe()
+    }
+
+    /// The session `id` if it runs here and is `tenant`'s.
+    pub fn live(&self, tenant: &str, id: &str) -> Option<Arc<Live>> {
+        self.live_map()
+            .get(id)
+            .filter(|l| l.tenant == tenant)
+            .cloned()
+    }
+
+    fn live_map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Live>>> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether new sessions are accepted (not shutting down).
+    pub fn accepting(&self) -> bool {
+        self.accepting.load(Ordering::SeqCst)
+    }
+
+    /// Starts a session of `tenant` from `req`, replying once it is
+    /// recorded (or refused). Errors: the session thread could not start.
+    pub async fn start(self: &Arc<Self>, tenant: &str, req: StartRequest) -> Result<Started, String> {
+        let (reply, answer) = oneshot::channel();
+        let hub = Arc::clone(self);
+        let tenant = tenant.to_string();
+        session::spawn("lt-session", move || hub.start_on_thread(&tenant, req, reply))
+            .map_err(|e| format!("cannot start the session's thread: {e}"))?;
+        answer
+            .await
+            .map_err(|_| "the session's thread ended before answering".to_string())
+    }
+
+    fn start_on_thread(
+        self: Arc<Self>,
+        tenant_name: &str,
+        req: StartRequest,
+        reply: oneshot::Sender<Started>,
+    ) {
+        let Some(tenant) = self.tenants.get(tenant_name) else {
+            let _ = reply.send(Started::Refused(json!({"ok": false, "error": "no such tenant"})));
+            return;
+        };
+        let Some(profile) = tenant.config.profile(&req.profile) else {
+            let _ = reply.send(Started::Refused(json!({"ok": false, "error": "no such profile"})));
+            return;
+        };
+        let file = SourceFile::new(check::PROGRAM_NAME, req.program.clone());
+        let ir = match check::lower(&tenant.config, &profile, &file) {
+            Ok(ir) => ir,
+            Err(rejected) => {
+                let _ = reply.send(Started::Refused(rejected));
+                return;
+            }
+        };
+        if let Err(f) = self.executors_cover(tenant, &file, &ir, &req.client_tools) {
+            let _ = reply.send(Started::Refused(
+                serde_json::to_value(f.output()).unwrap_or(Json::Null),
+            ));
+            return;
+        }
+        let id = crate::log::new_session_id();
+        let new = NewSession {
+            id: id.clone(),
+            tenant: tenant_name.to_string(),
+            profile: req.profile.clone(),
+            request: req.body.clone(),
+            idempotency_key: req.idempotency_key.clone(),
+            created_ms: now_ms(),
+        };
+        let live = self.register(&id, tenant_name);
+        match self.store.create_session(&new) {
+            Ok(Created::New) => {}
+            Ok(Created::Existing(rec)) => {
+                self.unregister(&id);
+                let _ = reply.send(Started::Existing(rec.id));
+                return;
+            }
+            Err(e) => {
+                self.unregister(&id);
+                let _ = reply.send(Started::Refused(json!({
+                    "ok": false,
+                    "error": format!("the store could not record the session: {e}"),
+                })));
+                return;
+            }
+        }
+        self.metrics.started.inc();
+        let _ = reply.send(Started::New(id.clone()));
+        self.run(tenant, live, &file, &ir, profile, None);
+    }
+
+    /// Every tool the program calls runs somewhere: a server-venue tool
+    /// has an executor, a client-venue one is run by the client.
+    fn executors_cover(
+        &self,
+        tenant: &TenantRuntime,
+        file: &SourceFile,
+        ir: &Ir,
+        client_tools: &[String],
+    ) -> Result<(), StartFailure> {
+        let called = session::called_tools(ir);
+        for tool in &called {
+            let known = tenant
+                .host
+                .as_ref()
+                .is_some_and(|h| h.registry().missing([*tool]).is_empty());
+            if !known {
+                return Err(StartFailure::new(
+                    Stage::Executors,
+                    StartErrorKind::MissingExecutor,
+                    format!("tool {tool} has no executor in tenant {}'s tools.toml", tenant.config.name),
+                )
+                .with_help("add it to the tenant's executors, or call only the tenant's tools"));
+            }
+            if tenant.venue(tool) == Venue::Client && !client_tools.iter().any(|t| t == tool) {
+                return Err(StartFailure::new(
+                    Stage::Executors,
+                    StartErrorKind::Usage,
+                    format!("tool {tool} runs in the client venue, and this client does not run it"),
+                )
+                .with_help(format!(
+                    "list it in the request's capabilities (\"capabilities\": {{\"tools\": [\"{tool}\"]}}) when the client runs it"
+                )));
+            }
+        }
+        if let Some(h) = &tenant.host {
+            let path = tenant
+                .config
+                .executors_path
+                .as_ref()
+                .map(|p| p.display().to_string());
+            if let Some(f) =
+                session::understated_effects(file, &ir.tools, &called, h.registry(), path.as_deref())
+            {
+                return Err(f);
+            }
+        }
+        Ok(())
+    }
+
+    fn register(&self, id: &str, tenant: &str) -> Arc<Live> {
+        let live = Arc::new(Live::new(id.to_string(), tenant.to_string(), Cancel::new()));
+        let weak = Arc::downgrade(&live);
+        live.cancel.on_cancel(move || {
+            if let Some(l) = weak.upgrade() {
+                l.close_waits();
+            }
+            0
+        });
+        self.live_map().insert(id.to_string(), Arc::clone(&live));
+        self.metrics.sessions.with_label_values(&["running"]).inc();
+        live
+    }
+
+    fn unregister(&self, id: &str) {
+        if let Some(l) = self.live_map().remove(id) {
+            self.metrics
+                .sessions
+                .with_label_values(&[l.status().as_str()])
+                .dec();
+        }
+    }
+
+    /// Runs (or resumes) a session on this thread, then records its end.
+    fn run(
+        &self,
+        tenant: &TenantRuntime,
+        live: Arc<Live>,
+        file: &SourceFile,
+        ir: &Ir,
+        profile: crate::control::profile::Profile,
+        reopened: Option<ReopenedLog>,
+    ) {
+        let id = live.id.clone();
+        let narrate = |inner| Narrated {
+            inner,
+            live: Arc::clone(&live),
+            store: Arc::clone(&self.store),
+            metrics: Arc::clone(&self.metrics),
+            calls: HashMap::new(),
+        };
+        let called = session::called_tools(ir);
+        let client = if called.iter().any(|t| tenant.venue(t) == Venue::Client) {
+            match std::io::pipe() {
+                Ok((reader, writer)) => {
+                    live.attach_client(writer);
+                    ClientPort::Channel(ClientChannel::new(std::io::sink(), reader))
+                }
+                Err(_) => ClientPort::None,
+            }
+        } else {
+            ClientPort::None
+        };
+        let mut engine = Session::new(file)
+            .profile(ProfileSource::Given(profile))
+            .client(client)
+            .approver(Box::new(ApiApprover {
+                live: Arc::clone(&live),
+            }))
+            .cancel(live.cancel.clone())
+            .runtime(self.handle.clone());
+        if let Some(host) = &tenant.host {
+            engine = engine.executors(Executors::Shared {
+                host: host.clone(),
+                registry_bytes: tenant.config.registry_bytes.clone(),
+            });
+        }
+        let result = match reopened {
+            Some(r) => engine.resume(
+                ir,
+                ReopenedLog {
+                    sink: Box::new(narrate(r.sink)),
+                    events: r.events,
+                    dropped_bytes: r.dropped_bytes,
+                },
+            ),
+            None => match self.store.create(&id) {
+                Ok(sink) => engine
+                    .id(id.clone())
+                    .log(LogTarget::Sink(Box::new(narrate(sink))))
+                    .run(ir),
+                Err(e) => Err(StartFailure::new(
+                    Stage::Log,
+                    StartErrorKind::Log,
+                    format!("cannot open the session's log: {e}"),
+                )),
+            },
+        };
+        let (status, output) = match &result {
+            Ok(r) if r.abandoned => {
+                // Shutdown: the record stays unfinished, resumed next start.
+                self.unregister(&id);
+                return;
+            }
+            Ok(r) => match &r.divergence {
+                Some(d) => (
+                    SessionStatus::Failed,
+                    json!({"ok": false, "stage": "resume", "error": {"kind": "diverged", "message": d}}),
+                ),
+                None => {
+                    let out = serde_json::to_value(r.output(file, ir)).unwrap_or(Json::Null);
+                    let status = match r.failure(ir) {
+                        None => SessionStatus::Ended,
+                        Some(e) if e.kind == RunErrorKind::Cancelled => SessionStatus::Cancelled,
+                        Some(_) => SessionStatus::Failed,
+                    };
+                    (status, out)
+                }
+            },
+            Err(f) => (
+                SessionStatus::Failed,
+                serde_json::to_value(f.output()).unwrap_or(Json::Null),
+            ),
+        };
+        let calls = live.calls();
+        drop(result);
+        self.finish(&id, status, &output, calls);
+    }
+
+    fn finish(&self, id: &str, status: SessionStatus, output: &Json, calls: u64) {
+        let _ = self.store.set_status(id, status, Some(output), calls);
+        self.metrics
+            .finished
+            .with_label_values(&[status.as_str()])
+            .inc();
+        self.unregister(id);
+        self.bump(Some(id));
+    }
+
+    /// Cancels `tenant`'s live session `id`. `false`: it is not running here.
+    pub fn cancel(&self, tenant: &str, id: &str) -> bool {
+        match self.live(tenant, id) {
+            Some(l) => {
+                l.cancel.cancel("cancelled through the API");
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Resumes every unfinished session of the store, each on a thread of
+    /// its own. Returns how many it started.
+    pub fn resume_unfinished(self: &Arc<Self>) -> Result<usize, StoreError> {
+        let records = self.store.unfinished()?;
+        let n = records.len();
+        for rec in records {
+            let hub = Arc::clone(self);
+            let started = session::spawn("lt-session", move || hub.resume_one(rec));
+            if let Err(e) = started {
+                return Err(StoreError::Io(e));
+            }
+        }
+        Ok(n)
+    }
+
+    fn resume_one(self: Arc<Self>, rec: super::store::SessionRecord) {
+        let fail = |msg: String| {
+            let out = json!({"ok": false, "stage": "resume", "error": {"kind": "resume", "message": msg}});
+            self.finish(&rec.id, SessionStatus::Failed, &out, rec.calls);
+        };
+        let Some(tenant) = self.tenants.get(&rec.tenant) else {
+            return fail(format!("tenant {} is no longer configured", rec.tenant));
+        };
+        match self.store.reopen(&rec.id) {
+            Ok(r) => {
+                let Some(recorded) = Recorded::from_events(&r.events) else {
+                    return fail("the log does not start with session_started".into());
+                };
+                let file = recorded.program_file(check::PROGRAM_NAME);
+                let profile = match recorded.profile() {
+                    Ok(p) => p,
+                    Err(e) => return fail(format!("the recorded profile is invalid: {e}")),
+                };
+                let ir = match session::check_and_lower(&file) {
+                    Ok(ir) => ir,
+                    Err(_) => return fail("the recorded program no longer checks".into()),
+                };
+                let live = self.register(&rec.id, &rec.tenant);
+                self.run(tenant, live, &file, &ir, profile, Some(r));
+            }
+            Err(StoreError::Reopen(ReopenError::Empty)) | Err(StoreError::NotFound(_)) => {
+                // Recorded, but nothing ran: start it as it was asked.
+                let program = rec.request.get("program").and_then(Json::as_str);
+                let Some(program) = program else {
+                    return fail("the recorded request has no program".into());
+                };
+                let Some(profile) = tenant.config.profile(&rec.profile) else {
+                    return fail(format!("profile {} is no longer configured", rec.profile));
+                };
+                let file = SourceFile::new(check::PROGRAM_NAME, program.to_string());
+                let ir = match check::lower(&tenant.config, &profile, &file) {
+                    Ok(ir) => ir,
+                    Err(out) => return self.finish(&rec.id, SessionStatus::Failed, &out, 0),
+                };
+                let live = self.register(&rec.id, &rec.tenant);
+                self.run(tenant, live, &file, &ir, profile, None);
+            }
+            Err(StoreError::Reopen(ReopenError::Ended)) => {
+                // The log ended; the record did not say so yet.
+                let (status, out) = self.ended_from_log(&rec.id);
+                self.finish(&rec.id, status, &out, rec.calls);
+            }
+            Err(e) => fail(format!("the log cannot be continued: {e}")),
+        }
+    }
+
+    /// The final status and output of a session whose log holds
+    /// `session_ended`, from that event.
+    fn ended_from_log(&self, id: &str) -> (SessionStatus, Json) {
+        let loaded = self.store.load(id);
+        let last = loaded.ok().and_then(|l| l.events.into_iter().last());
+        match last.map(|e| e.body) {
+            Some(EventBody::SessionEnded {
+                status,
+                value,
+                r#type,
+                error: _,
+                calls,
+                steps,
+            }) if status == "ok" => (
+                SessionStatus::Ended,
+                json!({"ok": true, "value": value, "type": r#type, "calls": calls, "steps": steps}),
+            ),
+            Some(EventBody::SessionEnded { error, calls, steps, .. }) => {
+                let cancelled = error
+                    .as_ref()
+                    .and_then(|e| e.get("kind"))
+                    .and_then(Json::as_str)
+                    == Some("cancelled");
+                let status = if cancelled {
+                    SessionStatus::Cancelled
+                } else {
+                    SessionStatus::Failed
+                };
+                (
+                    status,
+                    json!({"ok": false, "stage": "run", "error": error, "calls": calls, "steps": steps}),
+                )
+            }
+            _ => (
+                SessionStatus::Failed,
+                json!({"ok": false, "error": "the log's end could not be read"}),
+            ),
+        }
+    }
+
+    /// Stops accepting sessions, waits up to `grace` for the running ones
+    /// to end, then abandons the rest (their logs stay resumable) and waits
+    /// briefly for their threads to let go of the store.
+    pub fn drain(&self, grace: Duration) {
+        self.accepting.store(false, Ordering::SeqCst);
+        self.stopping.send_replace(true);
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline && !self.live_map().is_empty() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let rest: Vec<Arc<Live>> = self.live_map().values().cloned().collect();
+        for l in &rest {
+            l.cancel.abandon("the server is shutting down");
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline && !self.live_map().is_empty() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}

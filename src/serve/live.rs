@@ -1,0 +1,315 @@
+//! A running session as the API sees it: its status, the client calls it
+//! waits for, its approval requests, and the two ports the session engine
+//! is given to reach the API: [`Narrated`] (the log sink, watching each
+//! event go by) and [`ApiApprover`] (approvals answered by `POST
+//! …/approvals/{approval_id}`).
+//!
+//! ```text
+//! session thread ── append(event) ──▶ Narrated ── status, metrics ──▶ Live
+//!                                          └────▶ store sink (committed)
+//! POST outcomes  ── Live::report ──▶ the client pipe ──▶ ClientChannel (logs it)
+//! POST approvals ── Live::answer ──▶ slot ──▶ ApiApprover::decide returns
+//! ```
+//!
+//! Invariant: a client call is marked waiting before its
+//! `client_dispatched` event is appended, and an approval slot exists
+//! before `approval_requested` is, so a client that acts on the event the
+//! moment it commits is never told the call or request is unknown.
+
+use super::metrics::Metrics;
+use super::store::{ServerStore, SessionStatus};
+use crate::control::approver::{ApprovalAnswer, ApprovalQuestion, Approver};
+use crate::log::{Decision, EventBody, EventSink};
+use crate::runtime::cancel::Cancel;
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+/// A session running in this server.
+pub struct Live {
+    /// Its id.
+    pub id: String,
+    /// Its tenant.
+    pub tenant: String,
+    /// Stops it (`POST …/cancel`), or abandons it (shutdown).
+    pub cancel: Cancel,
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    status: Option<SessionStatus>,
+    /// Writes `tool_result` lines to the session's client channel.
+    client: Option<std::io::PipeWriter>,
+    /// Client calls dispatched and not yet ended.
+    waiting_calls: HashSet<String>,
+    /// Call ids an outcome was posted for.
+    answered: HashSet<String>,
+    /// Approval requests: `None` while unanswered.
+    approvals: HashMap<String, Option<ApprovalAnswer>>,
+    calls: u64,
+}
+
+/// Why a posted outcome or answer was not taken.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// No such call or request is waiting (unknown, or already over).
+    Unknown(String),
+    /// It was already answered.
+    Repeated(String),
+    /// The session cannot take it any more (it ended, or lost its client).
+    Gone(String),
+}
+
+impl Live {
+    /// A running session.
+    pub fn new(id: String, tenant: String, cancel: Cancel) -> Live {
+        Live {
+            id,
+            tenant,
+            cancel,
+            state: Mutex::new(State {
+                status: Some(SessionStatus::Running),
+                ..State::default()
+            }),
+            changed: Condvar::new(),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Its status now.
+    pub fn status(&self) -> SessionStatus {
+        self.state().status.unwrap_or(SessionStatus::Running)
+    }
+
+    /// Tool calls ended so far.
+    pub fn calls(&self) -> u64 {
+        self.state().calls
+    }
+
+    /// Gives it the writing end of its client channel's input.
+    pub fn attach_client(&self, pipe: std::io::PipeWriter) {
+        self.state().client = Some(pipe);
+    }
+
+    /// Stops everything that waits on the API: the client channel's input
+    /// ends (a waiting call fails as unavailable), and a waiting approval
+    /// is refused. Called on cancel and on shutdown.
+    pub fn close_waits(&self) {
+        self.state().client = None;
+        self.changed.notify_all();
+    }
+
+    /// A client-venue call's outcome (`line` is its `tool_result` JSON
+    /// line): handed to the session's client channel, which validates and
+    /// logs it. Errors: the call is not waiting, or was already answered.
+    pub fn report(&self, call_id: &str, line: &str) -> Result<(), Refusal> {
+        let mut st = self.state();
+        if st.answered.contains(call_id) {
+            return Err(Refusal::Repeated(format!(
+                "call {call_id} already has an outcome; an outcome is applied once"
+            )));
+        }
+        if !st.waiting_calls.contains(call_id) {
+            return Err(Refusal::Unknown(format!(
+                "no client call {call_id} is waiting for an outcome in this session"
+            )));
+        }
+        let Some(pipe) = st.client.as_mut() else {
+            return Err(Refusal::Gone("the session no longer takes client outcomes".into()));
+        };
+        let written = pipe
+            .write_all(line.as_bytes())
+            .and_then(|_| pipe.write_all(b"\n"))
+            .and_then(|_| pipe.flush());
+        if let Err(e) = written {
+            st.client = None;
+            return Err(Refusal::Gone(format!("the session's client channel is closed ({e})")));
+        }
+        st.answered.insert(call_id.to_string());
+        Ok(())
+    }
+
+    /// Answers approval request `approval_id`. Errors: no such request
+    /// waits, or it was answered.
+    pub fn answer(&self, approval_id: &str, answer: ApprovalAnswer) -> Result<(), Refusal> {
+        let mut st = self.state();
+        match st.approvals.get_mut(approval_id) {
+            None => Err(Refusal::Unknown(format!(
+                "no approval request {approval_id} is waiting in this session"
+            ))),
+            Some(Some(_)) => Err(Refusal::Repeated(format!(
+                "approval request {approval_id} was already answered"
+            ))),
+            Some(slot) => {
+                *slot = Some(answer);
+                drop(st);
+                self.changed.notify_all();
+                Ok(())
+            }
+        }
+    }
+
+    /// The approval requests waiting for an answer.
+    pub fn pending_approvals(&self) -> Vec<String> {
+        let st = self.state();
+        let mut v: Vec<String> = st
+            .approvals
+            .iter()
+            .filter(|(_, a)| a.is_none())
+            .map(|(k, _)| k.clone())
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+/// The session's sink: appends to the store's sink, and keeps the
+/// session's status and the server's metrics as the events go by.
+pub struct Narrated {
+    /// The store's sink.
+    pub inner: Box<dyn EventSink + Send>,
+    /// The session.
+    pub live: Arc<Live>,
+    /// Where waiting statuses are recorded.
+    pub store: Arc<dyn ServerStore>,
+    /// The server's metrics.
+    pub metrics: Arc<Metrics>,
+    /// Each call's tool and when it was scheduled.
+    pub calls: HashMap<String, (String, Option<Instant>)>,
+}
+
+impl Narrated {
+    fn set_status(&self, status: SessionStatus) {
+        let calls = {
+            let mut st = self.live.state();
+            if st.status == Some(status) {
+                return;
+            }
+            if let Some(old) = st.status {
+                self.metrics.sessions.with_label_values(&[old.as_str()]).dec();
+            }
+            self.metrics.sessions.with_label_values(&[status.as_str()]).inc();
+            st.status = Some(status);
+            st.calls
+        };
+        let _ = self.store.set_status(&self.live.id, status, None, calls);
+    }
+}
+
+impl EventSink for Narrated {
+    fn append(&mut self, body: EventBody) -> std::io::Result<()> {
+        // Marked before the event commits (see the module note).
+        match &body {
+            EventBody::ClientDispatched { call_id } => {
+                self.live.state().waiting_calls.insert(call_id.clone());
+            }
+            EventBody::ApprovalRequested { approval_id, .. } => {
+                self.live
+                    .state()
+                    .approvals
+                    .entry(approval_id.clone())
+                    .or_insert(None);
+            }
+            _ => {}
+        }
+        let mut after: Option<SessionStatus> = None;
+        match &body {
+            EventBody::Proposed { call_id, tool, .. } => {
+                self.calls.insert(call_id.clone(), (tool.clone(), None));
+            }
+            EventBody::Scheduled { call_id, tool, .. } => {
+                self.calls
+                    .insert(call_id.clone(), (tool.clone(), Some(Instant::now())));
+            }
+            EventBody::Decided {
+                decision: Decision::Deny,
+                rule,
+                ..
+            } => self.metrics.denials.with_label_values(&[rule]).inc(),
+            EventBody::ClientDispatched { .. } => after = Some(SessionStatus::WaitingClient),
+            EventBody::ApprovalRequested { .. } => after = Some(SessionStatus::WaitingApproval),
+            EventBody::ApprovalDecided { .. } => after = Some(SessionStatus::Running),
+            EventBody::Completed { call_id, .. }
+            | EventBody::Failed { call_id, .. }
+            | EventBody::TimedOut { call_id, .. } => {
+                let outcome = match &body {
+                    EventBody::Completed { .. } => "completed",
+                    EventBody::Failed { .. } => "failed",
+                    _ => "timed_out",
+                };
+                let (tool, at) = self.calls.remove(call_id).unwrap_or_default();
+                self.metrics.calls.with_label_values(&[&tool, outcome]).inc();
+                if let Some(at) = at {
+                    self.metrics
+                        .call_seconds
+                        .with_label_values(&[&tool])
+                        .observe(at.elapsed().as_secs_f64());
+                }
+                let mut st = self.live.state();
+                st.calls += 1;
+                if st.waiting_calls.remove(call_id) && st.waiting_calls.is_empty() {
+                    after = Some(SessionStatus::Running);
+                }
+            }
+            _ => {}
+        }
+        self.inner.append(body)?;
+        if let Some(s) = after {
+            self.set_status(s);
+        }
+        Ok(())
+    }
+}
+
+/// Answers approvals with what `POST …/approvals/{approval_id}` posts
+/// (`approvals = "api"`): the session waits, durably, since a restarted
+/// server asks again for a request its log holds unanswered.
+pub struct ApiApprover {
+    /// The session.
+    pub live: Arc<Live>,
+}
+
+impl Approver for ApiApprover {
+    fn decide(&mut self, q: &ApprovalQuestion<'_>) -> ApprovalAnswer {
+        let refuse = |reason: &str| ApprovalAnswer {
+            granted: false,
+            by: "api".to_string(),
+            reason: reason.to_string(),
+        };
+        let deadline = q.time_left.map(|t| Instant::now() + t);
+        let live = &self.live;
+        let mut st = live.state();
+        // A request resumed from the log has no slot yet.
+        st.approvals.entry(q.approval_id.to_string()).or_insert(None);
+        loop {
+            if let Some(Some(a)) = st.approvals.get(q.approval_id) {
+                return a.clone();
+            }
+            if live.cancel.is_cancelled() {
+                return refuse("the session was cancelled while waiting for this approval");
+            }
+            let wait = match deadline {
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) => left.min(Duration::from_millis(200)),
+                    None => return refuse("no answer came before the run's time limit"),
+                },
+                None => Duration::from_millis(200),
+            };
+            st = live
+                .changed
+                .wait_timeout(st, wait)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    fn answers_api(&self) -> bool {
+        true
+    }
+}

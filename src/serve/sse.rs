@@ -1,0 +1,213 @@
+//! `GET /v1/sessions/{id}/events`: Server-Sent Events, from the log.
+//!
+//! ```text
+//! event: log        id: <seq>     data: the committed log line
+//! event: tool_call  id: <seq>.1   data: {"type":"tool_call","call_id","tool","argument",
+//!                                        "idempotency_key"}   (after client_dispatched <seq>)
+//! event: output     id: <seq>.1   data: the final output (lt run --json), after the
+//!                                       last event <seq> (0.1 when the log is empty);
+//!                                       then the stream ends
+//! ```
+//!
+//! Everything is read from the store, never from memory: a stream opened on
+//! a restarted server, or (later) on another worker, shows the same events.
+//! Reconnecting with `Last-Event-ID: N` sends what follows event N (its
+//! `.1` extra included); `N.1` what follows that extra: nothing is missed,
+//! nothing is sent twice.
+
+use super::api::{record, tenant, ApiError, AppState};
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value as Json};
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+
+/// Where a reconnecting client left off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Cursor {
+    /// The last event seen (`None`: none).
+    seq: Option<u64>,
+    /// Its extra (`.1`) was seen too.
+    extra: bool,
+}
+
+fn parse_cursor(headers: &HeaderMap) -> Result<Cursor, ApiError> {
+    let Some(v) = headers.get("last-event-id") else {
+        return Ok(Cursor {
+            seq: None,
+            extra: false,
+        });
+    };
+    let text = v.to_str().unwrap_or("");
+    let (n, extra) = match text.strip_suffix(".1") {
+        Some(n) => (n, true),
+        None => (text, false),
+    };
+    match n.parse::<u64>() {
+        Ok(seq) => Ok(Cursor {
+            seq: Some(seq),
+            extra,
+        }),
+        Err(_) => Err(super::api::ApiError::bad(format!(
+            "Last-Event-ID {text:?} is not an id this server sent (N or N.1)"
+        ))),
+    }
+}
+
+/// The stream's state: what was sent, and what the tool_call events need.
+struct Follow {
+    id: String,
+    cursor: Cursor,
+    /// Every event read so far has `seq` below this.
+    next: u64,
+    /// Each call's tool and argument (from `proposed`).
+    proposed: HashMap<String, (Json, Json)>,
+    /// Each call's idempotency key (from `scheduled`).
+    keys: HashMap<String, Json>,
+}
+
+impl Follow {
+    fn after_cursor(&self, seq: u64, extra: bool) -> bool {
+        match self.cursor.seq {
+            None => true,
+            Some(c) => seq > c || (seq == c && extra && !self.cursor.extra),
+        }
+    }
+
+    /// The SSE events of one log line.
+    fn events_of(&mut self, line: &str, out: &mut Vec<Event>) {
+        let Ok(v) = serde_json::from_str::<Json>(line) else {
+            return;
+        };
+        let seq = v.get("seq").and_then(Json::as_u64).unwrap_or(self.next);
+        self.next = seq + 1;
+        let kind = v.get("kind").and_then(Json::as_str).unwrap_or("");
+        let call = v.get("call_id").and_then(Json::as_str).unwrap_or("").to_string();
+        match kind {
+            "proposed" => {
+                let tool = v.get("tool").cloned().unwrap_or(Json::Null);
+                let arg = v.get("argument").cloned().unwrap_or(Json::Null);
+                self.proposed.insert(call.clone(), (tool, arg));
+            }
+            "scheduled" => {
+                let key = v.get("idempotency_key").cloned().unwrap_or(Json::Null);
+                self.keys.insert(call.clone(), key);
+            }
+            _ => {}
+        }
+        if self.after_cursor(seq, false) {
+            out.push(Event::default().event("log").id(seq.to_string()).data(line));
+        }
+        if kind == "client_dispatched" && self.after_cursor(seq, true) {
+            let (tool, argument) = self.proposed.get(&call).cloned().unwrap_or_default();
+            let key = self.keys.get(&call).cloned().unwrap_or(Json::Null);
+            let data = json!({
+                "type": "tool_call",
+                "call_id": call,
+                "tool": tool,
+                "argument": argument,
+                "idempotency_key": key,
+            });
+            out.push(
+                Event::default()
+                    .event("tool_call")
+                    .id(format!("{seq}.1"))
+                    .data(data.to_string()),
+            );
+        }
+    }
+}
+
+/// The handler.
+pub async fn events(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let t = tenant(&state, &headers)?.to_string();
+    record(&state, &t, &id)?;
+    let cursor = parse_cursor(&headers)?;
+    let (tx, rx) = mpsc::channel::<Event>(256);
+    // Watched before the first read: nothing commits unseen between.
+    let changes = state.hub.watch(&id);
+    let follow = Follow {
+        id,
+        cursor,
+        next: 0,
+        proposed: HashMap::new(),
+        keys: HashMap::new(),
+    };
+    tokio::spawn(pump(state, t, follow, changes, tx));
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx))
+    });
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response())
+}
+
+/// Sends the session's events until its output, the client leaving, or
+/// the server stopping.
+async fn pump(
+    state: Arc<AppState>,
+    tenant: String,
+    mut f: Follow,
+    mut changes: watch::Receiver<u64>,
+    tx: mpsc::Sender<Event>,
+) {
+    let mut stopping = state.hub.stopping();
+    loop {
+        if *stopping.borrow() {
+            return;
+        }
+        // Read everything committed past what was read.
+        let after = f.next.checked_sub(1);
+        let lines = match state.hub.store.events_after(&f.id, after) {
+            Ok(l) => l,
+            Err(_) => return,
+        };
+        let mut out = Vec::new();
+        for l in &lines {
+            f.events_of(l, &mut out);
+        }
+        for e in out {
+            if tx.send(e).await.is_err() {
+                return;
+            }
+        }
+        // Over, and every event read: the output ends the stream.
+        let rec = match state.hub.store.session(&tenant, &f.id) {
+            Ok(Some(r)) => r,
+            _ => return,
+        };
+        if rec.status.is_final() && state.hub.live(&tenant, &f.id).is_none() {
+            let more = state
+                .hub
+                .store
+                .events_after(&f.id, f.next.checked_sub(1))
+                .map(|l| !l.is_empty())
+                .unwrap_or(false);
+            if more {
+                continue;
+            }
+            let last = f.next.saturating_sub(1);
+            if f.after_cursor(last, true) {
+                let data = rec.output.unwrap_or(Json::Null).to_string();
+                let e = Event::default().event("output").id(format!("{last}.1")).data(data);
+                let _ = tx.send(e).await;
+            }
+            return;
+        }
+        tokio::select! {
+            r = changes.changed() => if r.is_err() { return },
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = tx.closed() => return,
+            _ = stopping.changed() => return,
+        }
+    }
+}
