@@ -234,17 +234,17 @@ impl SqliteStore {
         })
     }
 
-    /// Whether `session` exists without events: recorded, or being
-    /// written.
+    /// Whether `session` exists: recorded, with events, or being written.
     fn known(&self, session: &str) -> Result<bool, StoreError> {
         if self.shared.writing().contains(session) {
             return Ok(true);
         }
         self.read("cannot read the sessions", |c| {
-            c.prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
-                .query_row([session], |_| Ok(()))
-                .optional()
-                .map(|r| r.is_some())
+            c.prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1) \
+                 OR EXISTS (SELECT 1 FROM events WHERE session = ?1)",
+            )?
+            .query_row([session], |r| r.get(0))
         })
     }
 
@@ -432,7 +432,7 @@ impl ServerStore for SqliteStore {
 
     fn events_after(&self, id: &str, after: Option<u64>) -> Result<Vec<String>, StoreError> {
         let lines = self.lines(id, after)?;
-        if lines.is_empty() && after.is_none() && !self.known(id)? {
+        if lines.is_empty() && !self.known(id)? {
             return Err(StoreError::NotFound(id.to_string()));
         }
         Ok(lines)

@@ -106,9 +106,9 @@ pub enum Role {
     Reader,
 }
 
-/// Opens a connection to the store at `path`: WAL mode (checked),
-/// `synchronous=FULL` (a commit is fsynced before it returns) and the busy
-/// timeout.
+/// Opens a connection to the store at `path` with the busy timeout; the
+/// writer's puts the file in WAL mode (checked) with `synchronous=FULL` (a
+/// commit is fsynced before it returns).
 pub fn connect(path: &Path, role: Role) -> Result<Connection, OpenError> {
     let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     if role == Role::Writer {
@@ -116,13 +116,17 @@ pub fn connect(path: &Path, role: Role) -> Result<Connection, OpenError> {
     }
     let conn = Connection::open_with_flags(path, flags)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
-    let mode: String = conn.pragma_update_and_check(None, "journal_mode", "wal", |r| r.get(0))?;
-    if !mode.eq_ignore_ascii_case("wal") {
-        return Err(OpenError::NotWal(mode));
-    }
-    conn.pragma_update(None, "synchronous", "FULL")?;
-    if role == Role::Reader {
-        conn.pragma_update(None, "query_only", true)?;
+    match role {
+        // WAL is a property of the file: set once, by the writer.
+        Role::Writer => {
+            let mode: String =
+                conn.pragma_update_and_check(None, "journal_mode", "wal", |r| r.get(0))?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                return Err(OpenError::NotWal(mode));
+            }
+            conn.pragma_update(None, "synchronous", "FULL")?;
+        }
+        Role::Reader => conn.pragma_update(None, "query_only", true)?,
     }
     Ok(conn)
 }

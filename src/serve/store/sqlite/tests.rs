@@ -509,9 +509,11 @@ fn committed_events_survive_a_crash_and_a_restart() {
         let report = verify(&text);
         assert!(report.ok && report.events == 4, "{report}\n{text}");
     }
-    // A buffered event last: committed when its sink goes.
+    // A buffered event last: committed when its sink goes, before the
+    // session is free for its next writer.
     sink.append(call(1).remove(0)).expect("buffered");
     drop(sink);
+    assert_eq!(store.load(&s).expect("load").events.len(), 5);
     drop(store);
     let store = open(&dir.db());
     let loaded = store.load(&s).expect("load");

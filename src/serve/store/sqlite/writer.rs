@@ -158,7 +158,8 @@ fn write_batch(conn: &mut Connection, shared: &Shared, batch: Vec<Request>) {
         .lock()
         .unwrap_or_else(PoisonError::into_inner);
     if let Some(observe) = observer.as_ref() {
-        observe(took, events);
+        // A panicking observer must not take the writer down with it.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| observe(took, events)));
     }
 }
 
