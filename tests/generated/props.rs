@@ -97,6 +97,8 @@ pub struct Run {
     pub result: Result<Value, RunError>,
     pub calls: Vec<Call>,
     pub minted: Vec<String>,
+    /// Tokens handed out by calls inside an iteration (`traverse`, `fan_out`).
+    pub minted_in_iteration: u64,
     pub outcomes: BTreeMap<&'static str, u64>,
 }
 
@@ -118,6 +120,7 @@ pub fn run_scripted(p: &Prepared) -> Run {
         result,
         calls: host.calls,
         minted: host.minted,
+        minted_in_iteration: host.minted_in_iteration,
         outcomes: host.outcomes,
     }
 }
