@@ -36,7 +36,11 @@
 //! Two patterns the checker rejects are not generated in accepted
 //! programs (the mutations of `mutate.rs` make them): tokens collected by a
 //! `traverse`, `fan_out` or `gather` (E0506), and functions whose calls
-//! cannot be undone applied inside a `scope` (E0220).
+//! cannot be undone applied inside a `scope` (E0220). Their accepted
+//! neighbours are: a token minted and spent inside one `traverse` callback,
+//! a token spent by one of a `gather`'s calls, and a function whose calls
+//! have undos applied inside a `scope`, defined outside it or given as an
+//! argument to a function that applies it in its scope.
 
 use lt::source::Span;
 use lt::syntax::ast::*;
