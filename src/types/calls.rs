@@ -8,7 +8,8 @@
 //! argument against the tool's input (a record literal field by field; a `!T`
 //! may be passed as plain data here, the tool consumes it), performs the
 //! tool's effects (and, for a tool with an `undo`, the undo tool's: a scope
-//! the call runs in may undo it), and has type `Result<Out, String>`.
+//! the call runs in may undo it; for one without, a call a scope could not
+//! roll back, [`super::undo`]), and has type `Result<Out, String>`.
 
 use super::infer::{Checker, BUILTINS};
 use super::ty::Type;
@@ -91,7 +92,7 @@ impl Checker<'_> {
         match resolved {
             Type::Fun(p, eff, r) => {
                 self.check(arg, &p);
-                self.perform(&eff, app, what);
+                self.perform_at(&eff, app, what, callee);
                 *r
             }
             Type::Error => {
@@ -174,6 +175,9 @@ impl Checker<'_> {
             }
         }
         self.perform(&sig.effects, span, &format!("`exec tool {}`", sig.name));
+        if self.irrevocable(&sig.name).is_some() {
+            self.irrevocable_call(&sig.name, tool.span, &sig.effects);
+        }
         // A call with an undo may be rolled back by any scope it runs in at
         // run time, also one it reaches through a function defined outside:
         // the undo's effects are the call's too.

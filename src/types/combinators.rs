@@ -14,17 +14,14 @@
 //! arguments are evaluated first, in order. Every Result must be matched,
 //! as for any call.
 //!
-//! `scope { e }` needs a Result-valued `e`; every call inside it (written
-//! inside it, lambdas included) of a tool that may change something (any
-//! effect but `Read`) must have an `undo` (E0220), so that an `Err` can roll
-//! back what completed. Scopes are dynamic: a function defined outside and
-//! used inside makes its calls in the scope. So every variable bound
-//! outside a scope and used inside it is checked too, once the program is
-//! typed: a `let` remembers whether its value mentions a call that cannot be
-//! undone (directly, or through another variable: [`Undoable`]), and is
-//! E0220 when it does and its type holds a function with effects beyond
-//! `Read`; a parameter or a pattern binder (any function of its type could
-//! be given) is E0220 when its type holds such a function.
+//! `scope { e }` needs a Result-valued `e`; every call that runs inside it
+//! of a tool that may change something (any effect but `Read`) must have an
+//! `undo` (E0220), so that an `Err` can roll back what completed. Scopes are
+//! dynamic: a call written inside it, or made by a function applied inside
+//! it (defined anywhere, given as an argument, held in a record or a list,
+//! called by `traverse`), runs in the scope; a lambda written inside but
+//! applied after it does not. Function types record whether their calls
+//! may be irrevocable ([`super::undo`]).
 //!
 //! `approve tool NAME arg` asks for an approval of one call: `NAME`'s
 //! input must have `!Approval` fields (E0221), `arg` is the input without
@@ -47,7 +44,7 @@
 //! (E0218), so it is visible in the program and the IR; the step decides to
 //! stop early with `done = true`. The result says whether it did.
 
-use super::infer::{Checker, Undoable};
+use super::infer::Checker;
 use super::ty::{EffectSet, Type};
 use crate::diag::{Code, Diagnostic};
 use crate::source::Span;
@@ -166,103 +163,13 @@ impl Checker<'_> {
         }
     }
 
-    /// The tool `name` when it may change something (an effect beyond
-    /// `Read`) and has no undo: a `scope` could not roll its call back.
-    fn irrevocable(&self, name: &str) -> Option<&super::decls::ToolSig> {
-        self.tools.iter().find(|t| &*t.name == name).filter(|sig| {
-            let mut read_only = EffectSet::pure();
-            read_only.insert(Rc::from("Read"));
-            sig.undo.is_none() && !sig.effects.is_subset(&read_only)
-        })
-    }
-
-    /// Whether the functions a `let` binds to `value` make only calls a
-    /// `scope` can roll back, read from the value's text: a call of a tool
-    /// without an undo, or a variable bound to one, is [`Undoable::No`]; a
-    /// parameter or pattern binder makes it [`Undoable::Unknown`].
-    pub(super) fn undoable(&self, value: &Expr) -> Undoable {
-        let mut unknown = false;
-        let mut stack = vec![value];
-        while let Some(e) = stack.pop() {
-            match &e.kind {
-                ExprKind::Exec(tool, _) => {
-                    if let Some(sig) = self.irrevocable(&tool.name) {
-                        return Undoable::No(sig.name.clone(), tool.span);
-                    }
-                }
-                // Only a variable that may hold a function makes calls
-                // where it is used (a value's calls were made before).
-                ExprKind::Var(id) => match self.env.get(&id.name) {
-                    Some(v) if may_hold_function(&self.metas.zonk(&v.ty)) => match &v.undo {
-                        Undoable::No(tool, at) => return Undoable::No(tool.clone(), *at),
-                        Undoable::Unknown => unknown = true,
-                        Undoable::Yes => {}
-                    },
-                    _ => {}
-                },
-                _ => {}
-            }
-            e.kind.for_each_child(|c| stack.push(c));
-        }
-        if unknown {
-            Undoable::Unknown
-        } else {
-            Undoable::Yes
-        }
-    }
-
-    /// Reports the variables bound outside a `scope`, used inside it, that
-    /// may hold a function making a call the scope cannot roll back (E0220).
-    pub(super) fn check_scoped_uses(&mut self) {
-        let mut read_only = EffectSet::pure();
-        read_only.insert(Rc::from("Read"));
-        let mut reported: Vec<Span> = Vec::new();
-        for (ty, undo, id, scope) in std::mem::take(&mut self.scoped_uses) {
-            let t = self.metas.zonk(&ty);
-            let mut effects = EffectSet::pure();
-            function_effects(&t, &mut effects);
-            if effects.is_subset(&read_only) || reported.contains(&id.span) {
-                continue;
-            }
-            reported.push(id.span);
-            let d = match undo {
-                Undoable::Yes => continue,
-                Undoable::No(tool, call) => Diagnostic::error(
-                    Code::E0220,
-                    id.span,
-                    format!("`{}` calls `{tool}`, which has no undo, so this `scope` could not roll it back", id.name),
-                )
-                .with_label(format!("performs {effects} and cannot be undone"))
-                .with_secondary(call, format!("the call of `{tool}`"))
-                .with_secondary(scope, "in this scope")
-                .with_help(format!(
-                    "declare the tool that undoes it: `tool {tool}: … undo cancel_{tool}(output);`, or use `{}` outside the scope",
-                    id.name
-                )),
-                Undoable::Unknown => Diagnostic::error(
-                    Code::E0220,
-                    id.span,
-                    format!("`{}` may make calls this `scope` could not roll back", id.name),
-                )
-                .with_label(format!("a function performing {effects}, not known here"))
-                .with_secondary(scope, "in this scope")
-                .with_help(format!(
-                    "a function given as a parameter may call a tool without an undo; bind the function with `let` \
-                     outside the scope (its calls are then checked), or use `{}` outside the scope",
-                    id.name
-                )),
-            };
-            self.diags.push(d);
-        }
-    }
-
-    /// `scope { body }`.
+    /// `scope { body }`. The calls that run inside it, written there or
+    /// made by a function applied there, must each have an undo when they
+    /// may change something (E0220, [`super::undo`]).
     pub(super) fn scope(&mut self, body: &Expr, span: Span) -> Type {
-        self.scope_depth += 1;
-        let outer = self.scope_span.replace(span);
+        self.enter_scope(span);
         let t = self.synth(body);
-        self.scope_span = outer;
-        self.scope_depth -= 1;
+        self.leave_scope();
         let ok = self.metas.fresh(span, "the Ok type of the scope");
         let err = self.metas.fresh(span, "the Err type of the scope");
         if self.metas.coerce(&t, &Type::result(ok, err)).is_err() {
@@ -273,38 +180,6 @@ impl Checker<'_> {
                     .with_expected_found("Result<T, E>", shown)
                     .with_help("end the scope's expression with `Ok(v)` or `Err(e)`, e.g. the match on the last call"),
             );
-        }
-        let mut read_only = EffectSet::pure();
-        read_only.insert(Rc::from("Read"));
-        let mut stack = vec![body];
-        let mut reported: Vec<Name> = Vec::new();
-        while let Some(e) = stack.pop() {
-            if let ExprKind::Exec(tool, _) = &e.kind {
-                if let Some(sig) = self.tools.iter().find(|t| t.name == tool.name) {
-                    // An undo may run: its effects are performed by the
-                    // call itself (`exec`), wherever it is written.
-                    if sig.undo.is_none()
-                        && !sig.effects.is_subset(&read_only)
-                        && !reported.contains(&sig.name)
-                    {
-                        reported.push(sig.name.clone());
-                        self.diags.push(
-                            Diagnostic::error(
-                                Code::E0220,
-                                tool.span,
-                                format!("`{}` has no undo, so this `scope` could not roll it back", tool.name),
-                            )
-                            .with_label(format!("performs {} and cannot be undone", sig.effects))
-                            .with_secondary(span, "in this scope")
-                            .with_help(format!(
-                                "declare the tool that undoes it: `tool {}: … undo cancel_{}(output);`, or call it outside the scope",
-                                tool.name, tool.name
-                            )),
-                        );
-                    }
-                }
-            }
-            e.kind.for_each_child(|c| stack.push(c));
         }
         t
     }
@@ -447,32 +322,4 @@ impl Checker<'_> {
         }
         ty
     }
-}
-
-/// True when a value of type `t` may hold a function (an unsolved type may).
-fn may_hold_function(t: &Type) -> bool {
-    t.holds(|x| matches!(x, Type::Fun(..) | Type::Meta(_)))
-}
-
-/// The effects of the functions a value of type `t` holds (of the
-/// function and of the functions it returns when applied; not of those it
-/// takes, which are used separately).
-fn function_effects(t: &Type, into: &mut EffectSet) {
-    stacker::maybe_grow(32 * 1024, 1024 * 1024, || match t {
-        Type::Fun(_, eff, r) => {
-            into.extend(eff);
-            function_effects(r, into);
-        }
-        Type::Record(fs) | Type::OpenRecord(fs) => {
-            for (_, f) in fs {
-                function_effects(f, into);
-            }
-        }
-        Type::List(x) | Type::Linear(x) | Type::Option(x) => function_effects(x, into),
-        Type::Result(a, b) => {
-            function_effects(a, into);
-            function_effects(b, into);
-        }
-        _ => {}
-    })
 }

@@ -71,7 +71,7 @@ pub fn check_definition(
     ck.check_data_vars();
     ck.check_comparisons();
     ck.check_collected();
-    ck.check_scoped_uses();
+    ck.check_scoped_calls();
     let mut seen: Vec<u32> = Vec::new();
     for (i, v) in vars.iter().enumerate() {
         let t = ck

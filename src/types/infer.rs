@@ -37,25 +37,6 @@ pub use crate::stdlib::BUILTINS;
 #[derive(Clone, Debug)]
 pub(super) struct VarInfo {
     pub ty: Rc<Type>,
-    /// Whether a function held by this variable may make a call that a
-    /// `scope` could not roll back (E0220 where it is used inside a scope).
-    pub undo: Undoable,
-    /// How many `scope`s enclose the binding.
-    pub scope_depth: u32,
-}
-
-/// What is known of the calls a function held by a variable makes.
-#[derive(Clone, Debug)]
-pub(super) enum Undoable {
-    /// A `let` whose value mentions no call that cannot be undone.
-    Yes,
-    /// A `let` whose value mentions a call of this tool (at this span), which
-    /// has effects beyond `Read` and no undo, directly or through another
-    /// variable.
-    No(Name, Span),
-    /// A parameter or a pattern binder, or a `let` whose value mentions one:
-    /// any function of its type (the effects it allows decide).
-    Unknown,
 }
 
 /// Why a context allows only some effects, for `E0401`.
@@ -67,9 +48,26 @@ pub(super) struct Allowed {
     pub help: String,
 }
 
-struct Frame {
+/// One function body being checked (the first frame is the program's).
+pub(super) struct Frame {
     performed: EffectSet,
     allowed: Option<Allowed>,
+    /// The undo variable of the function (none for the program): whether
+    /// it may make a call a `scope` cannot roll back ([`super::undo`]).
+    pub undo: Option<u32>,
+    /// The `scope`s open in this body, innermost last.
+    pub scopes: Vec<Span>,
+}
+
+impl Frame {
+    fn new(allowed: Option<Allowed>, undo: Option<u32>) -> Frame {
+        Frame {
+            performed: EffectSet::pure(),
+            allowed,
+            undo,
+            scopes: Vec::new(),
+        }
+    }
 }
 
 /// The state of one checking run.
@@ -92,17 +90,15 @@ pub struct Checker<'a> {
     /// Values a `traverse`, `fan_out` or `gather` holds on to or may drop,
     /// checked for linear types once the program is typed (E0506).
     pub(super) collected: Vec<super::combinators::Collected>,
-    /// How many `scope`s enclose the expression being checked.
-    pub(super) scope_depth: u32,
-    /// Variables bound outside a `scope` and used inside it, to be checked
-    /// once the program is typed (E0220): `(type, what it holds, use, scope)`.
-    pub(super) scoped_uses: Vec<(Rc<Type>, Undoable, Ident, Span)>,
-    /// The innermost enclosing `scope`'s span.
-    pub(super) scope_span: Option<Span>,
+    /// Functions applied inside a `scope`, checked once the program is
+    /// typed (E0220).
+    pub(super) scoped_calls: Vec<super::undo::ScopedCall>,
+    /// The irrevocable calls reported as E0220: `(scope, tool)`.
+    pub(super) undo_reported: Vec<(Span, Name)>,
     tool_index: HashMap<Name, usize>,
     /// The variables in scope (each binding undone when its scope ends).
     pub(super) env: Scope<VarInfo>,
-    frames: Vec<Frame>,
+    pub(super) frames: Vec<Frame>,
     pub(super) callback_reason: Option<Allowed>,
     /// Set just before checking a tool's argument (or a field of a record
     /// literal that is one): a linear value may be passed as plain data there,
@@ -143,19 +139,15 @@ impl<'a> Checker<'a> {
             data_vars: Vec::new(),
             comparisons: Vec::new(),
             collected: Vec::new(),
-            scope_depth: 0,
-            scoped_uses: Vec::new(),
-            scope_span: None,
+            scoped_calls: Vec::new(),
+            undo_reported: Vec::new(),
             tool_index: tools
                 .iter()
                 .enumerate()
                 .map(|(i, t)| (t.name.clone(), i))
                 .collect(),
             env: Scope::default(),
-            frames: vec![Frame {
-                performed: EffectSet::pure(),
-                allowed: None,
-            }],
+            frames: vec![Frame::new(None, None)],
             callback_reason: None,
             consuming: false,
             expected_app: None,
@@ -206,20 +198,30 @@ impl<'a> Checker<'a> {
     }
 
     fn bind_shared(&mut self, id: &Ident, ty: Rc<Type>) {
-        self.bind_with(id, ty, Undoable::Unknown);
+        self.binder_types.insert(id.span, ty.clone());
+        self.env.push(id.name.clone(), VarInfo { ty });
     }
 
-    fn bind_with(&mut self, id: &Ident, ty: Rc<Type>, undo: Undoable) {
-        self.binder_types.insert(id.span, ty.clone());
-        let scope_depth = self.scope_depth;
-        self.env.push(
-            id.name.clone(),
-            VarInfo {
-                ty,
-                undo,
-                scope_depth,
-            },
-        );
+    /// A written type, lowered; each function type in it gets a fresh
+    /// undo variable ([`super::undo`]).
+    pub(super) fn lower(&mut self, a: &TypeExpr) -> Type {
+        let mut t = lower_type(a, self.types, &mut self.diags);
+        self.metas.undo.freshen(&mut t);
+        t
+    }
+
+    /// Opens a `scope` in the current function body.
+    pub(super) fn enter_scope(&mut self, span: Span) {
+        if let Some(f) = self.frames.last_mut() {
+            f.scopes.push(span);
+        }
+    }
+
+    /// Closes the innermost `scope` of the current function body.
+    pub(super) fn leave_scope(&mut self) {
+        if let Some(f) = self.frames.last_mut() {
+            f.scopes.pop();
+        }
     }
 
     /// The names in scope in the order the suggestion search has always
@@ -232,9 +234,16 @@ impl<'a> Checker<'a> {
 
     /// Records that `eff` is performed at `span` by `what` (e.g. "`exec tool charge`").
     pub(super) fn perform(&mut self, eff: &EffectSet, span: Span, what: &str) {
+        self.perform_at(eff, span, what, span);
+    }
+
+    /// [`Checker::perform`] of a function's row, applied at `at` (the
+    /// function, for E0220 inside a `scope`).
+    pub(super) fn perform_at(&mut self, eff: &EffectSet, span: Span, what: &str, at: Span) {
         if eff.is_empty() {
             return;
         }
+        self.applied(eff, at, what);
         let Some(frame) = self.frames.last_mut() else {
             return;
         };
@@ -317,7 +326,7 @@ impl<'a> Checker<'a> {
             }
             (ExprKind::List(elems, annot), Type::List(t)) => {
                 if let Some(a) = annot {
-                    let at = lower_type(a, self.types, &mut self.diags);
+                    let at = self.lower(a);
                     if self.metas.coerce(&at, t).is_err() {
                         let (exp, found) = (self.show(t), self.show(&at));
                         let d = Diagnostic::error(
@@ -404,7 +413,7 @@ impl<'a> Checker<'a> {
             ExprKind::Field(r, f) => self.field(r, f),
             ExprKind::List(elems, annot) => {
                 let elem = match annot {
-                    Some(a) => lower_type(a, self.types, &mut self.diags),
+                    Some(a) => self.lower(a),
                     None => match elems.first() {
                         Some(first) => self.synth(first),
                         None => self
@@ -586,12 +595,6 @@ impl<'a> Checker<'a> {
 
     fn var(&mut self, id: &Ident) -> Type {
         if let Some(v) = self.env.get(&id.name) {
-            if let (Some(scope), true) = (self.scope_span, v.scope_depth < self.scope_depth) {
-                if !matches!(v.undo, Undoable::Yes) {
-                    self.scoped_uses
-                        .push((v.ty.clone(), v.undo.clone(), id.clone(), scope));
-                }
-            }
             return (*v.ty).clone();
         }
         if self.recursive_refs.contains(&id.span) {
@@ -655,7 +658,7 @@ impl<'a> Checker<'a> {
         for b in &chain.bindings {
             let ty = match &b.annot {
                 Some(a) => {
-                    let t = lower_type(a, self.types, &mut self.diags);
+                    let t = self.lower(a);
                     self.check(&b.value, &t);
                     t
                 }
@@ -664,8 +667,7 @@ impl<'a> Checker<'a> {
             let ty = Rc::new(ty);
             self.let_types
                 .push((b.name.span, b.name.name.clone(), ty.clone()));
-            let undo = self.undoable(&b.value);
-            self.bind_with(&b.name, ty, undo);
+            self.bind_shared(&b.name, ty);
         }
         let t = match expected {
             Some(exp) => {
@@ -688,20 +690,18 @@ impl<'a> Checker<'a> {
         hint: Option<Type>,
     ) -> Type {
         let pty = match (annot, hint) {
-            (Some(a), _) => lower_type(a, self.types, &mut self.diags),
+            (Some(a), _) => self.lower(a),
             (None, Some(h)) => h,
             (None, None) => self.metas.fresh(param.span, "the type of this parameter"),
         };
-        self.frames.push(Frame {
-            performed: EffectSet::pure(),
-            allowed: None,
-        });
+        let undo = self.metas.undo.fresh();
+        self.frames.push(Frame::new(None, Some(undo)));
         let saved = self.env.mark();
         self.bind(param, pty.clone());
         let rty = self.synth(body);
         self.env.reset(saved);
         let performed = self.frames.pop().map(|f| f.performed).unwrap_or_default();
-        Type::fun(pty, performed, rty)
+        Type::fun(pty, performed.with_undo(Some(undo)), rty)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -718,7 +718,7 @@ impl<'a> Checker<'a> {
         let reason = self.callback_reason.take();
         let pty = match annot {
             Some(a) => {
-                let at = lower_type(a, self.types, &mut self.diags);
+                let at = self.lower(a);
                 if self.metas.coerce(p, &at).is_err() {
                     let (exp, found) = (self.show(p), self.show(&at));
                     let d = Diagnostic::error(
@@ -747,10 +747,8 @@ impl<'a> Checker<'a> {
                 ),
             },
         };
-        self.frames.push(Frame {
-            performed: EffectSet::pure(),
-            allowed: Some(allowed),
-        });
+        // The function's calls are those of a function of the expected type.
+        self.frames.push(Frame::new(Some(allowed), eff.undo()));
         let saved = self.env.mark();
         self.bind(param, pty);
         // A curried callback's inner lambda is held to the same reason

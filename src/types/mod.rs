@@ -37,6 +37,7 @@ pub mod natives;
 pub mod pattern;
 pub mod report;
 pub mod ty;
+pub mod undo;
 pub mod unify;
 pub mod validate;
 pub mod walk;
@@ -197,7 +198,7 @@ pub fn check_program(program: Program, mut diags: Vec<Diagnostic>) -> Analysis {
     ck.check_data_vars();
     ck.check_comparisons();
     ck.check_collected();
-    ck.check_scoped_uses();
+    ck.check_scoped_calls();
     let ty = ck.metas.zonk(&ty);
     let effects = ck.top_effects();
     let tail = tail_expr(&program.body);

@@ -18,8 +18,29 @@ pub fn is_effect_label(name: &str) -> bool {
 
 /// A set of effect labels, kept sorted in canonical order (`Read`, `Write`,
 /// `Network`, then any other label alphabetically). Empty means pure.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct EffectSet(Vec<Name>);
+///
+/// The row of a function type the checker made also carries a hidden
+/// *undo variable* ([`EffectSet::undo`]): whether the function may make a
+/// call that a `scope` cannot roll back (a tool with an effect beyond
+/// `Read` and no `undo`). It is solved once the program is typed (E0220;
+/// see `types/undo.rs`), never printed, and ignored by equality: two rows
+/// are equal when their labels are.
+#[derive(Clone, Debug, Default)]
+pub struct EffectSet(Vec<Name>, Option<u32>);
+
+impl PartialEq for EffectSet {
+    fn eq(&self, other: &EffectSet) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl Eq for EffectSet {}
+
+impl std::hash::Hash for EffectSet {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+    }
+}
 
 impl Clone for Type {
     /// A deep copy. Inferred types can nest as deeply as the program's
@@ -98,7 +119,7 @@ fn rank(label: &str) -> (usize, &str) {
 impl EffectSet {
     /// The empty (pure) row.
     pub fn pure() -> EffectSet {
-        EffectSet(Vec::new())
+        EffectSet(Vec::new(), None)
     }
 
     /// Adds a label (idempotent).
@@ -128,6 +149,7 @@ impl EffectSet {
                 .filter(|l| !other.0.contains(l))
                 .cloned()
                 .collect(),
+            None,
         )
     }
 
@@ -139,6 +161,19 @@ impl EffectSet {
     /// The labels in canonical order.
     pub fn labels(&self) -> impl Iterator<Item = &str> {
         self.0.iter().map(|l| &**l)
+    }
+
+    /// The undo variable of a function's row: whether the function may
+    /// make a call a `scope` cannot roll back (`None`: it makes none, as
+    /// for the rows of tools, natives and the builtins' pure callbacks).
+    pub fn undo(&self) -> Option<u32> {
+        self.1
+    }
+
+    /// The same labels with the undo variable `var`.
+    pub fn with_undo(mut self, var: Option<u32>) -> EffectSet {
+        self.1 = var;
+        self
     }
 }
 

@@ -6,7 +6,8 @@
 //! structural unification extended with three subsumption rules:
 //!
 //! * effect rows: `A -{E1}-> B ≤ A -{E2}-> B` when `E1 ⊆ E2` (a purer function
-//!   may be used where effects are allowed; parameters are contravariant);
+//!   may be used where effects are allowed; parameters are contravariant;
+//!   the first's undo variable flows into the second's, see [`super::undo`]);
 //! * linearity: `!T ≤ T` (using a linear value consumes it) and `T ≤ !T`;
 //! * records are closed rows compared as sets of fields (order is irrelevant);
 //!   an open record `{a: T, ..}` (extension) accepts any record with at least
@@ -14,6 +15,7 @@
 //! * enums (extension): `"a" | "b" ≤ "a" | "b" | "c"` and every enum `≤ String`.
 
 use super::ty::{write_type, EffectSet, Type};
+use super::undo::UndoVars;
 use crate::source::Span;
 use crate::syntax::ast::Name;
 use std::borrow::Cow;
@@ -90,6 +92,9 @@ pub struct Metas {
     /// Whether `!T ≤ T` holds: only while checking a tool's argument, where
     /// the tool consumes the value (elsewhere the plain copy could be reused).
     pub allow_unlinear: bool,
+    /// The undo variables of function types ([`super::undo`]): `A -{E1}-> B
+    /// ≤ A -{E2}-> B` makes the first's flow into the second's.
+    pub undo: UndoVars,
 }
 
 impl Metas {
@@ -220,7 +225,10 @@ impl Metas {
                 (Type::Fun(a1, e1, r1), Type::Fun(a2, e2, r2)) => {
                     self.coerce(a1, a2)?;
                     self.coerce(a2, a1)?;
-                    let mut e = e1.clone();
+                    let w = self.undo.fresh();
+                    self.undo.flow(e1.undo(), Some(w));
+                    self.undo.flow(e2.undo(), Some(w));
+                    let mut e = e1.clone().with_undo(Some(w));
                     e.extend(e2);
                     let r = self.join(r1, r2)?;
                     Ok(Type::fun((**a1).clone(), e, r))
@@ -386,6 +394,7 @@ impl Metas {
                         got: ea.clone(),
                     });
                 }
+                self.undo.flow(ea.undo(), ee.undo());
                 path.push("result".into());
                 self.coerce_at(r1, r2, path)?;
                 path.pop();

@@ -36,7 +36,11 @@
 //! Two patterns the checker rejects are not generated in accepted
 //! programs (the mutations of `mutate.rs` make them): tokens collected by a
 //! `traverse`, `fan_out` or `gather` (E0506), and functions whose calls
-//! cannot be undone applied inside a `scope` (E0220).
+//! cannot be undone applied inside a `scope` (E0220). Their accepted
+//! neighbours are: a token minted and spent inside one `traverse` callback,
+//! a token spent by one of a `gather`'s calls, and a function whose calls
+//! have undos applied inside a `scope`, defined outside it or given as an
+//! argument to a function that applies it in its scope.
 
 use lt::source::Span;
 use lt::syntax::ast::*;
@@ -1244,6 +1248,7 @@ impl Generator {
     /// Result combinators.
     fn result_source(&mut self, cx: &Cx, d: u32) -> Option<(Expr, Ty)> {
         match self.rng.below(8) {
+            0 if self.rng.chance(30) => self.traverse_minting(cx, d),
             0 => {
                 // traverse f xs (with no tool that mints tokens: a
                 // traverse that stops at an Err would drop them, E0506)
@@ -1370,6 +1375,50 @@ impl Generator {
         }
     }
 
+    /// Tokens minted and spent inside one `traverse` callback, each
+    /// iteration's before the next (collected, they would be E0506):
+    /// `traverse (fn x => match exec tool MINT … { Ok(tk) => exec tool SPEND
+    /// {token = tk.token, …}, Err(e) => Err(e) }) xs`.
+    fn traverse_minting(&mut self, cx: &Cx, d: u32) -> Option<(Expr, Ty)> {
+        let w = self.base_ty();
+        let x = self.fresh("p");
+        let inner = cx.with(&x, w.clone());
+        let plain =
+            |g: &Self, k: usize| g.tools[k].approval_field().is_none() && g.usable(k, &inner);
+        let mints: Vec<usize> = (0..self.tools.len())
+            .filter(|&k| self.tools[k].mints() && plain(self, k))
+            .collect();
+        let spends: Vec<usize> = (0..self.tools.len())
+            .filter(|&k| {
+                self.tools[k].token_field().is_some() && !self.tools[k].mints() && plain(self, k)
+            })
+            .collect();
+        if mints.is_empty() || spends.is_empty() {
+            return None;
+        }
+        let (mk_k, sp_k) = (*self.rng.pick(&mints), *self.rng.pick(&spends));
+        let xs = self.expr(&Ty::list(w.clone()), cx, Mode::Synth, None, d);
+        let mint = self.exec(mk_k, &inner, d.min(2), None);
+        let tk = self.fresh("tk");
+        let e = self.fresh("e");
+        let spend = self.exec(sp_k, &inner, 1, Some(field(var(&tk), "token")));
+        let body = mtch(
+            mint,
+            vec![
+                arm(PatternKind::Ok(binder(&tk)), spend),
+                arm(
+                    PatternKind::Err(binder(&e)),
+                    mk(ExprKind::Err(Box::new(var(&e)))),
+                ),
+            ],
+        );
+        let annot = self.rng.chance(50).then(|| texpr(&w));
+        self.count("traverse");
+        self.count("token_minted_in_traverse");
+        let out = self.tools[sp_k].output.clone();
+        Some((call_fn("traverse", lam(&x, annot, body), xs), Ty::list(out)))
+    }
+
     /// `match R { Ok(x) => …, Err(e) => … }` with `R: Result<u, String>`.
     fn match_result(&mut self, r: Expr, u: &Ty, t: &Ty, cx: &Cx, m: Mode, d: u32) -> Expr {
         let x = if u.has_linear() {
@@ -1469,7 +1518,10 @@ impl Generator {
 
     /// A call of a tool with an undo, made by a
     /// function defined outside a `scope` and applied inside it:
-    /// `let f = fn p: Unit => exec tool book … in match scope { match f () {…} } {…}`.
+    /// `let f = fn p: Unit => exec tool book … in match scope { match f () {…} } {…}`,
+    /// or given as an argument to a function applying it in its scope:
+    /// `let run = fn g: Unit -{…}-> Result<…> => scope { match g () {…} } in
+    /// match run f {…}` (the function's type says its calls can be undone).
     fn scope_through_function(&mut self, t: &Ty, cx: &Cx, m: Mode, d: u32) -> Option<Expr> {
         if cx.in_scope || cx.effects.is_some() {
             return None;
@@ -1493,6 +1545,7 @@ impl Generator {
         // are generated as if written there (read-only or with an undo).
         let call = self.exec(k, &inner, 1, None);
         let out = self.tools[k].output.clone();
+        let out_ty = out.clone();
         let u = self.data_ty(1);
         // match f () { Ok(v) => Err("…") or …, Err(e) => Err(e) }: the scope
         // often ends in Err after the call succeeded, so its undo runs.
@@ -1508,8 +1561,14 @@ impl Generator {
         } else {
             ok
         };
+        let through_param = self.rng.chance(40);
+        let g = if through_param {
+            self.fresh("p")
+        } else {
+            f.clone()
+        };
         let body = mtch(
-            app(var(&f), mk(ExprKind::Unit)),
+            app(var(&g), mk(ExprKind::Unit)),
             vec![
                 arm(PatternKind::Ok(binder(&v)), ok),
                 arm(
@@ -1519,14 +1578,26 @@ impl Generator {
             ],
         );
         let scoped = mk(ExprKind::Scope(Box::new(body)));
+        let f_value = lam(&p, Some(texpr(&Ty::Unit)), call);
+        if through_param {
+            // Every declared effect: a row that admits whatever `f`'s
+            // call (and its argument's calls) perform.
+            let row = norm(self.labels.clone());
+            let g_ty = Ty::Fun(Box::new(Ty::Unit), row, Box::new(Ty::result(out_ty)));
+            let run = self.fresh("f");
+            let run_value = lam(&g, Some(texpr(&g_ty)), scoped);
+            let rest = self.match_result(app(var(&run), var(&f)), &u, t, cx, m, d);
+            self.count("scope_function_argument");
+            return Some(let_in(
+                &f,
+                None,
+                f_value,
+                let_in(&run, None, run_value, rest),
+            ));
+        }
         let rest = self.match_result(scoped, &u, t, cx, m, d);
         self.count("scope_through_function");
-        Some(let_in(
-            &f,
-            None,
-            lam(&p, Some(texpr(&Ty::Unit)), call),
-            rest,
-        ))
+        Some(let_in(&f, None, f_value, rest))
     }
 
     /// `match approve tool k {…} { Ok(a) => … (a spent), Err(why) => … }`.
@@ -2027,11 +2098,65 @@ impl Generator {
             Ob::Minted(x) => field(var(x), "token"),
             Ob::Res(..) | Ob::MintedList(_) => unreachable!("consumed above"),
         };
+        if self.rng.chance(20) {
+            return self.gather_spending(t, cx, m, token, d);
+        }
         let k = self.spender(cx);
         self.count("token_spent");
         let call = self.exec(k, cx, d.min(1), Some(token));
         let out = self.tools[k].output.clone();
         self.match_result(call, &out, t, cx, m, d)
+    }
+
+    /// `let g = gather { c0 = exec tool SPEND {token = …}, c1 = … } in`
+    /// every field matched on every path: the token spent by one of the
+    /// concurrent calls (their outputs plain data: E0506 otherwise).
+    fn gather_spending(&mut self, t: &Ty, cx: &Cx, m: Mode, token: Expr, d: u32) -> Expr {
+        let spends: Vec<usize> = (0..self.tools.len())
+            .filter(|&k| {
+                self.tools[k].token_field().is_some()
+                    && self.tools[k].approval_field().is_none()
+                    && !self.tools[k].mints()
+                    && self.usable(k, cx)
+            })
+            .collect();
+        let k = match spends.is_empty() {
+            true => self.spender(cx),
+            false => *self.rng.pick(&spends),
+        };
+        if self.tools[k].mints() {
+            self.count("token_spent");
+            let call = self.exec(k, cx, d.min(1), Some(token));
+            let out = self.tools[k].output.clone();
+            return self.match_result(call, &out, t, cx, m, d);
+        }
+        let others: Vec<usize> = self
+            .callable(cx, None)
+            .into_iter()
+            .filter(|&j| !self.tools[j].mints())
+            .collect();
+        let mut calls = vec![(self.exec(k, cx, d.min(1), Some(token)), k)];
+        for _ in 0..self.rng.below(3) {
+            if let Some(&j) = (!others.is_empty()).then(|| self.rng.pick(&others)) {
+                calls.push((self.exec(j, cx, d.min(1), None), j));
+            }
+        }
+        if calls.len() > 1 && self.rng.chance(50) {
+            calls.swap(0, 1);
+        }
+        let g = self.fresh("g");
+        let mut fields = Vec::new();
+        let mut outs = Vec::new();
+        for (i, (call, j)) in calls.into_iter().enumerate() {
+            let name = format!("c{i}");
+            fields.push(fld(&name, call));
+            outs.push((name, self.tools[j].output.clone()));
+        }
+        let body = self.match_fields(&g, &outs, t, cx, m, d);
+        self.count("gather");
+        self.count("token_spent_in_gather");
+        let gathered = mk(ExprKind::Gather(Box::new(record(fields))));
+        let_in(&g, None, gathered, body)
     }
 
     /// A tool that spends a token here (one exists wherever a token does).

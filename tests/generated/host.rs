@@ -26,6 +26,9 @@ pub struct Call {
     pub arg: Json,
     /// The undo of a call, run by a `scope`.
     pub undo: bool,
+    /// Made inside the body of a function applied somewhere (an undo: the
+    /// undone call was).
+    pub applied: bool,
 }
 
 /// The scripted tools.
@@ -38,6 +41,9 @@ pub struct Scripted<'a> {
     pub calls: Vec<Call>,
     /// The tokens handed out (in valid results and granted approvals).
     pub minted: Vec<String>,
+    /// How many of them a call inside an iteration (of a `traverse`, a
+    /// `fan_out`, …) handed out.
+    pub minted_in_iteration: u64,
     /// How many answers of each kind were given.
     pub outcomes: BTreeMap<&'static str, u64>,
 }
@@ -52,6 +58,7 @@ impl<'a> Scripted<'a> {
             tokens: 0,
             calls: Vec::new(),
             minted: Vec::new(),
+            minted_in_iteration: 0,
             outcomes: BTreeMap::new(),
         }
     }
@@ -134,16 +141,16 @@ impl<'a> Scripted<'a> {
 
 impl Host for Scripted<'_> {
     fn call(&mut self, request: CallRequest<'_>) -> Outcome {
-        let undo = request
-            .id
-            .path
-            .iter()
-            .any(|s| matches!(s, PathStep::Undo { .. }));
+        let on_path = |is: fn(&PathStep) -> bool| request.id.path.iter().any(is);
+        let undo = on_path(|s| matches!(s, PathStep::Undo { .. }));
+        let applied = on_path(|s| matches!(s, PathStep::Apply { .. }));
+        let in_iteration = on_path(|s| matches!(s, PathStep::Item { .. }));
         self.calls.push(Call {
             id: request.id.to_string(),
             tool: request.tool.to_string(),
             arg: request.arg.clone(),
             undo,
+            applied,
         });
         let Some(sig) = self.tools.iter().find(|t| *t.name == *request.tool) else {
             return Err(ToolFailure {
@@ -175,6 +182,9 @@ impl Host for Scripted<'_> {
                 .is_err()
                 {
                     self.minted.truncate(tokens);
+                }
+                if in_iteration {
+                    self.minted_in_iteration += (self.minted.len() - tokens) as u64;
                 }
                 Ok(v)
             }

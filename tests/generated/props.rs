@@ -8,7 +8,7 @@ use lt::control::profile::Profile;
 use lt::control::replay::ReplayHost;
 use lt::control::ControlPlane;
 use lt::ir::{lower::lower, Ir};
-use lt::log::{verify, EventBody, MemoryLog};
+use lt::log::{verify, Decision, EventBody, MemoryLog};
 use lt::runtime::eval::run;
 use lt::runtime::limits::{Limits, RunError, RunErrorKind};
 use lt::runtime::value::Value;
@@ -97,6 +97,8 @@ pub struct Run {
     pub result: Result<Value, RunError>,
     pub calls: Vec<Call>,
     pub minted: Vec<String>,
+    /// Tokens handed out by calls inside an iteration (`traverse`, `fan_out`).
+    pub minted_in_iteration: u64,
     pub outcomes: BTreeMap<&'static str, u64>,
 }
 
@@ -118,6 +120,7 @@ pub fn run_scripted(p: &Prepared) -> Run {
         result,
         calls: host.calls,
         minted: host.minted,
+        minted_in_iteration: host.minted_in_iteration,
         outcomes: host.outcomes,
     }
 }
@@ -247,32 +250,74 @@ pub fn deterministic(p: &Prepared, first: &Run) -> Result<(), String> {
     Ok(())
 }
 
-/// A random profile for the control-plane run.
+/// A random profile for the control-plane run, so that calls are denied
+/// by every rule a program can meet: an allow list leaving out a tool
+/// (`allowlist`), a deny list (`denylist`), a grant of some effects
+/// (`effects`), a session budget (`session_budget`) and per-tool budgets
+/// (`tool_budget`); approvals allowed or refused, dry runs.
 fn profile(p: &Prepared) -> Profile {
     let mut rng = Rng::new(p.case.outcomes.rotate_left(17));
     let mut toml = String::from("[profile]\nname = \"generated\"\n");
-    let deny: Vec<String> =
+    let names: Vec<String> =
         p.ir.tools
             .iter()
-            .filter(|_| rng.chance(10))
             .map(|t| format!("{:?}", t.name.to_string()))
             .collect();
-    toml.push_str(&format!("deny = [{}]\n", deny.join(", ")));
+    if rng.chance(10) {
+        let allow: Vec<&String> = names.iter().filter(|_| rng.chance(80)).collect();
+        toml.push_str(&format!(
+            "allow = [{}]\n",
+            allow
+                .iter()
+                .map(|n| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let deny: Vec<&String> = names.iter().filter(|_| rng.chance(10)).collect();
+    toml.push_str(&format!(
+        "deny = [{}]\n",
+        deny.iter()
+            .map(|n| n.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    if rng.chance(10) {
+        // Some of the program's effects (a tool performing another is denied).
+        let granted: Vec<String> =
+            p.ir.effects
+                .labels()
+                .filter(|_| rng.chance(60))
+                .map(|l| format!("{l:?}"))
+                .collect();
+        toml.push_str(&format!("effects = [{}]\n", granted.join(", ")));
+    }
     if rng.chance(20) {
         toml.push_str(&format!("max_calls = {}\n", rng.below(6)));
     }
     let approvals = if rng.chance(75) { "allow" } else { "deny" };
     toml.push_str(&format!("approvals = \"{approvals}\"\n"));
     toml.push_str(&format!("dry_run = {}\n", rng.chance(10)));
+    for n in &names {
+        if rng.chance(8) {
+            toml.push_str(&format!(
+                "[profile.tools.{n}]\nmax_calls = {}\n",
+                rng.below(3)
+            ));
+        }
+    }
     Profile::from_toml(&toml, "generated")
         .expect("a valid profile")
         .expect("a profile")
 }
 
-/// What a control-plane run ended with, and how its replay went.
+/// What a control-plane run ended with, how its replay went, and which
+/// calls its profile denied.
 pub struct Replayed {
     pub live: Result<Json, String>,
     pub events: usize,
+    /// The calls denied, by the rule that denied them.
+    pub denied: BTreeMap<String, u64>,
 }
 
 /// (e) A run through the control plane, logged, then replayed from its log
@@ -346,9 +391,21 @@ pub fn replay_reproduces(p: &Prepared) -> Result<Replayed, String> {
             p.describe()
         ));
     }
+    let mut denied: BTreeMap<String, u64> = BTreeMap::new();
+    for e in events {
+        if let EventBody::Decided {
+            decision: Decision::Deny,
+            rule,
+            ..
+        } = &e.body
+        {
+            *denied.entry(rule.clone()).or_default() += 1;
+        }
+    }
     Ok(Replayed {
         live,
         events: events.len(),
+        denied,
     })
 }
 

@@ -278,13 +278,13 @@ fn a_scope_body_may_start_with_ok() {
     accepted("let r = scope { Ok(1) } in match r { Ok(v) => v, Err(e) => 0 }");
 }
 
-/// Fixed (src/types/combinators.rs, `check_scoped_uses`): E0220 saw only
-/// the calls written inside a `scope`. A `Write` call of a tool without an
-/// undo, made by a function defined outside and applied inside (scopes are
-/// dynamic), was accepted and could not be rolled back. Now a `let`
-/// remembers whether its value mentions such a call (directly or through
-/// another variable), and a parameter holding an effectful function is
-/// not known to be undoable.
+/// Fixed (src/types/undo.rs): E0220 saw only the calls written inside a
+/// `scope`. A `Write` call of a tool without an undo, made by a function
+/// defined outside and applied inside (scopes are dynamic), was accepted
+/// and could not be rolled back. Now every function type records whether
+/// its calls may not be undone, and a function applied in a scope is
+/// E0220 when they may; a parameter is judged by the functions given for
+/// it (`tests/scope_undo.rs` has the other ways a function travels).
 #[test]
 fn a_function_applied_in_a_scope_makes_only_calls_that_can_be_undone() {
     let decls = "tool send: {to: String} -{Write}-> Unit;\n\
@@ -313,6 +313,11 @@ fn a_function_applied_in_a_scope_makes_only_calls_that_can_be_undone() {
         in_scope("f")
     );
     assert_eq!(codes(&param), ["E0220"], "{param}");
+    accepted(&format!(
+        "{decls}let g = fn f: String -{{Write}}-> Result<{{id: String}}, String> =>\n{} in\n\
+         g (fn t: String => exec tool book {{trip = t}})",
+        in_scope("f")
+    ));
     // An undo makes it fine, and so does a value computed by an
     // irrevocable call before the scope (its call was made already).
     accepted(&format!(
