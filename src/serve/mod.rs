@@ -17,6 +17,7 @@
 pub mod api;
 pub mod auth;
 pub mod check;
+pub mod client;
 pub mod config;
 pub mod hub;
 pub mod live;
