@@ -147,7 +147,7 @@ pub fn run(opts: &RunOptions, server: &str, local_only: &[&str]) -> u8 {
                 Err(e) => format!("session {id} could not be cancelled on the server: {e}"),
             };
             err!("error: interrupted by {signal}; {how}");
-            return (128 + signal as i32) as u8;
+            (128 + signal as i32) as u8
         }
         Ok(End::Output { output, log }) => {
             let elapsed = match (narrator.started, narrator.ended) {

@@ -17,14 +17,18 @@
 //!
 //! Invariant: a call id is run at most once here, whatever the stream
 //! repeats; an outcome is posted for each call run (retried while the
-//! server cannot be reached, never after it answered).
+//! server cannot be reached, never after it answered). A call the server
+//! hands over again under a new event id (a restarted server resuming the
+//! session re-dispatches an idempotent client call) gets the outcome
+//! already known, or the one of the run still going: never a second run.
 //!
 //! Everything is async on the caller's tokio runtime, which must be
 //! multi-thread (the executor host's requirement).
 
 use crate::exec::ExecutorHost;
 use serde_json::{json, Value as Json};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// How many times in a row a dropped event stream is reopened.
@@ -410,7 +414,8 @@ impl Client {
         watcher: &mut dyn Watcher,
     ) -> Result<Json, ClientError> {
         let mut last_id: Option<String> = None;
-        let mut run = std::collections::HashSet::new();
+        let mut seen = HashSet::new();
+        let outcomes = Arc::new(Mutex::new(HashMap::new()));
         let mut calls = tokio::task::JoinSet::new();
         let (notices, mut noticed) = tokio::sync::mpsc::unbounded_channel::<String>();
         let mut failures = 0u32;
@@ -423,7 +428,8 @@ impl Client {
                     &mut progressed,
                     &mut StreamState {
                         host: host.as_ref(),
-                        run: &mut run,
+                        seen: &mut seen,
+                        outcomes: &outcomes,
                         calls: &mut calls,
                         notices: &notices,
                         noticed: &mut noticed,
@@ -536,7 +542,7 @@ impl Client {
                                 excerpt(&e.data)
                             )))
                         })?;
-                        self.dispatch(id, v, st);
+                        self.dispatch(id, e.id.as_deref(), v, st);
                     }
                     "output" => {
                         let v: Json = serde_json::from_str(&e.data).map_err(|err| {
@@ -553,18 +559,44 @@ impl Client {
         }
     }
 
-    /// Starts a task that runs one client-venue call and posts its outcome.
-    fn dispatch(&self, id: &str, call: Json, st: &mut StreamState<'_>) {
+    /// Starts a task that runs one client-venue call and posts its outcome
+    /// (or, for a call handed over again, posts the outcome it had).
+    fn dispatch(&self, id: &str, event_id: Option<&str>, call: Json, st: &mut StreamState<'_>) {
         let field = |k: &str| call.get(k).and_then(Json::as_str).unwrap_or("").to_string();
         let (call_id, tool, key) = (field("call_id"), field("tool"), field("idempotency_key"));
-        if call_id.is_empty() || !st.run.insert(call_id.clone()) {
+        if call_id.is_empty() {
             return;
         }
-        let argument = call.get("argument").cloned().unwrap_or(Json::Null);
-        let host = st.host.cloned();
+        if let Some(e) = event_id {
+            if !st.seen.insert(e.to_string()) {
+                return;
+            }
+        }
         let client = self.clone();
         let notices = st.notices.clone();
         let session = id.to_string();
+        {
+            let mut known = st.outcomes.lock().unwrap_or_else(PoisonError::into_inner);
+            match known.get(&call_id) {
+                // Running: its outcome is posted when it ends.
+                Some(None) => return,
+                Some(Some(body)) => {
+                    let body = body.clone();
+                    st.calls.spawn(async move {
+                        if let Some(n) = client.post_outcome(&session, &call_id, &body).await {
+                            let _ = notices.send(n);
+                        }
+                    });
+                    return;
+                }
+                None => {
+                    known.insert(call_id.clone(), None);
+                }
+            }
+        }
+        let argument = call.get("argument").cloned().unwrap_or(Json::Null);
+        let host = st.host.cloned();
+        let outcomes = Arc::clone(st.outcomes);
         st.calls.spawn(async move {
             let outcome = match &host {
                 Some(h) => {
@@ -580,6 +612,10 @@ impl Client {
                 Ok(v) => json!({"call_id": call_id, "ok": v}),
                 Err(f) => json!({"call_id": call_id, "error": f.message}),
             };
+            outcomes
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(call_id.clone(), Some(body.clone()));
             if let Some(n) = client.post_outcome(&session, &call_id, &body).await {
                 let _ = notices.send(n);
             }
@@ -617,7 +653,10 @@ impl Client {
 /// What the stream reader shares with the call tasks.
 struct StreamState<'a> {
     host: Option<&'a ExecutorHost>,
-    run: &'a mut HashSet<String>,
+    /// The event ids of the tool_call events handled.
+    seen: &'a mut HashSet<String>,
+    /// Each call run here: `None` while it runs, then the outcome posted.
+    outcomes: &'a Arc<Mutex<HashMap<String, Option<Json>>>>,
     calls: &'a mut tokio::task::JoinSet<()>,
     notices: &'a tokio::sync::mpsc::UnboundedSender<String>,
     noticed: &'a mut tokio::sync::mpsc::UnboundedReceiver<String>,
