@@ -12,6 +12,7 @@
 //! check.rs   a program against a tenant (tool list, profile)
 //! replay.rs  POST …/replay     metrics.rs  GET /metrics
 //! store/     ServerStore: sqlite.rs (group commit)
+//! client.rs  the other side: the thick client (`lt run --server`)
 //! ```
 
 pub mod api;
