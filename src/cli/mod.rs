@@ -26,6 +26,7 @@ pub mod agent;
 pub mod check;
 pub mod log_cmd;
 pub mod prompt;
+pub mod remote;
 pub mod replay;
 pub mod resume;
 pub mod run;
@@ -43,6 +44,11 @@ pub use crate::frontend::{
     note_write, read_source, read_text, EXIT_DIAGNOSTICS, EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE,
     MAX_SOURCE_BYTES,
 };
+
+/// `lt run --timeout-ms`'s default.
+const RUN_TIMEOUT_MS: u64 = 300_000;
+/// `lt run --max-concat-mb`'s default.
+const RUN_MAX_CONCAT_MB: usize = 4096;
 
 /// lt: a typed tool-composition language (λ-Tool compatible).
 #[derive(Parser, Debug)]
@@ -132,7 +138,7 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = Limits::default().max_steps)]
         max_steps: u64,
         /// Wall-clock limit of the whole run, in milliseconds (0: none).
-        #[arg(long, value_name = "MS", default_value_t = 300_000)]
+        #[arg(long, value_name = "MS", default_value_t = RUN_TIMEOUT_MS)]
         timeout_ms: u64,
         /// Longest list a tool may return (longer: that call is an Err) or
         /// a library function (`range`, `concat`, `flatten`, `split` …) may
@@ -140,18 +146,27 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = Limits::default().max_list_len)]
         max_list_len: usize,
         /// Most MiB all strings built by `++` may add up to.
-        #[arg(long, value_name = "MIB", default_value_t = 4096)]
+        #[arg(long, value_name = "MIB", default_value_t = RUN_MAX_CONCAT_MB)]
         max_concat_mb: usize,
         /// Colour the diagnostics.
         #[arg(long, value_enum, default_value = "auto")]
         color: Color,
         /// A file with a `[profile]` table: the session's policy (default:
-        /// the executors file's `[profile]`, else allow everything).
+        /// the executors file's `[profile]`, else allow everything). With
+        /// `--server`: the name of one of the tenant's profiles (default
+        /// `default`).
         #[arg(long, value_name = "PROFILE_TOML")]
         profile: Option<String>,
-        /// Write the session's event log (JSON Lines, hash-chained) to this file.
+        /// Write the session's event log (JSON Lines, hash-chained) to this
+        /// file (with `--server`: the server's log, when the session ends).
         #[arg(long, value_name = "FILE")]
         log: Option<String>,
+        /// Run the program as a session of `lt serve` at this URL: the
+        /// server runs it, the calls it routes to the client venue run
+        /// here with the executors of `--executors`. The API key is read
+        /// from the environment variable LT_API_KEY.
+        #[arg(long, value_name = "URL")]
+        server: Option<String>,
     },
     /// Run the control plane as a service: sessions over HTTP, logs in a
     /// store (docs/serve.md, docs/api.md).
@@ -354,7 +369,19 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             color,
             profile,
             log,
+            server,
         } => {
+            let defaults = Limits::default();
+            let local_only: Vec<&str> = [
+                (max_calls != defaults.max_calls, "--max-calls"),
+                (max_steps != defaults.max_steps, "--max-steps"),
+                (timeout_ms != RUN_TIMEOUT_MS, "--timeout-ms"),
+                (max_list_len != defaults.max_list_len, "--max-list-len"),
+                (max_concat_mb != RUN_MAX_CONCAT_MB, "--max-concat-mb"),
+            ]
+            .into_iter()
+            .filter_map(|(given, flag)| given.then_some(flag))
+            .collect();
             let limits = Limits {
                 max_calls,
                 max_steps,
@@ -363,7 +390,7 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
                 max_string_total_bytes: max_concat_mb.saturating_mul(1024 * 1024),
                 ..Limits::default()
             };
-            run::run(&run::RunOptions {
+            let opts = run::RunOptions {
                 file,
                 executors,
                 json,
@@ -372,7 +399,11 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
                 limits,
                 profile,
                 log,
-            })
+            };
+            match server {
+                Some(url) => remote::run(&opts, &url, &local_only),
+                None => run::run(&opts),
+            }
         }
         Command::Log { action } => log_cmd::run(action),
         Command::Serve {

@@ -214,14 +214,19 @@ pub(super) fn finish(
         print_final(stdout, value.to_string());
     }
     if opts.verbose {
-        err!(
-            "[lt] done: {} tool calls, {} steps, {} ms",
-            report.stats.calls,
-            report.stats.steps,
-            report.elapsed.as_millis()
-        );
+        print_done(report.stats, report.elapsed);
     }
     EXIT_OK
+}
+
+/// `--verbose`'s last line, after the value: calls, steps, time.
+pub(super) fn print_done(stats: RunStats, elapsed: std::time::Duration) {
+    err!(
+        "[lt] done: {} tool calls, {} steps, {} ms",
+        stats.calls,
+        stats.steps,
+        elapsed.as_millis()
+    );
 }
 
 /// Prints `line`, the run's last output, on stdout. The client channel,

@@ -114,6 +114,9 @@ pub enum Stage {
     Tools,
     /// `lt agent`: the `[agent]` settings.
     Settings,
+    /// `lt run --server`: reaching the server (its URL, the API key, the
+    /// connection, an error it answered).
+    Server,
 }
 
 /// Why a session could not start (or a resumed one go live): the kind a
@@ -134,6 +137,9 @@ pub enum StartErrorKind {
     Log,
     /// The session already ended (resume).
     Ended,
+    /// `lt run --server`: the server could not be reached, refused the
+    /// key, or answered an error.
+    Server,
 }
 
 /// A session that could not start, with its stage: `{error: {column,

@@ -12,11 +12,13 @@
 //! check.rs   a program against a tenant (tool list, profile)
 //! replay.rs  POST …/replay     metrics.rs  GET /metrics
 //! store/     ServerStore: sqlite.rs (group commit)
+//! client.rs  the other side: the thick client (`lt run --server`)
 //! ```
 
 pub mod api;
 pub mod auth;
 pub mod check;
+pub mod client;
 pub mod config;
 pub mod hub;
 pub mod live;

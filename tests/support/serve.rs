@@ -60,6 +60,17 @@ pub struct Server {
 impl Server {
     /// Starts `lt serve --config CONFIG --store sqlite:STORE --listen 127.0.0.1:0`.
     pub fn start(config: &Path, store: &Path) -> Server {
+        Server::start_on(config, store, "127.0.0.1:0")
+    }
+
+    /// The same configuration and store, started again on the same address
+    /// (after [`Server::kill9`]: a client that reconnects finds it there).
+    pub fn restart_here(&self) -> Server {
+        Server::start_on(&self.config, &self.store, self.url.trim_start_matches("http://"))
+    }
+
+    /// Starts `lt serve --config CONFIG --store sqlite:STORE --listen LISTEN`.
+    pub fn start_on(config: &Path, store: &Path, listen: &str) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_lt"))
             .arg("serve")
             .arg("--config")
@@ -67,7 +78,7 @@ impl Server {
             .arg("--store")
             .arg(format!("sqlite:{}", store.display()))
             .arg("--listen")
-            .arg("127.0.0.1:0")
+            .arg(listen)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
