@@ -100,6 +100,8 @@ pub struct Hub {
     watchers: Mutex<HashMap<String, watch::Sender<u64>>>,
     stopping: watch::Sender<bool>,
     accepting: AtomicBool,
+    /// Sessions that may run at once.
+    max_sessions: usize,
 }
 
 /// Now, in milliseconds since the Unix epoch.
@@ -116,6 +118,7 @@ impl Hub {
         tenants: BTreeMap<String, TenantRuntime>,
         metrics: Arc<Metrics>,
         handle: tokio::runtime::Handle,
+        max_sessions: usize,
     ) -> Hub {
         Hub {
             store,
@@ -126,21 +129,29 @@ impl Hub {
             watchers: Mutex::new(HashMap::new()),
             stopping: watch::channel(false).0,
             accepting: AtomicBool::new(true),
+            max_sessions,
         }
+    }
+
+    /// Whether another session may start now (fewer than `max_sessions`
+    /// run).
+    pub fn has_room(&self) -> bool {
+        self.live_map().len() < self.max_sessions
     }
 
     /// A receiver that changes whenever an event of session `id` commits
     /// or its record becomes final (it may also change for no reason).
     pub fn watch(&self, id: &str) -> watch::Receiver<u64> {
         let mut w = self.watchers.lock().unwrap_or_else(PoisonError::into_inner);
+        // Watchers nobody holds any more go here, not on every commit.
+        w.retain(|_, s| s.receiver_count() > 0);
         w.entry(id.to_string())
             .or_insert_with(|| watch::channel(0).0)
             .subscribe()
     }
 
     fn bump(&self, id: Option<&str>) {
-        let mut w = self.watchers.lock().unwrap_or_else(PoisonError::into_inner);
-        w.retain(|_, s| s.receiver_count() > 0);
+        let w = self.watchers.lock().unwrap_or_else(PoisonError::into_inner);
         match id {
             Some(id) => {
                 if let Some(s) = w.get(id) {
