@@ -54,17 +54,35 @@ fn tools_toml(db: &Path) -> String {
 /// the fake model as its provider (`model_extra`: more keys of its model
 /// table), globex without a model.
 fn setup(name: &str, model: &FakeModel, model_extra: &str) -> (Scratch, Server) {
+    setup_with(name, model, model_extra, ("", ""), "")
+}
+
+/// [`setup`], with `acme_extra` (declarations, tools.toml tables) added to
+/// acme's tools and `config_extra` appended to serve.toml.
+fn setup_with(
+    name: &str,
+    model: &FakeModel,
+    model_extra: &str,
+    acme_extra: (&str, &str),
+    config_extra: &str,
+) -> (Scratch, Server) {
     let s = Scratch::new(name);
     for t in ["acme", "globex"] {
-        s.write(&format!("{t}-tools.toml"), &tools_toml(&s.path(&format!("{t}.db"))));
+        let extra = if t == "acme" { acme_extra.1 } else { "" };
+        s.write(
+            &format!("{t}-tools.toml"),
+            &format!("{}{extra}", tools_toml(&s.path(&format!("{t}.db")))),
+        );
     }
+    let decls = std::fs::read_to_string(repo().join("examples/serve/tools.lt")).expect("tools.lt");
+    let acme_decls = s.write("acme.lt", &format!("{decls}{}", acme_extra.0));
     let config = s.write(
         "serve.toml",
         &format!(
             r#"
 [tenants.acme]
 keys = ["{ak}"]
-declarations = "{d}"
+declarations = "{ad}"
 executors = "acme-tools.toml"
 [tenants.acme.profiles.support]
 allow = ["lookup_account", "issue_refund", "send_reply"]
@@ -81,7 +99,9 @@ declarations = "{d}"
 executors = "globex-tools.toml"
 [tenants.globex.profiles.support]
 allow = ["lookup_account", "issue_refund", "send_reply"]
+{config_extra}
 "#,
+            ad = acme_decls.display(),
             ak = sha256_line(ACME),
             gk = sha256_line(GLOBEX),
             d = repo().join("examples/serve/tools.lt").display(),
@@ -336,6 +356,72 @@ fn a_task_session_cut_by_a_restart_is_failed_not_run_again() {
     let (file, logged) = fetch_log(&server, &s, &id);
     assert_eq!(kinds(&logged), ["agent_started", "model_requested"]);
     let (code, out, err) = lt(&["log", "verify", file.to_str().expect("path")]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+#[test]
+fn an_approval_asked_by_a_task_sessions_run_is_answered_through_the_api() {
+    let program = r#"```lt
+effect Delete;
+tool delete_file: {path: String, approval: !Approval} -{Delete}-> {deleted: String};
+match approve tool delete_file {path = "tmp/a.log"} {
+  Ok(a) => match exec tool delete_file {path = "tmp/a.log", approval = a} {
+    Ok(d) => "deleted " ++ d.deleted,
+    Err(e) => "delete failed: " ++ e
+  },
+  Err(why) => "not approved: " ++ why
+}
+```"#;
+    let model = FakeModel::start(vec![json!({"text": program}), json!({"text": "Deleted tmp/a.log."})]);
+    let s0 = Scratch::new("task-approval-calls");
+    let calls = s0.path("deleted.txt");
+    let tool = format!(
+        "[tools.delete_file]\ncommand = [\"sh\", \"-c\", \"cat >> {}; echo; echo '{{\\\"deleted\\\": \\\"ok\\\"}}'\"]\n",
+        calls.display()
+    );
+    let (s, server) = setup_with(
+        "task-approval",
+        &model,
+        "",
+        (
+            "\neffect Delete;\ntool delete_file: {path: String, approval: !Approval} -{Delete}-> {deleted: String};\n",
+            &tool,
+        ),
+        "[tenants.acme.profiles.supervised]\nallow = [\"lookup_account\", \"issue_refund\", \"send_reply\", \"delete_file\"]\napprovals = \"api\"\n",
+    );
+    let (status, v) = server.call(
+        "POST",
+        "/v1/sessions",
+        Some(ACME),
+        Some(&json!({"task": "Delete tmp/a.log", "profile": "supervised"})),
+    );
+    assert_eq!(status, 201, "{v}");
+    let id = v["id"].as_str().expect("id").to_string();
+    let v = server.wait_for(ACME, &id, Duration::from_secs(30), |v| v["status"] == "waiting_approval");
+    let approval = v["pending_approvals"][0].as_str().expect("a pending approval").to_string();
+    assert!(!calls.exists(), "nothing ran before the approval");
+    let encoded: String = approval
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let path = format!("/v1/sessions/{id}/approvals/{encoded}");
+    let (status, r) = server.call("POST", &path, Some(GLOBEX), Some(&json!({"decision": "allow"})));
+    assert_eq!(status, 404, "another tenant cannot approve: {r}");
+    let (status, r) = server.call("POST", &path, Some(ACME), Some(&json!({"decision": "allow"})));
+    assert_eq!(status, 202, "{r}");
+    let v = server.wait_final(ACME, &id, Duration::from_secs(30));
+    assert_eq!(v["status"], "ended", "{v}");
+    assert_eq!(v["output"]["value"], json!("deleted ok"), "{v}");
+    assert!(calls.exists(), "the approved call ran");
+    let (file, logged) = fetch_log(&server, &s, &id);
+    assert!(
+        logged.iter().any(|e| e["kind"] == "approval_decided" && e["by"] == "api"),
+        "{logged:?}"
+    );
+    let (code, out, err) = lt(&["replay", file.to_str().expect("path")]);
     assert_eq!(code, 0, "{out}{err}");
 }
 
