@@ -628,3 +628,25 @@ max_calls = 1
     }
     assert!(text.contains("lt_store_commit_duration_seconds_count"), "{text}");
 }
+
+#[test]
+fn past_max_sessions_a_new_session_is_refused_with_retry_after() {
+    let (_s, config, store) = setup_with("busy", 3, "max_sessions = 1", "");
+    let server = Server::start(&config, &store);
+    let id = server.submit(ACME, &support_program(), "support");
+    wait_scheduled(&server, ACME, &id, "send_reply");
+    let resp = ureq::post(&format!("{}/v1/sessions", server.url))
+        .set("Authorization", &format!("Bearer {ACME}"))
+        .send_string(&json!({"program": support_program(), "profile": "support"}).to_string());
+    match resp {
+        Err(ureq::Error::Status(503, r)) => {
+            assert_eq!(r.header("Retry-After"), Some("2"));
+            let v: Value = serde_json::from_str(&r.into_string().unwrap_or_default()).unwrap_or_default();
+            assert_eq!(v["error"]["code"], "busy", "{v}");
+        }
+        other => panic!("expected 503, got {other:?}"),
+    }
+    server.wait_final(ACME, &id, Duration::from_secs(30));
+    let id2 = server.submit(ACME, &support_program(), "support");
+    assert_eq!(server.wait_final(ACME, &id2, Duration::from_secs(30))["status"], "ended");
+}
