@@ -155,7 +155,7 @@ impl AgentTable {
 
     /// The first value that is wrong on its own (whatever the other
     /// tables say): the key and why.
-    fn check_values(&self) -> Result<(), (String, String)> {
+    pub fn check_values(&self) -> Result<(), (String, String)> {
         for (key, v) in [
             ("max_attempts", self.max_attempts),
             ("max_turns", self.max_turns),

@@ -10,7 +10,8 @@
 //! and the tool declarations), [`extract`] (a program out of a reply),
 //! [`feedback`] (diagnostics and run results as messages for models),
 //! [`consensus`] (K of N samples that are the same program), [`config`]
-//! (the `[agent]` table, the classifier's rule table).
+//! (the `[agent]` table, the classifier's rule table), [`task`] (a whole
+//! session from a task, as `lt agent` and `lt serve` run it).
 pub mod config;
 pub mod consensus;
 pub mod extract;
@@ -22,4 +23,5 @@ pub mod replay;
 pub mod runner;
 pub mod session;
 pub mod stdio;
+pub mod task;
 pub mod tool_list;

@@ -516,3 +516,35 @@ pub fn replay_agent(events: Vec<Event>) -> Result<AgentReplay, String> {
         divergence: c.divergence.clone(),
     })
 }
+
+/// Replays the agent log `events` and judges it as `lt replay` does:
+/// `Ok` with `lt replay --json`'s object (`{ok, agent, status, answer,
+/// turns, requests}`) when the replay matches the log; else the kind
+/// (`log`: not readable as an agent session; `non_determinism`; or
+/// `incomplete`: the log ends before the session did) and the message.
+pub fn judge(events: Vec<Event>) -> Result<(AgentReplay, Json), (&'static str, String)> {
+    let ended = events
+        .iter()
+        .any(|e| matches!(e.body, EventBody::AgentEnded { .. }));
+    let replayed = replay_agent(events).map_err(|e| ("log", e))?;
+    if let Some(d) = &replayed.divergence {
+        return Err(if ended {
+            ("non_determinism", format!("non-determinism: {d}"))
+        } else {
+            (
+                "incomplete",
+                format!("the log ends before the agent session did (it was cut short): {d}"),
+            )
+        });
+    }
+    let o = &replayed.outcome;
+    let json = serde_json::json!({
+        "ok": true,
+        "agent": true,
+        "status": o.status.as_str(),
+        "answer": o.answer,
+        "turns": o.turns,
+        "requests": o.requests,
+    });
+    Ok((replayed, json))
+}

@@ -33,6 +33,8 @@ pub struct LiveRunner {
     /// (`max_calls`, per tool) and minted approvals are the agent
     /// session's, not one run's.
     pipeline: Option<Pipeline>,
+    /// Makes each run's approver (`None`: the session engine's default).
+    approvers: Option<super::task::Approvers>,
 }
 
 impl LiveRunner {
@@ -52,7 +54,15 @@ impl LiveRunner {
             limits,
             session,
             pipeline: None,
+            approvers: None,
         }
+    }
+
+    /// Each run's approval requests go to an approver `make` makes (a
+    /// server: its API).
+    pub fn with_approvers(mut self, make: super::task::Approvers) -> Self {
+        self.approvers = Some(make);
+        self
     }
 
     /// Stops the runs when `cancel` trips (each run is a session with this
@@ -111,6 +121,9 @@ impl Runner for LiveRunner {
             .cancel(self.cancel.clone());
         if let Some(p) = self.pipeline.take() {
             session = session.pipeline(p);
+        }
+        if let Some(make) = &mut self.approvers {
+            session = session.approver(make());
         }
         let report = session.run(ir).map_err(|f| f.message)?;
         if let Some(e) = report.log_error {

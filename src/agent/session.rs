@@ -127,6 +127,23 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// `lt agent --json`'s object: `{ok, status, answer, reason, turns,
+    /// requests, attempts, feedback_bytes, value}` (`value`: the last
+    /// run's, or `null`).
+    pub fn to_json(&self) -> Json {
+        json!({
+            "ok": self.status == Status::Answered,
+            "status": self.status.as_str(),
+            "answer": self.answer,
+            "reason": self.reason,
+            "turns": self.turns,
+            "requests": self.requests,
+            "attempts": self.attempts,
+            "feedback_bytes": self.feedback_bytes,
+            "value": self.last_run.as_ref().and_then(|r| r.value.clone()).unwrap_or(Json::Null),
+        })
+    }
+
     /// A session that ended as `status` for `reason` before any request.
     pub fn ended(status: Status, reason: String) -> Outcome {
         Outcome {

@@ -10,20 +10,21 @@
 
 use super::run::{fail_usage, RunOptions};
 use super::{check::print_diagnostic_list, EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE};
-use crate::agent::config::{AgentSettings, AgentTable, Rules};
-use crate::agent::model::{Message, ModelRequest, Proposer};
-use crate::agent::provider::{HttpProposer, ProviderConfig, ProviderKind};
-use crate::agent::runner::LiveRunner;
-use crate::agent::session::{run_agent, AgentSpec, Outcome, Status};
+use crate::agent::config::{AgentTable, Rules};
+use crate::agent::model::Proposer;
+use crate::agent::provider::settings::{ModelSettings, SetupError};
+use crate::agent::session::{Outcome, Status};
 use crate::agent::stdio::StdioProposer;
+use crate::agent::task::{
+    check_trace, executors_cover, run_task, tags, Classify, ExecutorGap, TaskRun, ToolList,
+    ToolListError,
+};
 use crate::control::profile::Profile;
 use crate::control::report::{Stage, StartErrorKind, StartFailure};
-use crate::exec::{ExecutorHost, Registry, Venue};
-use crate::log::{new_session_id, sha256_hex, Discard, EventBody, EventSink, LogWriter};
+use crate::exec::{ExecutorHost, Registry};
+use crate::log::{new_session_id, Discard, EventSink, LogWriter};
 use crate::runtime::limits::Limits;
 use crate::source::SourceFile;
-use serde_json::{json, Value as Json};
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -118,9 +119,9 @@ pub fn run(opts: &AgentOptions) -> u8 {
         Err(msg) => return usage(opts, Stage::Tools, msg, None),
     };
     let file = SourceFile::new(name, text);
-    let shown = match crate::agent::prompt::load_declarations(&file.text) {
-        Ok(d) => d,
-        Err(e) => {
+    let tools = match ToolList::load(&file.text) {
+        Ok(t) => t,
+        Err(ToolListError::Errors(e)) => {
             print_diagnostic_list(&file, &e.diagnostics, e.truncated, opts.color);
             return usage(
                 opts,
@@ -129,18 +130,18 @@ pub fn run(opts: &AgentOptions) -> u8 {
                 Some("fix the declarations (`lt prompt --tools FILE` shows them)".into()),
             );
         }
+        Err(ToolListError::NoTools) => {
+            return usage(
+                opts,
+                Stage::Tools,
+                format!("{} declares no tools", file.name),
+                Some(
+                    "declare each tool: `tool lookup: {id: String} -{Read}-> {email: String};`"
+                        .into(),
+                ),
+            );
+        }
     };
-    let decls = crate::types::check_declarations(&file.text);
-    if decls.tools.is_empty() {
-        return usage(
-            opts,
-            Stage::Tools,
-            format!("{} declares no tools", file.name),
-            Some(
-                "declare each tool: `tool lookup: {id: String} -{Read}-> {email: String};`".into(),
-            ),
-        );
-    }
     // The executors: every listed tool needs one, on the server.
     let registry_bytes = match &opts.executors {
         Some(path) => match crate::exec::read_config_bytes(Path::new(path)) {
@@ -166,56 +167,53 @@ pub fn run(opts: &AgentOptions) -> u8 {
             Err(e) => return fail_usage(&ro, &StartFailure::config(&e)),
         },
     };
-    let names: Vec<&str> = decls.tools.iter().map(|t| &*t.sig.name).collect();
-    let missing = registry.missing(names.iter().copied());
-    if !missing.is_empty() {
-        let message = match &opts.executors {
-            Some(path) => format!(
-                "{path} has no executor for {}, which {} lists",
-                missing.join(", "),
-                file.name
-            ),
-            None => format!(
-                "no --executors given, and {} lists tools that need one: {}",
-                file.name,
-                missing.join(", ")
-            ),
-        };
-        return usage(opts, Stage::Executors,
-            message,
-            Some(format!(
-                "add a `[tools.{}]` table to tools.toml (docs/executors.md), or remove the tool from {}",
-                missing[0], file.name
-            )),
-        );
-    }
-    if let Some(t) = names.iter().find(|t| registry.venue(t) == Venue::Client) {
-        return usage(
-            opts,
-            Stage::Executors,
-            format!(
-                "tool {t} runs on the client (venue = \"client\"), which lt agent does not support"
-            ),
-            Some("give it a server executor (command, http, mcp) for agent sessions".into()),
-        );
+    let names = tools.names();
+    match executors_cover(&tools, &registry) {
+        Ok(()) => {}
+        Err(ExecutorGap::Missing(missing)) => {
+            let message = match &opts.executors {
+                Some(path) => format!(
+                    "{path} has no executor for {}, which {} lists",
+                    missing.join(", "),
+                    file.name
+                ),
+                None => format!(
+                    "no --executors given, and {} lists tools that need one: {}",
+                    file.name,
+                    missing.join(", ")
+                ),
+            };
+            return usage(opts, Stage::Executors,
+                message,
+                Some(format!(
+                    "add a `[tools.{}]` table to tools.toml (docs/executors.md), or remove the tool from {}",
+                    missing[0], file.name
+                )),
+            );
+        }
+        Err(ExecutorGap::Client(t)) => {
+            return usage(
+                opts,
+                Stage::Executors,
+                format!(
+                    "tool {t} runs on the client (venue = \"client\"), which lt agent does not support"
+                ),
+                Some("give it a server executor (command, http, mcp) for agent sessions".into()),
+            );
+        }
     }
     // A listed tool whose declaration omits an effect tools.toml gives it:
     // the same check as `lt run`'s, on the tool list.
-    let sigs: Vec<crate::types::ToolSig> = decls.tools.iter().map(|t| t.sig.clone()).collect();
     if let Some(f) = crate::control::session::understated_effects(
         &file,
-        &sigs,
+        &tools.sigs(),
         &names,
         &registry,
         opts.executors.as_deref(),
     ) {
         return fail_usage(&ro, &f);
     }
-    let tags: BTreeMap<String, Vec<String>> = names
-        .iter()
-        .map(|t| (t.to_string(), registry.tags(t).to_vec()))
-        .filter(|(_, v)| !v.is_empty())
-        .collect();
+    let tags = tags(&tools, &registry);
     // The profile and the settings.
     let registry_text = String::from_utf8_lossy(&registry_bytes).into_owned();
     let (profile, base_table) = match load_profile(opts, &registry_text) {
@@ -226,7 +224,7 @@ pub fn run(opts: &AgentOptions) -> u8 {
         .clone()
         .overlay(&opts.table)
         .settings()
-        .and_then(|s| check_trace(&s, &tags, &profile, &decls).map(|_| s))
+        .and_then(|s| check_trace(&s, &tags, &profile, &tools.decls).map(|_| s))
     {
         Ok(s) => s,
         Err(e) => {
@@ -289,65 +287,8 @@ pub fn run(opts: &AgentOptions) -> u8 {
         },
         None => Box::new(Discard),
     };
-    let system = crate::agent::prompt::system_prompt(&shown.text);
-    let started = EventBody::AgentStarted {
-        lt_version: env!("CARGO_PKG_VERSION").to_string(),
-        task: opts.task.clone(),
-        declarations: file.text.clone(),
-        system: system.clone(),
-        model: proposer.describe(),
-        settings: settings.to_json(),
-        profile: profile.to_json(),
-        registry_hash: sha256_hex(&registry_bytes),
-        limits: crate::control::session::limits_json(&opts.limits),
-        tags: json!(tags),
-    };
-    if let Err(e) = sink.append(started) {
-        return usage(
-            opts,
-            Stage::Log,
-            format!("the event log could not be written: {e}"),
-            None,
-        );
-    }
-    let mut spec = AgentSpec {
-        task: opts.task.clone(),
-        declarations: file.text.clone(),
-        system,
-        settings,
-        profile,
-        tags,
-    };
-    if let Some(rules) = &rules {
-        match classify(
-            opts,
-            rules,
-            &base_table,
-            &spec.profile,
-            &spec.tags,
-            &decls,
-            proposer.as_mut(),
-            sink.as_mut(),
-        ) {
-            Ok((profile, settings)) => {
-                spec.profile = profile;
-                spec.settings = settings;
-            }
-            Err(f) => {
-                // The log says why the session ended before its loop.
-                let _ = sink.append(EventBody::AgentEnded {
-                    status: "error".into(),
-                    answer: Json::Null,
-                    reason: format!("the classified task's settings are invalid: {}", f.message),
-                    turns: 0,
-                    requests: 0,
-                });
-                return fail_usage(&ro, &f);
-            }
-        }
-    }
-    // The executors' runtime, then the loop. A signal abandons the agent
-    // session (its running tools killed) and ends lt.
+    // The executors' runtime, then the session. A signal abandons the
+    // agent session (its running tools killed) and ends lt.
     let runtime = match super::signals::io_runtime() {
         Ok(rt) => rt,
         Err(message) => return usage(opts, Stage::Runtime, message, None),
@@ -355,25 +296,42 @@ pub fn run(opts: &AgentOptions) -> u8 {
     let cancel = crate::runtime::cancel::Cancel::new();
     super::signals::abandon_on_signals(runtime.handle(), cancel.clone());
     let host = ExecutorHost::new(registry, runtime.handle().clone());
-    let mut runner =
-        LiveRunner::new(host, registry_bytes, opts.limits.clone(), id).with_cancel(cancel);
     let verbose = opts.verbose;
     let mut progress = |line: &str| {
         if verbose {
             err!("[lt] {line}");
         }
     };
-    let outcome = run_agent(
-        &spec,
-        &decls,
-        proposer.as_mut(),
-        &mut runner,
-        sink.as_mut(),
-        &mut progress,
-    );
-    runner.shutdown();
+    let run = TaskRun {
+        id,
+        task: opts.task.clone(),
+        tools: &tools,
+        tags,
+        profile,
+        settings,
+        classify: rules.as_ref().map(|rules| Classify {
+            rules,
+            base: base_table.clone(),
+            over: opts.table.clone(),
+            origin: opts
+                .rules
+                .clone()
+                .unwrap_or_else(|| "the rule table".into()),
+        }),
+        host: host.clone(),
+        registry_bytes,
+        limits: opts.limits.clone(),
+        cancel,
+        approvers: None,
+    };
+    let outcome = run_task(run, proposer.as_mut(), sink.as_mut(), &mut progress);
+    host.shutdown();
     drop(sink);
     runtime.shutdown_timeout(Duration::from_secs(2));
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(f) => return fail_usage(&ro, &f),
+    };
     print_outcome(opts, &outcome)
 }
 
@@ -415,180 +373,6 @@ fn load_profile(
     Ok((profile, table))
 }
 
-/// Labels the task with one model call and resolves the label's rule:
-/// the profile file's `[profile]` and `[agent]` over the base table, the
-/// rule's trace requirements, then the flags (a rule without a profile
-/// keeps `base_profile`). Records the request, the
-/// reply and `task_classified`. A failed request uses the default label.
-#[allow(clippy::result_large_err)]
-#[allow(clippy::too_many_arguments)]
-fn classify(
-    opts: &AgentOptions,
-    rules: &Rules,
-    base: &AgentTable,
-    base_profile: &Profile,
-    tags: &BTreeMap<String, Vec<String>>,
-    decls: &crate::types::Declarations,
-    proposer: &mut dyn Proposer,
-    sink: &mut dyn EventSink,
-) -> Result<(Profile, AgentSettings), StartFailure> {
-    let log_fail = |e: std::io::Error| {
-        StartFailure::new(
-            Stage::Log,
-            StartErrorKind::Log,
-            format!("the event log could not be written: {e}"),
-        )
-    };
-    let messages = vec![Message::user(opts.task.clone())];
-    sink.append(EventBody::ModelRequested {
-        request_id: "classify".into(),
-        messages: json!(messages),
-        sent: 1,
-        samples: 1,
-    })
-    .map_err(log_fail)?;
-    let request = ModelRequest {
-        system: rules.classifier_prompt(),
-        messages,
-        samples: 1,
-        max_tokens: 64,
-    };
-    let mut log_error: Option<std::io::Error> = None;
-    let reply = proposer.complete(&request, &mut |n| {
-        if log_error.is_some() {
-            return;
-        }
-        if let Err(e) = sink.append(EventBody::ModelRetried {
-            request_id: "classify".into(),
-            attempt: u64::from(n.attempt),
-            error: n.kind.as_str().into(),
-            message: n.message,
-            delay_ms: n.delay_ms,
-        }) {
-            log_error = Some(e);
-        }
-    });
-    if let Some(e) = log_error {
-        return Err(log_fail(e));
-    }
-    let mut failed: Option<String> = None;
-    let (label, matched) = match reply {
-        Ok(r) => {
-            let text = r.texts.first().cloned().unwrap_or_default();
-            sink.append(EventBody::ModelReplied {
-                request_id: "classify".into(),
-                texts: json!(r.texts),
-                usage: r.usage,
-            })
-            .map_err(log_fail)?;
-            rules.label_of(&text)
-        }
-        Err(e) => {
-            sink.append(EventBody::ModelFailed {
-                request_id: "classify".into(),
-                error: e.kind.as_str().into(),
-                message: e.message.clone(),
-                attempts: u64::from(e.attempts),
-            })
-            .map_err(log_fail)?;
-            failed = Some(e.to_string());
-            (rules.default.clone(), false)
-        }
-    };
-    let rule = rules.rule(&label).cloned();
-    let mut table = base.clone();
-    // A rule without a profile keeps the session's (--profile, tools.toml).
-    let mut profile = base_profile.clone();
-    if let Some(path) = rule.as_ref().and_then(|r| r.profile.clone()) {
-        let text = crate::exec::read_config_text(&path, "the profile")
-            .map_err(|e| StartFailure::config(&e))?;
-        // A file with only an `[agent]` table keeps the session's policy.
-        if let Some(p) = Profile::from_toml(&text, &path.display().to_string())
-            .map_err(|e| StartFailure::config(&e))?
-        {
-            profile = p;
-            if profile.name.is_empty() {
-                profile.name = label.clone();
-            }
-        }
-        table = table.overlay(
-            &AgentTable::from_toml(&text, &path.display().to_string())
-                .map_err(|e| StartFailure::config(&e))?,
-        );
-    }
-    if let Some(r) = &rule {
-        table = table.overlay(&AgentTable {
-            trace: r.trace.clone(),
-            ..AgentTable::default()
-        });
-    }
-    let settings = table
-        .overlay(&opts.table)
-        .settings()
-        .and_then(|s| check_trace(&s, tags, &profile, decls).map(|_| s))
-        .map_err(|e| StartFailure {
-            help: Some(format!(
-                "rule `{label}` of {}: fix its profile file or trace",
-                opts.rules.as_deref().unwrap_or("the rule table")
-            )),
-            ..StartFailure::new(Stage::Settings, StartErrorKind::Usage, e)
-        })?;
-    if opts.verbose {
-        let how = match (&failed, matched) {
-            (Some(e), _) => format!("the classifier request failed ({e}): using the default label"),
-            (None, true) => "classified the task as".to_string(),
-            (None, false) => {
-                "the classifier's reply named no one rule: using the default label".to_string()
-            }
-        };
-        err!("[lt] {how} `{label}`: profile {}", profile.name);
-    }
-    sink.append(EventBody::TaskClassified {
-        label,
-        matched,
-        profile: profile.to_json(),
-        settings: settings.to_json(),
-    })
-    .map_err(log_fail)?;
-    Ok((profile, settings))
-}
-
-/// Every trace requirement must be one some tool can meet: a tag no tool
-/// has would make every answer wait for a call that cannot happen.
-fn check_trace(
-    s: &AgentSettings,
-    tags: &BTreeMap<String, Vec<String>>,
-    profile: &Profile,
-    decls: &crate::types::Declarations,
-) -> Result<(), String> {
-    for tag in s.trace.keys() {
-        let tagged: Vec<&String> = tags
-            .iter()
-            .filter(|(_, t)| t.contains(tag))
-            .map(|(name, _)| name)
-            .collect();
-        if tagged.is_empty() {
-            return Err(format!(
-                "trace requirement `{tag}`: no tool of the session has this tag, so it could never be met"
-            ));
-        }
-        let callable = tagged.iter().any(|name| {
-            decls.tool(name).is_some_and(|t| {
-                crate::control::static_check::objections(&t.sig, profile).is_empty()
-            })
-        });
-        if !callable {
-            let names: Vec<&str> = tagged.iter().map(|n| n.as_str()).collect();
-            return Err(format!(
-                "trace requirement `{tag}`: profile {} denies every tool with this tag ({}), so it could never be met",
-                profile.name,
-                names.join(", ")
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// Where the settings come from, for their errors' hint.
 fn settings_hint(opts: &AgentOptions, error: &str) -> String {
     let mut from = Vec::new();
@@ -616,8 +400,17 @@ fn make_proposer(opts: &AgentOptions) -> Result<Box<dyn Proposer>, StartFailure>
     if opts.provider == "stdio" {
         return Ok(Box::new(StdioProposer::new(timeout)));
     }
-    let Some(kind) = ProviderKind::parse(&opts.provider) else {
-        return Err(StartFailure {
+    let settings = ModelSettings {
+        provider: opts.provider.clone(),
+        model: opts.model.clone(),
+        base_url: opts.base_url.clone(),
+        api_key_env: opts.api_key_env.clone(),
+        request_timeout_ms: opts.request_timeout_ms,
+        max_retries: opts.max_retries,
+    };
+    match settings.proposer(None) {
+        Ok(p) => Ok(Box::new(p)),
+        Err(SetupError::UnknownProvider(name)) => Err(StartFailure {
             help: Some(
                 "use --provider openai (any OpenAI-compatible endpoint), anthropic, or stdio"
                     .into(),
@@ -625,12 +418,10 @@ fn make_proposer(opts: &AgentOptions) -> Result<Box<dyn Proposer>, StartFailure>
             ..StartFailure::new(
                 Stage::Model,
                 StartErrorKind::Usage,
-                format!("unknown provider `{}`", opts.provider),
+                format!("unknown provider `{name}`"),
             )
-        });
-    };
-    let Some(model) = opts.model.clone() else {
-        return Err(StartFailure {
+        }),
+        Err(SetupError::NoModel) => Err(StartFailure {
             help: Some(
                 "e.g. --model gpt-4o-mini, or --model claude-sonnet-4-5 with --provider anthropic"
                     .into(),
@@ -640,25 +431,14 @@ fn make_proposer(opts: &AgentOptions) -> Result<Box<dyn Proposer>, StartFailure>
                 StartErrorKind::Usage,
                 "--model is required".to_string(),
             )
-        });
-    };
-    let mut config = ProviderConfig::new(kind, model);
-    if let Some(url) = &opts.base_url {
-        config.base_url = url.clone();
-    }
-    let var = opts
-        .api_key_env
-        .clone()
-        .unwrap_or_else(|| kind.key_env().to_string());
-    config.api_key = std::env::var(&var).ok().filter(|k| !k.trim().is_empty());
-    config.timeout = timeout;
-    config.max_retries = opts.max_retries;
-    match HttpProposer::new(config) {
-        Ok(p) => Ok(Box::new(p)),
-        Err(e) => {
-            let message = e.message.replace(kind.key_env(), &var);
-            let help = if e.message.contains("key") {
-                format!("set {var} (or name another variable with --api-key-env)")
+        }),
+        Err(SetupError::Provider {
+            message,
+            key_var,
+            about_key,
+        }) => {
+            let help = if about_key {
+                format!("set {key_var} (or name another variable with --api-key-env)")
             } else {
                 "check --base-url: e.g. https://api.openai.com/v1, http://localhost:11434/v1 or https://api.anthropic.com".to_string()
             };
@@ -677,20 +457,7 @@ fn print_outcome(opts: &AgentOptions, o: &Outcome) -> u8 {
         Status::Error => EXIT_RUN_FAILED,
     };
     if opts.json {
-        out!(
-            "{}",
-            json!({
-                "ok": o.status == Status::Answered,
-                "status": o.status.as_str(),
-                "answer": o.answer,
-                "reason": o.reason,
-                "turns": o.turns,
-                "requests": o.requests,
-                "attempts": o.attempts,
-                "feedback_bytes": o.feedback_bytes,
-                "value": o.last_run.as_ref().and_then(|r| r.value.clone()).unwrap_or(Json::Null),
-            })
-        );
+        out!("{}", o.to_json());
         return code;
     }
     match (&o.status, &o.answer) {

@@ -174,39 +174,14 @@ fn replay_agent(opts: &ReplayOptions, events: Vec<crate::log::Event>) -> u8 {
             "--program and --profile do not apply to an agent session's log: its programs are the model's, replayed as recorded",
         );
     }
-    let ended = events
-        .iter()
-        .any(|e| matches!(e.body, EventBody::AgentEnded { .. }));
-    let replayed = match crate::agent::replay::replay_agent(events) {
-        Ok(r) => r,
-        Err(e) => return fail(opts, EXIT_DIAGNOSTICS, "log", &format!("{}: {e}", opts.log)),
+    let (replayed, json) = match crate::agent::replay::judge(events) {
+        Ok(x) => x,
+        Err(("log", e)) => return fail(opts, EXIT_DIAGNOSTICS, "log", &format!("{}: {e}", opts.log)),
+        Err((kind, msg)) => return fail(opts, EXIT_DIAGNOSTICS, kind, &msg),
     };
     let o = &replayed.outcome;
-    if let Some(d) = &replayed.divergence {
-        let kind = if ended {
-            "non_determinism"
-        } else {
-            "incomplete"
-        };
-        let msg = if ended {
-            format!("non-determinism: {d}")
-        } else {
-            format!("the log ends before the agent session did (it was cut short): {d}")
-        };
-        return fail(opts, EXIT_DIAGNOSTICS, kind, &msg);
-    }
     if opts.json {
-        out!(
-            "{}",
-            json!({
-                "ok": true,
-                "agent": true,
-                "status": o.status.as_str(),
-                "answer": o.answer,
-                "turns": o.turns,
-                "requests": o.requests,
-            })
-        );
+        out!("{}", json);
     } else {
         out!(
             "replay matches the log: {} model request{}, {} run{}, the same checks, calls and outcomes; the agent {}",

@@ -42,7 +42,8 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+    /// An error with `status`, `code` and `message`.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
         ApiError {
             status,
             code,
@@ -51,7 +52,8 @@ impl ApiError {
         }
     }
 
-    fn hint(mut self, hint: impl Into<String>) -> ApiError {
+    /// The same error with a hint.
+    pub fn hint(mut self, hint: impl Into<String>) -> ApiError {
         self.hint = Some(hint.into());
         self
     }
@@ -69,7 +71,8 @@ impl ApiError {
         ApiError::new(StatusCode::CONFLICT, "conflict", message)
     }
 
-    fn store(e: impl std::fmt::Display) -> ApiError {
+    /// A 503: the store (or a session's thread) failed.
+    pub fn store(e: impl std::fmt::Display) -> ApiError {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "store",
@@ -246,6 +249,20 @@ struct Capabilities {
     tools: Vec<String>,
 }
 
+/// The `Idempotency-Key` header, if any. Errors: 400, not 1–255 visible
+/// ASCII characters.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    match headers.get("idempotency-key") {
+        None => Ok(None),
+        Some(v) => match v.to_str() {
+            Ok(s) if !s.is_empty() && s.len() <= 255 => Ok(Some(s.to_string())),
+            _ => Err(ApiError::bad(
+                "the Idempotency-Key header must be 1 to 255 visible ASCII characters",
+            )),
+        },
+    }
+}
+
 async fn create(
     State(state): Shared,
     headers: HeaderMap,
@@ -274,15 +291,16 @@ async fn create(
             .insert(header::RETRY_AFTER, header::HeaderValue::from_static("2"));
         return Ok(r);
     }
+    let idempotency_key = idempotency_key(&headers)?;
     let program = match (req.program, req.task) {
         (Some(p), None) => p,
-        (None, Some(_)) => {
-            return Err(ApiError::new(
-                StatusCode::NOT_IMPLEMENTED,
-                "no_model",
-                "sessions from a task need a model provider, and this server has none configured",
-            )
-            .hint("send a `program` instead"))
+        (None, Some(task)) => {
+            let task = super::task::TaskRequest {
+                task,
+                profile: req.profile,
+                idempotency_key,
+            };
+            return super::task::create(&state, &tenant_name, task, &req.capabilities.tools).await;
         }
         (Some(_), Some(_)) => return Err(ApiError::bad("give `program` or `task`, not both")),
         (None, None) => return Err(ApiError::bad("the body needs a `program` (or a `task`)")),
@@ -298,17 +316,6 @@ async fn create(
             ),
         ));
     }
-    let idempotency_key = match headers.get("idempotency-key") {
-        None => None,
-        Some(v) => match v.to_str() {
-            Ok(s) if !s.is_empty() && s.len() <= 255 => Some(s.to_string()),
-            _ => {
-                return Err(ApiError::bad(
-                    "the Idempotency-Key header must be 1 to 255 visible ASCII characters",
-                ))
-            }
-        },
-    };
     let request = StartRequest {
         body: json!({"program": program, "profile": req.profile, "capabilities": req.capabilities}),
         program,
@@ -359,7 +366,9 @@ pub fn view(state: &AppState, r: &SessionRecord) -> Value {
     if status.is_final() {
         if let Some(out) = &r.output {
             if status == SessionStatus::Ended {
-                v["value"] = out.get("value").cloned().unwrap_or(Value::Null);
+                // A task session's value is the model's answer.
+                let field = if super::task::is_task(r) { "answer" } else { "value" };
+                v["value"] = out.get(field).cloned().unwrap_or(Value::Null);
             }
             v["output"] = out.clone();
         }

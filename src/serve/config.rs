@@ -16,6 +16,10 @@
 //! allow = ["lookup_account", "issue_refund", "send_reply"]
 //! [tenants.acme.profiles.audit]
 //! file = "audit.toml"              # … or a file with a [profile] table
+//! [tenants.acme.model]             # optional: task sessions (model.rs)
+//! provider = "openai"
+//! model = "gpt-4o-mini"
+//! api_key_env = "ACME_OPENAI_KEY"  # the variable holding the key
 //! ```
 //!
 //! Everything is loaded and checked at start: a tenant whose declarations
@@ -77,6 +81,8 @@ pub struct Tenant {
     /// Its profiles, by name, as JSON ([`Profile::to_json`]; the parsed
     /// form is not `Send`): [`Tenant::profile`] gives one.
     pub profiles: BTreeMap<String, serde_json::Value>,
+    /// Its model, for sessions from a task (`None`: it has none).
+    pub model: Option<super::model::TenantModel>,
 }
 
 impl Tenant {
@@ -116,6 +122,7 @@ struct RawTenant {
     executors: Option<String>,
     #[serde(default)]
     profiles: BTreeMap<String, toml::Table>,
+    model: Option<super::model::RawModel>,
 }
 
 fn fail(path: &str, message: String, help: Option<&str>) -> ConfigError {
@@ -160,7 +167,7 @@ impl ServeConfig {
         let folder = path.parent().unwrap_or(Path::new("."));
         let mut tenants = BTreeMap::new();
         for (name, t) in raw.tenants {
-            let tenant = load_tenant(&shown, folder, &name, t)?;
+            let tenant = load_tenant(&shown, &text, folder, &name, t)?;
             tenants.insert(name, tenant);
         }
         let store = match raw.server.store {
@@ -196,6 +203,7 @@ fn relative_store(url: &str, folder: &Path) -> String {
 
 fn load_tenant(
     shown: &str,
+    text: &str,
     folder: &Path,
     name: &str,
     t: RawTenant,
@@ -252,7 +260,22 @@ fn load_tenant(
         let profile = load_profile(shown, folder, &at(&format!("profiles.{pname}")), &pname, table)?;
         profiles.insert(pname, profile.to_json());
     }
+    let model = match t.model {
+        Some(raw) => {
+            let parts = super::model::TenantParts {
+                name,
+                declarations: (&decl_path, &declarations_text),
+                executors: match (&registry, &executors_path) {
+                    (Some(r), Some(p)) => Some((r, p.as_path(), &registry_bytes[..])),
+                    _ => None,
+                },
+            };
+            Some(super::model::load(shown, text, &parts, raw)?)
+        }
+        None => None,
+    };
     Ok(Tenant {
+        model,
         name: name.to_string(),
         key_hashes,
         declarations_text,

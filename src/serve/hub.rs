@@ -12,6 +12,7 @@
 //!     ─▶ store.set_status(final, output) ─▶ `finished` broadcast
 //! resume_unfinished() ─▶ for each unfinished record: store.reopen ─▶
 //!     Session::resume (the engine's resume rules) | start afresh (no events)
+//!     (a task session: task.rs, marked failed, never run again)
 //! ```
 //!
 //! Invariant: a session is run by one thread of one server; a session the
@@ -103,7 +104,8 @@ pub struct Hub {
     max_sessions: usize,
 }
 
-fn now_ms() -> i64 {
+/// Now, in milliseconds since the Unix epoch.
+pub(super) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
@@ -316,7 +318,8 @@ impl Hub {
         Ok(())
     }
 
-    fn register(&self, id: &str, tenant: &str) -> Arc<Live> {
+    /// Marks session `id` of `tenant` live (running here).
+    pub(super) fn register(&self, id: &str, tenant: &str) -> Arc<Live> {
         let live = Arc::new(Live::new(id.to_string(), tenant.to_string(), Cancel::new()));
         let weak = Arc::downgrade(&live);
         live.cancel.on_cancel(move || {
@@ -330,7 +333,8 @@ impl Hub {
         live
     }
 
-    fn unregister(&self, id: &str) {
+    /// Forgets the live session `id`.
+    pub(super) fn unregister(&self, id: &str) {
         if let Some(l) = self.live_map().remove(id) {
             self.metrics
                 .sessions
@@ -435,7 +439,8 @@ impl Hub {
         self.finish(&id, status, &output, calls);
     }
 
-    fn finish(&self, id: &str, status: SessionStatus, output: &Json, calls: u64) {
+    /// Records the end of session `id` and forgets it.
+    pub(super) fn finish(&self, id: &str, status: SessionStatus, output: &Json, calls: u64) {
         let _ = self.store.set_status(id, status, Some(output), calls);
         self.metrics
             .finished
@@ -476,6 +481,9 @@ impl Hub {
             let out = json!({"ok": false, "stage": "resume", "error": {"kind": "resume", "message": msg}});
             self.finish(&rec.id, SessionStatus::Failed, &out, rec.calls);
         };
+        if super::task::is_task(&rec) {
+            return super::task::not_resumed(&self, &rec);
+        }
         let Some(tenant) = self.tenants.get(&rec.tenant) else {
             return fail(format!("tenant {} is no longer configured", rec.tenant));
         };

@@ -5,8 +5,10 @@
 //!
 //! ```text
 //! config.rs  serve.toml: tenants (key hashes, declarations, tools.toml, profiles)
+//! model.rs   [tenants.NAME.model]: the model provider of task sessions
 //! auth.rs    Bearer keys ─▶ tenant (SHA-256, constant-time)
 //! api.rs     routes, bodies, errors ─▶ hub.rs (sessions: start, resume, cancel, drain)
+//!                                       └▶ task.rs (sessions from a task: lt agent's loop)
 //!                                       └▶ live.rs (status, client outcomes, approvals)
 //! sse.rs     GET …/events: the log as Server-Sent Events, from the store
 //! check.rs   a program against a tenant (tool list, profile)
@@ -23,9 +25,11 @@ pub mod config;
 pub mod hub;
 pub mod live;
 pub mod metrics;
+pub mod model;
 pub mod replay;
 pub mod sse;
 pub mod store;
+pub mod task;
 
 use config::ServeConfig;
 use hub::{Hub, TenantRuntime};

@@ -1,7 +1,9 @@
 //! `POST /v1/sessions/{id}/replay`: a stored session replayed on the
 //! server (`session::replay`, as `lt replay` does): its recorded program,
-//! profile and limits against its own log. Needs a big stack: call it on
-//! a session's thread.
+//! profile and limits against its own log; a task session's log (from
+//! `agent_started`) by the agent's replay (`agent::replay::judge`), the
+//! recorded replies answering the model's requests. Needs a big stack:
+//! call it on a session's thread.
 
 use super::check::PROGRAM_NAME;
 use crate::control::session::replay::{replay, Recorded};
@@ -19,6 +21,19 @@ pub fn replay_session(store: &dyn EventStore, id: &str) -> Json {
     };
     if let Some(p) = &report.problem {
         return fail("log", format!("the log does not verify: {p}"));
+    }
+    if matches!(
+        events.first().map(|e| &e.body),
+        Some(crate::log::EventBody::AgentStarted { .. })
+    ) {
+        let n = events.len();
+        return match crate::agent::replay::judge(events) {
+            Ok((_, mut v)) => {
+                v["events"] = json!(n);
+                v
+            }
+            Err((kind, message)) => fail(kind, message),
+        };
     }
     let Some(recorded) = Recorded::from_events(&events) else {
         return fail("log", "the log has no session_started event".into());

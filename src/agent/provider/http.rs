@@ -50,13 +50,16 @@ impl HttpProposer {
                 "the proposer is shut down".to_string(),
             ));
         };
+        if let Some(f) = self.cancelled() {
+            return Err(f);
+        }
         if tokio::runtime::Handle::try_current().is_err() {
-            return runtime.block_on(self.exchange(body));
+            return runtime.block_on(self.cancellable(body));
         }
         // Inside some tokio runtime, whose thread must not block_on: use a
         // thread of our own.
         std::thread::scope(|s| {
-            s.spawn(|| runtime.block_on(self.exchange(body)))
+            s.spawn(|| runtime.block_on(self.cancellable(body)))
                 .join()
                 .unwrap_or_else(|_| {
                     Err(Failure::new(
@@ -66,6 +69,19 @@ impl HttpProposer {
                     ))
                 })
         })
+    }
+
+    /// [`HttpProposer::exchange`], ended early by the cancel token.
+    async fn cancellable(&self, body: Vec<u8>) -> Result<Vec<u8>, Failure> {
+        let Some(c) = &self.cancel else {
+            return self.exchange(body).await;
+        };
+        tokio::select! {
+            r = self.exchange(body) => r,
+            () = c.cancelled() => Err(self.cancelled().unwrap_or_else(|| {
+                Failure::new(ProposeErrorKind::Other, false, "the session was cancelled".into())
+            })),
+        }
     }
 
     async fn exchange(&self, body: Vec<u8>) -> Result<Vec<u8>, Failure> {

@@ -36,8 +36,13 @@
 //!   300 characters, and no body can make the proposer panic.
 //! - **Timeout.** [`ProviderConfig::timeout`] bounds each HTTP request,
 //!   from connecting to the end of the body.
+//! - **Cancel.** With [`HttpProposer::with_cancel`], a cancelled token ends
+//!   the request in flight, or the wait before a retry, at once: the call
+//!   fails ([`ProposeErrorKind::Other`], "the session was cancelled …")
+//!   and is not retried. Without it, a request runs to its end.
 //!
-//! Files: this one (configuration, the retry loop, samples), `http.rs`
+//! Files: this one (configuration, the retry loop, samples), `settings.rs`
+//! (the front ends' settings: flags, serve.toml), `http.rs`
 //! (one attempt and its error texts), `retry.rs` (what is retried, the
 //! waits), `openai.rs` and `anthropic.rs` (the wire formats, with their
 //! sources).
@@ -46,10 +51,12 @@ mod anthropic;
 mod http;
 mod openai;
 mod retry;
+pub mod settings;
 
 use crate::agent::model::{
     ModelReply, ModelRequest, ProposeError, ProposeErrorKind, Proposer, RetryNotice,
 };
+use crate::runtime::cancel::Cancel;
 use http::{api_error_message, chain, clip};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::{Client, Url};
@@ -198,6 +205,8 @@ pub struct HttpProposer {
     /// `Some` until dropped (taken by `Drop` to shut it down without
     /// blocking).
     runtime: Option<tokio::runtime::Runtime>,
+    /// Ends requests and waits when cancelled.
+    cancel: Option<Cancel>,
 }
 
 impl std::fmt::Debug for HttpProposer {
@@ -319,7 +328,41 @@ impl HttpProposer {
             headers,
             client,
             runtime: Some(runtime),
+            cancel: None,
         })
+    }
+
+    /// The same proposer, whose requests and retry waits end as soon as
+    /// `cancel` is cancelled (see the module's note).
+    pub fn with_cancel(mut self, cancel: Cancel) -> HttpProposer {
+        self.cancel = Some(cancel);
+        self
+    }
+
+    /// The failure of a request the token cancelled: not retried.
+    fn cancelled(&self) -> Option<http::Failure> {
+        let c = self.cancel.as_ref().filter(|c| c.is_cancelled())?;
+        let why = c.reason().unwrap_or_else(|| "cancelled".to_string());
+        Some(http::Failure::new(
+            ProposeErrorKind::Other,
+            false,
+            format!("the session was cancelled ({why})"),
+        ))
+    }
+
+    /// Sleeps `delay`, or less when the token is cancelled meanwhile.
+    fn wait(&self, delay: Duration) {
+        let Some(c) = &self.cancel else {
+            return std::thread::sleep(delay);
+        };
+        let until = std::time::Instant::now() + delay;
+        while !c.is_cancelled() {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(20)));
+        }
     }
 
     /// The configuration it was made with.
@@ -405,7 +448,7 @@ impl HttpProposer {
                 delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
             });
             call.retries += 1;
-            std::thread::sleep(delay);
+            self.wait(delay);
         }
     }
 }

@@ -1,0 +1,241 @@
+//! Sessions from a task: `POST /v1/sessions {"task": "…", "profile": …}`
+//! runs the `lt agent` loop on the server, with the tenant's model
+//! ([`super::model`]) and its executors, through the same library code as
+//! `lt agent` ([`crate::agent::task::run_task`]).
+//!
+//! ```text
+//! create ─▶ no model: 501 no_model · empty task, capabilities: 400
+//!        ─▶ session thread: tool list, trace check (422), proposer
+//!        ─▶ store.create_session (request {"task", "profile"}; Idempotency-Key)
+//!        ─▶ reply {id} ─▶ run_task(host: the tenant's, cancel: the session's,
+//!           approvers: ApiApprover) into Sink(Narrated(store sink))
+//!        ─▶ store.set_status(ended | failed | cancelled, lt agent --json's object)
+//! restart ─▶ an unfinished task session: failed, not resumed ([`not_resumed`])
+//! ```
+//!
+//! The log is the agent's (`agent_started` … `agent_ended`, each run's
+//! `session_started` … `session_ended` inside), exactly what `lt agent
+//! --log` writes: `lt log verify` and `lt replay` accept `GET …/log`.
+//! An ended session's `value` is the model's answer.
+
+use super::api::{ApiError, AppState};
+use super::hub::{Hub, Started};
+use super::live::{ApiApprover, Narrated};
+use super::store::{Created, NewSession, SessionRecord, SessionStatus};
+use crate::agent::session::Status;
+use crate::agent::task::{check_trace, run_task, TaskRun, ToolList};
+use crate::control::approver::Approver;
+use crate::runtime::limits::Limits;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio::sync::oneshot;
+
+/// A request to start a session from a task.
+#[derive(Clone, Debug)]
+pub struct TaskRequest {
+    /// The task, as the user gave it.
+    pub task: String,
+    /// The profile's name.
+    pub profile: String,
+    /// The `Idempotency-Key` header.
+    pub idempotency_key: Option<String>,
+}
+
+/// Whether a recorded session is a task session.
+pub fn is_task(rec: &SessionRecord) -> bool {
+    rec.request.get("task").is_some()
+}
+
+/// `POST /v1/sessions` with a `task`: checks it, starts the session, and
+/// answers as for a program (201 `{id}`, 200 for a known idempotency key).
+pub async fn create(
+    state: &Arc<AppState>,
+    tenant: &str,
+    req: TaskRequest,
+    client_tools: &[String],
+) -> Result<Response, ApiError> {
+    let has_model = state
+        .hub
+        .tenants
+        .get(tenant)
+        .is_some_and(|t| t.config.model.is_some());
+    if !has_model {
+        return Err(ApiError::new(
+            StatusCode::NOT_IMPLEMENTED,
+            "no_model",
+            format!("tenant {tenant} has no model, and a session from a task needs one"),
+        )
+        .hint(format!(
+            "send a `program` instead, or configure the tenant's model provider ([tenants.{tenant}.model] in serve.toml; docs/api.md)"
+        )));
+    }
+    if req.task.trim().is_empty() {
+        return Err(ApiError::bad("the task is empty")
+            .hint("say what the model should do: {\"task\": \"Refund the last charge of cust_1\"}"));
+    }
+    if !client_tools.is_empty() {
+        return Err(ApiError::bad(
+            "a task session runs only server-venue tools; `capabilities` does not apply to it",
+        )
+        .hint("leave `capabilities` out, or send a `program` that calls the client's tools"));
+    }
+    let (reply, answer) = oneshot::channel();
+    let hub = Arc::clone(&state.hub);
+    let tenant_name = tenant.to_string();
+    crate::control::session::spawn("lt-task", move || start(hub, &tenant_name, req, reply))
+        .map_err(|e| ApiError::store(format!("cannot start the session's thread: {e}")))?;
+    let started = answer
+        .await
+        .map_err(|_| ApiError::store("the session's thread ended before answering"))?;
+    Ok(match started {
+        Started::New(id) => (StatusCode::CREATED, Json(json!({"id": id}))).into_response(),
+        Started::Existing(id) => (StatusCode::OK, Json(json!({"id": id}))).into_response(),
+        Started::Refused(output) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(json!({
+                "error": {
+                    "code": "refused",
+                    "message": "the task session was refused before it started; `output` says why",
+                    "hint": "pick a profile under which the model's settings can be met, or fix the tenant's configuration",
+                },
+                "output": output,
+            })),
+        )
+            .into_response(),
+    })
+}
+
+/// The output of a session that could not start: `lt agent --json`'s
+/// failure shape.
+fn refusal(stage: &str, message: String) -> Value {
+    json!({"ok": false, "stage": stage, "error": {"kind": "usage", "message": message}})
+}
+
+/// On the session's thread: records the session, replies, runs it.
+fn start(hub: Arc<Hub>, tenant_name: &str, req: TaskRequest, reply: oneshot::Sender<Started>) {
+    let refuse = |reply: oneshot::Sender<Started>, stage: &str, message: String| {
+        let _ = reply.send(Started::Refused(refusal(stage, message)));
+    };
+    let Some(tenant) = hub.tenants.get(tenant_name) else {
+        return refuse(reply, "tenant", "no such tenant".into());
+    };
+    let (Some(model), Some(host)) = (&tenant.config.model, &tenant.host) else {
+        return refuse(reply, "model", "the tenant has no model".into());
+    };
+    let Some(profile) = tenant.config.profile(&req.profile) else {
+        return refuse(reply, "profile", format!("no profile {:?}", req.profile));
+    };
+    // Checked at load; the parsed form is not `Send`, so read it here.
+    let tools = match ToolList::load(&tenant.config.declarations_text) {
+        Ok(t) => t,
+        Err(_) => return refuse(reply, "tools", "the tenant's declarations list no tools".into()),
+    };
+    if let Err(e) = check_trace(&model.agent, &model.tags, &profile, &tools.decls) {
+        return refuse(reply, "settings", e);
+    }
+    let id = crate::log::new_session_id();
+    let live = hub.register(&id, tenant_name);
+    let mut proposer = match model.settings.proposer(Some(live.cancel.clone())) {
+        Ok(p) => p,
+        Err(e) => {
+            hub.unregister(&id);
+            return refuse(reply, "model", format!("the model cannot be set up: {e}"));
+        }
+    };
+    let new = NewSession {
+        id: id.clone(),
+        tenant: tenant_name.to_string(),
+        profile: req.profile.clone(),
+        request: json!({"task": req.task, "profile": req.profile}),
+        idempotency_key: req.idempotency_key.clone(),
+        created_ms: super::hub::now_ms(),
+    };
+    match hub.store.create_session(&new) {
+        Ok(Created::New) => {}
+        Ok(Created::Existing(rec)) => {
+            hub.unregister(&id);
+            let _ = reply.send(Started::Existing(rec.id));
+            return;
+        }
+        Err(e) => {
+            hub.unregister(&id);
+            return refuse(reply, "store", format!("the store could not record the session: {e}"));
+        }
+    }
+    hub.metrics.started.inc();
+    let _ = reply.send(Started::New(id.clone()));
+    let sink = match hub.store.create(&id) {
+        Ok(s) => s,
+        Err(e) => {
+            let out = refusal("log", format!("cannot open the session's log: {e}"));
+            return hub.finish(&id, SessionStatus::Failed, &out, 0);
+        }
+    };
+    let mut narrated = Narrated {
+        inner: sink,
+        live: Arc::clone(&live),
+        store: Arc::clone(&hub.store),
+        metrics: Arc::clone(&hub.metrics),
+        calls: HashMap::new(),
+    };
+    let approver_live = Arc::clone(&live);
+    let run = TaskRun {
+        id: id.clone(),
+        task: req.task,
+        tools: &tools,
+        tags: model.tags.clone(),
+        profile,
+        settings: model.agent.clone(),
+        classify: None,
+        host: host.clone(),
+        registry_bytes: tenant.config.registry_bytes.clone(),
+        limits: Limits::default(),
+        cancel: live.cancel.clone(),
+        approvers: Some(Box::new(move || {
+            Box::new(ApiApprover {
+                live: Arc::clone(&approver_live),
+            }) as Box<dyn Approver>
+        })),
+    };
+    let outcome = run_task(run, &mut proposer, &mut narrated, &mut |_| {});
+    drop(narrated);
+    let (status, output) = match outcome {
+        Ok(o) => {
+            let status = if o.status == Status::Answered {
+                SessionStatus::Ended
+            } else if live.cancel.is_cancelled() && !live.cancel.is_abandoned() {
+                SessionStatus::Cancelled
+            } else {
+                SessionStatus::Failed
+            };
+            (status, o.to_json())
+        }
+        Err(f) => (
+            SessionStatus::Failed,
+            serde_json::to_value(f.output()).unwrap_or(Value::Null),
+        ),
+    };
+    hub.finish(&id, status, &output, live.calls());
+}
+
+/// A task session found unfinished at start (the server stopped while it
+/// ran): marked `failed`, not run again. The engine does not resume agent
+/// sessions, and running the task afresh could repeat the calls its
+/// programs made; its log keeps what happened.
+pub fn not_resumed(hub: &Hub, rec: &SessionRecord) {
+    let out = json!({
+        "ok": false,
+        "stage": "resume",
+        "error": {
+            "kind": "not_resumable",
+            "message": "the server stopped while this task session ran; task sessions are not resumed \
+                        (its programs may have made calls, which must not be made twice): \
+                        its log holds what happened; start a new session to try the task again",
+        },
+    });
+    hub.finish(&rec.id, SessionStatus::Failed, &out, rec.calls);
+}
