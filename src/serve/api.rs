@@ -572,3 +572,29 @@ async fn replay(
         .map_err(|_| ApiError::store("the replay's thread ended without an answer"))?;
     Ok(Json(v).into_response())
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every route the router serves is in the OpenAPI document, and every
+    /// path of the document is served.
+    #[test]
+    fn the_openapi_document_lists_exactly_the_routes() {
+        let doc: serde_json::Value =
+            serde_json::from_str(super::super::OPENAPI).expect("openapi.json is JSON");
+        let documented: std::collections::BTreeSet<String> = doc["paths"]
+            .as_object()
+            .expect("paths")
+            .keys()
+            .cloned()
+            .collect();
+        let source = include_str!("api.rs");
+        let served: std::collections::BTreeSet<String> = source
+            .split(".route(\"")
+            .skip(1)
+            .filter_map(|s| s.split('"').next())
+            .map(str::to_string)
+            .collect();
+        assert!(served.len() >= 12, "{served:?}");
+        assert_eq!(served, documented);
+    }
+}

@@ -1,0 +1,422 @@
+//! `lt serve` end to end: the real binary on a free port of 127.0.0.1, a
+//! real SQLite store, the support-desk tools on real SQLite databases
+//! (one per tenant), driven over HTTP.
+
+#[path = "support/serve.rs"]
+mod serve_support;
+
+use serde_json::{json, Value};
+use serve_support::{sha256_line, Scratch, Server, SseEvent};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const ACME: &str = "acme-dev-key";
+const GLOBEX: &str = "globex-dev-key";
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn support_program() -> String {
+    std::fs::read_to_string(repo().join("examples/support_desk/program.lt")).expect("program")
+}
+
+/// A tools.toml with the support desk's tools on `db`; `slow_reply`: the
+/// reply tool sleeps first (a call a kill can land in).
+fn tools_toml(db: &Path, slow_reply: bool) -> String {
+    let tools = repo().join("examples/support_desk/tools");
+    let mut out = String::new();
+    for (name, idem) in [("lookup_account", true), ("issue_refund", false), ("send_reply", false)] {
+        let script = tools.join(format!("{name}.py"));
+        let command = if slow_reply && name == "send_reply" {
+            format!(
+                "[\"sh\", \"-c\", \"sleep 3; exec python3 {}\"]",
+                script.display()
+            )
+        } else {
+            format!("[\"python3\", \"{}\"]", script.display())
+        };
+        out.push_str(&format!(
+            "[tools.{name}]\ncommand = {command}\nenv = {{ LT_EXAMPLE_DB = \"{}\" }}\ntimeout_ms = 20000\nidempotent = {idem}\n\n",
+            db.display()
+        ));
+    }
+    out
+}
+
+/// A scratch folder with a serve.toml of two tenants (acme, globex), each
+/// with the support desk's tools on a database of its own, and `extra`
+/// appended (more profiles).
+fn setup(name: &str, slow_reply: bool, extra: &str) -> (Scratch, PathBuf, PathBuf) {
+    let s = Scratch::new(name);
+    let decls = repo().join("examples/serve/tools.lt");
+    for t in ["acme", "globex"] {
+        s.write(&format!("{t}-tools.toml"), &tools_toml(&s.path(&format!("{t}.db")), slow_reply));
+    }
+    let config = s.write(
+        "serve.toml",
+        &format!(
+            r#"
+[tenants.acme]
+keys = ["{ak}"]
+declarations = "{d}"
+executors = "acme-tools.toml"
+[tenants.acme.profiles.support]
+allow = ["lookup_account", "issue_refund", "send_reply"]
+
+[tenants.globex]
+keys = ["{gk}"]
+declarations = "{d}"
+executors = "globex-tools.toml"
+[tenants.globex.profiles.support]
+allow = ["lookup_account", "issue_refund", "send_reply"]
+{extra}
+"#,
+            ak = sha256_line(ACME),
+            gk = sha256_line(GLOBEX),
+            d = decls.display(),
+        ),
+    );
+    let store = s.path("data/lt.db");
+    (s, config, store)
+}
+
+fn rows(db: &Path, table: &str) -> usize {
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(format!(
+            "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute('select count(*) from {table}').fetchone()[0])"
+        ))
+        .arg(db)
+        .output()
+        .expect("python3");
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(usize::MAX)
+}
+
+fn lt(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lt"))
+        .args(args)
+        .output()
+        .expect("lt runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const REFUNDED: &str = "refund tx_000001 processed and ada@example.com notified";
+
+#[test]
+fn a_server_venue_session_runs_end_to_end_and_its_log_verifies_and_replays() {
+    let (s, config, store) = setup("e2e", false, "");
+    let server = Server::start(&config, &store);
+    let id = server.submit(ACME, &support_program(), "support");
+    assert_eq!(id.len(), 32);
+    let events = server.all_events(ACME, &id);
+    let last = events.last().expect("events");
+    assert_eq!(last.event, "output", "{events:?}");
+    assert_eq!(last.json()["value"], json!(REFUNDED), "{}", last.data);
+    let kinds: Vec<String> = events
+        .iter()
+        .filter(|e| e.event == "log")
+        .map(|e| e.json()["kind"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(kinds.first().map(String::as_str), Some("session_started"));
+    assert_eq!(kinds.last().map(String::as_str), Some("session_ended"));
+    assert_eq!(kinds.iter().filter(|k| *k == "scheduled").count(), 3, "{kinds:?}");
+    // Ids are the log's seq, in order, without gaps.
+    for (i, e) in events.iter().filter(|e| e.event == "log").enumerate() {
+        assert_eq!(e.id.as_deref(), Some(i.to_string().as_str()));
+    }
+    let v = server.wait_final(ACME, &id, Duration::from_secs(30));
+    assert_eq!(v["status"], "ended");
+    assert_eq!(v["value"], json!(REFUNDED));
+    assert_eq!(v["calls"], 3);
+    assert_eq!(rows(&s.path("acme.db"), "refunds"), 1);
+    assert_eq!(rows(&s.path("acme.db"), "replies"), 1);
+    // The log, exactly as a file: lt log verify and lt replay accept it.
+    let (status, log) = server.call("GET", &format!("/v1/sessions/{id}/log"), Some(ACME), None);
+    assert_eq!(status, 200);
+    let text = log["text"].as_str().expect("JSONL text");
+    assert_eq!(text.lines().count(), kinds.len());
+    let file = s.write("session.jsonl", text);
+    let f = file.to_str().expect("path");
+    let (code, out, err) = lt(&["log", "verify", f]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = lt(&["replay", f, "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(serde_json::from_str::<Value>(&out).expect("json")["value"], json!(REFUNDED));
+    // Replayed on the server: the same verdict.
+    let (status, r) = server.call("POST", &format!("/v1/sessions/{id}/replay"), Some(ACME), None);
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["value"], json!(REFUNDED));
+    // The other tenant's database was not touched.
+    assert!(!s.path("globex.db").exists());
+}
+
+#[test]
+fn a_tenant_cannot_see_or_touch_another_tenants_session() {
+    let (_s, config, store) = setup("isolation", false, "");
+    let server = Server::start(&config, &store);
+    let id = server.submit(ACME, &support_program(), "support");
+    server.wait_final(ACME, &id, Duration::from_secs(30));
+    for (method, path) in [
+        ("GET", format!("/v1/sessions/{id}")),
+        ("GET", format!("/v1/sessions/{id}/events")),
+        ("GET", format!("/v1/sessions/{id}/log")),
+        ("POST", format!("/v1/sessions/{id}/cancel")),
+        ("POST", format!("/v1/sessions/{id}/replay")),
+    ] {
+        let (status, v) = server.call(method, &path, Some(GLOBEX), None);
+        assert_eq!(status, 404, "{method} {path}: {v}");
+    }
+    let (status, _) = server.call(
+        "POST",
+        &format!("/v1/sessions/{id}/outcomes"),
+        Some(GLOBEX),
+        Some(&json!({"call_id": "n1", "ok": 1})),
+    );
+    assert_eq!(status, 404);
+    let (status, _) = server.call(
+        "POST",
+        &format!("/v1/sessions/{id}/approvals/n1"),
+        Some(GLOBEX),
+        Some(&json!({"decision": "allow"})),
+    );
+    assert_eq!(status, 404);
+    let (status, v) = server.call("GET", "/v1/sessions", Some(GLOBEX), None);
+    assert_eq!(status, 200);
+    assert_eq!(v["sessions"], json!([]), "{v}");
+    let (_, v) = server.call("GET", "/v1/sessions", Some(ACME), None);
+    assert_eq!(v["sessions"][0]["id"], json!(id), "{v}");
+    // No key, a wrong key: 401 everywhere but /healthz.
+    for key in [None, Some("acme-dev-ke"), Some("")] {
+        let (status, v) = server.call("GET", &format!("/v1/sessions/{id}"), key, None);
+        assert_eq!(status, 401, "{v}");
+        let (status, _) = server.call("GET", "/metrics", key, None);
+        assert_eq!(status, 401);
+    }
+    let (status, v) = server.call("GET", "/healthz", None, None);
+    assert_eq!((status, v["ok"].clone()), (200, json!(true)));
+}
+
+#[test]
+fn an_idempotency_key_returns_the_same_session_and_runs_it_once() {
+    let (s, config, store) = setup("idem", false, "");
+    let server = Server::start(&config, &store);
+    let body = json!({"program": support_program(), "profile": "support"});
+    let h = [("Idempotency-Key", "order-77")];
+    let (s1, a) = server.call_with("POST", "/v1/sessions", Some(ACME), Some(&body), &h);
+    let (s2, b) = server.call_with("POST", "/v1/sessions", Some(ACME), Some(&body), &h);
+    assert_eq!((s1, s2), (201, 200), "{a} {b}");
+    assert_eq!(a["id"], b["id"]);
+    let id = a["id"].as_str().expect("id");
+    server.wait_final(ACME, id, Duration::from_secs(30));
+    let (s3, c) = server.call_with("POST", "/v1/sessions", Some(ACME), Some(&body), &h);
+    assert_eq!((s3, &c["id"]), (200, &a["id"]));
+    assert_eq!(rows(&s.path("acme.db"), "refunds"), 1);
+    // The same key from another tenant is another session.
+    let (s4, d) = server.call_with("POST", "/v1/sessions", Some(GLOBEX), Some(&body), &h);
+    assert_eq!(s4, 201, "{d}");
+    assert_ne!(d["id"], a["id"]);
+}
+
+#[test]
+fn bad_requests_get_a_status_and_an_error_naming_the_problem() {
+    let (_s, config, store) = setup("bad", false, "");
+    let server = Server::start(&config, &store);
+    let cases: Vec<(&str, u16, &str)> = vec![
+        ("{", 400, "not a valid request"),
+        ("[]", 400, "not a valid request"),
+        (r#"{"program": "1", "profile": "support", "colour": 1}"#, 400, "unknown field `colour`"),
+        (r#"{"program": "1", "profile": "nope"}"#, 400, "no profile \"nope\""),
+        (r#"{"profile": "support"}"#, 400, "needs a `program`"),
+        (r#"{"program": 7, "profile": "support"}"#, 400, "invalid type"),
+    ];
+    for (body, want, says) in cases {
+        let (status, v) = server.raw("POST", "/v1/sessions", Some(ACME), Some(body), &[]);
+        assert_eq!(status, want, "{body}: {v}");
+        let msg = v["error"]["message"].as_str().unwrap_or("");
+        assert!(msg.contains(says), "{body}: {msg}");
+    }
+    // Over the body limit (1 MiB).
+    let big = json!({"program": "x".repeat(2 * 1024 * 1024), "profile": "support"}).to_string();
+    let (status, v) = server.raw("POST", "/v1/sessions", Some(ACME), Some(&big), &[]);
+    assert_eq!(status, 413, "{v}");
+    // A program the checker refuses: 422 with the diagnostics, nothing recorded.
+    let (status, v) = server.call(
+        "POST",
+        "/v1/sessions",
+        Some(ACME),
+        Some(&json!({"program": "1 + \"a\"", "profile": "support"})),
+    );
+    assert_eq!(status, 422, "{v}");
+    assert_eq!(v["output"]["ok"], false);
+    assert!(v["output"]["diagnostics"][0]["code"].as_str().is_some(), "{v}");
+    // A tool declared otherwise than the tenant does: E0704.
+    let lie = support_program().replace("-{Write}-> {tx_id: String}", "-{Read}-> {tx_id: String}");
+    let (status, v) = server.call("POST", "/v1/check", Some(ACME), Some(&json!({"program": lie})));
+    assert_eq!(status, 200);
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["diagnostics"][0]["code"], "E0704", "{v}");
+    let (_, v) = server.call("GET", "/v1/sessions", Some(ACME), None);
+    assert_eq!(v["sessions"], json!([]), "nothing was recorded: {v}");
+    // Query and header input.
+    let (status, _) = server.call("GET", "/v1/sessions?status=sleeping", Some(ACME), None);
+    assert_eq!(status, 400);
+    let (status, _) = server.call("GET", "/v1/sessions?limit=0", Some(ACME), None);
+    assert_eq!(status, 400);
+    let (status, _) = server.call("GET", "/v1/sessions/0123/events", Some(ACME), None);
+    assert_eq!(status, 404);
+    let (status, _) = server.call("GET", "/v1/nowhere", Some(ACME), None);
+    assert_eq!(status, 404);
+    // The server is still well.
+    let (status, _) = server.call("GET", "/healthz", None, None);
+    assert_eq!(status, 200);
+    let id = server.submit(ACME, &support_program(), "support");
+    assert_eq!(server.wait_final(ACME, &id, Duration::from_secs(30))["status"], "ended");
+}
+
+#[test]
+fn a_reconnecting_stream_misses_nothing_and_repeats_nothing() {
+    let (_s, config, store) = setup("reconnect", false, "");
+    let server = Server::start(&config, &store);
+    let id = server.submit(ACME, &support_program(), "support");
+    let all = server.all_events(ACME, &id);
+    assert!(all.len() > 10, "{all:?}");
+    for cut in [1, 5, all.len() - 2, all.len() - 1] {
+        let mut seen: Vec<SseEvent> = all[..cut].to_vec();
+        let last = seen.last().and_then(|e| e.id.clone()).expect("an id");
+        let mut s = server.stream(ACME, &id, Some(&last));
+        while let Some(e) = s.next_event() {
+            seen.push(e);
+        }
+        assert_eq!(seen, all, "reconnected after {cut} events (Last-Event-ID {last})");
+    }
+    // After the output: nothing more.
+    let last = all.last().and_then(|e| e.id.clone()).expect("id");
+    let mut s = server.stream(ACME, &id, Some(&last));
+    assert_eq!(s.next_event(), None);
+    let (status, _) = server.call_with(
+        "GET",
+        &format!("/v1/sessions/{id}/events"),
+        Some(ACME),
+        None,
+        &[("Last-Event-ID", "soon")],
+    );
+    assert_eq!(status, 400);
+}
+
+#[test]
+fn a_session_killed_with_sigkill_is_resumed_after_restart_and_refunds_once() {
+    let (s, config, store) = setup("kill9", true, "");
+    let mut server = Server::start(&config, &store);
+    let id = server.submit(ACME, &support_program(), "support");
+    // Kill the server while send_reply runs (its tool sleeps 3 s first):
+    // the refund is committed, the reply's outcome is not.
+    let mut stream = server.stream(ACME, &id, None);
+    loop {
+        let e = stream.next_event().expect("the stream goes on until the reply is scheduled");
+        let v = e.json();
+        if v["kind"] == "scheduled" && v["tool"] == "send_reply" {
+            break;
+        }
+    }
+    server.kill9();
+    let server = server.restart();
+    let v = server.wait_final(ACME, &id, Duration::from_secs(60));
+    assert_eq!(v["status"], "ended", "{v}");
+    let value = v["value"].as_str().unwrap_or("");
+    assert!(
+        value.starts_with("refund tx_000001 succeeded but notification failed: outcome unknown"),
+        "{value}"
+    );
+    assert_eq!(rows(&s.path("acme.db"), "refunds"), 1, "the refund ran once");
+    let (_, log) = server.call("GET", &format!("/v1/sessions/{id}/log"), Some(ACME), None);
+    let text = log["text"].as_str().expect("log");
+    assert!(text.contains("\"kind\":\"session_resumed\""), "{text}");
+    let file = s.write("resumed.jsonl", text);
+    let (code, out, err) = lt(&["log", "verify", file.to_str().expect("path")]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (status, r) = server.call("POST", &format!("/v1/sessions/{id}/replay"), Some(ACME), None);
+    assert_eq!((status, r["ok"].clone()), (200, json!(true)), "{r}");
+}
+
+#[test]
+fn an_approval_waits_for_the_api_and_the_granted_call_runs() {
+    let extra = r#"
+[tenants.acme.profiles.supervised]
+allow = ["lookup_account", "issue_refund", "send_reply", "delete_file"]
+approvals = "api"
+"#;
+    let (s, config, store) = setup("approval", false, extra);
+    // A tenant tool that needs an approval token: it records each call.
+    let calls = s.path("deleted.txt");
+    s.write(
+        "acme-tools.toml",
+        &format!(
+            "{}[tools.delete_file]\ncommand = [\"sh\", \"-c\", \"cat >> {}; echo; echo '{{\\\"deleted\\\": \\\"ok\\\"}}'\"]\n",
+            tools_toml(&s.path("acme.db"), false),
+            calls.display()
+        ),
+    );
+    let decls = s.write(
+        "decls.lt",
+        &format!(
+            "{}\neffect Delete;\ntool delete_file: {{path: String, approval: !Approval}} -{{Delete}}-> {{deleted: String}};\n",
+            std::fs::read_to_string(repo().join("examples/serve/tools.lt")).expect("decls")
+        ),
+    );
+    let text = std::fs::read_to_string(&config).expect("config");
+    std::fs::write(
+        &config,
+        text.replacen(
+            &format!("declarations = \"{}\"", repo().join("examples/serve/tools.lt").display()),
+            &format!("declarations = \"{}\"", decls.display()),
+            1,
+        ),
+    )
+    .expect("config");
+    let program = r#"effect Delete;
+tool delete_file: {path: String, approval: !Approval} -{Delete}-> {deleted: String};
+match approve tool delete_file {path = "tmp/a.log"} {
+  Ok(a) => match exec tool delete_file {path = "tmp/a.log", approval = a} {
+    Ok(d) => "deleted " ++ d.deleted,
+    Err(e) => "delete failed: " ++ e
+  },
+  Err(why) => "not approved: " ++ why
+}"#;
+    let server = Server::start(&config, &store);
+    let id = server.submit(ACME, program, "supervised");
+    let v = server.wait_for(ACME, &id, Duration::from_secs(30), |v| {
+        v["status"] == "waiting_approval"
+    });
+    let approval = v["pending_approvals"][0].as_str().expect("a pending approval").to_string();
+    assert!(!calls.exists(), "nothing ran before the approval");
+    let path = format!("/v1/sessions/{id}/approvals/{}", urlencode(&approval));
+    let (status, r) = server.call("POST", &path, Some(GLOBEX), Some(&json!({"decision": "allow"})));
+    assert_eq!(status, 404, "another tenant cannot approve: {r}");
+    let (status, r) = server.call("POST", &path, Some(ACME), Some(&json!({"decision": "allow"})));
+    assert_eq!(status, 202, "{r}");
+    let (status, r) = server.call("POST", &path, Some(ACME), Some(&json!({"decision": "deny"})));
+    assert!(status == 409 || status == 404, "answered twice: {status} {r}");
+    let v = server.wait_final(ACME, &id, Duration::from_secs(30));
+    assert_eq!(v["value"], json!("deleted ok"), "{v}");
+    let recorded = std::fs::read_to_string(&calls).expect("the tool ran");
+    assert_eq!(recorded.lines().filter(|l| !l.is_empty()).count(), 1, "{recorded}");
+    let (_, log) = server.call("GET", &format!("/v1/sessions/{id}/log"), Some(ACME), None);
+    let text = log["text"].as_str().expect("log");
+    assert!(text.contains("\"by\":\"api\""), "{text}");
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
