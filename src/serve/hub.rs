@@ -131,14 +131,15 @@ impl Hub {
     /// or its record becomes final (it may also change for no reason).
     pub fn watch(&self, id: &str) -> watch::Receiver<u64> {
         let mut w = self.watchers.lock().unwrap_or_else(PoisonError::into_inner);
+        // Watchers nobody holds any more go here, not on every commit.
+        w.retain(|_, s| s.receiver_count() > 0);
         w.entry(id.to_string())
             .or_insert_with(|| watch::channel(0).0)
             .subscribe()
     }
 
     fn bump(&self, id: Option<&str>) {
-        let mut w = self.watchers.lock().unwrap_or_else(PoisonError::into_inner);
-        w.retain(|_, s| s.receiver_count() > 0);
+        let w = self.watchers.lock().unwrap_or_else(PoisonError::into_inner);
         match id {
             Some(id) => {
                 if let Some(s) = w.get(id) {

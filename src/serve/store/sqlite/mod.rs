@@ -1,0 +1,468 @@
+//! The SQLite store: sessions' logs and the sessions table in one
+//! database file, written by one thread with group commit.
+//!
+//! ```text
+//! SqliteSink::append(body)      (sink.rs: MemoryLog numbers, chains, hashes)
+//!     ── Request::Append ──▶ writer thread (writer.rs): one transaction per batch
+//!     Commit event: waits for its transaction's commit;  Buffer event: does not
+//! create_session / set_status ── Request ──▶ the same transactions
+//! load / reopen / events_after / session / list_sessions / unfinished / health
+//!     ── a reader connection of the pool (never waits behind the writer: WAL)
+//! schema.rs: pragmas, the tables, PRAGMA user_version, session rows
+//! ```
+//!
+//! One writer per session, as in [`crate::log::MemoryStore`]: a sink holds
+//! its session's mark in `writing` until it is dropped; `create` refuses an
+//! id with events or a mark, `reopen` a marked session; and the writer
+//! thread refuses an event whose `seq` and `prev` do not continue the
+//! stored chain, so a stale sink never extends another's log. A sink that
+//! is dropped first waits until its buffered events are committed.
+//!
+//! Guarantees: an event appended with `WriteAhead::Commit` is in the file
+//! and fsynced (`synchronous=FULL`), and its [`Committed`] notice sent,
+//! when `append` returns; a `Buffer` event is committed in the writer's
+//! next transaction, at the latest with its session's next `Commit` event
+//! or when its sink is dropped. A dead writer thread makes every write
+//! fail with an error naming the store; nothing waits forever on it.
+
+mod schema;
+mod sink;
+mod writer;
+
+#[cfg(test)]
+mod tests;
+
+pub use schema::SCHEMA_VERSION;
+
+use super::{
+    CommitObserver, Committed, Created, ListQuery, NewSession, ServerStore, SessionRecord,
+    SessionStatus,
+};
+use crate::log::{
+    drop_event, read_prefix, Event, EventBody, EventSink, EventStore, Loaded, MemoryLog,
+    ProblemKind, ReopenError, ReopenedLog, StoreError,
+};
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{params, Connection, OptionalExtension};
+use schema::{record_of, OpenError, RawRecord, Role, RECORD_COLUMNS};
+use serde_json::Value as Json;
+use sink::{Claim, SqliteSink};
+use std::collections::HashSet;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::SystemTime;
+use tokio::sync::broadcast;
+use writer::{Reply, Request};
+
+/// How many commit notices a subscriber may fall behind before it sees
+/// `Lagged`.
+const COMMIT_CHANNEL: usize = 4096;
+
+/// Reader connections kept open between reads.
+const READERS: usize = 4;
+
+/// What the store, its sinks and the writer thread share.
+struct Shared {
+    /// The database file (named in errors).
+    path: PathBuf,
+    /// The sessions a live sink is appending to.
+    writing: Mutex<HashSet<String>>,
+    /// Where commits are announced.
+    commits: broadcast::Sender<Committed>,
+    /// Told of each commit.
+    observer: Mutex<Option<CommitObserver>>,
+}
+
+impl Shared {
+    fn writing(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.writing.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A store error about this database: `what` and SQLite's message.
+    fn error(&self, what: &str, e: impl std::fmt::Display) -> StoreError {
+        StoreError::Io(io::Error::other(format!(
+            "the store {}: {what}: {e}",
+            self.path.display()
+        )))
+    }
+
+    /// The error of a write when the writer thread is gone.
+    fn writer_gone(&self) -> String {
+        format!(
+            "the store {} cannot be written: its writer thread has stopped",
+            self.path.display()
+        )
+    }
+}
+
+/// A session's log and the sessions table in one SQLite file (see the
+/// module note). Opened once per process; cheap to share behind an `Arc`.
+pub struct SqliteStore {
+    shared: Arc<Shared>,
+    /// The writer thread's queue (`None` only while dropping).
+    requests: Option<Sender<Request>>,
+    writer: Option<JoinHandle<()>>,
+    /// Reader connections not in use.
+    readers: Mutex<Vec<Connection>>,
+    /// What stamps `ts` in new sinks (`None`: the system clock).
+    clock: Option<fn() -> String>,
+}
+
+impl SqliteStore {
+    /// Opens the store in the file at `path`, creating the file (and its
+    /// folder) when missing and the schema in a new file, and starts its
+    /// writer thread. Errors ([`StoreError::Io`], naming the file): it
+    /// cannot be created or opened, it is not an `lt` store, or a newer
+    /// `lt` wrote it ([`SCHEMA_VERSION`]).
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        let named = |e: &dyn std::fmt::Display| {
+            StoreError::Io(io::Error::other(format!(
+                "the store {} cannot be opened: {e}",
+                path.display()
+            )))
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| named(&e))?;
+        }
+        let mut conn = schema::connect(path, Role::Writer).map_err(|e| named(&e))?;
+        schema::migrate(&mut conn).map_err(|e| named(&e))?;
+        let reader = schema::connect(path, Role::Reader).map_err(|e| named(&e))?;
+        let (commits, _) = broadcast::channel(COMMIT_CHANNEL);
+        let shared = Arc::new(Shared {
+            path: path.to_path_buf(),
+            writing: Mutex::new(HashSet::new()),
+            commits,
+            observer: Mutex::new(None),
+        });
+        let (requests, queue) = mpsc::channel();
+        let writer = std::thread::Builder::new()
+            .name("lt-store-writer".into())
+            .spawn({
+                let shared = Arc::clone(&shared);
+                move || writer::run(conn, shared, queue)
+            })
+            .map_err(|e| named(&e))?;
+        Ok(SqliteStore {
+            shared,
+            requests: Some(requests),
+            writer: Some(writer),
+            readers: Mutex::new(vec![reader]),
+            clock: None,
+        })
+    }
+
+    /// Stamps `ts` of the events of sinks opened from now on with `clock`
+    /// instead of the system clock (tests use a fixed one).
+    pub fn with_clock(mut self, clock: fn() -> String) -> SqliteStore {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.shared.path
+    }
+
+    /// Runs `f` on a reader connection (one of the pool, or a new one).
+    fn read<T>(
+        &self,
+        what: &str,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
+        let pooled = self
+            .readers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let conn = match pooled {
+            Some(c) => c,
+            None => schema::connect(&self.shared.path, Role::Reader)
+                .map_err(|e: OpenError| self.shared.error(what, e))?,
+        };
+        let result = f(&conn).map_err(|e| self.shared.error(what, e));
+        let mut readers = self.readers.lock().unwrap_or_else(PoisonError::into_inner);
+        if readers.len() < READERS {
+            readers.push(conn);
+        }
+        result
+    }
+
+    /// Sends a request to the writer thread and waits for its answer.
+    fn call<T>(
+        &self,
+        request: impl FnOnce(Reply<Result<T, StoreError>>) -> Request,
+    ) -> Result<T, StoreError> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        let gone = || StoreError::Io(io::Error::other(self.shared.writer_gone()));
+        let requests = self.requests.as_ref().ok_or_else(gone)?;
+        requests.send(request(reply)).map_err(|_| gone())?;
+        answer.recv().map_err(|_| gone())?
+    }
+
+    /// Marks `session` as being written. Errors: it already is (`busy`
+    /// says why that is refused).
+    fn claim(&self, session: &str, busy: String) -> Result<Claim, StoreError> {
+        if !self.shared.writing().insert(session.to_string()) {
+            return Err(StoreError::Conflict(busy));
+        }
+        Ok(Claim {
+            shared: Arc::clone(&self.shared),
+            session: session.to_string(),
+        })
+    }
+
+    /// A sink appending after `log`'s chain, holding `claim`.
+    fn sink(&self, log: MemoryLog, claim: Claim) -> Result<SqliteSink, StoreError> {
+        let Some(requests) = self.requests.clone() else {
+            return Err(StoreError::Io(io::Error::other(self.shared.writer_gone())));
+        };
+        Ok(SqliteSink::new(claim, requests, log, self.clock))
+    }
+
+    /// The committed lines of `session` with `seq > after`, in order.
+    fn lines(&self, session: &str, after: Option<u64>) -> Result<Vec<String>, StoreError> {
+        let after = after.map_or(-1, writer::to_i64);
+        self.read("cannot read a log", |c| {
+            c.prepare_cached(
+                "SELECT line FROM events WHERE session = ?1 AND seq > ?2 ORDER BY seq",
+            )?
+            .query_map(params![session, after], |r| r.get(0))?
+            .collect()
+        })
+    }
+
+    /// Whether `session` exists: recorded, with events, or being written.
+    fn known(&self, session: &str) -> Result<bool, StoreError> {
+        if self.shared.writing().contains(session) {
+            return Ok(true);
+        }
+        self.read("cannot read the sessions", |c| {
+            c.prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1) \
+                 OR EXISTS (SELECT 1 FROM events WHERE session = ?1)",
+            )?
+            .query_row([session], |r| r.get(0))
+        })
+    }
+
+    /// Session records matching `filter` (SQL after `WHERE`, with `args`).
+    fn records(&self, filter: &str, args: Vec<SqlValue>) -> Result<Vec<SessionRecord>, StoreError> {
+        let sql = format!("SELECT {RECORD_COLUMNS} FROM sessions WHERE {filter}");
+        let raws = self.read("cannot read the sessions", |c| {
+            c.prepare_cached(&sql)?
+                .query_map(rusqlite::params_from_iter(args), RawRecord::read)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })?;
+        raws.into_iter()
+            .map(|r| record_of(r).map_err(|e| self.shared.error("a damaged session record", e)))
+            .collect()
+    }
+}
+
+impl Drop for SqliteStore {
+    /// Closes the queue; when no sink is left, waits for the writer to
+    /// commit what is queued and close the file.
+    fn drop(&mut self) {
+        self.requests = None;
+        let idle = self.shared.writing().is_empty();
+        if let Some(writer) = self.writer.take().filter(|_| idle) {
+            let _ = writer.join();
+        }
+    }
+}
+
+impl EventStore for SqliteStore {
+    fn create(&self, session: &str) -> Result<Box<dyn EventSink + Send>, StoreError> {
+        let log = MemoryLog::new(session).map_err(StoreError::Io)?;
+        let taken = || format!("session {session} already has a log; a new session needs a new id");
+        let claim = self.claim(session, taken())?;
+        let has_events = self.read("cannot read a log", |c| {
+            c.prepare_cached("SELECT 1 FROM events WHERE session = ?1 LIMIT 1")?
+                .query_row([session], |_| Ok(()))
+                .optional()
+        })?;
+        if has_events.is_some() {
+            return Err(StoreError::Conflict(taken()));
+        }
+        Ok(Box::new(self.sink(log, claim)?))
+    }
+
+    fn load(&self, session: &str) -> Result<Loaded, StoreError> {
+        let lines = self.lines(session, None)?;
+        if lines.is_empty() && !self.known(session)? {
+            return Err(StoreError::NotFound(session.to_string()));
+        }
+        let mut text = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+        for line in lines {
+            text.push_str(&line);
+            text.push('\n');
+        }
+        let (events, report) = read_prefix(&text);
+        Ok(Loaded { events, report })
+    }
+
+    fn reopen(&self, session: &str) -> Result<ReopenedLog, StoreError> {
+        let busy = format!(
+            "session {session} is being written by another writer; resume it once that one has ended"
+        );
+        // Loaded before the claim: a session that is not known is
+        // `NotFound`, not "being written" by this very call.
+        let Loaded { events, report } = self.load(session)?;
+        let refuse = |events: Vec<Event>, e: StoreError| {
+            events.into_iter().for_each(drop_event);
+            Err(e)
+        };
+        let claim = match self.claim(session, busy) {
+            Ok(c) => c,
+            Err(e) => return refuse(events, e),
+        };
+        // As `LogWriter::reopen`: no event at all is `Empty` (`MemoryStore`
+        // reports it as a problem of kind `empty`).
+        if let Some(p) = report.problem {
+            let e = match p.kind {
+                ProblemKind::Empty => ReopenError::Empty,
+                _ => ReopenError::Problem(p),
+            };
+            return refuse(events, StoreError::Reopen(e));
+        }
+        match events.last().map(|e| &e.body) {
+            None => return refuse(events, StoreError::Reopen(ReopenError::Empty)),
+            Some(EventBody::SessionEnded { .. }) => {
+                return refuse(events, StoreError::Reopen(ReopenError::Ended))
+            }
+            Some(_) => {}
+        }
+        // What was loaded may be stale if a sink appended and was dropped
+        // in between: the claim is held now, so read once more and refuse
+        // unless nothing changed.
+        let latest = self.lines(session, events.last().map(|e| e.seq))?;
+        if !latest.is_empty() {
+            return refuse(
+                events,
+                StoreError::Conflict(format!(
+                    "session {session} was extended while it was being reopened; try again"
+                )),
+            );
+        }
+        let log = match MemoryLog::continuing(&events) {
+            Ok(log) => log,
+            Err(e) => return refuse(events, StoreError::Io(e)),
+        };
+        let sink = match self.sink(log, claim) {
+            Ok(s) => s,
+            Err(e) => return refuse(events, e),
+        };
+        Ok(ReopenedLog {
+            sink: Box::new(sink),
+            events,
+            dropped_bytes: 0,
+        })
+    }
+}
+
+impl ServerStore for SqliteStore {
+    fn create_session(&self, s: &NewSession) -> Result<Created, StoreError> {
+        let request = s.request.to_string();
+        let new = s.clone();
+        self.call(|reply| Request::CreateSession {
+            new,
+            request,
+            reply,
+        })
+    }
+
+    fn session(&self, tenant: &str, id: &str) -> Result<Option<SessionRecord>, StoreError> {
+        let args = vec![SqlValue::Text(id.into()), SqlValue::Text(tenant.into())];
+        Ok(self.records("id = ?1 AND tenant = ?2", args)?.pop())
+    }
+
+    fn list_sessions(&self, q: &ListQuery) -> Result<Vec<SessionRecord>, StoreError> {
+        let mut filter = String::from("tenant = ?1");
+        let mut args = vec![SqlValue::Text(q.tenant.clone())];
+        if let Some(status) = q.status {
+            args.push(SqlValue::Text(status.as_str().into()));
+            filter.push_str(&format!(" AND status = ?{}", args.len()));
+        }
+        if let Some((ms, id)) = &q.before {
+            args.push(SqlValue::Integer(*ms));
+            args.push(SqlValue::Text(id.clone()));
+            let (a, b) = (args.len() - 1, args.len());
+            filter.push_str(&format!(" AND (created_ms, id) < (?{a}, ?{b})"));
+        }
+        args.push(SqlValue::Integer(q.limit.clamp(1, 1000) as i64));
+        filter.push_str(&format!(
+            " ORDER BY created_ms DESC, id DESC LIMIT ?{}",
+            args.len()
+        ));
+        self.records(&filter, args)
+    }
+
+    fn set_status(
+        &self,
+        id: &str,
+        status: SessionStatus,
+        output: Option<&Json>,
+        calls: u64,
+    ) -> Result<(), StoreError> {
+        let id = id.to_string();
+        let output = output.map(Json::to_string);
+        let at_ms = now_ms();
+        self.call(|reply| Request::SetStatus {
+            id,
+            status,
+            output,
+            calls: writer::to_i64(calls),
+            at_ms,
+            reply,
+        })
+    }
+
+    fn unfinished(&self) -> Result<Vec<SessionRecord>, StoreError> {
+        let open: Vec<String> = SessionStatus::ALL
+            .iter()
+            .filter(|s| !s.is_final())
+            .map(|s| format!("'{}'", s.as_str()))
+            .collect();
+        let filter = format!("status IN ({}) ORDER BY created_ms, id", open.join(", "));
+        self.records(&filter, Vec::new())
+    }
+
+    fn events_after(&self, id: &str, after: Option<u64>) -> Result<Vec<String>, StoreError> {
+        let lines = self.lines(id, after)?;
+        if lines.is_empty() && !self.known(id)? {
+            return Err(StoreError::NotFound(id.to_string()));
+        }
+        Ok(lines)
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<Committed> {
+        self.shared.commits.subscribe()
+    }
+
+    fn health(&self) -> Result<(), StoreError> {
+        if self.writer.as_ref().is_none_or(JoinHandle::is_finished) {
+            return Err(StoreError::Io(io::Error::other(self.shared.writer_gone())));
+        }
+        self.read("does not answer", |c| {
+            c.query_row("SELECT 1", [], |_| Ok(()))
+        })
+    }
+
+    fn observe_commits(&self, observer: CommitObserver) {
+        *self
+            .shared
+            .observer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(observer);
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}

@@ -1,0 +1,227 @@
+//! The database file: opening a connection (WAL, `synchronous=FULL`, a
+//! busy timeout) and the schema, created on first open and versioned by
+//! `PRAGMA user_version`.
+//!
+//! ```text
+//! sessions (id PK, tenant, profile, status, request, idempotency_key,
+//!           created_ms, updated_ms, output, calls, events,
+//!           UNIQUE (tenant, idempotency_key))
+//!   index (tenant, created_ms DESC, id DESC)           list_sessions
+//!   index (tenant, status, created_ms DESC, id DESC)   list_sessions?status=
+//!   index (status, created_ms, id)                     unfinished
+//! events   (session, seq, hash, prev, line, PRIMARY KEY (session, seq))
+//! ```
+//!
+//! Invariant: a file whose `user_version` is newer than [`SCHEMA_VERSION`]
+//! is refused, never written; a file with version 0 gets the schema only
+//! when it holds no table (an empty or new file), so another program's
+//! database is not taken over.
+
+use super::super::{SessionRecord, SessionStatus};
+use rusqlite::{Connection, OpenFlags, Row, TransactionBehavior};
+use serde_json::Value as Json;
+use std::path::Path;
+use std::time::Duration;
+
+/// The schema version this build writes and reads.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// How long a statement waits for another connection's lock before
+/// failing with `SQLITE_BUSY`.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The schema of [`SCHEMA_VERSION`] (run in one transaction).
+const SCHEMA: &str = "
+CREATE TABLE sessions (
+    id              TEXT PRIMARY KEY NOT NULL,
+    tenant          TEXT NOT NULL,
+    profile         TEXT NOT NULL,
+    status          TEXT NOT NULL,
+    request         TEXT NOT NULL,
+    idempotency_key TEXT,
+    created_ms      INTEGER NOT NULL,
+    updated_ms      INTEGER NOT NULL,
+    output          TEXT,
+    calls           INTEGER NOT NULL DEFAULT 0,
+    events          INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (tenant, idempotency_key)
+);
+CREATE INDEX sessions_by_tenant ON sessions (tenant, created_ms DESC, id DESC);
+CREATE INDEX sessions_by_tenant_status ON sessions (tenant, status, created_ms DESC, id DESC);
+CREATE INDEX sessions_by_status ON sessions (status, created_ms, id);
+CREATE TABLE events (
+    session TEXT NOT NULL,
+    seq     INTEGER NOT NULL CHECK (seq >= 0),
+    hash    TEXT NOT NULL,
+    prev    TEXT NOT NULL,
+    line    TEXT NOT NULL,
+    PRIMARY KEY (session, seq)
+);
+";
+
+/// Why the file could not be opened as a store.
+#[derive(Debug)]
+pub enum OpenError {
+    /// SQLite failed (the file cannot be opened, read, or written).
+    Sqlite(rusqlite::Error),
+    /// A newer `lt` wrote the file.
+    Newer(i64),
+    /// The file is another program's database.
+    Foreign,
+    /// The file cannot be put in WAL mode (the journal mode it got).
+    NotWal(String),
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::Sqlite(e) => write!(f, "{e}"),
+            OpenError::Newer(v) => write!(
+                f,
+                "its schema version is {v}, and this lt knows versions up to {SCHEMA_VERSION}: a newer lt wrote it; use that one"
+            ),
+            OpenError::Foreign => f.write_str(
+                "it holds tables but no lt schema version: it is another program's database",
+            ),
+            OpenError::NotWal(mode) => write!(
+                f,
+                "it cannot use write-ahead logging (journal mode {mode}); put it on a local file system"
+            ),
+        }
+    }
+}
+
+impl From<rusqlite::Error> for OpenError {
+    fn from(e: rusqlite::Error) -> Self {
+        OpenError::Sqlite(e)
+    }
+}
+
+/// What a connection is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// The writer thread's: creates the file when it is missing.
+    Writer,
+    /// A reader's: `query_only`, so no read path can write by mistake.
+    Reader,
+}
+
+/// Opens a connection to the store at `path` with the busy timeout; the
+/// writer's puts the file in WAL mode (checked) with `synchronous=FULL` (a
+/// commit is fsynced before it returns).
+pub fn connect(path: &Path, role: Role) -> Result<Connection, OpenError> {
+    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    if role == Role::Writer {
+        flags |= OpenFlags::SQLITE_OPEN_CREATE;
+    }
+    let conn = Connection::open_with_flags(path, flags)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    match role {
+        // WAL is a property of the file: set once, by the writer.
+        Role::Writer => {
+            let mode: String =
+                conn.pragma_update_and_check(None, "journal_mode", "wal", |r| r.get(0))?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                return Err(OpenError::NotWal(mode));
+            }
+            conn.pragma_update(None, "synchronous", "FULL")?;
+        }
+        Role::Reader => conn.pragma_update(None, "query_only", true)?,
+    }
+    Ok(conn)
+}
+
+/// Checks the schema version of `conn`'s database, creating the schema in
+/// a new (empty) file. Errors: a newer version, another program's
+/// database, SQLite.
+pub fn migrate(conn: &mut Connection) -> Result<(), OpenError> {
+    // IMMEDIATE: two servers opening a new file at once create it once.
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if version > SCHEMA_VERSION {
+        return Err(OpenError::Newer(version));
+    }
+    if version == SCHEMA_VERSION {
+        return Ok(());
+    }
+    let tables: i64 = tx.query_row(
+        "SELECT count(*) FROM sqlite_schema WHERE type = 'table'",
+        [],
+        |r| r.get(0),
+    )?;
+    if tables > 0 {
+        return Err(OpenError::Foreign);
+    }
+    tx.execute_batch(SCHEMA)?;
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// The columns of a session record, in [`RawRecord::read`]'s order.
+pub const RECORD_COLUMNS: &str = "id, tenant, profile, status, request, idempotency_key, \
+     created_ms, updated_ms, output, calls, events";
+
+/// A session row as SQLite holds it.
+pub struct RawRecord {
+    id: String,
+    tenant: String,
+    profile: String,
+    status: String,
+    request: String,
+    idempotency_key: Option<String>,
+    created_ms: i64,
+    updated_ms: i64,
+    output: Option<String>,
+    calls: i64,
+    events: i64,
+}
+
+impl RawRecord {
+    /// Reads the [`RECORD_COLUMNS`] of `row`.
+    pub fn read(row: &Row<'_>) -> rusqlite::Result<RawRecord> {
+        Ok(RawRecord {
+            id: row.get(0)?,
+            tenant: row.get(1)?,
+            profile: row.get(2)?,
+            status: row.get(3)?,
+            request: row.get(4)?,
+            idempotency_key: row.get(5)?,
+            created_ms: row.get(6)?,
+            updated_ms: row.get(7)?,
+            output: row.get(8)?,
+            calls: row.get(9)?,
+            events: row.get(10)?,
+        })
+    }
+}
+
+/// The record of a row. Errors: a status or JSON text the store does not
+/// write (the file was edited).
+pub fn record_of(raw: RawRecord) -> Result<SessionRecord, String> {
+    let status = SessionStatus::parse(&raw.status)
+        .ok_or_else(|| format!("session {} has an unknown status `{}`", raw.id, raw.status))?;
+    let json = |text: &str, what: &str| {
+        serde_json::from_str::<Json>(text)
+            .map_err(|e| format!("session {}: its {what} is not JSON: {e}", raw.id))
+    };
+    let request = json(&raw.request, "request")?;
+    let output = raw
+        .output
+        .as_deref()
+        .map(|o| json(o, "output"))
+        .transpose()?;
+    Ok(SessionRecord {
+        status,
+        request,
+        output,
+        calls: u64::try_from(raw.calls).unwrap_or(0),
+        events: u64::try_from(raw.events).unwrap_or(0),
+        id: raw.id,
+        tenant: raw.tenant,
+        profile: raw.profile,
+        idempotency_key: raw.idempotency_key,
+        created_ms: raw.created_ms,
+        updated_ms: raw.updated_ms,
+    })
+}

@@ -1,0 +1,174 @@
+//! A session's sink: events numbered, chained and hashed by a
+//! [`MemoryLog`], handed to the writer thread; an append of a
+//! `WriteAhead::Commit` event returns once its transaction committed.
+//!
+//! ```text
+//! append(body) ─▶ MemoryLog::append (the library's seq, ts, prev, hash)
+//!              ─▶ Request::Append ─▶ writer ─▶ Commit: wait for the answer
+//!                                             Buffer: go on (a failure is left
+//!                                             in `failed` for the next append)
+//! drop ─▶ Flush (buffered events committed) ─▶ the session's claim goes
+//! ```
+//!
+//! Invariant: after one failed append a sink writes nothing more (its
+//! chain is ahead of the stored one, which the writer would refuse anyway).
+
+use super::writer::{Append, Request};
+use super::Shared;
+use crate::log::event::drop_body;
+use crate::log::write_ahead::{write_ahead, WriteAhead};
+use crate::log::{Event, EventBody, EventSink, MemoryLog};
+use std::io;
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// A session's mark in `writing`, cleared when dropped.
+pub(super) struct Claim {
+    pub(super) shared: Arc<Shared>,
+    pub(super) session: String,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.shared.writing().remove(&self.session);
+    }
+}
+
+/// The sink of one session: events chained by a [`MemoryLog`], written by
+/// the writer thread.
+pub(super) struct SqliteSink {
+    /// Released after the flush in `drop`.
+    claim: Claim,
+    requests: Sender<Request>,
+    /// Holds no event between appends: each is taken out once sealed.
+    log: MemoryLog,
+    clock: Option<fn() -> String>,
+    /// The failure of a `Buffer` event, left by the writer.
+    failed: Arc<Mutex<Option<String>>>,
+    /// Set once an append failed: nothing more is written.
+    broken: Option<String>,
+    /// `Buffer` events were sent since the last answered append.
+    buffered: bool,
+}
+
+impl SqliteSink {
+    /// A sink appending after `log`'s chain (stamped by `clock`, or the
+    /// system clock), holding `claim`, writing through `requests`.
+    pub(super) fn new(
+        claim: Claim,
+        requests: Sender<Request>,
+        log: MemoryLog,
+        clock: Option<fn() -> String>,
+    ) -> SqliteSink {
+        let log = match clock {
+            Some(clock) => log.with_clock(clock),
+            None => log,
+        };
+        SqliteSink {
+            claim,
+            requests,
+            log,
+            clock,
+            failed: Arc::new(Mutex::new(None)),
+            broken: None,
+            buffered: false,
+        }
+    }
+
+    /// Numbers, stamps, chains and hashes `body` as the library does, and
+    /// takes the event out of the log (which goes on from it).
+    fn seal(&mut self, body: EventBody) -> io::Result<Event> {
+        self.log.append(body)?;
+        let mut next = MemoryLog::continuing(self.log.events())?;
+        if let Some(clock) = self.clock {
+            next = next.with_clock(clock);
+        }
+        std::mem::replace(&mut self.log, next)
+            .into_events()
+            .pop()
+            .ok_or_else(|| io::Error::other("the sealed event went missing"))
+    }
+
+    /// The earlier failure that stops this sink, if any.
+    fn stopped(&mut self) -> Option<String> {
+        if self.broken.is_none() {
+            let mut slot = self.failed.lock().unwrap_or_else(PoisonError::into_inner);
+            self.broken = slot.take();
+        }
+        self.broken.clone()
+    }
+
+    /// Records `why` as this sink's end and returns it as an error.
+    fn break_with(&mut self, why: String) -> io::Error {
+        let why = self.stopped().unwrap_or(why);
+        self.broken = Some(why.clone());
+        io::Error::other(why)
+    }
+}
+
+impl EventSink for SqliteSink {
+    fn append(&mut self, body: EventBody) -> io::Result<()> {
+        if let Some(why) = self.stopped() {
+            return Err(io::Error::other(format!(
+                "nothing more is written to the log of session {} after an earlier append failed: {why}",
+                self.claim.session
+            )));
+        }
+        let commit = write_ahead(&body) == WriteAhead::Commit;
+        let event = self.seal(body)?;
+        let line = event.to_line();
+        let Event {
+            seq,
+            session,
+            prev,
+            hash,
+            body,
+            ..
+        } = event;
+        drop_body(body);
+        let (reply, answer) = match commit {
+            true => {
+                let (reply, answer) = mpsc::sync_channel(1);
+                (Some(reply), Some(answer))
+            }
+            false => (None, None),
+        };
+        let request = Request::Append(Append {
+            session,
+            seq,
+            prev,
+            hash,
+            line,
+            reply,
+            failed: Arc::clone(&self.failed),
+        });
+        if self.requests.send(request).is_err() {
+            return Err(self.break_with(self.claim.shared.writer_gone()));
+        }
+        let Some(answer) = answer else {
+            self.buffered = true;
+            return Ok(());
+        };
+        match answer.recv() {
+            Ok(Ok(())) => {
+                self.buffered = false;
+                Ok(())
+            }
+            Ok(Err(why)) => Err(self.break_with(why)),
+            Err(_) => Err(self.break_with(self.claim.shared.writer_gone())),
+        }
+    }
+}
+
+impl Drop for SqliteSink {
+    /// Waits until the buffered events are committed (or failed), so the
+    /// session's next writer starts after them; then the claim goes.
+    fn drop(&mut self) {
+        if self.buffered && self.broken.is_none() {
+            let (reply, answer) = mpsc::sync_channel(1);
+            if self.requests.send(Request::Flush(reply)).is_ok() {
+                let _ = answer.recv();
+            }
+        }
+    }
+}

@@ -1,0 +1,397 @@
+//! The writer thread: the one connection that writes, and group commit.
+//!
+//! ```text
+//! sinks, create_session, set_status ──Request──▶ queue (mpsc)
+//! writer: take one request, drain the queue (up to MAX_BATCH), then
+//!   BEGIN IMMEDIATE
+//!     each append: chain check (seq = stored next, prev = stored last hash) ─▶ INSERT
+//!     each create_session: INSERT … ON CONFLICT (tenant, idempotency_key) DO NOTHING
+//!     each set_status: UPDATE
+//!     sessions.events of each session appended to
+//!   COMMIT (fsynced: synchronous=FULL)
+//!   ─▶ broadcast Committed {session, seq} ─▶ answer every waiter ─▶ observer(took, events)
+//! ```
+//!
+//! Invariant: nothing is answered `Ok` before the transaction holding it
+//! has committed; when the commit fails every request of the batch is
+//! answered with the error. A request's own failure (a broken chain, a
+//! taken id) fails that request alone and writes nothing for it: every
+//! other SQLite error fails the whole batch (SQLite may have rolled the
+//! transaction back).
+
+use super::super::{Committed, Created, NewSession, SessionStatus};
+use super::schema::{record_of, RawRecord, RECORD_COLUMNS};
+use super::Shared;
+use crate::log::{StoreError, ZERO_HASH};
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
+use std::collections::HashMap;
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+/// At most this many requests per transaction (bounds a commit's latency).
+const MAX_BATCH: usize = 4096;
+
+/// Where one answer goes (a channel of one, per request).
+pub(super) type Reply<T> = SyncSender<T>;
+
+/// What a sink hands the writer: one event, numbered, chained and hashed.
+pub(super) struct Append {
+    /// The session.
+    pub session: String,
+    /// The event's `seq`.
+    pub seq: u64,
+    /// Its `prev`.
+    pub prev: String,
+    /// Its `hash`.
+    pub hash: String,
+    /// Its line (`docs/log-format.md`, no `\n`).
+    pub line: String,
+    /// For a `Commit` event: told once the transaction holding it
+    /// committed (or why not). `None` for a `Buffer` event.
+    pub reply: Option<Reply<Result<(), String>>>,
+    /// Where the failure of a `Buffer` event is left for its sink.
+    pub failed: Arc<Mutex<Option<String>>>,
+}
+
+/// A request to the writer thread.
+pub(super) enum Request {
+    /// Append one event to a session's log.
+    Append(Append),
+    /// Record a new session ([`crate::serve::store::ServerStore::create_session`]).
+    CreateSession {
+        new: NewSession,
+        request: String,
+        reply: Reply<Result<Created, StoreError>>,
+    },
+    /// Set a session's status ([`crate::serve::store::ServerStore::set_status`]).
+    SetStatus {
+        id: String,
+        status: SessionStatus,
+        output: Option<String>,
+        calls: i64,
+        at_ms: i64,
+        reply: Reply<Result<(), StoreError>>,
+    },
+    /// Answered once everything queued before it is committed.
+    Flush(Reply<()>),
+    /// Stops the thread, answering nothing (tests of a dead writer).
+    #[cfg(test)]
+    Stop,
+}
+
+/// What became of one request (before the commit).
+enum Outcome {
+    Appended(Result<(), String>),
+    Created(Result<Created, StoreError>),
+    Status(Result<(), StoreError>),
+    Flushed,
+}
+
+/// A session's log as the transaction has it so far.
+struct Tail {
+    next: u64,
+    last: String,
+    appended: bool,
+}
+
+/// Runs the writer until every sender is gone (the store and its sinks).
+pub(super) fn run(mut conn: Connection, shared: Arc<Shared>, requests: Receiver<Request>) {
+    while let Ok(first) = requests.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match requests.try_recv() {
+                Ok(r) => batch.push(r),
+                Err(_) => break,
+            }
+        }
+        #[cfg(test)]
+        if batch.iter().any(|r| matches!(r, Request::Stop)) {
+            return;
+        }
+        write_batch(&mut conn, &shared, batch);
+    }
+}
+
+/// Writes `batch` in one transaction, then answers and announces it.
+fn write_batch(conn: &mut Connection, shared: &Shared, batch: Vec<Request>) {
+    let started = Instant::now();
+    let result = apply(conn, shared, &batch);
+    let took = started.elapsed();
+    let outcomes = match result {
+        Ok(outcomes) => outcomes,
+        Err(e) => {
+            let why = format!("the store {} could not commit: {e}", shared.path.display());
+            return fail_all(batch, &why);
+        }
+    };
+    // Announced first: once an append returns, its notice is out.
+    let mut events = 0;
+    for (req, outcome) in batch.iter().zip(&outcomes) {
+        if let (Request::Append(a), Outcome::Appended(Ok(()))) = (req, outcome) {
+            events += 1;
+            // No receiver is not an error: nobody is following.
+            let _ = shared.commits.send(Committed {
+                session: a.session.clone(),
+                seq: a.seq,
+            });
+        }
+    }
+    for (req, outcome) in batch.into_iter().zip(outcomes) {
+        match (req, outcome) {
+            (Request::Append(a), Outcome::Appended(r)) => answer_append(a.reply, &a.failed, r),
+            (Request::CreateSession { reply, .. }, Outcome::Created(r)) => {
+                let _ = reply.send(r);
+            }
+            (Request::SetStatus { reply, .. }, Outcome::Status(r)) => {
+                let _ = reply.send(r);
+            }
+            (Request::Flush(reply), Outcome::Flushed) => {
+                let _ = reply.send(());
+            }
+            // `apply` answers each request with its own kind of outcome.
+            _ => {}
+        }
+    }
+    let observer = shared
+        .observer
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(observe) = observer.as_ref() {
+        // A panicking observer must not take the writer down with it.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| observe(took, events)));
+    }
+}
+
+/// Answers every request of a batch that did not commit with `why`.
+fn fail_all(batch: Vec<Request>, why: &str) {
+    for req in batch {
+        match req {
+            Request::Append(a) => answer_append(a.reply, &a.failed, Err(why.to_string())),
+            Request::CreateSession { reply, .. } => {
+                let _ = reply.send(Err(StoreError::Io(std::io::Error::other(why))));
+            }
+            Request::SetStatus { reply, .. } => {
+                let _ = reply.send(Err(StoreError::Io(std::io::Error::other(why))));
+            }
+            Request::Flush(reply) => {
+                let _ = reply.send(());
+            }
+            #[cfg(test)]
+            Request::Stop => {}
+        }
+    }
+}
+
+/// Tells an append's sink its outcome: the waiter of a `Commit` event, the
+/// failure slot of a `Buffer` one (read by the sink's next append).
+fn answer_append(
+    reply: Option<Reply<Result<(), String>>>,
+    failed: &Mutex<Option<String>>,
+    r: Result<(), String>,
+) {
+    match reply {
+        Some(reply) => {
+            let _ = reply.send(r);
+        }
+        None => {
+            if let Err(why) = r {
+                let mut slot = failed.lock().unwrap_or_else(PoisonError::into_inner);
+                slot.get_or_insert(why);
+            }
+        }
+    }
+}
+
+/// Runs `batch` in one transaction and commits it. `Err`: the transaction
+/// failed as a whole (nothing of it is committed).
+fn apply(
+    conn: &mut Connection,
+    shared: &Shared,
+    batch: &[Request],
+) -> rusqlite::Result<Vec<Outcome>> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut tails: HashMap<String, Tail> = HashMap::new();
+    let mut outcomes = Vec::with_capacity(batch.len());
+    for req in batch {
+        let outcome = match req {
+            Request::Append(a) => Outcome::Appended(append(&tx, &mut tails, a)?),
+            Request::CreateSession { new, request, .. } => {
+                Outcome::Created(create_session(&tx, shared, new, request)?)
+            }
+            Request::SetStatus {
+                id,
+                status,
+                output,
+                calls,
+                at_ms,
+                ..
+            } => Outcome::Status(set_status(
+                &tx,
+                id,
+                *status,
+                output.as_deref(),
+                *calls,
+                *at_ms,
+            )?),
+            Request::Flush(_) => Outcome::Flushed,
+            #[cfg(test)]
+            Request::Stop => Outcome::Flushed,
+        };
+        outcomes.push(outcome);
+    }
+    {
+        let mut count = tx.prepare_cached("UPDATE sessions SET events = ?2 WHERE id = ?1")?;
+        for (session, tail) in &tails {
+            if tail.appended {
+                count.execute(params![session, to_i64(tail.next)])?;
+            }
+        }
+    }
+    tx.commit()?;
+    Ok(outcomes)
+}
+
+/// Inserts one event if it continues the session's chain as stored.
+/// `Ok(Err(why))`: it does not, and nothing was written.
+fn append(
+    tx: &Connection,
+    tails: &mut HashMap<String, Tail>,
+    a: &Append,
+) -> rusqlite::Result<Result<(), String>> {
+    if !tails.contains_key(&a.session) {
+        let stored: Option<(i64, String)> = tx
+            .prepare_cached(
+                "SELECT seq, hash FROM events WHERE session = ?1 ORDER BY seq DESC LIMIT 1",
+            )?
+            .query_row([&a.session], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        let tail = match stored {
+            Some((seq, hash)) => Tail {
+                next: u64::try_from(seq).unwrap_or(0).saturating_add(1),
+                last: hash,
+                appended: false,
+            },
+            None => Tail {
+                next: 0,
+                last: ZERO_HASH.to_string(),
+                appended: false,
+            },
+        };
+        tails.insert(a.session.clone(), tail);
+    }
+    let Some(tail) = tails.get_mut(&a.session) else {
+        return Ok(Err(format!("session {}: no chain state", a.session)));
+    };
+    if a.seq != tail.next || a.prev != tail.last {
+        return Ok(Err(format!(
+            "the log of session {} was extended by another writer (it holds {} events; this one's event has seq {}); nothing more is written by this one",
+            a.session, tail.next, a.seq
+        )));
+    }
+    let inserted = tx
+        .prepare_cached(
+            "INSERT INTO events (session, seq, hash, prev, line) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?
+        .execute(params![a.session, to_i64(a.seq), a.hash, a.prev, a.line]);
+    match inserted {
+        Ok(_) => {}
+        Err(e) if is_constraint(&e) => {
+            return Ok(Err(format!(
+                "the log of session {} already holds an event with seq {}: {e}",
+                a.session, a.seq
+            )))
+        }
+        Err(e) => return Err(e),
+    }
+    tail.next += 1;
+    tail.last.clone_from(&a.hash);
+    tail.appended = true;
+    Ok(Ok(()))
+}
+
+/// Records a new session, or finds the tenant's session with the same
+/// idempotency key (the UNIQUE constraint decides, inside the transaction).
+fn create_session(
+    tx: &Connection,
+    shared: &Shared,
+    new: &NewSession,
+    request: &str,
+) -> rusqlite::Result<Result<Created, StoreError>> {
+    let inserted = tx
+        .prepare_cached(
+            "INSERT INTO sessions (id, tenant, profile, status, request, idempotency_key, \
+             created_ms, updated_ms, output, calls, events) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, NULL, 0, \
+                     (SELECT count(*) FROM events WHERE session = ?1)) \
+             ON CONFLICT (tenant, idempotency_key) DO NOTHING",
+        )?
+        .execute(params![
+            new.id,
+            new.tenant,
+            new.profile,
+            SessionStatus::Running.as_str(),
+            request,
+            new.idempotency_key,
+            new.created_ms,
+        ]);
+    match inserted {
+        Ok(1) => return Ok(Ok(Created::New)),
+        Ok(_) => {}
+        Err(e) if is_constraint(&e) => {
+            return Ok(Err(StoreError::Conflict(format!(
+                "session {} already exists; a new session needs a new id",
+                new.id
+            ))))
+        }
+        Err(e) => return Err(e),
+    }
+    let sql =
+        format!("SELECT {RECORD_COLUMNS} FROM sessions WHERE tenant = ?1 AND idempotency_key = ?2");
+    let raw: Option<RawRecord> = tx
+        .prepare_cached(&sql)?
+        .query_row(params![new.tenant, new.idempotency_key], RawRecord::read)
+        .optional()?;
+    Ok(match raw {
+        Some(raw) => record_of(raw)
+            .map(Created::Existing)
+            .map_err(|e| shared.error("a damaged session record", e)),
+        None => Err(StoreError::Conflict(format!(
+            "session {} was not recorded and no session has its idempotency key",
+            new.id
+        ))),
+    })
+}
+
+/// Sets a session's status, output (when given) and call count.
+fn set_status(
+    tx: &Connection,
+    id: &str,
+    status: SessionStatus,
+    output: Option<&str>,
+    calls: i64,
+    at_ms: i64,
+) -> rusqlite::Result<Result<(), StoreError>> {
+    let changed = tx
+        .prepare_cached(
+            "UPDATE sessions SET status = ?2, output = coalesce(?3, output), calls = ?4, \
+             updated_ms = ?5 WHERE id = ?1",
+        )?
+        .execute(params![id, status.as_str(), output, calls, at_ms])?;
+    Ok(if changed == 0 {
+        Err(StoreError::NotFound(id.to_string()))
+    } else {
+        Ok(())
+    })
+}
+
+/// Whether `e` is a constraint violation (a statement's own failure; the
+/// transaction goes on).
+fn is_constraint(e: &rusqlite::Error) -> bool {
+    e.sqlite_error_code() == Some(ErrorCode::ConstraintViolation)
+}
+
+/// `n` as SQLite's integer (saturating: counts never get there).
+pub(super) fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
