@@ -21,7 +21,9 @@
 //!
 //! Prints one JSON object: `{mode, clients, sessions, seconds,
 //! sessions_per_s, p50_ms, p99_ms, mean_ms, max_ms, errors, first_errors,
-//! events_per_session, client_cpu_s, server_cpu_s}`. `client_cpu_s` is this
+//! created_p50_ms, events_per_session, client_cpu_s, server_cpu_s}`
+//! (`created_p50_ms`: submission to the answer of the POST, null for
+//! `--call`). `client_cpu_s` is this
 //! process's user + system time over the window (from `/proc/self/stat`),
 //! to show the generator is not the bottleneck; `server_cpu_s` the same for
 //! the processes given by `--pid`. An error is a failed connection, a
@@ -167,8 +169,17 @@ fn parse_args() -> Result<Option<Args>, String> {
     Ok(Some(args))
 }
 
-/// What one session gave: its latency and how many log events it streamed.
-type SessionResult = Result<(Duration, usize), String>;
+/// What one session gave.
+struct Done {
+    /// From submission to the final event.
+    latency: Duration,
+    /// From submission to the answer of `POST /v1/sessions` (`None` for `--call`).
+    created: Option<Duration>,
+    /// Log events streamed.
+    events: usize,
+}
+
+type SessionResult = Result<Done, String>;
 
 /// One Server-Sent Event.
 #[derive(Default)]
@@ -259,6 +270,7 @@ async fn lt_session(
     }
     let created: Json = serde_json::from_slice(&text)
         .map_err(|e| format!("POST /v1/sessions: the answer is not JSON: {e}"))?;
+    let created_at = t0.elapsed();
     let id = created
         .get("id")
         .and_then(Json::as_str)
@@ -302,8 +314,12 @@ async fn lt_session(
         }
     }
     // Read to the stream's end, so that the connection goes back to the pool.
-    done.map(|d| (d, logged))
-        .ok_or_else(|| format!("the events of {id} ended without an output"))
+    done.map(|latency| Done {
+        latency,
+        created: Some(created_at),
+        events: logged,
+    })
+    .ok_or_else(|| format!("the events of {id} ended without an output"))
 }
 
 async fn call_session(
@@ -337,7 +353,11 @@ async fn call_session(
             .map_err(|e| format!("POST {url}: the answer is not JSON: {e}"))?;
         check_value(Some(&value), expect)?;
     }
-    Ok((at, 0))
+    Ok(Done {
+        latency: at,
+        created: None,
+        events: 0,
+    })
 }
 
 async fn one(client: &reqwest::Client, args: &Args) -> SessionResult {
@@ -361,6 +381,7 @@ async fn one(client: &reqwest::Client, args: &Args) -> SessionResult {
 #[derive(Default)]
 struct Tally {
     latencies_ms: Vec<f64>,
+    created_ms: Vec<f64>,
     events: usize,
     errors: u64,
     first_errors: Vec<String>,
@@ -369,9 +390,12 @@ struct Tally {
 impl Tally {
     fn add(&mut self, r: SessionResult) {
         match r {
-            Ok((d, events)) => {
-                self.latencies_ms.push(d.as_secs_f64() * 1000.0);
-                self.events += events;
+            Ok(done) => {
+                self.latencies_ms.push(done.latency.as_secs_f64() * 1000.0);
+                if let Some(c) = done.created {
+                    self.created_ms.push(c.as_secs_f64() * 1000.0);
+                }
+                self.events += done.events;
             }
             Err(e) => {
                 self.errors += 1;
@@ -497,6 +521,7 @@ async fn run(args: Arc<Args>) -> Json {
     first_errors.extend(t.first_errors.iter().cloned());
     first_errors.truncate(KEPT_ERRORS);
     t.latencies_ms.sort_by(f64::total_cmp);
+    t.created_ms.sort_by(f64::total_cmp);
     let n = t.latencies_ms.len();
     let mean = t.latencies_ms.iter().sum::<f64>() / n.max(1) as f64;
     json!({
@@ -512,6 +537,7 @@ async fn run(args: Arc<Args>) -> Json {
         "errors": t.errors + w.errors,
         "warmup_errors": w.errors,
         "first_errors": first_errors,
+        "created_p50_ms": round(percentile(&t.created_ms, 50.0), 3),
         "events_per_session": round(t.events as f64 / n.max(1) as f64, 2),
         "client_cpu_s": client_cpu.map_or(Json::Null, |c| round(c, 2)),
         "server_cpu_s": server_cpu.map_or(Json::Null, |c| round(c, 2)),
