@@ -26,6 +26,7 @@ a time (p50/p99 over 300 after 20 warm-up sessions). CPU is read from
     python3 bench/serve.py --only lt         # lt alone (also: floor, dbos, restate; comma-separated)
     python3 bench/serve.py --json out.json   # also write every record
     python3 bench/serve.py --no-build        # use the binaries already built
+    python3 bench/serve.py --wait-quiet 600  # before each run, wait (≤ 600 s) for other builds to end
 
 The peers install on first use into target/bench-peers/ (a venv from PyPI,
 restate-server from npm; versions pinned below, the latest if a pin fails).
@@ -101,8 +102,27 @@ def machine():
     figures several-fold: fsync latency collapses under their I/O)."""
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     comms = subprocess.run(["ps", "-eo", "comm="], capture_output=True, text=True).stdout.split()
-    builds = sum(1 for c in comms if c in ("rustc", "cargo", "cc1", "cc1plus", "ld", "lld", "mold"))
+    builds = sum(1 for c in comms if c in ("rustc", "cargo", "clippy-driver", "cc1", "cc1plus", "ld", "lld", "rust-lld", "mold"))
     return {"load": load, "build_procs": builds}
+
+
+QUIET = {"seconds": 0.0}
+
+
+def wait_quiet():
+    """With --wait-quiet S: waits up to S seconds for 5 s in a row with no
+    other build running; the machine's state, as `machine()`."""
+    limit = time.time() + QUIET["seconds"]
+    calm_since = None
+    while time.time() < limit:
+        if machine()["build_procs"]:
+            calm_since = None
+        elif calm_since is None:
+            calm_since = time.time()
+        elif time.time() - calm_since >= 5:
+            break
+        time.sleep(1)
+    return machine()
 
 
 def free_port():
@@ -268,7 +288,7 @@ def bench_lt(opts, lt, load_bin):
         common = ["--url", url, "--key", KEY, "--program", d / "program.lt", "--profile", "bench",
                   "--expect", json.dumps(EXPECTED), "--pid", server.pid]
         for clients in plan(opts):
-            before = machine()
+            before = wait_quiet()
             if clients is None:
                 rec = run_load(load_bin, common + ["--sequential", "--runs", opts.runs, "--warmup", opts.warmup],
                                opts.seconds)
@@ -313,7 +333,7 @@ def bench_floor(opts):
     d.mkdir(parents=True)
     records = []
     for clients in plan(opts):
-        before = machine()
+        before = wait_quiet()
         args = [d / "floor.db"] + (["sequential", opts.runs] if clients is None
                                    else ["concurrent", clients, opts.seconds])
         records.append(measured("floor", run_script(sys.executable, "sqlite_floor.py", args, opts.seconds), before))
@@ -330,7 +350,7 @@ def bench_dbos(opts):
     d.mkdir(parents=True)
     records = []
     for clients in plan(opts):
-        before = machine()
+        before = wait_quiet()
         args = [d / "dbos.sqlite"] + (["sequential", opts.runs] if clients is None
                                       else ["concurrent", clients, opts.seconds])
         records.append(measured("dbos", run_script(python, "dbos_workflow.py", args, opts.seconds), before))
@@ -378,7 +398,7 @@ def bench_restate(opts, load_bin):
         common = ["--call", call, "--body", "1", "--expect", json.dumps("t3-1"),
                   "--pid", server.pid, "--pid", service.pid]
         for clients in plan(opts):
-            before = machine()
+            before = wait_quiet()
             if clients is None:
                 rec = run_load(load_bin, common + ["--sequential", "--runs", opts.runs, "--warmup", opts.warmup],
                                opts.seconds)
@@ -542,11 +562,14 @@ def main():
     ap.add_argument("--warmup", type=int, help="sequential warm-up sessions (default 20; --quick 5)")
     ap.add_argument("--no-build", action="store_true", help="use target/release/lt and the built serve_load")
     ap.add_argument("--json", help="write every record to this file")
+    ap.add_argument("--wait-quiet", type=float, default=0, metavar="S",
+                    help="before each timed run, wait up to S seconds for other builds to end")
     opts = ap.parse_args()
     opts.clients = [int(c) for c in opts.clients.split(",")]
     opts.seconds = opts.seconds or (3.0 if opts.quick else 15.0)
     opts.runs = opts.runs or (50 if opts.quick else 300)
     opts.warmup = opts.warmup if opts.warmup is not None else (5 if opts.quick else 20)
+    QUIET["seconds"] = opts.wait_quiet
     engines = [e.strip() for e in opts.only.split(",") if e.strip()]
     unknown = set(engines) - set(NAMES)
     if unknown:
