@@ -23,15 +23,21 @@ fn support_program() -> String {
 }
 
 /// A tools.toml with the support desk's tools on `db`; `slow_reply`: the
-/// reply tool sleeps first (a call a kill can land in).
+/// reply tool sleeps 3 s first (a call a kill can land in).
 fn tools_toml(db: &Path, slow_reply: bool) -> String {
+    tools_toml_sleeping(db, if slow_reply { 3 } else { 0 })
+}
+
+/// As [`tools_toml`], the reply tool sleeping `secs` first.
+fn tools_toml_sleeping(db: &Path, secs: u32) -> String {
+    let slow_reply = secs > 0;
     let tools = repo().join("examples/support_desk/tools");
     let mut out = String::new();
     for (name, idem) in [("lookup_account", true), ("issue_refund", false), ("send_reply", false)] {
         let script = tools.join(format!("{name}.py"));
         let command = if slow_reply && name == "send_reply" {
             format!(
-                "[\"sh\", \"-c\", \"sleep 3; exec python3 {}\"]",
+                "[\"sh\", \"-c\", \"sleep {secs}; exec python3 {}\"]",
                 script.display()
             )
         } else {
@@ -49,15 +55,24 @@ fn tools_toml(db: &Path, slow_reply: bool) -> String {
 /// with the support desk's tools on a database of its own, and `extra`
 /// appended (more profiles).
 fn setup(name: &str, slow_reply: bool, extra: &str) -> (Scratch, PathBuf, PathBuf) {
+    setup_with(name, if slow_reply { 3 } else { 0 }, "", extra)
+}
+
+/// As [`setup`], the reply tool sleeping `secs`, and `server` as the
+/// `[server]` table's lines.
+fn setup_with(name: &str, secs: u32, server: &str, extra: &str) -> (Scratch, PathBuf, PathBuf) {
     let s = Scratch::new(name);
     let decls = repo().join("examples/serve/tools.lt");
     for t in ["acme", "globex"] {
-        s.write(&format!("{t}-tools.toml"), &tools_toml(&s.path(&format!("{t}.db")), slow_reply));
+        s.write(&format!("{t}-tools.toml"), &tools_toml_sleeping(&s.path(&format!("{t}.db")), secs));
     }
     let config = s.write(
         "serve.toml",
         &format!(
             r#"
+[server]
+{server}
+
 [tenants.acme]
 keys = ["{ak}"]
 declarations = "{d}"
@@ -419,4 +434,219 @@ fn urlencode(s: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+/// Waits for the stream to show `scheduled` of `tool`.
+fn wait_scheduled(server: &Server, key: &str, id: &str, tool: &str) {
+    let mut stream = server.stream(key, id, None);
+    loop {
+        let e = stream.next_event().expect("the stream goes on until the call is scheduled");
+        let v = e.json();
+        if v["kind"] == "scheduled" && v["tool"] == tool {
+            return;
+        }
+    }
+}
+
+#[test]
+fn a_cancelled_session_stops_its_running_tool_and_ends_cancelled() {
+    let (s, config, store) = setup_with("cancel", 30, "", "");
+    let server = Server::start(&config, &store);
+    let id = server.submit(ACME, &support_program(), "support");
+    wait_scheduled(&server, ACME, &id, "send_reply");
+    let started = std::time::Instant::now();
+    let (status, v) = server.call("POST", &format!("/v1/sessions/{id}/cancel"), Some(ACME), None);
+    assert_eq!(status, 202, "{v}");
+    let v = server.wait_final(ACME, &id, Duration::from_secs(20));
+    assert!(started.elapsed() < Duration::from_secs(15), "the 30 s tool was stopped");
+    assert_eq!(v["status"], "cancelled", "{v}");
+    assert_eq!(v["output"]["error"]["kind"], "cancelled", "{v}");
+    assert_eq!(rows(&s.path("acme.db"), "replies"), 0, "the reply tool was killed before it wrote");
+    let (status, _) = server.call("POST", &format!("/v1/sessions/{id}/cancel"), Some(ACME), None);
+    assert_eq!(status, 409, "a session that is over cannot be cancelled");
+    // The tenant's other sessions are unaffected by that cancel (its tools
+    // still start: the cancel stopped only the cancelled session's).
+    let lookup = r#"tool lookup_account: String -{Read}-> {id: String, subscription_tier: String,
+                                       email: String, last_charge_cents: Int};
+match exec tool lookup_account "cust_12345" { Ok(a) => a.email, Err(e) => "failed: " ++ e }"#;
+    let id2 = server.submit(ACME, lookup, "support");
+    let v2 = server.wait_final(ACME, &id2, Duration::from_secs(30));
+    assert_eq!(v2["value"], "ada@example.com", "{v2}");
+}
+
+#[test]
+fn sigterm_lets_a_running_call_finish_then_stops() {
+    let (s, config, store) = setup_with("drain", 2, "shutdown_grace_ms = 20000", "");
+    let mut server = Server::start(&config, &store);
+    let id = server.submit(ACME, &support_program(), "support");
+    wait_scheduled(&server, ACME, &id, "send_reply");
+    let status = server.terminate(Duration::from_secs(30)).expect("it stops within the grace");
+    assert!(status.success(), "{status:?}: {}", server.stderr_text());
+    // The session finished before the server stopped.
+    let server = server.restart();
+    let v = server.wait_final(ACME, &id, Duration::from_secs(10));
+    assert_eq!(v["value"], json!(REFUNDED), "{v}");
+    assert_eq!(rows(&s.path("acme.db"), "replies"), 1);
+    assert!(server.stderr_text().contains("0 unfinished sessions resumed"), "{}", server.stderr_text());
+}
+
+#[test]
+fn sigterm_past_the_grace_leaves_the_session_resumable() {
+    let (s, config, store) = setup_with("abandon", 3, "shutdown_grace_ms = 200", "");
+    let mut server = Server::start(&config, &store);
+    let id = server.submit(ACME, &support_program(), "support");
+    wait_scheduled(&server, ACME, &id, "send_reply");
+    let status = server.terminate(Duration::from_secs(30)).expect("it stops");
+    assert!(status.success(), "{status:?}");
+    let server = server.restart();
+    assert!(server.stderr_text().contains("1 unfinished sessions resumed"), "{}", server.stderr_text());
+    let v = server.wait_final(ACME, &id, Duration::from_secs(30));
+    assert_eq!(v["status"], "ended", "{v}");
+    assert!(
+        v["value"].as_str().unwrap_or("").contains("outcome unknown"),
+        "the abandoned reply is not run twice: {v}"
+    );
+    assert_eq!(rows(&s.path("acme.db"), "refunds"), 1);
+}
+
+const CLIENT_PROGRAM: &str = r#"tool lookup_account: String -{Read}-> {id: String, subscription_tier: String,
+                                       email: String, last_charge_cents: Int};
+tool confirm: {question: String} -{Read}-> {yes: Bool};
+match exec tool lookup_account "cust_12345" {
+  Ok(a) => match exec tool confirm {question = "refund " ++ a.email ++ "?"} {
+    Ok(c) => if c.yes then "confirmed" else "declined",
+    Err(e) => "no answer: " ++ e
+  },
+  Err(e) => e
+}"#;
+
+#[test]
+fn a_client_venue_call_is_streamed_and_its_outcome_applied_once() {
+    let (s, config, store) = setup("client", false, "");
+    let tools = s.path("acme-tools.toml");
+    let text = std::fs::read_to_string(&tools).expect("tools");
+    std::fs::write(&tools, format!("{text}[tools.confirm]\nvenue = \"client\"\n")).expect("tools");
+    let decls = s.write(
+        "decls.lt",
+        &format!(
+            "{}\ntool confirm: {{question: String}} -{{Read}}-> {{yes: Bool}};\n",
+            std::fs::read_to_string(repo().join("examples/serve/tools.lt")).expect("decls")
+        ),
+    );
+    let cfg = std::fs::read_to_string(&config)
+        .expect("config")
+        .replacen(
+            &format!("declarations = \"{}\"", repo().join("examples/serve/tools.lt").display()),
+            &format!("declarations = \"{}\"", decls.display()),
+            1,
+        )
+        .replacen(
+            "allow = [\"lookup_account\", \"issue_refund\", \"send_reply\"]",
+            "allow = [\"lookup_account\", \"issue_refund\", \"send_reply\", \"confirm\"]",
+            1,
+        );
+    std::fs::write(&config, cfg).expect("config");
+    let server = Server::start(&config, &store);
+    // Without the capability the program is refused: the client does not run it.
+    let (status, v) = server.call(
+        "POST",
+        "/v1/sessions",
+        Some(ACME),
+        Some(&json!({"program": CLIENT_PROGRAM, "profile": "support"})),
+    );
+    assert_eq!(status, 422, "{v}");
+    let (status, v) = server.call(
+        "POST",
+        "/v1/sessions",
+        Some(ACME),
+        Some(&json!({"program": CLIENT_PROGRAM, "profile": "support", "capabilities": {"tools": ["confirm"]}})),
+    );
+    assert_eq!(status, 201, "{v}");
+    let id = v["id"].as_str().expect("id").to_string();
+    let mut stream = server.stream(ACME, &id, None);
+    let call = loop {
+        let e = stream.next_event().expect("a tool_call comes");
+        if e.event == "tool_call" {
+            break e.json();
+        }
+    };
+    assert_eq!(call["tool"], "confirm");
+    assert_eq!(call["argument"], json!({"question": "refund ada@example.com?"}));
+    assert!(call["idempotency_key"].as_str().unwrap_or("").ends_with(call["call_id"].as_str().unwrap_or("?")));
+    let v = server.wait_for(ACME, &id, Duration::from_secs(10), |v| v["status"] == "waiting_client");
+    assert_eq!(v["status"], "waiting_client");
+    let path = format!("/v1/sessions/{id}/outcomes");
+    let (status, _) = server.call("POST", &path, Some(ACME), Some(&json!({"call_id": "n999", "ok": {"yes": true}})));
+    assert_eq!(status, 409, "an unknown call id");
+    let (status, _) = server.call("POST", &path, Some(ACME), Some(&json!({"call_id": call["call_id"], "ok": {"yes": true}, "extra": 1})));
+    assert_eq!(status, 400, "an unknown field");
+    let (status, r) = server.call("POST", &path, Some(ACME), Some(&json!({"call_id": call["call_id"], "ok": {"yes": true}})));
+    assert_eq!(status, 202, "{r}");
+    let (status, _) = server.call("POST", &path, Some(ACME), Some(&json!({"call_id": call["call_id"], "ok": {"yes": false}})));
+    assert_eq!(status, 409, "an outcome is applied once");
+    let mut last = None;
+    while let Some(e) = stream.next_event() {
+        last = Some(e);
+    }
+    let out = last.expect("output");
+    assert_eq!(out.event, "output");
+    assert_eq!(out.json()["value"], "confirmed", "{}", out.data);
+    let (_, log) = server.call("GET", &format!("/v1/sessions/{id}/log"), Some(ACME), None);
+    let text = log["text"].as_str().expect("log");
+    assert_eq!(text.matches("\"kind\":\"client_reported\"").count(), 1, "{text}");
+    let file = s.write("client.jsonl", text);
+    let (code, out, err) = lt(&["log", "verify", file.to_str().expect("path")]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+#[test]
+fn metrics_count_what_the_log_records() {
+    let extra = r#"
+[tenants.acme.profiles.one_call]
+max_calls = 1
+"#;
+    let (_s, config, store) = setup("metrics", false, extra);
+    let server = Server::start(&config, &store);
+    let id = server.submit(ACME, &support_program(), "support");
+    server.wait_final(ACME, &id, Duration::from_secs(30));
+    let id = server.submit(ACME, &support_program(), "one_call");
+    let v = server.wait_final(ACME, &id, Duration::from_secs(30));
+    assert!(v["value"].as_str().unwrap_or("").contains("denied: session_budget"), "{v}");
+    let (status, m) = server.call("GET", "/metrics", Some(ACME), None);
+    assert_eq!(status, 200);
+    let text = m["text"].as_str().expect("text");
+    for line in [
+        "lt_sessions_started_total 2",
+        "lt_sessions_finished_total{status=\"ended\"} 2",
+        "lt_tool_calls_total{outcome=\"completed\",tool=\"lookup_account\"} 2",
+        "lt_tool_calls_total{outcome=\"completed\",tool=\"issue_refund\"} 1",
+        "lt_tool_calls_total{outcome=\"completed\",tool=\"send_reply\"} 1",
+        "lt_decision_denials_total{rule=\"session_budget\"} 1",
+        "lt_tool_call_duration_seconds_count{tool=\"lookup_account\"} 2",
+    ] {
+        assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
+    }
+    assert!(text.contains("lt_store_commit_duration_seconds_count"), "{text}");
+}
+
+#[test]
+fn past_max_sessions_a_new_session_is_refused_with_retry_after() {
+    let (_s, config, store) = setup_with("busy", 3, "max_sessions = 1", "");
+    let server = Server::start(&config, &store);
+    let id = server.submit(ACME, &support_program(), "support");
+    wait_scheduled(&server, ACME, &id, "send_reply");
+    let resp = ureq::post(&format!("{}/v1/sessions", server.url))
+        .set("Authorization", &format!("Bearer {ACME}"))
+        .send_string(&json!({"program": support_program(), "profile": "support"}).to_string());
+    match resp {
+        Err(ureq::Error::Status(503, r)) => {
+            assert_eq!(r.header("Retry-After"), Some("2"));
+            let v: Value = serde_json::from_str(&r.into_string().unwrap_or_default()).unwrap_or_default();
+            assert_eq!(v["error"]["code"], "busy", "{v}");
+        }
+        other => panic!("expected 503, got {other:?}"),
+    }
+    server.wait_final(ACME, &id, Duration::from_secs(30));
+    let id2 = server.submit(ACME, &support_program(), "support");
+    assert_eq!(server.wait_final(ACME, &id2, Duration::from_secs(30))["status"], "ended");
 }

@@ -262,6 +262,18 @@ async fn create(
     }
     let req: CreateBody = body(raw)?;
     profile_of(&state, &tenant_name, &req.profile)?;
+    if !state.hub.has_room() {
+        let mut r = ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy",
+            "the server runs as many sessions as it may (max_sessions)",
+        )
+        .hint("retry after a few seconds")
+        .into_response();
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("2"));
+        return Ok(r);
+    }
     let program = match (req.program, req.task) {
         (Some(p), None) => p,
         (None, Some(_)) => {

@@ -6,6 +6,7 @@
 //! store = "sqlite:lt-data/lt.db"   # relative paths: from serve.toml's folder
 //! shutdown_grace_ms = 10000        # SIGTERM: how long running calls may finish
 //! max_body_bytes = 1048576         # a request body's limit
+//! max_sessions = 2048              # sessions running at once (each has a thread)
 //!
 //! [tenants.acme]
 //! keys = ["sha256:9f86d0…"]        # SHA-256 of each API key (`lt serve --hash-key`)
@@ -35,6 +36,8 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 pub const DEFAULT_STORE: &str = "sqlite:lt-data/lt.db";
 /// A request body's limit without `max_body_bytes`: 1 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+/// How many sessions may run at once without `max_sessions`.
+pub const DEFAULT_MAX_SESSIONS: usize = 2048;
 /// How long running calls may finish after SIGTERM, by default: 10 s.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(10);
 
@@ -48,6 +51,9 @@ pub struct ServeConfig {
     pub grace: Duration,
     /// A request body's limit, in bytes.
     pub max_body_bytes: usize,
+    /// How many sessions may run at once (each has a thread); past it a
+    /// new one is refused with 503 and `Retry-After`.
+    pub max_sessions: usize,
     /// The tenants, by name.
     pub tenants: BTreeMap<String, Tenant>,
 }
@@ -99,6 +105,7 @@ struct RawServer {
     store: Option<String>,
     shutdown_grace_ms: Option<u64>,
     max_body_bytes: Option<usize>,
+    max_sessions: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -129,6 +136,7 @@ impl ServeConfig {
             store: DEFAULT_STORE.to_string(),
             grace: DEFAULT_GRACE,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_sessions: DEFAULT_MAX_SESSIONS,
             tenants: BTreeMap::new(),
         }
     }
@@ -170,6 +178,7 @@ impl ServeConfig {
                 .server
                 .max_body_bytes
                 .unwrap_or(DEFAULT_MAX_BODY_BYTES),
+            max_sessions: raw.server.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS).max(1),
             tenants,
         })
     }

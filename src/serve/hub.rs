@@ -99,6 +99,8 @@ pub struct Hub {
     watchers: Mutex<HashMap<String, watch::Sender<u64>>>,
     stopping: watch::Sender<bool>,
     accepting: AtomicBool,
+    /// Sessions that may run at once.
+    max_sessions: usize,
 }
 
 fn now_ms() -> i64 {
@@ -114,6 +116,7 @@ impl Hub {
         tenants: BTreeMap<String, TenantRuntime>,
         metrics: Arc<Metrics>,
         handle: tokio::runtime::Handle,
+        max_sessions: usize,
     ) -> Hub {
         Hub {
             store,
@@ -124,7 +127,14 @@ impl Hub {
             watchers: Mutex::new(HashMap::new()),
             stopping: watch::channel(false).0,
             accepting: AtomicBool::new(true),
+            max_sessions,
         }
+    }
+
+    /// Whether another session may start now (fewer than `max_sessions`
+    /// run).
+    pub fn has_room(&self) -> bool {
+        self.live_map().len() < self.max_sessions
     }
 
     /// A receiver that changes whenever an event of session `id` commits

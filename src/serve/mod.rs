@@ -145,7 +145,7 @@ pub fn run(opts: &ServeOptions, ready: impl FnOnce(&str, usize, usize)) -> Resul
     }
     let keys = auth::Keys::new(key_sets.iter().map(|(n, k)| (n.as_str(), &k[..])));
     let n_tenants = tenants.len();
-    let hub = Arc::new(Hub::new(store, tenants, metrics, handle.clone()));
+    let hub = Arc::new(Hub::new(store, tenants, metrics, handle.clone(), config.max_sessions));
     runtime.spawn(Arc::clone(&hub).dispatch_commits());
     let resumed = hub.resume_unfinished().map_err(|e| ServeError {
         message: format!("cannot read the unfinished sessions: {e}"),
