@@ -565,6 +565,10 @@ def main():
     ap.add_argument("--wait-quiet", type=float, default=0, metavar="S",
                     help="before each timed run, wait up to S seconds for other builds to end")
     opts = ap.parse_args()
+    # SIGTERM (and SIGINT, which a background job ignores) stop the run
+    # through the `finally` blocks, which stop the servers it started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
     opts.clients = [int(c) for c in opts.clients.split(",")]
     opts.seconds = opts.seconds or (3.0 if opts.quick else 15.0)
     opts.runs = opts.runs or (50 if opts.quick else 300)
