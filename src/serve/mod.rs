@@ -178,6 +178,11 @@ pub fn run(opts: &ServeOptions, ready: impl FnOnce(&str, usize, usize)) -> Resul
     let grace = config.grace;
     let drained = Arc::clone(&hub);
     let served = runtime.block_on(async move {
+        // Small writes (an event of a stream) go out at once, not after the
+        // peer's delayed acknowledgement (40 ms without TCP_NODELAY).
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         axum::serve(listener, app)
             .with_graceful_shutdown(async move {
                 wait_for_signal().await;

@@ -92,6 +92,13 @@ impl Server {
             let mut sent = false;
             for line in BufReader::new(err).lines() {
                 let Ok(line) = line else { break };
+                // Kept before the address is told, so that the line is in
+                // the text by the time the test reads it.
+                {
+                    let mut t = keep.lock().unwrap();
+                    t.push_str(&line);
+                    t.push('\n');
+                }
                 if !sent {
                     if let Some(rest) = line.split("listening on http://").nth(1) {
                         let addr = rest.split_whitespace().next().unwrap_or("").to_string();
@@ -99,9 +106,6 @@ impl Server {
                         sent = true;
                     }
                 }
-                let mut t = keep.lock().unwrap();
-                t.push_str(&line);
-                t.push('\n');
             }
         });
         let addr = match rx.recv_timeout(Duration::from_secs(60)) {

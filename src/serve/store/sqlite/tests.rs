@@ -558,9 +558,17 @@ fn concurrent_sessions_share_commits() {
     for t in threads {
         t.join().expect("thread");
     }
-    let (transactions, events) = *commits
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // The observer is told after the waiters are answered: wait for it.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let (transactions, events) = loop {
+        let seen = *commits
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if seen.1 >= (sessions * per) as usize || std::time::Instant::now() > until {
+            break seen;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
     assert_eq!(events, (sessions * per) as usize);
     assert!(
         transactions < events,
