@@ -444,7 +444,7 @@ fn no_process_mentions(text: &str) -> bool {
             .filter_map(|p| std::fs::read(p.path().join("cmdline")).ok())
             .any(|c| String::from_utf8_lossy(&c).contains(text))
     };
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while mentions() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
