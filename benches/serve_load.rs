@@ -110,7 +110,8 @@ fn parse_args() -> Result<Option<Args>, String> {
         }
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
         let number = |v: &str| -> Result<usize, String> {
-            v.parse().map_err(|_| format!("{flag}: {v:?} is not a number"))
+            v.parse()
+                .map_err(|_| format!("{flag}: {v:?} is not a number"))
         };
         match flag.as_str() {
             "--url" => url = Some(value.trim_end_matches('/').to_string()),
@@ -141,8 +142,7 @@ fn parse_args() -> Result<Option<Args>, String> {
             ),
             "--expect" => {
                 args.expect = Some(
-                    serde_json::from_str(&value)
-                        .map_err(|e| format!("--expect: not JSON: {e}"))?,
+                    serde_json::from_str(&value).map_err(|e| format!("--expect: not JSON: {e}"))?,
                 )
             }
             _ => return Err(format!("unknown flag {flag}")),
@@ -237,7 +237,10 @@ fn check_value(value: Option<&Json>, expect: Option<&Json>) -> Result<(), String
     match (value, expect) {
         (_, None) => Ok(()),
         (Some(v), Some(e)) if v == e => Ok(()),
-        (v, Some(e)) => Err(format!("value {} is not the expected {e}", v.unwrap_or(&Json::Null))),
+        (v, Some(e)) => Err(format!(
+            "value {} is not the expected {e}",
+            v.unwrap_or(&Json::Null)
+        )),
     }
 }
 
@@ -557,7 +560,9 @@ fn main() {
         }
     };
     let runtime = if args.threads == 1 {
-        tokio::runtime::Builder::new_current_thread().enable_all().build()
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
     } else {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(args.threads)

@@ -33,7 +33,11 @@ fn tools_toml_sleeping(db: &Path, secs: u32) -> String {
     let slow_reply = secs > 0;
     let tools = repo().join("examples/support_desk/tools");
     let mut out = String::new();
-    for (name, idem) in [("lookup_account", true), ("issue_refund", false), ("send_reply", false)] {
+    for (name, idem) in [
+        ("lookup_account", true),
+        ("issue_refund", false),
+        ("send_reply", false),
+    ] {
         let script = tools.join(format!("{name}.py"));
         let command = if slow_reply && name == "send_reply" {
             format!(
@@ -64,7 +68,10 @@ fn setup_with(name: &str, secs: u32, server: &str, extra: &str) -> (Scratch, Pat
     let s = Scratch::new(name);
     let decls = repo().join("examples/serve/tools.lt");
     for t in ["acme", "globex"] {
-        s.write(&format!("{t}-tools.toml"), &tools_toml_sleeping(&s.path(&format!("{t}.db")), secs));
+        s.write(
+            &format!("{t}-tools.toml"),
+            &tools_toml_sleeping(&s.path(&format!("{t}.db")), secs),
+        );
     }
     let config = s.write(
         "serve.toml",
@@ -106,7 +113,10 @@ fn rows(db: &Path, table: &str) -> usize {
         .arg(db)
         .output()
         .expect("python3");
-    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(usize::MAX)
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(usize::MAX)
 }
 
 fn lt(args: &[&str]) -> (i32, String, String) {
@@ -140,7 +150,11 @@ fn a_server_venue_session_runs_end_to_end_and_its_log_verifies_and_replays() {
         .collect();
     assert_eq!(kinds.first().map(String::as_str), Some("session_started"));
     assert_eq!(kinds.last().map(String::as_str), Some("session_ended"));
-    assert_eq!(kinds.iter().filter(|k| *k == "scheduled").count(), 3, "{kinds:?}");
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "scheduled").count(),
+        3,
+        "{kinds:?}"
+    );
     // Ids are the log's seq, in order, without gaps.
     for (i, e) in events.iter().filter(|e| e.event == "log").enumerate() {
         assert_eq!(e.id.as_deref(), Some(i.to_string().as_str()));
@@ -162,9 +176,17 @@ fn a_server_venue_session_runs_end_to_end_and_its_log_verifies_and_replays() {
     assert_eq!(code, 0, "{out}{err}");
     let (code, out, err) = lt(&["replay", f, "--json"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert_eq!(serde_json::from_str::<Value>(&out).expect("json")["value"], json!(REFUNDED));
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).expect("json")["value"],
+        json!(REFUNDED)
+    );
     // Replayed on the server: the same verdict.
-    let (status, r) = server.call("POST", &format!("/v1/sessions/{id}/replay"), Some(ACME), None);
+    let (status, r) = server.call(
+        "POST",
+        &format!("/v1/sessions/{id}/replay"),
+        Some(ACME),
+        None,
+    );
     assert_eq!(status, 200, "{r}");
     assert_eq!(r["ok"], true, "{r}");
     assert_eq!(r["value"], json!(REFUNDED));
@@ -246,10 +268,22 @@ fn bad_requests_get_a_status_and_an_error_naming_the_problem() {
     let cases: Vec<(&str, u16, &str)> = vec![
         ("{", 400, "not a valid request"),
         ("[]", 400, "not a valid request"),
-        (r#"{"program": "1", "profile": "support", "colour": 1}"#, 400, "unknown field `colour`"),
-        (r#"{"program": "1", "profile": "nope"}"#, 400, "no profile \"nope\""),
+        (
+            r#"{"program": "1", "profile": "support", "colour": 1}"#,
+            400,
+            "unknown field `colour`",
+        ),
+        (
+            r#"{"program": "1", "profile": "nope"}"#,
+            400,
+            "no profile \"nope\"",
+        ),
         (r#"{"profile": "support"}"#, 400, "needs a `program`"),
-        (r#"{"program": 7, "profile": "support"}"#, 400, "invalid type"),
+        (
+            r#"{"program": 7, "profile": "support"}"#,
+            400,
+            "invalid type",
+        ),
     ];
     for (body, want, says) in cases {
         let (status, v) = server.raw("POST", "/v1/sessions", Some(ACME), Some(body), &[]);
@@ -270,10 +304,18 @@ fn bad_requests_get_a_status_and_an_error_naming_the_problem() {
     );
     assert_eq!(status, 422, "{v}");
     assert_eq!(v["output"]["ok"], false);
-    assert!(v["output"]["diagnostics"][0]["code"].as_str().is_some(), "{v}");
+    assert!(
+        v["output"]["diagnostics"][0]["code"].as_str().is_some(),
+        "{v}"
+    );
     // A tool declared otherwise than the tenant does: E0704.
     let lie = support_program().replace("-{Write}-> {tx_id: String}", "-{Read}-> {tx_id: String}");
-    let (status, v) = server.call("POST", "/v1/check", Some(ACME), Some(&json!({"program": lie})));
+    let (status, v) = server.call(
+        "POST",
+        "/v1/check",
+        Some(ACME),
+        Some(&json!({"program": lie})),
+    );
     assert_eq!(status, 200);
     assert_eq!(v["ok"], false);
     assert_eq!(v["diagnostics"][0]["code"], "E0704", "{v}");
@@ -292,7 +334,10 @@ fn bad_requests_get_a_status_and_an_error_naming_the_problem() {
     let (status, _) = server.call("GET", "/healthz", None, None);
     assert_eq!(status, 200);
     let id = server.submit(ACME, &support_program(), "support");
-    assert_eq!(server.wait_final(ACME, &id, Duration::from_secs(30))["status"], "ended");
+    assert_eq!(
+        server.wait_final(ACME, &id, Duration::from_secs(30))["status"],
+        "ended"
+    );
 }
 
 #[test]
@@ -309,7 +354,10 @@ fn a_reconnecting_stream_misses_nothing_and_repeats_nothing() {
         while let Some(e) = s.next_event() {
             seen.push(e);
         }
-        assert_eq!(seen, all, "reconnected after {cut} events (Last-Event-ID {last})");
+        assert_eq!(
+            seen, all,
+            "reconnected after {cut} events (Last-Event-ID {last})"
+        );
     }
     // After the output: nothing more.
     let last = all.last().and_then(|e| e.id.clone()).expect("id");
@@ -334,7 +382,9 @@ fn a_session_killed_with_sigkill_is_resumed_after_restart_and_refunds_once() {
     // the refund is committed, the reply's outcome is not.
     let mut stream = server.stream(ACME, &id, None);
     loop {
-        let e = stream.next_event().expect("the stream goes on until the reply is scheduled");
+        let e = stream
+            .next_event()
+            .expect("the stream goes on until the reply is scheduled");
         let v = e.json();
         if v["kind"] == "scheduled" && v["tool"] == "send_reply" {
             break;
@@ -349,14 +399,23 @@ fn a_session_killed_with_sigkill_is_resumed_after_restart_and_refunds_once() {
         value.starts_with("refund tx_000001 succeeded but notification failed: outcome unknown"),
         "{value}"
     );
-    assert_eq!(rows(&s.path("acme.db"), "refunds"), 1, "the refund ran once");
+    assert_eq!(
+        rows(&s.path("acme.db"), "refunds"),
+        1,
+        "the refund ran once"
+    );
     let (_, log) = server.call("GET", &format!("/v1/sessions/{id}/log"), Some(ACME), None);
     let text = log["text"].as_str().expect("log");
     assert!(text.contains("\"kind\":\"session_resumed\""), "{text}");
     let file = s.write("resumed.jsonl", text);
     let (code, out, err) = lt(&["log", "verify", file.to_str().expect("path")]);
     assert_eq!(code, 0, "{out}{err}");
-    let (status, r) = server.call("POST", &format!("/v1/sessions/{id}/replay"), Some(ACME), None);
+    let (status, r) = server.call(
+        "POST",
+        &format!("/v1/sessions/{id}/replay"),
+        Some(ACME),
+        None,
+    );
     assert_eq!((status, r["ok"].clone()), (200, json!(true)), "{r}");
 }
 
@@ -389,7 +448,10 @@ approvals = "api"
     std::fs::write(
         &config,
         text.replacen(
-            &format!("declarations = \"{}\"", repo().join("examples/serve/tools.lt").display()),
+            &format!(
+                "declarations = \"{}\"",
+                repo().join("examples/serve/tools.lt").display()
+            ),
             &format!("declarations = \"{}\"", decls.display()),
             1,
         ),
@@ -409,19 +471,44 @@ match approve tool delete_file {path = "tmp/a.log"} {
     let v = server.wait_for(ACME, &id, Duration::from_secs(30), |v| {
         v["status"] == "waiting_approval"
     });
-    let approval = v["pending_approvals"][0].as_str().expect("a pending approval").to_string();
+    let approval = v["pending_approvals"][0]
+        .as_str()
+        .expect("a pending approval")
+        .to_string();
     assert!(!calls.exists(), "nothing ran before the approval");
     let path = format!("/v1/sessions/{id}/approvals/{}", urlencode(&approval));
-    let (status, r) = server.call("POST", &path, Some(GLOBEX), Some(&json!({"decision": "allow"})));
+    let (status, r) = server.call(
+        "POST",
+        &path,
+        Some(GLOBEX),
+        Some(&json!({"decision": "allow"})),
+    );
     assert_eq!(status, 404, "another tenant cannot approve: {r}");
-    let (status, r) = server.call("POST", &path, Some(ACME), Some(&json!({"decision": "allow"})));
+    let (status, r) = server.call(
+        "POST",
+        &path,
+        Some(ACME),
+        Some(&json!({"decision": "allow"})),
+    );
     assert_eq!(status, 202, "{r}");
-    let (status, r) = server.call("POST", &path, Some(ACME), Some(&json!({"decision": "deny"})));
-    assert!(status == 409 || status == 404, "answered twice: {status} {r}");
+    let (status, r) = server.call(
+        "POST",
+        &path,
+        Some(ACME),
+        Some(&json!({"decision": "deny"})),
+    );
+    assert!(
+        status == 409 || status == 404,
+        "answered twice: {status} {r}"
+    );
     let v = server.wait_final(ACME, &id, Duration::from_secs(30));
     assert_eq!(v["value"], json!("deleted ok"), "{v}");
     let recorded = std::fs::read_to_string(&calls).expect("the tool ran");
-    assert_eq!(recorded.lines().filter(|l| !l.is_empty()).count(), 1, "{recorded}");
+    assert_eq!(
+        recorded.lines().filter(|l| !l.is_empty()).count(),
+        1,
+        "{recorded}"
+    );
     let (_, log) = server.call("GET", &format!("/v1/sessions/{id}/log"), Some(ACME), None);
     let text = log["text"].as_str().expect("log");
     assert!(text.contains("\"by\":\"api\""), "{text}");
@@ -440,7 +527,9 @@ fn urlencode(s: &str) -> String {
 fn wait_scheduled(server: &Server, key: &str, id: &str, tool: &str) {
     let mut stream = server.stream(key, id, None);
     loop {
-        let e = stream.next_event().expect("the stream goes on until the call is scheduled");
+        let e = stream
+            .next_event()
+            .expect("the stream goes on until the call is scheduled");
         let v = e.json();
         if v["kind"] == "scheduled" && v["tool"] == tool {
             return;
@@ -455,14 +544,31 @@ fn a_cancelled_session_stops_its_running_tool_and_ends_cancelled() {
     let id = server.submit(ACME, &support_program(), "support");
     wait_scheduled(&server, ACME, &id, "send_reply");
     let started = std::time::Instant::now();
-    let (status, v) = server.call("POST", &format!("/v1/sessions/{id}/cancel"), Some(ACME), None);
+    let (status, v) = server.call(
+        "POST",
+        &format!("/v1/sessions/{id}/cancel"),
+        Some(ACME),
+        None,
+    );
     assert_eq!(status, 202, "{v}");
     let v = server.wait_final(ACME, &id, Duration::from_secs(20));
-    assert!(started.elapsed() < Duration::from_secs(15), "the 30 s tool was stopped");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the 30 s tool was stopped"
+    );
     assert_eq!(v["status"], "cancelled", "{v}");
     assert_eq!(v["output"]["error"]["kind"], "cancelled", "{v}");
-    assert_eq!(rows(&s.path("acme.db"), "replies"), 0, "the reply tool was killed before it wrote");
-    let (status, _) = server.call("POST", &format!("/v1/sessions/{id}/cancel"), Some(ACME), None);
+    assert_eq!(
+        rows(&s.path("acme.db"), "replies"),
+        0,
+        "the reply tool was killed before it wrote"
+    );
+    let (status, _) = server.call(
+        "POST",
+        &format!("/v1/sessions/{id}/cancel"),
+        Some(ACME),
+        None,
+    );
     assert_eq!(status, 409, "a session that is over cannot be cancelled");
     // The tenant's other sessions are unaffected by that cancel (its tools
     // still start: the cancel stopped only the cancelled session's).
@@ -480,14 +586,22 @@ fn sigterm_lets_a_running_call_finish_then_stops() {
     let mut server = Server::start(&config, &store);
     let id = server.submit(ACME, &support_program(), "support");
     wait_scheduled(&server, ACME, &id, "send_reply");
-    let status = server.terminate(Duration::from_secs(30)).expect("it stops within the grace");
+    let status = server
+        .terminate(Duration::from_secs(30))
+        .expect("it stops within the grace");
     assert!(status.success(), "{status:?}: {}", server.stderr_text());
     // The session finished before the server stopped.
     let server = server.restart();
     let v = server.wait_final(ACME, &id, Duration::from_secs(10));
     assert_eq!(v["value"], json!(REFUNDED), "{v}");
     assert_eq!(rows(&s.path("acme.db"), "replies"), 1);
-    assert!(server.stderr_text().contains("0 unfinished sessions resumed"), "{}", server.stderr_text());
+    assert!(
+        server
+            .stderr_text()
+            .contains("0 unfinished sessions resumed"),
+        "{}",
+        server.stderr_text()
+    );
 }
 
 #[test]
@@ -499,11 +613,20 @@ fn sigterm_past_the_grace_leaves_the_session_resumable() {
     let status = server.terminate(Duration::from_secs(30)).expect("it stops");
     assert!(status.success(), "{status:?}");
     let server = server.restart();
-    assert!(server.stderr_text().contains("1 unfinished sessions resumed"), "{}", server.stderr_text());
+    assert!(
+        server
+            .stderr_text()
+            .contains("1 unfinished sessions resumed"),
+        "{}",
+        server.stderr_text()
+    );
     let v = server.wait_final(ACME, &id, Duration::from_secs(30));
     assert_eq!(v["status"], "ended", "{v}");
     assert!(
-        v["value"].as_str().unwrap_or("").contains("outcome unknown"),
+        v["value"]
+            .as_str()
+            .unwrap_or("")
+            .contains("outcome unknown"),
         "the abandoned reply is not run twice: {v}"
     );
     assert_eq!(rows(&s.path("acme.db"), "refunds"), 1);
@@ -525,7 +648,11 @@ fn a_client_venue_call_is_streamed_and_its_outcome_applied_once() {
     let (s, config, store) = setup("client", false, "");
     let tools = s.path("acme-tools.toml");
     let text = std::fs::read_to_string(&tools).expect("tools");
-    std::fs::write(&tools, format!("{text}[tools.confirm]\nvenue = \"client\"\n")).expect("tools");
+    std::fs::write(
+        &tools,
+        format!("{text}[tools.confirm]\nvenue = \"client\"\n"),
+    )
+    .expect("tools");
     let decls = s.write(
         "decls.lt",
         &format!(
@@ -536,7 +663,10 @@ fn a_client_venue_call_is_streamed_and_its_outcome_applied_once() {
     let cfg = std::fs::read_to_string(&config)
         .expect("config")
         .replacen(
-            &format!("declarations = \"{}\"", repo().join("examples/serve/tools.lt").display()),
+            &format!(
+                "declarations = \"{}\"",
+                repo().join("examples/serve/tools.lt").display()
+            ),
             &format!("declarations = \"{}\"", decls.display()),
             1,
         )
@@ -571,18 +701,46 @@ fn a_client_venue_call_is_streamed_and_its_outcome_applied_once() {
         }
     };
     assert_eq!(call["tool"], "confirm");
-    assert_eq!(call["argument"], json!({"question": "refund ada@example.com?"}));
-    assert!(call["idempotency_key"].as_str().unwrap_or("").ends_with(call["call_id"].as_str().unwrap_or("?")));
-    let v = server.wait_for(ACME, &id, Duration::from_secs(10), |v| v["status"] == "waiting_client");
+    assert_eq!(
+        call["argument"],
+        json!({"question": "refund ada@example.com?"})
+    );
+    assert!(call["idempotency_key"]
+        .as_str()
+        .unwrap_or("")
+        .ends_with(call["call_id"].as_str().unwrap_or("?")));
+    let v = server.wait_for(ACME, &id, Duration::from_secs(10), |v| {
+        v["status"] == "waiting_client"
+    });
     assert_eq!(v["status"], "waiting_client");
     let path = format!("/v1/sessions/{id}/outcomes");
-    let (status, _) = server.call("POST", &path, Some(ACME), Some(&json!({"call_id": "n999", "ok": {"yes": true}})));
+    let (status, _) = server.call(
+        "POST",
+        &path,
+        Some(ACME),
+        Some(&json!({"call_id": "n999", "ok": {"yes": true}})),
+    );
     assert_eq!(status, 409, "an unknown call id");
-    let (status, _) = server.call("POST", &path, Some(ACME), Some(&json!({"call_id": call["call_id"], "ok": {"yes": true}, "extra": 1})));
+    let (status, _) = server.call(
+        "POST",
+        &path,
+        Some(ACME),
+        Some(&json!({"call_id": call["call_id"], "ok": {"yes": true}, "extra": 1})),
+    );
     assert_eq!(status, 400, "an unknown field");
-    let (status, r) = server.call("POST", &path, Some(ACME), Some(&json!({"call_id": call["call_id"], "ok": {"yes": true}})));
+    let (status, r) = server.call(
+        "POST",
+        &path,
+        Some(ACME),
+        Some(&json!({"call_id": call["call_id"], "ok": {"yes": true}})),
+    );
     assert_eq!(status, 202, "{r}");
-    let (status, _) = server.call("POST", &path, Some(ACME), Some(&json!({"call_id": call["call_id"], "ok": {"yes": false}})));
+    let (status, _) = server.call(
+        "POST",
+        &path,
+        Some(ACME),
+        Some(&json!({"call_id": call["call_id"], "ok": {"yes": false}})),
+    );
     assert_eq!(status, 409, "an outcome is applied once");
     let mut last = None;
     while let Some(e) = stream.next_event() {
@@ -593,7 +751,11 @@ fn a_client_venue_call_is_streamed_and_its_outcome_applied_once() {
     assert_eq!(out.json()["value"], "confirmed", "{}", out.data);
     let (_, log) = server.call("GET", &format!("/v1/sessions/{id}/log"), Some(ACME), None);
     let text = log["text"].as_str().expect("log");
-    assert_eq!(text.matches("\"kind\":\"client_reported\"").count(), 1, "{text}");
+    assert_eq!(
+        text.matches("\"kind\":\"client_reported\"").count(),
+        1,
+        "{text}"
+    );
     let file = s.write("client.jsonl", text);
     let (code, out, err) = lt(&["log", "verify", file.to_str().expect("path")]);
     assert_eq!(code, 0, "{out}{err}");
@@ -611,7 +773,13 @@ max_calls = 1
     server.wait_final(ACME, &id, Duration::from_secs(30));
     let id = server.submit(ACME, &support_program(), "one_call");
     let v = server.wait_final(ACME, &id, Duration::from_secs(30));
-    assert!(v["value"].as_str().unwrap_or("").contains("denied: session_budget"), "{v}");
+    assert!(
+        v["value"]
+            .as_str()
+            .unwrap_or("")
+            .contains("denied: session_budget"),
+        "{v}"
+    );
     let (status, m) = server.call("GET", "/metrics", Some(ACME), None);
     assert_eq!(status, 200);
     let text = m["text"].as_str().expect("text");
@@ -624,9 +792,15 @@ max_calls = 1
         "lt_decision_denials_total{rule=\"session_budget\"} 1",
         "lt_tool_call_duration_seconds_count{tool=\"lookup_account\"} 2",
     ] {
-        assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing {line:?} in\n{text}"
+        );
     }
-    assert!(text.contains("lt_store_commit_duration_seconds_count"), "{text}");
+    assert!(
+        text.contains("lt_store_commit_duration_seconds_count"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -641,12 +815,16 @@ fn past_max_sessions_a_new_session_is_refused_with_retry_after() {
     match resp {
         Err(ureq::Error::Status(503, r)) => {
             assert_eq!(r.header("Retry-After"), Some("2"));
-            let v: Value = serde_json::from_str(&r.into_string().unwrap_or_default()).unwrap_or_default();
+            let v: Value =
+                serde_json::from_str(&r.into_string().unwrap_or_default()).unwrap_or_default();
             assert_eq!(v["error"]["code"], "busy", "{v}");
         }
         other => panic!("expected 503, got {other:?}"),
     }
     server.wait_final(ACME, &id, Duration::from_secs(30));
     let id2 = server.submit(ACME, &support_program(), "support");
-    assert_eq!(server.wait_final(ACME, &id2, Duration::from_secs(30))["status"], "ended");
+    assert_eq!(
+        server.wait_final(ACME, &id2, Duration::from_secs(30))["status"],
+        "ended"
+    );
 }

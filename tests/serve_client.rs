@@ -122,7 +122,10 @@ allow = ["lookup"]
                 k = sha256_line(KEY)
             ),
         );
-        s.write("readonly.toml", "[profile]\nname = \"readonly\"\nallow = [\"lookup\"]\n");
+        s.write(
+            "readonly.toml",
+            "[profile]\nname = \"readonly\"\nallow = [\"lookup\"]\n",
+        );
         let program = s.write("note.lt", &program());
         let store = s.path("data/lt.db");
         Setup {
@@ -217,12 +220,30 @@ fn a_client_venue_session_prints_what_a_local_run_prints_and_the_server_logs_it_
 
     let here = lt(&["run", &prog, "--executors", &combined, "-v"], None);
     assert_eq!(here.code, 0, "{}", here.stderr);
-    assert_eq!(here.stdout, "{name = \"C42\", credit = 15, chars = 9, saved = true}\n");
+    assert_eq!(
+        here.stdout,
+        "{name = \"C42\", credit = 15, chars = 9, saved = true}\n"
+    );
     let there = lt(
-        &["run", &prog, "--server", &server.url, "--executors", &local, "-v", "--log", &copy],
+        &[
+            "run",
+            &prog,
+            "--server",
+            &server.url,
+            "--executors",
+            &local,
+            "-v",
+            "--log",
+            &copy,
+        ],
         Some(KEY),
     );
-    assert_eq!((there.code, &there.stdout), (here.code, &here.stdout), "{}", there.stderr);
+    assert_eq!(
+        (there.code, &there.stdout),
+        (here.code, &here.stdout),
+        "{}",
+        there.stderr
+    );
     assert_eq!(untimed(&there.stderr), untimed(&here.stderr));
 
     // The client tool ran once, here, with the server's idempotency key;
@@ -244,7 +265,14 @@ fn a_client_venue_session_prints_what_a_local_run_prints_and_the_server_logs_it_
     let call = key.split_once(':').expect("session:call").1;
     assert_eq!(
         kinds_of(&text, call),
-        ["proposed", "decided", "scheduled", "client_dispatched", "client_reported", "completed"]
+        [
+            "proposed",
+            "decided",
+            "scheduled",
+            "client_dispatched",
+            "client_reported",
+            "completed"
+        ]
     );
     assert!(text.contains("\"venue\":\"client\""), "{text}");
     let file = t.s.write("server.jsonl", &text);
@@ -255,9 +283,23 @@ fn a_client_venue_session_prints_what_a_local_run_prints_and_the_server_logs_it_
 
     // --json: the same object as a local run's.
     let here = lt(&["run", &prog, "--executors", &combined, "--json"], None);
-    let there = lt(&["run", &prog, "--server", &server.url, "--executors", &local, "--json"], Some(KEY));
+    let there = lt(
+        &[
+            "run",
+            &prog,
+            "--server",
+            &server.url,
+            "--executors",
+            &local,
+            "--json",
+        ],
+        Some(KEY),
+    );
     assert_eq!(here.code, 0, "{}", here.stderr);
-    assert_eq!((there.code, &there.stdout, &there.stderr), (0, &here.stdout, &here.stderr));
+    assert_eq!(
+        (there.code, &there.stdout, &there.stderr),
+        (0, &here.stdout, &here.stderr)
+    );
     assert_eq!(t.records("client-notes.jsonl").len(), 2);
 }
 
@@ -277,7 +319,10 @@ fn a_program_with_errors_is_reported_as_a_local_run_reports_it_and_not_sent() {
         args.extend(["--server", &server.url, "--executors", &local]);
         let there = lt(&args, Some(KEY));
         assert_eq!(here.code, 1);
-        assert_eq!((there.code, &there.stdout, &there.stderr), (1, &here.stdout, &here.stderr));
+        assert_eq!(
+            (there.code, &there.stdout, &there.stderr),
+            (1, &here.stdout, &here.stderr)
+        );
     }
     let (_, v) = server.call("GET", "/v1/sessions", Some(KEY), None);
     assert_eq!(v["sessions"], json!([]), "nothing was sent: {v}");
@@ -291,33 +336,80 @@ fn a_program_the_server_refuses_prints_the_servers_diagnostics_and_exits_1() {
     // Profile readonly does not allow apply_note: the server's static check
     // (E0701) refuses it, rendered here as `lt check --profile` renders it.
     let readonly = t.p(&t.s.path("readonly.toml"));
-    let check = lt(&["check", &prog, "--profile", &readonly, "--color", "never"], None);
+    let check = lt(
+        &["check", &prog, "--profile", &readonly, "--color", "never"],
+        None,
+    );
     assert_eq!(check.code, 1, "{}", check.stderr);
     assert!(check.stderr.contains("E0701"), "{}", check.stderr);
-    let base = ["run", prog.as_str(), "--server", &server.url, "--executors", &local, "--color", "never"];
+    let base = [
+        "run",
+        prog.as_str(),
+        "--server",
+        &server.url,
+        "--executors",
+        &local,
+        "--color",
+        "never",
+    ];
     let there = lt(&[&base[..], &["--profile", "readonly"]].concat(), Some(KEY));
-    assert_eq!((there.code, &there.stdout, &there.stderr), (1, &String::new(), &check.stderr));
+    assert_eq!(
+        (there.code, &there.stdout, &there.stderr),
+        (1, &String::new(), &check.stderr)
+    );
     // --json: lt run --json's rejection, the diagnostics naming this file.
-    let there = lt(&[&base[..], &["--profile", "readonly", "--json"]].concat(), Some(KEY));
+    let there = lt(
+        &[&base[..], &["--profile", "readonly", "--json"]].concat(),
+        Some(KEY),
+    );
     assert_eq!(there.code, 1, "{}", there.stderr);
     let v: Value = serde_json::from_str(&there.stdout).expect("JSON");
-    assert_eq!((&v["ok"], &v["stage"]), (&json!(false), &json!("check")), "{v}");
+    assert_eq!(
+        (&v["ok"], &v["stage"]),
+        (&json!(false), &json!("check")),
+        "{v}"
+    );
     assert_eq!(v["diagnostics"][0]["code"], "E0701", "{v}");
     assert_eq!(v["diagnostics"][0]["file"], json!(prog), "{v}");
     // A tool declared otherwise than the tenant declares it: E0704.
-    let lie = t.s.write("lie.lt", &program().replacen("-{Read}->", "-{Read, Write}->", 1));
-    let there = lt(&["run", &t.p(&lie), "--server", &server.url, "--executors", &local], Some(KEY));
+    let lie = t.s.write(
+        "lie.lt",
+        &program().replacen("-{Read}->", "-{Read, Write}->", 1),
+    );
+    let there = lt(
+        &[
+            "run",
+            &t.p(&lie),
+            "--server",
+            &server.url,
+            "--executors",
+            &local,
+        ],
+        Some(KEY),
+    );
     assert_eq!(there.code, 1, "{}", there.stderr);
     assert!(there.stderr.contains("E0704"), "{}", there.stderr);
     // A profile the tenant does not have: the server's 400, exit 2.
     let there = lt(&[&base[..], &["--profile", "nope"]].concat(), Some(KEY));
     assert_eq!(there.code, 2, "{}", there.stderr);
-    assert!(there.stderr.contains("no profile \"nope\""), "{}", there.stderr);
-    assert!(there.stderr.contains("default, readonly"), "{}", there.stderr);
+    assert!(
+        there.stderr.contains("no profile \"nope\""),
+        "{}",
+        there.stderr
+    );
+    assert!(
+        there.stderr.contains("default, readonly"),
+        "{}",
+        there.stderr
+    );
     // Without local executors the client does not run apply_note: refused.
     let there = lt(&["run", &prog, "--server", &server.url], Some(KEY));
     assert_eq!(there.code, 2, "{}", there.stderr);
-    assert!(there.stderr.contains("this client does not run it"), "{}", there.stderr);
+    assert!(
+        there.stderr.contains("this client does not run it"),
+        "{}",
+        there.stderr
+    );
     assert!(t.records("client-notes.jsonl").is_empty());
     let (_, v) = server.call("GET", "/v1/sessions", Some(KEY), None);
     assert_eq!(v["sessions"], json!([]), "nothing was recorded: {v}");
@@ -328,33 +420,63 @@ fn a_missing_or_wrong_api_key_is_a_clear_error_with_exit_2() {
     let t = Setup::new("key", 0);
     let server = Server::start(&t.config, &t.store);
     let (prog, local) = (t.p(&t.program), t.p(&t.local_toml));
-    let args = ["run", prog.as_str(), "--server", &server.url, "--executors", &local];
+    let args = [
+        "run",
+        prog.as_str(),
+        "--server",
+        &server.url,
+        "--executors",
+        &local,
+    ];
     for key in [None, Some("")] {
         let out = lt(&args, key);
         assert_eq!(out.code, 2, "{}", out.stderr);
-        assert!(out.stderr.starts_with("error: lt run --server needs an API key: set the environment variable LT_API_KEY"), "{}", out.stderr);
+        assert!(
+            out.stderr.starts_with(
+                "error: lt run --server needs an API key: set the environment variable LT_API_KEY"
+            ),
+            "{}",
+            out.stderr
+        );
     }
     let out = lt(&args, Some("acme-dev-ke"));
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
-        out.stderr.starts_with("error: the server refused the API key (HTTP 401 unauthorized)"),
+        out.stderr
+            .starts_with("error: the server refused the API key (HTTP 401 unauthorized)"),
         "{}",
         out.stderr
     );
-    assert!(out.stderr.contains("= help: set LT_API_KEY to a key of your tenant"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("= help: set LT_API_KEY to a key of your tenant"),
+        "{}",
+        out.stderr
+    );
     let out = lt(&[&args[..], &["--json"]].concat(), Some("acme-dev-ke"));
     assert_eq!(out.code, 2, "{}", out.stderr);
     let v: Value = serde_json::from_str(&out.stdout).expect("JSON");
     assert_eq!(v["stage"], "server", "{v}");
     assert_eq!(v["error"]["kind"], "server", "{v}");
-    assert!(v["error"]["message"].as_str().unwrap_or("").contains("401"), "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap_or("").contains("401"),
+        "{v}"
+    );
     // Flags that only a local run takes, a URL that is not one.
     let out = lt(&[&args[..], &["--max-calls", "5"]].concat(), Some(KEY));
     assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("--max-calls applies to a local run"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("--max-calls applies to a local run"),
+        "{}",
+        out.stderr
+    );
     let out = lt(&["run", &prog, "--server", "localhost:8080"], Some(KEY));
     assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("is not an http:// or https:// URL"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("is not an http:// or https:// URL"),
+        "{}",
+        out.stderr
+    );
     assert!(t.records("client-notes.jsonl").is_empty());
     let (_, v) = server.call("GET", "/v1/sessions", Some(KEY), None);
     assert_eq!(v["sessions"], json!([]), "nothing was recorded: {v}");
@@ -365,18 +487,32 @@ fn an_unreachable_server_is_a_clear_error_not_a_hang() {
     let t = Setup::new("unreachable", 0);
     let prog = t.p(&t.program);
     // A port nothing listens on.
-    let port = TcpListener::bind("127.0.0.1:0").expect("a port").local_addr().expect("addr").port();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .expect("a port")
+        .local_addr()
+        .expect("addr")
+        .port();
     let url = format!("http://127.0.0.1:{port}");
     let started = Instant::now();
     let out = lt(&["run", &prog, "--server", &url], Some(KEY));
-    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
-        out.stderr.starts_with(&format!("error: cannot reach the server at {url}")),
+        out.stderr
+            .starts_with(&format!("error: cannot reach the server at {url}")),
         "{}",
         out.stderr
     );
-    assert!(out.stderr.contains("= help: is `lt serve` running at that address?"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("= help: is `lt serve` running at that address?"),
+        "{}",
+        out.stderr
+    );
     // A port that takes connections and closes them at once.
     let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
@@ -387,11 +523,25 @@ fn an_unreachable_server_is_a_clear_error_not_a_hang() {
     });
     let started = Instant::now();
     let out = lt(&["run", &prog, "--server", &url, "--json"], Some(KEY));
-    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(out.code, 2, "{}", out.stderr);
     let v: Value = serde_json::from_str(&out.stdout).expect("JSON");
-    assert_eq!((&v["stage"], &v["error"]["kind"]), (&json!("server"), &json!("server")), "{v}");
-    assert!(v["error"]["message"].as_str().unwrap_or("").starts_with("cannot reach the server"), "{v}");
+    assert_eq!(
+        (&v["stage"], &v["error"]["kind"]),
+        (&json!("server"), &json!("server")),
+        "{v}"
+    );
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("cannot reach the server"),
+        "{v}"
+    );
 }
 
 /// A TCP proxy to `upstream` that cuts the first event stream (`GET
@@ -407,9 +557,14 @@ fn cutting_proxy(upstream: &str, cut: fn(&[u8]) -> Option<usize>) -> (String, Ar
     std::thread::spawn(move || {
         for client in listener.incoming() {
             let Ok(client) = client else { continue };
-            let Ok(server) = TcpStream::connect(&upstream) else { continue };
+            let Ok(server) = TcpStream::connect(&upstream) else {
+                continue;
+            };
             let marked = Arc::new(AtomicBool::new(false));
-            let (mut c_in, mut s_out) = (client.try_clone().expect("clone"), server.try_clone().expect("clone"));
+            let (mut c_in, mut s_out) = (
+                client.try_clone().expect("clone"),
+                server.try_clone().expect("clone"),
+            );
             let (m, o) = (Arc::clone(&marked), Arc::clone(&opened));
             std::thread::spawn(move || {
                 let mut buf = [0u8; 8192];
@@ -481,14 +636,29 @@ fn a_dropped_stream_is_reopened_after_the_last_event_and_the_call_runs_once() {
     let server = Server::start(&t.config, &t.store);
     let (prog, local, combined) = (t.p(&t.program), t.p(&t.local_toml), t.p(&t.combined_toml));
     let here = lt(&["run", &prog, "--executors", &combined, "-v"], None);
-    for (n, cut) in [before_the_call as fn(&[u8]) -> Option<usize>, after_the_call]
-        .into_iter()
-        .enumerate()
+    for (n, cut) in [
+        before_the_call as fn(&[u8]) -> Option<usize>,
+        after_the_call,
+    ]
+    .into_iter()
+    .enumerate()
     {
         let (url, streams) = cutting_proxy(&server.url, cut);
-        let there = lt(&["run", &prog, "--server", &url, "--executors", &local, "-v"], Some(KEY));
-        assert_eq!((there.code, &there.stdout), (0, &here.stdout), "{}", there.stderr);
-        assert!(there.stderr.contains("the event stream dropped"), "{}", there.stderr);
+        let there = lt(
+            &["run", &prog, "--server", &url, "--executors", &local, "-v"],
+            Some(KEY),
+        );
+        assert_eq!(
+            (there.code, &there.stdout),
+            (0, &here.stdout),
+            "{}",
+            there.stderr
+        );
+        assert!(
+            there.stderr.contains("the event stream dropped"),
+            "{}",
+            there.stderr
+        );
         assert!(there.stderr.contains("reconnecting"), "{}", there.stderr);
         // Every event seen once: the --verbose lines are a local run's.
         let calls: String = there
@@ -498,12 +668,24 @@ fn a_dropped_stream_is_reopened_after_the_last_event_and_the_call_runs_once() {
             .map(|l| format!("{l}\n"))
             .collect();
         assert_eq!(untimed(&calls), untimed(&here.stderr));
-        assert_eq!(streams.load(Ordering::SeqCst), 2, "one cut stream, one reopened");
-        assert_eq!(t.records("client-notes.jsonl").len(), n + 1, "the client tool ran once");
+        assert_eq!(
+            streams.load(Ordering::SeqCst),
+            2,
+            "one cut stream, one reopened"
+        );
+        assert_eq!(
+            t.records("client-notes.jsonl").len(),
+            n + 1,
+            "the client tool ran once"
+        );
         let id = newest(&server)["id"].as_str().expect("id").to_string();
         let (_, log) = server.call("GET", &format!("/v1/sessions/{id}/log"), Some(KEY), None);
         let text = log["text"].as_str().expect("log");
-        assert_eq!(text.matches("\"kind\":\"client_reported\"").count(), 1, "{text}");
+        assert_eq!(
+            text.matches("\"kind\":\"client_reported\"").count(),
+            1,
+            "{text}"
+        );
         assert!(!text.contains("client_rejected"), "{text}");
     }
 }
@@ -528,16 +710,27 @@ fn an_interrupted_client_cancels_its_session_on_the_server() {
         std::thread::sleep(Duration::from_millis(25));
     }
     let started = Instant::now();
-    let _ = Command::new("kill").arg("-INT").arg(child.id().to_string()).status();
+    let _ = Command::new("kill")
+        .arg("-INT")
+        .arg(child.id().to_string())
+        .status();
     let status = loop {
         if let Some(s) = child.try_wait().expect("wait") {
             break s;
         }
-        assert!(started.elapsed() < Duration::from_secs(15), "lt did not stop");
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "lt did not stop"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     let mut err = String::new();
-    child.stderr.take().expect("stderr").read_to_string(&mut err).expect("stderr");
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err)
+        .expect("stderr");
     assert_eq!(status.code(), Some(130), "{err}");
     assert!(err.contains("interrupted by SIGINT"), "{err}");
     assert!(err.contains("cancelled on the server"), "{err}");
@@ -553,7 +746,15 @@ fn a_server_killed_while_the_client_runs_a_call_finishes_the_session_after_its_r
         let mut server = Server::start(&t.config, &t.store);
         let (prog, local, combined) = (t.p(&t.program), t.p(&t.local_toml), t.p(&t.combined_toml));
         let child = Command::new(env!("CARGO_BIN_EXE_lt"))
-            .args(["run", &prog, "--server", &server.url, "--executors", &local, "-v"])
+            .args([
+                "run",
+                &prog,
+                "--server",
+                &server.url,
+                "--executors",
+                &local,
+                "-v",
+            ])
             .env("LT_API_KEY", KEY)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -583,7 +784,11 @@ fn a_server_killed_while_the_client_runs_a_call_finishes_the_session_after_its_r
         } else {
             assert!(stdout.contains("outcome unknown"), "{stdout}{stderr}");
         }
-        assert_eq!(t.records("client-notes.jsonl").len(), 1, "the client tool ran once");
+        assert_eq!(
+            t.records("client-notes.jsonl").len(),
+            1,
+            "the client tool ran once"
+        );
         let id = newest(&server)["id"].as_str().expect("id").to_string();
         let (_, log) = server.call("GET", &format!("/v1/sessions/{id}/log"), Some(KEY), None);
         let text = log["text"].as_str().expect("log");

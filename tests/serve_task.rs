@@ -21,7 +21,8 @@ const ACME: &str = "acme-dev-key";
 const GLOBEX: &str = "globex-dev-key";
 const TASK: &str = "cust_12345 was charged twice: refund the last charge and tell them.";
 const REFUNDED: &str = "refund tx_000001 processed and ada@example.com notified";
-const ANSWER: &str = "I refunded the last charge of cust_12345 (tx_000001) and told ada@example.com.";
+const ANSWER: &str =
+    "I refunded the last charge of cust_12345 (tx_000001) and told ada@example.com.";
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -40,7 +41,11 @@ fn program_reply() -> String {
 fn tools_toml(db: &Path) -> String {
     let tools = repo().join("examples/support_desk/tools");
     let mut out = String::new();
-    for (name, idem) in [("lookup_account", true), ("issue_refund", false), ("send_reply", false)] {
+    for (name, idem) in [
+        ("lookup_account", true),
+        ("issue_refund", false),
+        ("send_reply", false),
+    ] {
         out.push_str(&format!(
             "[tools.{name}]\ncommand = [\"python3\", \"{}\"]\nenv = {{ LT_EXAMPLE_DB = \"{}\" }}\ntimeout_ms = 20000\nidempotent = {idem}\n\n",
             tools.join(format!("{name}.py")).display(),
@@ -131,7 +136,10 @@ fn rows(db: &Path, table: &str) -> usize {
         .arg(db)
         .output()
         .expect("python3");
-    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(usize::MAX)
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(usize::MAX)
 }
 
 fn lt(args: &[&str]) -> (i32, String, String) {
@@ -159,12 +167,18 @@ fn fetch_log(server: &Server, s: &Scratch, id: &str) -> (PathBuf, Vec<Value>) {
 }
 
 fn kinds(events: &[Value]) -> Vec<&str> {
-    events.iter().map(|e| e["kind"].as_str().unwrap_or("")).collect()
+    events
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap_or(""))
+        .collect()
 }
 
 #[test]
 fn a_task_session_runs_the_agent_loop_and_ends_with_the_models_answer() {
-    let model = FakeModel::start(vec![json!({"text": program_reply()}), json!({"text": ANSWER})]);
+    let model = FakeModel::start(vec![
+        json!({"text": program_reply()}),
+        json!({"text": ANSWER}),
+    ]);
     let (s, server) = setup("task-e2e", &model, "");
     let h = [("Idempotency-Key", "ticket-9")];
     let (status, v) = submit_task(&server, ACME, &h);
@@ -200,7 +214,13 @@ fn a_task_session_runs_the_agent_loop_and_ends_with_the_models_answer() {
     let k = kinds(&logged);
     assert_eq!(k.first(), Some(&"agent_started"), "{k:?}");
     assert_eq!(k.last(), Some(&"agent_ended"), "{k:?}");
-    for kind in ["model_requested", "model_replied", "program_accepted", "session_started", "session_ended"] {
+    for kind in [
+        "model_requested",
+        "model_replied",
+        "program_accepted",
+        "session_started",
+        "session_ended",
+    ] {
         assert!(k.contains(&kind), "{kind}: {k:?}");
     }
     assert_eq!(k.iter().filter(|x| **x == "completed").count(), 3, "{k:?}");
@@ -218,21 +238,43 @@ fn a_task_session_runs_the_agent_loop_and_ends_with_the_models_answer() {
     let (code, out, err) = lt(&["replay", f, "--json"]);
     assert_eq!(code, 0, "{out}{err}");
     let r: Value = serde_json::from_str(&out).expect("json");
-    assert_eq!((&r["agent"], &r["answer"]), (&json!(true), &json!(ANSWER)), "{r}");
+    assert_eq!(
+        (&r["agent"], &r["answer"]),
+        (&json!(true), &json!(ANSWER)),
+        "{r}"
+    );
     // Replayed on the server: the same verdict.
-    let (status, r) = server.call("POST", &format!("/v1/sessions/{id}/replay"), Some(ACME), None);
+    let (status, r) = server.call(
+        "POST",
+        &format!("/v1/sessions/{id}/replay"),
+        Some(ACME),
+        None,
+    );
     assert_eq!(status, 200, "{r}");
-    assert_eq!((&r["ok"], &r["answer"]), (&json!(true), &json!(ANSWER)), "{r}");
+    assert_eq!(
+        (&r["ok"], &r["answer"]),
+        (&json!(true), &json!(ANSWER)),
+        "{r}"
+    );
     // The metrics count it as any session.
     let (_, m) = server.call("GET", "/metrics", Some(ACME), None);
     let m = m["text"].as_str().unwrap_or("");
-    assert!(m.contains("lt_sessions_finished_total{status=\"ended\"} 1"), "{m}");
-    assert!(m.contains("lt_tool_calls_total{outcome=\"completed\",tool=\"issue_refund\"} 1"), "{m}");
+    assert!(
+        m.contains("lt_sessions_finished_total{status=\"ended\"} 1"),
+        "{m}"
+    );
+    assert!(
+        m.contains("lt_tool_calls_total{outcome=\"completed\",tool=\"issue_refund\"} 1"),
+        "{m}"
+    );
 }
 
 #[test]
 fn a_tenant_cannot_see_another_tenants_task_session() {
-    let model = FakeModel::start(vec![json!({"text": program_reply()}), json!({"text": ANSWER})]);
+    let model = FakeModel::start(vec![
+        json!({"text": program_reply()}),
+        json!({"text": ANSWER}),
+    ]);
     let (_s, server) = setup("task-isolation", &model, "");
     let (status, v) = submit_task(&server, ACME, &[]);
     assert_eq!(status, 201, "{v}");
@@ -263,22 +305,43 @@ fn a_task_is_refused_without_a_model_and_when_malformed() {
     let (status, v) = submit_task(&server, GLOBEX, &[]);
     assert_eq!(status, 501, "{v}");
     assert_eq!(v["error"]["code"], "no_model", "{v}");
-    assert!(v["error"]["message"].as_str().unwrap_or("").contains("tenant globex has no model"), "{v}");
-    assert!(v["error"]["hint"].as_str().unwrap_or("").contains("[tenants.globex.model]"), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("tenant globex has no model"),
+        "{v}"
+    );
+    assert!(
+        v["error"]["hint"]
+            .as_str()
+            .unwrap_or("")
+            .contains("[tenants.globex.model]"),
+        "{v}"
+    );
     let (_, v) = server.call("GET", "/v1/sessions", Some(GLOBEX), None);
     assert_eq!(v["sessions"], json!([]), "nothing was recorded: {v}");
     for (body, says) in [
-        (json!({"task": "  ", "profile": "support"}), "the task is empty"),
+        (
+            json!({"task": "  ", "profile": "support"}),
+            "the task is empty",
+        ),
         (
             json!({"task": TASK, "profile": "support", "capabilities": {"tools": ["send_reply"]}}),
             "capabilities",
         ),
-        (json!({"task": TASK, "program": "1", "profile": "support"}), "not both"),
+        (
+            json!({"task": TASK, "program": "1", "profile": "support"}),
+            "not both",
+        ),
         (json!({"task": TASK, "profile": "nope"}), "no profile"),
     ] {
         let (status, v) = server.call("POST", "/v1/sessions", Some(ACME), Some(&body));
         assert_eq!(status, 400, "{body}: {v}");
-        assert!(v["error"]["message"].as_str().unwrap_or("").contains(says), "{body}: {v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap_or("").contains(says),
+            "{body}: {v}"
+        );
     }
     let (_, v) = server.call("GET", "/v1/sessions", Some(ACME), None);
     assert_eq!(v["sessions"], json!([]), "{v}");
@@ -288,8 +351,14 @@ fn a_task_is_refused_without_a_model_and_when_malformed() {
 #[test]
 fn the_tenants_agent_table_applies_and_a_session_that_gives_up_fails() {
     // One attempt per turn: a program that does not check ends the session.
-    let model = FakeModel::start(vec![json!({"text": "```lt\nexec tool no_such_tool 1\n```"})]);
-    let (s, server) = setup("task-gave-up", &model, "[tenants.acme.model.agent]\nmax_attempts = 1\n");
+    let model = FakeModel::start(vec![
+        json!({"text": "```lt\nexec tool no_such_tool 1\n```"}),
+    ]);
+    let (s, server) = setup(
+        "task-gave-up",
+        &model,
+        "[tenants.acme.model.agent]\nmax_attempts = 1\n",
+    );
     let (status, v) = submit_task(&server, ACME, &[]);
     assert_eq!(status, 201, "{v}");
     let id = v["id"].as_str().expect("id").to_string();
@@ -312,9 +381,16 @@ fn cancelling_a_task_session_ends_the_model_request_in_flight() {
     assert_eq!(status, 201, "{v}");
     let id = v["id"].as_str().expect("id").to_string();
     // The request is out once model_requested is committed.
-    server.wait_for(ACME, &id, Duration::from_secs(30), |v| v["events"].as_u64() >= Some(2));
+    server.wait_for(ACME, &id, Duration::from_secs(30), |v| {
+        v["events"].as_u64() >= Some(2)
+    });
     let started = std::time::Instant::now();
-    let (status, v) = server.call("POST", &format!("/v1/sessions/{id}/cancel"), Some(ACME), None);
+    let (status, v) = server.call(
+        "POST",
+        &format!("/v1/sessions/{id}/cancel"),
+        Some(ACME),
+        None,
+    );
     assert_eq!(status, 202, "{v}");
     let v = server.wait_final(ACME, &id, Duration::from_secs(10));
     assert!(started.elapsed() < Duration::from_secs(10));
@@ -324,7 +400,16 @@ fn cancelling_a_task_session_ends_the_model_request_in_flight() {
     assert!(!s.path("acme.db").exists(), "no tool ran");
     let (file, logged) = fetch_log(&server, &s, &id);
     let k = kinds(&logged);
-    assert_eq!(k, ["agent_started", "model_requested", "model_failed", "agent_ended"], "{k:?}");
+    assert_eq!(
+        k,
+        [
+            "agent_started",
+            "model_requested",
+            "model_failed",
+            "agent_ended"
+        ],
+        "{k:?}"
+    );
     let f = file.to_str().expect("path");
     let (code, out, err) = lt(&["log", "verify", f]);
     assert_eq!(code, 0, "{out}{err}");
@@ -342,7 +427,9 @@ fn a_task_session_cut_by_a_restart_is_failed_not_run_again() {
     let (status, v) = submit_task(&server, ACME, &[]);
     assert_eq!(status, 201, "{v}");
     let id = v["id"].as_str().expect("id").to_string();
-    server.wait_for(ACME, &id, Duration::from_secs(30), |v| v["events"].as_u64() >= Some(2));
+    server.wait_for(ACME, &id, Duration::from_secs(30), |v| {
+        v["events"].as_u64() >= Some(2)
+    });
     server.kill9();
     let server = server.restart();
     let v = server.wait_final(ACME, &id, Duration::from_secs(30));
@@ -372,7 +459,10 @@ match approve tool delete_file {path = "tmp/a.log"} {
   Err(why) => "not approved: " ++ why
 }
 ```"#;
-    let model = FakeModel::start(vec![json!({"text": program}), json!({"text": "Deleted tmp/a.log."})]);
+    let model = FakeModel::start(vec![
+        json!({"text": program}),
+        json!({"text": "Deleted tmp/a.log."}),
+    ]);
     let s0 = Scratch::new("task-approval-calls");
     let calls = s0.path("deleted.txt");
     let tool = format!(
@@ -397,8 +487,13 @@ match approve tool delete_file {path = "tmp/a.log"} {
     );
     assert_eq!(status, 201, "{v}");
     let id = v["id"].as_str().expect("id").to_string();
-    let v = server.wait_for(ACME, &id, Duration::from_secs(30), |v| v["status"] == "waiting_approval");
-    let approval = v["pending_approvals"][0].as_str().expect("a pending approval").to_string();
+    let v = server.wait_for(ACME, &id, Duration::from_secs(30), |v| {
+        v["status"] == "waiting_approval"
+    });
+    let approval = v["pending_approvals"][0]
+        .as_str()
+        .expect("a pending approval")
+        .to_string();
     assert!(!calls.exists(), "nothing ran before the approval");
     let encoded: String = approval
         .bytes()
@@ -408,9 +503,19 @@ match approve tool delete_file {path = "tmp/a.log"} {
         })
         .collect();
     let path = format!("/v1/sessions/{id}/approvals/{encoded}");
-    let (status, r) = server.call("POST", &path, Some(GLOBEX), Some(&json!({"decision": "allow"})));
+    let (status, r) = server.call(
+        "POST",
+        &path,
+        Some(GLOBEX),
+        Some(&json!({"decision": "allow"})),
+    );
     assert_eq!(status, 404, "another tenant cannot approve: {r}");
-    let (status, r) = server.call("POST", &path, Some(ACME), Some(&json!({"decision": "allow"})));
+    let (status, r) = server.call(
+        "POST",
+        &path,
+        Some(ACME),
+        Some(&json!({"decision": "allow"})),
+    );
     assert_eq!(status, 202, "{r}");
     let v = server.wait_final(ACME, &id, Duration::from_secs(30));
     assert_eq!(v["status"], "ended", "{v}");
@@ -418,7 +523,9 @@ match approve tool delete_file {path = "tmp/a.log"} {
     assert!(calls.exists(), "the approved call ran");
     let (file, logged) = fetch_log(&server, &s, &id);
     assert!(
-        logged.iter().any(|e| e["kind"] == "approval_decided" && e["by"] == "api"),
+        logged
+            .iter()
+            .any(|e| e["kind"] == "approval_decided" && e["by"] == "api"),
         "{logged:?}"
     );
     let (code, out, err) = lt(&["replay", file.to_str().expect("path")]);
@@ -518,7 +625,13 @@ fn a_bad_model_table_stops_the_server_with_its_line_and_a_hint() {
         let at = format!("serve{i}.toml:{line}:");
         assert!(err.contains(&at), "case {i}: expected {at} in {err}");
         assert!(err.contains(says), "case {i}: expected {says:?} in {err}");
-        assert!(err.contains(hint), "case {i}: expected hint {hint:?} in {err}");
-        assert!(!err.contains("sk-abc"), "case {i}: the key is never echoed: {err}");
+        assert!(
+            err.contains(hint),
+            "case {i}: expected hint {hint:?} in {err}"
+        );
+        assert!(
+            !err.contains("sk-abc"),
+            "case {i}: the key is never echoed: {err}"
+        );
     }
 }

@@ -252,8 +252,8 @@ pub fn run_task(
             }
         }
     }
-    let mut runner = LiveRunner::new(run.host, run.registry_bytes, run.limits, run.id)
-        .with_cancel(run.cancel);
+    let mut runner =
+        LiveRunner::new(run.host, run.registry_bytes, run.limits, run.id).with_cancel(run.cancel);
     if let Some(a) = run.approvers {
         runner = runner.with_approvers(a);
     }

@@ -51,7 +51,9 @@ pub fn run(opts: &RunOptions, server: &str, local_only: &[&str]) -> u8 {
     };
     if let Some(flag) = local_only.first() {
         return usage(
-            format!("{flag} applies to a local run; with --server the server's profile sets the limits"),
+            format!(
+                "{flag} applies to a local run; with --server the server's profile sets the limits"
+            ),
             Some("leave it out, or set the limit in the tenant's profile on the server"),
         );
     }
@@ -141,7 +143,11 @@ pub fn run(opts: &RunOptions, server: &str, local_only: &[&str]) -> u8 {
     let code = match ended {
         Err(e) => client_failure(opts, &e),
         Ok(End::Refused(output)) => refused(opts, &file, output),
-        Ok(End::Interrupted { signal, id, cancelled }) => {
+        Ok(End::Interrupted {
+            signal,
+            id,
+            cancelled,
+        }) => {
             let how = match cancelled {
                 Ok(()) => format!("session {id} cancelled on the server"),
                 Err(e) => format!("session {id} could not be cancelled on the server: {e}"),
@@ -258,7 +264,9 @@ fn create_log(opts: &RunOptions, path: &str) -> Result<(), u8> {
     };
     if crate::frontend::is_stdout_file(path) {
         return fail(
-            format!("--log {path} is the file standard output goes to, where the result is printed"),
+            format!(
+                "--log {path} is the file standard output goes to, where the result is printed"
+            ),
             "write the log to a file of its own, e.g. `--log session.jsonl`",
         );
     }
@@ -353,7 +361,13 @@ fn refused(opts: &RunOptions, file: &SourceFile, mut output: Json) -> u8 {
 }
 
 /// The session's output, printed as `lt run` prints it; the exit code.
-fn print_output(opts: &RunOptions, file: &SourceFile, ir: &Ir, output: Json, elapsed: Duration) -> u8 {
+fn print_output(
+    opts: &RunOptions,
+    file: &SourceFile,
+    ir: &Ir,
+    output: Json,
+    elapsed: Duration,
+) -> u8 {
     let mut output = output;
     rename_program(file, &mut output);
     let s = shape(&output);
@@ -446,7 +460,11 @@ fn diagnostic_of(file: &SourceFile, v: &Json) -> Option<Diagnostic> {
         found: s("found"),
         notes: v["notes"]
             .as_array()
-            .map(|ns| ns.iter().filter_map(|n| n.as_str().map(str::to_string)).collect())
+            .map(|ns| {
+                ns.iter()
+                    .filter_map(|n| n.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default(),
         help: s("help"),
     })
@@ -454,7 +472,10 @@ fn diagnostic_of(file: &SourceFile, v: &Json) -> Option<Diagnostic> {
 
 /// The diagnostics of a rejection, rendered as `lt run` renders its own.
 fn print_diagnostics(opts: &RunOptions, file: &SourceFile, output: &Json) {
-    let list = output["diagnostics"].as_array().cloned().unwrap_or_default();
+    let list = output["diagnostics"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let truncated = output["truncated"].as_u64().unwrap_or(0) as usize;
     let diags: Option<Vec<Diagnostic>> = list.iter().map(|d| diagnostic_of(file, d)).collect();
     match diags {
@@ -481,7 +502,10 @@ fn print_diagnostics(opts: &RunOptions, file: &SourceFile, output: &Json) {
 /// A run that stopped (exit 3), reported as `lt run` reports its own.
 fn print_failure(opts: &RunOptions, file: &SourceFile, output: &Json) -> u8 {
     let e = &output["error"];
-    let message = e["message"].as_str().unwrap_or("the run stopped").to_string();
+    let message = e["message"]
+        .as_str()
+        .unwrap_or("the run stopped")
+        .to_string();
     if output["stage"] == "resume" {
         err!("error: the session diverged from its log when the server resumed it: {message}");
         return EXIT_RUN_FAILED;
@@ -575,7 +599,9 @@ impl Narrator<'_> {
             (Some(a), Some(b)) => b.duration_since(a).unwrap_or_default(),
             _ => Duration::ZERO,
         };
-        let started = Instant::now().checked_sub(took).unwrap_or_else(Instant::now);
+        let started = Instant::now()
+            .checked_sub(took)
+            .unwrap_or_else(Instant::now);
         self.verbose.call_finished(&FinishedCall {
             n: p.n,
             id: call_id,
@@ -665,11 +691,26 @@ mod tests {
     fn each_output_shape_has_lt_runs_exit_code() {
         let cases = [
             (serde_json::json!({"ok": true, "value": 1}), EXIT_OK),
-            (serde_json::json!({"ok": false, "stage": "check", "diagnostics": []}), EXIT_DIAGNOSTICS),
-            (serde_json::json!({"ok": false, "stage": "run", "error": {"kind": "timeout"}}), EXIT_RUN_FAILED),
-            (serde_json::json!({"ok": false, "stage": "resume", "error": {"kind": "non_determinism"}}), EXIT_RUN_FAILED),
-            (serde_json::json!({"ok": false, "stage": "executors", "error": {"kind": "usage"}}), EXIT_USAGE),
-            (serde_json::json!({"ok": false, "error": "no such tenant"}), EXIT_USAGE),
+            (
+                serde_json::json!({"ok": false, "stage": "check", "diagnostics": []}),
+                EXIT_DIAGNOSTICS,
+            ),
+            (
+                serde_json::json!({"ok": false, "stage": "run", "error": {"kind": "timeout"}}),
+                EXIT_RUN_FAILED,
+            ),
+            (
+                serde_json::json!({"ok": false, "stage": "resume", "error": {"kind": "non_determinism"}}),
+                EXIT_RUN_FAILED,
+            ),
+            (
+                serde_json::json!({"ok": false, "stage": "executors", "error": {"kind": "usage"}}),
+                EXIT_USAGE,
+            ),
+            (
+                serde_json::json!({"ok": false, "error": "no such tenant"}),
+                EXIT_USAGE,
+            ),
         ];
         for (v, code) in cases {
             assert_eq!(exit_code(&shape(&v)), code, "{v}");

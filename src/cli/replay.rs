@@ -176,7 +176,9 @@ fn replay_agent(opts: &ReplayOptions, events: Vec<crate::log::Event>) -> u8 {
     }
     let (replayed, json) = match crate::agent::replay::judge(events) {
         Ok(x) => x,
-        Err(("log", e)) => return fail(opts, EXIT_DIAGNOSTICS, "log", &format!("{}: {e}", opts.log)),
+        Err(("log", e)) => {
+            return fail(opts, EXIT_DIAGNOSTICS, "log", &format!("{}: {e}", opts.log))
+        }
         Err((kind, msg)) => return fail(opts, EXIT_DIAGNOSTICS, kind, &msg),
     };
     let o = &replayed.outcome;

@@ -64,7 +64,11 @@ impl ApiError {
     }
 
     fn not_found(id: &str) -> ApiError {
-        ApiError::new(StatusCode::NOT_FOUND, "not_found", format!("no session {id}"))
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no session {id}"),
+        )
     }
 
     fn conflict(message: impl Into<String>) -> ApiError {
@@ -83,7 +87,8 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"error": {"code": self.code, "message": self.message, "hint": self.hint}});
+        let body =
+            json!({"error": {"code": self.code, "message": self.message, "hint": self.hint}});
         (self.status, Json(body)).into_response()
     }
 }
@@ -117,8 +122,12 @@ pub fn tenant<'a>(state: &'a AppState, headers: &HeaderMap) -> Result<&'a str, A
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     state.keys.tenant(value).ok_or_else(|| {
-        ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "a valid API key is needed")
-            .hint("send it as `Authorization: Bearer KEY`")
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "a valid API key is needed",
+        )
+        .hint("send it as `Authorization: Bearer KEY`")
     })
 }
 
@@ -136,8 +145,12 @@ fn body<T: serde::de::DeserializeOwned>(raw: Result<Bytes, BytesRejection>) -> R
     let bytes = raw.map_err(|e| {
         let status = e.status();
         if status == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(status, "too_large", "the request body is larger than the server's limit")
-                .hint("max_body_bytes in serve.toml sets the limit")
+            ApiError::new(
+                status,
+                "too_large",
+                "the request body is larger than the server's limit",
+            )
+            .hint("max_body_bytes in serve.toml sets the limit")
         } else {
             ApiError::bad(format!("the body could not be read: {e}"))
         }
@@ -170,11 +183,7 @@ async fn metrics(State(state): Shared, headers: HeaderMap) -> Result<Response, A
 
 async fn openapi(State(state): Shared, headers: HeaderMap) -> Result<Response, ApiError> {
     tenant(&state, &headers)?;
-    Ok((
-        [(header::CONTENT_TYPE, "application/json")],
-        super::OPENAPI,
-    )
-        .into_response())
+    Ok(([(header::CONTENT_TYPE, "application/json")], super::OPENAPI).into_response())
 }
 
 #[derive(Deserialize)]
@@ -367,7 +376,11 @@ pub fn view(state: &AppState, r: &SessionRecord) -> Value {
         if let Some(out) = &r.output {
             if status == SessionStatus::Ended {
                 // A task session's value is the model's answer.
-                let field = if super::task::is_task(r) { "answer" } else { "value" };
+                let field = if super::task::is_task(r) {
+                    "answer"
+                } else {
+                    "value"
+                };
                 v["value"] = out.get(field).cloned().unwrap_or(Value::Null);
             }
             v["output"] = out.clone();
@@ -447,7 +460,11 @@ async fn cancel(
     let t = tenant(&state, &headers)?;
     let r = record(&state, t, &id)?;
     if state.hub.cancel(t, &id) {
-        return Ok((StatusCode::ACCEPTED, Json(json!({"id": id, "cancelling": true}))).into_response());
+        return Ok((
+            StatusCode::ACCEPTED,
+            Json(json!({"id": id, "cancelling": true})),
+        )
+            .into_response());
     }
     Err(ApiError::conflict(format!(
         "session {id} is not running (status {})",
@@ -495,7 +512,11 @@ async fn outcome(
         )));
     };
     match live.report(&call_id, &line.to_string()) {
-        Ok(()) => Ok((StatusCode::ACCEPTED, Json(json!({"call_id": call_id, "accepted": true}))).into_response()),
+        Ok(()) => Ok((
+            StatusCode::ACCEPTED,
+            Json(json!({"call_id": call_id, "accepted": true})),
+        )
+            .into_response()),
         Err(refusal) => {
             let msg = match refusal {
                 super::live::Refusal::Unknown(m)
@@ -528,7 +549,9 @@ async fn approve(
         "allow" => true,
         "deny" => false,
         other => {
-            return Err(ApiError::bad(format!("decision {other:?} is not \"allow\" or \"deny\"")))
+            return Err(ApiError::bad(format!(
+                "decision {other:?} is not \"allow\" or \"deny\""
+            )))
         }
     };
     let Some(live) = state.hub.live(t, &id) else {
@@ -538,7 +561,10 @@ async fn approve(
         )));
     };
     let reason = req.reason.unwrap_or_else(|| {
-        format!("{} through the API", if granted { "granted" } else { "refused" })
+        format!(
+            "{} through the API",
+            if granted { "granted" } else { "refused" }
+        )
     });
     live.answer(
         &approval_id,
@@ -552,7 +578,11 @@ async fn approve(
         super::live::Refusal::Unknown(m) => ApiError::new(StatusCode::NOT_FOUND, "not_found", m),
         super::live::Refusal::Repeated(m) | super::live::Refusal::Gone(m) => ApiError::conflict(m),
     })?;
-    Ok((StatusCode::ACCEPTED, Json(json!({"approval_id": approval_id, "decision": req.decision}))).into_response())
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({"approval_id": approval_id, "decision": req.decision})),
+    )
+        .into_response())
 }
 
 async fn log(

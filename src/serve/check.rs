@@ -41,8 +41,8 @@ pub fn analyse(tenant: &Tenant, profile: Option<&Profile>, file: &SourceFile) ->
 /// (with the profile's name, as `lt check --profile` adds it).
 pub fn report(tenant: &Tenant, profile: Option<&Profile>, file: &SourceFile) -> serde_json::Value {
     let analysis = analyse(tenant, profile, file);
-    let mut v = serde_json::to_value(CheckReport::new(file, &analysis))
-        .unwrap_or(serde_json::Value::Null);
+    let mut v =
+        serde_json::to_value(CheckReport::new(file, &analysis)).unwrap_or(serde_json::Value::Null);
     if let (Some(p), Some(obj)) = (profile, v.as_object_mut()) {
         obj.insert("profile".into(), serde_json::json!(p.name));
     }
@@ -51,7 +51,11 @@ pub fn report(tenant: &Tenant, profile: Option<&Profile>, file: &SourceFile) -> 
 
 /// Checks and lowers `file` for a session: the IR, or the report that
 /// refuses it (`lt run --json`'s rejection, `stage: "check"`).
-pub fn lower(tenant: &Tenant, profile: &Profile, file: &SourceFile) -> Result<Ir, serde_json::Value> {
+pub fn lower(
+    tenant: &Tenant,
+    profile: &Profile,
+    file: &SourceFile,
+) -> Result<Ir, serde_json::Value> {
     let analysis = analyse(tenant, Some(profile), file);
     let report = CheckReport::new(file, &analysis);
     match lower_checked(analysis) {

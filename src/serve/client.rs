@@ -381,7 +381,12 @@ impl Client {
     /// is over is left as it is).
     pub async fn cancel(&self, id: &str) -> Result<(), ClientError> {
         let (status, text) = self
-            .send(reqwest::Method::POST, &format!("/v1/sessions/{id}/cancel"), None, &[])
+            .send(
+                reqwest::Method::POST,
+                &format!("/v1/sessions/{id}/cancel"),
+                None,
+                &[],
+            )
             .await
             .map_err(|e| self.unreachable(&e))?;
         match status {
@@ -393,7 +398,12 @@ impl Client {
     /// Session `id`'s log, as JSON Lines (`GET …/log`).
     pub async fn log(&self, id: &str) -> Result<String, ClientError> {
         let (status, text) = self
-            .send(reqwest::Method::GET, &format!("/v1/sessions/{id}/log"), None, &[])
+            .send(
+                reqwest::Method::GET,
+                &format!("/v1/sessions/{id}/log"),
+                None,
+                &[],
+            )
             .await
             .map_err(|e| self.unreachable(&e))?;
         match status {
@@ -605,7 +615,9 @@ impl Client {
                 }
                 None => Err(crate::runtime::host::ToolFailure {
                     kind: crate::runtime::host::FailureKind::Unavailable,
-                    message: format!("tool {tool} has no executor here (lt run --server without --executors)"),
+                    message: format!(
+                        "tool {tool} has no executor here (lt run --server without --executors)"
+                    ),
                 }),
             };
             let body = match outcome {
@@ -628,7 +640,10 @@ impl Client {
         let path = format!("/v1/sessions/{id}/outcomes");
         let mut attempt = 0u32;
         loop {
-            let why = match self.send(reqwest::Method::POST, &path, Some(body), &[]).await {
+            let why = match self
+                .send(reqwest::Method::POST, &path, Some(body), &[])
+                .await
+            {
                 Ok((202, _)) => return None,
                 Ok((status, text)) if status < 500 => {
                     return Some(format!(
@@ -737,8 +752,17 @@ mod tests {
     #[test]
     fn a_url_must_be_http_and_a_key_not_empty() {
         assert!(Client::new("http://127.0.0.1:1/", "k").is_ok());
-        assert!(matches!(Client::new("127.0.0.1:8080", "k"), Err(ClientError::Usage { .. })));
-        assert!(matches!(Client::new("ftp://x", "k"), Err(ClientError::Usage { .. })));
-        assert!(matches!(Client::new("http://x", ""), Err(ClientError::Usage { .. })));
+        assert!(matches!(
+            Client::new("127.0.0.1:8080", "k"),
+            Err(ClientError::Usage { .. })
+        ));
+        assert!(matches!(
+            Client::new("ftp://x", "k"),
+            Err(ClientError::Usage { .. })
+        ));
+        assert!(matches!(
+            Client::new("http://x", ""),
+            Err(ClientError::Usage { .. })
+        ));
     }
 }

@@ -181,11 +181,12 @@ impl ServeConfig {
                 .server
                 .shutdown_grace_ms
                 .map_or(DEFAULT_GRACE, Duration::from_millis),
-            max_body_bytes: raw
+            max_body_bytes: raw.server.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES),
+            max_sessions: raw
                 .server
-                .max_body_bytes
-                .unwrap_or(DEFAULT_MAX_BODY_BYTES),
-            max_sessions: raw.server.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS).max(1),
+                .max_sessions
+                .unwrap_or(DEFAULT_MAX_SESSIONS)
+                .max(1),
             tenants,
         })
     }
@@ -228,19 +229,29 @@ fn load_tenant(
     let declarations_text = std::fs::read_to_string(&decl_path).map_err(|e| {
         fail(
             shown,
-            format!("{}: cannot read {}: {e}", at("declarations"), decl_path.display()),
+            format!(
+                "{}: cannot read {}: {e}",
+                at("declarations"),
+                decl_path.display()
+            ),
             None,
         )
     })?;
     let declarations = check_declarations(&declarations_text);
     if let Some(d) = declarations.diagnostics.first() {
-        let lc = crate::source::SourceFile::new(decl_path.display().to_string(), declarations_text.clone())
-            .line_col(d.span.start);
+        let lc = crate::source::SourceFile::new(
+            decl_path.display().to_string(),
+            declarations_text.clone(),
+        )
+        .line_col(d.span.start);
         return Err(ConfigError {
             path: decl_path.display().to_string(),
             line: Some(lc.line),
             column: Some(lc.column),
-            message: format!("{} {} (the declarations of tenant {name})", d.code, d.message),
+            message: format!(
+                "{} {} (the declarations of tenant {name})",
+                d.code, d.message
+            ),
             help: Some("`lt check` on the file shows every diagnostic".into()),
         });
     }
@@ -249,7 +260,11 @@ fn load_tenant(
             let path = folder.join(p);
             let registry = Registry::load(&path)?;
             let bytes = crate::exec::read_config_bytes(&path).map_err(|e| {
-                fail(shown, format!("{}: cannot read {}: {e}", at("executors"), path.display()), None)
+                fail(
+                    shown,
+                    format!("{}: cannot read {}: {e}", at("executors"), path.display()),
+                    None,
+                )
             })?;
             (Some(registry), Some(path), bytes)
         }
@@ -257,7 +272,13 @@ fn load_tenant(
     };
     let mut profiles = BTreeMap::new();
     for (pname, table) in t.profiles {
-        let profile = load_profile(shown, folder, &at(&format!("profiles.{pname}")), &pname, table)?;
+        let profile = load_profile(
+            shown,
+            folder,
+            &at(&format!("profiles.{pname}")),
+            &pname,
+            table,
+        )?;
         profiles.insert(pname, profile.to_json());
     }
     let model = match t.model {
@@ -309,8 +330,8 @@ fn load_profile(
         None => {
             let mut wrapper = toml::Table::new();
             wrapper.insert("profile".into(), toml::Value::Table(table));
-            let text = toml::to_string(&wrapper)
-                .map_err(|e| fail(shown, format!("{at}: {e}"), None))?;
+            let text =
+                toml::to_string(&wrapper).map_err(|e| fail(shown, format!("{at}: {e}"), None))?;
             Profile::from_toml(&text, at)
                 .map_err(|e| fail(shown, format!("{at}: {}", e.message), e.help.as_deref()))?
                 .unwrap_or_default()

@@ -199,12 +199,18 @@ impl Hub {
 
     /// Starts a session of `tenant` from `req`, replying once it is
     /// recorded (or refused). Errors: the session thread could not start.
-    pub async fn start(self: &Arc<Self>, tenant: &str, req: StartRequest) -> Result<Started, String> {
+    pub async fn start(
+        self: &Arc<Self>,
+        tenant: &str,
+        req: StartRequest,
+    ) -> Result<Started, String> {
         let (reply, answer) = oneshot::channel();
         let hub = Arc::clone(self);
         let tenant = tenant.to_string();
-        session::spawn("lt-session", move || hub.start_on_thread(&tenant, req, reply))
-            .map_err(|e| format!("cannot start the session's thread: {e}"))?;
+        session::spawn("lt-session", move || {
+            hub.start_on_thread(&tenant, req, reply)
+        })
+        .map_err(|e| format!("cannot start the session's thread: {e}"))?;
         answer
             .await
             .map_err(|_| "the session's thread ended before answering".to_string())
@@ -217,11 +223,15 @@ impl Hub {
         reply: oneshot::Sender<Started>,
     ) {
         let Some(tenant) = self.tenants.get(tenant_name) else {
-            let _ = reply.send(Started::Refused(json!({"ok": false, "error": "no such tenant"})));
+            let _ = reply.send(Started::Refused(
+                json!({"ok": false, "error": "no such tenant"}),
+            ));
             return;
         };
         let Some(profile) = tenant.config.profile(&req.profile) else {
-            let _ = reply.send(Started::Refused(json!({"ok": false, "error": "no such profile"})));
+            let _ = reply.send(Started::Refused(
+                json!({"ok": false, "error": "no such profile"}),
+            ));
             return;
         };
         let file = SourceFile::new(check::PROGRAM_NAME, req.program.clone());
@@ -288,7 +298,10 @@ impl Hub {
                 return Err(StartFailure::new(
                     Stage::Executors,
                     StartErrorKind::MissingExecutor,
-                    format!("tool {tool} has no executor in tenant {}'s tools.toml", tenant.config.name),
+                    format!(
+                        "tool {tool} has no executor in tenant {}'s tools.toml",
+                        tenant.config.name
+                    ),
                 )
                 .with_help("add it to the tenant's executors, or call only the tenant's tools"));
             }
@@ -309,9 +322,13 @@ impl Hub {
                 .executors_path
                 .as_ref()
                 .map(|p| p.display().to_string());
-            if let Some(f) =
-                session::understated_effects(file, &ir.tools, &called, h.registry(), path.as_deref())
-            {
+            if let Some(f) = session::understated_effects(
+                file,
+                &ir.tools,
+                &called,
+                h.registry(),
+                path.as_deref(),
+            ) {
                 return Err(f);
             }
         }
@@ -547,7 +564,12 @@ impl Hub {
                 SessionStatus::Ended,
                 json!({"ok": true, "value": value, "type": r#type, "calls": calls, "steps": steps}),
             ),
-            Some(EventBody::SessionEnded { error, calls, steps, .. }) => {
+            Some(EventBody::SessionEnded {
+                error,
+                calls,
+                steps,
+                ..
+            }) => {
                 let cancelled = error
                     .as_ref()
                     .and_then(|e| e.get("kind"))

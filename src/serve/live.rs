@@ -121,7 +121,9 @@ impl Live {
             )));
         }
         let Some(pipe) = st.client.as_mut() else {
-            return Err(Refusal::Gone("the session no longer takes client outcomes".into()));
+            return Err(Refusal::Gone(
+                "the session no longer takes client outcomes".into(),
+            ));
         };
         let written = pipe
             .write_all(line.as_bytes())
@@ -129,7 +131,9 @@ impl Live {
             .and_then(|_| pipe.flush());
         if let Err(e) = written {
             st.client = None;
-            return Err(Refusal::Gone(format!("the session's client channel is closed ({e})")));
+            return Err(Refusal::Gone(format!(
+                "the session's client channel is closed ({e})"
+            )));
         }
         st.answered.insert(call_id.to_string());
         Ok(())
@@ -192,9 +196,15 @@ impl Narrated {
                 return;
             }
             if let Some(old) = st.status {
-                self.metrics.sessions.with_label_values(&[old.as_str()]).dec();
+                self.metrics
+                    .sessions
+                    .with_label_values(&[old.as_str()])
+                    .dec();
             }
-            self.metrics.sessions.with_label_values(&[status.as_str()]).inc();
+            self.metrics
+                .sessions
+                .with_label_values(&[status.as_str()])
+                .inc();
             st.status = Some(status);
             st.calls
         };
@@ -244,7 +254,10 @@ impl EventSink for Narrated {
                     _ => "timed_out",
                 };
                 let (tool, at) = self.calls.remove(call_id).unwrap_or_default();
-                self.metrics.calls.with_label_values(&[&tool, outcome]).inc();
+                self.metrics
+                    .calls
+                    .with_label_values(&[&tool, outcome])
+                    .inc();
                 if let Some(at) = at {
                     self.metrics
                         .call_seconds
@@ -286,7 +299,9 @@ impl Approver for ApiApprover {
         let live = &self.live;
         let mut st = live.state();
         // A request resumed from the log has no slot yet.
-        st.approvals.entry(q.approval_id.to_string()).or_insert(None);
+        st.approvals
+            .entry(q.approval_id.to_string())
+            .or_insert(None);
         loop {
             if let Some(Some(a)) = st.approvals.get(q.approval_id) {
                 return a.clone();

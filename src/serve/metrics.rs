@@ -15,8 +15,8 @@
 //! it counts what the log records, nothing else.
 
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec,
-    Opts, Registry, TextEncoder,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 
 /// The server's metrics.
@@ -42,8 +42,8 @@ pub struct Metrics {
 
 fn buckets() -> Vec<f64> {
     vec![
-        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
-        2.5, 5.0, 10.0, 30.0,
+        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+        5.0, 10.0, 30.0,
     ]
 }
 
@@ -57,7 +57,10 @@ impl Metrics {
         )?;
         let started = IntCounter::new("lt_sessions_started_total", "Sessions started")?;
         let finished = IntCounterVec::new(
-            Opts::new("lt_sessions_finished_total", "Sessions over, by final status"),
+            Opts::new(
+                "lt_sessions_finished_total",
+                "Sessions over, by final status",
+            ),
             &["status"],
         )?;
         let calls = IntCounterVec::new(
@@ -65,7 +68,10 @@ impl Metrics {
             &["tool", "outcome"],
         )?;
         let denials = IntCounterVec::new(
-            Opts::new("lt_decision_denials_total", "Calls denied by the pipeline, by rule"),
+            Opts::new(
+                "lt_decision_denials_total",
+                "Calls denied by the pipeline, by rule",
+            ),
             &["rule"],
         )?;
         let call_seconds = HistogramVec::new(
@@ -84,8 +90,9 @@ impl Metrics {
             .buckets(buckets()),
         )?;
         let commit_events = Histogram::with_opts(
-            HistogramOpts::new("lt_store_commit_events", "Events per group commit")
-                .buckets(vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 1024.0]),
+            HistogramOpts::new("lt_store_commit_events", "Events per group commit").buckets(vec![
+                1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 1024.0,
+            ]),
         )?;
         registry.register(Box::new(sessions.clone()))?;
         registry.register(Box::new(started.clone()))?;

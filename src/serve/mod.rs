@@ -83,7 +83,10 @@ pub fn open_store(url: &str) -> Result<Arc<dyn store::ServerStore>, ServeError> 
     }
     let path = url.strip_prefix("sqlite:").unwrap_or(url);
     if path.is_empty() {
-        return Err(ServeError::usage("--store sqlite: needs a path", Some("e.g. --store sqlite:lt-data/lt.db")));
+        return Err(ServeError::usage(
+            "--store sqlite: needs a path",
+            Some("e.g. --store sqlite:lt-data/lt.db"),
+        ));
     }
     store::sqlite::SqliteStore::open(Path::new(path))
         .map(|s| Arc::new(s) as Arc<dyn store::ServerStore>)
@@ -151,7 +154,13 @@ pub fn run(opts: &ServeOptions, ready: impl FnOnce(&str, usize, usize)) -> Resul
     }
     let keys = auth::Keys::new(key_sets.iter().map(|(n, k)| (n.as_str(), &k[..])));
     let n_tenants = tenants.len();
-    let hub = Arc::new(Hub::new(store, tenants, metrics, handle.clone(), config.max_sessions));
+    let hub = Arc::new(Hub::new(
+        store,
+        tenants,
+        metrics,
+        handle.clone(),
+        config.max_sessions,
+    ));
     runtime.spawn(Arc::clone(&hub).dispatch_commits());
     let resumed = hub.resume_unfinished().map_err(|e| ServeError {
         message: format!("cannot read the unfinished sessions: {e}"),

@@ -101,17 +101,26 @@ pub fn load(
             "put the key in an environment variable of lt serve, and name that variable: api_key_env = \"ACME_OPENAI_KEY\"",
         ));
     }
-    if let Some(v) = raw.api_key_env.as_ref().filter(|v| !is_env_name(v.get_ref())) {
+    if let Some(v) = raw
+        .api_key_env
+        .as_ref()
+        .filter(|v| !is_env_name(v.get_ref()))
+    {
         return Err(at(
             v.span(),
             "api_key_env", "not the name of an environment variable (letters, digits and _)".into(),
             "api_key_env names the variable that holds the key (e.g. \"ACME_OPENAI_KEY\"); the key itself never goes in this file",
         ));
     }
-    if let Some(t) = raw.request_timeout_ms.as_ref().filter(|t| *t.get_ref() == 0) {
+    if let Some(t) = raw
+        .request_timeout_ms
+        .as_ref()
+        .filter(|t| *t.get_ref() == 0)
+    {
         return Err(at(
             t.span(),
-            "request_timeout_ms", "0: a model request needs some time".into(),
+            "request_timeout_ms",
+            "0: a model request needs some time".into(),
             "give a timeout in milliseconds, e.g. 120000 (the default)",
         ));
     }
@@ -131,12 +140,18 @@ pub fn load(
         Err(SetupError::UnknownProvider(p)) => {
             return Err(at(
                 raw.provider.span(),
-                "provider", format!("unknown provider `{p}`"),
+                "provider",
+                format!("unknown provider `{p}`"),
                 "provider = \"openai\" (any OpenAI-compatible endpoint) or \"anthropic\"",
             ))
         }
         Err(SetupError::NoModel) => {
-            return Err(at(raw.model.span(), "model", "no model name".into(), "e.g. model = \"gpt-4o-mini\""))
+            return Err(at(
+                raw.model.span(),
+                "model",
+                "no model name".into(),
+                "e.g. model = \"gpt-4o-mini\"",
+            ))
         }
         Err(SetupError::Provider {
             message,
@@ -173,7 +188,11 @@ pub fn load(
         Err(ToolListError::Errors(_)) | Err(ToolListError::NoTools) => {
             return Err(at(
                 header,
-                "", format!("{} declares no tools for the model to call", decl_path.display()),
+                "",
+                format!(
+                    "{} declares no tools for the model to call",
+                    decl_path.display()
+                ),
                 "declare each tool: `tool lookup: {id: String} -{Read}-> {email: String};`",
             ))
         }
@@ -224,7 +243,12 @@ pub fn load(
     let agent_help = "the [agent] keys are max_attempts, max_turns, samples, agree, on_disagreement, max_tokens and [agent.trace] (docs/agent.md)";
     if let Some(a) = &raw.agent {
         if let Err((key, message)) = a.get_ref().check_values() {
-            return Err(at(a.span(), "agent", format!("{message} ({key})"), agent_help));
+            return Err(at(
+                a.span(),
+                "agent",
+                format!("{message} ({key})"),
+                agent_help,
+            ));
         }
         table = table.overlay(a.get_ref());
     }
@@ -232,7 +256,11 @@ pub fn load(
     let agent = table
         .settings()
         .map_err(|e| at(span.clone(), "agent", e, agent_help))?;
-    if let Some(tag) = agent.trace.keys().find(|t| !tags.values().any(|v| v.contains(t))) {
+    if let Some(tag) = agent
+        .trace
+        .keys()
+        .find(|t| !tags.values().any(|v| v.contains(t)))
+    {
         return Err(at(
             span,
             "agent", format!("trace requirement `{tag}`: no tool of the tenant has this tag, so it could never be met"),

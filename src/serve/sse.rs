@@ -87,7 +87,11 @@ impl Follow {
         let seq = v.get("seq").and_then(Json::as_u64).unwrap_or(self.next);
         self.next = seq + 1;
         let kind = v.get("kind").and_then(Json::as_str).unwrap_or("");
-        let call = v.get("call_id").and_then(Json::as_str).unwrap_or("").to_string();
+        let call = v
+            .get("call_id")
+            .and_then(Json::as_str)
+            .unwrap_or("")
+            .to_string();
         match kind {
             "proposed" => {
                 let tool = v.get("tool").cloned().unwrap_or(Json::Null);
@@ -198,7 +202,10 @@ async fn pump(
             let last = f.next.saturating_sub(1);
             if f.after_cursor(last, true) {
                 let data = rec.output.unwrap_or(Json::Null).to_string();
-                let e = Event::default().event("output").id(format!("{last}.1")).data(data);
+                let e = Event::default()
+                    .event("output")
+                    .id(format!("{last}.1"))
+                    .data(data);
                 let _ = tx.send(e).await;
             }
             return;

@@ -74,8 +74,9 @@ pub async fn create(
         )));
     }
     if req.task.trim().is_empty() {
-        return Err(ApiError::bad("the task is empty")
-            .hint("say what the model should do: {\"task\": \"Refund the last charge of cust_1\"}"));
+        return Err(ApiError::bad("the task is empty").hint(
+            "say what the model should do: {\"task\": \"Refund the last charge of cust_1\"}",
+        ));
     }
     if !client_tools.is_empty() {
         return Err(ApiError::bad(
@@ -132,7 +133,13 @@ fn start(hub: Arc<Hub>, tenant_name: &str, req: TaskRequest, reply: oneshot::Sen
     // Checked at load; the parsed form is not `Send`, so read it here.
     let tools = match ToolList::load(&tenant.config.declarations_text) {
         Ok(t) => t,
-        Err(_) => return refuse(reply, "tools", "the tenant's declarations list no tools".into()),
+        Err(_) => {
+            return refuse(
+                reply,
+                "tools",
+                "the tenant's declarations list no tools".into(),
+            )
+        }
     };
     if let Err(e) = check_trace(&model.agent, &model.tags, &profile, &tools.decls) {
         return refuse(reply, "settings", e);
@@ -163,7 +170,11 @@ fn start(hub: Arc<Hub>, tenant_name: &str, req: TaskRequest, reply: oneshot::Sen
         }
         Err(e) => {
             hub.unregister(&id);
-            return refuse(reply, "store", format!("the store could not record the session: {e}"));
+            return refuse(
+                reply,
+                "store",
+                format!("the store could not record the session: {e}"),
+            );
         }
     }
     hub.metrics.started.inc();

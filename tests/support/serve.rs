@@ -44,7 +44,10 @@ impl Drop for Scratch {
 
 pub fn sha256_line(key: &str) -> String {
     use sha2::Digest;
-    format!("sha256:{}", hex::encode(sha2::Sha256::digest(key.as_bytes())))
+    format!(
+        "sha256:{}",
+        hex::encode(sha2::Sha256::digest(key.as_bytes()))
+    )
 }
 
 /// A running server.
@@ -66,7 +69,11 @@ impl Server {
     /// The same configuration and store, started again on the same address
     /// (after [`Server::kill9`]: a client that reconnects finds it there).
     pub fn restart_here(&self) -> Server {
-        Server::start_on(&self.config, &self.store, self.url.trim_start_matches("http://"))
+        Server::start_on(
+            &self.config,
+            &self.store,
+            self.url.trim_start_matches("http://"),
+        )
     }
 
     /// Starts `lt serve --config CONFIG --store sqlite:STORE --listen LISTEN`.
@@ -155,7 +162,13 @@ impl Server {
     }
 
     /// A request: `(status, body as JSON or {"text": …})`.
-    pub fn call(&self, method: &str, path: &str, key: Option<&str>, body: Option<&Value>) -> (u16, Value) {
+    pub fn call(
+        &self,
+        method: &str,
+        path: &str,
+        key: Option<&str>,
+        body: Option<&Value>,
+    ) -> (u16, Value) {
         self.call_with(method, path, key, body, &[])
     }
 
@@ -179,8 +192,8 @@ impl Server {
         body: Option<&str>,
         headers: &[(&str, &str)],
     ) -> (u16, Value) {
-        let mut req = ureq::request(method, &format!("{}{path}", self.url))
-            .timeout(Duration::from_secs(60));
+        let mut req =
+            ureq::request(method, &format!("{}{path}", self.url)).timeout(Duration::from_secs(60));
         if let Some(k) = key {
             req = req.set("Authorization", &format!("Bearer {k}"));
         }
@@ -254,14 +267,23 @@ impl Server {
     }
 
     /// Waits until `pred` holds for the session's JSON.
-    pub fn wait_for(&self, key: &str, id: &str, within: Duration, pred: impl Fn(&Value) -> bool) -> Value {
+    pub fn wait_for(
+        &self,
+        key: &str,
+        id: &str,
+        within: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Value {
         let until = Instant::now() + within;
         loop {
             let (_, v) = self.call("GET", &format!("/v1/sessions/{id}"), Some(key), None);
             if pred(&v) {
                 return v;
             }
-            assert!(Instant::now() < until, "session {id}: condition not met: {v}");
+            assert!(
+                Instant::now() < until,
+                "session {id}: condition not met: {v}"
+            );
             std::thread::sleep(Duration::from_millis(25));
         }
     }

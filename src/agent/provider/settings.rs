@@ -151,7 +151,10 @@ mod tests {
             }) => {
                 assert!(about_key);
                 assert_eq!(key_var, "LT_TEST_NO_SUCH_VARIABLE_9F2C");
-                assert!(message.contains("LT_TEST_NO_SUCH_VARIABLE_9F2C"), "{message}");
+                assert!(
+                    message.contains("LT_TEST_NO_SUCH_VARIABLE_9F2C"),
+                    "{message}"
+                );
                 assert!(!message.contains("OPENAI_API_KEY"), "{message}");
             }
             other => panic!("{other:?}"),

@@ -129,7 +129,9 @@ impl Verdict {
                 status,
                 value,
                 ..
-            } => json!({"ok": true, "calls": calls, "steps": steps, "status": status, "value": value}),
+            } => {
+                json!({"ok": true, "calls": calls, "steps": steps, "status": status, "value": value})
+            }
             Verdict::MatchesUntilStopped { calls, cancelled } => {
                 let key = if *cancelled { "cancelled" } else { "timed_out" };
                 json!({"ok": true, "calls": calls, "status": "error", key: true})
