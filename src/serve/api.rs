@@ -337,22 +337,29 @@ async fn create(
         .start(&tenant_name, request)
         .await
         .map_err(ApiError::store)?;
-    Ok(match started {
+    Ok(started_response(
+        started,
+        "the program was refused before it ran; `output` says why",
+        "fix the program as the diagnostics say, and send it again",
+    ))
+}
+
+/// The answer to a start: 201 `{id}` for a new session, 200 `{id}` for the
+/// one an Idempotency-Key names, 422 `{error: {code: "refused", message,
+/// hint}, output}` for a refusal.
+pub fn started_response(started: Started, message: &str, hint: &str) -> Response {
+    match started {
         Started::New(id) => (StatusCode::CREATED, Json(json!({"id": id}))).into_response(),
         Started::Existing(id) => (StatusCode::OK, Json(json!({"id": id}))).into_response(),
         Started::Refused(output) => (
             StatusCode::UNPROCESSABLE_ENTITY,
             Json(json!({
-                "error": {
-                    "code": "refused",
-                    "message": "the program was refused before it ran; `output` says why",
-                    "hint": "fix the program as the diagnostics say, and send it again",
-                },
+                "error": {"code": "refused", "message": message, "hint": hint},
                 "output": output,
             })),
         )
             .into_response(),
-    })
+    }
 }
 
 /// A session as the API shows it.

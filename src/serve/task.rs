@@ -27,8 +27,7 @@ use crate::agent::task::{check_trace, run_task, TaskRun, ToolList};
 use crate::control::approver::Approver;
 use crate::runtime::limits::Limits;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::response::Response;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -92,22 +91,11 @@ pub async fn create(
     let started = answer
         .await
         .map_err(|_| ApiError::store("the session's thread ended before answering"))?;
-    Ok(match started {
-        Started::New(id) => (StatusCode::CREATED, Json(json!({"id": id}))).into_response(),
-        Started::Existing(id) => (StatusCode::OK, Json(json!({"id": id}))).into_response(),
-        Started::Refused(output) => (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            Json(json!({
-                "error": {
-                    "code": "refused",
-                    "message": "the task session was refused before it started; `output` says why",
-                    "hint": "pick a profile under which the model's settings can be met, or fix the tenant's configuration",
-                },
-                "output": output,
-            })),
-        )
-            .into_response(),
-    })
+    Ok(super::api::started_response(
+        started,
+        "the task session was refused before it started; `output` says why",
+        "pick a profile under which the model's settings can be met, or fix the tenant's configuration",
+    ))
 }
 
 /// The output of a session that could not start: `lt agent --json`'s
