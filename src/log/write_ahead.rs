@@ -34,3 +34,36 @@ pub fn write_ahead(body: &EventBody) -> WriteAhead {
         _ => WriteAhead::Commit,
     }
 }
+
+/// The rule of a store whose commits are fsynced and grouped (the server's
+/// SQLite and PostgreSQL stores): an event is committed before `append`
+/// returns only when the control plane acts on it *outside the session*
+/// next — `scheduled` (a tool call starts), `client_dispatched` (a client
+/// is told to run a call), `approval_requested` (someone is asked),
+/// `model_requested` (a model provider is asked), annotation markers and
+/// the client's reports. `session_started`, `proposed`, every `decided`,
+/// every outcome (`completed`, `failed`, `timed_out`) and `session_ended`
+/// are [`WriteAhead::Buffer`]: they are committed with the next committed
+/// event of their session, or with the session's final status.
+///
+/// What a crash can lose is therefore only what nobody outside the session
+/// has seen: the program's pure steps since its last external action. A
+/// lost outcome leaves its call `scheduled` without an outcome, which
+/// resume treats as for a crash during the call (an idempotent call runs
+/// again, any other becomes `Err("outcome unknown …")`): never a second
+/// execution of a call that may have run. This is "external synchrony"
+/// (Nightingale et al., *Rethink the Sync*, OSDI 2006): durability is owed
+/// before output, not before every step; it saves the store an fsync per
+/// outcome.
+pub fn commit_point(body: &EventBody) -> WriteAhead {
+    match body {
+        EventBody::SessionStarted { .. }
+        | EventBody::Proposed { .. }
+        | EventBody::Decided { .. }
+        | EventBody::Completed { .. }
+        | EventBody::Failed { .. }
+        | EventBody::TimedOut { .. }
+        | EventBody::SessionEnded { .. } => WriteAhead::Buffer,
+        _ => WriteAhead::Commit,
+    }
+}

@@ -346,7 +346,8 @@ async fn create(
 
 /// The answer to a start: 201 `{id}` for a new session, 200 `{id}` for the
 /// one an Idempotency-Key names, 422 `{error: {code: "refused", message,
-/// hint}, output}` for a refusal.
+/// hint}, output}` for a refusal, 503 `{error: {code: "store_unavailable",
+/// …}}` when the store could not record it (nothing ran; try again).
 pub fn started_response(started: Started, message: &str, hint: &str) -> Response {
     match started {
         Started::New(id) => (StatusCode::CREATED, Json(json!({"id": id}))).into_response(),
@@ -356,6 +357,17 @@ pub fn started_response(started: Started, message: &str, hint: &str) -> Response
             Json(json!({
                 "error": {"code": "refused", "message": message, "hint": hint},
                 "output": output,
+            })),
+        )
+            .into_response(),
+        Started::Unavailable(why) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({
+                "error": {
+                    "code": "store_unavailable",
+                    "message": why,
+                    "hint": "nothing ran; send the request again once the store answers (see GET /healthz)",
+                },
             })),
         )
             .into_response(),

@@ -21,6 +21,7 @@
 
 use super::check;
 use super::config::Tenant;
+use super::follow::Followers;
 use super::live::{ApiApprover, Live, Narrated};
 use super::metrics::Metrics;
 use super::store::{Created, NewSession, ServerStore, SessionStatus};
@@ -83,6 +84,8 @@ pub enum Started {
     /// The program was refused before anything was recorded: `lt run
     /// --json`'s rejection (or refusal) object.
     Refused(Json),
+    /// The store could not record the session (nothing ran): why.
+    Unavailable(String),
 }
 
 /// The server's sessions.
@@ -95,9 +98,8 @@ pub struct Hub {
     pub metrics: Arc<Metrics>,
     handle: tokio::runtime::Handle,
     live: Mutex<HashMap<String, Arc<Live>>>,
-    /// Per watched session: bumped when one of its events commits or its
-    /// record becomes final (the SSE streams wait on it).
-    watchers: Mutex<HashMap<String, watch::Sender<u64>>>,
+    /// The SSE streams' sessions: a change counter and recent lines each.
+    followers: Followers,
     stopping: watch::Sender<bool>,
     accepting: AtomicBool,
     /// Sessions that may run at once.
@@ -126,7 +128,7 @@ impl Hub {
             metrics,
             handle,
             live: Mutex::new(HashMap::new()),
-            watchers: Mutex::new(HashMap::new()),
+            followers: Followers::default(),
             stopping: watch::channel(false).0,
             accepting: AtomicBool::new(true),
             max_sessions,
@@ -142,33 +144,26 @@ impl Hub {
     /// A receiver that changes whenever an event of session `id` commits
     /// or its record becomes final (it may also change for no reason).
     pub fn watch(&self, id: &str) -> watch::Receiver<u64> {
-        let mut w = self.watchers.lock().unwrap_or_else(PoisonError::into_inner);
-        // Watchers nobody holds any more go here, not on every commit.
-        w.retain(|_, s| s.receiver_count() > 0);
-        w.entry(id.to_string())
-            .or_insert_with(|| watch::channel(0).0)
-            .subscribe()
+        self.followers.watch(id)
+    }
+
+    /// Session `id`'s committed lines from `next` on, if the followers'
+    /// ring holds them ([`Followers::recent_after`]).
+    pub fn recent_after(&self, id: &str, next: u64) -> Option<Vec<Arc<str>>> {
+        self.followers.recent_after(id, next)
     }
 
     fn bump(&self, id: Option<&str>) {
-        let w = self.watchers.lock().unwrap_or_else(PoisonError::into_inner);
-        match id {
-            Some(id) => {
-                if let Some(s) = w.get(id) {
-                    s.send_modify(|n| *n += 1);
-                }
-            }
-            None => w.values().for_each(|s| s.send_modify(|n| *n += 1)),
-        }
+        self.followers.bump(id);
     }
 
-    /// Routes the store's commit notices to the watchers; runs until the
+    /// Routes the store's commit notices to the followers; runs until the
     /// store's channel closes. Spawn it once.
     pub async fn dispatch_commits(self: Arc<Self>) {
         let mut commits = self.store.subscribe();
         loop {
             match commits.recv().await {
-                Ok(c) => self.bump(Some(&c.session)),
+                Ok(c) => self.followers.committed(&c.session, c.seq, c.line),
                 Err(broadcast::error::RecvError::Lagged(_)) => self.bump(None),
                 Err(broadcast::error::RecvError::Closed) => return,
             }
@@ -258,6 +253,27 @@ impl Hub {
             created_ms: now_ms(),
         };
         let live = self.register(&id, tenant_name);
+        if new.idempotency_key.is_none() {
+            // A new id: nothing to look up, so the record is not waited
+            // for here; the POST is answered once it commits, with (or
+            // before) the session's first events.
+            let (answer_id, cancel) = (id.clone(), live.cancel.clone());
+            self.store.create_session_then(
+                &new,
+                Box::new(move |r| match r {
+                    Ok(_) => {
+                        let _ = reply.send(Started::New(answer_id));
+                    }
+                    Err(e) => {
+                        let why = format!("the store could not record the session: {e}");
+                        cancel.cancel(why.clone());
+                        let _ = reply.send(Started::Unavailable(why));
+                    }
+                }),
+            );
+            self.metrics.started.inc();
+            return self.run(tenant, live, &file, &ir, profile, None);
+        }
         match self.store.create_session(&new) {
             Ok(Created::New) => {}
             Ok(Created::Existing(rec)) => {
@@ -267,10 +283,9 @@ impl Hub {
             }
             Err(e) => {
                 self.unregister(&id);
-                let _ = reply.send(Started::Refused(json!({
-                    "ok": false,
-                    "error": format!("the store could not record the session: {e}"),
-                })));
+                let _ = reply.send(Started::Unavailable(format!(
+                    "the store could not record the session: {e}"
+                )));
                 return;
             }
         }

@@ -22,6 +22,7 @@ pub mod auth;
 pub mod check;
 pub mod client;
 pub mod config;
+pub mod follow;
 pub mod hub;
 pub mod live;
 pub mod metrics;

@@ -9,8 +9,11 @@
 //!                                       then the stream ends
 //! ```
 //!
-//! Everything is read from the store, never from memory: a stream opened on
-//! a restarted server, or (later) on another worker, shows the same events.
+//! Every line sent is a committed one: read from the store, or taken from
+//! the followers' ring of lines this server committed lately (the same
+//! bytes, [`crate::serve::follow`]), which saves reading back what was
+//! just written. A stream opened on a restarted server, or (later) on
+//! another worker, reads the store and shows the same events.
 //! Reconnecting with `Last-Event-ID: N` sends what follows event N (its
 //! `.1` extra included); `N.1` what follows that extra: nothing is missed,
 //! nothing is sent twice.
@@ -79,10 +82,11 @@ impl Follow {
         }
     }
 
-    /// The SSE events of one log line.
-    fn events_of(&mut self, line: &str, out: &mut Vec<Event>) {
+    /// The SSE events of one log line. `true`: it ends the session's log
+    /// (`session_ended`), or it cannot be read.
+    fn events_of(&mut self, line: &str, out: &mut Vec<Event>) -> bool {
         let Ok(v) = serde_json::from_str::<Json>(line) else {
-            return;
+            return true;
         };
         let seq = v.get("seq").and_then(Json::as_u64).unwrap_or(self.next);
         self.next = seq + 1;
@@ -124,6 +128,7 @@ impl Follow {
                     .data(data.to_string()),
             );
         }
+        kind == "session_ended"
     }
 }
 
@@ -165,54 +170,70 @@ async fn pump(
     tx: mpsc::Sender<Event>,
 ) {
     let mut stopping = state.hub.stopping();
+    // The record is read when the log may be over, not on every wake.
+    let mut check_end = true;
+    // Lines the end check read from the store (the ring may not hold them
+    // yet: its notices come through another task).
+    let mut read: Option<Vec<Arc<str>>> = None;
     loop {
         if *stopping.borrow() {
             return;
         }
-        // Read everything committed past what was read.
-        let after = f.next.checked_sub(1);
-        let lines = match state.hub.store.events_after(&f.id, after) {
-            Ok(l) => l,
-            Err(_) => return,
+        // Everything committed past what was sent: from the ring when it
+        // reaches back far enough, else from the store.
+        let lines: Vec<Arc<str>> = match read.take() {
+            Some(lines) => lines,
+            None => match state.hub.recent_after(&f.id, f.next) {
+                Some(lines) => lines,
+                None => match state.hub.store.events_after(&f.id, f.next.checked_sub(1)) {
+                    Ok(l) => l.into_iter().map(Arc::from).collect(),
+                    Err(_) => return,
+                },
+            },
         };
+        check_end |= lines.is_empty();
         let mut out = Vec::new();
         for l in &lines {
-            f.events_of(l, &mut out);
+            check_end |= f.events_of(l, &mut out);
         }
         for e in out {
             if tx.send(e).await.is_err() {
                 return;
             }
         }
-        // Over, and every event read: the output ends the stream.
-        let rec = match state.hub.store.session(&tenant, &f.id) {
-            Ok(Some(r)) => r,
-            _ => return,
-        };
-        if rec.status.is_final() && state.hub.live(&tenant, &f.id).is_none() {
-            let more = state
-                .hub
-                .store
-                .events_after(&f.id, f.next.checked_sub(1))
-                .map(|l| !l.is_empty())
-                .unwrap_or(false);
-            if more {
-                continue;
+        if check_end {
+            // Over, and every event read: the output ends the stream.
+            let rec = match state.hub.store.session(&tenant, &f.id) {
+                Ok(Some(r)) => r,
+                _ => return,
+            };
+            if rec.status.is_final() && state.hub.live(&tenant, &f.id).is_none() {
+                let more = match state.hub.store.events_after(&f.id, f.next.checked_sub(1)) {
+                    Ok(l) => l,
+                    Err(_) => return,
+                };
+                if !more.is_empty() {
+                    // Sent next, from what was read: re-asking the ring
+                    // could spin until its notices arrive.
+                    read = Some(more.into_iter().map(Arc::from).collect());
+                    continue;
+                }
+                let last = f.next.saturating_sub(1);
+                if f.after_cursor(last, true) {
+                    let data = rec.output.unwrap_or(Json::Null).to_string();
+                    let e = Event::default()
+                        .event("output")
+                        .id(format!("{last}.1"))
+                        .data(data);
+                    let _ = tx.send(e).await;
+                }
+                return;
             }
-            let last = f.next.saturating_sub(1);
-            if f.after_cursor(last, true) {
-                let data = rec.output.unwrap_or(Json::Null).to_string();
-                let e = Event::default()
-                    .event("output")
-                    .id(format!("{last}.1"))
-                    .data(data);
-                let _ = tx.send(e).await;
-            }
-            return;
         }
+        check_end = false;
         tokio::select! {
             r = changes.changed() => if r.is_err() { return },
-            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = tokio::time::sleep(Duration::from_secs(1)) => check_end = true,
             _ = tx.closed() => return,
             _ = stopping.changed() => return,
         }

@@ -158,11 +158,10 @@ fn start(hub: Arc<Hub>, tenant_name: &str, req: TaskRequest, reply: oneshot::Sen
         }
         Err(e) => {
             hub.unregister(&id);
-            return refuse(
-                reply,
-                "store",
-                format!("the store could not record the session: {e}"),
-            );
+            let _ = reply.send(Started::Unavailable(format!(
+                "the store could not record the session: {e}"
+            )));
+            return;
         }
     }
     hub.metrics.started.inc();

@@ -161,7 +161,14 @@ pub struct Committed {
     pub session: String,
     /// The event's `seq`.
     pub seq: u64,
+    /// Its line, exactly as [`ServerStore::events_after`] would return it
+    /// (so a follower need not read it back).
+    pub line: std::sync::Arc<str>,
 }
+
+/// Called once a session recorded by [`ServerStore::create_session_then`]
+/// is committed (or could not be).
+pub type CreatedThen = Box<dyn FnOnce(Result<Created, StoreError>) + Send>;
 
 /// Told of each commit: its duration and its number of events.
 pub type CommitObserver = Box<dyn Fn(Duration, usize) + Send + Sync>;
@@ -173,6 +180,20 @@ pub trait ServerStore: EventStore {
     /// the tenant already used, records nothing and returns that session.
     fn create_session(&self, s: &NewSession) -> Result<Created, StoreError>;
 
+    /// [`ServerStore::create_session`] without waiting: `done` is called
+    /// once the record is committed (or failed), and the caller may go on
+    /// appending to the session's log meanwhile (the store keeps the
+    /// order: the record commits with or before the log's first events).
+    /// For a session without an idempotency key, whose id is new.
+    fn create_session_then(&self, s: &NewSession, done: CreatedThen) {
+        done(self.create_session(s));
+    }
+
+    /// Waits until everything sent to the store before this call is
+    /// committed (a dropped sink's buffered events included), so a read
+    /// sees it.
+    fn flush(&self) {}
+
     /// The session `id` of `tenant` (`None` when it does not exist or is
     /// another tenant's).
     fn session(&self, tenant: &str, id: &str) -> Result<Option<SessionRecord>, StoreError>;
@@ -181,7 +202,9 @@ pub trait ServerStore: EventStore {
     fn list_sessions(&self, q: &ListQuery) -> Result<Vec<SessionRecord>, StoreError>;
 
     /// Sets a session's status (and, once it is over, its final output)
-    /// and its call count. Errors: `NotFound`.
+    /// and its call count. A final status ([`SessionStatus::is_final`])
+    /// never changes again. Errors: `NotFound`; `Conflict` when the
+    /// session is already over.
     fn set_status(
         &self,
         id: &str,

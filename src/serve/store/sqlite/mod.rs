@@ -15,15 +15,24 @@
 //! its session's mark in `writing` until it is dropped; `create` refuses an
 //! id with events or a mark, `reopen` a marked session; and the writer
 //! thread refuses an event whose `seq` and `prev` do not continue the
-//! stored chain, so a stale sink never extends another's log. A sink that
-//! is dropped first waits until its buffered events are committed.
+//! stored chain, so a stale sink never extends another's log. A dropped
+//! sink's mark goes once its buffered events are committed (the writer
+//! lets it go; nobody waits for it).
 //!
-//! Guarantees: an event appended with `WriteAhead::Commit` is in the file
-//! and fsynced (`synchronous=FULL`), and its [`Committed`] notice sent,
-//! when `append` returns; a `Buffer` event is committed in the writer's
-//! next transaction, at the latest with its session's next `Commit` event
-//! or when its sink is dropped. A dead writer thread makes every write
+//! Guarantees: an event that [`commit_point`] says is `Commit` is in the
+//! file and fsynced (`synchronous=FULL`), and its [`Committed`] notice
+//! sent, when `append` returns; a `Buffer` event is committed with the
+//! next request somebody waits for (its session's next `Commit` event, its
+//! final status, any other session's) or after the writer's short gather
+//! delay, whichever comes first. A dead writer thread makes every write
 //! fail with an error naming the store; nothing waits forever on it.
+//!
+//! One process writes a database file: the writer holds an exclusive lock
+//! on `FILE-lock` beside it (`flock`; it holds the writer's pid) for as
+//! long as it runs, and a second `open` of the same file is refused
+//! (`Conflict`) instead of interleaving two servers' sessions.
+//!
+//! [`commit_point`]: crate::log::write_ahead::commit_point
 
 mod schema;
 mod sink;
@@ -35,8 +44,8 @@ mod tests;
 pub use schema::SCHEMA_VERSION;
 
 use super::{
-    CommitObserver, Committed, Created, ListQuery, NewSession, ServerStore, SessionRecord,
-    SessionStatus,
+    CommitObserver, Committed, Created, CreatedThen, ListQuery, NewSession, ServerStore,
+    SessionRecord, SessionStatus,
 };
 use crate::log::{
     drop_event, read_prefix, Event, EventBody, EventSink, EventStore, Loaded, MemoryLog,
@@ -50,12 +59,13 @@ use sink::{Claim, SqliteSink};
 use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::SystemTime;
 use tokio::sync::broadcast;
-use writer::{Reply, Request};
+use writer::{CreateReply, Reply, Request};
 
 /// How many commit notices a subscriber may fall behind before it sees
 /// `Lagged`.
@@ -74,6 +84,8 @@ struct Shared {
     commits: broadcast::Sender<Committed>,
     /// Told of each commit.
     observer: Mutex<Option<CommitObserver>>,
+    /// Sinks alive (each holds a sender of the writer's queue).
+    sinks: AtomicUsize,
 }
 
 impl Shared {
@@ -118,6 +130,17 @@ impl SqliteStore {
     /// cannot be created or opened, it is not an `lt` store, or a newer
     /// `lt` wrote it ([`SCHEMA_VERSION`]).
     pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_locked(path, true)
+    }
+
+    /// [`SqliteStore::open`] without the writer's lock: two stores on one
+    /// file, to test what the chain check stops.
+    #[cfg(test)]
+    pub(super) fn open_unlocked(path: &Path) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_locked(path, false)
+    }
+
+    fn open_locked(path: &Path, exclusive: bool) -> Result<SqliteStore, StoreError> {
         let named = |e: &dyn std::fmt::Display| {
             StoreError::Io(io::Error::other(format!(
                 "the store {} cannot be opened: {e}",
@@ -127,6 +150,11 @@ impl SqliteStore {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| named(&e))?;
         }
+        let lock = if exclusive {
+            Some(lock_writer(path)?)
+        } else {
+            None
+        };
         let mut conn = schema::connect(path, Role::Writer).map_err(|e| named(&e))?;
         schema::migrate(&mut conn).map_err(|e| named(&e))?;
         let reader = schema::connect(path, Role::Reader).map_err(|e| named(&e))?;
@@ -136,13 +164,18 @@ impl SqliteStore {
             writing: Mutex::new(HashSet::new()),
             commits,
             observer: Mutex::new(None),
+            sinks: AtomicUsize::new(0),
         });
         let (requests, queue) = mpsc::channel();
         let writer = std::thread::Builder::new()
             .name("lt-store-writer".into())
             .spawn({
                 let shared = Arc::clone(&shared);
-                move || writer::run(conn, shared, queue)
+                move || {
+                    writer::run(conn, shared, queue);
+                    // The lock goes after the connection closed.
+                    drop(lock);
+                }
             })
             .map_err(|e| named(&e))?;
         Ok(SqliteStore {
@@ -262,12 +295,60 @@ impl SqliteStore {
     }
 }
 
+/// Takes the exclusive lock of `path`'s writer (`PATH-lock`, holding
+/// this process's pid). Errors: `Conflict` when another process (or
+/// another store of this one) writes the file; `Io` when the lock file
+/// cannot be made.
+fn lock_writer(path: &Path) -> Result<std::fs::File, StoreError> {
+    use std::io::{Read, Seek, Write};
+    let mut name = path.as_os_str().to_owned();
+    name.push("-lock");
+    let lock_path = PathBuf::from(name);
+    let io_err = |e: io::Error| {
+        StoreError::Io(io::Error::other(format!(
+            "the store {} cannot be opened: its lock file {}: {e}",
+            path.display(),
+            lock_path.display()
+        )))
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&lock_path)
+        .map_err(io_err)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            let holder = match holder.trim() {
+                "" => String::new(),
+                pid => format!(" (pid {pid})"),
+            };
+            return Err(StoreError::Conflict(format!(
+                "the store {} is in use by another process{holder}: one server writes a store file; \
+                 stop the other one, or give this one a store of its own (--store sqlite:PATH)",
+                path.display()
+            )));
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(io_err(e)),
+    }
+    // Who holds it, for the message above (best effort).
+    let _ = file.set_len(0);
+    let _ = file.rewind();
+    let _ = writeln!(file, "{}", std::process::id());
+    Ok(file)
+}
+
 impl Drop for SqliteStore {
     /// Closes the queue; when no sink is left, waits for the writer to
     /// commit what is queued and close the file.
     fn drop(&mut self) {
         self.requests = None;
-        let idle = self.shared.writing().is_empty();
+        // A live sink holds a sender: the writer would never see the end.
+        let idle = self.shared.sinks.load(Ordering::SeqCst) == 0;
         if let Some(writer) = self.writer.take().filter(|_| idle) {
             let _ = writer.join();
         }
@@ -308,6 +389,9 @@ impl EventStore for SqliteStore {
         let busy = format!(
             "session {session} is being written by another writer; resume it once that one has ended"
         );
+        // What a sink dropped before this call queued (its last buffered
+        // events, its claim's release) is committed first.
+        ServerStore::flush(self);
         // Loaded before the claim: a session that is not known is
         // `NotFound`, not "being written" by this very call.
         let Loaded { events, report } = self.load(session)?;
@@ -370,8 +454,37 @@ impl ServerStore for SqliteStore {
         self.call(|reply| Request::CreateSession {
             new,
             request,
-            reply,
+            reply: CreateReply::Wait(reply),
         })
+    }
+
+    fn create_session_then(&self, s: &NewSession, done: CreatedThen) {
+        let request = Request::CreateSession {
+            new: s.clone(),
+            request: s.request.to_string(),
+            reply: CreateReply::Then(done),
+        };
+        let Some(requests) = self.requests.as_ref() else {
+            let gone = io::Error::other(self.shared.writer_gone());
+            if let Request::CreateSession { reply, .. } = request {
+                reply.send(Err(StoreError::Io(gone)));
+            }
+            return;
+        };
+        if let Err(mpsc::SendError(Request::CreateSession { reply, .. })) = requests.send(request) {
+            reply.send(Err(StoreError::Io(io::Error::other(
+                self.shared.writer_gone(),
+            ))));
+        }
+    }
+
+    fn flush(&self) {
+        if let Some(requests) = self.requests.as_ref() {
+            let (reply, answer) = mpsc::sync_channel(1);
+            if requests.send(Request::Flush(reply)).is_ok() {
+                let _ = answer.recv();
+            }
+        }
     }
 
     fn session(&self, tenant: &str, id: &str) -> Result<Option<SessionRecord>, StoreError> {

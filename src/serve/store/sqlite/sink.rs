@@ -1,13 +1,15 @@
 //! A session's sink: events numbered, chained and hashed by a
-//! [`MemoryLog`], handed to the writer thread; an append of a
-//! `WriteAhead::Commit` event returns once its transaction committed.
+//! [`MemoryLog`], handed to the writer thread; an append of an event that
+//! [`commit_point`] says is `Commit` returns once its transaction committed.
 //!
 //! ```text
 //! append(body) ─▶ MemoryLog::append (the library's seq, ts, prev, hash)
 //!              ─▶ Request::Append ─▶ writer ─▶ Commit: wait for the answer
 //!                                             Buffer: go on (a failure is left
 //!                                             in `failed` for the next append)
-//! drop ─▶ Flush (buffered events committed) ─▶ the session's claim goes
+//! drop ─▶ nothing buffered: the session's claim goes now
+//!       ─▶ else Request::Release(claim): the writer lets it go once
+//!          everything queued before it committed (nobody waits here)
 //! ```
 //!
 //! Invariant: after one failed append a sink writes nothing more (its
@@ -16,9 +18,10 @@
 use super::writer::{Append, Request};
 use super::Shared;
 use crate::log::event::drop_body;
-use crate::log::write_ahead::{write_ahead, WriteAhead};
+use crate::log::write_ahead::{commit_point, WriteAhead};
 use crate::log::{Event, EventBody, EventSink, MemoryLog};
 use std::io;
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -37,8 +40,10 @@ impl Drop for Claim {
 /// The sink of one session: events chained by a [`MemoryLog`], written by
 /// the writer thread.
 pub(super) struct SqliteSink {
-    /// Released after the flush in `drop`.
-    claim: Claim,
+    /// Handed to the writer in `drop` (`None` after).
+    claim: Option<Claim>,
+    /// The session.
+    session: String,
     requests: Sender<Request>,
     /// Holds no event between appends: each is taken out once sealed.
     log: MemoryLog,
@@ -47,7 +52,8 @@ pub(super) struct SqliteSink {
     failed: Arc<Mutex<Option<String>>>,
     /// Set once an append failed: nothing more is written.
     broken: Option<String>,
-    /// `Buffer` events were sent since the last answered append.
+    /// `Buffer` events were sent since the last answered append: the
+    /// claim goes through the writer, after them.
     buffered: bool,
 }
 
@@ -64,8 +70,10 @@ impl SqliteSink {
             Some(clock) => log.with_clock(clock),
             None => log,
         };
+        claim.shared.sinks.fetch_add(1, Ordering::SeqCst);
         SqliteSink {
-            claim,
+            session: claim.session.clone(),
+            claim: Some(claim),
             requests,
             log,
             clock,
@@ -98,6 +106,13 @@ impl SqliteSink {
         self.broken.clone()
     }
 
+    fn writer_gone(&self) -> String {
+        match &self.claim {
+            Some(c) => c.shared.writer_gone(),
+            None => "the store's writer thread has stopped".to_string(),
+        }
+    }
+
     /// Records `why` as this sink's end and returns it as an error.
     fn break_with(&mut self, why: String) -> io::Error {
         let why = self.stopped().unwrap_or(why);
@@ -111,10 +126,10 @@ impl EventSink for SqliteSink {
         if let Some(why) = self.stopped() {
             return Err(io::Error::other(format!(
                 "nothing more is written to the log of session {} after an earlier append failed: {why}",
-                self.claim.session
+                self.session
             )));
         }
-        let commit = write_ahead(&body) == WriteAhead::Commit;
+        let commit = commit_point(&body) == WriteAhead::Commit;
         let event = self.seal(body)?;
         let line = event.to_line();
         let Event {
@@ -143,7 +158,7 @@ impl EventSink for SqliteSink {
             failed: Arc::clone(&self.failed),
         });
         if self.requests.send(request).is_err() {
-            return Err(self.break_with(self.claim.shared.writer_gone()));
+            return Err(self.break_with(self.writer_gone()));
         }
         let Some(answer) = answer else {
             self.buffered = true;
@@ -155,20 +170,28 @@ impl EventSink for SqliteSink {
                 Ok(())
             }
             Ok(Err(why)) => Err(self.break_with(why)),
-            Err(_) => Err(self.break_with(self.claim.shared.writer_gone())),
+            Err(_) => Err(self.break_with(self.writer_gone())),
         }
     }
 }
 
 impl Drop for SqliteSink {
-    /// Waits until the buffered events are committed (or failed), so the
-    /// session's next writer starts after them; then the claim goes.
+    /// Hands the claim to the writer, which lets it go once the buffered
+    /// events are committed (or failed): the session's next writer starts
+    /// after them, and nobody waits here (the session's final status,
+    /// queued next, commits in the same transaction).
     fn drop(&mut self) {
-        if self.buffered && self.broken.is_none() {
-            let (reply, answer) = mpsc::sync_channel(1);
-            if self.requests.send(Request::Flush(reply)).is_ok() {
-                let _ = answer.recv();
+        if let Some(claim) = self.claim.take() {
+            let shared = Arc::clone(&claim.shared);
+            if self.buffered && self.broken.is_none() {
+                // A writer that is gone hands the request back: the claim
+                // goes here.
+                let _ = self.requests.send(Request::Release(claim));
+            } else {
+                // Everything sent is committed (or failed): it goes now.
+                drop(claim);
             }
+            shared.sinks.fetch_sub(1, Ordering::SeqCst);
         }
     }
 }

@@ -153,6 +153,7 @@ fn a_log_round_trips_as_the_library_writes_it() {
     let mut sink = store.create(&s).expect("create");
     append_all(&mut sink, bodies());
     drop(sink);
+    store.flush();
 
     let mut reference = MemoryLog::new(&s).expect("log").with_clock(fixed);
     append_all(&mut reference, bodies());
@@ -179,10 +180,14 @@ fn a_log_round_trips_as_the_library_writes_it() {
     while let Ok(c) = commits.try_recv() {
         seen.push(c);
     }
-    let expected: Vec<_> = (0..10)
-        .map(|seq| Committed {
+    // Each notice carries its line, exactly as stored.
+    let expected: Vec<_> = text
+        .lines()
+        .zip(0..10)
+        .map(|(line, seq)| Committed {
             session: s.clone(),
             seq,
+            line: Arc::from(line),
         })
         .collect();
     assert_eq!(seen, expected);
@@ -236,6 +241,7 @@ fn reopen_waits_for_the_writer_and_continues_the_chain() {
     .expect("append");
     append_all(&mut sink, vec![call(0).remove(3), ended()]);
     drop(sink);
+    store.flush();
     let text = jsonl(&store, &s);
     let report = verify(&text);
     assert!(report.ok && report.events == 7, "{report}");
@@ -266,6 +272,7 @@ fn reopen_refuses_a_log_that_does_not_verify() {
     b.extend(call(0));
     append_all(&mut sink, b);
     drop(sink);
+    store.flush();
     let conn = rusqlite::Connection::open(dir.db()).expect("open");
     conn.execute(
         "UPDATE events SET line = replace(line, '\"tool\":\"ping\"', '\"tool\":\"pong\"') WHERE seq = 1",
@@ -288,10 +295,12 @@ fn a_stale_sink_cannot_extend_the_chain() {
     // Two stores on one file: each knows only its own sinks, so the
     // chain in the data is what stops the stale writer.
     let a = open(&dir.db());
-    let b = open(&dir.db());
+    let b = SqliteStore::open_unlocked(&dir.db()).expect("open");
     let s = id(1);
     let mut stale = a.create(&s).expect("create");
     append_all(&mut stale, vec![started()]);
+    // `session_started` is buffered: committed before `b` looks.
+    a.flush();
     let mut fresh = b.reopen(&s).expect("reopen").sink;
     append_all(&mut fresh, call(0));
 
@@ -308,6 +317,7 @@ fn a_stale_sink_cannot_extend_the_chain() {
     drop(stale);
     fresh.append(ended()).expect("fresh goes on");
     drop(fresh);
+    b.flush();
 
     let text = jsonl(&a, &s);
     let report = verify(&text);
@@ -459,6 +469,9 @@ fn unfinished_sessions_come_oldest_first_with_their_counts() {
         .expect("status");
     let why = store.set_status(&id(9), SessionStatus::Ended, None, 0);
     assert!(matches!(why, Err(StoreError::NotFound(_))), "{why:?}");
+    // Over is over: a late status change does not move it back.
+    let why = store.set_status(&id(3), SessionStatus::Running, None, 5);
+    assert!(matches!(why, Err(StoreError::Conflict(_))), "{why:?}");
 
     let open_ones = store.unfinished().expect("unfinished");
     assert_eq!(ids(&open_ones), [id(2), id(1)]);
@@ -510,10 +523,11 @@ fn committed_events_survive_a_crash_and_a_restart() {
         let report = verify(&text);
         assert!(report.ok && report.events == 4, "{report}\n{text}");
     }
-    // A buffered event last: committed when its sink goes, before the
-    // session is free for its next writer.
+    // A buffered event last: committed after its sink goes, before the
+    // session is free for its next writer (`flush` waits for that).
     sink.append(call(1).remove(0)).expect("buffered");
     drop(sink);
+    store.flush();
     assert_eq!(store.load(&s).expect("load").events.len(), 5);
     drop(store);
     let store = open(&dir.db());
@@ -581,6 +595,23 @@ fn concurrent_sessions_share_commits() {
 }
 
 #[test]
+fn one_process_writes_a_store_file() {
+    let dir = TempDir::new("lock");
+    let first = open(&dir.db());
+    let e = SqliteStore::open(&dir.db()).err().expect("refused");
+    assert!(matches!(e, StoreError::Conflict(_)), "{e:?}");
+    let text = e.to_string();
+    assert!(
+        text.contains("in use by another process")
+            && text.contains(&format!("pid {}", std::process::id())),
+        "{text}"
+    );
+    // The lock goes with the first store's writer.
+    drop(first);
+    drop(open(&dir.db()));
+}
+
+#[test]
 fn a_newer_schema_or_another_programs_database_is_refused() {
     let dir = TempDir::new("schema");
     drop(open(&dir.db()));
@@ -610,6 +641,7 @@ fn a_dead_writer_fails_writes_instead_of_hanging() {
     let store = open(&dir.db());
     let mut sink = store.create(&id(1)).expect("create");
     sink.append(started()).expect("append");
+    store.flush();
     assert!(store.health().is_ok());
     let requests = store.requests.as_ref().expect("queue");
     requests.send(Request::Stop).expect("stop");

@@ -2,15 +2,24 @@
 //!
 //! ```text
 //! sinks, create_session, set_status ──Request──▶ queue (mpsc)
-//! writer: take one request, drain the queue (up to MAX_BATCH), then
+//! writer: take one request, drain the queue (up to MAX_BATCH); while no
+//!   request of the batch has a waiter, wait up to GATHER for one, then
 //!   BEGIN IMMEDIATE
 //!     each append: chain check (seq = stored next, prev = stored last hash) ─▶ INSERT
 //!     each create_session: INSERT … ON CONFLICT (tenant, idempotency_key) DO NOTHING
 //!     each set_status: UPDATE
 //!     sessions.events of each session appended to
 //!   COMMIT (fsynced: synchronous=FULL)
-//!   ─▶ broadcast Committed {session, seq} ─▶ answer every waiter ─▶ observer(took, events)
+//!   ─▶ broadcast Committed {session, seq, line} ─▶ answer every waiter
+//!   ─▶ release the claims of the batch's dropped sinks ─▶ observer(took, events)
 //! ```
+//!
+//! Why GATHER: a `Buffer` event (an outcome, say) has nobody waiting for
+//! it, and its session's next `Commit` event (the next call's `scheduled`)
+//! is usually microseconds behind it. Committing the outcome alone would
+//! cost an fsync nobody asked for; waiting for the next one puts both in
+//! one transaction (PostgreSQL's `commit_delay` does the same for
+//! concurrent transactions). A batch with a waiter never waits.
 //!
 //! Invariant: nothing is answered `Ok` before the transaction holding it
 //! has committed; when the commit fails every request of the batch is
@@ -21,16 +30,21 @@
 
 use super::super::{Committed, Created, NewSession, SessionStatus};
 use super::schema::{record_of, RawRecord, RECORD_COLUMNS};
+use super::sink::Claim;
 use super::Shared;
 use crate::log::{StoreError, ZERO_HASH};
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
 use std::collections::HashMap;
-use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// At most this many requests per transaction (bounds a commit's latency).
 const MAX_BATCH: usize = 4096;
+
+/// How long a batch nobody waits for waits for a request somebody does
+/// (see the module note).
+const GATHER: Duration = Duration::from_millis(2);
 
 /// Where one answer goes (a channel of one, per request).
 pub(super) type Reply<T> = SyncSender<T>;
@@ -62,8 +76,10 @@ pub(super) enum Request {
     CreateSession {
         new: NewSession,
         request: String,
-        reply: Reply<Result<Created, StoreError>>,
+        reply: CreateReply,
     },
+    /// Let a dropped sink's claim go once everything before it committed.
+    Release(Claim),
     /// Set a session's status ([`crate::serve::store::ServerStore::set_status`]).
     SetStatus {
         id: String,
@@ -78,6 +94,39 @@ pub(super) enum Request {
     /// Stops the thread, answering nothing (tests of a dead writer).
     #[cfg(test)]
     Stop,
+}
+
+/// Where the answer to a `CreateSession` goes.
+pub(super) enum CreateReply {
+    /// A caller blocked on it.
+    Wait(Reply<Result<Created, StoreError>>),
+    /// Called after the commit; nobody is blocked (the batch may gather).
+    Then(Box<dyn FnOnce(Result<Created, StoreError>) + Send>),
+}
+
+impl CreateReply {
+    pub(super) fn send(self, r: Result<Created, StoreError>) {
+        match self {
+            CreateReply::Wait(reply) => {
+                let _ = reply.send(r);
+            }
+            CreateReply::Then(done) => done(r),
+        }
+    }
+}
+
+impl Request {
+    /// Whether somebody is blocked until this request's batch commits.
+    fn awaited(&self) -> bool {
+        match self {
+            Request::Append(a) => a.reply.is_some(),
+            Request::CreateSession { reply, .. } => matches!(reply, CreateReply::Wait(_)),
+            Request::SetStatus { .. } | Request::Flush(_) => true,
+            Request::Release(_) => false,
+            #[cfg(test)]
+            Request::Stop => true,
+        }
+    }
 }
 
 /// What became of one request (before the commit).
@@ -99,10 +148,16 @@ struct Tail {
 pub(super) fn run(mut conn: Connection, shared: Arc<Shared>, requests: Receiver<Request>) {
     while let Ok(first) = requests.recv() {
         let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match requests.try_recv() {
-                Ok(r) => batch.push(r),
-                Err(_) => break,
+        drain(&requests, &mut batch);
+        let until = Instant::now() + GATHER;
+        while batch.len() < MAX_BATCH && !batch.iter().any(Request::awaited) {
+            let left = until.saturating_duration_since(Instant::now());
+            match requests.recv_timeout(left) {
+                Ok(r) => {
+                    batch.push(r);
+                    drain(&requests, &mut batch);
+                }
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
             }
         }
         #[cfg(test)]
@@ -110,6 +165,16 @@ pub(super) fn run(mut conn: Connection, shared: Arc<Shared>, requests: Receiver<
             return;
         }
         write_batch(&mut conn, &shared, batch);
+    }
+}
+
+/// Moves what is queued into `batch`, up to [`MAX_BATCH`].
+fn drain(requests: &Receiver<Request>, batch: &mut Vec<Request>) {
+    while batch.len() < MAX_BATCH {
+        match requests.try_recv() {
+            Ok(r) => batch.push(r),
+            Err(_) => break,
+        }
     }
 }
 
@@ -134,21 +199,22 @@ fn write_batch(conn: &mut Connection, shared: &Shared, batch: Vec<Request>) {
             let _ = shared.commits.send(Committed {
                 session: a.session.clone(),
                 seq: a.seq,
+                line: Arc::from(a.line.as_str()),
             });
         }
     }
     for (req, outcome) in batch.into_iter().zip(outcomes) {
         match (req, outcome) {
             (Request::Append(a), Outcome::Appended(r)) => answer_append(a.reply, &a.failed, r),
-            (Request::CreateSession { reply, .. }, Outcome::Created(r)) => {
-                let _ = reply.send(r);
-            }
+            (Request::CreateSession { reply, .. }, Outcome::Created(r)) => reply.send(r),
             (Request::SetStatus { reply, .. }, Outcome::Status(r)) => {
                 let _ = reply.send(r);
             }
             (Request::Flush(reply), Outcome::Flushed) => {
                 let _ = reply.send(());
             }
+            // After the commit that holds the sink's last events.
+            (Request::Release(claim), _) => drop(claim),
             // `apply` answers each request with its own kind of outcome.
             _ => {}
         }
@@ -169,8 +235,9 @@ fn fail_all(batch: Vec<Request>, why: &str) {
         match req {
             Request::Append(a) => answer_append(a.reply, &a.failed, Err(why.to_string())),
             Request::CreateSession { reply, .. } => {
-                let _ = reply.send(Err(StoreError::Io(std::io::Error::other(why))));
+                reply.send(Err(StoreError::Io(std::io::Error::other(why))));
             }
+            Request::Release(claim) => drop(claim),
             Request::SetStatus { reply, .. } => {
                 let _ = reply.send(Err(StoreError::Io(std::io::Error::other(why))));
             }
@@ -234,7 +301,7 @@ fn apply(
                 *calls,
                 *at_ms,
             )?),
-            Request::Flush(_) => Outcome::Flushed,
+            Request::Flush(_) | Request::Release(_) => Outcome::Flushed,
             #[cfg(test)]
             Request::Stop => Outcome::Flushed,
         };
@@ -372,17 +439,27 @@ fn set_status(
     calls: i64,
     at_ms: i64,
 ) -> rusqlite::Result<Result<(), StoreError>> {
+    // A final status is final: a late update (a status change racing the
+    // session's end) must not move it back.
     let changed = tx
         .prepare_cached(
             "UPDATE sessions SET status = ?2, output = coalesce(?3, output), calls = ?4, \
-             updated_ms = ?5 WHERE id = ?1",
+             updated_ms = ?5 WHERE id = ?1 AND status NOT IN ('ended', 'failed', 'cancelled')",
         )?
         .execute(params![id, status.as_str(), output, calls, at_ms])?;
-    Ok(if changed == 0 {
-        Err(StoreError::NotFound(id.to_string()))
-    } else {
-        Ok(())
-    })
+    if changed > 0 {
+        return Ok(Ok(()));
+    }
+    let held: Option<String> = tx
+        .prepare_cached("SELECT status FROM sessions WHERE id = ?1")?
+        .query_row([id], |r| r.get(0))
+        .optional()?;
+    Ok(Err(match held {
+        None => StoreError::NotFound(id.to_string()),
+        Some(held) => StoreError::Conflict(format!(
+            "session {id} is already over ({held}); its status stays"
+        )),
+    }))
 }
 
 /// Whether `e` is a constraint violation (a statement's own failure; the

@@ -1,0 +1,158 @@
+//! The followers of sessions (the SSE streams): a change counter per
+//! watched session, and the lines it committed lately, so a stream sends
+//! a new event without reading it back from the store.
+//!
+//! ```text
+//! store ──Committed {session, seq, line}──▶ Followers::committed
+//!          ─▶ the session's ring (its last RING lines, contiguous) ─▶ bump
+//! SSE pump: changed() ─▶ Followers::recent_after(id, next)
+//!          Some(lines): every line from `next` on (maybe none)
+//!          None: the ring does not reach back to `next` ─▶ read the store
+//! ```
+//!
+//! Invariant: a ring holds consecutive `seq`s only. A notice that does not
+//! continue it (the commit channel lagged, a stream opened late) empties
+//! it first, so a reader is sent to the store rather than past a gap. Only
+//! sessions somebody follows have a ring; it goes with its last follower.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use tokio::sync::watch;
+
+/// Lines kept per followed session (older ones are read from the store).
+const RING: usize = 256;
+
+/// One followed session.
+struct Followed {
+    changes: watch::Sender<u64>,
+    ring: VecDeque<(u64, Arc<str>)>,
+}
+
+/// The followed sessions, by id.
+#[derive(Default)]
+pub struct Followers {
+    map: Mutex<HashMap<String, Followed>>,
+}
+
+impl Followers {
+    fn map(&self) -> MutexGuard<'_, HashMap<String, Followed>> {
+        self.map.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A receiver that changes whenever an event of session `id` commits
+    /// or [`Followers::bump`] names it (it may also change for no reason).
+    /// Take it before the first read of the store: nothing commits unseen.
+    pub fn watch(&self, id: &str) -> watch::Receiver<u64> {
+        let mut map = self.map();
+        // Sessions nobody follows any more go here, not on every commit.
+        map.retain(|_, f| f.changes.receiver_count() > 0);
+        map.entry(id.to_string())
+            .or_insert_with(|| Followed {
+                changes: watch::channel(0).0,
+                ring: VecDeque::new(),
+            })
+            .changes
+            .subscribe()
+    }
+
+    /// Tells session `id`'s followers (every follower with `None`) that
+    /// something changed.
+    pub fn bump(&self, id: Option<&str>) {
+        let mut map = self.map();
+        match id {
+            Some(id) => {
+                if let Some(f) = map.get(id) {
+                    f.changes.send_modify(|n| *n += 1);
+                }
+            }
+            None => map.values_mut().for_each(|f| {
+                // Notices were lost: a ring may now miss lines.
+                f.ring.clear();
+                f.changes.send_modify(|n| *n += 1);
+            }),
+        }
+    }
+
+    /// Event `seq` of session `id` committed as `line`.
+    pub fn committed(&self, id: &str, seq: u64, line: Arc<str>) {
+        let mut map = self.map();
+        let Some(f) = map.get_mut(id) else {
+            return;
+        };
+        if f.ring.back().is_some_and(|(last, _)| *last + 1 != seq) {
+            f.ring.clear();
+        }
+        if f.ring.len() == RING {
+            f.ring.pop_front();
+        }
+        f.ring.push_back((seq, line));
+        f.changes.send_modify(|n| *n += 1);
+    }
+
+    /// Session `id`'s committed lines from `seq` `next` on, when the ring
+    /// reaches back that far (`Some(vec![])`: none committed since);
+    /// `None`: read them from the store.
+    pub fn recent_after(&self, id: &str, next: u64) -> Option<Vec<Arc<str>>> {
+        let map = self.map();
+        let ring = &map.get(id)?.ring;
+        let (first, _) = ring.front()?;
+        if *first > next {
+            return None;
+        }
+        Some(
+            ring.iter()
+                .filter(|(seq, _)| *seq >= next)
+                .map(|(_, line)| Arc::clone(line))
+                .collect(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(n: u64) -> Arc<str> {
+        Arc::from(format!("line {n}").as_str())
+    }
+
+    #[test]
+    fn a_ring_answers_only_what_it_holds_without_a_gap() {
+        let f = Followers::default();
+        let mut rx = f.watch("s");
+        // Nothing yet: the store is asked.
+        assert_eq!(f.recent_after("s", 0), None);
+        f.committed("s", 3, line(3));
+        f.committed("s", 4, line(4));
+        assert!(rx.has_changed().unwrap());
+        rx.mark_unchanged();
+        // Seq 0..3 are not in the ring: the store is asked.
+        assert_eq!(f.recent_after("s", 0), None);
+        assert_eq!(f.recent_after("s", 3), Some(vec![line(3), line(4)]));
+        assert_eq!(f.recent_after("s", 4), Some(vec![line(4)]));
+        assert_eq!(f.recent_after("s", 5), Some(vec![]));
+        // A notice that skips a seq empties the ring first.
+        f.committed("s", 7, line(7));
+        assert_eq!(f.recent_after("s", 5), None);
+        assert_eq!(f.recent_after("s", 7), Some(vec![line(7)]));
+        // Lost notices (a lagged channel) empty every ring.
+        f.bump(None);
+        assert_eq!(f.recent_after("s", 8), None);
+        // A session nobody follows keeps nothing.
+        f.committed("t", 0, line(0));
+        assert_eq!(f.recent_after("t", 0), None);
+    }
+
+    #[test]
+    fn a_ring_keeps_its_last_lines() {
+        let f = Followers::default();
+        let _rx = f.watch("s");
+        for n in 0..(RING as u64 + 10) {
+            f.committed("s", n, line(n));
+        }
+        assert_eq!(f.recent_after("s", 9), None);
+        let tail = f.recent_after("s", 10).expect("held");
+        assert_eq!(tail.len(), RING);
+        assert_eq!(tail[0], line(10));
+    }
+}
