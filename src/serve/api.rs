@@ -211,7 +211,7 @@ async fn check(
     let _ = t;
     let (reply, answer) = tokio::sync::oneshot::channel();
     let st = Arc::clone(&state);
-    crate::control::session::spawn("lt-check", move || {
+    state.hub.spawn(move || {
         let Some(t) = st.hub.tenants.get(&tenant_name) else {
             return;
         };
@@ -633,7 +633,7 @@ async fn replay(
     record(&state, t, &id)?;
     let (reply, answer) = tokio::sync::oneshot::channel();
     let st = Arc::clone(&state);
-    crate::control::session::spawn("lt-replay", move || {
+    state.hub.spawn(move || {
         let _ = reply.send(super::replay::replay_session(&*st.hub.store, &id));
     })
     .map_err(|e| ApiError::store(format!("cannot start the replay's thread: {e}")))?;

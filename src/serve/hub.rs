@@ -22,6 +22,7 @@
 use super::check;
 use super::config::Tenant;
 use super::follow::Followers;
+use super::threads::SessionThreads;
 use super::live::{ApiApprover, Live, Narrated};
 use super::metrics::Metrics;
 use super::store::{Created, NewSession, ServerStore, SessionStatus};
@@ -100,6 +101,8 @@ pub struct Hub {
     live: Mutex<HashMap<String, Arc<Live>>>,
     /// The SSE streams' sessions: a change counter and recent lines each.
     followers: Followers,
+    /// The threads sessions (and checks and replays) run on.
+    threads: Arc<SessionThreads>,
     stopping: watch::Sender<bool>,
     accepting: AtomicBool,
     /// Sessions that may run at once.
@@ -129,6 +132,7 @@ impl Hub {
             handle,
             live: Mutex::new(HashMap::new()),
             followers: Followers::default(),
+            threads: SessionThreads::new("lt-session"),
             stopping: watch::channel(false).0,
             accepting: AtomicBool::new(true),
             max_sessions,
@@ -187,6 +191,12 @@ impl Hub {
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Runs `job` on a session thread (a thread of the pool, with a
+    /// session's stack). Errors: no thread could be started.
+    pub fn spawn(&self, job: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+        self.threads.spawn(job)
+    }
+
     /// Whether new sessions are accepted (not shutting down).
     pub fn accepting(&self) -> bool {
         self.accepting.load(Ordering::SeqCst)
@@ -202,9 +212,7 @@ impl Hub {
         let (reply, answer) = oneshot::channel();
         let hub = Arc::clone(self);
         let tenant = tenant.to_string();
-        session::spawn("lt-session", move || {
-            hub.start_on_thread(&tenant, req, reply)
-        })
+        self.spawn(move || hub.start_on_thread(&tenant, req, reply))
         .map_err(|e| format!("cannot start the session's thread: {e}"))?;
         answer
             .await
@@ -500,7 +508,7 @@ impl Hub {
         let n = records.len();
         for rec in records {
             let hub = Arc::clone(self);
-            let started = session::spawn("lt-session", move || hub.resume_one(rec));
+            let started = self.spawn(move || hub.resume_one(rec));
             if let Err(e) = started {
                 return Err(StoreError::Io(e));
             }

@@ -31,6 +31,7 @@ pub mod replay;
 pub mod sse;
 pub mod store;
 pub mod task;
+pub mod threads;
 
 use config::ServeConfig;
 use hub::{Hub, TenantRuntime};

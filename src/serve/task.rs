@@ -86,7 +86,9 @@ pub async fn create(
     let (reply, answer) = oneshot::channel();
     let hub = Arc::clone(&state.hub);
     let tenant_name = tenant.to_string();
-    crate::control::session::spawn("lt-task", move || start(hub, &tenant_name, req, reply))
+    state
+        .hub
+        .spawn(move || start(hub, &tenant_name, req, reply))
         .map_err(|e| ApiError::store(format!("cannot start the session's thread: {e}")))?;
     let started = answer
         .await
