@@ -84,22 +84,22 @@ impl SourceFile {
         }
     }
 
-    /// A joined file: `prelude` (shown as `prelude_name`, e.g. a `--tools`
-    /// file) then `program` (shown as `name`). `prelude_shown` is the
-    /// prelude as its file holds it (same length as `prelude`; `prelude`
-    /// may have declarations blanked out), used to show its lines.
+    /// A joined file: `text` is a prelude of `prelude_len` bytes (e.g. the
+    /// declarations of a `--tools` file), then a program. Positions are
+    /// shown in `prelude_shown` under `prelude_name` and in `program_shown`
+    /// under `name`: the texts the files hold, of the same lengths as the
+    /// two parts (which may have declarations blanked out).
     pub fn joined(
         name: impl Into<String>,
-        prelude_name: impl Into<String>,
-        prelude_shown: &str,
-        prelude: &str,
-        program: &str,
+        text: String,
+        prelude: (impl Into<String>, &str),
+        program_shown: &str,
     ) -> SourceFile {
         let name = name.into();
-        let mut file = SourceFile::new(name.clone(), format!("{prelude}{program}"));
+        let mut file = SourceFile::new(name.clone(), text);
         file.parts = Some(Box::new(Parts {
-            prelude: SourceFile::new(prelude_name, prelude_shown),
-            program: SourceFile::new(name, program),
+            prelude: SourceFile::new(prelude.0, prelude.1),
+            program: SourceFile::new(name, program_shown),
         }));
         file
     }

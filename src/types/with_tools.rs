@@ -77,22 +77,58 @@ pub fn check_with_tools(
     let mut prelude = blank(tools_text, &blanks);
     prelude.push('\n');
     let shown = format!("{tools_text}\n");
-    let file = SourceFile::joined(name, tools_name, &shown, &prelude, text);
+    let split = prelude.len() as u32;
+    let joined = |prelude: &str, program: &str| {
+        SourceFile::joined(
+            name,
+            format!("{prelude}{program}"),
+            (tools_name, &shown),
+            text,
+        )
+    };
+    let file = joined(&prelude, text);
     let mut analysis = check_source(&file.text);
-    let split = file.prelude_len();
-    agreement(&file, &decls, &program.decls, split, &mut analysis);
+    let found = agreement(&file, &decls, &program.decls, split, &analysis);
+    if found.is_empty() {
+        return Ok(WithTools { file, analysis });
+    }
+    // One mistake, one diagnostic: the program is checked again with the
+    // declarations file's version of what it declared differently.
+    let mut restored = blanks.clone();
+    let mut moved = Vec::new();
+    for (d, theirs) in &found {
+        restored.retain(|b| !(b.start <= theirs.start && theirs.end <= b.end));
+        moved.push(with_semicolon(
+            text,
+            Span::new(
+                (d.span.start - split) as usize,
+                (d.span.end - split) as usize,
+            ),
+        ));
+    }
+    let mut prelude = blank(tools_text, &restored);
+    prelude.push('\n');
+    let file = joined(&prelude, &blank(text, &moved));
+    analysis = check_source(&file.text);
+    analysis
+        .diagnostics
+        .extend(found.into_iter().map(|(d, _)| d));
+    analysis
+        .diagnostics
+        .sort_by_key(|d| (d.span.start, d.span.end, d.code));
     Ok(WithTools { file, analysis })
 }
 
 /// E0704 for each tool the program declares differently from the
-/// declarations file; E0213 for each type alias.
+/// declarations file; E0213 for each type alias; each with the span of the
+/// declarations file's declaration.
 fn agreement(
     file: &SourceFile,
     decls: &Declarations,
     program_decls: &[Decl],
     split: u32,
-    analysis: &mut Analysis,
-) {
+    analysis: &Analysis,
+) -> Vec<(Diagnostic, Span)> {
     let tools_name = file.locate(0).0.name.clone();
     let mut found = Vec::new();
     for sig in analysis.tools.iter().filter(|s| s.span.start >= split) {
@@ -124,7 +160,7 @@ fn agreement(
         }
         let at = file.locate(l.span.start);
         let lc = at.0.line_col(at.1);
-        found.push(
+        found.push((
             Diagnostic::error(
                 Code::E0704,
                 sig.span,
@@ -144,7 +180,8 @@ fn agreement(
                 "delete this declaration: the program gets `{}` from {tools_name}",
                 sig.name
             )),
-        );
+            with_semicolon(file.locate(0).0.text.as_str(), l.span),
+        ));
     }
     for d in program_decls {
         let Decl::Type(a) = d else { continue };
@@ -157,7 +194,7 @@ fn agreement(
             continue;
         }
         let lc = file.locate(listed.span.start).0.line_col(listed.span.start);
-        found.push(
+        found.push((
             Diagnostic::error(
                 Code::E0213,
                 shift(a.span, split),
@@ -175,14 +212,10 @@ fn agreement(
                 "delete this declaration: the program gets `{}` from {tools_name}",
                 a.name.name
             )),
-        );
+            with_semicolon(file.locate(0).0.text.as_str(), listed.span),
+        ));
     }
-    if !found.is_empty() {
-        analysis.diagnostics.extend(found);
-        analysis
-            .diagnostics
-            .sort_by_key(|d| (d.span.start, d.span.end, d.code));
-    }
+    found
 }
 
 /// Whether `a` and `b` are the same type, record fields in any order (at
