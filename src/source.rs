@@ -38,6 +38,11 @@ impl Span {
 }
 
 /// A named source text with a line index.
+///
+/// A file may be *joined* ([`SourceFile::joined`]): its text is a prelude
+/// (the declarations of a `--tools` file) followed by a program, and every
+/// position is shown in the part it falls in, under that part's name and
+/// with that part's lines ([`SourceFile::locate`]).
 #[derive(Clone, Debug)]
 pub struct SourceFile {
     /// The name shown in diagnostics (a path, or `<stdin>`).
@@ -45,6 +50,15 @@ pub struct SourceFile {
     /// The full text.
     pub text: String,
     line_starts: Vec<usize>,
+    parts: Option<Box<Parts>>,
+}
+
+/// The two parts of a joined file: the prelude (`text[..prelude_len]`) and
+/// the program after it.
+#[derive(Clone, Debug)]
+struct Parts {
+    prelude: SourceFile,
+    program: SourceFile,
 }
 
 /// A 1-based line and column (in characters).
@@ -66,11 +80,64 @@ impl SourceFile {
             name: name.into(),
             text,
             line_starts,
+            parts: None,
         }
     }
 
-    /// The line and column of a byte offset (clamped to the text).
+    /// A joined file: `text` is a prelude of `prelude_len` bytes (e.g. the
+    /// declarations of a `--tools` file), then a program. Positions are
+    /// shown in `prelude_shown` under `prelude_name` and in `program_shown`
+    /// under `name`: the texts the files hold, of the same lengths as the
+    /// two parts (which may have declarations blanked out).
+    pub fn joined(
+        name: impl Into<String>,
+        text: String,
+        prelude: (impl Into<String>, &str),
+        program_shown: &str,
+    ) -> SourceFile {
+        let name = name.into();
+        let mut file = SourceFile::new(name.clone(), text);
+        file.parts = Some(Box::new(Parts {
+            prelude: SourceFile::new(prelude.0, prelude.1),
+            program: SourceFile::new(name, program_shown),
+        }));
+        file
+    }
+
+    /// Where a byte offset is shown: the part it falls in (`self` unless
+    /// the file is [joined](SourceFile::joined)) and its offset there.
+    pub fn locate(&self, offset: u32) -> (&SourceFile, u32) {
+        match &self.parts {
+            None => (self, offset),
+            Some(parts) => {
+                let len = u32::try_from(parts.prelude.text.len()).unwrap_or(u32::MAX);
+                if offset < len {
+                    (&parts.prelude, offset)
+                } else {
+                    (&parts.program, offset - len)
+                }
+            }
+        }
+    }
+
+    /// The length of a joined file's prelude (0 for a plain file).
+    pub fn prelude_len(&self) -> u32 {
+        self.parts.as_ref().map_or(0, |p| {
+            u32::try_from(p.prelude.text.len()).unwrap_or(u32::MAX)
+        })
+    }
+
+    /// The line and column of a byte offset (clamped to the text), in the
+    /// part of a joined file it falls in.
     pub fn line_col(&self, offset: u32) -> LineCol {
+        match self.locate(offset) {
+            (part, at) if !std::ptr::eq(part, self) => part.line_col(at),
+            _ => self.own_line_col(offset),
+        }
+    }
+
+    /// [`SourceFile::line_col`] in this file's own text.
+    fn own_line_col(&self, offset: u32) -> LineCol {
         let mut offset = (offset as usize).min(self.text.len());
         while !self.text.is_char_boundary(offset) {
             offset -= 1;

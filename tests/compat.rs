@@ -328,26 +328,27 @@ fn errors_keep_lambda_tool_wording_then_code_position_and_hint() {
 
 #[test]
 fn a_type_mismatch_reads_as_lambda_tool_words_it() {
-    // λ-Tool: `Type mismatch at line 1, col 9: expected Bool, got Int`;
-    // the position goes to the bracket, as for every error string.
+    // λ-Tool (the lambda-tool-python README): `Type mismatch at line 1,
+    // col 9: expected Bool, got Int`, word for word; lt's own position
+    // (the operand) and hint follow in the bracket.
     let cases = [
         (
             "let x = 1 + true in x",
-            "Type mismatch: expected Int, got Bool [E0201 at line 1, col 13; hint: ",
+            "Type mismatch at line 1, col 9: expected Bool, got Int [E0201 at line 1, col 13; hint: ",
         ),
         (
             "let f = fn b: Bool => b in f 1",
-            "Type mismatch: expected Bool, got Int [E0201 at line 1, col 30; hint: ",
+            "Type mismatch at line 1, col 30: expected Bool, got Int [E0201 at line 1, col 30; hint: ",
         ),
         // What lt adds follows λ-Tool's words: the path into the value, or
         // lt's more specific sentence.
         (
             "let r = {a = 1} in let g = fn x: {a: String} => x.a in g r",
-            "Type mismatch: expected String, got Int (in field `a`) [E0201 at line 1, col ",
+            "Type mismatch at line 1, col 58: expected String, got Int (in field `a`) [E0201 at line 1, col 58",
         ),
         (
             r#"let x = "a" + "b" in x"#,
-            "Type mismatch: expected Int, got String; `+` adds Ints; it cannot join Strings [E0201 at line 1, col 13; hint: join strings with `++`",
+            "Type mismatch at line 1, col 13: expected Int, got String; `+` adds Ints; it cannot join Strings [E0201 at line 1, col 13; hint: join strings with `++`",
         ),
     ];
     for (program, expected) in cases {
@@ -367,7 +368,8 @@ fn a_type_mismatch_reads_as_lambda_tool_words_it() {
         "let x = 1 + true in x",
     );
     assert!(
-        out.errors()[0].starts_with("Type mismatch: expected Int, got Bool [E0201"),
+        out.errors()[0]
+            .starts_with("Type mismatch at line 1, col 9: expected Bool, got Int [E0201"),
         "{out:#?}"
     );
     let dir = TempDir::new("compat", "mismatch");

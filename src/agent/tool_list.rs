@@ -12,31 +12,9 @@
 //! type out or declare its own alias), record fields in any order.
 
 use crate::diag::{did_you_mean, Code, Diagnostic};
-use crate::types::{Analysis, Declarations, Type};
+use crate::types::{Analysis, Declarations};
 
-/// Whether `a` and `b` are the same type, record fields in any order (at
-/// every depth).
-pub fn same_type(a: &Type, b: &Type) -> bool {
-    fn fields(
-        x: &[(crate::syntax::ast::Name, Type)],
-        y: &[(crate::syntax::ast::Name, Type)],
-    ) -> bool {
-        x.len() == y.len()
-            && x.iter()
-                .all(|(n, t)| y.iter().any(|(m, u)| m == n && same_type(t, u)))
-    }
-    match (a, b) {
-        (Type::Record(x), Type::Record(y)) | (Type::OpenRecord(x), Type::OpenRecord(y)) => {
-            fields(x, y)
-        }
-        (Type::List(x), Type::List(y))
-        | (Type::Option(x), Type::Option(y))
-        | (Type::Linear(x), Type::Linear(y)) => same_type(x, y),
-        (Type::Result(x, e), Type::Result(y, f)) => same_type(x, y) && same_type(e, f),
-        (Type::Fun(x, e, r), Type::Fun(y, f, s)) => same_type(x, y) && e == f && same_type(r, s),
-        _ => a == b,
-    }
-}
+pub use crate::types::with_tools::same_type;
 
 /// The declaration of `name` in the tool list, as written (`tool …;`).
 pub fn listed_declaration(decls: &Declarations, decls_text: &str, name: &str) -> Option<String> {

@@ -74,6 +74,7 @@ fn run_options(opts: &AgentOptions) -> RunOptions {
     RunOptions {
         file: opts.tools.clone(),
         executors: opts.executors.clone(),
+        tools: None,
         json: opts.json,
         verbose: opts.verbose,
         color: opts.color,

@@ -1,4 +1,4 @@
-//! `lt check FILE [--profile PROFILE_TOML]`: type and effects, or
+//! `lt check FILE [--profile PROFILE_TOML] [--tools DECLS_LT]`: type and effects, or
 //! diagnostics (human or JSON).
 //!
 //! With `--profile`, the profile is read before the program is checked (an
@@ -13,7 +13,7 @@ use crate::control::static_check;
 use crate::diag::render::render;
 use crate::exec::ConfigError;
 use crate::source::SourceFile;
-use crate::types::{check_source, Analysis};
+use crate::types::Analysis;
 use serde_json::json;
 use std::path::Path;
 
@@ -25,6 +25,7 @@ pub fn run(
     emit: Option<Emit>,
     color: bool,
     profile: Option<&str>,
+    tools: Option<&str>,
 ) -> u8 {
     let (name, text) = match super::read_source(path) {
         Ok(x) => x,
@@ -48,8 +49,13 @@ pub fn run(
         Ok(p) => p,
         Err(e) => return profile_failure(&e, as_json),
     };
-    let file = SourceFile::new(name, text);
-    let mut analysis = check_source(&file.text);
+    let (file, mut analysis) = match super::tools_file::check_program(path, name, text, tools) {
+        Ok(x) => x,
+        Err(f) => {
+            f.print(as_json, color);
+            return f.code();
+        }
+    };
     if let Some(p) = &profile {
         static_check::check_analysis(&mut analysis, p);
     }

@@ -33,6 +33,7 @@ pub mod run;
 pub mod serve;
 mod signals;
 pub mod tools;
+pub mod tools_file;
 
 use crate::runtime::limits::Limits;
 
@@ -117,6 +118,11 @@ pub enum Command {
         /// profile would deny (allow list, deny list, effects).
         #[arg(long, value_name = "PROFILE_TOML")]
         profile: Option<String>,
+        /// A declarations file (`tool`, `type` and `effect` declarations,
+        /// as `lt tools import` writes): the program may use them without
+        /// declaring them.
+        #[arg(long, value_name = "DECLS_LT")]
+        tools: Option<String>,
     },
     /// Check a program, then run it with the executors of a tools.toml.
     Run {
@@ -125,6 +131,10 @@ pub enum Command {
         /// The tools.toml mapping each tool to an executor.
         #[arg(long, value_name = "TOOLS_TOML")]
         executors: Option<String>,
+        /// A declarations file (as `lt tools import` writes): the program
+        /// may use its declarations without declaring them.
+        #[arg(long, value_name = "DECLS_LT")]
+        tools: Option<String>,
         /// Print one JSON object `{ok, value, type, effects, calls, steps}` on stdout.
         #[arg(long)]
         json: bool,
@@ -355,10 +365,19 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             emit,
             color,
             profile,
-        } => check::run(&file, json, emit, color_on(color), profile.as_deref()),
+            tools,
+        } => check::run(
+            &file,
+            json,
+            emit,
+            color_on(color),
+            profile.as_deref(),
+            tools.as_deref(),
+        ),
         Command::Run {
             file,
             executors,
+            tools,
             json,
             verbose,
             max_calls,
@@ -393,6 +412,7 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             let opts = run::RunOptions {
                 file,
                 executors,
+                tools,
                 json,
                 verbose,
                 color: color_on(color),

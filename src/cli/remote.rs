@@ -61,10 +61,17 @@ pub fn run(opts: &RunOptions, server: &str, local_only: &[&str]) -> u8 {
         Ok(x) => x,
         Err(msg) => return usage(msg, None),
     };
-    let file = SourceFile::new(name, text);
     // Checked here first: a program with errors is reported as `lt run`
-    // reports it, and is never sent.
-    let ir = match run::check_and_lower(opts, &file) {
+    // reports it, and is never sent (with `--tools`, the joined program is).
+    let (file, analysis) =
+        match super::tools_file::check_program(&opts.file, name, text, opts.tools.as_deref()) {
+            Ok(x) => x,
+            Err(f) => {
+                f.print(opts.json, opts.color);
+                return f.code();
+            }
+        };
+    let ir = match run::lower_analysis(opts, &file, analysis) {
         Ok(ir) => ir,
         Err(code) => return code,
     };

@@ -40,6 +40,7 @@ pub fn run(opts: &ResumeOptions) -> u8 {
     let mut run_opts = RunOptions {
         file: opts.log.clone(),
         executors: opts.executors.clone(),
+        tools: None,
         json: opts.json,
         verbose: opts.verbose,
         color: opts.color,

@@ -28,6 +28,8 @@ pub struct RunOptions {
     pub file: String,
     /// The executors file.
     pub executors: Option<String>,
+    /// A declarations file (`--tools`), joined before the program.
+    pub tools: Option<String>,
     /// Print `{ok, value, type, effects, …}` as JSON.
     pub json: bool,
     /// A progress line per tool call on stderr.
@@ -53,8 +55,15 @@ pub fn run(opts: &RunOptions) -> u8 {
             )
         }
     };
-    let file = SourceFile::new(name, text);
-    let ir = match check_and_lower(opts, &file) {
+    let (file, analysis) =
+        match super::tools_file::check_program(&opts.file, name, text, opts.tools.as_deref()) {
+            Ok(x) => x,
+            Err(f) => {
+                f.print(opts.json, opts.color);
+                return f.code();
+            }
+        };
+    let ir = match lower_analysis(opts, &file, analysis) {
         Ok(ir) => ir,
         Err(code) => return code,
     };
@@ -98,6 +107,7 @@ pub fn run(opts: &RunOptions) -> u8 {
         .inputs(
             [
                 Some(&opts.file),
+                opts.tools.as_ref(),
                 opts.executors.as_ref(),
                 opts.profile.as_ref(),
             ]
@@ -171,7 +181,17 @@ pub(super) fn session_runtime(
 /// Checks and lowers the program in `file`, printing the diagnostics (as
 /// `lt run` does) when it is rejected. `Err`: the exit code.
 pub(super) fn check_and_lower(opts: &RunOptions, file: &SourceFile) -> Result<Ir, u8> {
-    match crate::control::session::check_and_lower(file) {
+    lower_analysis(opts, file, crate::types::check_source(&file.text))
+}
+
+/// Lowers a program checked by the caller (`analysis` of `file`), printing
+/// the diagnostics as `lt run` does when it is rejected. `Err`: the exit code.
+pub(super) fn lower_analysis(
+    opts: &RunOptions,
+    file: &SourceFile,
+    analysis: crate::types::Analysis,
+) -> Result<Ir, u8> {
+    match crate::control::session::lower_checked(analysis) {
         Ok(ir) => Ok(ir),
         Err(Rejected::Diagnostics(analysis)) => {
             if opts.json {
@@ -291,12 +311,13 @@ fn report_failure_to(
         print_final(stdout, run_failed(file, e, stats).to_json_string());
         return EXIT_RUN_FAILED;
     }
-    let lc = file.line_col(e.span.start);
-    let line_text = file.line_text(lc.line);
+    let (part, at) = file.locate(e.span.start);
+    let lc = part.line_col(at);
+    let line_text = part.line_text(lc.line);
     let shown: String = line_text.chars().take(160).collect();
     let mut msg = format!(
         "error[run]: {}\n  --> {}:{}:{}\n   | {}",
-        e.message, file.name, lc.line, lc.column, shown
+        e.message, part.name, lc.line, lc.column, shown
     );
     if let Some(h) = &e.help {
         msg.push_str(&format!("\n   = help: {h}"));

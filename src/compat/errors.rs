@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! Field 'plan' not found in record type {id: String} [E0202 at line 7, col 20; hint: the closest field is `id`; …]
-//! Type mismatch: expected Bool, got Int [E0201 at line 1, col 9; hint: give this expression type Bool]
+//! Type mismatch at line 1, col 9: expected Bool, got Int [E0201 at line 1, col 13; hint: give this expression type Int]
 //! step limit of 1000 exceeded [step_limit at line 3, col 5; hint: …]
 //! unknown option `--frobnicate` [usage; hint: lambda_tool --json [--typecheck] [FILE] …]
 //! unknown field `bogus` [profile in p.toml, line 3, col 1]
@@ -18,35 +18,55 @@ use crate::diag::{Code, Diagnostic};
 use crate::exec::ConfigError;
 use crate::runtime::limits::RunError;
 use crate::source::SourceFile;
+use crate::syntax::ast::{BinOp, Expr, ExprKind, Program};
 use std::borrow::Cow;
 
 /// A checker diagnostic: `MESSAGE [E0xxx at line L, col C; hint: HELP]`,
 /// the message in λ-Tool's wording where it differs from lt's
-/// ([`lambda_tool_message`]).
+/// ([`lambda_tool_message`]), placed without the program's tree.
+#[cfg(test)]
 pub fn diagnostic(file: &SourceFile, d: &Diagnostic) -> String {
+    diagnostic_in(file, None, d)
+}
+
+/// [`diagnostic`], with the program's tree to place a mismatch as λ-Tool
+/// places it ([`lambda_tool_place`]).
+fn diagnostic_in(file: &SourceFile, program: Option<&Program>, d: &Diagnostic) -> String {
     let lc = file.line_col(d.span.start);
     with_bracket(
-        &lambda_tool_message(d),
+        &lambda_tool_message(file, program, d),
         &format!("{} at line {}, col {}", d.code.as_str(), lc.line, lc.column),
         d.help.as_deref(),
     )
 }
 
 /// The message of `d` as λ-Tool words it. A type mismatch (E0201) is
-/// λ-Tool's `Type mismatch: expected X, got Y` (its position goes to the
-/// bracket), followed by what lt's message adds: the path inside the value
-/// (``Type mismatch: expected String, got Int (in field `a`)``), or lt's
-/// own sentence when it has a more specific one (``Type mismatch: expected
-/// Int, got String; `+` adds Ints; it cannot join Strings``). Every other
-/// message already starts with λ-Tool's wording, or λ-Tool's is not known.
-fn lambda_tool_message(d: &Diagnostic) -> Cow<'_, str> {
+/// λ-Tool's `Type mismatch at line L, col C: expected X, got Y`, followed
+/// by what lt's message adds: the path inside the value (``Type mismatch
+/// at line 1, col 31: expected String, got Int (in field `a`)``), or lt's
+/// own sentence when it has a more specific one (``Type mismatch at line
+/// 1, col 13: expected Int, got String; `+` adds Ints; it cannot join
+/// Strings``). Every other message already starts with λ-Tool's wording, or
+/// λ-Tool's is not known. The bracket keeps lt's own position and hint.
+fn lambda_tool_message<'a>(
+    file: &SourceFile,
+    program: Option<&Program>,
+    d: &'a Diagnostic,
+) -> Cow<'a, str> {
     if d.code != Code::E0201 {
         return Cow::Borrowed(&d.message);
     }
+    let (at, swapped) = lambda_tool_place(program, d);
+    let lc = file.line_col(at);
+    let place = format!("Type mismatch at line {}, col {}", lc.line, lc.column);
     let (Some(expected), Some(found)) = (&d.expected, &d.found) else {
-        return Cow::Owned(format!("Type mismatch: {}", d.message));
+        return Cow::Owned(format!("{place}: {}", d.message));
     };
-    let head = format!("Type mismatch: expected {expected}, got {found}");
+    let head = if swapped {
+        format!("{place}: expected {found}, got {expected}")
+    } else {
+        format!("{place}: expected {expected}, got {found}")
+    };
     let lt_head = format!("type mismatch: expected {expected}, found {found}");
     Cow::Owned(match d.message.strip_prefix(&lt_head) {
         Some(rest) => head + rest,
@@ -54,10 +74,47 @@ fn lambda_tool_message(d: &Diagnostic) -> Cow<'_, str> {
     })
 }
 
-/// Every diagnostic of a rejected program, and a last line counting those
-/// the checker did not list (`truncated`).
-pub fn diagnostics(file: &SourceFile, list: &[Diagnostic], truncated: usize) -> Vec<String> {
-    let mut out: Vec<String> = list.iter().map(|d| diagnostic(file, d)).collect();
+/// Where λ-Tool reports the mismatch `d`, and whether it names the two
+/// types the other way round. λ-Tool types an arithmetic operation as a
+/// whole: `1 + true` is a mismatch of the operation (at its start), that
+/// expected the right operand's type (`Bool`) and got the left one's
+/// (`Int`); lt reports the right operand, expected `Int`, found `Bool`.
+/// Elsewhere both report the expression that has the wrong type.
+fn lambda_tool_place(program: Option<&Program>, d: &Diagnostic) -> (u32, bool) {
+    let Some(program) = program else {
+        return (d.span.start, false);
+    };
+    let mut work: Vec<&Expr> = vec![&program.body];
+    while let Some(e) = work.pop() {
+        if e.span.start > d.span.start || e.span.end < d.span.end {
+            continue;
+        }
+        if let ExprKind::Binary(op, _, _, right) = &e.kind {
+            let arithmetic = matches!(
+                op,
+                BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem
+            );
+            if arithmetic && right.span == d.span {
+                return (e.span.start, true);
+            }
+        }
+        e.kind.for_each_child(|c| work.push(c));
+    }
+    (d.span.start, false)
+}
+
+/// Every diagnostic of a rejected program (`program`, its tree), and a
+/// last line counting those the checker did not list (`truncated`).
+pub fn diagnostics(
+    file: &SourceFile,
+    program: &Program,
+    list: &[Diagnostic],
+    truncated: usize,
+) -> Vec<String> {
+    let mut out: Vec<String> = list
+        .iter()
+        .map(|d| diagnostic_in(file, Some(program), d))
+        .collect();
     if truncated > 0 {
         out.push(format!(
             "… and {truncated} more errors not listed [truncated; hint: fix the errors above and check again]"
@@ -128,17 +185,18 @@ mod tests {
         };
         assert_eq!(
             diagnostic(&file, &mismatch("type mismatch: expected Int, found Bool")),
-            "Type mismatch: expected Int, got Bool [E0201 at line 1, col 13; hint: give this expression type Int]"
+            "Type mismatch at line 1, col 13: expected Int, got Bool [E0201 at line 1, col 13; hint: give this expression type Int]"
         );
         assert_eq!(
             diagnostic(
                 &file,
                 &mismatch("type mismatch: expected Int, found Bool (in field `a`)")
             ),
-            "Type mismatch: expected Int, got Bool (in field `a`) [E0201 at line 1, col 13; hint: give this expression type Int]"
+            "Type mismatch at line 1, col 13: expected Int, got Bool (in field `a`) [E0201 at line 1, col 13; hint: give this expression type Int]"
         );
-        assert!(diagnostic(&file, &mismatch("`+` adds Ints"))
-            .starts_with("Type mismatch: expected Int, got Bool; `+` adds Ints ["));
+        assert!(diagnostic(&file, &mismatch("`+` adds Ints")).starts_with(
+            "Type mismatch at line 1, col 13: expected Int, got Bool; `+` adds Ints ["
+        ));
         let infinite = Diagnostic::error(
             Code::E0201,
             Span::new(0, 3),
@@ -146,7 +204,21 @@ mod tests {
         );
         assert_eq!(
             diagnostic(&file, &infinite),
-            "Type mismatch: this would need an infinite type [E0201 at line 1, col 1]"
+            "Type mismatch at line 1, col 1: this would need an infinite type [E0201 at line 1, col 1]"
+        );
+    }
+
+    #[test]
+    fn an_operand_mismatch_is_placed_and_worded_as_lambda_tool_does() {
+        // The lambda-tool-python README: `let x = 1 + true in x` is
+        // `Type mismatch at line 1, col 9: expected Bool, got Int`.
+        let file = SourceFile::new("p.lt", "let x = 1 + true in x");
+        let analysis = crate::types::check_source(&file.text);
+        let list = diagnostics(&file, &analysis.program, &analysis.diagnostics, 0);
+        assert_eq!(list.len(), 1, "{list:?}");
+        assert!(
+            list[0].starts_with("Type mismatch at line 1, col 9: expected Bool, got Int ["),
+            "{list:?}"
         );
     }
 

@@ -244,7 +244,12 @@ fn answer(opts: &Options, stdout: &StdoutHandoff) -> Reply {
         }
     }
     if !analysis.is_ok() {
-        let list = errors::diagnostics(&file, &analysis.diagnostics, analysis.truncated);
+        let list = errors::diagnostics(
+            &file,
+            &analysis.program,
+            &analysis.diagnostics,
+            analysis.truncated,
+        );
         return Reply::errors(&list, EXIT_REJECTED);
     }
     if opts.mode == Mode::Typecheck {

@@ -66,6 +66,10 @@ pub struct LabelReport {
 impl DiagnosticReport {
     /// The report of `d`, positions resolved in `file`.
     pub fn new(file: &SourceFile, d: &Diagnostic) -> DiagnosticReport {
+        if file.prelude_len() > 0 {
+            let (part, d) = super::in_part(file, d);
+            return DiagnosticReport::new(part, &d);
+        }
         let start = file.line_col(d.span.start);
         let end = file.line_col(d.span.end);
         DiagnosticReport {

@@ -12,7 +12,7 @@ pub mod render;
 
 pub use codes::Code;
 
-use crate::source::Span;
+use crate::source::{SourceFile, Span};
 
 /// How serious a diagnostic is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -112,6 +112,43 @@ impl Diagnostic {
         self.help = Some(help.into());
         self
     }
+}
+
+/// The part of a [joined](SourceFile::joined) file `d` is in (by its
+/// primary span), and `d` with its spans moved into that part; a label in
+/// the other part becomes a note naming its place. For a plain file:
+/// `file` and a copy of `d`.
+pub fn in_part<'a>(file: &'a SourceFile, d: &Diagnostic) -> (&'a SourceFile, Diagnostic) {
+    let (part, _) = file.locate(d.span.start);
+    let mut d = d.clone();
+    if std::ptr::eq(part, file) {
+        return (part, d);
+    }
+    let shift = |s: Span| -> Option<Span> {
+        let (p, a) = file.locate(s.start);
+        let (_, b) = file.locate(s.end.max(s.start));
+        std::ptr::eq(p, part).then(|| Span {
+            start: a,
+            end: b.max(a),
+        })
+    };
+    d.span = shift(d.span).unwrap_or_default();
+    let mut labels = Vec::new();
+    for l in std::mem::take(&mut d.labels) {
+        match shift(l.span) {
+            Some(span) => labels.push(Label { span, ..l }),
+            None => {
+                let (other, at) = file.locate(l.span.start);
+                let lc = other.line_col(at);
+                d.notes.push(format!(
+                    "{}:{}:{}: {}",
+                    other.name, lc.line, lc.column, l.message
+                ));
+            }
+        }
+    }
+    d.labels = labels;
+    (part, d)
 }
 
 /// The closest candidate to `name` by edit distance, if it is close enough to

@@ -6,7 +6,18 @@ use crate::source::SourceFile;
 use ariadne::{Color, Config, IndexType, Label, Report, ReportKind, Source};
 
 /// Renders `diags` for people. `color` turns ANSI colours on.
+/// A [joined](SourceFile::joined) file's diagnostics are each shown in
+/// the part they are in (the `--tools` file or the program).
 pub fn render(file: &SourceFile, diags: &[Diagnostic], color: bool) -> String {
+    if file.prelude_len() > 0 {
+        return diags
+            .iter()
+            .map(|d| {
+                let (part, d) = super::in_part(file, d);
+                render(part, std::slice::from_ref(&d), color)
+            })
+            .collect();
+    }
     let mut out = Vec::new();
     let name = file.name.as_str();
     let source = Source::from(file.text.as_str());

@@ -157,7 +157,7 @@ impl Checker<'_> {
                     d.with_help("declare the tool before the program, or use a declared one")
                 }
                 None if names.is_empty() => d.with_help(format!(
-                    "declare it before the program: `tool {}: In -{{Read}}-> Out;`",
+                    "no tool is declared: take `{}` from its declarations file (`lt tools import` writes `tools.lt` from the tools' schemas): `lt check FILE --tools tools.lt`, or copy its declaration above the program",
                     tool.name
                 )),
                 None => d.with_help(format!("the declared tools are: {}", names.join(", "))),

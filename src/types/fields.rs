@@ -8,7 +8,7 @@
 
 use super::infer::Checker;
 use super::ty::Type;
-use crate::diag::{closest, did_you_mean, Code, Diagnostic};
+use crate::diag::{did_you_mean, Code, Diagnostic};
 use crate::source::Span;
 use crate::syntax::ast::*;
 
@@ -42,19 +42,17 @@ impl Checker<'_> {
                     } else {
                         None
                     };
-                    let near = if searchable {
-                        closest(&f.name, all.iter().copied())
-                    } else {
-                        None
-                    };
-                    match (typo, near) {
-                        (Some(s), _) => d.with_help(format!("did you mean `{s}`?")),
-                        (None, Some(c)) => d.with_help(format!(
-                            "the closest field is `{c}`; use one of the record's fields: {listed}"
-                        )),
-                        (None, None) => {
+                    match typo {
+                        Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                        None if !searchable => {
                             d.with_help(format!("use one of the record's fields: {listed}"))
                         }
+                        // No field is close: naming the least far one
+                        // (`plan` → `last_charge_cents`) would only mislead.
+                        None => d.with_help(format!(
+                            "no field is named like `{}`: use one of the record's fields ({listed}), or, if the tool returns `{}`, add it to the tool's declaration",
+                            f.name, f.name
+                        )),
                     }
                 };
                 self.diags.push(d);

@@ -360,9 +360,70 @@ impl<'a> Checker<'a> {
                 self.expected_app = None;
                 let direct = matches!(e.kind, ExprKind::Var(_) | ExprKind::Field(..));
                 self.metas.allow_unlinear = consuming && direct;
+                let before = self.diags.len();
                 self.expect(e.span, &t, exp);
                 self.metas.allow_unlinear = false;
+                if self.diags.len() == before + 1 {
+                    if let Some(help) = self.edit_for(e, &t, exp) {
+                        if let Some(d) = self.diags.last_mut() {
+                            if matches!(d.code, Code::E0201 | Code::E0208) && d.span == e.span {
+                                d.help = Some(help);
+                            }
+                        }
+                    }
+                }
             }
+        }
+    }
+
+    /// The edit that makes `e` (of type `t`) fit `expected`, written out
+    /// for a model to copy: `write \`1.0\`` for an Int literal where a
+    /// Float is expected, `write \`Some(v)\`` for a value where an Option
+    /// is expected.
+    fn edit_for(&mut self, e: &Expr, t: &Type, expected: &Type) -> Option<String> {
+        let t = self.metas.resolve(t).into_owned();
+        match (self.metas.resolve(expected).into_owned(), &t) {
+            (Type::Float, Type::Int) => Some(match &e.kind {
+                ExprKind::Int(n) => {
+                    format!("write `{n}.0`: a Float is written with a decimal point")
+                }
+                _ => {
+                    let text = crate::syntax::print::print_expr(e);
+                    let arg = if text.contains(' ') {
+                        format!("({})", short(&text))
+                    } else {
+                        text
+                    };
+                    format!("convert it: `to_float {arg}`")
+                }
+            }),
+            (Type::Option(inner), _) if self.fits(&t, &inner) => Some(format!(
+                "write `Some({})`: an optional value that is present is written `Some(v)` (leave the field out for none)",
+                short(&crate::syntax::print::print_expr(e))
+            )),
+            // A value with more fields than the type lists (a tool's whole
+            // output given to a function that names a few): the fields are
+            // the value's, not the writer's to remove.
+            (Type::Record(want), Type::Record(have))
+                if have.len() > want.len()
+                    && want.iter().all(|(n, _)| have.iter().any(|(m, _)| m == n)) =>
+            {
+                let extra: Vec<String> = have
+                    .iter()
+                    .filter(|(n, _)| want.iter().all(|(m, _)| m != n))
+                    .map(|(n, _)| format!("`{n}`"))
+                    .collect();
+                let exp = Type::Record(want).to_string();
+                let open = match exp.strip_suffix('}') {
+                    Some(head) if head.len() > 1 => format!("{head}, ..}}"),
+                    _ => "{..}".to_string(),
+                };
+                Some(format!(
+                    "this value also has {}: list them in the type, write the type open as `{open}` (these fields and any others), or drop the annotation",
+                    extra.join(", ")
+                ))
+            }
+            _ => None,
         }
     }
 
@@ -800,5 +861,25 @@ pub(super) fn builtin_usage(name: &str) -> String {
                 .into()
         }
         _ => "apply it: `traverse (fn x => exec tool NAME x) xs` and match its Result".into(),
+    }
+}
+
+impl Checker<'_> {
+    /// Whether `actual ≤ expected` holds, for a hint: only asked of types
+    /// without unsolved metavariables, so nothing is bound.
+    fn fits(&mut self, actual: &Type, expected: &Type) -> bool {
+        let (a, e) = (self.metas.zonk(actual), self.metas.zonk(expected));
+        self.metas.first_unsolved(&a).is_none()
+            && self.metas.first_unsolved(&e).is_none()
+            && self.metas.coerce(&a, &e).is_ok()
+    }
+}
+
+/// `text`, or `…` when it is too long to quote in a help line.
+fn short(text: &str) -> &str {
+    if text.len() <= 60 && !text.contains('\n') {
+        text
+    } else {
+        "…"
     }
 }

@@ -352,6 +352,11 @@ impl Usage<'_> {
         let Some(Type::Record(fields)) = self.types.get(&id.span) else {
             return;
         };
+        // A read of a field the record lacks is a misspelling, already
+        // E0202 (whose help names the field): one mistake, one diagnostic.
+        if read.iter().any(|n| fields.iter().all(|(f, _)| f != n)) {
+            return;
+        }
         let unread: Vec<(&Name, &Type)> = fields
             .iter()
             .filter(|(n, t)| t.contains_result() && !read.contains(n))

@@ -41,6 +41,7 @@ pub mod undo;
 pub mod unify;
 pub mod validate;
 pub mod walk;
+pub mod with_tools;
 
 use crate::diag::{Code, Diagnostic};
 use crate::source::Span;

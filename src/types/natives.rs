@@ -188,19 +188,23 @@ impl Checker<'_> {
                 (
                     Code::E0606,
                     "a Result",
-                    "match the Result first: `match … { Ok(v) => …, Err(e) => … }`",
+                    format!(
+                        "match each Result first: `map (fn r => match r {{ Ok(v) => …, Err(e) => … }}) xs` gives `{name}` a list of plain values (both arms of one type); for one Result, `match … {{ Ok(v) => …, Err(e) => … }}`"
+                    ),
                 )
             } else if t.is_linear() {
                 (
                     Code::E0505,
                     "a `!` value",
-                    "a `!` value is for one tool call; pass plain values to library functions",
+                    "a `!` value is for one tool call; pass plain values to library functions"
+                        .to_string(),
                 )
             } else if t.contains_fun() {
                 (
                     Code::E0211,
                     "a function",
-                    "library functions take data (Int, String, records, lists …), not functions",
+                    "library functions take data (Int, String, records, lists …), not functions"
+                        .to_string(),
                 )
             } else {
                 continue;
