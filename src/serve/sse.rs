@@ -18,7 +18,7 @@
 //! `.1` extra included); `N.1` what follows that extra: nothing is missed,
 //! nothing is sent twice.
 
-use super::api::{record, tenant, ApiError, AppState};
+use super::api::{known, tenant, ApiError, AppState};
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -139,7 +139,7 @@ pub async fn events(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let t = tenant(&state, &headers)?.to_string();
-    record(&state, &t, &id)?;
+    known(&state, &t, &id)?;
     let cursor = parse_cursor(&headers)?;
     let (tx, rx) = mpsc::channel::<Event>(256);
     // Watched before the first read: nothing commits unseen between.
@@ -201,7 +201,8 @@ async fn pump(
                 return;
             }
         }
-        if check_end {
+        // A session this server runs is not over: nothing to read.
+        if check_end && state.hub.live(&tenant, &f.id).is_none() {
             // Over, and every event read: the output ends the stream.
             let rec = match state.hub.store.session(&tenant, &f.id) {
                 Ok(Some(r)) => r,
