@@ -9,7 +9,7 @@
 //! not be reached after the retries, or the log could not be written.
 
 use super::run::{fail_usage, RunOptions};
-use super::{check::print_diagnostic_list, EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE};
+use super::{diagnostics::print_diagnostic_list, EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE};
 use crate::agent::config::{AgentTable, Rules};
 use crate::agent::model::Proposer;
 use crate::agent::provider::settings::{ModelSettings, SetupError};

@@ -6,11 +6,11 @@
 //! as for `lt run --profile`), and every call site the profile would deny
 //! is one more diagnostic (E0701–E0703, `control::static_check`).
 
+use super::diagnostics::print_diagnostics;
 use super::{Emit, EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE};
 use crate::control::profile::Profile;
 use crate::control::report::{BindingReport, CheckReport};
 use crate::control::static_check;
-use crate::diag::render::render;
 use crate::exec::ConfigError;
 use crate::source::SourceFile;
 use crate::types::Analysis;
@@ -165,42 +165,6 @@ fn ir_text(file: &SourceFile, a: &Analysis) -> Option<String> {
             None
         }
     }
-}
-
-/// Prints the diagnostics of a rejected program on stderr, with a count.
-pub fn print_diagnostics(file: &SourceFile, a: &Analysis, color: bool) {
-    print_diagnostic_list(file, &a.diagnostics, a.truncated, color);
-}
-
-/// Prints `diagnostics` (and `truncated` more not kept) on stderr as `lt
-/// check` does, with a count; for every command that checks a source text.
-pub fn print_diagnostic_list(
-    file: &SourceFile,
-    diagnostics: &[crate::diag::Diagnostic],
-    truncated: usize,
-    color: bool,
-) {
-    {
-        use std::io::Write as _;
-        super::note_write(write!(
-            std::io::stderr().lock(),
-            "{}",
-            render(file, diagnostics, color)
-        ));
-    }
-    let n = diagnostics.len() + truncated;
-    if truncated > 0 {
-        err!("… and {truncated} more errors not shown");
-    }
-    err!(
-        "error: {} found in {}",
-        if n == 1 {
-            "1 error".to_string()
-        } else {
-            format!("{n} errors")
-        },
-        file.name
-    );
 }
 
 /// Reports a profile that cannot be read or is invalid (exit 2): on stderr

@@ -24,6 +24,7 @@ macro_rules! err {
 
 pub mod agent;
 pub mod check;
+pub mod diagnostics;
 pub mod log_cmd;
 pub mod prompt;
 pub mod remote;

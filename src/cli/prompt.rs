@@ -8,7 +8,7 @@
 //! accepted: the expression is left out of the prompt, with a warning on
 //! stderr; so is a file that declares no tool (a warning too).
 
-use super::{check::print_diagnostic_list, note_write, read_source};
+use super::{diagnostics::print_diagnostic_list, note_write, read_source};
 use super::{EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE};
 use crate::agent::prompt::{load_declarations, system_prompt};
 use crate::source::SourceFile;

@@ -487,7 +487,7 @@ fn print_diagnostics(opts: &RunOptions, file: &SourceFile, output: &Json) {
     let diags: Option<Vec<Diagnostic>> = list.iter().map(|d| diagnostic_of(file, d)).collect();
     match diags {
         Some(ds) if !ds.is_empty() => {
-            super::check::print_diagnostic_list(file, &ds, truncated, opts.color)
+            super::diagnostics::print_diagnostic_list(file, &ds, truncated, opts.color)
         }
         _ => {
             // Codes this lt does not know: their text, one per line.

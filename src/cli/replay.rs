@@ -100,7 +100,7 @@ pub fn run(opts: &ReplayOptions) -> u8 {
         if opts.json {
             out!("{}", super::check::report_json(&file, &analysis, None));
         } else {
-            super::check::print_diagnostics(&file, &analysis, false);
+            super::diagnostics::print_diagnostics(&file, &analysis, false);
         }
         return EXIT_DIAGNOSTICS;
     }

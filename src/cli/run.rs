@@ -199,7 +199,7 @@ pub(super) fn lower_analysis(
                 report.stage = Some(Stage::Check);
                 out!("{}", RunOutput::Rejected(report).to_json_string());
             } else {
-                super::check::print_diagnostics(file, &analysis, opts.color);
+                super::diagnostics::print_diagnostics(file, &analysis, opts.color);
             }
             Err(EXIT_DIAGNOSTICS)
         }

@@ -6,7 +6,7 @@
 //! Exit codes: 2 when DECLS.lt cannot be read; 1 when it has errors of its
 //! own (shown in DECLS.lt) or the program is rejected.
 
-use super::check::print_diagnostic_list;
+use super::diagnostics::print_diagnostic_list;
 use super::{read_source, EXIT_DIAGNOSTICS, EXIT_USAGE};
 use crate::control::report::CheckReport;
 use crate::diag::json::DiagnosticReport;

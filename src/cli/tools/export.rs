@@ -9,7 +9,7 @@
 //! and notes (an MCP output without a schema) go to stderr and leave the
 //! exit code 0.
 
-use super::super::{check::print_diagnostic_list, color_on, read_source, Color};
+use super::super::{color_on, diagnostics::print_diagnostic_list, read_source, Color};
 use super::super::{EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE};
 use crate::schema::export::{export, Problem, Severity};
 use crate::schema::Dialect;

@@ -34,6 +34,7 @@
 //!
 //! [`commit_point`]: crate::log::write_ahead::commit_point
 
+mod claim;
 mod schema;
 mod sink;
 mod writer;
@@ -51,11 +52,12 @@ use crate::log::{
     drop_event, read_prefix, Event, EventBody, EventSink, EventStore, Loaded, MemoryLog,
     ProblemKind, ReopenError, ReopenedLog, StoreError,
 };
+use claim::Claim;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, OptionalExtension};
 use schema::{record_of, OpenError, RawRecord, Role, RECORD_COLUMNS};
 use serde_json::Value as Json;
-use sink::{Claim, SqliteSink};
+use sink::SqliteSink;
 use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};

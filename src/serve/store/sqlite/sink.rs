@@ -15,8 +15,8 @@
 //! Invariant: after one failed append a sink writes nothing more (its
 //! chain is ahead of the stored one, which the writer would refuse anyway).
 
+use super::claim::Claim;
 use super::writer::{Append, Request};
-use super::Shared;
 use crate::log::event::drop_body;
 use crate::log::write_ahead::{commit_point, WriteAhead};
 use crate::log::{Event, EventBody, EventSink, MemoryLog};
@@ -24,18 +24,6 @@ use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
-
-/// A session's mark in `writing`, cleared when dropped.
-pub(super) struct Claim {
-    pub(super) shared: Arc<Shared>,
-    pub(super) session: String,
-}
-
-impl Drop for Claim {
-    fn drop(&mut self) {
-        self.shared.writing().remove(&self.session);
-    }
-}
 
 /// The sink of one session: events chained by a [`MemoryLog`], written by
 /// the writer thread.

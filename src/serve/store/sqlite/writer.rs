@@ -29,8 +29,8 @@
 //! transaction back).
 
 use super::super::{Committed, Created, NewSession, SessionStatus};
+use super::claim::Claim;
 use super::schema::{record_of, RawRecord, RECORD_COLUMNS};
-use super::sink::Claim;
 use super::Shared;
 use crate::log::{StoreError, ZERO_HASH};
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
