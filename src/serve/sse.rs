@@ -62,6 +62,16 @@ fn parse_cursor(headers: &HeaderMap) -> Result<Cursor, ApiError> {
     }
 }
 
+/// What every line is read for (other fields are skipped, not kept).
+#[derive(serde::Deserialize)]
+struct Head<'a> {
+    seq: Option<u64>,
+    #[serde(borrow)]
+    kind: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    call_id: Option<std::borrow::Cow<'a, str>>,
+}
+
 /// The stream's state: what was sent, and what the tool_call events need.
 struct Follow {
     id: String,
@@ -85,28 +95,26 @@ impl Follow {
     /// The SSE events of one log line. `true`: it ends the session's log
     /// (`session_ended`), or it cannot be read.
     fn events_of(&mut self, line: &str, out: &mut Vec<Event>) -> bool {
-        let Ok(v) = serde_json::from_str::<Json>(line) else {
+        // The head alone (no tree of the whole line, whose argument or
+        // program may be large); the whole line only where it is needed.
+        let Ok(head) = serde_json::from_str::<Head>(line) else {
             return true;
         };
-        let seq = v.get("seq").and_then(Json::as_u64).unwrap_or(self.next);
+        let seq = head.seq.unwrap_or(self.next);
         self.next = seq + 1;
-        let kind = v.get("kind").and_then(Json::as_str).unwrap_or("");
-        let call = v
-            .get("call_id")
-            .and_then(Json::as_str)
-            .unwrap_or("")
-            .to_string();
-        match kind {
-            "proposed" => {
-                let tool = v.get("tool").cloned().unwrap_or(Json::Null);
-                let arg = v.get("argument").cloned().unwrap_or(Json::Null);
-                self.proposed.insert(call.clone(), (tool, arg));
+        let kind = head.kind.as_deref().unwrap_or("");
+        let call = head.call_id.as_deref().unwrap_or("").to_string();
+        if kind == "proposed" || kind == "scheduled" {
+            let Ok(v) = serde_json::from_str::<Json>(line) else {
+                return true;
+            };
+            let field = |name: &str| v.get(name).cloned().unwrap_or(Json::Null);
+            if kind == "proposed" {
+                self.proposed
+                    .insert(call.clone(), (field("tool"), field("argument")));
+            } else {
+                self.keys.insert(call.clone(), field("idempotency_key"));
             }
-            "scheduled" => {
-                let key = v.get("idempotency_key").cloned().unwrap_or(Json::Null);
-                self.keys.insert(call.clone(), key);
-            }
-            _ => {}
         }
         if self.after_cursor(seq, false) {
             out.push(Event::default().event("log").id(seq.to_string()).data(line));
