@@ -12,7 +12,9 @@ use crate::control::session::{lower_checked, Rejected};
 use crate::control::static_check;
 use crate::ir::Ir;
 use crate::source::SourceFile;
-use crate::types::{check_source, Analysis, MAX_DIAGNOSTICS};
+use crate::types::{check_source, Analysis, Declarations, MAX_DIAGNOSTICS};
+use std::cell::RefCell;
+use std::rc::Rc;
 
 /// The name a program sent to the server has in diagnostics and logs.
 pub const PROGRAM_NAME: &str = "program.lt";
@@ -21,7 +23,7 @@ pub const PROGRAM_NAME: &str = "program.lt";
 /// with every diagnostic (type, tool list, policy).
 pub fn analyse(tenant: &Tenant, profile: Option<&Profile>, file: &SourceFile) -> Analysis {
     let mut analysis = check_source(&file.text);
-    let declarations = crate::types::check_declarations(&tenant.declarations_text);
+    let declarations = tenant_declarations(&tenant.declarations_text);
     let listed = check_tool_list(&analysis, &declarations, &tenant.declarations_text);
     if !listed.is_empty() {
         let diags = &mut analysis.diagnostics;
@@ -35,6 +37,31 @@ pub fn analyse(tenant: &Tenant, profile: Option<&Profile>, file: &SourceFile) ->
         static_check::check_analysis(&mut analysis, p);
     }
     analysis
+}
+
+thread_local! {
+    /// Tenants' declarations as checked on this thread, by their text
+    /// (the session threads are reused: each checks a tenant's once).
+    static DECLARATIONS: RefCell<Vec<(String, Rc<Declarations>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Declarations texts kept per thread (one per tenant, in practice).
+const KEPT_DECLARATIONS: usize = 64;
+
+/// `text` (a tenant's declarations) checked, once per thread.
+fn tenant_declarations(text: &str) -> Rc<Declarations> {
+    DECLARATIONS.with(|kept| {
+        if let Some((_, a)) = kept.borrow().iter().find(|(t, _)| t == text) {
+            return Rc::clone(a);
+        }
+        let checked = Rc::new(crate::types::check_declarations(text));
+        let mut kept = kept.borrow_mut();
+        if kept.len() == KEPT_DECLARATIONS {
+            kept.remove(0);
+        }
+        kept.push((text.to_string(), Rc::clone(&checked)));
+        checked
+    })
 }
 
 /// `lt check --json`'s report of `file` against `tenant` and `profile`
@@ -57,13 +84,12 @@ pub fn lower(
     file: &SourceFile,
 ) -> Result<Ir, serde_json::Value> {
     let analysis = analyse(tenant, Some(profile), file);
-    let report = CheckReport::new(file, &analysis);
     match lower_checked(analysis) {
         Ok(ir) => Ok(ir),
-        Err(Rejected::Diagnostics(_)) => {
+        Err(Rejected::Diagnostics(analysis)) => {
             let rejected = crate::control::report::RunOutput::Rejected(CheckReport {
                 stage: Some(crate::control::report::Stage::Check),
-                ..report
+                ..CheckReport::new(file, &analysis)
             });
             Err(serde_json::to_value(rejected).unwrap_or(serde_json::Value::Null))
         }
