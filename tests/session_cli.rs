@@ -1207,7 +1207,7 @@ fn a_last_line_cut_short_is_reported_but_not_a_failure() {
     assert_eq!(out.code, 0, "{out:?}");
     assert!(
         out.stdout.starts_with(&format!(
-            "{path}: ok: 17 events, the hash chain is intact; last hash "
+            "{path}: cut short: its last line (line 18) is incomplete, a write interrupted by a crash or a kill; the 17 complete events before it verify, the hash chain is intact; last hash "
         )),
         "{out:?}"
     );

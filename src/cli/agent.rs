@@ -62,6 +62,8 @@ pub struct AgentOptions {
     pub limits: Limits,
     /// The log file.
     pub log: Option<String>,
+    /// Replace a `--log` file that already holds something.
+    pub force: bool,
     /// Print the outcome as JSON.
     pub json: bool,
     /// A line per step on stderr.
@@ -80,6 +82,7 @@ fn run_options(opts: &AgentOptions) -> RunOptions {
         limits: opts.limits.clone(),
         profile: opts.profile.clone(),
         log: opts.log.clone(),
+        force: opts.force,
     }
 }
 
@@ -271,6 +274,11 @@ pub fn run(opts: &AgentOptions) -> u8 {
                 format!("--log {log} would overwrite {input}, an input of this session"),
                 Some("write the log to a file of its own, e.g. `--log agent.jsonl`".into()),
             );
+        }
+    }
+    if let Some(log) = &opts.log {
+        if let Err((message, help)) = crate::frontend::refuse_replacing_log(log, opts.force) {
+            return usage(opts, Stage::Log, message, Some(help));
         }
     }
     let mut sink: Box<dyn EventSink> = match &opts.log {

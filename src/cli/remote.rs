@@ -102,6 +102,9 @@ pub fn run(opts: &RunOptions, server: &str, local_only: &[&str]) -> u8 {
         })
         .unwrap_or_default();
     if let Some(path) = opts.log.as_deref() {
+        if let Err(code) = run::refuse_replacing_log(opts, path) {
+            return code;
+        }
         if let Err(code) = create_log(opts, path) {
             return code;
         }

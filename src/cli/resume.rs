@@ -46,6 +46,7 @@ pub fn run(opts: &ResumeOptions) -> u8 {
         limits: Default::default(),
         profile: None,
         log: Some(opts.log.clone()),
+        force: false,
     };
     let log_failure = |message: String| StartFailure::new(Stage::Log, StartErrorKind::Log, message);
     let reopened = match JsonlFile::new(&opts.log).reopen("") {

@@ -40,6 +40,8 @@ pub struct RunOptions {
     pub profile: Option<String>,
     /// Where to write the session's event log (JSON Lines).
     pub log: Option<String>,
+    /// Replace a `--log` file that already holds something.
+    pub force: bool,
 }
 
 /// Runs `lt run` and returns the exit code.
@@ -75,6 +77,11 @@ pub fn run(opts: &RunOptions) -> u8 {
             )
             .with_help("write the log to a file of its own, e.g. `--log session.jsonl`"),
         );
+    }
+    if let Some(log) = opts.log.as_deref() {
+        if let Err(code) = refuse_replacing_log(opts, log) {
+            return code;
+        }
     }
     let mut verbose = Verbose {
         ir: &ir,
@@ -260,6 +267,17 @@ impl Drop for ShutdownOnDrop {
 
 /// Prints why the run could not start (JSON or `error: …` on stderr) and
 /// returns [`EXIT_USAGE`].
+/// `Err(2)`, the refusal printed, when `--log` names an earlier session's
+/// log and `--force` was not given ([`crate::frontend::refuse_replacing_log`]).
+pub(super) fn refuse_replacing_log(opts: &RunOptions, log: &str) -> Result<(), u8> {
+    crate::frontend::refuse_replacing_log(log, opts.force).map_err(|(message, help)| {
+        fail_usage(
+            opts,
+            &StartFailure::new(Stage::Log, StartErrorKind::Usage, message).with_help(help),
+        )
+    })
+}
+
 pub(super) fn fail_usage(opts: &RunOptions, f: &StartFailure) -> u8 {
     if opts.json {
         out!("{}", f.output().to_json_string());
