@@ -101,6 +101,16 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
         })
     }
 
+    /// Appends `body`, the last event of an interrupted session
+    /// (`session_interrupted`), even after an earlier append was refused:
+    /// the session's guard refuses the outcomes of the calls it stopped, and
+    /// a sink that really failed refuses this one too.
+    pub fn record_last(&mut self, body: EventBody) -> Result<(), String> {
+        self.sink
+            .append(body)
+            .map_err(|e| format!("the event log could not be written: {e}"))
+    }
+
     /// The first failure to write the log, if any.
     pub fn log_error(&self) -> Option<&str> {
         self.log_error.as_deref()

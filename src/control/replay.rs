@@ -171,7 +171,8 @@ impl<'a> ReplayHost<'a> {
     /// The next event that replay checks, consumed. Events that only
     /// narrate (`client_dispatched`, `client_reported`, `client_rejected`:
     /// the outcome event after them carries what the program received;
-    /// `session_resumed`: a marker between two runs of the same session;
+    /// `session_resumed`, `session_interrupted`: markers between two runs
+    /// of the same session;
     /// `annotation_started`/`annotation_ended`: what the program said it was
     /// doing, which replay re-derives from the program)
     /// are passed over.
@@ -189,6 +190,7 @@ impl<'a> ReplayHost<'a> {
                 | EventBody::ClientReported { .. }
                 | EventBody::ClientRejected { .. }
                 | EventBody::SessionResumed { .. }
+                | EventBody::SessionInterrupted { .. }
                 | EventBody::AnnotationStarted { .. }
                 | EventBody::AnnotationEnded { .. } => self.next += 1,
                 _ => break,

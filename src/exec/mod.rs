@@ -156,6 +156,7 @@ impl ExecutorHost {
     pub fn with_cancel(mut self, cancel: Cancel) -> Self {
         let groups = Arc::clone(&self.groups);
         cancel.on_cancel(move || groups.stop_all());
+        cancel.track_starts();
         self.cancel = Some(cancel);
         self
     }
@@ -286,6 +287,16 @@ impl ExecutorHost {
                 message: format!("tool {tool} timed out after {} ms", timeout.as_millis()),
             })
         };
+        // The call reaches its tool from here (an MCP tool's once its
+        // server is up: `McpTool::call` notes it).
+        let started = || {
+            if let (Some(cancel), Some(key)) = (&self.cancel, key) {
+                cancel.note_started(key);
+            }
+        };
+        if !matches!(executor, Tool::Mcp(_) | Tool::Client(_)) {
+            started();
+        }
         match executor {
             Tool::Client(_) => Err(ToolFailure {
                 kind: FailureKind::Unavailable,
@@ -299,7 +310,7 @@ impl ExecutorHost {
                 if timeout.is_zero() {
                     return timed_out(timeout);
                 }
-                m.call(&self.mcp, tool, arg, timeout, key).await
+                m.call(&self.mcp, tool, arg, timeout, key, &started).await
             }
             Tool::Command(c) => {
                 let timeout = limit(c.timeout);
@@ -470,17 +481,23 @@ pub fn ignore_file_size_signal(handle: &tokio::runtime::Handle) {
     let _ = signal(SignalKind::from_raw(Signal::SIGXFSZ as i32));
 }
 
-/// Makes SIGINT, SIGTERM and SIGHUP abandon the session of `cancel`, then
+/// How long lt waits, after a signal, for its session to record why it
+/// ended before it exits anyway: 3 s.
+pub const SETTLE_GRACE: Duration = Duration::from_secs(3);
+
+/// Makes SIGINT, SIGTERM and SIGHUP interrupt the session of `cancel`, then
 /// end the process: for a command-line front end that runs one session.
 ///
 /// Tools run in process groups of their own, so a Ctrl-C at the terminal
 /// (which signals the terminal's foreground process group) reaches lt but
 /// not them, and a SIGTERM to lt alone would leave them running. On any of
-/// the three signals, `cancel` is abandoned ([`Cancel::abandon`]: the
+/// the three signals, `cancel` is interrupted ([`Cancel::interrupt`]: the
 /// executor hosts that watch it kill the process group of every running
-/// command tool and MCP server, and the session records nothing more, so
-/// its log can be resumed), `error: interrupted by SIGTERM; stopped N
-/// running tool(s)` is printed on stderr, and the process exits with status
+/// command tool and MCP server, and the session records no outcome but a
+/// last `session_interrupted` event, so its log says why it ended and can
+/// be resumed), `error: interrupted by SIGTERM; stopped N running tool(s)`
+/// is printed on stderr, and once the session has settled (at most
+/// [`SETTLE_GRACE`], or a second signal) the process exits with status
 /// 128 + the signal number: 130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP).
 ///
 /// The handlers are installed before this returns and run as a task on
@@ -516,8 +533,16 @@ pub fn abandon_on_signals(handle: &tokio::runtime::Handle, cancel: Cancel) {
             Some(()) = hup.recv() => Signal::SIGHUP,
             else => return,
         };
-        let stopped = cancel.abandon(format!("interrupted by {signal}"));
+        let stopped = cancel.interrupt(format!("interrupted by {signal}"));
         eprintln!("error: interrupted by {signal}; stopped {stopped} running tool(s)");
+        // The session records why it ended (`session_interrupted`); a
+        // second signal, or a session that cannot, does not keep lt up.
+        tokio::select! {
+            () = cancel.settled() => {}
+            () = tokio::time::sleep(SETTLE_GRACE) => {}
+            Some(()) = int.recv() => {}
+            Some(()) = term.recv() => {}
+        }
         std::process::exit(128 + signal as i32);
     }));
 }

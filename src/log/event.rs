@@ -309,6 +309,18 @@ event_kinds! {
         /// cut off the file before this event was appended (0 if none).
         dropped_bytes: u64,
     },
+    /// A signal (SIGINT, SIGTERM, SIGHUP) stopped `lt run` or `lt resume`:
+    /// the running tools were stopped and their outcomes not recorded, so
+    /// the session can be resumed (it is not ended). Written last.
+    "session_interrupted" => SessionInterrupted {
+        /// Why: `interrupted by SIGINT`.
+        reason: String,
+        /// The calls that were running (scheduled, no outcome), in the
+        /// order they were scheduled: `[{"call_id": "n3", "started": true}]`;
+        /// `started` is false when lt stopped the call before handing it to
+        /// its tool (no process spawned, no request sent), so it did not act.
+        stopped: Json,
+    },
     /// Last event: how the session ended.
     "session_ended" => SessionEnded {
         /// `ok` or `error`.
@@ -545,6 +557,7 @@ impl EventBody {
             | EventBody::ApprovalRequested { .. }
             | EventBody::ApprovalDecided { .. }
             | EventBody::SessionResumed { .. }
+            | EventBody::SessionInterrupted { .. }
             | EventBody::AgentStarted { .. }
             | EventBody::TaskClassified { .. }
             | EventBody::ModelRequested { .. }
@@ -681,6 +694,9 @@ impl EventBody {
                 ("lt_version", S(lt_version)),
                 ("registry_hash", S(registry_hash)),
             ]),
+            EventBody::SessionInterrupted { reason, stopped } => {
+                all(&[("reason", S(reason)), ("stopped", J(stopped))])
+            }
             EventBody::Completed {
                 call_id,
                 output,
@@ -1173,6 +1189,7 @@ pub(crate) fn drop_body(body: EventBody) {
             drop_json(diagnostics);
         }
         EventBody::AgentEnded { answer, .. } => drop_json(answer),
+        EventBody::SessionInterrupted { stopped, .. } => drop_json(stopped),
         EventBody::Decided { .. }
         | EventBody::Scheduled { .. }
         | EventBody::ClientDispatched { .. }
@@ -1291,6 +1308,10 @@ mod tests {
                 lt_version: "0.1.0".into(),
                 registry_hash: ZERO_HASH.into(),
                 dropped_bytes: 17,
+            },
+            EventBody::SessionInterrupted {
+                reason: odd.into(),
+                stopped: json!([{"call_id": "n1", "started": false}]),
             },
             EventBody::Completed {
                 call_id: "n1".into(),

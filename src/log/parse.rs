@@ -90,6 +90,10 @@ impl EventBody {
                 registry_hash: f.string("registry_hash")?,
                 dropped_bytes: f.u64("dropped_bytes")?,
             },
+            K::SessionInterrupted => EventBody::SessionInterrupted {
+                reason: f.string("reason")?,
+                stopped: f.json("stopped")?,
+            },
             K::Completed => EventBody::Completed {
                 call_id: f.string("call_id")?,
                 output: f.json("output")?,

@@ -351,6 +351,33 @@ fn describe(body: &EventBody) -> String {
                 )
             }
         }
+        EventBody::SessionInterrupted { reason, stopped } => {
+            let calls: Vec<String> = stopped
+                .as_array()
+                .map(|a| a.as_slice())
+                .unwrap_or_default()
+                .iter()
+                .map(|c| {
+                    let id = c.get("call_id").and_then(Json::as_str).unwrap_or("?");
+                    match c.get("started").and_then(Json::as_bool) {
+                        Some(false) => format!("{id} (not started)"),
+                        _ => format!("{id} (may have acted)"),
+                    }
+                })
+                .collect();
+            if calls.is_empty() {
+                format!(
+                    "session_interrupted: {} (no call running)",
+                    one_line(reason)
+                )
+            } else {
+                format!(
+                    "session_interrupted: {}; stopped {}",
+                    one_line(reason),
+                    one_line(&calls.join(", "))
+                )
+            }
+        }
         EventBody::Completed {
             call_id,
             output,

@@ -162,6 +162,7 @@ impl McpTool {
         arg: &Json,
         timeout: Duration,
         key: Option<&str>,
+        started: &(dyn Fn() + Sync),
     ) -> Outcome {
         let deadline = Instant::now() + timeout;
         let arguments = match arg {
@@ -180,6 +181,7 @@ impl McpTool {
         let conn = servers
             .connection(&self.spec, &self.label, name, deadline, timeout)
             .await?;
+        started();
         let mut params = format!(
             "{{\"name\":{},\"arguments\":",
             Json::String(self.tool.clone())
