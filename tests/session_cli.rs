@@ -1196,6 +1196,55 @@ fn verify_finds_the_line_of_each_kind_of_damage() {
 }
 
 #[test]
+fn a_log_holding_an_earlier_session_is_not_replaced_without_force() {
+    let dir = TempDir::new("no-replace");
+    let (out, log) = run_main(&dir, "", &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let first = std::fs::read(&log).expect("the first log");
+
+    // Again into the same file: refused before anything runs, the file kept.
+    let (out, _) = run_main(&dir, "", &[]);
+    assert_eq!(out.code, 2, "{out:?}");
+    let j = out.json();
+    assert_eq!(j["stage"], json!("log"), "{j}");
+    let message = j["error"]["message"].as_str().expect("a message");
+    assert!(
+        message.starts_with(&format!("--log {log} already holds")),
+        "{j}"
+    );
+    let help = j["error"]["help"].as_str().expect("a help");
+    assert!(help.contains(&format!("lt resume {log}")), "{j}");
+    assert!(help.contains("--force"), "{j}");
+    assert_eq!(
+        std::fs::read(&log).expect("the log"),
+        first,
+        "kept as it was"
+    );
+    assert_eq!(dir.calls("lookup").map(|c| c.len()), Some(1), "nothing ran");
+
+    // In text: the error and its help on stderr.
+    let prog = dir.path("main.lt");
+    let tools = dir.path("tools.toml");
+    let out = lt(&dir, &["run", &prog, "--executors", &tools, "--log", &log]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.starts_with("error: --log "), "{out:?}");
+    assert!(
+        out.stderr.contains("help: continue that session"),
+        "{out:?}"
+    );
+
+    // --force replaces it with a new session.
+    let (out, _) = run_main(&dir, "", &["--force"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_verifies(&dir, &log);
+    assert_ne!(std::fs::read(&log).expect("the log"), first);
+    // An empty file is no earlier session.
+    std::fs::write(&log, "").expect("empty the log");
+    let (out, _) = run_main(&dir, "", &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+}
+
+#[test]
 fn a_last_line_cut_short_is_reported_but_not_a_failure() {
     let dir = TempDir::new("tail");
     let text = a_log(&dir);
@@ -1215,6 +1264,11 @@ fn a_last_line_cut_short_is_reported_but_not_a_failure() {
         out.stdout.contains(
             "\nline 18: incomplete (no final newline): a write was cut short; not checked"
         ),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout
+            .contains("\nhelp: `lt resume` cuts the incomplete line off"),
         "{out:?}"
     );
 
