@@ -249,6 +249,15 @@ pub fn import_value(value: &Json, options: &ImportOptions) -> Result<Imported, I
         let input_cut = conv.checks_cut;
         let output = match (def.dialect, def.output) {
             (_, Some(schema)) => conv.convert_root(schema, &format!("{hint}Output"), Place::Output),
+            // Exported by `lt tools export` (it writes `lt/effects`): a
+            // String output, which travels as text content.
+            (Dialect::Mcp, None) if def.lt_effects.is_some() => Mapped {
+                ty: Ty::Str,
+                notes: vec![
+                    "no outputSchema: text content (String, as lt tools export wrote it)".into(),
+                ],
+                checks: None,
+            },
             (Dialect::Mcp, None) => Mapped {
                 ty: Ty::Json,
                 notes: vec![MCP_CONTENT_NOTE.into()],
