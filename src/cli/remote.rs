@@ -646,6 +646,7 @@ impl Watcher for Narrator<'_> {
             "decided" if e["decision"] == "deny" => {
                 let message = format!("denied: {}: {}", text("rule"), text("reason"));
                 let outcome = Err(ToolFailure {
+                    stderr: None,
                     kind: FailureKind::Denied,
                     message,
                 });
@@ -654,6 +655,7 @@ impl Watcher for Narrator<'_> {
             "completed" => self.ended(&call_id, Ok(e["output"].clone()), at),
             "failed" => {
                 let outcome = Err(ToolFailure {
+                    stderr: None,
                     kind: failure_kind(e["failure"].as_str().unwrap_or("")),
                     message: text("message"),
                 });
@@ -661,6 +663,7 @@ impl Watcher for Narrator<'_> {
             }
             "timed_out" => {
                 let outcome = Err(ToolFailure {
+                    stderr: None,
                     kind: FailureKind::TimedOut,
                     message: text("message"),
                 });

@@ -145,6 +145,7 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
 
 fn unavailable(message: String) -> ToolFailure {
     ToolFailure {
+        stderr: None,
         kind: FailureKind::Unavailable,
         message,
     }
@@ -223,12 +224,14 @@ fn outcome_event(tool: &ToolSig, call_id: String, outcome: &Outcome, limits: &Li
             call_id,
             message: f.message.clone(),
             result,
+            stderr: f.stderr.clone(),
         },
         Err(f) => EventBody::Failed {
             call_id,
             failure: f.kind.as_str().to_string(),
             message: f.message.clone(),
             result,
+            stderr: f.stderr.clone(),
         },
     }
 }
@@ -632,6 +635,7 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
         }
         if !decision.allow {
             return Err(Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Denied,
                 message: format!("denied: {}: {}", decision.rule, decision.reason),
             }));
@@ -672,6 +676,7 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
                 format!("lt stopped while recording this call of {} (the log's end was cut short or lost), so it may have started", request.tool)
             };
             let outcome: Outcome = Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Unknown,
                 message: format!(
                     "outcome unknown: {how}; the tool is not declared idempotent, so it was not run again (idempotency key {key})"

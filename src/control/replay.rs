@@ -163,6 +163,7 @@ impl<'a> ReplayHost<'a> {
             });
         }
         Err(ToolFailure {
+            stderr: None,
             kind: FailureKind::Unavailable,
             message: "replay diverged from the log".to_string(),
         })
@@ -303,6 +304,7 @@ impl Host for ReplayHost<'_> {
             .map(|r| match r {
                 Replayed::Answered(o) => o,
                 Replayed::Ended(_) => Err(ToolFailure {
+                    stderr: None,
                     kind: FailureKind::Unavailable,
                     message: "the log ends here".to_string(),
                 }),
@@ -319,6 +321,7 @@ impl Host for ReplayHost<'_> {
             Replayed::Answered(outcome) => outcome,
             // Only when resuming; a plain replay reports the end as a divergence.
             Replayed::Ended(_) => Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Unavailable,
                 message: "the log ends here".to_string(),
             }),
@@ -569,6 +572,7 @@ impl ReplayHost<'_> {
         }
         if !decision.allow {
             return Ok(Pre::Done(Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Denied,
                 message: format!("denied: {}: {}", decision.rule, decision.reason),
             })));
@@ -637,8 +641,10 @@ impl ReplayHost<'_> {
                 failure,
                 message,
                 result,
+                stderr,
             }) if *c == *call_id => (
                 Err(ToolFailure {
+                    stderr: stderr.clone(),
                     kind: failure_kind(failure),
                     message: message.clone(),
                 }),
@@ -648,8 +654,10 @@ impl ReplayHost<'_> {
                 call_id: c,
                 message,
                 result,
+                stderr,
             }) if *c == *call_id => (
                 Err(ToolFailure {
+                    stderr: stderr.clone(),
                     kind: FailureKind::TimedOut,
                     message: message.clone(),
                 }),

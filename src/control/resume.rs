@@ -165,12 +165,14 @@ impl<H: Host, S: EventSink> Host for ResumeHost<'_, H, S> {
         };
         if self.divergence.is_some() {
             return Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Unavailable,
                 message: "resume diverged from the log".to_string(),
             });
         }
         if let Err(msg) = self.go_live() {
             return Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Unavailable,
                 message: msg,
             });
@@ -178,6 +180,7 @@ impl<H: Host, S: EventSink> Host for ResumeHost<'_, H, S> {
         match self.live.as_mut() {
             Some(live) => live.call_from(request, recorded),
             None => Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Unavailable,
                 message: "the session could not go live".to_string(),
             }),
@@ -279,6 +282,7 @@ impl<H: Host, S: EventSink> Host for ResumeHost<'_, H, S> {
                     .map(|o| {
                         o.unwrap_or_else(|| {
                             Err(ToolFailure {
+                                stderr: None,
                                 kind: FailureKind::Unavailable,
                                 message: "the call was not performed".to_string(),
                             })
@@ -306,6 +310,7 @@ impl<H: Host, S: EventSink> ResumeHost<'_, H, S> {
             (0..n)
                 .map(|_| {
                     Err(ToolFailure {
+                        stderr: None,
                         kind: FailureKind::Unavailable,
                         message: msg.clone(),
                     })

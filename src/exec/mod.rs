@@ -46,8 +46,8 @@
 //! | no table for the tool | `Unavailable` | `tool T has no executor in tools.toml` |
 //! | MCP `isError: true` | `Failed` | `tool T failed: <the server's text>` |
 //! | MCP JSON-RPC error | `Failed` | `tool T failed (MCP error -32602: <message>)` |
-//! | MCP server died during the call | `Crashed` | ``tool T: the MCP server `…` exited (exit status 7) during the call; stderr: …`` |
-//! | MCP call past its timeout | `TimedOut` | ``tool T timed out after 500 ms (MCP server `…`); stderr: …`` |
+//! | MCP server died during the call | `Crashed` | ``tool T: the MCP server `…` exited (exit status 7) during the call`` (its stderr in [`ToolFailure::stderr`]) |
+//! | MCP call past its timeout | `TimedOut` | ``tool T timed out after 500 ms (MCP server `…`)`` |
 //! | MCP server cannot start, exits or refuses before `initialize` is answered | `Unavailable` | ``tool T could not be started: the MCP server `…` exited (exit status 3) before it answered `initialize`; stderr: …`` |
 //! | MCP server does not answer `initialize` in time | `TimedOut` | ``tool T timed out after 500 ms: the MCP server `…` did not answer `initialize`; stderr: …`` |
 //! | MCP answer that is not a tool result | `BadOutput` | ``tool T: the MCP server `…` answered tools/call with a list, not a result object`` |
@@ -237,6 +237,7 @@ impl ExecutorHost {
             Some(cancel) => tokio::select! {
                 outcome = self.call_checked(tool, arg, time_left, key) => outcome,
                 () = cancel.cancelled() => Err(ToolFailure {
+                    stderr: None,
                     kind: FailureKind::Unavailable,
                     message: format!("tool {tool}: the session was cancelled"),
                 }),
@@ -273,6 +274,7 @@ impl ExecutorHost {
     ) -> Outcome {
         let Some(executor) = self.registry.get(tool) else {
             return Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Unavailable,
                 message: format!("tool {tool} has no executor in {}", self.registry.origin()),
             });
@@ -283,6 +285,7 @@ impl ExecutorHost {
         };
         let timed_out = |timeout: Duration| {
             Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::TimedOut,
                 message: format!("tool {tool} timed out after {} ms", timeout.as_millis()),
             })
@@ -299,6 +302,7 @@ impl ExecutorHost {
         }
         match executor {
             Tool::Client(_) => Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Unavailable,
                 message: format!(
                     "tool {tool} runs in the client venue, and this run has no client channel"
@@ -333,6 +337,7 @@ impl ExecutorHost {
                 match client {
                     Ok(client) => h.call(client, tool, arg, timeout, key).await,
                     Err(e) => Err(ToolFailure {
+                        stderr: None,
                         kind: FailureKind::Unavailable,
                         message: format!("tool {tool}: no HTTP client could be built: {e}"),
                     }),
@@ -380,6 +385,7 @@ impl Host for ExecutorHost {
         }));
         receiver.recv().unwrap_or_else(|_| {
             Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Unavailable,
                 message: format!(
                     "tool {}: the async runtime shut down before the call finished",
@@ -456,6 +462,7 @@ impl Host for ExecutorHost {
             .map(|(i, o)| {
                 o.unwrap_or_else(|| {
                     Err(ToolFailure {
+                        stderr: None,
                         kind: FailureKind::Unavailable,
                         message: format!(
                             "tool {}: the async runtime shut down before the call finished",

@@ -244,6 +244,10 @@ event_kinds! {
         message: String,
         /// What the program received: `{"Err": message}`.
         result: Json,
+        /// What the tool's server wrote on stderr (an MCP server's log
+        /// lines, the last 2 KiB), kept apart from the message; `None` is
+        /// no `stderr` field.
+        stderr: Option<String>,
     },
     /// The tool exceeded its timeout.
     "timed_out" => TimedOut {
@@ -253,6 +257,8 @@ event_kinds! {
         message: String,
         /// What the program received.
         result: Json,
+        /// As for `failed`.
+        stderr: Option<String>,
     },
     /// The program asked for an approval (`approve tool …`, extension).
     "approval_requested" => ApprovalRequested {
@@ -711,21 +717,33 @@ impl EventBody {
                 failure,
                 message,
                 result,
-            } => all(&[
-                ("call_id", S(call_id)),
-                ("failure", S(failure)),
-                ("message", S(message)),
-                ("result", J(result)),
-            ]),
+                stderr,
+            } => {
+                all(&[
+                    ("call_id", S(call_id)),
+                    ("failure", S(failure)),
+                    ("message", S(message)),
+                    ("result", J(result)),
+                ]);
+                if let Some(text) = stderr {
+                    all(&[("stderr", S(text))]);
+                }
+            }
             EventBody::TimedOut {
                 call_id,
                 message,
                 result,
-            } => all(&[
-                ("call_id", S(call_id)),
-                ("message", S(message)),
-                ("result", J(result)),
-            ]),
+                stderr,
+            } => {
+                all(&[
+                    ("call_id", S(call_id)),
+                    ("message", S(message)),
+                    ("result", J(result)),
+                ]);
+                if let Some(text) = stderr {
+                    all(&[("stderr", S(text))]);
+                }
+            }
             EventBody::SessionEnded {
                 status,
                 value,
@@ -1323,11 +1341,13 @@ mod tests {
                 failure: "crashed".into(),
                 message: odd.into(),
                 result: json!({"Err": odd}),
+                stderr: Some(odd.into()),
             },
             EventBody::TimedOut {
                 call_id: "n1".into(),
                 message: odd.into(),
                 result: json!({"Err": odd}),
+                stderr: None,
             },
             EventBody::ApprovalRequested {
                 approval_id: "n3".into(),

@@ -104,11 +104,13 @@ impl EventBody {
                 failure: f.string("failure")?,
                 message: f.string("message")?,
                 result: f.json("result")?,
+                stderr: f.optional_string("stderr")?,
             },
             K::TimedOut => EventBody::TimedOut {
                 call_id: f.string("call_id")?,
                 message: f.string("message")?,
                 result: f.json("result")?,
+                stderr: f.optional_string("stderr")?,
             },
             K::SessionEnded => EventBody::SessionEnded {
                 status: f.string("status")?,

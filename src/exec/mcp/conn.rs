@@ -15,7 +15,9 @@
 //! request ([`Failure::Echoed`]). A line over [`MAX_OUTPUT_BYTES`] is not
 //! read; when one of its ends shows that it answers a pending request, that
 //! request fails ([`Failure::Malformed`]). A second task keeps the tail of
-//! stderr for failure messages (`stdio.rs`).
+//! stderr (`stdio.rs`): quoted in the message of a server that did not
+//! start, and carried beside a call's failure otherwise (the log records
+//! it apart from the message the program sees).
 //!
 //! The supervisor also waits for the process. When it exits, or closes
 //! stdout, the connection is *dead*: every request in flight, and every
@@ -244,16 +246,34 @@ impl Connection {
         *self.shared.probing.borrow()
     }
 
-    /// `; stderr: …` (the tail) and a note on skipped stdout lines, for
-    /// failure messages; empty when there is neither.
+    /// `; stderr: …` (the tail) and [`Connection::notes`], for the message
+    /// of a server that did not start (its stderr says why); empty when
+    /// there is neither.
     pub(crate) fn diagnostics(&self) -> String {
-        let state = self.shared.state();
         let mut out = String::new();
-        let stderr = state.stderr.text();
-        if !stderr.is_empty() {
+        if let Some(stderr) = self.stderr() {
             out.push_str("; stderr: ");
             out.push_str(&stderr);
         }
+        out.push_str(&self.notes());
+        out
+    }
+
+    /// The tail of the server's stderr (its last [`STDERR_KEEP_BYTES`],
+    /// trimmed), if it wrote any. A call's failure carries it apart from
+    /// its message ([`crate::runtime::host::ToolFailure::stderr`]): a
+    /// running server's stderr is its log, not the call's error.
+    pub(crate) fn stderr(&self) -> Option<String> {
+        let text = self.shared.state().stderr.text();
+        (!text.is_empty()).then_some(text)
+    }
+
+    /// Notes on what the server wrote that lt could not use (stdout lines
+    /// that are not JSON-RPC, responses with an id lt never used, lines too
+    /// long), for failure messages; empty when there is none.
+    pub(crate) fn notes(&self) -> String {
+        let state = self.shared.state();
+        let mut out = String::new();
         if state.skipped > 0 {
             out.push_str(&format!(
                 "; the server also wrote {} line(s) on stdout that are not JSON-RPC (the last: {:?})",
