@@ -196,3 +196,55 @@ let hello = match exec tool greeting {{label = "you"}} {{
     );
     assert_eq!(v["value"]["hello"], serde_json::json!("hello you"), "{v}");
 }
+
+/// `lt tools import --mcp` against programs that are not MCP servers: each
+/// fails in a few seconds (not the 60 s timeout) with what the program did
+/// and a help line.
+#[test]
+fn importing_from_a_program_that_is_not_an_mcp_server_fails_fast() {
+    let dir = TempDir::new("mcp-import-run", "not-a-server");
+    let cases: [(&[&str], &str, u64); 5] = [
+        // Sends lt's request back.
+        (&["cat"], "sent lt's own initialize request back", 3),
+        // Exits at once.
+        (&["true"], "exited (exit status 0) before it answered initialize", 3),
+        (
+            &["sh", "-c", "echo usage: frob FILE >&2; exit 64"],
+            "exited (exit status 64) before it answered initialize; stderr: usage: frob FILE",
+            3,
+        ),
+        // Chatters on stdout, none of it JSON-RPC.
+        (
+            &["sh", "-c", "while :; do echo 'ready> '; sleep 0.2; done"],
+            "none of them JSON-RPC (the last: \"ready>\"), and did not answer `initialize`; is it an MCP server?",
+            8,
+        ),
+        // Silent: reads nothing, writes nothing.
+        (
+            &["sleep", "60"],
+            "has written nothing, on stdout or stderr, for 10 s, and did not answer `initialize`",
+            16,
+        ),
+    ];
+    for (command, expected, within) in cases {
+        let started = std::time::Instant::now();
+        let mut args = vec!["tools", "import", "--mcp", "--"];
+        args.extend_from_slice(command);
+        let out = lt_in(&dir.0, &args, &[]);
+        let took = started.elapsed();
+        assert_eq!(out.code, 2, "{command:?}: {out:?}");
+        assert!(out.stdout.is_empty(), "{command:?}: {out:?}");
+        assert!(out.stderr.contains(expected), "{command:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("\nhelp: --mcp runs `")
+                && out.stderr.contains("name the server's own command"),
+            "{command:?}: {}",
+            out.stderr
+        );
+        assert!(
+            took < std::time::Duration::from_secs(within),
+            "{command:?} took {took:?}: {}",
+            out.stderr
+        );
+    }
+}

@@ -58,6 +58,18 @@ pub(crate) struct ServerSpec {
     pub(crate) env: BTreeMap<String, String>,
 }
 
+/// What a server wrote so far ([`Connection::heard`]).
+pub(crate) struct Heard {
+    /// When it last wrote anything, on stdout or stderr.
+    pub(crate) last: Option<Instant>,
+    /// Lines on stdout that are not JSON-RPC.
+    pub(crate) skipped: usize,
+    /// When the first of them came.
+    pub(crate) first_skipped: Option<Instant>,
+    /// The last of them, shortened.
+    pub(crate) last_skipped: String,
+}
+
 /// Why a connection ended.
 #[derive(Clone, Debug)]
 pub(crate) struct Death {
@@ -174,6 +186,10 @@ struct State {
     stderr: StderrTail,
     skipped: usize,
     last_skipped: String,
+    /// When the first line on stdout that is not JSON-RPC came.
+    first_skipped: Option<Instant>,
+    /// When the server last wrote anything, on stdout or stderr.
+    heard: Option<Instant>,
     /// Responses with an id lt never used (not late answers: those are
     /// dropped silently).
     unmatched: usize,
@@ -266,6 +282,20 @@ impl Connection {
     pub(crate) fn stderr(&self) -> Option<String> {
         let text = self.shared.state().stderr.text();
         (!text.is_empty()).then_some(text)
+    }
+
+    /// What the server wrote so far, for telling a program that is not an
+    /// MCP server apart from one still starting: when it last wrote
+    /// anything (stdout or stderr), and the lines on stdout that are not
+    /// JSON-RPC (how many, since when, the last one).
+    pub(crate) fn heard(&self) -> Heard {
+        let state = self.shared.state();
+        Heard {
+            last: state.heard,
+            skipped: state.skipped,
+            first_skipped: state.first_skipped,
+            last_skipped: state.last_skipped.clone(),
+        }
     }
 
     /// Notes on what the server wrote that lt could not use (stdout lines
@@ -519,10 +549,12 @@ impl Shared {
         let mut state = self.state();
         state.skipped += 1;
         state.last_skipped = excerpt(line, 80);
+        state.first_skipped.get_or_insert_with(Instant::now);
     }
 
     /// One line from stdout.
     fn dispatch(self: &Arc<Self>, line: &[u8]) {
+        self.state().heard = Some(Instant::now());
         let line = line.trim_ascii();
         if line.is_empty() {
             return;
@@ -744,7 +776,11 @@ async fn read_stderr(mut stderr: ChildStderr, shared: Arc<Shared>) {
     loop {
         match stderr.read(&mut buf).await {
             Ok(0) => return,
-            Ok(n) => shared.state().stderr.push(&buf[..n]),
+            Ok(n) => {
+                let mut state = shared.state();
+                state.stderr.push(&buf[..n]);
+                state.heard = Some(Instant::now());
+            }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => return,
         }
