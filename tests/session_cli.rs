@@ -682,6 +682,61 @@ fn a_program_cannot_lift_the_policy_by_declaring_a_tool_pure() {
     }
 }
 
+/// Every tool whose declaration understates what tools.toml says it does
+/// is reported in one run (one round of fixes), at the first one.
+#[test]
+fn every_understated_effect_is_reported_at_once() {
+    let dir = TempDir::new("liars");
+    let prog = dir.write(
+        "liars.lt",
+        "tool lookup: {id: String} -{Read}-> {tier: String};\n\
+         tool refund: {id: String, amount: Int} -> {tx: String};\n\
+         tool score: {id: String} -{Read}-> Int;\n\
+         let a = match exec tool refund {id = \"c1\", amount = 5} { Ok(r) => r.tx, Err(e) => e } in\n\
+         let b = match exec tool lookup {id = \"c1\"} { Ok(r) => r.tier, Err(e) => e } in\n\
+         let c = match exec tool score {id = \"c1\"} { Ok(n) => n, Err(e) => 0 } in\n\
+         {a = a, b = b, c = c}\n",
+    );
+    let tools = dir.tools("");
+    let text = std::fs::read_to_string(&tools).expect("tools.toml");
+    let text = text
+        .replacen(
+            "[tools.refund]\n",
+            "[tools.refund]\neffects = [\"Write\"]\n",
+            1,
+        )
+        .replacen(
+            "[tools.lookup]\n",
+            "[tools.lookup]\neffects = [\"Read\"]\n",
+            1,
+        )
+        .replacen(
+            "[tools.score]\n",
+            "[tools.score]\neffects = [\"Read\", \"Network\", \"Write\"]\n",
+            1,
+        );
+    let tools = dir.write("tools.toml", &text);
+    let out = lt(&dir, &["run", &prog, "--executors", &tools]);
+    assert_eq!(out.code, 2, "{out:?}");
+    let expected = format!(
+        "liars.lt:2:1: the program declares 2 tools with fewer effects than {tools} says they perform: \
+         tool refund (line 2) with effects {{}}, but it performs Write; \
+         tool score (line 3) with effects {{Read}}, but it performs Network, Write"
+    );
+    assert!(out.stderr.contains(&expected), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "declare each tool with its real effects: `tool refund: … -{Write}-> …;`, `tool score: … -{Read, Network, Write}-> …;`"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("tool lookup"), "{}", out.stderr);
+    for tool in ["refund", "lookup", "score"] {
+        assert!(dir.calls(tool).is_none(), "{tool} ran: {out:?}");
+    }
+}
+
 /// Runs `lt ARGS` under bash with the largest file it may write capped at
 /// `kib` KiB (`ulimit -f`) and SIGXFSZ ignored, so a write past the cap
 /// fails with EFBIG.
