@@ -122,6 +122,36 @@ fn the_mcp_repo_report_example_composes_two_servers() {
     assert!(value.contains("\nLast commits: "), "{value}");
     let replay = lt_in(root, &["replay", &log], &[]);
     assert_eq!(replay.code, 0, "{replay:?}");
+
+    // Its declarations are what the import prints (description, fields
+    // and their comments, effects, output type), word for word.
+    let program = std::fs::read_to_string(root.join("examples/mcp_repo_report/program.lt"))
+        .expect("program.lt");
+    let mut printed = String::new();
+    for server in ["mcp-server-time", "mcp-server-git"] {
+        let bin = mcp::venv().join("bin").join(server).display().to_string();
+        let import = lt_in(&dir.0, &["tools", "import", "--mcp", "--", &bin], &[]);
+        assert_eq!(import.code, 0, "{import:?}");
+        printed.push_str(&import.stdout);
+    }
+    let lines: Vec<&str> = program.lines().collect();
+    let mut checked = 0;
+    for (i, line) in lines.iter().enumerate() {
+        if !line.starts_with("tool ") {
+            continue;
+        }
+        let end = (i..lines.len())
+            .find(|&j| lines[j].ends_with(';'))
+            .expect("a declaration's end");
+        // With the description line above it.
+        let declaration = lines[i - 1..=end].join("\n");
+        assert!(
+            printed.contains(&declaration),
+            "examples/mcp_repo_report/program.lt declares\n{declaration}\nbut the import prints\n{printed}"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 3, "{program}");
 }
 
 #[test]
