@@ -362,6 +362,7 @@ fn a_reported_error_reaches_the_program_as_err() {
             failure: "failed".into(),
             message: message.into(),
             result: json!({"Err": message}),
+            stderr: None,
         }));
     assert_verifies(&done_log(&dir));
     assert_replays(&done_log(&dir), &json!(message));
