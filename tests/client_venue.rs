@@ -802,7 +802,17 @@ fn with_stdin_closed_from_the_start_the_result_is_last_and_every_line_written_is
     let log = dir.path("session.jsonl");
     for _ in 0..20 {
         let out = Command::new(LT)
-            .args(["run", &prog, "--executors", &tools, "--log", &log, "--json"])
+            // The same log each round, replaced: --force.
+            .args([
+                "run",
+                &prog,
+                "--executors",
+                &tools,
+                "--log",
+                &log,
+                "--force",
+                "--json",
+            ])
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .output()
