@@ -329,13 +329,21 @@ pub fn run(opts: &AgentOptions) -> u8 {
         host: host.clone(),
         registry_bytes,
         limits: opts.limits.clone(),
-        cancel,
+        cancel: cancel.clone(),
         approvers: None,
     };
     let outcome = run_task(run, proposer.as_mut(), sink.as_mut(), &mut progress);
     host.shutdown();
     drop(sink);
+    // The agent session records nothing more: a signal handler waiting for
+    // it may end lt now.
+    cancel.settle();
     runtime.shutdown_timeout(Duration::from_secs(2));
+    if let Some(status) = cancel.exit_status() {
+        // A signal stopped the agent: lt exits 128 + its number, as the
+        // signal handler does (whichever thread gets there first).
+        return status;
+    }
     let outcome = match outcome {
         Ok(o) => o,
         Err(f) => return fail_usage(&ro, &f),

@@ -144,7 +144,7 @@ pub fn run(opts: &ResumeOptions) -> u8 {
     };
     let stdout = StdoutHandoff::new();
     // `run_opts.file` names the log, never `-`: stdin is free for a client.
-    let (session, runtime) = match command_session(
+    let (session, runtime, cancel) = match command_session(
         &run_opts,
         &file,
         &ir,
@@ -168,7 +168,7 @@ pub fn run(opts: &ResumeOptions) -> u8 {
             report.replayed
         );
     }
-    finish(&run_opts, &file, &ir, report, runtime, &stdout)
+    finish(&run_opts, &file, &ir, report, runtime, &cancel, &stdout)
 }
 
 /// Why the log cannot be continued, with the hint for each reason.

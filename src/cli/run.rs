@@ -92,11 +92,11 @@ pub fn run(opts: &RunOptions) -> u8 {
         Some(path) => ProfileSource::File(path.clone()),
         None => ProfileSource::FromExecutors,
     };
-    let (session, runtime) = match command_session(opts, &file, &ir, profile, &stdout, &mut verbose)
-    {
-        Ok(s) => s,
-        Err(f) => return fail_usage(opts, &f),
-    };
+    let (session, runtime, cancel) =
+        match command_session(opts, &file, &ir, profile, &stdout, &mut verbose) {
+            Ok(s) => s,
+            Err(f) => return fail_usage(opts, &f),
+        };
     let session = session
         .log(match &opts.log {
             Some(path) => LogTarget::File(path.clone()),
@@ -114,7 +114,7 @@ pub fn run(opts: &RunOptions) -> u8 {
             .collect(),
         );
     match session.run(&ir) {
-        Ok(report) => finish(opts, &file, &ir, report, runtime, &stdout),
+        Ok(report) => finish(opts, &file, &ir, report, runtime, &cancel, &stdout),
         Err(f) => fail_usage(opts, &f),
     }
 }
@@ -123,7 +123,8 @@ pub fn run(opts: &RunOptions) -> u8 {
 /// resume`): the executors of `opts.executors`, its limits, the client
 /// venue on stdio (sharing `stdout`), `--verbose` through `verbose`, a
 /// runtime of the command's own when the program calls tools (returned, to
-/// be shut down after the output) with the signals abandoning the session.
+/// be shut down after the output) with the signals interrupting the
+/// session, and the session's cancellation token (for [`finish`]).
 pub(super) fn command_session<'a>(
     opts: &RunOptions,
     file: &'a SourceFile,
@@ -131,7 +132,7 @@ pub(super) fn command_session<'a>(
     profile: ProfileSource,
     stdout: &StdoutHandoff,
     verbose: &'a mut Verbose<'_>,
-) -> Result<(Session<'a>, Option<tokio::runtime::Runtime>), StartFailure> {
+) -> Result<(Session<'a>, Option<tokio::runtime::Runtime>, Cancel), StartFailure> {
     let cancel = Cancel::new();
     let runtime = session_runtime(ir, &cancel)?;
     let mut session = Session::new(file)
@@ -147,14 +148,14 @@ pub(super) fn command_session<'a>(
             program_on_stdin: opts.file == "-",
             stdout: stdout.clone(),
         })
-        .cancel(cancel);
+        .cancel(cancel.clone());
     if let Some(rt) = &runtime {
         session = session.runtime(rt.handle().clone());
     }
     if opts.verbose {
         session = session.observer(verbose);
     }
-    Ok((session, runtime))
+    Ok((session, runtime, cancel))
 }
 
 /// The executors' runtime of a program that calls tools, with SIGINT,
@@ -196,15 +197,24 @@ pub(super) fn check_and_lower(opts: &RunOptions, file: &SourceFile) -> Result<Ir
 
 /// Prints the run's value (or error) the way `lt run` does and returns the
 /// exit code. A log that could not be written fails the run. `runtime` is
-/// shut down after the output.
+/// shut down after the output. A run a signal stopped (`cancel` interrupted
+/// by the signal handler) prints nothing more and exits 128 + the signal's
+/// number, as the handler does: the session has recorded
+/// `session_interrupted` by now, and the handler's own exit may come after
+/// this thread's.
 pub(super) fn finish(
     opts: &RunOptions,
     file: &SourceFile,
     ir: &Ir,
     report: SessionReport,
     runtime: Option<tokio::runtime::Runtime>,
+    cancel: &Cancel,
     stdout: &StdoutHandoff,
 ) -> u8 {
+    if let Some(status) = cancel.exit_status() {
+        drop(ShutdownOnDrop(runtime));
+        return status;
+    }
     // The runtime stays up while the value is printed (its signal task
     // keeps SIGINT/SIGTERM working if stdout blocks); it is shut down when
     // this function returns.

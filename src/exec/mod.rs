@@ -396,12 +396,14 @@ impl Host for ExecutorHost {
     }
 
     /// Starts every call (at most `limit` running at once, a semaphore on
-    /// the runtime) and reports each outcome as it arrives. A call that has
-    /// its slot first asks this thread (`BatchEvent::Starting`, where the
-    /// control plane records `scheduled`) and starts only once answered, so
-    /// a call still waiting for a slot has no `scheduled` event. `fixed`
-    /// answers go through the runtime too, so their order is the completion
-    /// order.
+    /// the runtime) and reports each outcome as it arrives. The calls take
+    /// their slots in the order of `requests` (one task hands the slots out,
+    /// so a later call never overtakes an earlier one that waits). A call
+    /// that has its slot first asks this thread (`BatchEvent::Starting`,
+    /// where the control plane records `scheduled`) and starts only once
+    /// answered, so a call still waiting for a slot has no `scheduled`
+    /// event. `fixed` answers go through the runtime too, so their order is
+    /// the completion order.
     fn call_batch(
         &mut self,
         requests: Vec<CallRequest<'_>>,
@@ -416,35 +418,46 @@ impl Host for ExecutorHost {
         let semaphore = Arc::new(tokio::sync::Semaphore::new(limit.clamp(1, n.max(1))));
         let (sender, receiver) = std::sync::mpsc::channel::<Msg>();
         let names: Vec<String> = requests.iter().map(|r| r.tool.to_string()).collect();
-        for (i, request) in requests.into_iter().enumerate() {
-            let host = self.clone();
-            let tool = request.tool.to_string();
-            let (arg, time_left) = (request.arg, request.time_left);
-            let key = request.idempotency_key.map(str::to_string);
-            let sender = sender.clone();
-            let semaphore = semaphore.clone();
-            drop(self.handle.spawn(async move {
-                // Time spent waiting for a slot counts against the run's deadline.
-                let queued = std::time::Instant::now();
-                let _permit = semaphore.acquire_owned().await;
-                let (ack, go) = tokio::sync::oneshot::channel();
-                let outcome = if sender.send(Msg::Starting(i, ack)).is_ok() && go.await == Ok(true)
-                {
-                    let time_left = time_left.map(|t| t.saturating_sub(queued.elapsed()));
-                    host.call_async(&tool, &arg, time_left, key.as_deref())
-                        .await
-                } else {
-                    Err(crate::runtime::host::not_started(&tool))
-                };
-                text::drop_deep(arg);
-                if let Err(unsent) = sender.send(Msg::Done(i, outcome)) {
-                    if let Msg::Done(_, Ok(value)) = unsent.0 {
-                        text::drop_deep(value);
+        // Time spent waiting for a slot counts against the run's deadline.
+        let queued = std::time::Instant::now();
+        let calls: Vec<_> = requests
+            .into_iter()
+            .map(|r| {
+                (
+                    r.tool.to_string(),
+                    r.arg,
+                    r.time_left,
+                    r.idempotency_key.map(str::to_string),
+                )
+            })
+            .collect();
+        let host = self.clone();
+        let handle = self.handle.clone();
+        drop(self.handle.spawn(async move {
+            for (i, (tool, arg, time_left, key)) in calls.into_iter().enumerate() {
+                let permit = semaphore.clone().acquire_owned().await;
+                let host = host.clone();
+                let sender = sender.clone();
+                drop(handle.spawn(async move {
+                    let _permit = permit;
+                    let (ack, go) = tokio::sync::oneshot::channel();
+                    let outcome =
+                        if sender.send(Msg::Starting(i, ack)).is_ok() && go.await == Ok(true) {
+                            let time_left = time_left.map(|t| t.saturating_sub(queued.elapsed()));
+                            host.call_async(&tool, &arg, time_left, key.as_deref())
+                                .await
+                        } else {
+                            Err(crate::runtime::host::not_started(&tool))
+                        };
+                    text::drop_deep(arg);
+                    if let Err(unsent) = sender.send(Msg::Done(i, outcome)) {
+                        if let Msg::Done(_, Ok(value)) = unsent.0 {
+                            text::drop_deep(value);
+                        }
                     }
-                }
-            }));
-        }
-        drop(sender);
+                }));
+            }
+        }));
         let mut out: Vec<Option<Outcome>> = (0..n).map(|_| None).collect();
         for msg in receiver.iter() {
             match msg {
@@ -506,6 +519,9 @@ pub const SETTLE_GRACE: Duration = Duration::from_secs(3);
 /// is printed on stderr, and once the session has settled (at most
 /// [`SETTLE_GRACE`], or a second signal) the process exits with status
 /// 128 + the signal number: 130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP).
+/// The thread running the session may finish first (the cancelled run
+/// returns as soon as the session has settled): the front end then exits
+/// with [`Cancel::exit_status`], the same status, itself.
 ///
 /// The handlers are installed before this returns and run as a task on
 /// `handle`'s runtime, which needs its I/O driver (`enable_all`). They stay
@@ -540,7 +556,11 @@ pub fn abandon_on_signals(handle: &tokio::runtime::Handle, cancel: Cancel) {
             Some(()) = hup.recv() => Signal::SIGHUP,
             else => return,
         };
-        let stopped = cancel.interrupt(format!("interrupted by {signal}"));
+        let status = 128 + signal as i32;
+        // The thread that runs the session exits with the same status once
+        // the session has settled (`Cancel::exit_status`): it may get there
+        // first.
+        let stopped = cancel.interrupt_exiting(format!("interrupted by {signal}"), status as u8);
         eprintln!("error: interrupted by {signal}; stopped {stopped} running tool(s)");
         // The session records why it ended (`session_interrupted`); a
         // second signal, or a session that cannot, does not keep lt up.
@@ -550,6 +570,6 @@ pub fn abandon_on_signals(handle: &tokio::runtime::Handle, cancel: Cancel) {
             Some(()) = int.recv() => {}
             Some(()) = term.recv() => {}
         }
-        std::process::exit(128 + signal as i32);
+        std::process::exit(status);
     }));
 }

@@ -23,10 +23,14 @@ struct Inner {
     cancelled: AtomicBool,
     abandoned: AtomicBool,
     interrupted: AtomicBool,
+    /// The status the front end exits with after the interruption (0: none).
+    exit_status: std::sync::atomic::AtomicU8,
     /// An executor host records the calls it hands to their tools.
     tracks_starts: AtomicBool,
     /// The idempotency keys of the calls handed to their tools.
     started: Mutex<std::collections::HashSet<String>>,
+    /// A session records its interruption and will settle.
+    settles: AtomicBool,
     settled: AtomicBool,
     settled_notify: tokio::sync::Notify,
     reason: Mutex<Option<String>>,
@@ -97,6 +101,25 @@ impl Cancel {
         self.abandon(reason)
     }
 
+    /// [`Cancel::interrupt`], for a front end that then exits with
+    /// `status` (128 + the signal's number): whichever of its threads ends
+    /// the process, once the session has settled, exits with it
+    /// ([`Cancel::exit_status`]).
+    pub fn interrupt_exiting(&self, reason: impl Into<String>, status: u8) -> usize {
+        // Before the interruption, so that whoever sees the session
+        // interrupted sees the status too.
+        self.0.exit_status.store(status, Ordering::SeqCst);
+        self.interrupt(reason)
+    }
+
+    /// The status given to [`Cancel::interrupt_exiting`], if it was called.
+    pub fn exit_status(&self) -> Option<u8> {
+        match self.0.exit_status.load(Ordering::SeqCst) {
+            0 => None,
+            status => Some(status),
+        }
+    }
+
     /// Whether [`Cancel::interrupt`] was called.
     pub fn is_interrupted(&self) -> bool {
         self.0.interrupted.load(Ordering::SeqCst)
@@ -140,8 +163,20 @@ impl Cancel {
         self.0.settled_notify.notify_waiters();
     }
 
-    /// Resolves once [`Cancel::settle`] was called.
+    /// Says that a session watching this token records its interruption
+    /// and will [settle](Cancel::settle) (a session does once its log is
+    /// open): until then, [`Cancel::settled`] has nothing to wait for.
+    pub fn will_settle(&self) {
+        self.0.settles.store(true, Ordering::SeqCst);
+    }
+
+    /// Resolves once [`Cancel::settle`] was called, or at once when no
+    /// session said it [will settle](Cancel::will_settle) (a front end
+    /// calling tools without a session: nothing more to record).
     pub async fn settled(&self) {
+        if !self.0.settles.load(Ordering::SeqCst) {
+            return;
+        }
         loop {
             let notified = self.0.settled_notify.notified();
             tokio::pin!(notified);

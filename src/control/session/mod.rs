@@ -487,6 +487,8 @@ impl<'a> Session<'a> {
                 (id, sink, None, 0)
             }
         };
+        // From here the session records its interruption and settles.
+        self.cancel.will_settle();
         let sink = Guarded::new(sink, self.cancel.clone());
         let plane_id = self.id.take().unwrap_or_else(|| id.clone());
         let mut plane =
