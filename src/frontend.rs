@@ -113,6 +113,28 @@ pub fn read_text(path: &str, utf8_rule: &str) -> Result<(String, String), String
 }
 
 /// Whether `path` is the regular file this process's standard output is
+/// Refuses to replace an earlier session's log: `path` is a regular file
+/// that is not empty and `force` was not given. The `Err` is the message
+/// and its help line. A device or a pipe (`--log /dev/stderr`) and an
+/// empty file are written as they are.
+pub fn refuse_replacing_log(path: &str, force: bool) -> Result<(), (String, String)> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    if force || !meta.is_file() || meta.len() == 0 {
+        return Ok(());
+    }
+    Err((
+        format!(
+            "--log {path} already holds {} bytes (an earlier session's log?); lt does not replace a log silently",
+            meta.len()
+        ),
+        format!(
+            "continue that session with `lt resume {path}`, write to another file, or give --force to replace it"
+        ),
+    ))
+}
+
 /// redirected to (`--log /dev/stdout > out.txt`, or that file by name):
 /// writing a log there and the result on stdout would overwrite each other.
 /// A pipe or a terminal is not a regular file.

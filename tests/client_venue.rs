@@ -362,6 +362,7 @@ fn a_reported_error_reaches_the_program_as_err() {
             failure: "failed".into(),
             message: message.into(),
             result: json!({"Err": message}),
+            stderr: None,
         }));
     assert_verifies(&done_log(&dir));
     assert_replays(&done_log(&dir), &json!(message));
@@ -801,7 +802,17 @@ fn with_stdin_closed_from_the_start_the_result_is_last_and_every_line_written_is
     let log = dir.path("session.jsonl");
     for _ in 0..20 {
         let out = Command::new(LT)
-            .args(["run", &prog, "--executors", &tools, "--log", &log, "--json"])
+            // The same log each round, replaced: --force.
+            .args([
+                "run",
+                &prog,
+                "--executors",
+                &tools,
+                "--log",
+                &log,
+                "--force",
+                "--json",
+            ])
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .output()

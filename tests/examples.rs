@@ -174,3 +174,34 @@ fn header_parsing() {
         )
     );
 }
+
+/// Every example folder has a README that says how to run it with `lt` on
+/// the PATH (one spelling: `lt run …`, not `./target/…/lt`) and, on a line
+/// of its own starting `Reset:`, how to put the folder back as it was.
+#[test]
+fn every_example_folder_has_a_readme_that_says_how_to_reset_it() {
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(examples_dir())
+        .expect("examples/")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    folders.sort();
+    assert!(folders.len() >= 10, "{folders:?}");
+    for folder in folders {
+        let readme = folder.join("README.md");
+        let text = std::fs::read_to_string(&readme)
+            .unwrap_or_else(|e| panic!("{}: {e}", readme.display()));
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("Reset:") || l.contains(". Reset: ")),
+            "{}: no `Reset:` line saying how to reset the example",
+            readme.display()
+        );
+        assert!(
+            !text.contains("target/debug/lt ") && !text.contains("target/release/lt "),
+            "{}: spell the command `lt …` (installed with `cargo install --path .`)",
+            readme.display()
+        );
+    }
+}

@@ -100,12 +100,14 @@ fn every_kind() -> Vec<EventBody> {
         failure: "failed".into(),
         message: "tool refund failed (exit status 1): card declined".into(),
         result: json!({"Err": "tool refund failed (exit status 1): card declined"}),
+        stderr: None,
     });
     out.extend(call("n12", "lookup", json!({"id": "c2"})));
     out.push(EventBody::TimedOut {
         call_id: "n12".into(),
         message: "tool lookup timed out after 2000 ms".into(),
         result: json!({"Err": "tool lookup timed out after 2000 ms"}),
+        stderr: None,
     });
     out.push(EventBody::Proposed {
         call_id: "n14".into(),
@@ -803,11 +805,13 @@ fn random_body(g: &mut Gen) -> EventBody {
             failure: s(g),
             message: s(g),
             result: json_value(g, 1),
+            stderr: bool::arbitrary(g).then(|| s(g)),
         },
         6 => EventBody::TimedOut {
             call_id: s(g),
             message: s(g),
             result: json_value(g, 1),
+            stderr: bool::arbitrary(g).then(|| s(g)),
         },
         _ => EventBody::SessionEnded {
             status: s(g),
@@ -955,11 +959,13 @@ fn small_every_kind() -> Vec<EventBody> {
             failure: "crashed".into(),
             message: "m\t".into(),
             result: json!({"Err": "m"}),
+            stderr: Some("INFO ready\n🦀".into()),
         },
         EventBody::TimedOut {
             call_id: id(),
             message: "m".into(),
             result: json!({"Err": "🦀"}),
+            stderr: None,
         },
         EventBody::SessionEnded {
             status: "ok".into(),
@@ -1047,11 +1053,13 @@ fn sample(kind: EventKind) -> EventBody {
             failure: "crashed".into(),
             message: "tool lookup crashed".into(),
             result: json!({"Err": "tool lookup crashed"}),
+            stderr: Some("INFO lookup: connected\n".into()),
         },
         EventKind::TimedOut => EventBody::TimedOut {
             call_id: "n3".into(),
             message: "tool lookup timed out after 2000 ms".into(),
             result: json!({"Err": "tool lookup timed out after 2000 ms"}),
+            stderr: Some("INFO lookup: waiting for the database\n".into()),
         },
         EventKind::ApprovalRequested => EventBody::ApprovalRequested {
             approval_id: "n4".into(),
@@ -1081,6 +1089,10 @@ fn sample(kind: EventKind) -> EventBody {
             lt_version: "0.1.0".into(),
             registry_hash: sha256_hex(b""),
             dropped_bytes: 12,
+        },
+        EventKind::SessionInterrupted => EventBody::SessionInterrupted {
+            reason: "interrupted by SIGINT".into(),
+            stopped: json!([{"call_id": "n2", "started": true}]),
         },
         EventKind::SessionEnded => EventBody::SessionEnded {
             status: "error".into(),
@@ -1247,7 +1259,9 @@ fn a_missing_field_of_any_kind_is_named_with_its_kind() {
             .cloned()
             .collect();
         for field in own {
-            if kind == "session_ended" && ["value", "type", "error"].contains(&field.as_str()) {
+            if kind == "session_ended" && ["value", "type", "error"].contains(&field.as_str())
+                || ["failed", "timed_out"].contains(&kind.as_str()) && field == "stderr"
+            {
                 continue; // optional
             }
             let mut edited = event.clone();

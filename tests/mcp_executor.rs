@@ -156,6 +156,24 @@ let n = exec tool not_a_record "lt" in
         v["rpc"],
         "tool protocol_error failed (MCP error -32602: protocol_error: this tool rejects every request)"
     );
+    // The server's log lines on stderr are not in the Err: the log keeps
+    // them beside it, as the server's output.
+    let fail_id = events(&dir)
+        .into_iter()
+        .find(|e| e["kind"] == "proposed" && e["tool"] == "fail")
+        .expect("fail proposed")["call_id"]
+        .clone();
+    let failed = events(&dir)
+        .into_iter()
+        .find(|e| e["kind"] == "failed" && e["call_id"] == fail_id)
+        .expect("fail failed");
+    assert_eq!(failed["message"], v["failed"], "{failed}");
+    let logged = text(&failed["stderr"]);
+    assert!(
+        logged.contains("INFO fail: checking stock for 'no stock'")
+            && logged.contains("WARNING fail: out of stock"),
+        "{failed}"
+    );
     // A non-JSON line on the protocol stream (and the banner before the
     // handshake) is skipped; the session goes on.
     assert_eq!(v["garbage"], "still fine");
@@ -213,10 +231,12 @@ let after = exec tool pid () in
     );
     let v = value(&run(&dir));
     let message = text(&v["crash"]);
+    // The server's stderr is not the call's error: not in the Err…
     assert!(
         message.starts_with("tool crash: the MCP server ")
-            && message.contains("exited (exit status 7) during the call; stderr: ")
-            && message.contains("about to crash"),
+            && message.contains("exited (exit status 7) during the call")
+            && !message.contains("stderr")
+            && !message.contains("about to crash"),
         "{message}"
     );
     let (before, after) = (v["before"].as_i64(), v["after"].as_i64());
@@ -229,6 +249,11 @@ let after = exec tool pid () in
     assert_eq!(failed.len(), 1, "{failed:?}");
     assert_eq!(failed[0]["failure"], "crashed");
     assert_eq!(failed[0]["message"], message);
+    // … but in the log, beside it.
+    assert!(
+        text(&failed[0]["stderr"]).contains("server.py: about to crash"),
+        "{failed:?}"
+    );
     assert!(gone(after.unwrap_or(0)));
 }
 

@@ -729,6 +729,20 @@ fn a_log_in_use_is_neither_resumed_nor_overwritten() {
         &["run", &program, "--executors", &tools, "--log", &log],
     );
     assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("already holds"), "{run:?}");
+    let run = lt(
+        &dir,
+        &[
+            "run",
+            &program,
+            "--executors",
+            &tools,
+            "--log",
+            &log,
+            "--force",
+        ],
+    );
+    assert_eq!(run.code, 2, "{run:?}");
     assert!(run.stderr.contains("another lt process"), "{run:?}");
     assert!(
         std::fs::read(&log)
@@ -743,4 +757,129 @@ fn a_log_in_use_is_neither_resumed_nor_overwritten() {
         kinds(&log).last().map(String::as_str),
         Some("session_ended")
     );
+}
+
+/// Starts `lt run --log` in `dir`, waits until `ready`, then sends it
+/// `signal` (`INT`, `TERM`); returns its exit code and stderr.
+fn run_and_signal(dir: &TempDir, args: &[&str], signal: &str, ready: impl Fn() -> bool) -> Out {
+    let child = Command::new(LT)
+        .args(args)
+        .current_dir(&dir.0 .0)
+        .env("NO_COLOR", "1")
+        .env_remove("LT_RECORD")
+        .env_remove("LT_IDEMPOTENCY_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start lt");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !ready() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let sent = Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(sent.success());
+    let out = child.wait_with_output().expect("wait for lt");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The last event of `log`, which must be `session_interrupted`.
+fn interruption(log: &str) -> Json {
+    let last = events(log).pop().expect("an event");
+    assert_eq!(last["kind"], json!("session_interrupted"), "{last}");
+    last
+}
+
+#[test]
+fn an_interrupted_run_records_why_it_ended_and_a_started_call_stays_unknown() {
+    let dir = TempDir::new("sigint");
+    let tools = dir.write(
+        "tools.toml",
+        &dir.tool("slow", r#"{"v": 1}"#, Some("5"), ""),
+    );
+    let program = dir.write("p.lt", ONE_CALL);
+    let log = dir.path("session.jsonl");
+    let record = dir.path("slow.calls");
+    let out = run_and_signal(
+        &dir,
+        &["run", &program, "--executors", &tools, "--log", &log],
+        "INT",
+        || Path::new(&record).exists(),
+    );
+    assert_eq!(out.code, 130, "{out:?}");
+    let last = interruption(&log);
+    assert_eq!(last["reason"], json!("interrupted by SIGINT"));
+    assert_eq!(last["stopped"], json!([{"call_id": "n1", "started": true}]));
+    assert_verifies(&dir, &log);
+    let show = lt(&dir, &["log", "show", &log]);
+    assert!(
+        show.stdout
+            .contains("session_interrupted: interrupted by SIGINT; stopped n1 (may have acted)"),
+        "{show:?}"
+    );
+    // The tool had started: it may have acted, so it is not run again.
+    let out = lt(&dir, &["resume", &log, "--executors", &tools, "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let value = out.json()["value"].as_str().unwrap_or_default().to_string();
+    assert!(value.starts_with("outcome unknown"), "{value}");
+    assert_eq!(dir.runs("slow").len(), 1);
+    assert_verifies(&dir, &log);
+    let replay = lt(&dir, &["replay", &log, "--json"]);
+    assert_eq!(replay.code, 0, "{replay:?}");
+}
+
+#[test]
+fn a_call_interrupted_before_it_reached_its_tool_runs_on_resume() {
+    let dir = TempDir::new("sigterm");
+    // An MCP server that never answers `initialize`: the call waits for
+    // the server and is never sent.
+    let hang = dir.write(
+        "hang.toml",
+        "[tools.slow]\nmcp = { command = [\"sleep\", \"60\"], tool = \"slow\" }\ntimeout_ms = 30000\n",
+    );
+    let tools = dir.write("tools.toml", &dir.tool("slow", r#"{"v": 1}"#, None, ""));
+    let program = dir.write("p.lt", ONE_CALL);
+    let log = dir.path("session.jsonl");
+    let log_path = log.clone();
+    let out = run_and_signal(
+        &dir,
+        &["run", &program, "--executors", &hang, "--log", &log],
+        "TERM",
+        || std::fs::read_to_string(&log_path).is_ok_and(|t| t.contains("\"scheduled\"")),
+    );
+    assert_eq!(out.code, 143, "{out:?}");
+    let last = interruption(&log);
+    assert_eq!(last["reason"], json!("interrupted by SIGTERM"));
+    assert_eq!(
+        last["stopped"],
+        json!([{"call_id": "n1", "started": false}])
+    );
+    assert_verifies(&dir, &log);
+    // lt stopped it before its tool saw it: it runs now, not idempotent
+    // though it is, and not `outcome unknown`.
+    let out = lt(&dir, &["resume", &log, "--executors", &tools, "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.json()["value"], json!("ok"));
+    assert_eq!(dir.runs("slow").len(), 1);
+    let k = kinds(&log);
+    assert_eq!(
+        k[k.len() - 5..],
+        [
+            "session_interrupted",
+            "session_resumed",
+            "scheduled",
+            "completed",
+            "session_ended"
+        ]
+    );
+    assert_verifies(&dir, &log);
+    let replay = lt(&dir, &["replay", &log, "--json"]);
+    assert_eq!(replay.code, 0, "{replay:?}");
 }

@@ -67,6 +67,7 @@ impl ScriptedHost {
         let message = message.to_string();
         self.with(tool, move |_| {
             Err(ToolFailure {
+                stderr: None,
                 kind,
                 message: message.clone(),
             })
@@ -105,6 +106,7 @@ impl Host for ScriptedHost {
         match self.scripts.get_mut(request.tool) {
             Some(f) => f(&request.arg),
             None => Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Unavailable,
                 message: format!("no script for tool {}", request.tool),
             }),
@@ -1097,6 +1099,7 @@ fn traverse_calls_in_order_and_stops_at_the_first_err() {
         let n = a.as_i64().unwrap_or(0);
         if n == 3 {
             Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Failed,
                 message: "three is bad".into(),
             })

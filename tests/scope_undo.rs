@@ -296,6 +296,7 @@ impl Host for Bookings {
             "book" => Ok(json!({"id": format!("b{}", self.calls.len())})),
             "cancel" => Ok(json!(null)),
             _ => Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Failed,
                 message: "no".to_string(),
             }),

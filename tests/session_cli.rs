@@ -682,6 +682,61 @@ fn a_program_cannot_lift_the_policy_by_declaring_a_tool_pure() {
     }
 }
 
+/// Every tool whose declaration understates what tools.toml says it does
+/// is reported in one run (one round of fixes), at the first one.
+#[test]
+fn every_understated_effect_is_reported_at_once() {
+    let dir = TempDir::new("liars");
+    let prog = dir.write(
+        "liars.lt",
+        "tool lookup: {id: String} -{Read}-> {tier: String};\n\
+         tool refund: {id: String, amount: Int} -> {tx: String};\n\
+         tool score: {id: String} -{Read}-> Int;\n\
+         let a = match exec tool refund {id = \"c1\", amount = 5} { Ok(r) => r.tx, Err(e) => e } in\n\
+         let b = match exec tool lookup {id = \"c1\"} { Ok(r) => r.tier, Err(e) => e } in\n\
+         let c = match exec tool score {id = \"c1\"} { Ok(n) => n, Err(e) => 0 } in\n\
+         {a = a, b = b, c = c}\n",
+    );
+    let tools = dir.tools("");
+    let text = std::fs::read_to_string(&tools).expect("tools.toml");
+    let text = text
+        .replacen(
+            "[tools.refund]\n",
+            "[tools.refund]\neffects = [\"Write\"]\n",
+            1,
+        )
+        .replacen(
+            "[tools.lookup]\n",
+            "[tools.lookup]\neffects = [\"Read\"]\n",
+            1,
+        )
+        .replacen(
+            "[tools.score]\n",
+            "[tools.score]\neffects = [\"Read\", \"Network\", \"Write\"]\n",
+            1,
+        );
+    let tools = dir.write("tools.toml", &text);
+    let out = lt(&dir, &["run", &prog, "--executors", &tools]);
+    assert_eq!(out.code, 2, "{out:?}");
+    let expected = format!(
+        "liars.lt:2:1: the program declares 2 tools with fewer effects than {tools} says they perform: \
+         tool refund (line 2) with effects {{}}, but it performs Write; \
+         tool score (line 3) with effects {{Read}}, but it performs Network, Write"
+    );
+    assert!(out.stderr.contains(&expected), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "declare each tool with its real effects: `tool refund: … -{Write}-> …;`, `tool score: … -{Read, Network, Write}-> …;`"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("tool lookup"), "{}", out.stderr);
+    for tool in ["refund", "lookup", "score"] {
+        assert!(dir.calls(tool).is_none(), "{tool} ran: {out:?}");
+    }
+}
+
 /// Runs `lt ARGS` under bash with the largest file it may write capped at
 /// `kib` KiB (`ulimit -f`) and SIGXFSZ ignored, so a write past the cap
 /// fails with EFBIG.
@@ -1196,6 +1251,55 @@ fn verify_finds_the_line_of_each_kind_of_damage() {
 }
 
 #[test]
+fn a_log_holding_an_earlier_session_is_not_replaced_without_force() {
+    let dir = TempDir::new("no-replace");
+    let (out, log) = run_main(&dir, "", &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let first = std::fs::read(&log).expect("the first log");
+
+    // Again into the same file: refused before anything runs, the file kept.
+    let (out, _) = run_main(&dir, "", &[]);
+    assert_eq!(out.code, 2, "{out:?}");
+    let j = out.json();
+    assert_eq!(j["stage"], json!("log"), "{j}");
+    let message = j["error"]["message"].as_str().expect("a message");
+    assert!(
+        message.starts_with(&format!("--log {log} already holds")),
+        "{j}"
+    );
+    let help = j["error"]["help"].as_str().expect("a help");
+    assert!(help.contains(&format!("lt resume {log}")), "{j}");
+    assert!(help.contains("--force"), "{j}");
+    assert_eq!(
+        std::fs::read(&log).expect("the log"),
+        first,
+        "kept as it was"
+    );
+    assert_eq!(dir.calls("lookup").map(|c| c.len()), Some(1), "nothing ran");
+
+    // In text: the error and its help on stderr.
+    let prog = dir.path("main.lt");
+    let tools = dir.path("tools.toml");
+    let out = lt(&dir, &["run", &prog, "--executors", &tools, "--log", &log]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.starts_with("error: --log "), "{out:?}");
+    assert!(
+        out.stderr.contains("help: continue that session"),
+        "{out:?}"
+    );
+
+    // --force replaces it with a new session.
+    let (out, _) = run_main(&dir, "", &["--force"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_verifies(&dir, &log);
+    assert_ne!(std::fs::read(&log).expect("the log"), first);
+    // An empty file is no earlier session.
+    std::fs::write(&log, "").expect("empty the log");
+    let (out, _) = run_main(&dir, "", &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+}
+
+#[test]
 fn a_last_line_cut_short_is_reported_but_not_a_failure() {
     let dir = TempDir::new("tail");
     let text = a_log(&dir);
@@ -1207,7 +1311,7 @@ fn a_last_line_cut_short_is_reported_but_not_a_failure() {
     assert_eq!(out.code, 0, "{out:?}");
     assert!(
         out.stdout.starts_with(&format!(
-            "{path}: ok: 17 events, the hash chain is intact; last hash "
+            "{path}: cut short: its last line (line 18) is incomplete, a write interrupted by a crash or a kill; the 17 complete events before it verify, the hash chain is intact; last hash "
         )),
         "{out:?}"
     );
@@ -1215,6 +1319,11 @@ fn a_last_line_cut_short_is_reported_but_not_a_failure() {
         out.stdout.contains(
             "\nline 18: incomplete (no final newline): a write was cut short; not checked"
         ),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout
+            .contains("\nhelp: `lt resume` cuts the incomplete line off"),
         "{out:?}"
     );
 

@@ -17,6 +17,7 @@ struct NoTools;
 impl Host for NoTools {
     fn call(&mut self, request: CallRequest<'_>) -> Outcome {
         Err(ToolFailure {
+            stderr: None,
             kind: FailureKind::Unavailable,
             message: format!("no tool {}", request.tool),
         })

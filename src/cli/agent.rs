@@ -62,6 +62,8 @@ pub struct AgentOptions {
     pub limits: Limits,
     /// The log file.
     pub log: Option<String>,
+    /// Replace a `--log` file that already holds something.
+    pub force: bool,
     /// Print the outcome as JSON.
     pub json: bool,
     /// A line per step on stderr.
@@ -81,6 +83,7 @@ fn run_options(opts: &AgentOptions) -> RunOptions {
         limits: opts.limits.clone(),
         profile: opts.profile.clone(),
         log: opts.log.clone(),
+        force: opts.force,
     }
 }
 
@@ -274,6 +277,11 @@ pub fn run(opts: &AgentOptions) -> u8 {
             );
         }
     }
+    if let Some(log) = &opts.log {
+        if let Err((message, help)) = crate::frontend::refuse_replacing_log(log, opts.force) {
+            return usage(opts, Stage::Log, message, Some(help));
+        }
+    }
     let mut sink: Box<dyn EventSink> = match &opts.log {
         Some(path) => match LogWriter::create(path, id.clone()) {
             Ok(w) => Box::new(w),
@@ -322,13 +330,21 @@ pub fn run(opts: &AgentOptions) -> u8 {
         host: host.clone(),
         registry_bytes,
         limits: opts.limits.clone(),
-        cancel,
+        cancel: cancel.clone(),
         approvers: None,
     };
     let outcome = run_task(run, proposer.as_mut(), sink.as_mut(), &mut progress);
     host.shutdown();
     drop(sink);
+    // The agent session records nothing more: a signal handler waiting for
+    // it may end lt now.
+    cancel.settle();
     runtime.shutdown_timeout(Duration::from_secs(2));
+    if let Some(status) = cancel.exit_status() {
+        // A signal stopped the agent: lt exits 128 + its number, as the
+        // signal handler does (whichever thread gets there first).
+        return status;
+    }
     let outcome = match outcome {
         Ok(o) => o,
         Err(f) => return fail_usage(&ro, &f),

@@ -172,6 +172,10 @@ pub enum Command {
         /// file (with `--server`: the server's log, when the session ends).
         #[arg(long, value_name = "FILE")]
         log: Option<String>,
+        /// Replace the file `--log` names when it already holds something
+        /// (without it, lt refuses: the file may be an earlier session's log).
+        #[arg(long)]
+        force: bool,
         /// Run the program as a session of `lt serve` at this URL: the
         /// server runs it, the calls it routes to the client venue run
         /// here with the executors of `--executors`. The API key is read
@@ -333,6 +337,9 @@ pub enum Command {
         /// Write the session's event log (requests, replies, checks, runs).
         #[arg(long, value_name = "FILE")]
         log: Option<String>,
+        /// Replace the file `--log` names when it already holds something.
+        #[arg(long)]
+        force: bool,
         /// Print one JSON object `{ok, status, answer, reason, turns, …}`.
         #[arg(long)]
         json: bool,
@@ -389,6 +396,7 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             color,
             profile,
             log,
+            force,
             server,
         } => {
             let defaults = Limits::default();
@@ -420,6 +428,7 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
                 limits,
                 profile,
                 log,
+                force,
             };
             match server {
                 Some(url) => remote::run(&opts, &url, &local_only),
@@ -481,6 +490,7 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             max_steps,
             timeout_ms,
             log,
+            force,
             json,
             verbose,
             color,
@@ -511,6 +521,7 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
                 ..Limits::default()
             },
             log,
+            force,
             json,
             verbose,
             color: color_on(color),

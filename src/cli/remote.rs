@@ -109,6 +109,9 @@ pub fn run(opts: &RunOptions, server: &str, local_only: &[&str]) -> u8 {
         })
         .unwrap_or_default();
     if let Some(path) = opts.log.as_deref() {
+        if let Err(code) = run::refuse_replacing_log(opts, path) {
+            return code;
+        }
         if let Err(code) = create_log(opts, path) {
             return code;
         }
@@ -650,6 +653,7 @@ impl Watcher for Narrator<'_> {
             "decided" if e["decision"] == "deny" => {
                 let message = format!("denied: {}: {}", text("rule"), text("reason"));
                 let outcome = Err(ToolFailure {
+                    stderr: None,
                     kind: FailureKind::Denied,
                     message,
                 });
@@ -658,6 +662,7 @@ impl Watcher for Narrator<'_> {
             "completed" => self.ended(&call_id, Ok(e["output"].clone()), at),
             "failed" => {
                 let outcome = Err(ToolFailure {
+                    stderr: None,
                     kind: failure_kind(e["failure"].as_str().unwrap_or("")),
                     message: text("message"),
                 });
@@ -665,6 +670,7 @@ impl Watcher for Narrator<'_> {
             }
             "timed_out" => {
                 let outcome = Err(ToolFailure {
+                    stderr: None,
                     kind: FailureKind::TimedOut,
                     message: text("message"),
                 });

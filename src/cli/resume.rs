@@ -47,6 +47,7 @@ pub fn run(opts: &ResumeOptions) -> u8 {
         limits: Default::default(),
         profile: None,
         log: Some(opts.log.clone()),
+        force: false,
     };
     let log_failure = |message: String| StartFailure::new(Stage::Log, StartErrorKind::Log, message);
     let reopened = match JsonlFile::new(&opts.log).reopen("") {
@@ -144,7 +145,7 @@ pub fn run(opts: &ResumeOptions) -> u8 {
     };
     let stdout = StdoutHandoff::new();
     // `run_opts.file` names the log, never `-`: stdin is free for a client.
-    let (session, runtime) = match command_session(
+    let (session, runtime, cancel) = match command_session(
         &run_opts,
         &file,
         &ir,
@@ -168,7 +169,7 @@ pub fn run(opts: &ResumeOptions) -> u8 {
             report.replayed
         );
     }
-    finish(&run_opts, &file, &ir, report, runtime, &stdout)
+    finish(&run_opts, &file, &ir, report, runtime, &cancel, &stdout)
 }
 
 /// Why the log cannot be continued, with the hint for each reason.

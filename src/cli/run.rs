@@ -42,6 +42,8 @@ pub struct RunOptions {
     pub profile: Option<String>,
     /// Where to write the session's event log (JSON Lines).
     pub log: Option<String>,
+    /// Replace a `--log` file that already holds something.
+    pub force: bool,
 }
 
 /// Runs `lt run` and returns the exit code.
@@ -85,6 +87,11 @@ pub fn run(opts: &RunOptions) -> u8 {
             .with_help("write the log to a file of its own, e.g. `--log session.jsonl`"),
         );
     }
+    if let Some(log) = opts.log.as_deref() {
+        if let Err(code) = refuse_replacing_log(opts, log) {
+            return code;
+        }
+    }
     let mut verbose = Verbose {
         ir: &ir,
         limits: &opts.limits,
@@ -94,11 +101,11 @@ pub fn run(opts: &RunOptions) -> u8 {
         Some(path) => ProfileSource::File(path.clone()),
         None => ProfileSource::FromExecutors,
     };
-    let (session, runtime) = match command_session(opts, &file, &ir, profile, &stdout, &mut verbose)
-    {
-        Ok(s) => s,
-        Err(f) => return fail_usage(opts, &f),
-    };
+    let (session, runtime, cancel) =
+        match command_session(opts, &file, &ir, profile, &stdout, &mut verbose) {
+            Ok(s) => s,
+            Err(f) => return fail_usage(opts, &f),
+        };
     let session = session
         .log(match &opts.log {
             Some(path) => LogTarget::File(path.clone()),
@@ -117,7 +124,7 @@ pub fn run(opts: &RunOptions) -> u8 {
             .collect(),
         );
     match session.run(&ir) {
-        Ok(report) => finish(opts, &file, &ir, report, runtime, &stdout),
+        Ok(report) => finish(opts, &file, &ir, report, runtime, &cancel, &stdout),
         Err(f) => fail_usage(opts, &f),
     }
 }
@@ -126,7 +133,8 @@ pub fn run(opts: &RunOptions) -> u8 {
 /// resume`): the executors of `opts.executors`, its limits, the client
 /// venue on stdio (sharing `stdout`), `--verbose` through `verbose`, a
 /// runtime of the command's own when the program calls tools (returned, to
-/// be shut down after the output) with the signals abandoning the session.
+/// be shut down after the output) with the signals interrupting the
+/// session, and the session's cancellation token (for [`finish`]).
 pub(super) fn command_session<'a>(
     opts: &RunOptions,
     file: &'a SourceFile,
@@ -134,7 +142,7 @@ pub(super) fn command_session<'a>(
     profile: ProfileSource,
     stdout: &StdoutHandoff,
     verbose: &'a mut Verbose<'_>,
-) -> Result<(Session<'a>, Option<tokio::runtime::Runtime>), StartFailure> {
+) -> Result<(Session<'a>, Option<tokio::runtime::Runtime>, Cancel), StartFailure> {
     let cancel = Cancel::new();
     let runtime = session_runtime(ir, &cancel)?;
     let mut session = Session::new(file)
@@ -150,14 +158,14 @@ pub(super) fn command_session<'a>(
             program_on_stdin: opts.file == "-",
             stdout: stdout.clone(),
         })
-        .cancel(cancel);
+        .cancel(cancel.clone());
     if let Some(rt) = &runtime {
         session = session.runtime(rt.handle().clone());
     }
     if opts.verbose {
         session = session.observer(verbose);
     }
-    Ok((session, runtime))
+    Ok((session, runtime, cancel))
 }
 
 /// The executors' runtime of a program that calls tools, with SIGINT,
@@ -209,15 +217,24 @@ pub(super) fn lower_analysis(
 
 /// Prints the run's value (or error) the way `lt run` does and returns the
 /// exit code. A log that could not be written fails the run. `runtime` is
-/// shut down after the output.
+/// shut down after the output. A run a signal stopped (`cancel` interrupted
+/// by the signal handler) prints nothing more and exits 128 + the signal's
+/// number, as the handler does: the session has recorded
+/// `session_interrupted` by now, and the handler's own exit may come after
+/// this thread's.
 pub(super) fn finish(
     opts: &RunOptions,
     file: &SourceFile,
     ir: &Ir,
     report: SessionReport,
     runtime: Option<tokio::runtime::Runtime>,
+    cancel: &Cancel,
     stdout: &StdoutHandoff,
 ) -> u8 {
+    if let Some(status) = cancel.exit_status() {
+        drop(ShutdownOnDrop(runtime));
+        return status;
+    }
     // The runtime stays up while the value is printed (its signal task
     // keeps SIGINT/SIGTERM working if stdout blocks); it is shut down when
     // this function returns.
@@ -280,6 +297,17 @@ impl Drop for ShutdownOnDrop {
 
 /// Prints why the run could not start (JSON or `error: …` on stderr) and
 /// returns [`EXIT_USAGE`].
+/// `Err(2)`, the refusal printed, when `--log` names an earlier session's
+/// log and `--force` was not given ([`crate::frontend::refuse_replacing_log`]).
+pub(super) fn refuse_replacing_log(opts: &RunOptions, log: &str) -> Result<(), u8> {
+    crate::frontend::refuse_replacing_log(log, opts.force).map_err(|(message, help)| {
+        fail_usage(
+            opts,
+            &StartFailure::new(Stage::Log, StartErrorKind::Usage, message).with_help(help),
+        )
+    })
+}
+
 pub(super) fn fail_usage(opts: &RunOptions, f: &StartFailure) -> u8 {
     if opts.json {
         out!("{}", f.output().to_json_string());

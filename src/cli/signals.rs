@@ -1,8 +1,10 @@
 //! Signals for the one session a command runs: SIGINT, SIGTERM and SIGHUP
-//! abandon it ([`crate::exec::abandon_on_signals`]: its running tools and
-//! MCP servers killed, nothing more recorded, so its log can be resumed),
-//! then lt exits with 128 + the signal number: 130, 143 or 129. The
-//! handler belongs to the command, as the process does.
+//! interrupt it ([`crate::exec::abandon_on_signals`]: its running tools and
+//! MCP servers killed, nothing more recorded but a last
+//! `session_interrupted`, so its log can be resumed), then lt exits with
+//! 128 + the signal number: 130, 143 or 129 (the handler, or the command
+//! once its session has settled: [`crate::runtime::cancel::Cancel::exit_status`]).
+//! The handler belongs to the command, as the process does.
 
 pub(super) use crate::exec::abandon_on_signals;
 

@@ -36,6 +36,7 @@ impl Host for NoExecutor {
         let message = format!("no executor for tool '{}'", request.tool);
         drop_deep(request.arg);
         Err(ToolFailure {
+            stderr: None,
             kind: FailureKind::Unavailable,
             message,
         })

@@ -101,6 +101,16 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
         })
     }
 
+    /// Appends `body`, the last event of an interrupted session
+    /// (`session_interrupted`), even after an earlier append was refused:
+    /// the session's guard refuses the outcomes of the calls it stopped, and
+    /// a sink that really failed refuses this one too.
+    pub fn record_last(&mut self, body: EventBody) -> Result<(), String> {
+        self.sink
+            .append(body)
+            .map_err(|e| format!("the event log could not be written: {e}"))
+    }
+
     /// The first failure to write the log, if any.
     pub fn log_error(&self) -> Option<&str> {
         self.log_error.as_deref()
@@ -135,6 +145,7 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
 
 fn unavailable(message: String) -> ToolFailure {
     ToolFailure {
+        stderr: None,
         kind: FailureKind::Unavailable,
         message,
     }
@@ -213,12 +224,14 @@ fn outcome_event(tool: &ToolSig, call_id: String, outcome: &Outcome, limits: &Li
             call_id,
             message: f.message.clone(),
             result,
+            stderr: f.stderr.clone(),
         },
         Err(f) => EventBody::Failed {
             call_id,
             failure: f.kind.as_str().to_string(),
             message: f.message.clone(),
             result,
+            stderr: f.stderr.clone(),
         },
     }
 }
@@ -622,6 +635,7 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
         }
         if !decision.allow {
             return Err(Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Denied,
                 message: format!("denied: {}: {}", decision.rule, decision.reason),
             }));
@@ -662,6 +676,7 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
                 format!("lt stopped while recording this call of {} (the log's end was cut short or lost), so it may have started", request.tool)
             };
             let outcome: Outcome = Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Unknown,
                 message: format!(
                     "outcome unknown: {how}; the tool is not declared idempotent, so it was not run again (idempotency key {key})"

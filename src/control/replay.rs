@@ -163,6 +163,7 @@ impl<'a> ReplayHost<'a> {
             });
         }
         Err(ToolFailure {
+            stderr: None,
             kind: FailureKind::Unavailable,
             message: "replay diverged from the log".to_string(),
         })
@@ -171,7 +172,8 @@ impl<'a> ReplayHost<'a> {
     /// The next event that replay checks, consumed. Events that only
     /// narrate (`client_dispatched`, `client_reported`, `client_rejected`:
     /// the outcome event after them carries what the program received;
-    /// `session_resumed`: a marker between two runs of the same session;
+    /// `session_resumed`, `session_interrupted`: markers between two runs
+    /// of the same session;
     /// `annotation_started`/`annotation_ended`: what the program said it was
     /// doing, which replay re-derives from the program)
     /// are passed over.
@@ -189,6 +191,7 @@ impl<'a> ReplayHost<'a> {
                 | EventBody::ClientReported { .. }
                 | EventBody::ClientRejected { .. }
                 | EventBody::SessionResumed { .. }
+                | EventBody::SessionInterrupted { .. }
                 | EventBody::AnnotationStarted { .. }
                 | EventBody::AnnotationEnded { .. } => self.next += 1,
                 _ => break,
@@ -301,6 +304,7 @@ impl Host for ReplayHost<'_> {
             .map(|r| match r {
                 Replayed::Answered(o) => o,
                 Replayed::Ended(_) => Err(ToolFailure {
+                    stderr: None,
                     kind: FailureKind::Unavailable,
                     message: "the log ends here".to_string(),
                 }),
@@ -317,6 +321,7 @@ impl Host for ReplayHost<'_> {
             Replayed::Answered(outcome) => outcome,
             // Only when resuming; a plain replay reports the end as a divergence.
             Replayed::Ended(_) => Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Unavailable,
                 message: "the log ends here".to_string(),
             }),
@@ -567,6 +572,7 @@ impl ReplayHost<'_> {
         }
         if !decision.allow {
             return Ok(Pre::Done(Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Denied,
                 message: format!("denied: {}: {}", decision.rule, decision.reason),
             })));
@@ -635,8 +641,10 @@ impl ReplayHost<'_> {
                 failure,
                 message,
                 result,
+                stderr,
             }) if *c == *call_id => (
                 Err(ToolFailure {
+                    stderr: stderr.clone(),
                     kind: failure_kind(failure),
                     message: message.clone(),
                 }),
@@ -646,8 +654,10 @@ impl ReplayHost<'_> {
                 call_id: c,
                 message,
                 result,
+                stderr,
             }) if *c == *call_id => (
                 Err(ToolFailure {
+                    stderr: stderr.clone(),
                     kind: FailureKind::TimedOut,
                     message: message.clone(),
                 }),

@@ -15,7 +15,9 @@
 //! recognise the repeat); otherwise the program receives
 //! `Err("outcome unknown: …")`, recorded as a `failed` event with failure
 //! `unknown`. A call logged only as proposed or allowed had not started:
-//! it continues from the recorded stage without re-recording it.
+//! it continues from the recorded stage without re-recording it. A call
+//! that a log ending in `session_interrupted` lists as stopped before it
+//! started (lt was interrupted before handing it to its tool) runs now.
 //!
 //! ```text
 //! log:    … proposed decided scheduled ▌(crash)
@@ -39,6 +41,9 @@ pub struct ResumeHost<'a, H: Host, S: EventSink> {
     /// The log's last line was cut short: the first live call may have
     /// started ([`Recorded::Lost`]).
     torn: bool,
+    /// Calls the log shows scheduled that lt itself stopped before handing
+    /// them to their tools (`session_interrupted`): they did not act.
+    not_started: std::collections::HashSet<String>,
 }
 
 impl<'a, H: Host, S: EventSink> ResumeHost<'a, H, S> {
@@ -54,6 +59,37 @@ impl<'a, H: Host, S: EventSink> ResumeHost<'a, H, S> {
             replayed: 0,
             divergence: None,
             torn: false,
+            not_started: Default::default(),
+        }
+    }
+
+    /// Reads the log's last event: when it is `session_interrupted`, the
+    /// calls it stopped before they reached their tools run now (a second
+    /// `scheduled`), whatever their tool, instead of being `outcome
+    /// unknown`: lt knows they did not act.
+    pub fn after_interruption(mut self, events: &[crate::log::Event]) -> Self {
+        if let Some(EventBody::SessionInterrupted { stopped, .. }) = events.last().map(|e| &e.body)
+        {
+            self.not_started = stopped
+                .as_array()
+                .map(|a| a.as_slice())
+                .unwrap_or_default()
+                .iter()
+                .filter(|c| c.get("started").and_then(serde_json::Value::as_bool) == Some(false))
+                .filter_map(|c| c.get("call_id").and_then(serde_json::Value::as_str))
+                .map(str::to_string)
+                .collect();
+        }
+        self
+    }
+
+    /// `stage`, unless the call is one lt stopped before it started: then
+    /// [`Recorded::Queued`] (scheduled anew, run now).
+    fn stage_of(&self, request: &CallRequest<'_>, stage: Recorded) -> Recorded {
+        if stage == Recorded::Scheduled && self.not_started.contains(&request.id.to_string()) {
+            Recorded::Queued
+        } else {
+            stage
         }
     }
 
@@ -123,18 +159,20 @@ impl<H: Host, S: EventSink> Host for ResumeHost<'_, H, S> {
                 Replayed::Ended(Recorded::Nothing) if std::mem::take(&mut self.torn) => {
                     Recorded::Lost
                 }
-                Replayed::Ended(stage) => stage,
+                Replayed::Ended(stage) => self.stage_of(&request, stage),
             },
             None => Recorded::Nothing,
         };
         if self.divergence.is_some() {
             return Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Unavailable,
                 message: "resume diverged from the log".to_string(),
             });
         }
         if let Err(msg) = self.go_live() {
             return Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Unavailable,
                 message: msg,
             });
@@ -142,6 +180,7 @@ impl<H: Host, S: EventSink> Host for ResumeHost<'_, H, S> {
         match self.live.as_mut() {
             Some(live) => live.call_from(request, recorded),
             None => Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Unavailable,
                 message: "the session could not go live".to_string(),
             }),
@@ -211,6 +250,7 @@ impl<H: Host, S: EventSink> Host for ResumeHost<'_, H, S> {
                         Replayed::Answered(outcome) => out.push(Some(outcome)),
                         Replayed::Ended(stage) => {
                             out.push(None);
+                            let stage = self.stage_of(&request, stage);
                             live.push((i, request, stage));
                         }
                     }
@@ -242,6 +282,7 @@ impl<H: Host, S: EventSink> Host for ResumeHost<'_, H, S> {
                     .map(|o| {
                         o.unwrap_or_else(|| {
                             Err(ToolFailure {
+                                stderr: None,
                                 kind: FailureKind::Unavailable,
                                 message: "the call was not performed".to_string(),
                             })
@@ -269,6 +310,7 @@ impl<H: Host, S: EventSink> ResumeHost<'_, H, S> {
             (0..n)
                 .map(|_| {
                     Err(ToolFailure {
+                        stderr: None,
                         kind: FailureKind::Unavailable,
                         message: msg.clone(),
                     })

@@ -81,6 +81,7 @@ impl Checks {
         match self.input.as_ref().and_then(|v| violations(v, arg)) {
             None => Ok(()),
             Some(why) => Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Failed,
                 message: format!(
                     "tool {tool} was not run: its argument fails the checks of tools.toml: {why}"
@@ -94,6 +95,7 @@ impl Checks {
         match self.output.as_ref().and_then(|v| violations(v, result)) {
             None => Ok(()),
             Some(why) => Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::BadOutput,
                 message: format!(
                     "tool {tool} returned a result that fails the checks of tools.toml: {why}"

@@ -242,7 +242,13 @@ impl CommandTool {
         groups: &Arc<ToolGroups>,
     ) -> Outcome {
         let deadline = Instant::now() + timeout;
-        let fail = |kind, message| Err(ToolFailure { kind, message });
+        let fail = |kind, message| {
+            Err(ToolFailure {
+                kind,
+                message,
+                stderr: None,
+            })
+        };
         // Checked when tools.toml was loaded; it may have gone since.
         if let Some(problem) = dir_problem(&self.cwd) {
             return fail(
@@ -405,6 +411,7 @@ pub(crate) fn parse_output(name: &str, stdout: &[u8], stderr: &str) -> Outcome {
     }
     if let Err(why) = super::text::check_shape(stdout) {
         return Err(ToolFailure {
+            stderr: None,
             kind: FailureKind::BadOutput,
             message: format!(
                 "tool {name} returned output that lt refuses: {why}{}",
@@ -413,6 +420,7 @@ pub(crate) fn parse_output(name: &str, stdout: &[u8], stderr: &str) -> Outcome {
         });
     }
     parse_json(stdout).map_err(|e| ToolFailure {
+        stderr: None,
         kind: FailureKind::BadOutput,
         message: format!(
             "tool {name} returned output that is not JSON: {e} (output starts: {:?}){}",
@@ -430,6 +438,7 @@ fn exit_failure(name: &str, status: ExitStatus, stderr: &str) -> ToolFailure {
     };
     if let Some(code) = status.code() {
         return ToolFailure {
+            stderr: None,
             kind: FailureKind::Failed,
             message: format!("tool {name} failed (exit status {code}): {detail}"),
         };
@@ -443,12 +452,14 @@ fn exit_failure(name: &str, status: ExitStatus, stderr: &str) -> ToolFailure {
                 None => format!("signal {signal}"),
             };
             return ToolFailure {
+                stderr: None,
                 kind: FailureKind::Crashed,
                 message: format!("tool {name} crashed ({label}): {detail}"),
             };
         }
     }
     ToolFailure {
+        stderr: None,
         kind: FailureKind::Crashed,
         message: format!("tool {name} ended abnormally ({status}): {detail}"),
     }

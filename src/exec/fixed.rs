@@ -74,10 +74,12 @@ impl FixedTool {
         match self.responses.get(index) {
             Some(Response::Ok(v)) => Ok(v.clone()),
             Some(Response::Error(e)) => Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Failed,
                 message: format!("tool {name} failed: {e}"),
             }),
             None => Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Failed,
                 message: format!(
                     "tool {name}: fixed sequence exhausted after {} calls",

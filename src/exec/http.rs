@@ -57,6 +57,7 @@ impl HttpTool {
         match tokio::time::timeout(timeout, self.exchange(client, name, arg, key)).await {
             Ok(outcome) => outcome,
             Err(_) => Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::TimedOut,
                 message: format!("tool {name} timed out after {} ms", timeout.as_millis()),
             }),
@@ -70,7 +71,13 @@ impl HttpTool {
         arg: &Json,
         key: Option<&str>,
     ) -> Outcome {
-        let fail = |kind, message| Err(ToolFailure { kind, message });
+        let fail = |kind, message| {
+            Err(ToolFailure {
+                kind,
+                message,
+                stderr: None,
+            })
+        };
         let mut request = client.post(self.url.clone()).headers(self.headers.clone());
         if let Some(k) = key.and_then(|k| HeaderValue::from_str(k).ok()) {
             request = request.header("Idempotency-Key", k);
@@ -145,11 +152,13 @@ impl HttpTool {
         }
         if let Err(why) = super::text::check_shape(&body) {
             return Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::BadOutput,
                 message: format!("tool {name} returned a body that lt refuses: {why}"),
             });
         }
         parse_json(&body).map_err(|e| ToolFailure {
+            stderr: None,
             kind: FailureKind::BadOutput,
             message: format!(
                 "tool {name} returned a body that is not JSON: {e} (body starts: {:?})",

@@ -46,8 +46,8 @@
 //! | no table for the tool | `Unavailable` | `tool T has no executor in tools.toml` |
 //! | MCP `isError: true` | `Failed` | `tool T failed: <the server's text>` |
 //! | MCP JSON-RPC error | `Failed` | `tool T failed (MCP error -32602: <message>)` |
-//! | MCP server died during the call | `Crashed` | ``tool T: the MCP server `…` exited (exit status 7) during the call; stderr: …`` |
-//! | MCP call past its timeout | `TimedOut` | ``tool T timed out after 500 ms (MCP server `…`); stderr: …`` |
+//! | MCP server died during the call | `Crashed` | ``tool T: the MCP server `…` exited (exit status 7) during the call`` (its stderr in [`ToolFailure::stderr`]) |
+//! | MCP call past its timeout | `TimedOut` | ``tool T timed out after 500 ms (MCP server `…`)`` |
 //! | MCP server cannot start, exits or refuses before `initialize` is answered | `Unavailable` | ``tool T could not be started: the MCP server `…` exited (exit status 3) before it answered `initialize`; stderr: …`` |
 //! | MCP server does not answer `initialize` in time | `TimedOut` | ``tool T timed out after 500 ms: the MCP server `…` did not answer `initialize`; stderr: …`` |
 //! | MCP answer that is not a tool result | `BadOutput` | ``tool T: the MCP server `…` answered tools/call with a list, not a result object`` |
@@ -156,6 +156,7 @@ impl ExecutorHost {
     pub fn with_cancel(mut self, cancel: Cancel) -> Self {
         let groups = Arc::clone(&self.groups);
         cancel.on_cancel(move || groups.stop_all());
+        cancel.track_starts();
         self.cancel = Some(cancel);
         self
     }
@@ -236,6 +237,7 @@ impl ExecutorHost {
             Some(cancel) => tokio::select! {
                 outcome = self.call_checked(tool, arg, time_left, key) => outcome,
                 () = cancel.cancelled() => Err(ToolFailure {
+                    stderr: None,
                     kind: FailureKind::Unavailable,
                     message: format!("tool {tool}: the session was cancelled"),
                 }),
@@ -272,6 +274,7 @@ impl ExecutorHost {
     ) -> Outcome {
         let Some(executor) = self.registry.get(tool) else {
             return Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Unavailable,
                 message: format!("tool {tool} has no executor in {}", self.registry.origin()),
             });
@@ -282,12 +285,24 @@ impl ExecutorHost {
         };
         let timed_out = |timeout: Duration| {
             Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::TimedOut,
                 message: format!("tool {tool} timed out after {} ms", timeout.as_millis()),
             })
         };
+        // The call reaches its tool from here (an MCP tool's once its
+        // server is up: `McpTool::call` notes it).
+        let started = || {
+            if let (Some(cancel), Some(key)) = (&self.cancel, key) {
+                cancel.note_started(key);
+            }
+        };
+        if !matches!(executor, Tool::Mcp(_) | Tool::Client(_)) {
+            started();
+        }
         match executor {
             Tool::Client(_) => Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Unavailable,
                 message: format!(
                     "tool {tool} runs in the client venue, and this run has no client channel"
@@ -299,7 +314,7 @@ impl ExecutorHost {
                 if timeout.is_zero() {
                     return timed_out(timeout);
                 }
-                m.call(&self.mcp, tool, arg, timeout, key).await
+                m.call(&self.mcp, tool, arg, timeout, key, &started).await
             }
             Tool::Command(c) => {
                 let timeout = limit(c.timeout);
@@ -322,6 +337,7 @@ impl ExecutorHost {
                 match client {
                     Ok(client) => h.call(client, tool, arg, timeout, key).await,
                     Err(e) => Err(ToolFailure {
+                        stderr: None,
                         kind: FailureKind::Unavailable,
                         message: format!("tool {tool}: no HTTP client could be built: {e}"),
                     }),
@@ -369,6 +385,7 @@ impl Host for ExecutorHost {
         }));
         receiver.recv().unwrap_or_else(|_| {
             Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Unavailable,
                 message: format!(
                     "tool {}: the async runtime shut down before the call finished",
@@ -379,12 +396,14 @@ impl Host for ExecutorHost {
     }
 
     /// Starts every call (at most `limit` running at once, a semaphore on
-    /// the runtime) and reports each outcome as it arrives. A call that has
-    /// its slot first asks this thread (`BatchEvent::Starting`, where the
-    /// control plane records `scheduled`) and starts only once answered, so
-    /// a call still waiting for a slot has no `scheduled` event. `fixed`
-    /// answers go through the runtime too, so their order is the completion
-    /// order.
+    /// the runtime) and reports each outcome as it arrives. The calls take
+    /// their slots in the order of `requests` (one task hands the slots out,
+    /// so a later call never overtakes an earlier one that waits). A call
+    /// that has its slot first asks this thread (`BatchEvent::Starting`,
+    /// where the control plane records `scheduled`) and starts only once
+    /// answered, so a call still waiting for a slot has no `scheduled`
+    /// event. `fixed` answers go through the runtime too, so their order is
+    /// the completion order.
     fn call_batch(
         &mut self,
         requests: Vec<CallRequest<'_>>,
@@ -399,35 +418,46 @@ impl Host for ExecutorHost {
         let semaphore = Arc::new(tokio::sync::Semaphore::new(limit.clamp(1, n.max(1))));
         let (sender, receiver) = std::sync::mpsc::channel::<Msg>();
         let names: Vec<String> = requests.iter().map(|r| r.tool.to_string()).collect();
-        for (i, request) in requests.into_iter().enumerate() {
-            let host = self.clone();
-            let tool = request.tool.to_string();
-            let (arg, time_left) = (request.arg, request.time_left);
-            let key = request.idempotency_key.map(str::to_string);
-            let sender = sender.clone();
-            let semaphore = semaphore.clone();
-            drop(self.handle.spawn(async move {
-                // Time spent waiting for a slot counts against the run's deadline.
-                let queued = std::time::Instant::now();
-                let _permit = semaphore.acquire_owned().await;
-                let (ack, go) = tokio::sync::oneshot::channel();
-                let outcome = if sender.send(Msg::Starting(i, ack)).is_ok() && go.await == Ok(true)
-                {
-                    let time_left = time_left.map(|t| t.saturating_sub(queued.elapsed()));
-                    host.call_async(&tool, &arg, time_left, key.as_deref())
-                        .await
-                } else {
-                    Err(crate::runtime::host::not_started(&tool))
-                };
-                text::drop_deep(arg);
-                if let Err(unsent) = sender.send(Msg::Done(i, outcome)) {
-                    if let Msg::Done(_, Ok(value)) = unsent.0 {
-                        text::drop_deep(value);
+        // Time spent waiting for a slot counts against the run's deadline.
+        let queued = std::time::Instant::now();
+        let calls: Vec<_> = requests
+            .into_iter()
+            .map(|r| {
+                (
+                    r.tool.to_string(),
+                    r.arg,
+                    r.time_left,
+                    r.idempotency_key.map(str::to_string),
+                )
+            })
+            .collect();
+        let host = self.clone();
+        let handle = self.handle.clone();
+        drop(self.handle.spawn(async move {
+            for (i, (tool, arg, time_left, key)) in calls.into_iter().enumerate() {
+                let permit = semaphore.clone().acquire_owned().await;
+                let host = host.clone();
+                let sender = sender.clone();
+                drop(handle.spawn(async move {
+                    let _permit = permit;
+                    let (ack, go) = tokio::sync::oneshot::channel();
+                    let outcome =
+                        if sender.send(Msg::Starting(i, ack)).is_ok() && go.await == Ok(true) {
+                            let time_left = time_left.map(|t| t.saturating_sub(queued.elapsed()));
+                            host.call_async(&tool, &arg, time_left, key.as_deref())
+                                .await
+                        } else {
+                            Err(crate::runtime::host::not_started(&tool))
+                        };
+                    text::drop_deep(arg);
+                    if let Err(unsent) = sender.send(Msg::Done(i, outcome)) {
+                        if let Msg::Done(_, Ok(value)) = unsent.0 {
+                            text::drop_deep(value);
+                        }
                     }
-                }
-            }));
-        }
-        drop(sender);
+                }));
+            }
+        }));
         let mut out: Vec<Option<Outcome>> = (0..n).map(|_| None).collect();
         for msg in receiver.iter() {
             match msg {
@@ -445,6 +475,7 @@ impl Host for ExecutorHost {
             .map(|(i, o)| {
                 o.unwrap_or_else(|| {
                     Err(ToolFailure {
+                        stderr: None,
                         kind: FailureKind::Unavailable,
                         message: format!(
                             "tool {}: the async runtime shut down before the call finished",
@@ -470,18 +501,27 @@ pub fn ignore_file_size_signal(handle: &tokio::runtime::Handle) {
     let _ = signal(SignalKind::from_raw(Signal::SIGXFSZ as i32));
 }
 
-/// Makes SIGINT, SIGTERM and SIGHUP abandon the session of `cancel`, then
+/// How long lt waits, after a signal, for its session to record why it
+/// ended before it exits anyway: 3 s.
+pub const SETTLE_GRACE: Duration = Duration::from_secs(3);
+
+/// Makes SIGINT, SIGTERM and SIGHUP interrupt the session of `cancel`, then
 /// end the process: for a command-line front end that runs one session.
 ///
 /// Tools run in process groups of their own, so a Ctrl-C at the terminal
 /// (which signals the terminal's foreground process group) reaches lt but
 /// not them, and a SIGTERM to lt alone would leave them running. On any of
-/// the three signals, `cancel` is abandoned ([`Cancel::abandon`]: the
+/// the three signals, `cancel` is interrupted ([`Cancel::interrupt`]: the
 /// executor hosts that watch it kill the process group of every running
-/// command tool and MCP server, and the session records nothing more, so
-/// its log can be resumed), `error: interrupted by SIGTERM; stopped N
-/// running tool(s)` is printed on stderr, and the process exits with status
+/// command tool and MCP server, and the session records no outcome but a
+/// last `session_interrupted` event, so its log says why it ended and can
+/// be resumed), `error: interrupted by SIGTERM; stopped N running tool(s)`
+/// is printed on stderr, and once the session has settled (at most
+/// [`SETTLE_GRACE`], or a second signal) the process exits with status
 /// 128 + the signal number: 130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP).
+/// The thread running the session may finish first (the cancelled run
+/// returns as soon as the session has settled): the front end then exits
+/// with [`Cancel::exit_status`], the same status, itself.
 ///
 /// The handlers are installed before this returns and run as a task on
 /// `handle`'s runtime, which needs its I/O driver (`enable_all`). They stay
@@ -516,8 +556,20 @@ pub fn abandon_on_signals(handle: &tokio::runtime::Handle, cancel: Cancel) {
             Some(()) = hup.recv() => Signal::SIGHUP,
             else => return,
         };
-        let stopped = cancel.abandon(format!("interrupted by {signal}"));
+        let status = 128 + signal as i32;
+        // The thread that runs the session exits with the same status once
+        // the session has settled (`Cancel::exit_status`): it may get there
+        // first.
+        let stopped = cancel.interrupt_exiting(format!("interrupted by {signal}"), status as u8);
         eprintln!("error: interrupted by {signal}; stopped {stopped} running tool(s)");
-        std::process::exit(128 + signal as i32);
+        // The session records why it ended (`session_interrupted`); a
+        // second signal, or a session that cannot, does not keep lt up.
+        tokio::select! {
+            () = cancel.settled() => {}
+            () = tokio::time::sleep(SETTLE_GRACE) => {}
+            Some(()) = int.recv() => {}
+            Some(()) = term.recv() => {}
+        }
+        std::process::exit(status);
     }));
 }

@@ -244,6 +244,10 @@ event_kinds! {
         message: String,
         /// What the program received: `{"Err": message}`.
         result: Json,
+        /// What the tool's server wrote on stderr (an MCP server's log
+        /// lines, the last 2 KiB), kept apart from the message; `None` is
+        /// no `stderr` field.
+        stderr: Option<String>,
     },
     /// The tool exceeded its timeout.
     "timed_out" => TimedOut {
@@ -253,6 +257,8 @@ event_kinds! {
         message: String,
         /// What the program received.
         result: Json,
+        /// As for `failed`.
+        stderr: Option<String>,
     },
     /// The program asked for an approval (`approve tool …`, extension).
     "approval_requested" => ApprovalRequested {
@@ -308,6 +314,18 @@ event_kinds! {
         /// Bytes of an incomplete last line (a write cut short) that were
         /// cut off the file before this event was appended (0 if none).
         dropped_bytes: u64,
+    },
+    /// A signal (SIGINT, SIGTERM, SIGHUP) stopped `lt run` or `lt resume`:
+    /// the running tools were stopped and their outcomes not recorded, so
+    /// the session can be resumed (it is not ended). Written last.
+    "session_interrupted" => SessionInterrupted {
+        /// Why: `interrupted by SIGINT`.
+        reason: String,
+        /// The calls that were running (scheduled, no outcome), in the
+        /// order they were scheduled: `[{"call_id": "n3", "started": true}]`;
+        /// `started` is false when lt stopped the call before handing it to
+        /// its tool (no process spawned, no request sent), so it did not act.
+        stopped: Json,
     },
     /// Last event: how the session ended.
     "session_ended" => SessionEnded {
@@ -545,6 +563,7 @@ impl EventBody {
             | EventBody::ApprovalRequested { .. }
             | EventBody::ApprovalDecided { .. }
             | EventBody::SessionResumed { .. }
+            | EventBody::SessionInterrupted { .. }
             | EventBody::AgentStarted { .. }
             | EventBody::TaskClassified { .. }
             | EventBody::ModelRequested { .. }
@@ -681,6 +700,9 @@ impl EventBody {
                 ("lt_version", S(lt_version)),
                 ("registry_hash", S(registry_hash)),
             ]),
+            EventBody::SessionInterrupted { reason, stopped } => {
+                all(&[("reason", S(reason)), ("stopped", J(stopped))])
+            }
             EventBody::Completed {
                 call_id,
                 output,
@@ -695,21 +717,33 @@ impl EventBody {
                 failure,
                 message,
                 result,
-            } => all(&[
-                ("call_id", S(call_id)),
-                ("failure", S(failure)),
-                ("message", S(message)),
-                ("result", J(result)),
-            ]),
+                stderr,
+            } => {
+                all(&[
+                    ("call_id", S(call_id)),
+                    ("failure", S(failure)),
+                    ("message", S(message)),
+                    ("result", J(result)),
+                ]);
+                if let Some(text) = stderr {
+                    all(&[("stderr", S(text))]);
+                }
+            }
             EventBody::TimedOut {
                 call_id,
                 message,
                 result,
-            } => all(&[
-                ("call_id", S(call_id)),
-                ("message", S(message)),
-                ("result", J(result)),
-            ]),
+                stderr,
+            } => {
+                all(&[
+                    ("call_id", S(call_id)),
+                    ("message", S(message)),
+                    ("result", J(result)),
+                ]);
+                if let Some(text) = stderr {
+                    all(&[("stderr", S(text))]);
+                }
+            }
             EventBody::SessionEnded {
                 status,
                 value,
@@ -1173,6 +1207,7 @@ pub(crate) fn drop_body(body: EventBody) {
             drop_json(diagnostics);
         }
         EventBody::AgentEnded { answer, .. } => drop_json(answer),
+        EventBody::SessionInterrupted { stopped, .. } => drop_json(stopped),
         EventBody::Decided { .. }
         | EventBody::Scheduled { .. }
         | EventBody::ClientDispatched { .. }
@@ -1292,6 +1327,10 @@ mod tests {
                 registry_hash: ZERO_HASH.into(),
                 dropped_bytes: 17,
             },
+            EventBody::SessionInterrupted {
+                reason: odd.into(),
+                stopped: json!([{"call_id": "n1", "started": false}]),
+            },
             EventBody::Completed {
                 call_id: "n1".into(),
                 output: deep.clone(),
@@ -1302,11 +1341,13 @@ mod tests {
                 failure: "crashed".into(),
                 message: odd.into(),
                 result: json!({"Err": odd}),
+                stderr: Some(odd.into()),
             },
             EventBody::TimedOut {
                 call_id: "n1".into(),
                 message: odd.into(),
                 result: json!({"Err": odd}),
+                stderr: None,
             },
             EventBody::ApprovalRequested {
                 approval_id: "n3".into(),

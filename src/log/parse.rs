@@ -90,6 +90,10 @@ impl EventBody {
                 registry_hash: f.string("registry_hash")?,
                 dropped_bytes: f.u64("dropped_bytes")?,
             },
+            K::SessionInterrupted => EventBody::SessionInterrupted {
+                reason: f.string("reason")?,
+                stopped: f.json("stopped")?,
+            },
             K::Completed => EventBody::Completed {
                 call_id: f.string("call_id")?,
                 output: f.json("output")?,
@@ -100,11 +104,13 @@ impl EventBody {
                 failure: f.string("failure")?,
                 message: f.string("message")?,
                 result: f.json("result")?,
+                stderr: f.optional_string("stderr")?,
             },
             K::TimedOut => EventBody::TimedOut {
                 call_id: f.string("call_id")?,
                 message: f.string("message")?,
                 result: f.json("result")?,
+                stderr: f.optional_string("stderr")?,
             },
             K::SessionEnded => EventBody::SessionEnded {
                 status: f.string("status")?,

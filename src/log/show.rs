@@ -351,6 +351,33 @@ fn describe(body: &EventBody) -> String {
                 )
             }
         }
+        EventBody::SessionInterrupted { reason, stopped } => {
+            let calls: Vec<String> = stopped
+                .as_array()
+                .map(|a| a.as_slice())
+                .unwrap_or_default()
+                .iter()
+                .map(|c| {
+                    let id = c.get("call_id").and_then(Json::as_str).unwrap_or("?");
+                    match c.get("started").and_then(Json::as_bool) {
+                        Some(false) => format!("{id} (not started)"),
+                        _ => format!("{id} (may have acted)"),
+                    }
+                })
+                .collect();
+            if calls.is_empty() {
+                format!(
+                    "session_interrupted: {} (no call running)",
+                    one_line(reason)
+                )
+            } else {
+                format!(
+                    "session_interrupted: {}; stopped {}",
+                    one_line(reason),
+                    one_line(&calls.join(", "))
+                )
+            }
+        }
         EventBody::Completed {
             call_id,
             output,
@@ -371,16 +398,26 @@ fn describe(body: &EventBody) -> String {
             call_id,
             failure,
             message,
+            stderr,
             ..
         } => format!(
-            "failed {} {}: {}",
+            "failed {} {}: {}{}",
             one_line(call_id),
             one_line(failure),
-            one_line(message)
+            one_line(message),
+            server_stderr(stderr.as_deref())
         ),
         EventBody::TimedOut {
-            call_id, message, ..
-        } => format!("timed_out {}: {}", one_line(call_id), one_line(message)),
+            call_id,
+            message,
+            stderr,
+            ..
+        } => format!(
+            "timed_out {}: {}{}",
+            one_line(call_id),
+            one_line(message),
+            server_stderr(stderr.as_deref())
+        ),
         EventBody::SessionEnded { status, .. } => format!("session_ended {}", one_line(status)),
         EventBody::AgentStarted { task, model, .. } => format!(
             "agent_started {} task {}",
@@ -556,6 +593,18 @@ fn one_line(text: &str) -> String {
         .map(|c| if c.is_control() { '⏎' } else { c })
         .collect();
     cut(&flat, SHOWN, false)
+}
+
+/// ` (server stderr: …)`, the end of what a tool's server wrote on stderr
+/// (its last lines say the most), or nothing.
+fn server_stderr(stderr: Option<&str>) -> String {
+    let Some(text) = stderr else {
+        return String::new();
+    };
+    let count = text.chars().count();
+    let end: String = text.chars().skip(count.saturating_sub(SHOWN)).collect();
+    let lead = if count > SHOWN { "…" } else { "" };
+    format!(" (server stderr: {lead}{})", one_line(&end))
 }
 
 /// The first `n` characters of a digest (all of a shorter one).

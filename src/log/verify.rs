@@ -116,6 +116,20 @@ impl fmt::Display for VerifyReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.problem {
             Some(p) => write!(f, "{p}")?,
+            None if self.incomplete_tail => {
+                // Said first and plainly: a crash or a kill leaves such a
+                // log, and "ok" alone would hide that it was cut short.
+                write!(
+                    f,
+                    "cut short: its last line (line {}) is incomplete, a write interrupted by a crash or a kill; \
+                     the {} complete events before it verify, the hash chain is intact",
+                    self.tail_line(),
+                    self.events
+                )?;
+                if let Some(h) = &self.last_hash {
+                    write!(f, "; last hash {h}")?;
+                }
+            }
             None => {
                 write!(f, "ok: {} events, the hash chain is intact", self.events)?;
                 if let Some(h) = &self.last_hash {
@@ -129,6 +143,12 @@ impl fmt::Display for VerifyReport {
                 "\nline {}: incomplete (no final newline): a write was cut short; not checked",
                 self.tail_line()
             )?;
+            if self.ok {
+                write!(
+                    f,
+                    "\nhelp: `lt resume` cuts the incomplete line off and continues a session that did not end"
+                )?;
+            }
         }
         Ok(())
     }

@@ -22,6 +22,17 @@ type Hook = Box<dyn Fn() -> usize + Send + Sync>;
 struct Inner {
     cancelled: AtomicBool,
     abandoned: AtomicBool,
+    interrupted: AtomicBool,
+    /// The status the front end exits with after the interruption (0: none).
+    exit_status: std::sync::atomic::AtomicU8,
+    /// An executor host records the calls it hands to their tools.
+    tracks_starts: AtomicBool,
+    /// The idempotency keys of the calls handed to their tools.
+    started: Mutex<std::collections::HashSet<String>>,
+    /// A session records its interruption and will settle.
+    settles: AtomicBool,
+    settled: AtomicBool,
+    settled_notify: tokio::sync::Notify,
     reason: Mutex<Option<String>>,
     hooks: Mutex<Vec<Hook>>,
     notify: tokio::sync::Notify,
@@ -77,6 +88,104 @@ impl Cancel {
     pub fn abandon(&self, reason: impl Into<String>) -> usize {
         self.0.abandoned.store(true, Ordering::SeqCst);
         self.cancel(reason)
+    }
+
+    /// Interrupts: as [`Cancel::abandon`] (the running tools stopped, no
+    /// outcome recorded, the log resumable), except that the session records
+    /// one last event, `session_interrupted`, saying why it ended and which
+    /// calls it stopped, then [settles](Cancel::settle). For a front end
+    /// stopped by a signal, which waits for [`Cancel::settled`] before it
+    /// exits.
+    pub fn interrupt(&self, reason: impl Into<String>) -> usize {
+        self.0.interrupted.store(true, Ordering::SeqCst);
+        self.abandon(reason)
+    }
+
+    /// [`Cancel::interrupt`], for a front end that then exits with
+    /// `status` (128 + the signal's number): whichever of its threads ends
+    /// the process, once the session has settled, exits with it
+    /// ([`Cancel::exit_status`]).
+    pub fn interrupt_exiting(&self, reason: impl Into<String>, status: u8) -> usize {
+        // Before the interruption, so that whoever sees the session
+        // interrupted sees the status too.
+        self.0.exit_status.store(status, Ordering::SeqCst);
+        self.interrupt(reason)
+    }
+
+    /// The status given to [`Cancel::interrupt_exiting`], if it was called.
+    pub fn exit_status(&self) -> Option<u8> {
+        match self.0.exit_status.load(Ordering::SeqCst) {
+            0 => None,
+            status => Some(status),
+        }
+    }
+
+    /// Whether [`Cancel::interrupt`] was called.
+    pub fn is_interrupted(&self) -> bool {
+        self.0.interrupted.load(Ordering::SeqCst)
+    }
+
+    /// Says that the calls handed to their tools will be noted
+    /// ([`Cancel::note_started`]): an executor host watching this token does.
+    pub fn track_starts(&self) {
+        self.0.tracks_starts.store(true, Ordering::SeqCst);
+    }
+
+    /// Notes that the call with idempotency `key` was handed to its tool (a
+    /// process spawned, a request sent): from here it may act.
+    pub fn note_started(&self, key: &str) {
+        if self.0.tracks_starts.load(Ordering::SeqCst) {
+            self.0
+                .started
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(key.to_string());
+        }
+    }
+
+    /// Whether the call with idempotency `key` may have reached its tool:
+    /// `true` when it was noted, and whenever starts are not tracked (then
+    /// nothing is known, and every call may have started).
+    pub fn may_have_started(&self, key: &str) -> bool {
+        !self.0.tracks_starts.load(Ordering::SeqCst)
+            || self
+                .0
+                .started
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .contains(key)
+    }
+
+    /// The session has recorded all it will: a front end waiting in
+    /// [`Cancel::settled`] may exit now.
+    pub fn settle(&self) {
+        self.0.settled.store(true, Ordering::SeqCst);
+        self.0.settled_notify.notify_waiters();
+    }
+
+    /// Says that a session watching this token records its interruption
+    /// and will [settle](Cancel::settle) (a session does once its log is
+    /// open): until then, [`Cancel::settled`] has nothing to wait for.
+    pub fn will_settle(&self) {
+        self.0.settles.store(true, Ordering::SeqCst);
+    }
+
+    /// Resolves once [`Cancel::settle`] was called, or at once when no
+    /// session said it [will settle](Cancel::will_settle) (a front end
+    /// calling tools without a session: nothing more to record).
+    pub async fn settled(&self) {
+        if !self.0.settles.load(Ordering::SeqCst) {
+            return;
+        }
+        loop {
+            let notified = self.0.settled_notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.0.settled.load(Ordering::SeqCst) {
+                return;
+            }
+            notified.await;
+        }
     }
 
     /// Whether [`Cancel::abandon`] was called.

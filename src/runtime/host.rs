@@ -141,9 +141,14 @@ impl FailureKind {
 
 /// A failed tool call. `message` is what the program sees as the `Err`
 /// payload, e.g. `tool issue_refund failed (exit status 1): card declined`,
-/// including the tool's stderr (trimmed, at most a few KiB) where there is one.
+/// including a command tool's stderr (trimmed, at most a few KiB) where
+/// there is one: a command's stderr is its error message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolFailure {
+    /// The output a long-lived server wrote on stderr (an MCP server's log
+    /// lines, its last 2 KiB), kept apart from `message`: the log records
+    /// it beside the failure, the program and the model never see it.
+    pub stderr: Option<String>,
     /// What kind of failure.
     pub kind: FailureKind,
     /// The whole message, naming the tool.
@@ -213,6 +218,7 @@ pub enum BatchEvent<'a> {
 /// The failure of a batch call its caller did not let start.
 pub fn not_started(tool: &str) -> ToolFailure {
     ToolFailure {
+        stderr: None,
         kind: FailureKind::Unavailable,
         message: format!("tool {tool}: the call was not started (its start could not be recorded)"),
     }

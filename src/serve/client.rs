@@ -614,6 +614,7 @@ impl Client {
                     h.call_async(&tool, &argument, None, key).await
                 }
                 None => Err(crate::runtime::host::ToolFailure {
+                    stderr: None,
                     kind: crate::runtime::host::FailureKind::Unavailable,
                     message: format!(
                         "tool {tool} has no executor here (lt run --server without --executors)"

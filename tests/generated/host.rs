@@ -154,6 +154,7 @@ impl Host for Scripted<'_> {
         });
         let Some(sig) = self.tools.iter().find(|t| *t.name == *request.tool) else {
             return Err(ToolFailure {
+                stderr: None,
                 kind: FailureKind::Unavailable,
                 message: format!("tool {} is not declared", request.tool),
             });
@@ -161,6 +162,7 @@ impl Host for Scripted<'_> {
         let mut rng = self.rng();
         let fail = |kind, what: &str| {
             Err(ToolFailure {
+                stderr: None,
                 kind,
                 message: format!("tool {} {what}", sig.name),
             })

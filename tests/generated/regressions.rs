@@ -104,6 +104,7 @@ impl Host for Fixed {
 
 fn failed() -> Outcome {
     Err(ToolFailure {
+        stderr: None,
         kind: FailureKind::Failed,
         message: "boom".into(),
     })

@@ -148,6 +148,7 @@ pub fn answer(tool: &lt::types::ToolSig, pick: u64) -> lt::runtime::host::Outcom
     use lt::runtime::host::{FailureKind, ToolFailure};
     let fail = |kind, message: &str| {
         Err(ToolFailure {
+            stderr: None,
             kind,
             message: format!("tool {} {message}", tool.name),
         })

@@ -57,6 +57,10 @@ pub fn run(options: &ImportOptions) -> u8 {
             Ok(v) => v,
             Err(e) => {
                 err!("error: {e}");
+                err!(
+                    "help: --mcp runs `{}` and speaks MCP with it over its stdin and stdout (JSON-RPC, one message a line): name the server's own command, e.g. `lt tools import --mcp -- uvx mcp-server-time`; to see what the program does, run it by hand",
+                    command_line(&options.command)
+                );
                 return EXIT_USAGE;
             }
         };

@@ -175,6 +175,7 @@ pub(super) fn end_of_input(why: Option<String>) -> String {
 
 pub(super) fn timed_out(tool: &str, limit: Duration, what: &str) -> ToolFailure {
     ToolFailure {
+        stderr: None,
         kind: FailureKind::TimedOut,
         message: format!(
             "tool {tool} timed out after {} ms {what}",

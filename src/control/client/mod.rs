@@ -180,6 +180,7 @@ fn not_parsed(text: &str, why: &str) -> (Json, String) {
 
 fn unavailable(message: String) -> ToolFailure {
     ToolFailure {
+        stderr: None,
         kind: FailureKind::Unavailable,
         message,
     }
@@ -520,6 +521,7 @@ impl ClientChannel {
                     format!("tool {tool}: the host's answer is not a tool_result: {reason}");
                 self.refuse(report, reason, narrate);
                 Some(Err(ToolFailure {
+                    stderr: None,
                     kind: FailureKind::BadOutput,
                     message,
                 }))
@@ -534,6 +536,7 @@ impl ClientChannel {
                 }
                 let wire = self.wire;
                 Some(outcome.map_err(|error| ToolFailure {
+                    stderr: None,
                     kind: FailureKind::Failed,
                     message: match wire {
                         Wire::Lt => format!("tool {tool} failed in the client: {error}"),

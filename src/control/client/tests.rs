@@ -362,6 +362,7 @@ fn the_lambda_tool_wire_answers_calls_in_step() {
     assert_eq!(
         outcomes[1],
         Err(ToolFailure {
+            stderr: None,
             kind: FailureKind::Failed,
             message: "offline".into()
         })

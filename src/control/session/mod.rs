@@ -28,6 +28,7 @@
 //! stops it without recording anything more, leaving the log resumable.
 
 mod events;
+mod guard;
 mod observe;
 mod prepare;
 pub mod replay;
@@ -55,6 +56,7 @@ use crate::runtime::host::Host;
 use crate::runtime::limits::{Limits, RunError};
 use crate::runtime::value::Value;
 use crate::source::SourceFile;
+use guard::Guarded;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -485,10 +487,9 @@ impl<'a> Session<'a> {
                 (id, sink, None, 0)
             }
         };
-        let sink = Guarded {
-            inner: sink,
-            cancel: self.cancel.clone(),
-        };
+        // From here the session records its interruption and settles.
+        self.cancel.will_settle();
+        let sink = Guarded::new(sink, self.cancel.clone());
         let plane_id = self.id.take().unwrap_or_else(|| id.clone());
         let mut plane =
             ControlPlane::new(prepared.host, profile.clone(), &ir.tools, sink, plane_id)
@@ -505,6 +506,7 @@ impl<'a> Session<'a> {
             plane = plane.with_client(c);
         }
         let shutdown = prepared.owns.then_some(prepared.executor).flatten();
+        let cancel = self.cancel.clone();
         let report = match events {
             None => self.run_fresh(ir, plane, &prepared.registry_bytes, &id),
             Some(events) => {
@@ -517,6 +519,8 @@ impl<'a> Session<'a> {
             host.shutdown();
         }
         drop(shutdown);
+        // Whatever happened, the session records nothing more.
+        cancel.settle();
         if let Some(rt) = own_runtime {
             // Waiting for its tasks is not allowed where blocking is not
             // (a caller inside async code): there it is let go instead.
@@ -551,7 +555,10 @@ impl<'a> Session<'a> {
         let abandoned = self.cancel.is_abandoned();
         if !abandoned {
             let _ = plane.record(ended(self.file, ir, &result, stats));
+        } else if self.cancel.is_interrupted() {
+            let _ = plane.record_last(guard::interrupted(&self.cancel));
         }
+        self.cancel.settle();
         let log_error = plane.log_error().map(str::to_string);
         Ok(SessionReport {
             id: id.to_string(),
@@ -585,7 +592,7 @@ impl<'a> Session<'a> {
             registry_hash: crate::log::sha256_hex(registry_bytes),
             dropped_bytes,
         };
-        let mut host = ResumeHost::new(replay, live, marker);
+        let mut host = ResumeHost::new(replay, live, marker).after_interruption(&events);
         if dropped_bytes > 0 {
             host = host.after_torn_line();
         }
@@ -630,9 +637,17 @@ impl<'a> Session<'a> {
             return Ok(report(result, None, replayed, divergence, None));
         }
         if self.cancel.is_abandoned() {
-            // Nothing more is recorded: the log stays resumable.
+            // Nothing more is recorded but why it ended, when it was
+            // interrupted: the log stays resumable.
             let replayed = host.replayed();
-            drop(host);
+            if self.cancel.is_interrupted() {
+                if let Some(mut plane) = host.into_live() {
+                    let _ = plane.record_last(guard::interrupted(&self.cancel));
+                }
+            } else {
+                drop(host);
+            }
+            self.cancel.settle();
             return Ok(report(result, None, replayed, None, None));
         }
         if let Err(msg) = host.go_live() {
@@ -707,27 +722,4 @@ fn build_runtime(no_tools: bool) -> Result<tokio::runtime::Runtime, StartFailure
             format!("cannot start the tokio runtime: {e}"),
         )
     })
-}
-
-/// The session's sink: once the session is abandoned nothing more is
-/// recorded (the log ends where a killed process would have left it, and
-/// can be resumed).
-struct Guarded<'a> {
-    inner: Box<dyn EventSink + 'a>,
-    cancel: Cancel,
-}
-
-impl EventSink for Guarded<'_> {
-    fn append(&mut self, body: EventBody) -> std::io::Result<()> {
-        if self.cancel.is_abandoned() {
-            return Err(std::io::Error::other(
-                "the session was abandoned; nothing more is recorded",
-            ));
-        }
-        self.inner.append(body)
-    }
-
-    fn records(&self) -> bool {
-        self.inner.records()
-    }
 }

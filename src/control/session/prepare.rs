@@ -321,8 +321,10 @@ pub(super) fn client(
     }
 }
 
-/// A called tool whose declaration in the program omits an effect that
-/// tools.toml says it performs: the policy would be decided on a lie.
+/// The called tools whose declaration in the program omits an effect that
+/// tools.toml says they perform: the policy would be decided on a lie. All
+/// of them in one failure (in the order of their declarations), at the
+/// first: one round of fixes, not one per run.
 pub fn understated_effects(
     file: &SourceFile,
     tools: &[ToolSig],
@@ -330,39 +332,70 @@ pub fn understated_effects(
     registry: &Registry,
     executors: Option<&str>,
 ) -> Option<StartFailure> {
+    let executors = executors.unwrap_or("tools.toml");
+    // (declaration, its real effects, those the declaration omits)
+    let mut understated: Vec<(&ToolSig, &[String], Vec<&str>)> = Vec::new();
     for name in called {
         let Some(real) = registry.declared_effects(name) else {
             continue;
         };
-        let sig = tools.iter().find(|t| &*t.name == *name)?;
+        let Some(sig) = tools.iter().find(|t| &*t.name == *name) else {
+            continue;
+        };
         let missing: Vec<&str> = real
             .iter()
             .map(String::as_str)
             .filter(|l| !sig.effects.labels().any(|d| d == *l))
             .collect();
-        if missing.is_empty() {
-            continue;
+        if !missing.is_empty() {
+            understated.push((sig, real, missing));
         }
-        let lc = file.line_col(sig.span.start);
-        return Some(
-            StartFailure::new(
-                Stage::Executors,
-                StartErrorKind::Effects,
-                format!(
-                    "the program declares tool {name} with effects {}, but {} says it performs {}",
-                    sig.effects,
-                    executors.unwrap_or("tools.toml"),
-                    missing.join(", ")
-                ),
-            )
-            .at(file.name.clone(), Some(lc.line), Some(lc.column))
-            .with_help(format!(
-                "declare the tool with its real effects: `tool {name}: … -{{{}}}-> …;`",
-                real.join(", ")
-            )),
-        );
     }
-    None
+    understated.sort_by_key(|(sig, ..)| sig.span.start);
+    let (first, ..) = understated.first()?;
+    let lc = file.line_col(first.span.start);
+    let fix = |sig: &ToolSig, real: &[String]| {
+        format!("`tool {}: … -{{{}}}-> …;`", sig.name, real.join(", "))
+    };
+    let (message, help) = match understated.as_slice() {
+        [(sig, real, missing)] => (
+            format!(
+                "the program declares tool {} with effects {}, but {executors} says it performs {}",
+                sig.name,
+                sig.effects,
+                missing.join(", ")
+            ),
+            format!("declare the tool with its real effects: {}", fix(sig, real)),
+        ),
+        all => (
+            format!(
+                "the program declares {} tools with fewer effects than {executors} says they perform: {}",
+                all.len(),
+                all.iter()
+                    .map(|(sig, _, missing)| format!(
+                        "tool {} (line {}) with effects {}, but it performs {}",
+                        sig.name,
+                        file.line_col(sig.span.start).line,
+                        sig.effects,
+                        missing.join(", ")
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+            format!(
+                "declare each tool with its real effects: {}",
+                all.iter()
+                    .map(|(sig, real, _)| fix(sig, real))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+    };
+    Some(
+        StartFailure::new(Stage::Executors, StartErrorKind::Effects, message)
+            .at(file.name.clone(), Some(lc.line), Some(lc.column))
+            .with_help(help),
+    )
 }
 
 /// Tools the program calls without an executor, pointing at the first call

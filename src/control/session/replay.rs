@@ -178,6 +178,7 @@ pub fn replay(events: &[Event], ir: &Ir, profile: Profile, limits: Limits) -> Ve
             e.body,
             EventBody::SessionEnded { .. }
                 | EventBody::SessionResumed { .. }
+                | EventBody::SessionInterrupted { .. }
                 | EventBody::AnnotationStarted { .. }
                 | EventBody::AnnotationEnded { .. }
         )

@@ -15,7 +15,9 @@
 //! request ([`Failure::Echoed`]). A line over [`MAX_OUTPUT_BYTES`] is not
 //! read; when one of its ends shows that it answers a pending request, that
 //! request fails ([`Failure::Malformed`]). A second task keeps the tail of
-//! stderr for failure messages (`stdio.rs`).
+//! stderr (`stdio.rs`): quoted in the message of a server that did not
+//! start, and carried beside a call's failure otherwise (the log records
+//! it apart from the message the program sees).
 //!
 //! The supervisor also waits for the process. When it exits, or closes
 //! stdout, the connection is *dead*: every request in flight, and every
@@ -54,6 +56,18 @@ pub(crate) struct ServerSpec {
     /// Absolute.
     pub(crate) cwd: PathBuf,
     pub(crate) env: BTreeMap<String, String>,
+}
+
+/// What a server wrote so far ([`Connection::heard`]).
+pub(crate) struct Heard {
+    /// When it last wrote anything, on stdout or stderr.
+    pub(crate) last: Option<Instant>,
+    /// Lines on stdout that are not JSON-RPC.
+    pub(crate) skipped: usize,
+    /// When the first of them came.
+    pub(crate) first_skipped: Option<Instant>,
+    /// The last of them, shortened.
+    pub(crate) last_skipped: String,
 }
 
 /// Why a connection ended.
@@ -172,6 +186,10 @@ struct State {
     stderr: StderrTail,
     skipped: usize,
     last_skipped: String,
+    /// When the first line on stdout that is not JSON-RPC came.
+    first_skipped: Option<Instant>,
+    /// When the server last wrote anything, on stdout or stderr.
+    heard: Option<Instant>,
     /// Responses with an id lt never used (not late answers: those are
     /// dropped silently).
     unmatched: usize,
@@ -244,16 +262,48 @@ impl Connection {
         *self.shared.probing.borrow()
     }
 
-    /// `; stderr: …` (the tail) and a note on skipped stdout lines, for
-    /// failure messages; empty when there is neither.
+    /// `; stderr: …` (the tail) and [`Connection::notes`], for the message
+    /// of a server that did not start (its stderr says why); empty when
+    /// there is neither.
     pub(crate) fn diagnostics(&self) -> String {
-        let state = self.shared.state();
         let mut out = String::new();
-        let stderr = state.stderr.text();
-        if !stderr.is_empty() {
+        if let Some(stderr) = self.stderr() {
             out.push_str("; stderr: ");
             out.push_str(&stderr);
         }
+        out.push_str(&self.notes());
+        out
+    }
+
+    /// The tail of the server's stderr (its last [`STDERR_KEEP_BYTES`],
+    /// trimmed), if it wrote any. A call's failure carries it apart from
+    /// its message ([`crate::runtime::host::ToolFailure::stderr`]): a
+    /// running server's stderr is its log, not the call's error.
+    pub(crate) fn stderr(&self) -> Option<String> {
+        let text = self.shared.state().stderr.text();
+        (!text.is_empty()).then_some(text)
+    }
+
+    /// What the server wrote so far, for telling a program that is not an
+    /// MCP server apart from one still starting: when it last wrote
+    /// anything (stdout or stderr), and the lines on stdout that are not
+    /// JSON-RPC (how many, since when, the last one).
+    pub(crate) fn heard(&self) -> Heard {
+        let state = self.shared.state();
+        Heard {
+            last: state.heard,
+            skipped: state.skipped,
+            first_skipped: state.first_skipped,
+            last_skipped: state.last_skipped.clone(),
+        }
+    }
+
+    /// Notes on what the server wrote that lt could not use (stdout lines
+    /// that are not JSON-RPC, responses with an id lt never used, lines too
+    /// long), for failure messages; empty when there is none.
+    pub(crate) fn notes(&self) -> String {
+        let state = self.shared.state();
+        let mut out = String::new();
         if state.skipped > 0 {
             out.push_str(&format!(
                 "; the server also wrote {} line(s) on stdout that are not JSON-RPC (the last: {:?})",
@@ -499,10 +549,12 @@ impl Shared {
         let mut state = self.state();
         state.skipped += 1;
         state.last_skipped = excerpt(line, 80);
+        state.first_skipped.get_or_insert_with(Instant::now);
     }
 
     /// One line from stdout.
     fn dispatch(self: &Arc<Self>, line: &[u8]) {
+        self.state().heard = Some(Instant::now());
         let line = line.trim_ascii();
         if line.is_empty() {
             return;
@@ -724,7 +776,11 @@ async fn read_stderr(mut stderr: ChildStderr, shared: Arc<Shared>) {
     loop {
         match stderr.read(&mut buf).await {
             Ok(0) => return,
-            Ok(n) => shared.state().stderr.push(&buf[..n]),
+            Ok(n) => {
+                let mut state = shared.state();
+                state.stderr.push(&buf[..n]);
+                state.heard = Some(Instant::now());
+            }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => return,
         }

@@ -17,9 +17,14 @@ use tokio::time::Instant;
 /// environment), initializes it, pages through `tools/list` (following
 /// `nextCursor`), shuts it down, and returns `{"tools": [ … ]}`: every tool
 /// object as the server sent it. The whole exchange must end within
-/// `timeout`. Blocking: it runs on a runtime of its own. Errors are one-line
-/// messages (the command could not start, the server exited, with its stderr
-/// tail, it timed out, it answered something that is not a tool list).
+/// `timeout`, and a program that is not an MCP server is given up on
+/// early: one that exits, or sends lt's requests back, at once; one that
+/// writes lines on stdout that are not JSON-RPC after [`NOT_JSON_RPC_GRACE`];
+/// one silent on stdout and stderr after [`SILENCE_GRACE`]. Blocking: it
+/// runs on a runtime of its own. Errors are one-line messages (the command
+/// could not start, the server exited, with its stderr tail, it is not an
+/// MCP server, it timed out, it answered something that is not a tool
+/// list).
 pub fn list_tools(command: &[String], timeout: Duration) -> Result<Json, String> {
     let Some(program) = command.first() else {
         return Err("no MCP server command given: name its program and arguments".to_string());
@@ -43,21 +48,85 @@ pub fn list_tools(command: &[String], timeout: Duration) -> Result<Json, String>
             format!("the MCP server `{label}` could not be started: {program}: {e}")
         })?;
         let conn = Arc::new(conn);
+        let started = Instant::now();
         let listed = async {
-            initialize(&conn, deadline).await.map_err(|f| match f {
-                StartFailure::Request(f) => list_failure(&conn, "initialize", timeout, f),
-                StartFailure::Incompatible(why) => format!("the MCP server `{label}` {why}"),
-            })?;
+            tokio::select! {
+                done = initialize(&conn, deadline) => done.map_err(|f| match f {
+                    StartFailure::Request(f) => list_failure(&conn, "initialize", timeout, f),
+                    StartFailure::Incompatible(why) => format!("the MCP server `{label}` {why}"),
+                })?,
+                why = not_a_server(&conn, started) => return Err(why),
+            }
             page_tools(&conn, deadline, timeout).await
         }
         .await;
-        let done = Death {
-            kind: FailureKind::Unavailable,
-            what: "was shut down: its tools were listed".to_string(),
-        };
-        conn.close(done, SHUTDOWN_GRACE).await;
+        if listed.is_ok() {
+            let done = Death {
+                kind: FailureKind::Unavailable,
+                what: "was shut down: its tools were listed".to_string(),
+            };
+            conn.close(done, SHUTDOWN_GRACE).await;
+        } else {
+            // Not a server, or not a working one: no grace to wait out.
+            conn.stop(Death {
+                kind: FailureKind::Unavailable,
+                what: "was stopped: its tools could not be listed".to_string(),
+            });
+        }
         listed
     })
+}
+
+/// How long a program may write lines on stdout that are not JSON-RPC,
+/// from the first one, without answering `initialize` before
+/// [`list_tools`] gives up on it: 3 s. (A server that prints a banner
+/// answers right after.)
+pub(crate) const NOT_JSON_RPC_GRACE: Duration = Duration::from_secs(3);
+
+/// How long a program may write nothing at all, on stdout or stderr,
+/// without answering `initialize` before [`list_tools`] gives up on it:
+/// 10 s. A server still starting that says so on stderr (a package runner
+/// downloading it, a server logging its start) is waited for, up to the
+/// whole timeout.
+pub(crate) const SILENCE_GRACE: Duration = Duration::from_secs(10);
+
+/// Ends (with the message) once the program `conn` runs shows it is not an
+/// MCP server while `initialize` is unanswered: lines on stdout that are not
+/// JSON-RPC for [`NOT_JSON_RPC_GRACE`], or nothing written at all for
+/// [`SILENCE_GRACE`]. Never ends otherwise (raced against `initialize`;
+/// a program that exits or echoes fails `initialize` itself, at once).
+async fn not_a_server(conn: &Connection, started: Instant) -> String {
+    let label = conn.label();
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let heard = conn.heard();
+        let now = Instant::now();
+        if let Some(first) = heard.first_skipped {
+            if now >= first + NOT_JSON_RPC_GRACE {
+                return one_line(&format!(
+                    "the MCP server `{label}` is not answering as an MCP server: in {} s it wrote {} line(s) on stdout, none of them JSON-RPC (the last: {:?}), and did not answer `initialize`; is it an MCP server?{}",
+                    (now - started).as_secs(),
+                    heard.skipped,
+                    heard.last_skipped,
+                    stderr_note(conn)
+                ));
+            }
+        }
+        if now >= heard.last.unwrap_or(started) + SILENCE_GRACE {
+            return one_line(&format!(
+                "the MCP server `{label}` has written nothing, on stdout or stderr, for {} s, and did not answer `initialize`: it does not speak MCP on its stdin and stdout; is it an MCP server?{}",
+                SILENCE_GRACE.as_secs(),
+                stderr_note(conn)
+            ));
+        }
+    }
+}
+
+/// `; stderr: …` when the program wrote on stderr.
+fn stderr_note(conn: &Connection) -> String {
+    conn.stderr()
+        .map(|text| format!("; stderr: {text}"))
+        .unwrap_or_default()
 }
 
 async fn page_tools(

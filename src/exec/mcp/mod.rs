@@ -41,8 +41,11 @@
 //! `TimedOut`; an answer that is not a tool result (`isError` not a boolean),
 //! not a JSON-RPC 2.0 response (neither `result` nor `error`, both, another
 //! `jsonrpc`), or over 64 MiB is `BadOutput`, at once; lt's own request sent
-//! back (a program that echoes its input) too. Each message quotes the
-//! server's stderr tail. Lines on stdout that are not JSON-RPC are skipped,
+//! back (a program that echoes its input) too. A server's stderr is its
+//! log, not a call's error: every failure carries its tail apart from the
+//! message ([`ToolFailure::stderr`], recorded in the log's `failed` or
+//! `timed_out` event), and only the message of a server that did not start
+//! quotes it (there it says why). Lines on stdout that are not JSON-RPC are skipped,
 //! and responses with an id lt never used are dropped (both counted in
 //! later failure messages).
 //!
@@ -162,6 +165,7 @@ impl McpTool {
         arg: &Json,
         timeout: Duration,
         key: Option<&str>,
+        started: &(dyn Fn() + Sync),
     ) -> Outcome {
         let deadline = Instant::now() + timeout;
         let arguments = match arg {
@@ -169,6 +173,7 @@ impl McpTool {
             Json::Object(_) => to_json_bytes(arg),
             other => {
                 return Err(ToolFailure {
+                    stderr: None,
                     kind: FailureKind::Unavailable,
                     message: format!(
                         "tool {name}: an MCP tool takes a record argument (a JSON object), not {}; the call was not sent",
@@ -180,6 +185,7 @@ impl McpTool {
         let conn = servers
             .connection(&self.spec, &self.label, name, deadline, timeout)
             .await?;
+        started();
         let mut params = format!(
             "{{\"name\":{},\"arguments\":",
             Json::String(self.tool.clone())
@@ -196,12 +202,13 @@ impl McpTool {
             Err(Failure::TimedOut) => {
                 conn.probe(PING_GRACE);
                 Err(ToolFailure {
+                    stderr: conn.stderr(),
                     kind: FailureKind::TimedOut,
                     message: format!(
                         "tool {name} timed out after {} ms (MCP server `{}`){}",
                         timeout.as_millis(),
                         self.label,
-                        conn.diagnostics()
+                        conn.notes()
                     ),
                 })
             }
@@ -210,42 +217,47 @@ impl McpTool {
                 // server does not read; the ping tells whether it is wedged.
                 conn.probe(PING_GRACE);
                 Err(ToolFailure {
+                    stderr: conn.stderr(),
                     kind: FailureKind::TimedOut,
                     message: format!(
                         "tool {name} timed out after {} ms waiting to write to the MCP server `{}` (it has not read what lt sent before); the call was not sent{}",
                         timeout.as_millis(),
                         self.label,
-                        conn.diagnostics()
+                        conn.notes()
                     ),
                 })
             }
             Err(Failure::Dead(death)) => Err(ToolFailure {
+                stderr: conn.stderr(),
                 kind: death.kind,
                 message: format!(
                     "tool {name}: the MCP server `{}` {} during the call{}",
                     self.label,
                     death.what,
-                    conn.diagnostics()
+                    conn.notes()
                 ),
             }),
             Err(rpc @ Failure::Rpc { .. }) => Err(ToolFailure {
+                stderr: conn.stderr(),
                 kind: FailureKind::Failed,
                 message: format!("tool {name} failed ({})", server_failure(&rpc)),
             }),
             Err(Failure::Malformed(what)) => Err(ToolFailure {
+                stderr: conn.stderr(),
                 kind: FailureKind::BadOutput,
                 message: format!(
                     "tool {name}: the MCP server `{}` answered tools/call with {what}{}",
                     self.label,
-                    conn.diagnostics()
+                    conn.notes()
                 ),
             }),
             Err(Failure::Echoed) => Err(ToolFailure {
+                stderr: conn.stderr(),
                 kind: FailureKind::BadOutput,
                 message: format!(
                     "tool {name}: the MCP server `{}` sent lt's own tools/call request back: {ECHOES}{}",
                     self.label,
-                    conn.diagnostics()
+                    conn.notes()
                 ),
             }),
         }
@@ -349,11 +361,12 @@ pub(super) async fn initialize(conn: &Connection, deadline: Instant) -> Result<(
 fn call_result(name: &str, conn: &Connection, result: Json) -> Outcome {
     let bad = |why: String| {
         Err(ToolFailure {
+            stderr: conn.stderr(),
             kind: FailureKind::BadOutput,
             message: format!(
                 "tool {name}: the MCP server `{}` answered tools/call with {why}{}",
                 conn.label(),
-                conn.diagnostics()
+                conn.notes()
             ),
         })
     };
@@ -398,6 +411,7 @@ fn call_result(name: &str, conn: &Connection, result: Json) -> Outcome {
             drop_deep(v);
         }
         return Err(ToolFailure {
+            stderr: conn.stderr(),
             kind: FailureKind::Failed,
             message: format!("tool {name} failed: {message}"),
         });

@@ -63,17 +63,19 @@ impl Servers {
         timeout: Duration,
     ) -> Result<Arc<Connection>, ToolFailure> {
         let ended = || ToolFailure {
+            stderr: None,
             kind: FailureKind::Unavailable,
             message: format!(
                 "tool {tool}: the session has ended; the MCP server `{label}` is not started again"
             ),
         };
         let waited_out = |waiting: String, conn: Option<&Connection>| ToolFailure {
+            stderr: conn.and_then(Connection::stderr),
             kind: FailureKind::TimedOut,
             message: format!(
                 "tool {tool} timed out after {} ms waiting for {waiting}; the call was not sent{}",
                 timeout.as_millis(),
-                conn.map(Connection::diagnostics).unwrap_or_default()
+                conn.map(Connection::notes).unwrap_or_default()
             ),
         };
         let starting = || {
@@ -127,6 +129,7 @@ impl Servers {
         *current = None;
         let conn =
             Connection::start(spec, label.to_string(), &self.groups).map_err(|e| ToolFailure {
+                stderr: None,
                 kind: FailureKind::Unavailable,
                 message: format!(
                     "tool {tool} could not be started: the MCP server `{label}`: {}: {e}",
@@ -207,6 +210,7 @@ fn start_failure(
         StartFailure::Request(f) => f,
         StartFailure::Incompatible(why) => {
             return ToolFailure {
+                stderr: conn.stderr(),
                 kind: FailureKind::Unavailable,
                 message: format!(
                     "tool {tool} could not be started: the MCP server `{label}` {why}"
@@ -216,6 +220,7 @@ fn start_failure(
     };
     match failure {
         Failure::TimedOut => ToolFailure {
+            stderr: conn.stderr(),
             kind: FailureKind::TimedOut,
             message: format!(
                 "tool {tool} timed out after {} ms: the MCP server `{label}` did not answer `initialize`{}",
@@ -224,6 +229,7 @@ fn start_failure(
             ),
         },
         Failure::Dead(death) => ToolFailure {
+            stderr: conn.stderr(),
             kind: FailureKind::Unavailable,
             message: format!(
                 "tool {tool} could not be started: the MCP server `{label}` {} before it answered `initialize`{}",
@@ -232,6 +238,7 @@ fn start_failure(
             ),
         },
         Failure::Unsent => ToolFailure {
+            stderr: conn.stderr(),
             kind: FailureKind::TimedOut,
             message: format!(
                 "tool {tool} timed out after {} ms before lt could write `initialize` to the MCP server `{label}`; the call was not sent{}",
@@ -240,6 +247,7 @@ fn start_failure(
             ),
         },
         rpc @ Failure::Rpc { .. } => ToolFailure {
+            stderr: conn.stderr(),
             kind: FailureKind::Unavailable,
             message: format!(
                 "tool {tool} could not be started: the MCP server `{label}` refused `initialize`: {}{}",
@@ -248,6 +256,7 @@ fn start_failure(
             ),
         },
         Failure::Malformed(what) => ToolFailure {
+            stderr: conn.stderr(),
             kind: FailureKind::Unavailable,
             message: format!(
                 "tool {tool} could not be started: the MCP server `{label}` answered `initialize` with {what}{}",
@@ -255,6 +264,7 @@ fn start_failure(
             ),
         },
         Failure::Echoed => ToolFailure {
+            stderr: conn.stderr(),
             kind: FailureKind::Unavailable,
             message: format!(
                 "tool {tool} could not be started: the MCP server `{label}` sent lt's own `initialize` request back: {ECHOES}{}",

@@ -39,6 +39,10 @@ pub(super) struct ToolDef<'a> {
     pub annotations: Option<&'a Json>,
     /// MCP's `_meta["lt/effects"]` (written by `lt tools export`).
     pub lt_effects: Option<&'a Json>,
+    /// MCP's `execution.taskSupport` is `"required"`: the tool must be
+    /// called as a task (`tools/call` with `task`, then `tasks/get`), which
+    /// the `mcp` executor does not do, so the import leaves it out.
+    pub task_required: bool,
 }
 
 const FORMS: &str = "an MCP tool {\"name\", \"inputSchema\"}, an Anthropic tool {\"name\", \"input_schema\"}, \
@@ -221,6 +225,12 @@ fn tool_def(item: &Json, at: String, forced: Option<Dialect>) -> Result<ToolDef<
         } else {
             None
         },
+        task_required: mcp
+            && body
+                .get("execution")
+                .and_then(|e| e.get("taskSupport"))
+                .and_then(Json::as_str)
+                == Some("required"),
     })
 }
 

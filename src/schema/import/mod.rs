@@ -33,8 +33,10 @@
 //! plus `Delete` when destructive; `openWorldHint` → `Network`; spec
 //! defaults when absent or not booleans), or `_meta["lt/effects"]` exactly; OpenAI and
 //! Anthropic definitions get `Write`, with a comment to narrow it. A tool
-//! without an output schema returns `String` (MCP: its text content) or
-//! `Json` (OpenAI, Anthropic).
+//! without an output schema returns `Json`: MCP's content blocks (a
+//! string when all are text, else the list of blocks; [`MCP_CONTENT_NOTE`]),
+//! any JSON for OpenAI and Anthropic. An MCP tool whose
+//! `execution.taskSupport` is `"required"` is left out, with a warning.
 //!
 //! The library does no I/O: the caller reads the file or asks the server
 //! (`crate::exec::list_tools`), writes the two texts, and prints
@@ -150,6 +152,12 @@ impl fmt::Display for ImportError {
 
 impl std::error::Error for ImportError {}
 
+/// The comment on the output of an MCP tool without an `outputSchema`:
+/// what its `Json` holds and how to narrow it.
+pub const MCP_CONTENT_NOTE: &str = "no outputSchema: its MCP content, a String when all blocks are text, \
+else the list of blocks (image, audio, resource_link, resource); narrow it with json_string or json_list, \
+or declare String if the tool returns only text";
+
 /// Imports the definitions in `text` (JSON, nested to any depth).
 pub fn import_text(text: &str, options: &ImportOptions) -> Result<Imported, ImportError> {
     // A byte order mark is not JSON, but editors on Windows write one.
@@ -178,7 +186,9 @@ pub fn import_text(text: &str, options: &ImportOptions) -> Result<Imported, Impo
 
 /// Imports the definitions in `value` (see [`import_text`]).
 pub fn import_value(value: &Json, options: &ImportOptions) -> Result<Imported, ImportError> {
-    let defs = detect::tool_defs(value, options.dialect)?;
+    let (defs, task_only): (Vec<_>, Vec<_>) = detect::tool_defs(value, options.dialect)?
+        .into_iter()
+        .partition(|d| !d.task_required);
     let mut conv = Converter::default();
     let lt_names = tool_names(&defs, &mut conv);
     let mut decls = Vec::new();
@@ -186,6 +196,13 @@ pub fn import_value(value: &Json, options: &ImportOptions) -> Result<Imported, I
     let mut labels: Vec<String> = Vec::new();
     let by_name = by_name(&defs);
     let mut warnings = repeated_names(&defs, &by_name, &lt_names);
+    warnings.extend(task_only.iter().map(|d| {
+        format!(
+            "{} (`{}`): left out: its execution.taskSupport is \"required\", so it can only be called as an MCP task \
+             (a task created, then polled with tasks/get), which lt's mcp executor does not do",
+            d.at, d.name
+        )
+    }));
     for (def, name) in defs.iter().zip(&lt_names) {
         let effects = effects::effects(def);
         warnings.extend(
@@ -232,9 +249,18 @@ pub fn import_value(value: &Json, options: &ImportOptions) -> Result<Imported, I
         let input_cut = conv.checks_cut;
         let output = match (def.dialect, def.output) {
             (_, Some(schema)) => conv.convert_root(schema, &format!("{hint}Output"), Place::Output),
-            (Dialect::Mcp, None) => Mapped {
+            // Exported by `lt tools export` (it writes `lt/effects`): a
+            // String output, which travels as text content.
+            (Dialect::Mcp, None) if def.lt_effects.is_some() => Mapped {
                 ty: Ty::Str,
-                notes: vec!["no outputSchema, so the tool's text content (String)".into()],
+                notes: vec![
+                    "no outputSchema: text content (String, as lt tools export wrote it)".into(),
+                ],
+                checks: None,
+            },
+            (Dialect::Mcp, None) => Mapped {
+                ty: Ty::Json,
+                notes: vec![MCP_CONTENT_NOTE.into()],
                 checks: None,
             },
             (d, None) => Mapped {
