@@ -236,7 +236,13 @@ match exec tool lookup_account {id = "cust_1"} {
 #[test]
 fn three_errors_come_back_in_one_result_and_bad_input_is_refused() {
     let dir = setup("errors", "");
-    let three = "let a = exec tool lookup_acount {id = \"x\"} in\nlet b = exec tool issue_refund {account_id = 1, amount = 2} in\nmatch exec tool journal {line = \"x\"} { Ok(j) => j.count, Err(e) => 0 }";
+    let three = r#"match exec tool lookup_acount {id = "x"} {
+  Ok(a) => match exec tool issue_refund {account_id = 1, amount = 2} {
+    Ok(r) => r.tx,
+    Err(e) => e
+  },
+  Err(e) => e
+}"#;
     let steps = drive(
         &dir,
         ARGS,
@@ -264,7 +270,7 @@ fn three_errors_come_back_in_one_result_and_bad_input_is_refused() {
             text.starts_with("The program was rejected before anything ran (3 errors)."),
             "{text}"
         );
-        assert!(text.contains("E0204 at line 1, col 19"), "{text}");
+        assert!(text.contains("E0204 at line 1, col 17"), "{text}");
         assert!(
             text.contains("fix: did you mean `lookup_account`?"),
             "{text}"
@@ -301,10 +307,13 @@ fn three_errors_come_back_in_one_result_and_bad_input_is_refused() {
 fn a_stopped_run_lists_the_calls_that_already_ran() {
     let dir = setup("stopped", "");
     let program = r#"
-let a = exec tool journal {line = "one"} in
-let b = exec tool lookup_account {id = "cust_1"} in
-let c = exec tool journal {line = "two"} in
-match a { Ok(x) => x.n, Err(e) => 0 }"#;
+match exec tool journal {line = "one"} {
+  Ok(a) => match exec tool lookup_account {id = "cust_1"} {
+    Ok(b) => match exec tool journal {line = "two"} { Ok(c) => c.n, Err(e) => 0 },
+    Err(e) => 0
+  },
+  Err(e) => 0
+}"#;
     let mut args = ARGS.to_vec();
     args.extend(["--max-calls", "2"]);
     let steps = drive(&dir, &args, json!([run(program)]));
