@@ -387,3 +387,43 @@ fn lt_mcp_refuses_to_start_on_a_bad_catalog() {
     );
     assert!(out.stdout.is_empty(), "{out:?}");
 }
+
+#[test]
+fn the_profile_applies_before_and_during_a_run() {
+    let dir = setup("profile", "");
+    dir.write(
+        "support.toml",
+        "[profile]\nname = \"support\"\ndeny = [\"journal\"]\n\n[profile.tools.issue_refund]\nmax_calls = 1\n",
+    );
+    let twice = r#"
+let refund = fn n: Int => match exec tool issue_refund {account_id = "cust_1", amount = n} {
+  Ok(r) => r.tx_id,
+  Err(e) => e
+} in
+{first = refund 1, second = refund 2}"#;
+    let mut args = ARGS.to_vec();
+    args.extend(["--profile", "support.toml"]);
+    let steps = drive(
+        &dir,
+        &args,
+        json!([run(twice), run("match exec tool journal {line = \"x\"} { Ok(j) => j.n, Err(e) => 0 }")]),
+    );
+    // The second refund is denied by the budget: an Err the program handles.
+    let r = &steps[1];
+    assert_eq!(r["isError"], false, "{r}");
+    let s = &r["structuredContent"];
+    assert_eq!(s["value"]["first"], "tx_1", "{r}");
+    let second = s["value"]["second"].as_str().unwrap_or("");
+    assert!(second.starts_with("denied: "), "{r}");
+    let statuses: Vec<&str> = s["tool_calls"].as_array().expect("calls").iter()
+        .map(|c| c["status"].as_str().unwrap_or("")).collect();
+    assert_eq!(statuses, ["ok", "denied"], "{r}");
+    assert!(r["text"].as_str().unwrap_or("").contains("\n- issue_refund denied: "), "{r}");
+    // The log records the denial.
+    let log = std::fs::read_to_string(dir.0.join(s["log"].as_str().expect("log"))).expect("log");
+    assert!(log.contains("\"decision\":\"deny\""), "{log}");
+    // A call the profile denies outright is refused before anything runs.
+    let r = &steps[2];
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(r["structuredContent"]["diagnostics"][0]["code"], "E0702", "{r}");
+}

@@ -38,20 +38,26 @@ The tools' declarations are part of every program: send only the expression (a d
 
 /// `run_program`'s description for `catalog`.
 pub fn description(catalog: &Catalog) -> String {
+    compose(&example(catalog), &catalog.shown, catalog.entries.len())
+}
+
+/// The description from its parts: the guide, `example`, then the
+/// declarations `shown` when they are at most [`SEARCH_FIRST_CHARS`]
+/// long, else the instruction to search the `tools` tools first.
+pub fn compose(example: &str, shown: &str, tools: usize) -> String {
     let mut out = String::from(GUIDE);
     out.push_str("\n\nExample:\n```lt\n");
-    out.push_str(&example(catalog));
+    out.push_str(example);
     out.push_str("\n```\n\n");
-    if catalog.shown.len() <= SEARCH_FIRST_CHARS {
+    if shown.len() <= SEARCH_FIRST_CHARS {
         out.push_str(
             "The tools (`tool NAME: Input -{Effects}-> Output;`, doc comments above):\n```lt\n",
         );
-        out.push_str(catalog.shown.trim());
+        out.push_str(shown.trim());
         out.push_str("\n```");
     } else {
         out.push_str(&format!(
-            "This server has {} tools, too many to list here. Call search_tools with a few words of the task to find the ones you need (it returns their declarations), or describe_tools with their names; then write the program.",
-            catalog.entries.len()
+            "This server has {tools} tools, too many to list here. Call search_tools with a few words of the task to find the ones you need (it returns their declarations), or describe_tools with their names; then write the program."
         ));
     }
     out
@@ -79,16 +85,29 @@ pub fn example(catalog: &Catalog) -> String {
     "let xs = [1, 2, 3] in\nfold (fn acc: Int => fn x: Int => acc + x) 0 xs".to_string()
 }
 
-/// `match exec tool t ARG {…}` for `sig`, if its input has a literal.
+/// `match exec tool t ARG {…}` for `sig`, if its input has a literal: the
+/// result's first scalar field (or the result itself, when it is a
+/// scalar) in a record, the error beside it.
 fn example_for(sig: &ToolSig) -> Option<String> {
     let arg = literal(&sig.input, 0)?;
-    let arms = if matches!(sig.output, Type::String) {
-        "  Ok(text) => {ok = true, text = text},\n  Err(e) => {ok = false, text = e}".to_string()
-    } else {
-        "  Ok(result) => {ok = true, error = \"\"},\n  Err(e) => {ok = false, error = e}"
-            .to_string()
+    let (read, default) = match &sig.output {
+        Type::Record(fields) => fields
+            .iter()
+            .find_map(|(n, t)| scalar(t).map(|d| (format!("result.{n}"), d)))?,
+        t => (String::from("result"), scalar(t)?),
     };
-    Some(format!("match exec tool {} {arg} {{\n{arms}\n}}", sig.name))
+    Some(format!(
+        "match exec tool {} {arg} {{\n  Ok(result) => {{ok = true, found = {read}, error = \"\"}},\n  Err(e) => {{ok = false, found = {default}, error = e}}\n}}",
+        sig.name
+    ))
+}
+
+/// A literal of a scalar type.
+fn scalar(ty: &Type) -> Option<String> {
+    match ty {
+        Type::Bool | Type::Int | Type::Float | Type::String => literal(ty, 0),
+        _ => None,
+    }
 }
 
 /// A literal of type `ty` (scalars, records, lists of them).
@@ -225,6 +244,16 @@ mod tests {
             declaration: format!("tool {name}: String -{{Read}}-> String;"),
             needs: Vec::new(),
         }
+    }
+
+    #[test]
+    fn past_a_size_the_description_says_to_search_first() {
+        let small = compose("1", "tool t: String -{Read}-> String;", 1);
+        assert!(small.ends_with("```lt\ntool t: String -{Read}-> String;\n```"), "{small}");
+        let big = "tool t: String -{Read}-> String;\n".repeat(SEARCH_FIRST_CHARS / 20);
+        let d = compose("1", &big, 800);
+        assert!(d.ends_with("This server has 800 tools, too many to list here. Call search_tools with a few words of the task to find the ones you need (it returns their declarations), or describe_tools with their names; then write the program."), "{d}");
+        assert!(d.len() < GUIDE.len() + 500);
     }
 
     #[test]
