@@ -406,7 +406,10 @@ let refund = fn n: Int => match exec tool issue_refund {account_id = "cust_1", a
     let steps = drive(
         &dir,
         &args,
-        json!([run(twice), run("match exec tool journal {line = \"x\"} { Ok(j) => j.n, Err(e) => 0 }")]),
+        json!([
+            run(twice),
+            run("match exec tool journal {line = \"x\"} { Ok(j) => j.n, Err(e) => 0 }")
+        ]),
     );
     // The second refund is denied by the budget: an Err the program handles.
     let r = &steps[1];
@@ -415,15 +418,62 @@ let refund = fn n: Int => match exec tool issue_refund {account_id = "cust_1", a
     assert_eq!(s["value"]["first"], "tx_1", "{r}");
     let second = s["value"]["second"].as_str().unwrap_or("");
     assert!(second.starts_with("denied: "), "{r}");
-    let statuses: Vec<&str> = s["tool_calls"].as_array().expect("calls").iter()
-        .map(|c| c["status"].as_str().unwrap_or("")).collect();
+    let statuses: Vec<&str> = s["tool_calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .map(|c| c["status"].as_str().unwrap_or(""))
+        .collect();
     assert_eq!(statuses, ["ok", "denied"], "{r}");
-    assert!(r["text"].as_str().unwrap_or("").contains("\n- issue_refund denied: "), "{r}");
+    assert!(
+        r["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("\n- issue_refund denied: "),
+        "{r}"
+    );
     // The log records the denial.
     let log = std::fs::read_to_string(dir.0.join(s["log"].as_str().expect("log"))).expect("log");
     assert!(log.contains("\"decision\":\"deny\""), "{log}");
     // A call the profile denies outright is refused before anything runs.
     let r = &steps[2];
     assert_eq!(r["isError"], true, "{r}");
-    assert_eq!(r["structuredContent"]["diagnostics"][0]["code"], "E0702", "{r}");
+    assert_eq!(
+        r["structuredContent"]["diagnostics"][0]["code"], "E0702",
+        "{r}"
+    );
+}
+
+#[test]
+fn the_example_serves_its_catalog_and_its_readme_program_checks() {
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/mcp_code_mode");
+    let readme = std::fs::read_to_string(example.join("README.md")).expect("README");
+    let program = lt_blocks(&readme)
+        .into_iter()
+        .next()
+        .expect("a program in the README");
+    let dir = TempDir::new("mcp-server", "example");
+    for f in ["tools.lt", "tools.toml"] {
+        std::fs::copy(example.join(f), dir.0.join(f)).expect("copy");
+    }
+    // Nothing downstream starts before a call: the venv's paths need not resolve.
+    let steps = drive(
+        &dir,
+        &["--tools", "tools.lt", "--executors", "tools.toml"],
+        json!([{"list": true}, {"call": "check_program", "arguments": {"program": program}}]),
+    );
+    let description = steps[1]["tools"][0]["description"]
+        .as_str()
+        .expect("description");
+    assert!(description.contains("tool git_log: {"), "{description}");
+    assert_eq!(steps[2]["isError"], false, "{}", steps[2]);
+    assert_eq!(
+        steps[2]["structuredContent"]["type"],
+        "{when: String, commits: String}"
+    );
+    for f in ["claude_desktop_config.json", "cursor_mcp.json"] {
+        let v: Json = serde_json::from_str(&std::fs::read_to_string(example.join(f)).expect(f))
+            .expect("JSON");
+        assert_eq!(v["mcpServers"]["lt"]["args"][0], "mcp", "{f}");
+    }
 }

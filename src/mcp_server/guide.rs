@@ -249,7 +249,10 @@ mod tests {
     #[test]
     fn past_a_size_the_description_says_to_search_first() {
         let small = compose("1", "tool t: String -{Read}-> String;", 1);
-        assert!(small.ends_with("```lt\ntool t: String -{Read}-> String;\n```"), "{small}");
+        assert!(
+            small.ends_with("```lt\ntool t: String -{Read}-> String;\n```"),
+            "{small}"
+        );
         let big = "tool t: String -{Read}-> String;\n".repeat(SEARCH_FIRST_CHARS / 20);
         let d = compose("1", &big, 800);
         assert!(d.ends_with("This server has 800 tools, too many to list here. Call search_tools with a few words of the task to find the ones you need (it returns their declarations), or describe_tools with their names; then write the program."), "{d}");
