@@ -453,13 +453,17 @@ fn the_example_serves_its_catalog_and_its_readme_program_checks() {
         .next()
         .expect("a program in the README");
     let dir = TempDir::new("mcp-server", "example");
-    for f in ["tools.lt", "tools.toml"] {
-        std::fs::copy(example.join(f), dir.0.join(f)).expect("copy");
-    }
-    // Nothing downstream starts before a call: the venv's paths need not resolve.
+    // The example's own files (tools.toml's commands are relative to its
+    // folder); nothing downstream starts before a call.
+    let (tools, executors) = (example.join("tools.lt"), example.join("tools.toml"));
     let steps = drive(
         &dir,
-        &["--tools", "tools.lt", "--executors", "tools.toml"],
+        &[
+            "--tools",
+            tools.to_str().expect("path"),
+            "--executors",
+            executors.to_str().expect("path"),
+        ],
         json!([{"list": true}, {"call": "check_program", "arguments": {"program": program}}]),
     );
     let description = steps[1]["tools"][0]["description"]
