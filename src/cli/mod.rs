@@ -206,6 +206,19 @@ pub enum Command {
         /// Wall-clock limit of one run, in milliseconds (0: none).
         #[arg(long, value_name = "MS", default_value_t = RUN_TIMEOUT_MS)]
         timeout_ms: u64,
+        /// Serve MCP over streamable HTTP at http://ADDR/mcp instead of
+        /// stdio (port 0: any free port; the address is printed on stderr).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+        /// With --http: an origin browser requests may come from (e.g.
+        /// `http://localhost:*`); repeatable. Requests with any other
+        /// `Origin` are refused.
+        #[arg(long = "allow-origin", value_name = "ORIGIN")]
+        allow_origin: Vec<String>,
+        /// With --http: the environment variable holding the bearer token
+        /// every request must carry (`Authorization: Bearer …`).
+        #[arg(long, value_name = "VAR")]
+        token_env: Option<String>,
     },
     /// Run the control plane as a service: sessions over HTTP, logs in a
     /// store (docs/serve.md, docs/api.md).
@@ -463,16 +476,24 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             max_calls,
             max_steps,
             timeout_ms,
-        } => mcp::run(&crate::mcp_server::CatalogOptions {
-            tools,
-            executors,
-            profile,
-            log_dir: log_dir.map(std::path::PathBuf::from),
-            limits: Limits {
-                max_calls,
-                max_steps,
-                timeout: (timeout_ms > 0).then(|| std::time::Duration::from_millis(timeout_ms)),
-                ..Limits::default()
+            http,
+            allow_origin,
+            token_env,
+        } => mcp::run(&mcp::McpOptions {
+            http,
+            allow_origin,
+            token_env,
+            catalog: crate::mcp_server::CatalogOptions {
+                tools,
+                executors,
+                profile,
+                log_dir: log_dir.map(std::path::PathBuf::from),
+                limits: Limits {
+                    max_calls,
+                    max_steps,
+                    timeout: (timeout_ms > 0).then(|| std::time::Duration::from_millis(timeout_ms)),
+                    ..Limits::default()
+                },
             },
         }),
         Command::Serve {

@@ -14,12 +14,14 @@
 //! - `catalog.rs`: what the server loads once and shares.
 //! - `program.rs`: a program's check and run, and the reply's rendering.
 //! - `guide.rs`: the generated description, the ranked search.
-//! - `server.rs`: the rmcp handler.
+//! - `server.rs`: the rmcp handler; `http.rs`, the same over streamable HTTP.
 
 pub mod catalog;
 pub mod guide;
+pub mod http;
 pub mod program;
 pub mod server;
 
 pub use catalog::{Catalog, CatalogOptions, LoadError};
+pub use http::HttpOptions;
 pub use server::CodeMode;
