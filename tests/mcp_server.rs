@@ -63,16 +63,22 @@ timeout_ms = 30000
 /// Runs the client with `steps` against `lt mcp ARGS` in `dir`: the
 /// results, the first being the initialization's.
 fn drive(dir: &TempDir, args: &[&str], steps: Json) -> Vec<Json> {
+    let mut client_args = vec!["--".to_string(), LT.to_string(), "mcp".to_string()];
+    client_args.extend(args.iter().map(|a| a.to_string()));
+    client(dir, &client_args, &[], steps)
+}
+
+/// Runs the client with `steps` and `args` after the steps file (`-- LT
+/// mcp …` or `--url URL`), with `envs`, in `dir`: the results.
+fn client(dir: &TempDir, args: &[String], envs: &[(&str, &str)], steps: Json) -> Vec<Json> {
     dir.write("steps.json", &steps.to_string());
     let client = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/mcp_server/client.py");
     let mut child = Command::new(mcp::python())
         .arg(client)
         .arg("steps.json")
-        .arg("--")
-        .arg(LT)
-        .arg("mcp")
         .args(args)
+        .envs(envs.iter().copied())
         .current_dir(&dir.0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -91,8 +97,8 @@ fn drive(dir: &TempDir, args: &[&str], steps: Json) -> Vec<Json> {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let out: Vec<String> = lines.try_iter().collect();
     let stderr = stderr.join().unwrap_or_default();
+    let out: Vec<String> = lines.try_iter().collect();
     assert!(
         status.success(),
         "client failed: {status}\n{}\n{stderr}",
@@ -480,4 +486,95 @@ fn the_example_serves_its_catalog_and_its_readme_program_checks() {
             .expect("JSON");
         assert_eq!(v["mcpServers"]["lt"]["args"][0], "mcp", "{f}");
     }
+}
+
+/// `lt mcp --http 127.0.0.1:0 ARGS` started in `dir`: the child and its URL.
+fn http_server(
+    dir: &TempDir,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> (std::process::Child, String) {
+    let mut child = Command::new(LT)
+        .args(["mcp", "--http", "127.0.0.1:0"])
+        .args(args)
+        .envs(envs.iter().copied())
+        .current_dir(&dir.0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start lt mcp --http");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stderr), &mut line).expect("a line");
+    let url = line
+        .trim()
+        .strip_prefix("lt mcp: serving MCP at ")
+        .unwrap_or_else(|| panic!("no address: {line}"))
+        .to_string();
+    (child, url)
+}
+
+#[test]
+fn over_http_with_a_token_and_origin_checks() {
+    let dir = setup("http", "");
+    let mut args = ARGS.to_vec();
+    args.extend([
+        "--token-env",
+        "LT_MCP_TOKEN",
+        "--allow-origin",
+        "http://localhost:3000",
+    ]);
+    let (mut server, url) = http_server(&dir, &args, &[("LT_MCP_TOKEN", "s3cret")]);
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let post = |auth: Option<&str>, origin: Option<&str>| {
+        let mut r = ureq::post(&url)
+            .set("Content-Type", "application/json")
+            .set("Accept", "application/json, text/event-stream");
+        if let Some(a) = auth {
+            r = r.set("Authorization", a);
+        }
+        if let Some(o) = origin {
+            r = r.set("Origin", o);
+        }
+        match r.send_string(init) {
+            Ok(resp) => resp.status(),
+            Err(ureq::Error::Status(code, _)) => code,
+            Err(e) => panic!("{e}"),
+        }
+    };
+    // The door: no token, a wrong token, a foreign origin.
+    assert_eq!(post(None, None), 401);
+    assert_eq!(post(Some("Bearer nope"), None), 401);
+    assert_eq!(
+        post(Some("Bearer s3cret"), Some("http://evil.example")),
+        403
+    );
+    assert_eq!(
+        post(Some("Bearer s3cret"), Some("http://localhost:3000")),
+        200
+    );
+    // A real client with the token runs a program.
+    let steps = client(
+        &dir,
+        &["--url".to_string(), url.clone()],
+        &[("LT_TEST_TOKEN", "s3cret")],
+        json!([
+            {"list": true},
+            run("match exec tool journal {line = \"over http\"} { Ok(j) => j.n, Err(e) => 0 }"),
+        ]),
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(
+        steps[1]["tools"].as_array().map(Vec::len),
+        Some(4),
+        "{}",
+        steps[1]
+    );
+    assert_eq!(steps[2]["structuredContent"]["value"], 1, "{}", steps[2]);
+    assert_eq!(
+        std::fs::read_to_string(dir.path("journal.txt")).expect("journal"),
+        "over http\n"
+    );
 }
