@@ -166,11 +166,20 @@ fn matches(q: &str, w: &str) -> bool {
     q == w || (q.len() >= 4 && w.len() >= 4 && (w.starts_with(q) || q.starts_with(w)))
 }
 
+/// Query words that say nothing about a tool.
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "the", "of", "to", "in", "on", "at", "by", "for", "from", "with", "and", "or", "is",
+    "it", "its", "me", "my", "this", "that", "all", "some", "please",
+];
+
 /// The entries matching `query`, best first (at most [`MAX_RESULTS`]):
-/// each query word scores by how rare it is among the tools (IDF), three
+/// each query word (stop words left out) scores by how rare it is among the tools (IDF), three
 /// times in the name, once per doc word; ties in declaration order.
 pub fn search<'c>(entries: &'c [Entry], query: &str) -> Vec<&'c Entry> {
-    let qs = words(query);
+    let qs: Vec<String> = words(query)
+        .into_iter()
+        .filter(|w| !STOP_WORDS.contains(&w.as_str()))
+        .collect();
     let docs: Vec<(Vec<String>, Vec<String>)> = entries
         .iter()
         .map(|e| (words(&e.name), words(e.doc.as_deref().unwrap_or(""))))
