@@ -27,6 +27,7 @@ pub mod exec;
 pub mod frontend;
 pub mod ir;
 pub mod log;
+pub mod mcp_server;
 pub mod runtime;
 pub mod schema;
 pub mod scope;

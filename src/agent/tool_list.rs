@@ -12,7 +12,7 @@
 //! type out or declare its own alias), record fields in any order.
 
 use crate::diag::{did_you_mean, Code, Diagnostic};
-use crate::types::{Analysis, Declarations};
+use crate::types::{Analysis, Declarations, MAX_DIAGNOSTICS};
 
 pub use crate::types::with_tools::same_type;
 
@@ -24,6 +24,22 @@ pub fn listed_declaration(decls: &Declarations, decls_text: &str, name: &str) ->
         .trim()
         .trim_end_matches(';');
     Some(format!("{written};"))
+}
+
+/// Adds [`check_tool_list`]'s diagnostics to `analysis`: all of them
+/// sorted by position, at most [`MAX_DIAGNOSTICS`] kept, the rest counted
+/// in `truncated` (`lt serve`'s and `lt mcp`'s check of a program).
+pub fn add_tool_list_diagnostics(analysis: &mut Analysis, decls: &Declarations, decls_text: &str) {
+    let listed = check_tool_list(analysis, decls, decls_text);
+    if listed.is_empty() {
+        return;
+    }
+    let diags = &mut analysis.diagnostics;
+    diags.extend(listed);
+    diags.sort_by_key(|d| (d.span.start, d.span.end, d.code));
+    let over = diags.len().saturating_sub(MAX_DIAGNOSTICS);
+    diags.truncate(MAX_DIAGNOSTICS);
+    analysis.truncated += over;
 }
 
 /// The diagnostics of `analysis`'s tool declarations against the list in

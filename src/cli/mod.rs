@@ -26,6 +26,7 @@ pub mod agent;
 pub mod check;
 pub mod diagnostics;
 pub mod log_cmd;
+pub mod mcp;
 pub mod prompt;
 pub mod remote;
 pub mod replay;
@@ -182,6 +183,47 @@ pub enum Command {
         /// from the environment variable LT_API_KEY.
         #[arg(long, value_name = "URL")]
         server: Option<String>,
+    },
+    /// Serve MCP over stdio: typed code mode for any MCP client (tools
+    /// run_program, check_program, search_tools, describe_tools;
+    /// docs/cli.md).
+    Mcp {
+        /// The declarations of the tools programs may call (as `lt tools
+        /// import` writes them).
+        #[arg(long, value_name = "DECLS_LT")]
+        tools: String,
+        /// The tools.toml mapping each tool to an executor.
+        #[arg(long, value_name = "TOOLS_TOML")]
+        executors: String,
+        /// A file with a `[profile]` table: every program's policy
+        /// (default: the executors file's `[profile]`, else allow everything).
+        #[arg(long, value_name = "PROFILE_TOML")]
+        profile: Option<String>,
+        /// Write each run's event log to DIR/<session id>.jsonl (`lt replay` reads it).
+        #[arg(long, value_name = "DIR")]
+        log_dir: Option<String>,
+        /// Most tool calls in one run.
+        #[arg(long, value_name = "N", default_value_t = Limits::default().max_calls)]
+        max_calls: u64,
+        /// Most evaluation steps (fuel) of one run.
+        #[arg(long, value_name = "N", default_value_t = Limits::default().max_steps)]
+        max_steps: u64,
+        /// Wall-clock limit of one run, in milliseconds (0: none).
+        #[arg(long, value_name = "MS", default_value_t = RUN_TIMEOUT_MS)]
+        timeout_ms: u64,
+        /// Serve MCP over streamable HTTP at http://ADDR/mcp instead of
+        /// stdio (port 0: any free port; the address is printed on stderr).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+        /// With --http: an origin browser requests may come from (e.g.
+        /// `http://localhost:*`); repeatable. Requests with any other
+        /// `Origin` are refused.
+        #[arg(long = "allow-origin", value_name = "ORIGIN")]
+        allow_origin: Vec<String>,
+        /// With --http: the environment variable holding the bearer token
+        /// every request must carry (`Authorization: Bearer …`).
+        #[arg(long, value_name = "VAR")]
+        token_env: Option<String>,
     },
     /// Run the control plane as a service: sessions over HTTP, logs in a
     /// store (docs/serve.md, docs/api.md).
@@ -436,6 +478,34 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             }
         }
         Command::Log { action } => log_cmd::run(action),
+        Command::Mcp {
+            tools,
+            executors,
+            profile,
+            log_dir,
+            max_calls,
+            max_steps,
+            timeout_ms,
+            http,
+            allow_origin,
+            token_env,
+        } => mcp::run(&mcp::McpOptions {
+            http,
+            allow_origin,
+            token_env,
+            catalog: crate::mcp_server::CatalogOptions {
+                tools,
+                executors,
+                profile,
+                log_dir: log_dir.map(std::path::PathBuf::from),
+                limits: Limits {
+                    max_calls,
+                    max_steps,
+                    timeout: (timeout_ms > 0).then(|| std::time::Duration::from_millis(timeout_ms)),
+                    ..Limits::default()
+                },
+            },
+        }),
         Command::Serve {
             config,
             listen,

@@ -5,14 +5,14 @@
 //! Needs a big stack on deep programs: call it on a session's thread.
 
 use super::config::Tenant;
-use crate::agent::tool_list::check_tool_list;
+use crate::agent::tool_list::add_tool_list_diagnostics;
 use crate::control::profile::Profile;
 use crate::control::report::CheckReport;
 use crate::control::session::{lower_checked, Rejected};
 use crate::control::static_check;
 use crate::ir::Ir;
 use crate::source::SourceFile;
-use crate::types::{check_source, Analysis, Declarations, MAX_DIAGNOSTICS};
+use crate::types::{check_source, Analysis, Declarations};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -24,15 +24,7 @@ pub const PROGRAM_NAME: &str = "program.lt";
 pub fn analyse(tenant: &Tenant, profile: Option<&Profile>, file: &SourceFile) -> Analysis {
     let mut analysis = check_source(&file.text);
     let declarations = tenant_declarations(&tenant.declarations_text);
-    let listed = check_tool_list(&analysis, &declarations, &tenant.declarations_text);
-    if !listed.is_empty() {
-        let diags = &mut analysis.diagnostics;
-        diags.extend(listed);
-        diags.sort_by_key(|d| (d.span.start, d.span.end, d.code));
-        let over = diags.len().saturating_sub(MAX_DIAGNOSTICS);
-        diags.truncate(MAX_DIAGNOSTICS);
-        analysis.truncated += over;
-    }
+    add_tool_list_diagnostics(&mut analysis, &declarations, &tenant.declarations_text);
     if let Some(p) = profile {
         static_check::check_analysis(&mut analysis, p);
     }

@@ -1,0 +1,321 @@
+//! The MCP side of `lt mcp`: an `rmcp` server handler with four tools.
+//!
+//! | tool | arguments | result |
+//! |---|---|---|
+//! | `run_program` | `{program}` | the value (structured) and the calls made; `isError` with every diagnostic when rejected, or with the calls that already ran when the run stopped |
+//! | `check_program` | `{program}` | the type and effects, or every diagnostic |
+//! | `search_tools` | `{query}` | the declarations of the best matching tools |
+//! | `describe_tools` | `{names}` | the declarations of these tools |
+//!
+//! Each program is checked and run on a thread of its own with the
+//! session's stack ([`crate::control::session::spawn`]); the handler
+//! awaits its reply. A request the client cancels cancels the session
+//! (its running tools killed). Bad arguments are tool errors (`isError`)
+//! that say what was expected; an unknown tool is a protocol error.
+
+use super::catalog::Catalog;
+use super::guide;
+use super::program::{check_program, run_program, Reply};
+use crate::runtime::cancel::Cancel;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{json, Value as Json};
+use std::sync::Arc;
+
+/// The server: the catalog and the tool list made from it.
+#[derive(Clone)]
+pub struct CodeMode {
+    catalog: Arc<Catalog>,
+    tools: Arc<Vec<Tool>>,
+}
+
+fn object(v: Json) -> Arc<JsonObject> {
+    Arc::new(match v {
+        Json::Object(m) => m,
+        _ => JsonObject::new(),
+    })
+}
+
+/// The input schema of a tool taking one string argument `name`.
+fn one_string(name: &str, what: &str) -> Arc<JsonObject> {
+    object(json!({
+        "type": "object",
+        "properties": {name: {"type": "string", "description": what}},
+        "required": [name],
+    }))
+}
+
+/// The output schema of `run_program` (`lt run --json`'s object, the
+/// calls made added): loose where the value's type is the program's.
+fn run_output_schema() -> Arc<JsonObject> {
+    object(json!({
+        "type": "object",
+        "properties": {
+            "ok": {"type": "boolean"},
+            "value": {"description": "the program's value, as JSON"},
+            "type": {"type": "string"},
+            "effects": {"type": "array", "items": {"type": "string"}},
+            "calls": {"type": "integer"},
+            "steps": {"type": "integer"},
+            "tool_calls": {"type": "array", "items": {"type": "object", "properties": {
+                "tool": {"type": "string"}, "argument": {"type": "string"},
+                "status": {"type": "string"}, "message": {"type": ["string", "null"]}}}},
+            "session": {"type": "string"},
+            "log": {"type": "string"},
+        },
+        "required": ["ok"],
+    }))
+}
+
+impl CodeMode {
+    /// The server of `catalog`, its tool list made once.
+    pub fn new(catalog: Catalog) -> CodeMode {
+        let description = guide::description(&catalog);
+        let program =
+            "the whole lt program (the declarations of the server's tools are added before it)";
+        let tools = vec![
+            Tool::new("run_program", description, one_string("program", program))
+                .with_raw_output_schema(run_output_schema())
+                .with_title("Run an lt program"),
+            Tool::new(
+                "check_program",
+                "Checks an lt program against the server's tools and policy without running anything: its type and effects, or every error (code, line, message, fix).",
+                one_string("program", program),
+            )
+            .with_annotations(ToolAnnotations::new().read_only(true)),
+            Tool::new(
+                "search_tools",
+                format!("Finds the server's tools for a task: a ranked search over their names and descriptions (at most {}), returning their lt declarations to use in run_program.", guide::MAX_RESULTS),
+                one_string("query", "a few words of what the tools should do"),
+            )
+            .with_annotations(ToolAnnotations::new().read_only(true)),
+            Tool::new(
+                "describe_tools",
+                "The lt declarations of the named tools (with the type and effect declarations they need).",
+                object(json!({
+                    "type": "object",
+                    "properties": {"names": {"type": "array", "items": {"type": "string"}}},
+                    "required": ["names"],
+                })),
+            )
+            .with_annotations(ToolAnnotations::new().read_only(true)),
+        ];
+        CodeMode {
+            catalog: Arc::new(catalog),
+            tools: Arc::new(tools),
+        }
+    }
+
+    /// The tools the server lists.
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    /// Serves MCP over stdin and stdout until the client closes them.
+    /// Errors: the session could not start or ended in error.
+    pub async fn serve_stdio(self) -> Result<(), String> {
+        let running = self
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| format!("the MCP session did not start: {e}"))?;
+        running
+            .waiting()
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("the MCP session failed: {e}"))
+    }
+
+    /// Runs `work` on a session thread; when `cancelled` completes first
+    /// (the client cancelled the request), the session is cancelled.
+    async fn on_session_thread(
+        &self,
+        cancelled: impl std::future::Future<Output = ()>,
+        work: impl FnOnce(&Catalog, Cancel) -> Reply + Send + 'static,
+    ) -> Reply {
+        let catalog = Arc::clone(&self.catalog);
+        let cancel = Cancel::new();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let c = cancel.clone();
+        let spawned = crate::control::session::spawn("lt-mcp-session", move || {
+            let _ = tx.send(work(&catalog, c));
+        });
+        if let Err(e) = spawned {
+            return Reply::failure("start", format!("cannot start a session thread: {e}"));
+        }
+        tokio::pin!(rx);
+        tokio::pin!(cancelled);
+        tokio::select! {
+            r = &mut rx => return r.unwrap_or_else(|_| Reply::failure("run", "the session ended without a reply")),
+            _ = &mut cancelled => {
+                cancel.cancel("the client cancelled the request");
+            }
+        }
+        rx.await
+            .unwrap_or_else(|_| Reply::failure("run", "the session ended without a reply"))
+    }
+}
+
+/// A string argument, or a tool error saying what was expected.
+fn string_arg(args: &Option<JsonObject>, name: &str, tool: &str) -> Result<String, Reply> {
+    match args.as_ref().and_then(|a| a.get(name)) {
+        Some(Json::String(s)) => Ok(s.clone()),
+        Some(other) => Err(Reply::failure(
+            "input",
+            format!("{tool}: `{name}` must be a string, not {}", kind(other)),
+        )),
+        None => Err(Reply::failure(
+            "input",
+            format!("{tool} takes {{\"{name}\": string}}; `{name}` is missing"),
+        )),
+    }
+}
+
+fn kind(v: &Json) -> &'static str {
+    match v {
+        Json::Null => "null",
+        Json::Bool(_) => "a boolean",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "an array",
+        Json::Object(_) => "an object",
+    }
+}
+
+fn result(reply: Reply) -> CallToolResponse {
+    let mut r = if reply.is_error {
+        CallToolResult::error(vec![ContentBlock::text(reply.text)])
+    } else {
+        CallToolResult::success(vec![ContentBlock::text(reply.text)])
+    };
+    r.structured_content = Some(reply.structured);
+    r.into()
+}
+
+impl CodeMode {
+    fn search(&self, query: &str) -> Reply {
+        let found = guide::search(&self.catalog.entries, query);
+        let names: Vec<&str> = found.iter().map(|e| e.name.as_str()).collect();
+        let text = if found.is_empty() {
+            format!(
+                "No tool matches `{query}`: try other words (the server has {} tools).",
+                self.catalog.entries.len()
+            )
+        } else {
+            guide::declarations(&found)
+        };
+        Reply {
+            is_error: false,
+            structured: json!({"tools": names, "declarations": text}),
+            text,
+        }
+    }
+
+    fn describe(&self, args: &Option<JsonObject>) -> Reply {
+        let names: Vec<String> = match args.as_ref().and_then(|a| a.get("names")) {
+            Some(Json::Array(items)) if items.iter().all(Json::is_string) => items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect(),
+            Some(Json::String(s)) => vec![s.clone()],
+            _ => {
+                return Reply::failure(
+                    "input",
+                    "describe_tools takes {\"names\": [string, …]}, the tools' names",
+                )
+            }
+        };
+        let entries = &self.catalog.entries;
+        let unknown: Vec<&str> = names
+            .iter()
+            .filter(|n| !entries.iter().any(|e| &e.name == *n))
+            .map(String::as_str)
+            .collect();
+        if !unknown.is_empty() {
+            let hints: Vec<String> = unknown
+                .iter()
+                .map(|u| {
+                    match crate::diag::did_you_mean(u, entries.iter().map(|e| e.name.as_str())) {
+                        Some(close) => format!("`{u}` (did you mean `{close}`?)"),
+                        None => format!("`{u}`"),
+                    }
+                })
+                .collect();
+            return Reply::failure(
+                "input",
+                format!(
+                    "no tool named {}; search_tools finds tools by what they do",
+                    hints.join(", ")
+                ),
+            );
+        }
+        let found: Vec<_> = entries.iter().filter(|e| names.contains(&e.name)).collect();
+        let text = guide::declarations(&found);
+        Reply {
+            is_error: false,
+            structured: json!({"tools": names, "declarations": text}),
+            text,
+        }
+    }
+}
+
+impl ServerHandler for CodeMode {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("lt", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Typed code mode: write one lt program that makes the tool calls a task needs and send it to run_program. It is checked before anything runs; errors come back all at once with their fixes.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = &request.arguments;
+        let reply = match &*request.name {
+            "run_program" | "check_program" => {
+                let run = request.name == "run_program";
+                match string_arg(args, "program", &request.name) {
+                    Err(r) => r,
+                    Ok(program) => {
+                        let ct = context.ct.clone();
+                        self.on_session_thread(async move { ct.cancelled().await }, move |catalog, cancel| {
+                            if run {
+                                run_program(catalog, &program, cancel)
+                            } else {
+                                check_program(catalog, &program)
+                            }
+                        })
+                        .await
+                    }
+                }
+            }
+            "search_tools" => match string_arg(args, "query", "search_tools") {
+                Ok(q) => self.search(&q),
+                Err(r) => r,
+            },
+            "describe_tools" => self.describe(args),
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("unknown tool `{other}`: this server has run_program, check_program, search_tools, describe_tools"),
+                    None,
+                ))
+            }
+        };
+        Ok(result(reply))
+    }
+}
