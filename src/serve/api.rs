@@ -211,15 +211,17 @@ async fn check(
     let _ = t;
     let (reply, answer) = tokio::sync::oneshot::channel();
     let st = Arc::clone(&state);
-    state.hub.spawn(move || {
-        let Some(t) = st.hub.tenants.get(&tenant_name) else {
-            return;
-        };
-        let profile = req.profile.as_deref().and_then(|p| t.config.profile(p));
-        let file = SourceFile::new(super::check::PROGRAM_NAME, req.program);
-        let _ = reply.send(super::check::report(&t.config, profile.as_ref(), &file));
-    })
-    .map_err(|e| ApiError::store(format!("cannot start the checker's thread: {e}")))?;
+    state
+        .hub
+        .spawn(move || {
+            let Some(t) = st.hub.tenants.get(&tenant_name) else {
+                return;
+            };
+            let profile = req.profile.as_deref().and_then(|p| t.config.profile(p));
+            let file = SourceFile::new(super::check::PROGRAM_NAME, req.program);
+            let _ = reply.send(super::check::report(&t.config, profile.as_ref(), &file));
+        })
+        .map_err(|e| ApiError::store(format!("cannot start the checker's thread: {e}")))?;
     let report = answer
         .await
         .map_err(|_| ApiError::store("the checker's thread ended without an answer"))?;
@@ -633,10 +635,12 @@ async fn replay(
     record(&state, t, &id)?;
     let (reply, answer) = tokio::sync::oneshot::channel();
     let st = Arc::clone(&state);
-    state.hub.spawn(move || {
-        let _ = reply.send(super::replay::replay_session(&*st.hub.store, &id));
-    })
-    .map_err(|e| ApiError::store(format!("cannot start the replay's thread: {e}")))?;
+    state
+        .hub
+        .spawn(move || {
+            let _ = reply.send(super::replay::replay_session(&*st.hub.store, &id));
+        })
+        .map_err(|e| ApiError::store(format!("cannot start the replay's thread: {e}")))?;
     let v = answer
         .await
         .map_err(|_| ApiError::store("the replay's thread ended without an answer"))?;

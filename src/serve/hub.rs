@@ -22,10 +22,10 @@
 use super::check;
 use super::config::Tenant;
 use super::follow::Followers;
-use super::threads::SessionThreads;
 use super::live::{ApiApprover, Live, Narrated};
 use super::metrics::Metrics;
 use super::store::{Created, NewSession, ServerStore, SessionStatus};
+use super::threads::SessionThreads;
 use crate::control::client::ClientChannel;
 use crate::control::report::{Stage, StartErrorKind, StartFailure};
 use crate::control::session::replay::Recorded;
@@ -213,7 +213,7 @@ impl Hub {
         let hub = Arc::clone(self);
         let tenant = tenant.to_string();
         self.spawn(move || hub.start_on_thread(&tenant, req, reply))
-        .map_err(|e| format!("cannot start the session's thread: {e}"))?;
+            .map_err(|e| format!("cannot start the session's thread: {e}"))?;
         answer
             .await
             .map_err(|_| "the session's thread ended before answering".to_string())

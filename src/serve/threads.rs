@@ -68,10 +68,7 @@ impl SessionThreads {
 
     /// Runs `job` on a thread of the pool. Errors: no thread was free and
     /// a new one could not be started; `job` then never runs.
-    pub fn spawn(
-        self: &Arc<Self>,
-        job: impl FnOnce() + Send + 'static,
-    ) -> std::io::Result<()> {
+    pub fn spawn(self: &Arc<Self>, job: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
         let mut st = self.state();
         let number = st.next;
         st.next += 1;
@@ -151,7 +148,8 @@ mod tests {
         let mut one = HashSet::new();
         for _ in 0..5 {
             let tx = tx.clone();
-            pool.spawn(move || tx.send(name()).expect("send")).expect("spawn");
+            pool.spawn(move || tx.send(name()).expect("send"))
+                .expect("spawn");
             one.insert(rx.recv().expect("ran"));
             while pool.idle() == 0 {
                 std::thread::yield_now();
@@ -171,21 +169,28 @@ mod tests {
             .expect("spawn");
         }
         let names: HashSet<String> = (0..8)
-            .map(|_| ran_rx.recv_timeout(Duration::from_secs(10)).expect("every job runs"))
+            .map(|_| {
+                ran_rx
+                    .recv_timeout(Duration::from_secs(10))
+                    .expect("every job runs")
+            })
             .collect();
         assert_eq!(names.len(), 8);
         drop(gate_tx);
         // A panic ends its job only.
         pool.spawn(|| panic!("a session's bug")).expect("spawn");
-        pool.spawn(move || tx.send(name()).expect("send")).expect("spawn");
-        rx.recv_timeout(Duration::from_secs(10)).expect("still runs");
+        pool.spawn(move || tx.send(name()).expect("send"))
+            .expect("spawn");
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("still runs");
     }
 
     #[test]
     fn an_idle_thread_ends_after_its_keep_alive() {
         let pool = SessionThreads::with_keep_alive("t", Duration::from_millis(50));
         let (tx, rx) = mpsc::channel();
-        pool.spawn(move || tx.send(()).expect("send")).expect("spawn");
+        pool.spawn(move || tx.send(()).expect("send"))
+            .expect("spawn");
         rx.recv().expect("ran");
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         while Arc::strong_count(&pool) > 1 {
