@@ -49,7 +49,7 @@ pub fn prepare(suite: &Suite, color: bool) -> Result<(), Refused> {
         return Err(Refused::Criteria(rejected));
     }
     for case in &suite.cases {
-        run::program(case, color).map_err(Refused::Program)?;
+        run::ready(case, color).map_err(Refused::Program)?;
     }
     Ok(())
 }
@@ -98,10 +98,10 @@ pub fn run_suite(
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some(&(c, n)) = work.get(i) else { break };
                     let case = &suite.cases[c];
-                    let file = files.entry(c).or_insert_with(|| run::program(case, false));
+                    let file = files.entry(c).or_insert_with(|| run::ready(case, false));
                     let rec = match file {
-                        Ok(file) => {
-                            run::run_once(case, file, n, &suite.dir, handle.clone(), &world)
+                        Ok(ready) => {
+                            run::run_once(case, ready, n, &suite.dir, handle.clone(), &world)
                         }
                         Err(e) => RunRecord {
                             run: n,

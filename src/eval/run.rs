@@ -13,16 +13,33 @@ use crate::control::approver::FixedApprover;
 use crate::control::session::{
     check_and_lower, replay::replay, Executors, LogTarget, ProfileSource, Rejected, Session,
 };
+use crate::ir::Ir;
 use crate::log::{EventStore, MemoryStore};
 use crate::runtime::limits::Limits;
+use crate::runtime::value::Value;
 use crate::source::SourceFile;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Reads and checks a case's program. Errors: the file is unreadable or
-/// rejected (the diagnostics, rendered).
-pub fn program(case: &Case, color: bool) -> Result<SourceFile, String> {
+/// A case made ready to run on one thread: its program checked and
+/// lowered, its lt criteria and reward compiled (once per thread: the IR
+/// holds `Rc`s).
+pub struct Ready {
+    /// The program's file.
+    pub file: SourceFile,
+    /// Its IR.
+    pub ir: Ir,
+    /// Each criterion: its text and IR.
+    pub criteria: Vec<(String, Ir)>,
+    /// The reward: its text and IR.
+    pub reward: Option<(String, Ir)>,
+}
+
+/// Reads, checks and lowers a case's program and compiles its lt
+/// criteria. Errors: the file is unreadable or rejected, or a criterion
+/// does not type-check (the diagnostics, rendered).
+pub fn ready(case: &Case, color: bool) -> Result<Ready, String> {
     let text = std::fs::read_to_string(&case.program).map_err(|e| {
         format!(
             "case {:?}: cannot read {}: {e}",
@@ -31,15 +48,37 @@ pub fn program(case: &Case, color: bool) -> Result<SourceFile, String> {
         )
     })?;
     let file = SourceFile::new(case.program.display().to_string(), text);
-    match check_and_lower(&file) {
-        Ok(_) => Ok(file),
-        Err(Rejected::Diagnostics(a)) => Err(format!(
-            "case {:?}: the program is rejected by the checker:\n{}",
-            case.name,
-            crate::diag::render::render(&file, &a.diagnostics, color)
-        )),
-        Err(Rejected::Lowering(e)) => Err(format!("case {:?}: {}", case.name, e.message)),
+    let ir = match check_and_lower(&file) {
+        Ok(ir) => ir,
+        Err(Rejected::Diagnostics(a)) => {
+            return Err(format!(
+                "case {:?}: the program is rejected by the checker:\n{}",
+                case.name,
+                crate::diag::render::render(&file, &a.diagnostics, color)
+            ))
+        }
+        Err(Rejected::Lowering(e)) => return Err(format!("case {:?}: {}", case.name, e.message)),
+    };
+    let compile = |which: String, expr: &String, kind: Kind| {
+        let name = format!("{} {which}", file.name);
+        criteria::compile(&name, expr, kind, color)
+            .map(|ir| (expr.clone(), ir))
+            .map_err(|(msg, _)| format!("case {:?}: {which}: {msg}", case.name))
+    };
+    let mut compiled = Vec::new();
+    for (i, expr) in case.expect.criteria.iter().enumerate() {
+        compiled.push(compile(format!("criteria[{i}]"), expr, Kind::Criterion)?);
     }
+    let reward = match &case.expect.reward {
+        Some(expr) => Some(compile("reward".into(), expr, Kind::Reward)?),
+        None => None,
+    };
+    Ok(Ready {
+        file,
+        ir,
+        criteria: compiled,
+        reward,
+    })
 }
 
 /// Runs `setup` with `sh -c` in `dir`. Errors: it could not start or
@@ -62,13 +101,13 @@ fn setup(command: &str, dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs `case` once (run number `n`, from 1) with `file` (its program,
-/// checked by [`program`]) on the runtime `handle`. A case with a
+/// Runs `case` once (run number `n`, from 1), made [`ready`] on this
+/// thread, on the runtime `handle`. A case with a
 /// `setup` holds `world` from its setup to its session's end, so that runs
 /// sharing a world do not see each other's side effects.
 pub fn run_once(
     case: &Case,
-    file: &SourceFile,
+    ready: &Ready,
     n: usize,
     dir: &Path,
     handle: tokio::runtime::Handle,
@@ -79,14 +118,7 @@ pub fn run_once(
         run: n,
         ..RunRecord::default()
     };
-    let ir = match check_and_lower(file) {
-        Ok(ir) => ir,
-        Err(_) => {
-            rec.failed
-                .push("the program no longer checks (it changed on disk?)".into());
-            return rec;
-        }
-    };
+    let (file, ir) = (&ready.file, &ready.ir);
     // Time waiting for the world and running setup is neither the run's
     // nor lt eval's overhead.
     let before = began.elapsed();
@@ -124,7 +156,7 @@ pub fn run_once(
         )))
         .runtime(handle);
     let session_began = Instant::now();
-    let report = session.run(&ir);
+    let report = session.run(ir);
     rec.ms = session_began.elapsed().as_secs_f64() * 1000.0;
     drop(guard);
     let after = Instant::now();
@@ -135,7 +167,7 @@ pub fn run_once(
             return rec;
         }
     };
-    match report.failure(&ir) {
+    match report.failure(ir) {
         None => {
             rec.ok = true;
             rec.value = report
@@ -159,9 +191,9 @@ pub fn run_once(
     };
     rec.read_calls(&events);
     rec.invariants = record::invariants(&text, &events);
-    check_replay(&mut rec, &events, &ir, &limits);
+    check_replay(&mut rec, &events, ir, &limits);
     rec.failed.extend(criteria::ready_made(&case.expect, &rec));
-    lt_criteria(&mut rec, case, file);
+    lt_criteria(&mut rec, ready);
     rec.overhead_ms = (before + after.elapsed()).as_secs_f64() * 1000.0;
     rec
 }
@@ -193,32 +225,25 @@ fn check_replay(
 }
 
 /// Evaluates the case's lt criteria and reward over the run.
-fn lt_criteria(rec: &mut RunRecord, case: &Case, file: &SourceFile) {
-    if case.expect.criteria.is_empty() && case.expect.reward.is_none() {
+fn lt_criteria(rec: &mut RunRecord, ready: &Ready) {
+    if ready.criteria.is_empty() && ready.reward.is_none() {
         return;
     }
     let session = rec.session_json();
-    for (i, expr) in case.expect.criteria.iter().enumerate() {
-        let name = format!("{} criteria[{i}]", file.name);
-        match criteria::compile(&name, expr, Kind::Criterion, false) {
-            Ok(ir) => match criteria::evaluate(&ir, &session) {
-                Ok(crate::runtime::value::Value::Bool(true)) => {}
-                Ok(_) => rec.failed.push(format!("criteria[{i}]: `{expr}` is false")),
-                Err(e) => rec
-                    .failed
-                    .push(format!("criteria[{i}]: `{expr}` stopped: {e}")),
-            },
-            Err((msg, _)) => rec.failed.push(format!("criteria[{i}]: {msg}")),
+    for (i, (expr, ir)) in ready.criteria.iter().enumerate() {
+        match criteria::evaluate(ir, &session) {
+            Ok(Value::Bool(true)) => {}
+            Ok(_) => rec.failed.push(format!("criteria[{i}]: `{expr}` is false")),
+            Err(e) => rec
+                .failed
+                .push(format!("criteria[{i}]: `{expr}` stopped: {e}")),
         }
     }
-    if let Some(expr) = &case.expect.reward {
-        let name = format!("{} reward", file.name);
-        if let Ok(ir) = criteria::compile(&name, expr, Kind::Reward, false) {
-            match criteria::evaluate(&ir, &session) {
-                Ok(crate::runtime::value::Value::Float(f)) => rec.reward = Some(f),
-                Ok(_) => {}
-                Err(e) => rec.failed.push(format!("reward: `{expr}` stopped: {e}")),
-            }
+    if let Some((expr, ir)) = &ready.reward {
+        match criteria::evaluate(ir, &session) {
+            Ok(Value::Float(f)) => rec.reward = Some(f),
+            Ok(_) => {}
+            Err(e) => rec.failed.push(format!("reward: `{expr}` stopped: {e}")),
         }
     }
 }
