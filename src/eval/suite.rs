@@ -144,7 +144,7 @@ impl std::fmt::Display for SuiteError {
 fn at(path: &str, text: &str, offset: Option<usize>) -> String {
     match offset {
         Some(o) => {
-            let before = &text[..o.min(text.len())];
+            let before = text.get(..o).unwrap_or(text);
             let line = before.matches('\n').count() + 1;
             let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
             format!("{path}:{line}:{col}")
