@@ -114,7 +114,11 @@ fn setup_isolates_runs_and_a_failed_criterion_fails_the_gate() {
         1,
         "{failed:?}"
     );
-    assert!(stderr(&o).contains("gate failed: refund: success rate 50.0% is below 100.0%"));
+    assert!(
+        stderr(&o).contains(": refund: success rate 50.0% is below 100.0%"),
+        "{}",
+        stderr(&o)
+    );
     // The same runs pass a gate of 0.5 and fail one of 0.6.
     let _ = std::fs::remove_file(dir.join("world.db"));
     let ok = lt(&[
@@ -395,4 +399,43 @@ fn wilson_interval_matches_known_values() {
         "{lo} {hi}"
     );
     assert_eq!(lt::eval::wilson(0, 0), (0.0, 1.0));
+}
+
+#[test]
+fn compare_reports_the_difference_per_case_and_overall() {
+    let a = suite(
+        "compare_a",
+        "[[case]]\nname = \"refund\"\nprogram = \"$EX/program.lt\"\n[case.expect]\nvalue_matches = \"^refund tx_\"\n\n[[case]]\nname = \"denied\"\nprogram = \"$EX/program.lt\"\n[case.expect]\nno_denials = true\n",
+    );
+    // B: the same cases under a read-only profile: both lose every run.
+    let b = suite(
+        "compare_b",
+        "[[case]]\nname = \"refund\"\nprogram = \"$EX/program.lt\"\nprofile = \"ro.toml\"\n[case.expect]\nvalue_matches = \"^refund tx_\"\n\n[[case]]\nname = \"denied\"\nprogram = \"$EX/program.lt\"\nprofile = \"ro.toml\"\n[case.expect]\nno_denials = true\n",
+    );
+    std::fs::write(
+        b.join("ro.toml"),
+        "[profile]\nname = \"ro\"\neffects = [\"Read\"]\n",
+    )
+    .expect("profile");
+    let o = lt(&[
+        "eval",
+        &path(&a, "suite.toml"),
+        "--compare",
+        &path(&b, "suite.toml"),
+        "--runs",
+        "2",
+        "--json",
+        "--min-success",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&o);
+    let d = &j["difference"];
+    assert_eq!(d["cases"][0]["name"], "refund");
+    assert_eq!(d["cases"][0]["a"], 1.0);
+    assert_eq!(d["cases"][0]["b"], 0.0);
+    assert_eq!(d["cases"][0]["delta"], -1.0);
+    assert_eq!(d["overall"]["delta"], -1.0);
+    let failed = j["compare"]["cases"][1]["records"][0]["failed"].to_string();
+    assert!(failed.contains("no_denials: 1 calls denied"), "{failed}");
 }

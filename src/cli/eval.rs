@@ -28,6 +28,8 @@ pub struct EvalOptions {
     pub min_success: Option<f64>,
     /// An earlier `lt eval --json` output to compare with.
     pub baseline: Option<String>,
+    /// A second suite (another configuration) to run and compare.
+    pub compare: Option<String>,
     /// Colour diagnostics.
     pub color: bool,
 }
@@ -49,6 +51,11 @@ pub fn run(opts: &EvalOptions) -> u8 {
         Ok(s) => s,
         Err(e) => return usage(e),
     };
+    let other = match opts.compare.as_deref().map(eval::load) {
+        None => None,
+        Some(Ok(s)) => Some(s),
+        Some(Err(e)) => return usage(e),
+    };
     let baseline = match &opts.baseline {
         None => None,
         Some(path) => match std::fs::read_to_string(path)
@@ -63,7 +70,11 @@ pub fn run(opts: &EvalOptions) -> u8 {
             }
         },
     };
-    match eval::prepare(&suite, opts.color) {
+    match eval::prepare(&suite, opts.color).and_then(|()| {
+        other
+            .as_ref()
+            .map_or(Ok(()), |o| eval::prepare(o, opts.color))
+    }) {
         Ok(()) => {}
         Err(Refused::Criteria(rejected)) => {
             for r in &rejected {
@@ -114,13 +125,22 @@ pub fn run(opts: &EvalOptions) -> u8 {
         Err(Refused::Internal(msg) | Refused::Program(msg)) => return usage(msg),
         Err(Refused::Criteria(_)) => return EXIT_DIAGNOSTICS,
     };
-    let mut gates: Vec<String> = summary
-        .cases
-        .iter()
-        .filter(|c| c.rate + 1e-9 < min)
-        .map(|c| {
+    let compared = match &other {
+        None => None,
+        Some(o) => match eval::run_suite(o, opts.runs, opts.jobs, &progress) {
+            Ok(s) => Some(s),
+            Err(Refused::Internal(msg) | Refused::Program(msg)) => return usage(msg),
+            Err(Refused::Criteria(_)) => return EXIT_DIAGNOSTICS,
+        },
+    };
+    let mut gates: Vec<String> = std::iter::once(&summary)
+        .chain(compared.as_ref())
+        .flat_map(|s| s.cases.iter().map(move |c| (s, c)))
+        .filter(|(_, c)| c.rate + 1e-9 < min)
+        .map(|(s, c)| {
             format!(
-                "{}: success rate {:.1}% is below {:.1}%",
+                "{}: {}: success rate {:.1}% is below {:.1}%",
+                s.suite,
                 c.name,
                 c.rate * 100.0,
                 min * 100.0
@@ -140,11 +160,22 @@ pub fn run(opts: &EvalOptions) -> u8 {
     }
     if opts.json {
         let mut j = summary.to_json();
+        if let Some(b) = &compared {
+            j["compare"] = b.to_json();
+            j["difference"] = summary.difference(b);
+        }
         j["ok"] = serde_json::Value::Bool(gates.is_empty());
         j["gates_failed"] = serde_json::json!(gates);
         out!("{j}");
     } else {
         out!("{}", summary.table().trim_end());
+        if let Some(b) = &compared {
+            out!(
+                "\n{}\n{}",
+                b.table().trim_end(),
+                summary.difference_table(b).trim_end()
+            );
+        }
     }
     for g in &gates {
         err!("gate failed: {g}");

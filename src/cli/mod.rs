@@ -286,6 +286,10 @@ pub enum Command {
         /// Fail (exit 1) when a case's rate fell below the rate in FILE (an `lt eval --json` output).
         #[arg(long, value_name = "FILE")]
         baseline: Option<String>,
+        /// Also run OTHER.toml (another configuration of the same cases) and
+        /// report the difference per case and overall.
+        #[arg(long, value_name = "OTHER_TOML")]
+        compare: Option<String>,
         /// Colour the diagnostics.
         #[arg(long, value_enum, default_value = "auto")]
         color: Color,
@@ -550,6 +554,7 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             junit,
             min_success,
             baseline,
+            compare,
             color,
         } => eval::run(&eval::EvalOptions {
             suite,
@@ -559,6 +564,7 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             junit,
             min_success,
             baseline,
+            compare,
             color: color_on(color),
         }),
         Command::Explain { code } => explain(&code),

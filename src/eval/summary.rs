@@ -282,6 +282,56 @@ impl SuiteSummary {
     }
 }
 
+impl SuiteSummary {
+    /// The difference with `other` (the same cases under another
+    /// configuration): per case of either, both rates and `b - a` (`null`
+    /// where a side lacks the case); overall likewise.
+    pub fn difference(&self, other: &SuiteSummary) -> Json {
+        let cases: Vec<Json> = self
+            .pairs(other)
+            .into_iter()
+            .map(|(name, a, b)| {
+                json!({"name": name, "a": a, "b": b, "delta": a.zip(b).map(|(a, b)| b - a)})
+            })
+            .collect();
+        json!({"a": self.suite, "b": other.suite, "cases": cases,
+               "overall": {"a": self.rate, "b": other.rate, "delta": other.rate - self.rate}})
+    }
+
+    /// [`SuiteSummary::difference`] for people.
+    pub fn difference_table(&self, other: &SuiteSummary) -> String {
+        let pct = |r: Option<f64>| r.map_or("-".to_string(), |r| format!("{:.1}%", r * 100.0));
+        let mut out = format!("difference: A = {}, B = {}\n", self.suite, other.suite);
+        for (name, a, b) in self.pairs(other) {
+            let delta = a.zip(b).map_or("-".to_string(), |(a, b)| {
+                format!("{:+.1} points", (b - a) * 100.0)
+            });
+            out.push_str(&format!("  {name}: A {} B {} ({delta})\n", pct(a), pct(b)));
+        }
+        out.push_str(&format!(
+            "  overall: A {} B {} ({:+.1} points)\n",
+            pct(Some(self.rate)),
+            pct(Some(other.rate)),
+            (other.rate - self.rate) * 100.0
+        ));
+        out
+    }
+
+    fn pairs(&self, other: &SuiteSummary) -> Vec<(String, Option<f64>, Option<f64>)> {
+        let rate = |s: &SuiteSummary, n: &str| s.cases.iter().find(|c| c.name == n).map(|c| c.rate);
+        let mut names: Vec<&str> = self.cases.iter().map(|c| c.name.as_str()).collect();
+        for c in &other.cases {
+            if !names.contains(&c.name.as_str()) {
+                names.push(&c.name);
+            }
+        }
+        names
+            .into_iter()
+            .map(|n| (n.to_string(), rate(self, n), rate(other, n)))
+            .collect()
+    }
+}
+
 fn shorten(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         return s.to_string();
