@@ -204,14 +204,14 @@ pub fn invariants(text: &str, events: &[Event]) -> Vec<String> {
                     }
                 }
             }
-            EventBody::Completed { call_id, .. } if !scheduled.contains(call_id.as_str()) => {
-                // Answered without running (a dry run): still decided first.
-                if !allowed.contains(call_id.as_str()) {
-                    out.push(format!(
-                        "allow before execution: call {call_id} completed (#{}) without an allow decision",
-                        e.seq
-                    ));
-                }
+            // Answered without running (a dry run): still decided first.
+            EventBody::Completed { call_id, .. }
+                if !scheduled.contains(call_id.as_str()) && !allowed.contains(call_id.as_str()) =>
+            {
+                out.push(format!(
+                    "allow before execution: call {call_id} completed (#{}) without an allow decision",
+                    e.seq
+                ));
             }
             _ => {}
         }
