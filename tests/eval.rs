@@ -439,3 +439,23 @@ fn compare_reports_the_difference_per_case_and_overall() {
     let failed = j["compare"]["cases"][1]["records"][0]["failed"].to_string();
     assert!(failed.contains("no_denials: 1 calls denied"), "{failed}");
 }
+
+#[test]
+fn a_failing_setup_fails_the_run_and_nothing_runs_on_a_dirty_world() {
+    let dir = suite(
+        "badsetup",
+        "[[case]]\nname = \"refund\"\nprogram = \"$EX/program.lt\"\nsetup = \"echo no database >&2; exit 3\"\n",
+    );
+    let o = lt(&["eval", &path(&dir, "suite.toml"), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let j = json(&o);
+    let rec = &j["cases"][0]["records"][0];
+    assert!(
+        rec["failed"][0].as_str().is_some_and(|f| f
+            .starts_with("setup `echo no database >&2; exit 3` failed")
+            && f.contains("no database")),
+        "{rec}"
+    );
+    assert_eq!(rec["calls"], serde_json::json!([]));
+    assert!(!dir.join("world.db").exists(), "the program ran");
+}
