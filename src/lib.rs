@@ -23,6 +23,7 @@ pub mod cli;
 pub mod compat;
 pub mod control;
 pub mod diag;
+pub mod eval;
 pub mod exec;
 pub mod frontend;
 pub mod ir;

@@ -32,7 +32,7 @@ const FLOORS: &[&[&str]] = &[
     &["log", "schema"],
     &["exec"],
     &["control"],
-    &["agent", "frontend"],
+    &["agent", "eval", "frontend"],
     &["serve", "mcp_server", "compat", "cli"],
 ];
 

@@ -25,6 +25,7 @@ macro_rules! err {
 pub mod agent;
 pub mod check;
 pub mod diagnostics;
+pub mod eval;
 pub mod log_cmd;
 pub mod mcp;
 pub mod prompt;
@@ -305,6 +306,37 @@ pub enum Command {
         /// The declarations file (`tool`, `type` and `effect` declarations), or `-`.
         #[arg(long, value_name = "DECLS_LT")]
         tools: String,
+        /// Colour the diagnostics.
+        #[arg(long, value_enum, default_value = "auto")]
+        color: Color,
+    },
+    /// Run a suite of cases N times each, check every run's log and the
+    /// acceptance criteria, report success rates; a CI gate (docs/eval.md).
+    Eval {
+        /// The suite file.
+        suite: String,
+        /// Runs per case.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        runs: u64,
+        /// Most runs at once.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=256))]
+        jobs: u64,
+        /// Print one JSON object on stdout instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// Also write a JUnit XML report to FILE.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<String>,
+        /// Fail (exit 1) when a case's success rate is below R (default: 1, every run passes).
+        #[arg(long, value_name = "R")]
+        min_success: Option<f64>,
+        /// Fail (exit 1) when a case's rate fell below the rate in FILE (an `lt eval --json` output).
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<String>,
+        /// Also run OTHER.toml (another configuration of the same cases) and
+        /// report the difference per case and overall.
+        #[arg(long, value_name = "OTHER_TOML")]
+        compare: Option<String>,
         /// Colour the diagnostics.
         #[arg(long, value_enum, default_value = "auto")]
         color: Color,
@@ -594,6 +626,27 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             force,
             json,
             verbose,
+            color: color_on(color),
+        }),
+        Command::Eval {
+            suite,
+            runs,
+            jobs,
+            json,
+            junit,
+            min_success,
+            baseline,
+            compare,
+            color,
+        } => eval::run(&eval::EvalOptions {
+            suite,
+            runs: runs as usize,
+            jobs: jobs as usize,
+            json,
+            junit,
+            min_success,
+            baseline,
+            compare,
             color: color_on(color),
         }),
         Command::Explain { code } => explain(&code),

@@ -1,0 +1,188 @@
+//! `lt eval SUITE.toml`: runs a suite ([`crate::eval`]) and renders its
+//! figures: a table (with a progress line on a terminal), `--json`,
+//! `--junit FILE`; the gates `--min-success R` and `--baseline FILE`.
+//!
+//! Exit codes: `0` every gate passed; `1` a gate failed (a case below the
+//! rate, a regression against the baseline) or nothing ran because a
+//! program or an lt criterion does not type-check (diagnostics printed);
+//! `2` usage: an unreadable or invalid suite, baseline or JUnit path.
+
+use super::{EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE};
+use crate::eval::{self, Refused};
+use std::io::IsTerminal;
+
+/// The options of `lt eval`.
+#[derive(Clone, Debug)]
+pub struct EvalOptions {
+    /// The suite file.
+    pub suite: String,
+    /// Runs per case.
+    pub runs: usize,
+    /// Most runs at once.
+    pub jobs: usize,
+    /// JSON on stdout instead of the table.
+    pub json: bool,
+    /// Where to write JUnit XML.
+    pub junit: Option<String>,
+    /// The lowest success rate a case may have (default 1).
+    pub min_success: Option<f64>,
+    /// An earlier `lt eval --json` output to compare with.
+    pub baseline: Option<String>,
+    /// A second suite (another configuration) to run and compare.
+    pub compare: Option<String>,
+    /// Colour diagnostics.
+    pub color: bool,
+}
+
+fn usage(message: impl std::fmt::Display) -> u8 {
+    err!("error: {message}");
+    EXIT_USAGE
+}
+
+/// Runs `lt eval` and returns the exit code.
+pub fn run(opts: &EvalOptions) -> u8 {
+    let min = opts.min_success.unwrap_or(1.0);
+    if !(0.0..=1.0).contains(&min) {
+        return usage(format!(
+            "--min-success {min}: a rate is between 0 and 1\n  help: e.g. `--min-success 0.9` for 90%"
+        ));
+    }
+    let suite = match eval::load(&opts.suite) {
+        Ok(s) => s,
+        Err(e) => return usage(e),
+    };
+    let other = match opts.compare.as_deref().map(eval::load) {
+        None => None,
+        Some(Ok(s)) => Some(s),
+        Some(Err(e)) => return usage(e),
+    };
+    let baseline = match &opts.baseline {
+        None => None,
+        Some(path) => match std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).map_err(|e| e.to_string()))
+        {
+            Ok(v) => Some(v),
+            Err(e) => {
+                return usage(format!(
+                    "--baseline {path}: {e}\n  help: a baseline is the output of `lt eval --json`"
+                ))
+            }
+        },
+    };
+    match eval::prepare(&suite, opts.color).and_then(|()| {
+        other
+            .as_ref()
+            .map_or(Ok(()), |o| eval::prepare(o, opts.color))
+    }) {
+        Ok(()) => {}
+        Err(Refused::Criteria(rejected)) => {
+            for r in &rejected {
+                err!(
+                    "error: case {:?}: {} does not type-check; no run was started",
+                    r.case,
+                    r.which
+                );
+                err!("{}", r.rendered.trim_end());
+            }
+            if opts.json {
+                let list: Vec<_> = rejected
+                    .iter()
+                    .map(|r| serde_json::json!({"case": r.case, "which": r.which, "diagnostics": r.diagnostics}))
+                    .collect();
+                out!(
+                    "{}",
+                    serde_json::json!({"ok": false, "stage": "check", "rejected": list})
+                );
+            }
+            return EXIT_DIAGNOSTICS;
+        }
+        Err(Refused::Program(msg)) => {
+            err!("error: {}", msg.trim_end());
+            return EXIT_DIAGNOSTICS;
+        }
+        Err(Refused::Internal(msg)) => return usage(msg),
+    }
+    let tty = !opts.json && std::io::stderr().is_terminal();
+    let progress = |done: usize, total: usize| {
+        if tty {
+            let width = 30;
+            let filled = done * width / total.max(1);
+            use std::io::Write as _;
+            let _ = write!(
+                std::io::stderr(),
+                "\r[{}{}] {done}/{total} runs",
+                "#".repeat(filled),
+                "-".repeat(width - filled)
+            );
+            if done == total {
+                let _ = writeln!(std::io::stderr());
+            }
+        }
+    };
+    let summary = match eval::run_suite(&suite, opts.runs, opts.jobs, &progress) {
+        Ok(s) => s,
+        Err(Refused::Internal(msg) | Refused::Program(msg)) => return usage(msg),
+        Err(Refused::Criteria(_)) => return EXIT_DIAGNOSTICS,
+    };
+    let compared = match &other {
+        None => None,
+        Some(o) => match eval::run_suite(o, opts.runs, opts.jobs, &progress) {
+            Ok(s) => Some(s),
+            Err(Refused::Internal(msg) | Refused::Program(msg)) => return usage(msg),
+            Err(Refused::Criteria(_)) => return EXIT_DIAGNOSTICS,
+        },
+    };
+    let mut gates: Vec<String> = std::iter::once(&summary)
+        .chain(compared.as_ref())
+        .flat_map(|s| s.cases.iter().map(move |c| (s, c)))
+        .filter(|(_, c)| c.rate + 1e-9 < min)
+        .map(|(s, c)| {
+            format!(
+                "{}: {}: success rate {:.1}% is below {:.1}%",
+                s.suite,
+                c.name,
+                c.rate * 100.0,
+                min * 100.0
+            )
+        })
+        .collect();
+    if let Some(b) = &baseline {
+        match summary.regressions(b) {
+            Ok(r) => gates.extend(r.into_iter().map(|r| format!("regression: {r}"))),
+            Err(e) => return usage(format!("--baseline: {e}")),
+        }
+    }
+    if let Some(path) = &opts.junit {
+        if let Err(e) = std::fs::write(path, summary.junit()) {
+            return usage(format!("--junit {path}: cannot write: {e}"));
+        }
+    }
+    if opts.json {
+        let mut j = summary.to_json();
+        if let Some(b) = &compared {
+            j["compare"] = b.to_json();
+            j["difference"] = summary.difference(b);
+        }
+        j["ok"] = serde_json::Value::Bool(gates.is_empty());
+        j["gates_failed"] = serde_json::json!(gates);
+        out!("{j}");
+    } else {
+        out!("{}", summary.table().trim_end());
+        if let Some(b) = &compared {
+            out!(
+                "\n{}\n{}",
+                b.table().trim_end(),
+                summary.difference_table(b).trim_end()
+            );
+        }
+    }
+    for g in &gates {
+        err!("gate failed: {g}");
+    }
+    if gates.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_DIAGNOSTICS
+    }
+}

@@ -1,0 +1,249 @@
+//! One run of a case: its `setup` command, then the program as a session
+//! through [`Session`] (the engine `lt run` uses, its log kept in a
+//! [`MemoryStore`]), then the invariants, replay, and the criteria.
+//!
+//! A run executes on a thread of its own ([`crate::control::session::spawn`]),
+//! so everything that holds `Rc` values (the IR, the report) stays on it;
+//! what comes back is a [`RunRecord`] (plain data).
+
+use super::criteria::{self, Kind};
+use super::record::{self, RunRecord};
+use super::suite::Case;
+use crate::control::approver::FixedApprover;
+use crate::control::session::{
+    check_and_lower, replay::replay, Executors, LogTarget, ProfileSource, Rejected, Session,
+};
+use crate::ir::Ir;
+use crate::log::{EventStore, MemoryStore};
+use crate::runtime::limits::Limits;
+use crate::runtime::value::Value;
+use crate::source::SourceFile;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// A case made ready to run on one thread: its program checked and
+/// lowered, its lt criteria and reward compiled (once per thread: the IR
+/// holds `Rc`s).
+pub struct Ready {
+    /// The program's file.
+    pub file: SourceFile,
+    /// Its IR.
+    pub ir: Ir,
+    /// Each criterion: its text and IR.
+    pub criteria: Vec<(String, Ir)>,
+    /// The reward: its text and IR.
+    pub reward: Option<(String, Ir)>,
+}
+
+/// Reads, checks and lowers a case's program and compiles its lt
+/// criteria. Errors: the file is unreadable or rejected, or a criterion
+/// does not type-check (the diagnostics, rendered).
+pub fn ready(case: &Case, color: bool) -> Result<Ready, String> {
+    let text = std::fs::read_to_string(&case.program).map_err(|e| {
+        format!(
+            "case {:?}: cannot read {}: {e}",
+            case.name,
+            case.program.display()
+        )
+    })?;
+    let file = SourceFile::new(case.program.display().to_string(), text);
+    let ir = match check_and_lower(&file) {
+        Ok(ir) => ir,
+        Err(Rejected::Diagnostics(a)) => {
+            return Err(format!(
+                "case {:?}: the program is rejected by the checker:\n{}",
+                case.name,
+                crate::diag::render::render(&file, &a.diagnostics, color)
+            ))
+        }
+        Err(Rejected::Lowering(e)) => return Err(format!("case {:?}: {}", case.name, e.message)),
+    };
+    let compile = |which: String, expr: &String, kind: Kind| {
+        let name = format!("{} {which}", file.name);
+        criteria::compile(&name, expr, kind, color)
+            .map(|ir| (expr.clone(), ir))
+            .map_err(|(msg, _)| format!("case {:?}: {which}: {msg}", case.name))
+    };
+    let mut compiled = Vec::new();
+    for (i, expr) in case.expect.criteria.iter().enumerate() {
+        compiled.push(compile(format!("criteria[{i}]"), expr, Kind::Criterion)?);
+    }
+    let reward = match &case.expect.reward {
+        Some(expr) => Some(compile("reward".into(), expr, Kind::Reward)?),
+        None => None,
+    };
+    Ok(Ready {
+        file,
+        ir,
+        criteria: compiled,
+        reward,
+    })
+}
+
+/// Runs `setup` with `sh -c` in `dir`. Errors: it could not start or
+/// exited non-zero (with its stderr).
+fn setup(command: &str, dir: &Path) -> Result<(), String> {
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("setup `{command}` could not start: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "setup `{command}` failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
+/// Runs `case` once (run number `n`, from 1), made [`ready`] on this
+/// thread, on the runtime `handle`. A case with a
+/// `setup` holds `world` from its setup to its session's end, so that runs
+/// sharing a world do not see each other's side effects.
+pub fn run_once(
+    case: &Case,
+    ready: &Ready,
+    n: usize,
+    dir: &Path,
+    handle: tokio::runtime::Handle,
+    world: &Mutex<()>,
+) -> RunRecord {
+    let began = Instant::now();
+    let mut rec = RunRecord {
+        run: n,
+        ..RunRecord::default()
+    };
+    let (file, ir) = (&ready.file, &ready.ir);
+    // Time waiting for the world and running setup is neither the run's
+    // nor lt eval's overhead.
+    let before = began.elapsed();
+    let store = MemoryStore::new();
+    let limits = Limits {
+        timeout: Some(Duration::from_millis(case.timeout_ms)),
+        ..Limits::default()
+    };
+    let guard = case.setup.as_ref().map(|_| {
+        world
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    });
+    if let Some(cmd) = &case.setup {
+        if let Err(e) = setup(cmd, dir) {
+            rec.failed.push(e);
+            return rec;
+        }
+    }
+    let session = Session::new(file)
+        .executors(match &case.executors {
+            Some(p) => Executors::File(p.display().to_string()),
+            None => Executors::None,
+        })
+        .profile(match &case.profile {
+            Some(p) => ProfileSource::File(p.display().to_string()),
+            None => ProfileSource::FromExecutors,
+        })
+        .limits(limits.clone())
+        .log(LogTarget::Store(&store))
+        .approver(Box::new(FixedApprover::new(
+            false,
+            "lt eval",
+            "lt eval answers no approval",
+        )))
+        .runtime(handle);
+    let session_began = Instant::now();
+    let report = session.run(ir);
+    rec.ms = session_began.elapsed().as_secs_f64() * 1000.0;
+    drop(guard);
+    let after = Instant::now();
+    let report = match report {
+        Ok(r) => r,
+        Err(f) => {
+            rec.failed.push(format!("the session did not start: {f}"));
+            return rec;
+        }
+    };
+    match report.failure(ir) {
+        None => {
+            rec.ok = true;
+            rec.value = report
+                .result
+                .as_ref()
+                .map(|v| v.to_json())
+                .unwrap_or_default();
+        }
+        Some(e) => {
+            rec.value = serde_json::json!({"kind": e.kind.as_str(), "message": e.message});
+            rec.error = Some(e.message.clone());
+        }
+    }
+    let text = store.to_jsonl(&report.id);
+    let events = match store.load(&report.id) {
+        Ok(l) => l.events,
+        Err(e) => {
+            rec.invariants.push(format!("log verifies: {e}"));
+            Vec::new()
+        }
+    };
+    rec.read_calls(&events);
+    rec.invariants = record::invariants(&text, &events);
+    check_replay(&mut rec, &events, ir, &limits);
+    rec.failed.extend(criteria::ready_made(&case.expect, &rec));
+    lt_criteria(&mut rec, ready);
+    rec.overhead_ms = (before + after.elapsed()).as_secs_f64() * 1000.0;
+    rec
+}
+
+/// Replays the run from its log (`lt replay`'s code) under the recorded
+/// profile: a difference is a violated invariant.
+fn check_replay(
+    rec: &mut RunRecord,
+    events: &[crate::log::Event],
+    ir: &crate::ir::Ir,
+    limits: &Limits,
+) {
+    let Some(recorded) = crate::control::session::replay::Recorded::from_events(events) else {
+        return;
+    };
+    let profile = match recorded.profile() {
+        Ok(p) => p,
+        Err(e) => {
+            rec.invariants
+                .push(format!("replay reproduces: the recorded profile: {e}"));
+            return;
+        }
+    };
+    if let crate::control::session::replay::Verdict::Differs { message, .. } =
+        replay(events, ir, profile, limits.clone())
+    {
+        rec.invariants.push(format!("replay reproduces: {message}"));
+    }
+}
+
+/// Evaluates the case's lt criteria and reward over the run.
+fn lt_criteria(rec: &mut RunRecord, ready: &Ready) {
+    if ready.criteria.is_empty() && ready.reward.is_none() {
+        return;
+    }
+    let session = rec.session_json();
+    for (i, (expr, ir)) in ready.criteria.iter().enumerate() {
+        match criteria::evaluate(ir, &session) {
+            Ok(Value::Bool(true)) => {}
+            Ok(_) => rec.failed.push(format!("criteria[{i}]: `{expr}` is false")),
+            Err(e) => rec
+                .failed
+                .push(format!("criteria[{i}]: `{expr}` stopped: {e}")),
+        }
+    }
+    if let Some((expr, ir)) = &ready.reward {
+        match criteria::evaluate(ir, &session) {
+            Ok(Value::Float(f)) => rec.reward = Some(f),
+            Ok(_) => {}
+            Err(e) => rec.failed.push(format!("reward: `{expr}` stopped: {e}")),
+        }
+    }
+}
