@@ -10,10 +10,17 @@
 //!          None: the ring does not reach back to `next` ─▶ read the store
 //! ```
 //!
-//! Invariant: a ring holds consecutive `seq`s only. A notice that does not
-//! continue it (the commit channel lagged, a stream opened late) empties
-//! it first, so a reader is sent to the store rather than past a gap. Only
-//! sessions somebody follows have a ring; it goes with its last follower.
+//! A session this server starts is followed from before its first event
+//! (`pin`), so a stream opened at once reads nothing from the store; its
+//! end (`ended`: the final output) is kept with its ring for the last
+//! FINISHED sessions, so a stream sends the output without reading the
+//! record back either.
+//!
+//! Invariant: a ring holds consecutive `seq`s only, from `base` on. A
+//! notice that does not continue it (the commit channel lagged, a stream
+//! opened late) empties it first, so a reader is sent to the store rather
+//! than past a gap. An entry lives while a stream follows it, while its
+//! session runs here (pinned), or among the last FINISHED ended ones.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -22,16 +29,45 @@ use tokio::sync::watch;
 /// Lines kept per followed session (older ones are read from the store).
 const RING: usize = 256;
 
+/// Ended sessions whose ring and output are kept for late streams.
+const FINISHED: usize = 1024;
+
 /// One followed session.
 struct Followed {
     changes: watch::Sender<u64>,
     ring: VecDeque<(u64, Arc<str>)>,
+    /// The ring holds every committed line from this `seq` on (`None`:
+    /// unknown until the next notice).
+    base: Option<u64>,
+    /// Its session runs here: kept with no follower.
+    pinned: bool,
+    /// Its final output (JSON text), once its final status committed.
+    end: Option<Arc<str>>,
+}
+
+impl Followed {
+    fn new(base: Option<u64>, pinned: bool) -> Followed {
+        Followed {
+            changes: watch::channel(0).0,
+            ring: VecDeque::new(),
+            base,
+            pinned,
+            end: None,
+        }
+    }
+
+    /// Nobody needs it any more.
+    fn idle(&self) -> bool {
+        self.changes.receiver_count() == 0 && !self.pinned && self.end.is_none()
+    }
 }
 
 /// The followed sessions, by id.
 #[derive(Default)]
 pub struct Followers {
     map: Mutex<HashMap<String, Followed>>,
+    /// Ended sessions, oldest first (at most [`FINISHED`]).
+    finished: Mutex<VecDeque<String>>,
 }
 
 impl Followers {
@@ -42,17 +78,70 @@ impl Followers {
     /// A receiver that changes whenever an event of session `id` commits
     /// or [`Followers::bump`] names it (it may also change for no reason).
     /// Take it before the first read of the store: nothing commits unseen.
+    /// Give it back with [`Followers::release`].
     pub fn watch(&self, id: &str) -> watch::Receiver<u64> {
-        let mut map = self.map();
-        // Sessions nobody follows any more go here, not on every commit.
-        map.retain(|_, f| f.changes.receiver_count() > 0);
-        map.entry(id.to_string())
-            .or_insert_with(|| Followed {
-                changes: watch::channel(0).0,
-                ring: VecDeque::new(),
-            })
+        self.map()
+            .entry(id.to_string())
+            .or_insert_with(|| Followed::new(None, false))
             .changes
             .subscribe()
+    }
+
+    /// A stream of session `id` stops following it (`rx` from
+    /// [`Followers::watch`]); the entry goes when nobody needs it.
+    pub fn release(&self, id: &str, rx: watch::Receiver<u64>) {
+        drop(rx);
+        let mut map = self.map();
+        if map.get(id).is_some_and(Followed::idle) {
+            map.remove(id);
+        }
+    }
+
+    /// Session `id` starts here with no event yet: its ring is complete
+    /// from `seq` 0 and kept until [`Followers::ended`].
+    pub fn pin(&self, id: &str) {
+        let mut map = self.map();
+        let f = map
+            .entry(id.to_string())
+            .or_insert_with(|| Followed::new(Some(0), true));
+        f.pinned = true;
+    }
+
+    /// Session `id`'s final status committed with `output`, or (`None`) it
+    /// stopped running here without one. Its entry is kept among the last
+    /// [`FINISHED`] ended sessions.
+    pub fn ended(&self, id: &str, output: Option<Arc<str>>) {
+        let mut map = self.map();
+        let Some(f) = map.get_mut(id) else {
+            return;
+        };
+        f.pinned = false;
+        f.end = output;
+        f.changes.send_modify(|n| *n += 1);
+        if f.end.is_none() {
+            if f.idle() {
+                map.remove(id);
+            }
+            return;
+        }
+        let mut finished = self.finished.lock().unwrap_or_else(PoisonError::into_inner);
+        finished.push_back(id.to_string());
+        while finished.len() > FINISHED {
+            let Some(old) = finished.pop_front() else {
+                break;
+            };
+            if let Some(f) = map.get_mut(&old) {
+                f.end = None;
+                if f.idle() {
+                    map.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// Session `id`'s final output (JSON text) when it ended here lately.
+    pub fn end_of(&self, id: &str) -> Option<Arc<str>> {
+        self.map().get(id).and_then(|f| f.end.clone())
     }
 
     /// Tells session `id`'s followers (every follower with `None`) that
@@ -68,6 +157,7 @@ impl Followers {
             None => map.values_mut().for_each(|f| {
                 // Notices were lost: a ring may now miss lines.
                 f.ring.clear();
+                f.base = None;
                 f.changes.send_modify(|n| *n += 1);
             }),
         }
@@ -79,11 +169,14 @@ impl Followers {
         let Some(f) = map.get_mut(id) else {
             return;
         };
-        if f.ring.back().is_some_and(|(last, _)| *last + 1 != seq) {
+        let next = f.ring.back().map(|(last, _)| *last + 1).or(f.base);
+        if next != Some(seq) {
             f.ring.clear();
+            f.base = Some(seq);
         }
         if f.ring.len() == RING {
             f.ring.pop_front();
+            f.base = f.ring.front().map(|(first, _)| *first);
         }
         f.ring.push_back((seq, line));
         f.changes.send_modify(|n| *n += 1);
@@ -94,13 +187,13 @@ impl Followers {
     /// `None`: read them from the store.
     pub fn recent_after(&self, id: &str, next: u64) -> Option<Vec<Arc<str>>> {
         let map = self.map();
-        let ring = &map.get(id)?.ring;
-        let (first, _) = ring.front()?;
-        if *first > next {
+        let f = map.get(id)?;
+        if f.base? > next {
             return None;
         }
         Some(
-            ring.iter()
+            f.ring
+                .iter()
                 .filter(|(seq, _)| *seq >= next)
                 .map(|(_, line)| Arc::clone(line))
                 .collect(),

@@ -262,6 +262,8 @@ impl Hub {
         };
         let live = self.register(&id, tenant_name);
         if new.idempotency_key.is_none() {
+            // Nothing of it is committed yet: followed from seq 0 on.
+            self.followers.pin(&id);
             // A new id: nothing to look up, so the record is not waited
             // for here; the POST is answered once it commits, with (or
             // before) the session's first events.
@@ -297,6 +299,7 @@ impl Hub {
                 return;
             }
         }
+        self.followers.pin(&id);
         self.metrics.started.inc();
         let _ = reply.send(Started::New(id.clone()));
         self.run(tenant, live, &file, &ir, profile, None);
@@ -452,6 +455,7 @@ impl Hub {
             Ok(r) if r.abandoned => {
                 // Shutdown: the record stays unfinished, resumed next start.
                 self.unregister(&id);
+                self.followers.ended(&id, None);
                 return;
             }
             Ok(r) => match &r.divergence {
@@ -481,13 +485,26 @@ impl Hub {
 
     /// Records the end of session `id` and forgets it.
     pub(super) fn finish(&self, id: &str, status: SessionStatus, output: &Json, calls: u64) {
-        let _ = self.store.set_status(id, status, Some(output), calls);
+        let recorded = self.store.set_status(id, status, Some(output), calls);
         self.metrics
             .finished
             .with_label_values(&[status.as_str()])
             .inc();
         self.unregister(id);
-        self.bump(Some(id));
+        // Kept for its streams only once the store holds it as final.
+        let end = recorded.ok().map(|()| Arc::from(output.to_string().as_str()));
+        self.followers.ended(id, end);
+    }
+
+    /// Session `id`'s final output (JSON text) if it ended here lately
+    /// ([`Followers::end_of`]): its final status is committed.
+    pub fn end_of(&self, id: &str) -> Option<Arc<str>> {
+        self.followers.end_of(id)
+    }
+
+    /// A stream of session `id` stops following it ([`Followers::release`]).
+    pub fn release(&self, id: &str, rx: watch::Receiver<u64>) {
+        self.followers.release(id, rx);
     }
 
     /// Cancels `tenant`'s live session `id`. `false`: it is not running here.

@@ -82,6 +82,8 @@ struct Follow {
     proposed: HashMap<String, (Json, Json)>,
     /// Each call's idempotency key (from `scheduled`).
     keys: HashMap<String, Json>,
+    /// `session_ended` was read: nothing follows it in the log.
+    ended: bool,
 }
 
 impl Follow {
@@ -136,6 +138,7 @@ impl Follow {
                     .data(data.to_string()),
             );
         }
+        self.ended |= kind == "session_ended";
         kind == "session_ended"
     }
 }
@@ -158,8 +161,13 @@ pub async fn events(
         next: 0,
         proposed: HashMap::new(),
         keys: HashMap::new(),
+        ended: false,
     };
-    tokio::spawn(pump(state, t, follow, changes, tx));
+    tokio::spawn(async move {
+        let (state, id) = (Arc::clone(&state), follow.id.clone());
+        let changes = pump(Arc::clone(&state), t, follow, changes, tx).await;
+        state.hub.release(&id, changes);
+    });
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx))
     });
@@ -169,13 +177,25 @@ pub async fn events(
 }
 
 /// Sends the session's events until its output, the client leaving, or
-/// the server stopping.
+/// the server stopping; gives `changes` back.
 async fn pump(
     state: Arc<AppState>,
     tenant: String,
     mut f: Follow,
     mut changes: watch::Receiver<u64>,
     tx: mpsc::Sender<Event>,
+) -> watch::Receiver<u64> {
+    follow(&state, &tenant, &mut f, &mut changes, &tx).await;
+    changes
+}
+
+/// [`pump`]'s loop.
+async fn follow(
+    state: &AppState,
+    tenant: &str,
+    f: &mut Follow,
+    changes: &mut watch::Receiver<u64>,
+    tx: &mpsc::Sender<Event>,
 ) {
     let mut stopping = state.hub.stopping();
     // The record is read when the log may be over, not on every wake.
@@ -209,14 +229,28 @@ async fn pump(
                 return;
             }
         }
+        // Ended here lately: its output is known, its last line was sent.
+        if f.ended {
+            if let Some(output) = state.hub.end_of(&f.id) {
+                let last = f.next.saturating_sub(1);
+                if f.after_cursor(last, true) {
+                    let e = Event::default()
+                        .event("output")
+                        .id(format!("{last}.1"))
+                        .data(&*output);
+                    let _ = tx.send(e).await;
+                }
+                return;
+            }
+        }
         // A session this server runs is not over: nothing to read.
-        if check_end && state.hub.live(&tenant, &f.id).is_none() {
+        if check_end && state.hub.live(tenant, &f.id).is_none() {
             // Over, and every event read: the output ends the stream.
-            let rec = match state.hub.store.session(&tenant, &f.id) {
+            let rec = match state.hub.store.session(tenant, &f.id) {
                 Ok(Some(r)) => r,
                 _ => return,
             };
-            if rec.status.is_final() && state.hub.live(&tenant, &f.id).is_none() {
+            if rec.status.is_final() && state.hub.live(tenant, &f.id).is_none() {
                 let more = match state.hub.store.events_after(&f.id, f.next.checked_sub(1)) {
                     Ok(l) => l,
                     Err(_) => return,

@@ -34,6 +34,7 @@
 //!
 //! [`commit_point`]: crate::log::write_ahead::commit_point
 
+mod checkpoint;
 mod claim;
 mod schema;
 mod sink;
@@ -168,13 +169,19 @@ impl SqliteStore {
             observer: Mutex::new(None),
             sinks: AtomicUsize::new(0),
         });
+        let checkpointer = schema::connect(path, Role::Checkpointer).map_err(|e| named(&e))?;
+        let (kick, kicks) = checkpoint::channel();
+        std::thread::Builder::new()
+            .name("lt-store-checkpoint".into())
+            .spawn(move || checkpoint::run(checkpointer, kicks))
+            .map_err(|e| named(&e))?;
         let (requests, queue) = mpsc::channel();
         let writer = std::thread::Builder::new()
             .name("lt-store-writer".into())
             .spawn({
                 let shared = Arc::clone(&shared);
                 move || {
-                    writer::run(conn, shared, queue);
+                    writer::run(conn, shared, queue, kick);
                     // The lock goes after the connection closed.
                     drop(lock);
                 }

@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! sessions (id PK, tenant, profile, status, request, idempotency_key,
-//!           created_ms, updated_ms, output, calls, events,
+//!           created_ms, updated_ms, output, calls, events (unused: see
+//!           RECORD_COLUMNS),
 //!           UNIQUE (tenant, idempotency_key))
 //!   index (tenant, created_ms DESC, id DESC)           list_sessions
 //!   index (tenant, status, created_ms DESC, id DESC)   list_sessions?status=
@@ -104,6 +105,8 @@ pub enum Role {
     Writer,
     /// A reader's: `query_only`, so no read path can write by mistake.
     Reader,
+    /// The checkpointer's (`checkpoint.rs`): copies the WAL into the file.
+    Checkpointer,
 }
 
 /// Opens a connection to the store at `path` with the busy timeout; the
@@ -125,8 +128,12 @@ pub fn connect(path: &Path, role: Role) -> Result<Connection, OpenError> {
                 return Err(OpenError::NotWal(mode));
             }
             conn.pragma_update(None, "synchronous", "FULL")?;
+            conn.pragma_update(None, "wal_autocheckpoint", super::checkpoint::AUTO_PAGES)?;
+            // The pages a group commit touches stay in memory (32 MiB).
+            conn.pragma_update(None, "cache_size", -32_768)?;
         }
         Role::Reader => conn.pragma_update(None, "query_only", true)?,
+        Role::Checkpointer => conn.pragma_update(None, "synchronous", "FULL")?,
     }
     Ok(conn)
 }
@@ -159,8 +166,14 @@ pub fn migrate(conn: &mut Connection) -> Result<(), OpenError> {
 }
 
 /// The columns of a session record, in [`RawRecord::read`]'s order.
+///
+/// The event count is read from `events` (its last `seq` + 1: seqs run
+/// from 0 without a gap), not from the `sessions.events` column, which is
+/// written only when the row is made: updating it with every group commit
+/// rewrote the row of every running session each time.
 pub const RECORD_COLUMNS: &str = "id, tenant, profile, status, request, idempotency_key, \
-     created_ms, updated_ms, output, calls, events";
+     created_ms, updated_ms, output, calls, \
+     COALESCE((SELECT max(e.seq) + 1 FROM events e WHERE e.session = sessions.id), 0)";
 
 /// A session row as SQLite holds it.
 pub struct RawRecord {

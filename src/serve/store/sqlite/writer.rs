@@ -8,10 +8,10 @@
 //!     each append: chain check (seq = stored next, prev = stored last hash) ─▶ INSERT
 //!     each create_session: INSERT … ON CONFLICT (tenant, idempotency_key) DO NOTHING
 //!     each set_status: UPDATE
-//!     sessions.events of each session appended to
 //!   COMMIT (fsynced: synchronous=FULL)
 //!   ─▶ broadcast Committed {session, seq, line} ─▶ answer every waiter
 //!   ─▶ release the claims of the batch's dropped sinks ─▶ observer(took, events)
+//!   ─▶ kick the checkpointer (checkpoint.rs)
 //! ```
 //!
 //! Why GATHER: a `Buffer` event (an outcome, say) has nobody waiting for
@@ -29,6 +29,7 @@
 //! transaction back).
 
 use super::super::{Committed, Created, NewSession, SessionStatus};
+use super::checkpoint::Kick;
 use super::claim::Claim;
 use super::schema::{record_of, RawRecord, RECORD_COLUMNS};
 use super::Shared;
@@ -137,15 +138,28 @@ enum Outcome {
     Flushed,
 }
 
+/// How many sessions' chain tails the writer remembers between batches
+/// (those of live sinks; forgotten on release, all of them past this).
+const KNOWN_TAILS: usize = 65_536;
+
 /// A session's log as the transaction has it so far.
+#[derive(Clone)]
 struct Tail {
     next: u64,
     last: String,
-    appended: bool,
 }
 
 /// Runs the writer until every sender is gone (the store and its sinks).
-pub(super) fn run(mut conn: Connection, shared: Arc<Shared>, requests: Receiver<Request>) {
+pub(super) fn run(
+    mut conn: Connection,
+    shared: Arc<Shared>,
+    requests: Receiver<Request>,
+    kick: Kick,
+) {
+    // The committed tail of each session a live sink writes: only this
+    // thread writes the file (the store's lock), so what it committed is
+    // what the file holds, and the chain check needs no read.
+    let mut known: HashMap<String, Tail> = HashMap::new();
     while let Ok(first) = requests.recv() {
         let mut batch = vec![first];
         drain(&requests, &mut batch);
@@ -164,7 +178,8 @@ pub(super) fn run(mut conn: Connection, shared: Arc<Shared>, requests: Receiver<
         if batch.iter().any(|r| matches!(r, Request::Stop)) {
             return;
         }
-        write_batch(&mut conn, &shared, batch);
+        write_batch(&mut conn, &shared, &mut known, batch);
+        kick.committed();
     }
 }
 
@@ -179,13 +194,28 @@ fn drain(requests: &Receiver<Request>, batch: &mut Vec<Request>) {
 }
 
 /// Writes `batch` in one transaction, then answers and announces it.
-fn write_batch(conn: &mut Connection, shared: &Shared, batch: Vec<Request>) {
+fn write_batch(
+    conn: &mut Connection,
+    shared: &Shared,
+    known: &mut HashMap<String, Tail>,
+    batch: Vec<Request>,
+) {
     let started = Instant::now();
-    let result = apply(conn, shared, &batch);
+    let result = apply(conn, shared, known, &batch);
     let took = started.elapsed();
     let outcomes = match result {
-        Ok(outcomes) => outcomes,
+        Ok((outcomes, tails)) => {
+            if known.len() + tails.len() > KNOWN_TAILS {
+                known.clear();
+            }
+            for (session, tail) in tails {
+                known.insert(session, tail);
+            }
+            outcomes
+        }
         Err(e) => {
+            // SQLite may have rolled back more than this batch believes.
+            known.clear();
             let why = format!("the store {} could not commit: {e}", shared.path.display());
             return fail_all(batch, &why);
         }
@@ -214,7 +244,10 @@ fn write_batch(conn: &mut Connection, shared: &Shared, batch: Vec<Request>) {
                 let _ = reply.send(());
             }
             // After the commit that holds the sink's last events.
-            (Request::Release(claim), _) => drop(claim),
+            (Request::Release(claim), _) => {
+                known.remove(&claim.session);
+                drop(claim);
+            }
             // `apply` answers each request with its own kind of outcome.
             _ => {}
         }
@@ -270,19 +303,21 @@ fn answer_append(
     }
 }
 
-/// Runs `batch` in one transaction and commits it. `Err`: the transaction
+/// Runs `batch` in one transaction and commits it; with each request's
+/// outcome, the tails of the sessions it touched. `Err`: the transaction
 /// failed as a whole (nothing of it is committed).
 fn apply(
     conn: &mut Connection,
     shared: &Shared,
+    known: &HashMap<String, Tail>,
     batch: &[Request],
-) -> rusqlite::Result<Vec<Outcome>> {
+) -> rusqlite::Result<(Vec<Outcome>, HashMap<String, Tail>)> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut tails: HashMap<String, Tail> = HashMap::new();
     let mut outcomes = Vec::with_capacity(batch.len());
     for req in batch {
         let outcome = match req {
-            Request::Append(a) => Outcome::Appended(append(&tx, &mut tails, a)?),
+            Request::Append(a) => Outcome::Appended(append(&tx, known, &mut tails, a)?),
             Request::CreateSession { new, request, .. } => {
                 Outcome::Created(create_session(&tx, shared, new, request)?)
             }
@@ -307,25 +342,21 @@ fn apply(
         };
         outcomes.push(outcome);
     }
-    {
-        let mut count = tx.prepare_cached("UPDATE sessions SET events = ?2 WHERE id = ?1")?;
-        for (session, tail) in &tails {
-            if tail.appended {
-                count.execute(params![session, to_i64(tail.next)])?;
-            }
-        }
-    }
     tx.commit()?;
-    Ok(outcomes)
+    Ok((outcomes, tails))
 }
 
 /// Inserts one event if it continues the session's chain as stored.
 /// `Ok(Err(why))`: it does not, and nothing was written.
 fn append(
     tx: &Connection,
+    known: &HashMap<String, Tail>,
     tails: &mut HashMap<String, Tail>,
     a: &Append,
 ) -> rusqlite::Result<Result<(), String>> {
+    if let (false, Some(tail)) = (tails.contains_key(&a.session), known.get(&a.session)) {
+        tails.insert(a.session.clone(), tail.clone());
+    }
     if !tails.contains_key(&a.session) {
         let stored: Option<(i64, String)> = tx
             .prepare_cached(
@@ -337,12 +368,10 @@ fn append(
             Some((seq, hash)) => Tail {
                 next: u64::try_from(seq).unwrap_or(0).saturating_add(1),
                 last: hash,
-                appended: false,
             },
             None => Tail {
                 next: 0,
                 last: ZERO_HASH.to_string(),
-                appended: false,
             },
         };
         tails.insert(a.session.clone(), tail);
@@ -365,7 +394,7 @@ fn append(
         Ok(_) => {}
         Err(e) if is_constraint(&e) => {
             return Ok(Err(format!(
-                "the log of session {} already holds an event with seq {}: {e}",
+                "the log of session {} was extended by another writer (it already holds an event with seq {}: {e}); nothing more is written by this one",
                 a.session, a.seq
             )))
         }
@@ -373,7 +402,6 @@ fn append(
     }
     tail.next += 1;
     tail.last.clone_from(&a.hash);
-    tail.appended = true;
     Ok(Ok(()))
 }
 
