@@ -248,4 +248,47 @@ mod tests {
         assert_eq!(tail.len(), RING);
         assert_eq!(tail[0], line(10));
     }
+
+    #[test]
+    fn a_pinned_session_is_answered_from_seq_0_and_its_end_is_kept() {
+        let f = Followers::default();
+        f.pin("s");
+        // Nothing committed yet, and the ring knows it: no store read.
+        assert_eq!(f.recent_after("s", 0), Some(vec![]));
+        f.committed("s", 0, line(0));
+        f.committed("s", 1, line(1));
+        assert_eq!(f.recent_after("s", 0), Some(vec![line(0), line(1)]));
+        assert_eq!(f.end_of("s"), None);
+        f.ended("s", Some(Arc::from("{\"ok\":true}")));
+        assert_eq!(f.end_of("s").as_deref(), Some("{\"ok\":true}"));
+        // A stream opened after the end still reads nothing from the store.
+        let rx = f.watch("s");
+        assert_eq!(f.recent_after("s", 0), Some(vec![line(0), line(1)]));
+        f.release("s", rx);
+        assert!(f.end_of("s").is_some(), "kept among the ended ones");
+        // Only the last FINISHED ended sessions are kept.
+        for n in 0..FINISHED {
+            let id = format!("e{n}");
+            f.pin(&id);
+            f.ended(&id, Some(Arc::from("null")));
+        }
+        assert_eq!(f.end_of("s"), None);
+        assert_eq!(f.recent_after("s", 0), None);
+        assert_eq!(f.map().len(), FINISHED);
+    }
+
+    #[test]
+    fn an_unpinned_entry_goes_with_its_last_stream() {
+        let f = Followers::default();
+        let a = f.watch("s");
+        let b = f.watch("s");
+        f.release("s", a);
+        assert!(f.map().contains_key("s"));
+        f.release("s", b);
+        assert!(!f.map().contains_key("s"));
+        // A session that stopped without an output is not kept.
+        f.pin("t");
+        f.ended("t", None);
+        assert!(!f.map().contains_key("t"));
+    }
 }
