@@ -103,3 +103,72 @@ match exec tool crash () { Ok(s) => "Ok: " ++ s, Err(e) => e }"#;
     assert!(third > 0 && third != second, "{}", steps[4]);
     assert_eq!(starts(&dir), [first, second, third]);
 }
+
+#[test]
+fn a_program_calls_mcp_server_time_and_mcp_server_git() {
+    let dir = setup(
+        "git",
+        &format!(
+            "\n[tools.git_log]\nmcp = {{ command = [{:?}], tool = \"git_log\" }}\ntimeout_ms = 30000\n",
+            mcp::script("mcp-server-git").display().to_string()
+        ),
+    );
+    dir.write(
+        "tools.lt",
+        &format!("{TOOLS_LT}// Shows the commit logs\ntool git_log: {{repo_path: String, max_count?: Int}} -{{Read}}-> String;\n"),
+    );
+    // A repository with one commit.
+    let repo = dir.path("repo");
+    std::fs::create_dir_all(&repo).expect("repo");
+    std::fs::write(std::path::Path::new(&repo).join("a.txt"), "a\n").expect("a.txt");
+    for args in [
+        &["init", "-q"][..],
+        &["add", "a.txt"],
+        &[
+            "-c",
+            "user.name=lt",
+            "-c",
+            "user.email=lt@example.com",
+            "commit",
+            "-qm",
+            "the first commit of the repository",
+        ],
+    ] {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&repo)
+            .output()
+            .expect("git");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+    let program = format!(
+        r#"
+match exec tool now {{timezone = "Etc/UTC"}} {{
+  Ok(t) => match exec tool git_log {{repo_path = {repo:?}, max_count = Some(1)}} {{
+    Ok(log) => {{tz = t.timezone, log = log}},
+    Err(e) => {{tz = t.timezone, log = "git_log failed: " ++ e}}
+  }},
+  Err(e) => {{tz = "", log = e}}
+}}"#,
+        repo = repo
+    );
+    let steps = drive(&dir, ARGS, json!([run(&program)]));
+    let r = &steps[1];
+    assert_eq!(r["isError"], false, "{r}");
+    let value = &r["structuredContent"]["value"];
+    assert_eq!(value["tz"], "Etc/UTC", "{r}");
+    assert!(
+        value["log"]
+            .as_str()
+            .unwrap_or("")
+            .contains("the first commit of the repository"),
+        "{r}"
+    );
+    assert_eq!(
+        calls_made(r),
+        [
+            ("now".to_string(), "ok".to_string()),
+            ("git_log".into(), "ok".into())
+        ]
+    );
+}
