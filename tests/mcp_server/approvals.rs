@@ -9,7 +9,7 @@ use super::*;
 
 /// A folder whose catalog adds `signed_journal` (the journal, behind an
 /// approval) and whose profile leaves approvals to a person.
-fn approvals_setup(name: &str) -> TempDir {
+pub(super) fn approvals_setup(name: &str) -> TempDir {
     let dir = setup(
         name,
         "\n[tools.signed_journal]\ncommand = [\"python3\", \"journal.py\"]\n",
@@ -27,7 +27,7 @@ fn approvals_setup(name: &str) -> TempDir {
     dir
 }
 
-const SIGNED: &str = r#"
+pub(super) const SIGNED: &str = r#"
 match approve tool signed_journal {line = "approved"} {
   Ok(a) => match exec tool signed_journal {line = "approved", approval = a} {
     Ok(j) => {n = j.n, why = ""},
@@ -36,7 +36,7 @@ match approve tool signed_journal {line = "approved"} {
   Err(why) => {n = 0, why = why}
 }"#;
 
-fn args() -> Vec<&'static str> {
+pub(super) fn args() -> Vec<&'static str> {
     let mut args = ARGS.to_vec();
     args.extend(["--profile", "desk.toml"]);
     args
@@ -44,7 +44,7 @@ fn args() -> Vec<&'static str> {
 
 /// The (decision, by) of the log's one `approval_decided`, after its one
 /// `approval_requested` for signed_journal's argument.
-fn decided(dir: &TempDir, reply: &Json) -> (String, String, String) {
+pub(super) fn decided(dir: &TempDir, reply: &Json) -> (String, String, String) {
     let events = log_events(dir, reply);
     let requested = of_kind(&events, "approval_requested");
     assert_eq!(requested.len(), 1, "{events:?}");
@@ -151,4 +151,48 @@ fn without_the_capability_the_profile_answers_and_nobody_is_asked() {
         steps[1]
     );
     assert_eq!(asked, Vec::<Json>::new());
+}
+
+#[test]
+fn an_unanswered_question_ends_at_the_deadline_or_the_cancel() {
+    // No answer before the run's deadline: refused, and the run goes on.
+    let dir = approvals_setup("elicit-wait");
+    let mut with_deadline = args();
+    with_deadline.extend(["--timeout-ms", "3000"]);
+    let started = Instant::now();
+    let (steps, asked) = drive_answering(&dir, &with_deadline, "wait", json!([run(SIGNED)]));
+    assert!(started.elapsed() < Duration::from_secs(30), "it waited on");
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    let r = &steps[1];
+    let (decision, by, reason) = decided(&dir, r);
+    assert_eq!(
+        (decision.as_str(), by.as_str(), reason.as_str()),
+        (
+            "deny",
+            "elicitation",
+            "no answer from the MCP client before the run's deadline"
+        ),
+        "{r}"
+    );
+    assert_eq!(calls_made(r), [], "{r}");
+    // A client that cancels the run while the question is open: the run
+    // stops, nothing ran, and the next program is served.
+    let dir = approvals_setup("elicit-wait-cancel");
+    let mut cancelled = run(SIGNED);
+    cancelled["cancel_after_s"] = json!(2);
+    let (steps, _) = drive_answering(&dir, &args(), "wait", json!([cancelled, run("1 + 1")]));
+    assert_eq!(steps[1], json!({"cancelled": true}));
+    assert_eq!(steps[2]["structuredContent"]["value"], 2, "{}", steps[2]);
+    let logs: Vec<String> = std::fs::read_dir(dir.path("logs"))
+        .expect("logs")
+        .map(|e| std::fs::read_to_string(e.expect("entry").path()).expect("log"))
+        .filter(|text| text.contains("approval_requested"))
+        .collect();
+    assert_eq!(logs.len(), 1);
+    assert!(
+        logs[0].contains("\"reason\":\"the run was cancelled while waiting for the approval\""),
+        "{}",
+        logs[0]
+    );
+    assert!(!std::path::Path::new(&dir.path("journal.txt")).exists());
 }

@@ -92,3 +92,31 @@ fn over_http_with_a_token_and_origin_checks() {
         "over http\n"
     );
 }
+
+#[test]
+fn over_http_an_approval_is_asked_through_elicitation() {
+    use super::approvals::{approvals_setup, args, decided, SIGNED};
+    let dir = approvals_setup("http-elicit");
+    let (mut server, url) = http_server(&dir, &args(), &[]);
+    let out = client_output(
+        &dir,
+        &["--url".to_string(), url],
+        &[],
+        json!({"elicitation": "accept", "steps": [run(SIGNED)]}),
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    let r = &out["steps"][1];
+    assert_eq!(
+        r["structuredContent"]["value"],
+        json!({"n": 1, "why": ""}),
+        "{r}"
+    );
+    assert_eq!(
+        out["elicitations"].as_array().map(Vec::len),
+        Some(1),
+        "{out}"
+    );
+    let (decision, by, _) = decided(&dir, r);
+    assert_eq!((decision.as_str(), by.as_str()), ("allow", "elicitation"));
+}
