@@ -12,6 +12,8 @@
 //! awaits its reply. A request the client cancels cancels the session
 //! (its running tools killed). Bad arguments are tool errors (`isError`)
 //! that say what was expected; an unknown tool is a protocol error.
+//! A `run_program` whose client declared elicitation gets an approver that
+//! asks the person there ([`super::approval`]).
 
 use super::approval::{approver, Asker};
 use super::catalog::Catalog;
