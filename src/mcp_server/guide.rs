@@ -12,7 +12,7 @@
 //!
 //! Every ```` ```lt ```` block of a description is lt the checker accepts
 //! with the catalog's declarations (the example is checked when it is
-//! made; `tests/mcp_server.rs` checks the whole description).
+//! made; `tests/mcp_server/basics.rs` checks the whole description).
 
 use super::catalog::{Catalog, Entry};
 use crate::types::ty::Type;

@@ -14,8 +14,11 @@
 //! - `catalog.rs`: what the server loads once and shares.
 //! - `program.rs`: a program's check and run, and the reply's rendering.
 //! - `guide.rs`: the generated description, the ranked search.
+//! - `approval.rs`: `approve tool …` asked of the person at the client
+//!   (MCP elicitation), when the profile leaves approvals to a person.
 //! - `server.rs`: the rmcp handler; `http.rs`, the same over streamable HTTP.
 
+pub mod approval;
 pub mod catalog;
 pub mod guide;
 pub mod http;

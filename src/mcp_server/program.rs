@@ -19,7 +19,7 @@
 use super::catalog::Catalog;
 use crate::agent::feedback::{clip, show_value, Problem};
 use crate::agent::tool_list::add_tool_list_diagnostics;
-use crate::control::approver::FixedApprover;
+use crate::control::approver::Approver;
 use crate::control::report::RunOutput;
 use crate::control::session::{
     lower_checked, CallObserver, Executors, FinishedCall, LogTarget, ProfileSource, Rejected,
@@ -200,9 +200,15 @@ impl CallObserver for Calls {
 }
 
 /// `run_program`: the check, then one session under the catalog's
-/// profile, its log in the catalog's log dir. `cancel` stops it (its
-/// running tools killed).
-pub fn run_program(catalog: &Catalog, program: &str, cancel: Cancel) -> Reply {
+/// profile, its log in the catalog's log dir. `approver` answers the
+/// approvals the profile leaves to a person (`approvals = "prompt"`);
+/// `cancel` stops the run (its running tools killed).
+pub fn run_program(
+    catalog: &Catalog,
+    program: &str,
+    approver: Box<dyn Approver>,
+    cancel: Cancel,
+) -> Reply {
     let (file, analysis) = match analyse(catalog, program) {
         Ok(x) => x,
         Err(r) => return r,
@@ -212,10 +218,16 @@ pub fn run_program(catalog: &Catalog, program: &str, cancel: Cancel) -> Reply {
         Err(Rejected::Diagnostics(a)) => return rejected(&file, &a),
         Err(Rejected::Lowering(e)) => return Reply::failure("check", e.message),
     };
-    run_checked(catalog, &file, &ir, cancel)
+    run_checked(catalog, &file, &ir, approver, cancel)
 }
 
-fn run_checked(catalog: &Catalog, file: &SourceFile, ir: &Ir, cancel: Cancel) -> Reply {
+fn run_checked(
+    catalog: &Catalog,
+    file: &SourceFile,
+    ir: &Ir,
+    approver: Box<dyn Approver>,
+    cancel: Cancel,
+) -> Reply {
     let id = crate::log::new_session_id();
     let log = catalog
         .log_dir
@@ -234,13 +246,7 @@ fn run_checked(catalog: &Catalog, file: &SourceFile, ir: &Ir, cancel: Cancel) ->
             Some(p) => LogTarget::File(p.clone()),
             None => LogTarget::None,
         })
-        // No person to ask yet (elicitation is to come): `approvals =
-        // "prompt"` is refused, an Err the program handles.
-        .approver(Box::new(FixedApprover::new(
-            false,
-            "mcp",
-            "lt mcp cannot ask a person yet",
-        )))
+        .approver(approver)
         .cancel(cancel)
         .observer(&mut calls);
     let report = match session.run(ir) {

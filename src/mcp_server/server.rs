@@ -12,7 +12,10 @@
 //! awaits its reply. A request the client cancels cancels the session
 //! (its running tools killed). Bad arguments are tool errors (`isError`)
 //! that say what was expected; an unknown tool is a protocol error.
+//! A `run_program` whose client declared elicitation gets an approver that
+//! asks the person there ([`super::approval`]).
 
+use super::approval::{approver, Asker};
 use super::catalog::Catalog;
 use super::guide;
 use super::program::{check_program, run_program, Reply};
@@ -293,9 +296,11 @@ impl ServerHandler for CodeMode {
                     Err(r) => r,
                     Ok(program) => {
                         let ct = context.ct.clone();
+                        let asker = if run { Asker::of(&context.peer) } else { None };
                         self.on_session_thread(async move { ct.cancelled().await }, move |catalog, cancel| {
                             if run {
-                                run_program(catalog, &program, cancel)
+                                let approver = approver(asker, cancel.clone());
+                                run_program(catalog, &program, approver, cancel)
                             } else {
                                 check_program(catalog, &program)
                             }

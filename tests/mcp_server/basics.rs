@@ -1,133 +1,8 @@
-//! `lt mcp` driven by a real MCP client: the official Python SDK (`mcp`,
-//! from the venv of `tests/support/mcp.rs`) runs
-//! `tests/fixtures/mcp_server/client.py`, which starts `lt mcp` over stdio,
-//! takes the steps of a JSON file (list the tools, call them) and prints
-//! every result; the assertions are here.
-//!
-//! The tools: `fixed` ones, a real subprocess (`journal`, which appends a
-//! line to `journal.txt`, so the test sees which calls really ran) and
-//! `mcp-server-time` downstream.
+//! The tools of `lt mcp` through a real client: the listing and the
+//! generated description, a good run, a rejected program, the profile,
+//! the example's catalog, a bad catalog.
 
-mod support;
-
-use serde_json::{json, Value as Json};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-use support::{lt_in, mcp, TempDir, LT};
-
-const TOOLS_LT: &str = r#"// Looks up a customer account by its id.
-tool lookup_account: {id: String} -{Read}-> {id: String, email: String, last_charge_cents: Int};
-// Refunds an amount (in cents) to an account.
-tool issue_refund: {account_id: String, amount: Int} -{Write}-> {tx_id: String};
-// Appends a line to the journal; the number of lines after it.
-tool journal: {line: String} -{Write}-> {n: Int};
-// The current time in an IANA timezone.
-tool now: {timezone: String} -{Read}-> {timezone: String, datetime: String, day_of_week: String, is_dst: Bool};
-"#;
-
-const JOURNAL_PY: &str = r#"import json, sys
-arg = json.load(sys.stdin)
-with open("journal.txt", "a") as f:
-    f.write(arg["line"] + "\n")
-print(json.dumps({"n": len(open("journal.txt").read().splitlines())}))
-"#;
-
-/// A folder with tools.lt, tools.toml (`extra` appended) and journal.py.
-fn setup(name: &str, extra: &str) -> TempDir {
-    let dir = TempDir::new("mcp-server", name);
-    dir.write("tools.lt", TOOLS_LT);
-    dir.write("journal.py", JOURNAL_PY);
-    dir.write(
-        "tools.toml",
-        &format!(
-            r#"
-[tools.lookup_account]
-fixed = {{ ok = {{ id = "cust_1", email = "a@example.com", last_charge_cents = 4999 }} }}
-
-[tools.issue_refund]
-fixed = {{ ok = {{ tx_id = "tx_1" }} }}
-
-[tools.journal]
-command = ["python3", "journal.py"]
-
-[tools.now]
-mcp = {{ command = [{time:?}], tool = "get_current_time" }}
-timeout_ms = 30000
-{extra}"#,
-            time = mcp::script("mcp-server-time").display().to_string(),
-        ),
-    );
-    dir
-}
-
-/// Runs the client with `steps` against `lt mcp ARGS` in `dir`: the
-/// results, the first being the initialization's.
-fn drive(dir: &TempDir, args: &[&str], steps: Json) -> Vec<Json> {
-    let mut client_args = vec!["--".to_string(), LT.to_string(), "mcp".to_string()];
-    client_args.extend(args.iter().map(|a| a.to_string()));
-    client(dir, &client_args, &[], steps)
-}
-
-/// Runs the client with `steps` and `args` after the steps file (`-- LT
-/// mcp …` or `--url URL`), with `envs`, in `dir`: the results.
-fn client(dir: &TempDir, args: &[String], envs: &[(&str, &str)], steps: Json) -> Vec<Json> {
-    dir.write("steps.json", &steps.to_string());
-    let client = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/mcp_server/client.py");
-    let mut child = Command::new(mcp::python())
-        .arg(client)
-        .arg("steps.json")
-        .args(args)
-        .envs(envs.iter().copied())
-        .current_dir(&dir.0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the client");
-    let (lines, stderr) = support::read_output(&mut child);
-    let until = Instant::now() + Duration::from_secs(120);
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if Instant::now() > until {
-            let _ = child.kill();
-            panic!("the client did not finish in 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let stderr = stderr.join().unwrap_or_default();
-    let out: Vec<String> = lines.try_iter().collect();
-    assert!(
-        status.success(),
-        "client failed: {status}\n{}\n{stderr}",
-        out.join("\n")
-    );
-    let v: Json = serde_json::from_str(out.last().expect("a line")).expect("JSON");
-    v["steps"].as_array().expect("steps").clone()
-}
-
-const ARGS: &[&str] = &[
-    "--tools",
-    "tools.lt",
-    "--executors",
-    "tools.toml",
-    "--log-dir",
-    "logs",
-];
-
-fn run(program: &str) -> Json {
-    json!({"call": "run_program", "arguments": {"program": program}})
-}
-
-/// The ```lt blocks of a text.
-fn lt_blocks(text: &str) -> Vec<String> {
-    text.split("```lt\n")
-        .skip(1)
-        .map(|b| b.split("\n```").next().unwrap_or("").to_string())
-        .collect()
-}
+use super::*;
 
 #[test]
 fn a_client_lists_the_tools_and_runs_a_program() {
@@ -310,60 +185,6 @@ fn three_errors_come_back_in_one_result_and_bad_input_is_refused() {
 }
 
 #[test]
-fn a_stopped_run_lists_the_calls_that_already_ran() {
-    let dir = setup("stopped", "");
-    let program = r#"
-match exec tool journal {line = "one"} {
-  Ok(a) => match exec tool lookup_account {id = "cust_1"} {
-    Ok(b) => match exec tool journal {line = "two"} { Ok(c) => c.n, Err(e) => 0 },
-    Err(e) => 0
-  },
-  Err(e) => 0
-}"#;
-    let mut args = ARGS.to_vec();
-    args.extend(["--max-calls", "2"]);
-    let steps = drive(&dir, &args, json!([run(program)]));
-    let r = &steps[1];
-    assert_eq!(r["isError"], true, "{r}");
-    let s = &r["structuredContent"];
-    assert_eq!(s["error"]["kind"], "call_limit", "{r}");
-    let calls: Vec<(String, String)> = s["tool_calls"]
-        .as_array()
-        .expect("calls")
-        .iter()
-        .map(|c| {
-            (
-                c["tool"].as_str().unwrap_or("").into(),
-                c["status"].as_str().unwrap_or("").into(),
-            )
-        })
-        .collect();
-    assert_eq!(
-        calls,
-        [
-            ("journal".to_string(), "ok".to_string()),
-            ("lookup_account".into(), "ok".into())
-        ],
-        "{r}"
-    );
-    let text = r["text"].as_str().unwrap_or("");
-    assert!(
-        text.starts_with("The run stopped (call_limit) after 2 tool calls: "),
-        "{text}"
-    );
-    assert!(
-        text.ends_with(
-            "These calls already ran (their effects happened):\n- journal ok\n- lookup_account ok"
-        ),
-        "{text}"
-    );
-    assert_eq!(
-        std::fs::read_to_string(dir.path("journal.txt")).expect("journal"),
-        "one\n"
-    );
-}
-
-#[test]
 fn lt_mcp_refuses_to_start_on_a_bad_catalog() {
     let dir = setup("bad", "");
     dir.write("other.toml", "[tools.lookup_account]\nfixed = { ok = 1 }\n");
@@ -459,16 +280,27 @@ fn the_example_serves_its_catalog_and_its_readme_program_checks() {
         .next()
         .expect("a program in the README");
     let dir = TempDir::new("mcp-server", "example");
-    // The example's own files (tools.toml's commands are relative to its
-    // folder); nothing downstream starts before a call.
-    let (tools, executors) = (example.join("tools.lt"), example.join("tools.toml"));
+    // The example's own files; its tools.toml names the venv under the
+    // repository's target/, here the one the tests built (CARGO_TARGET_DIR
+    // may put it elsewhere). Nothing downstream starts before a call.
+    let tools = example.join("tools.lt");
+    let executors = std::fs::read_to_string(example.join("tools.toml")).expect("tools.toml");
+    assert!(
+        executors.contains("\"../../target/mcp-venv/bin/"),
+        "{executors}"
+    );
+    let venv_bin = mcp::script("").display().to_string();
+    dir.write(
+        "tools.toml",
+        &executors.replace("../../target/mcp-venv/bin/", &venv_bin),
+    );
     let steps = drive(
         &dir,
         &[
             "--tools",
             tools.to_str().expect("path"),
             "--executors",
-            executors.to_str().expect("path"),
+            "tools.toml",
         ],
         json!([{"list": true}, {"call": "check_program", "arguments": {"program": program}}]),
     );
@@ -486,95 +318,4 @@ fn the_example_serves_its_catalog_and_its_readme_program_checks() {
             .expect("JSON");
         assert_eq!(v["mcpServers"]["lt"]["args"][0], "mcp", "{f}");
     }
-}
-
-/// `lt mcp --http 127.0.0.1:0 ARGS` started in `dir`: the child and its URL.
-fn http_server(
-    dir: &TempDir,
-    args: &[&str],
-    envs: &[(&str, &str)],
-) -> (std::process::Child, String) {
-    let mut child = Command::new(LT)
-        .args(["mcp", "--http", "127.0.0.1:0"])
-        .args(args)
-        .envs(envs.iter().copied())
-        .current_dir(&dir.0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start lt mcp --http");
-    let stderr = child.stderr.take().expect("stderr");
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(stderr), &mut line).expect("a line");
-    let url = line
-        .trim()
-        .strip_prefix("lt mcp: serving MCP at ")
-        .unwrap_or_else(|| panic!("no address: {line}"))
-        .to_string();
-    (child, url)
-}
-
-#[test]
-fn over_http_with_a_token_and_origin_checks() {
-    let dir = setup("http", "");
-    let mut args = ARGS.to_vec();
-    args.extend([
-        "--token-env",
-        "LT_MCP_TOKEN",
-        "--allow-origin",
-        "http://localhost:3000",
-    ]);
-    let (mut server, url) = http_server(&dir, &args, &[("LT_MCP_TOKEN", "s3cret")]);
-    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-    let post = |auth: Option<&str>, origin: Option<&str>| {
-        let mut r = ureq::post(&url)
-            .set("Content-Type", "application/json")
-            .set("Accept", "application/json, text/event-stream");
-        if let Some(a) = auth {
-            r = r.set("Authorization", a);
-        }
-        if let Some(o) = origin {
-            r = r.set("Origin", o);
-        }
-        match r.send_string(init) {
-            Ok(resp) => resp.status(),
-            Err(ureq::Error::Status(code, _)) => code,
-            Err(e) => panic!("{e}"),
-        }
-    };
-    // The door: no token, a wrong token, a foreign origin.
-    assert_eq!(post(None, None), 401);
-    assert_eq!(post(Some("Bearer nope"), None), 401);
-    assert_eq!(
-        post(Some("Bearer s3cret"), Some("http://evil.example")),
-        403
-    );
-    assert_eq!(
-        post(Some("Bearer s3cret"), Some("http://localhost:3000")),
-        200
-    );
-    // A real client with the token runs a program.
-    let steps = client(
-        &dir,
-        &["--url".to_string(), url.clone()],
-        &[("LT_TEST_TOKEN", "s3cret")],
-        json!([
-            {"list": true},
-            run("match exec tool journal {line = \"over http\"} { Ok(j) => j.n, Err(e) => 0 }"),
-        ]),
-    );
-    let _ = server.kill();
-    let _ = server.wait();
-    assert_eq!(
-        steps[1]["tools"].as_array().map(Vec::len),
-        Some(4),
-        "{}",
-        steps[1]
-    );
-    assert_eq!(steps[2]["structuredContent"]["value"], 1, "{}", steps[2]);
-    assert_eq!(
-        std::fs::read_to_string(dir.path("journal.txt")).expect("journal"),
-        "over http\n"
-    );
 }
