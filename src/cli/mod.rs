@@ -314,7 +314,11 @@ pub enum Command {
     /// acceptance criteria, report success rates; a CI gate (docs/eval.md).
     Eval {
         /// The suite file.
-        suite: String,
+        suite: Option<String>,
+        /// Replay every session log (`*.jsonl`) in DIR with this lt instead
+        /// of running a suite; exit 1 if any diverges.
+        #[arg(long, value_name = "DIR")]
+        replay: Option<String>,
         /// Runs per case.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
         runs: u64,
@@ -630,6 +634,7 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
         }),
         Command::Eval {
             suite,
+            replay,
             runs,
             jobs,
             json,
@@ -640,6 +645,7 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             color,
         } => eval::run(&eval::EvalOptions {
             suite,
+            replay,
             runs: runs as usize,
             jobs: jobs as usize,
             json,

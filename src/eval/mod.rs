@@ -16,8 +16,10 @@
 //! Sessions run only through [`crate::control::session::Session`]; this
 //! module does no printing (the CLI, `cli/eval.rs`, renders what it returns).
 
+pub mod agent;
 pub mod criteria;
 pub mod record;
+pub mod replay;
 pub mod run;
 pub mod suite;
 pub mod summary;
