@@ -1,6 +1,6 @@
 //! `lt eval SUITE.toml`: runs a suite ([`crate::eval`]) and renders its
 //! figures: a table (with a progress line on a terminal), `--json`,
-//! `--junit FILE`; the gates `--min-success R` and `--baseline FILE`.
+//! `--junit FILE`, `--html FILE`; the gates `--min-success R` and `--baseline FILE`.
 //!
 //! `lt eval --replay DIR` replays every session log of a folder instead
 //! ([`crate::eval::replay`]).
@@ -30,6 +30,8 @@ pub struct EvalOptions {
     pub json: bool,
     /// Where to write JUnit XML.
     pub junit: Option<String>,
+    /// Where to write the HTML report.
+    pub html: Option<String>,
     /// The lowest success rate a case may have (default 1).
     pub min_success: Option<f64>,
     /// An earlier `lt eval --json` output to compare with.
@@ -228,6 +230,13 @@ pub fn run(opts: &EvalOptions) -> u8 {
     if let Some(path) = &opts.junit {
         if let Err(e) = std::fs::write(path, summary.junit()) {
             return usage(format!("--junit {path}: cannot write: {e}"));
+        }
+    }
+    if let Some(path) = &opts.html {
+        let suites: Vec<&eval::SuiteSummary> =
+            std::iter::once(&summary).chain(compared.as_ref()).collect();
+        if let Err(e) = std::fs::write(path, eval::html::report(&suites)) {
+            return usage(format!("--html {path}: cannot write: {e}"));
         }
     }
     if opts.json {

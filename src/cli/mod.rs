@@ -331,6 +331,10 @@ pub enum Command {
         /// Also write a JUnit XML report to FILE.
         #[arg(long, value_name = "FILE")]
         junit: Option<String>,
+        /// Also write a self-contained HTML report (a chart of the success
+        /// rate per case and configuration) to FILE.
+        #[arg(long, value_name = "FILE")]
+        html: Option<String>,
         /// Fail (exit 1) when a case's success rate is below R (default: 1, every run passes).
         #[arg(long, value_name = "R")]
         min_success: Option<f64>,
@@ -639,6 +643,7 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             jobs,
             json,
             junit,
+            html,
             min_success,
             baseline,
             compare,
@@ -650,6 +655,7 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             jobs: jobs as usize,
             json,
             junit,
+            html,
             min_success,
             baseline,
             compare,

@@ -18,6 +18,7 @@
 
 pub mod agent;
 pub mod criteria;
+pub mod html;
 pub mod record;
 pub mod replay;
 pub mod run;

@@ -37,7 +37,8 @@ pub struct Ready {
     pub reward: Option<(String, Ir)>,
 }
 
-/// A case's subject, ready.
+/// A case's subject, ready (one per case and thread: size does not matter).
+#[allow(clippy::large_enum_variant)]
 pub enum Prepared {
     /// A fixed program: its file and IR.
     Program {
@@ -47,7 +48,7 @@ pub enum Prepared {
         ir: Ir,
     },
     /// An agent task.
-    Task(Box<TaskReady>),
+    Task(TaskReady),
 }
 
 /// Reads, checks and lowers a case's program (or checks its agent task,
@@ -58,7 +59,7 @@ pub fn ready(case: &Case, color: bool) -> Result<Ready, String> {
     let (subject, name) = match &case.subject {
         Subject::Program(path) => (program(case, path, color)?, path.display().to_string()),
         Subject::Task(task) => (
-            Prepared::Task(Box::new(agent::ready(case, task)?)),
+            Prepared::Task(agent::ready(case, task)?),
             task.tools.display().to_string(),
         ),
     };

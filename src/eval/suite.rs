@@ -60,8 +60,9 @@ pub struct Case {
     pub expect: Expect,
 }
 
-/// What a case runs.
+/// What a case runs (one per case: size does not matter).
 #[derive(Clone, Debug)]
+#[allow(clippy::large_enum_variant)]
 pub enum Subject {
     /// A fixed program: the file.
     Program(PathBuf),

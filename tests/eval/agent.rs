@@ -177,3 +177,63 @@ fn bad_agent_cases_get_a_location_and_a_hint() {
         assert!(err.contains("help:"), "{err}");
     }
 }
+
+/// An agent's log holds a session per run, whose call ids start afresh:
+/// the invariants are checked run by run, so an allow decision of run 1
+/// does not stand for a call of run 2 that lost its own.
+#[test]
+fn invariants_are_checked_run_by_run_in_an_agent_log() {
+    let model = FakeModel::start(vec![
+        json!({"text": fenced("match exec tool lookup_account \"acc_1\" { Ok(a) => a.email, Err(e) => \"lookup failed\" }")}),
+        json!({"text": fenced("match exec tool lookup_account \"acc_1\" { Ok(a) => a.id, Err(e) => \"lookup failed\" }")}),
+        json!({"text": "Done."}),
+    ]);
+    let dir = crate::support::TempDir::new("eval-agent", "segments");
+    dir.write("decls.lt", DECLS);
+    dir.write("fixed.toml", FIXED_TOOLS);
+    let url = model.base_url_openai();
+    let out = crate::support::lt_in(
+        &dir.0,
+        &[
+            "agent",
+            "Find the email and the id of acc_1",
+            "--tools",
+            "decls.lt",
+            "--executors",
+            "fixed.toml",
+            "--model",
+            "m",
+            "--base-url",
+            &url,
+            "--max-retries",
+            "0",
+            "--log",
+            "a.jsonl",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let text = std::fs::read_to_string(dir.path("a.jsonl")).expect("log");
+    let events = lt::log::read_log(&text).expect("verifies");
+    assert!(lt::eval::record::invariants(&text, &events).is_empty());
+    let decided: Vec<u64> = events
+        .iter()
+        .filter(|e| e.body.kind() == "decided")
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(decided.len(), 2, "one call per run");
+    // Drop run 2's decision and rewrite the chain as a forger would.
+    let mut mem = lt::log::MemoryLog::new(events[0].session.clone()).expect("memory log");
+    for e in events.into_iter().filter(|e| e.seq != decided[1]) {
+        mem.append(e.body).expect("append");
+    }
+    let forged = mem.to_jsonl();
+    let events = lt::log::read_log(&forged).expect("the forged log verifies");
+    let found = lt::eval::record::invariants(&forged, &events);
+    assert!(
+        found
+            .iter()
+            .any(|f| f.starts_with("allow before execution:")),
+        "{found:?}"
+    );
+}
