@@ -17,7 +17,7 @@
 
 use std::time::Instant;
 
-const PURE: &str = "let xs = [1, 2, 3, 4, 5];\nfold (fn acc => fn x => acc + x) 0 xs\n";
+const PURE: &str = "let xs = [1, 2, 3, 4, 5] in\nfold (fn acc => fn x => acc + x) 0 xs\n";
 
 const ONE_CALL: &str = "tool lookup_account: String -{Read}-> {id: String, email: String};
 match exec tool lookup_account \"acc_1\" { Ok(a) => a.email, Err(e) => \"lookup failed\" }

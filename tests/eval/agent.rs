@@ -6,7 +6,7 @@
 
 use crate::fixed::{json, lt, path, stderr, suite};
 use crate::support::fake_model::FakeModel;
-use serde_json::json;
+use serde_json::{json, Value as Json};
 
 /// The support-desk program as a model would reply it.
 fn support_desk_reply() -> String {
@@ -236,4 +236,60 @@ fn invariants_are_checked_run_by_run_in_an_agent_log() {
             .any(|f| f.starts_with("allow before execution:")),
         "{found:?}"
     );
+}
+
+/// examples/eval/agents.toml as shipped, its endpoint replaced by the
+/// fake model (a random model that only looks the customer up) and its
+/// world moved to a folder of its own: every case starts, runs and is
+/// judged; only the lookup case can pass.
+#[test]
+fn the_shipped_agent_suite_runs_against_a_local_model() {
+    let root = crate::fixed::root();
+    let model = FakeModel::start_script(json!({"random": {
+        "seed": 1,
+        "p": 1.0,
+        "right": format!("```lt\n{}match exec tool lookup_account \"cust_12345\" {{ Ok(a) => a.subscription_tier, Err(e) => \"lookup failed\" }}\n```",
+            "tool lookup_account: String -{Read}-> {id: String, subscription_tier: String, email: String, last_charge_cents: Int};\n"),
+        "wrong": "",
+        "answer": "Their tier is pro.",
+    }}));
+    let shipped =
+        std::fs::read_to_string(root.join("examples/eval/agents.toml")).expect("agents.toml");
+    let text = shipped
+        .replace("https://api.openai.com/v1", &model.base_url_openai())
+        .replace(
+            "\"../serve/tools.lt\"",
+            &format!("{:?}", root.join("examples/serve/tools.lt")),
+        )
+        .replace(
+            "\"read_only.toml\"",
+            &format!("{:?}", root.join("examples/eval/read_only.toml")),
+        );
+    assert_ne!(text, shipped);
+    let dir = suite("agents-example", "");
+    std::fs::write(dir.join("suite.toml"), text).expect("suite");
+    let o = lt(&["eval", &path(&dir, "suite.toml"), "--json"]);
+    let j = json(&o);
+    assert_eq!(o.status.code(), Some(1), "{j}\n{}", stderr(&o));
+    let names: Vec<&str> = j["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["refund_and_notify", "lookup_only", "read_only_refund"]
+    );
+    let passed: Vec<&Json> = j["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| &c["passed"])
+        .collect();
+    assert_eq!(passed, [&json!(0), &json!(1), &json!(1)], "{j}");
+    for c in j["cases"].as_array().expect("cases") {
+        assert_eq!(c["records"][0]["invariants"], json!([]), "{c}");
+        assert_eq!(c["records"][0]["rounds"], json!(2), "{c}");
+    }
 }
