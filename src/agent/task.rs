@@ -147,6 +147,48 @@ pub fn check_trace(
     Ok(())
 }
 
+/// The profile (the file `profile`, else the executors' `[profile]`, else
+/// the default) and the `[agent]` table (the executors', then the profile
+/// file's), as `lt agent` and `lt eval` read them; `registry_text` is the
+/// tools.toml text of the file `executors`. Errors: an unreadable or
+/// invalid file, with its line.
+#[allow(clippy::result_large_err)]
+pub fn load_profile(
+    registry_text: &str,
+    executors: Option<&str>,
+    profile: Option<&str>,
+) -> Result<(Profile, AgentTable), StartFailure> {
+    let origin = executors.unwrap_or_default();
+    let mut table =
+        AgentTable::from_toml(registry_text, origin).map_err(|e| StartFailure::config(&e))?;
+    let profile = match profile {
+        Some(path) => {
+            // A file with only an `[agent]` table keeps the default policy.
+            let text = crate::exec::read_config_text(std::path::Path::new(path), "the profile")
+                .map_err(|e| StartFailure::config(&e))?;
+            let p = Profile::from_toml(&text, path)
+                .map_err(|e| StartFailure::config(&e))?
+                .unwrap_or_default();
+            table = table.overlay(
+                &AgentTable::from_toml(&text, path).map_err(|e| StartFailure::config(&e))?,
+            );
+            p
+        }
+        None => Profile::from_toml(registry_text, origin)
+            .map_err(|e| StartFailure::config(&e))?
+            .unwrap_or_default(),
+    };
+    let profile = if profile.name.is_empty() {
+        Profile {
+            name: "default".into(),
+            ..profile
+        }
+    } else {
+        profile
+    };
+    Ok((profile, table))
+}
+
 /// The rule table's classification (`lt agent --rules`).
 pub struct Classify<'a> {
     /// The rule table.

@@ -16,10 +16,9 @@ use crate::agent::provider::settings::{ModelSettings, SetupError};
 use crate::agent::session::{Outcome, Status};
 use crate::agent::stdio::StdioProposer;
 use crate::agent::task::{
-    check_trace, executors_cover, run_task, tags, Classify, ExecutorGap, TaskRun, ToolList,
-    ToolListError,
+    check_trace, executors_cover, load_profile, run_task, tags, Classify, ExecutorGap, TaskRun,
+    ToolList, ToolListError,
 };
-use crate::control::profile::Profile;
 use crate::control::report::{Stage, StartErrorKind, StartFailure};
 use crate::exec::{ExecutorHost, Registry};
 use crate::log::{new_session_id, Discard, EventSink, LogWriter};
@@ -220,7 +219,11 @@ pub fn run(opts: &AgentOptions) -> u8 {
     let tags = tags(&tools, &registry);
     // The profile and the settings.
     let registry_text = String::from_utf8_lossy(&registry_bytes).into_owned();
-    let (profile, base_table) = match load_profile(opts, &registry_text) {
+    let (profile, base_table) = match load_profile(
+        &registry_text,
+        opts.executors.as_deref(),
+        opts.profile.as_deref(),
+    ) {
         Ok(x) => x,
         Err(f) => return fail_usage(&ro, &f),
     };
@@ -350,44 +353,6 @@ pub fn run(opts: &AgentOptions) -> u8 {
         Err(f) => return fail_usage(&ro, &f),
     };
     print_outcome(opts, &outcome)
-}
-
-/// The profile (`--profile`, else tools.toml's `[profile]`, else the
-/// default) and the `[agent]` table (tools.toml's, then the profile file's).
-#[allow(clippy::result_large_err)]
-fn load_profile(
-    opts: &AgentOptions,
-    registry_text: &str,
-) -> Result<(Profile, AgentTable), StartFailure> {
-    let origin = opts.executors.clone().unwrap_or_default();
-    let mut table =
-        AgentTable::from_toml(registry_text, &origin).map_err(|e| StartFailure::config(&e))?;
-    let profile = match &opts.profile {
-        Some(path) => {
-            // A file with only an `[agent]` table keeps the default policy.
-            let text = crate::exec::read_config_text(Path::new(path), "the profile")
-                .map_err(|e| StartFailure::config(&e))?;
-            let p = Profile::from_toml(&text, path)
-                .map_err(|e| StartFailure::config(&e))?
-                .unwrap_or_default();
-            table = table.overlay(
-                &AgentTable::from_toml(&text, path).map_err(|e| StartFailure::config(&e))?,
-            );
-            p
-        }
-        None => Profile::from_toml(registry_text, &origin)
-            .map_err(|e| StartFailure::config(&e))?
-            .unwrap_or_default(),
-    };
-    let profile = if profile.name.is_empty() {
-        Profile {
-            name: "default".into(),
-            ..profile
-        }
-    } else {
-        profile
-    };
-    Ok((profile, table))
 }
 
 /// Where the settings come from, for their errors' hint.

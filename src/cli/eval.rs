@@ -1,11 +1,15 @@
 //! `lt eval SUITE.toml`: runs a suite ([`crate::eval`]) and renders its
 //! figures: a table (with a progress line on a terminal), `--json`,
-//! `--junit FILE`; the gates `--min-success R` and `--baseline FILE`.
+//! `--junit FILE`, `--html FILE`; the gates `--min-success R` and `--baseline FILE`.
 //!
-//! Exit codes: `0` every gate passed; `1` a gate failed (a case below the
-//! rate, a regression against the baseline) or nothing ran because a
-//! program or an lt criterion does not type-check (diagnostics printed);
-//! `2` usage: an unreadable or invalid suite, baseline or JUnit path.
+//! `lt eval --replay DIR` replays every session log of a folder instead
+//! ([`crate::eval::replay`]).
+//!
+//! Exit codes: `0` every gate passed (every log replays); `1` a gate failed
+//! (a case below the rate, a regression against the baseline, a log that
+//! diverges) or nothing ran because a program or an lt criterion does not
+//! type-check (diagnostics printed); `2` usage: an unreadable or invalid
+//! suite, baseline, JUnit path or replay folder.
 
 use super::{EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE};
 use crate::eval::{self, Refused};
@@ -14,8 +18,10 @@ use std::io::IsTerminal;
 /// The options of `lt eval`.
 #[derive(Clone, Debug)]
 pub struct EvalOptions {
-    /// The suite file.
-    pub suite: String,
+    /// The suite file (`None` with `replay`).
+    pub suite: Option<String>,
+    /// A folder of session logs to replay instead of running a suite.
+    pub replay: Option<String>,
     /// Runs per case.
     pub runs: usize,
     /// Most runs at once.
@@ -24,6 +30,8 @@ pub struct EvalOptions {
     pub json: bool,
     /// Where to write JUnit XML.
     pub junit: Option<String>,
+    /// Where to write the HTML report.
+    pub html: Option<String>,
     /// The lowest success rate a case may have (default 1).
     pub min_success: Option<f64>,
     /// An earlier `lt eval --json` output to compare with.
@@ -39,15 +47,81 @@ fn usage(message: impl std::fmt::Display) -> u8 {
     EXIT_USAGE
 }
 
+/// `lt eval --replay DIR`: a line per log (or one JSON object), exit 1
+/// when any diverges.
+fn replay_dir(dir: &str, json: bool) -> u8 {
+    let logs = match eval::replay::logs_in(std::path::Path::new(dir)) {
+        Ok(l) => l,
+        Err(e) => return usage(e),
+    };
+    let done = crate::control::session::spawn("lt-eval-replay", move || {
+        logs.iter()
+            .map(|p| eval::replay::replay_file(p))
+            .collect::<Vec<_>>()
+    })
+    .map_err(|e| e.to_string())
+    .and_then(|h| {
+        h.join()
+            .map_err(|_| "the replay thread panicked".to_string())
+    });
+    let results = match done {
+        Ok(r) => r,
+        Err(e) => return usage(format!("cannot replay: {e}")),
+    };
+    let diverged = results.iter().filter(|r| !r.ok).count();
+    if json {
+        out!(
+            "{}",
+            serde_json::json!({"ok": diverged == 0, "logs": results.len(), "diverged": diverged, "results": results})
+        );
+    } else {
+        for r in &results {
+            match &r.message {
+                None => out!("ok        {}", r.log),
+                Some(m) => out!("DIVERGES  {}: {m}", r.log),
+            }
+        }
+        out!(
+            "{} log{} replayed, {diverged} diverge{}",
+            results.len(),
+            if results.len() == 1 { "" } else { "s" },
+            if diverged == 1 { "s" } else { "" }
+        );
+    }
+    for r in results.iter().filter(|r| !r.ok) {
+        err!(
+            "gate failed: {} diverges ({}): {}",
+            r.log,
+            r.kind.as_deref().unwrap_or("log"),
+            r.message.as_deref().unwrap_or("")
+        );
+    }
+    if diverged == 0 {
+        EXIT_OK
+    } else {
+        EXIT_DIAGNOSTICS
+    }
+}
+
 /// Runs `lt eval` and returns the exit code.
 pub fn run(opts: &EvalOptions) -> u8 {
+    let suite_path = match (&opts.suite, &opts.replay) {
+        (None, Some(dir)) => return replay_dir(dir, opts.json),
+        (Some(s), None) => s,
+        (Some(_), Some(_)) => {
+            return usage("give a suite or --replay DIR, not both\n  help: `lt eval SUITE.toml` runs a suite; `lt eval --replay DIR` replays the logs in DIR")
+        }
+        (None, None) => {
+            return usage("no suite given\n  help: `lt eval SUITE.toml --runs 3`, or `lt eval --replay DIR` to replay recorded session logs")
+        }
+    };
     let min = opts.min_success.unwrap_or(1.0);
     if !(0.0..=1.0).contains(&min) {
         return usage(format!(
             "--min-success {min}: a rate is between 0 and 1\n  help: e.g. `--min-success 0.9` for 90%"
         ));
     }
-    let suite = match eval::load(&opts.suite) {
+    let suite = match eval::load(suite_path) {
         Ok(s) => s,
         Err(e) => return usage(e),
     };
@@ -156,6 +230,13 @@ pub fn run(opts: &EvalOptions) -> u8 {
     if let Some(path) = &opts.junit {
         if let Err(e) = std::fs::write(path, summary.junit()) {
             return usage(format!("--junit {path}: cannot write: {e}"));
+        }
+    }
+    if let Some(path) = &opts.html {
+        let suites: Vec<&eval::SuiteSummary> =
+            std::iter::once(&summary).chain(compared.as_ref()).collect();
+        if let Err(e) = std::fs::write(path, eval::html::report(&suites)) {
+            return usage(format!("--html {path}: cannot write: {e}"));
         }
     }
     if opts.json {

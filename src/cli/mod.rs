@@ -314,7 +314,11 @@ pub enum Command {
     /// acceptance criteria, report success rates; a CI gate (docs/eval.md).
     Eval {
         /// The suite file.
-        suite: String,
+        suite: Option<String>,
+        /// Replay every session log (`*.jsonl`) in DIR with this lt instead
+        /// of running a suite; exit 1 if any diverges.
+        #[arg(long, value_name = "DIR")]
+        replay: Option<String>,
         /// Runs per case.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
         runs: u64,
@@ -327,6 +331,10 @@ pub enum Command {
         /// Also write a JUnit XML report to FILE.
         #[arg(long, value_name = "FILE")]
         junit: Option<String>,
+        /// Also write a self-contained HTML report (a chart of the success
+        /// rate per case and configuration) to FILE.
+        #[arg(long, value_name = "FILE")]
+        html: Option<String>,
         /// Fail (exit 1) when a case's success rate is below R (default: 1, every run passes).
         #[arg(long, value_name = "R")]
         min_success: Option<f64>,
@@ -630,20 +638,24 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
         }),
         Command::Eval {
             suite,
+            replay,
             runs,
             jobs,
             json,
             junit,
+            html,
             min_success,
             baseline,
             compare,
             color,
         } => eval::run(&eval::EvalOptions {
             suite,
+            replay,
             runs: runs as usize,
             jobs: jobs as usize,
             json,
             junit,
+            html,
             min_success,
             baseline,
             compare,

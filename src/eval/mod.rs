@@ -2,22 +2,29 @@
 //! of cases (seed 001's testing and tuning), as a CI gate.
 //!
 //! ```text
-//! SUITE.toml ──suite::load──▶ Suite { cases: program, executors, profile, setup, expect }
-//!   ──prepare: every program checked, every lt criterion/reward checked──▶ (else: nothing runs)
+//! SUITE.toml ──suite::load──▶ Suite { cases: program | task (+ tools, model, [agent]),
+//!                                      executors, profile, setup, expect }
+//!   ──prepare: every program checked (every task's declarations, executors,
+//!     settings), every lt criterion/reward checked──▶ (else: nothing runs)
 //!   ──N runs per case, up to `jobs` at once, each on a session thread:
 //!        setup (sh -c, holding the world lock) ─▶ Session::run (the engine of lt run,
-//!        log in a MemoryStore) ─▶ RunRecord (value, calls, denials) ─▶ invariants
+//!        log in a MemoryStore) | agent::task::run_task (lt agent's loop, agent.rs)
+//!        ─▶ RunRecord (value, calls, denials, rounds) ─▶ invariants
 //!        (log verifies, allow before execution, tools within the profile, replay
 //!        reproduces) ─▶ ready-made criteria ─▶ lt criteria and reward
 //!   ──summary──▶ per case: success rate + Wilson interval, outcomes, calls, reward
-//!   ──▶ table | JSON | JUnit; --min-success and --baseline gates
+//!   ──▶ table | JSON | JUnit | HTML (html.rs); --min-success and --baseline gates
+//! DIR/*.jsonl ──replay::replay_file (lt replay's judgement)──▶ ok | diverges
 //! ```
 //!
 //! Sessions run only through [`crate::control::session::Session`]; this
 //! module does no printing (the CLI, `cli/eval.rs`, renders what it returns).
 
+pub mod agent;
 pub mod criteria;
+pub mod html;
 pub mod record;
+pub mod replay;
 pub mod run;
 pub mod suite;
 pub mod summary;

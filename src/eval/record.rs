@@ -55,6 +55,9 @@ pub struct RunRecord {
     pub unknown_outcomes: u64,
     /// Model rounds (0: a fixed program).
     pub rounds: u64,
+    /// The model's final answer (an agent case that answered).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
     /// Invariants the log violates (empty: none).
     pub invariants: Vec<String>,
     /// Criteria failed (ready-made and lt), each in words.
@@ -165,18 +168,32 @@ pub fn invariants(text: &str, events: &[Event]) -> Vec<String> {
     if let Some(p) = &report.problem {
         out.push(format!("log verifies: {p}"));
     }
-    let profile = events.first().and_then(|e| match &e.body {
-        EventBody::SessionStarted { profile, .. } => Profile::from_json(profile).ok(),
-        _ => None,
-    });
-    if profile.is_none() {
-        out.push("log verifies: the log does not start with session_started".into());
+    // An agent's log holds a session per run, each from its own
+    // `session_started` (its profile), its call ids starting afresh.
+    let mut profile: Option<Profile> = None;
+    match events.first().map(|e| &e.body) {
+        Some(EventBody::SessionStarted { .. } | EventBody::AgentStarted { .. }) => {}
+        _ => out.push(
+            "log verifies: the log does not start with session_started (or agent_started)".into(),
+        ),
     }
     let mut allowed: BTreeSet<&str> = BTreeSet::new();
     let mut denied: BTreeSet<&str> = BTreeSet::new();
     let mut scheduled: BTreeSet<&str> = BTreeSet::new();
     for e in events {
         match &e.body {
+            EventBody::SessionStarted { profile: p, .. } => {
+                profile = Profile::from_json(p).ok();
+                if profile.is_none() {
+                    out.push(format!(
+                        "log verifies: the profile of session_started (#{}) is invalid",
+                        e.seq
+                    ));
+                }
+                allowed.clear();
+                denied.clear();
+                scheduled.clear();
+            }
             EventBody::Decided {
                 call_id, decision, ..
             } => {

@@ -1,14 +1,16 @@
 //! One run of a case: its `setup` command, then the program as a session
 //! through [`Session`] (the engine `lt run` uses, its log kept in a
-//! [`MemoryStore`]), then the invariants, replay, and the criteria.
+//! [`MemoryStore`]) or the task through the agent loop (`super::agent`),
+//! then the invariants, replay, and the criteria.
 //!
 //! A run executes on a thread of its own ([`crate::control::session::spawn`]),
 //! so everything that holds `Rc` values (the IR, the report) stays on it;
 //! what comes back is a [`RunRecord`] (plain data).
 
+use super::agent::{self, TaskReady};
 use super::criteria::{self, Kind};
 use super::record::{self, RunRecord};
-use super::suite::Case;
+use super::suite::{Case, Subject};
 use crate::control::approver::FixedApprover;
 use crate::control::session::{
     check_and_lower, replay::replay, Executors, LogTarget, ProfileSource, Rejected, Session,
@@ -23,44 +25,46 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// A case made ready to run on one thread: its program checked and
-/// lowered, its lt criteria and reward compiled (once per thread: the IR
+/// lowered (or its agent task's declarations, executors and settings
+/// checked), its lt criteria and reward compiled (once per thread: the IR
 /// holds `Rc`s).
 pub struct Ready {
-    /// The program's file.
-    pub file: SourceFile,
-    /// Its IR.
-    pub ir: Ir,
+    /// What runs.
+    pub subject: Prepared,
     /// Each criterion: its text and IR.
     pub criteria: Vec<(String, Ir)>,
     /// The reward: its text and IR.
     pub reward: Option<(String, Ir)>,
 }
 
-/// Reads, checks and lowers a case's program and compiles its lt
-/// criteria. Errors: the file is unreadable or rejected, or a criterion
-/// does not type-check (the diagnostics, rendered).
+/// A case's subject, ready (one per case and thread: size does not matter).
+#[allow(clippy::large_enum_variant)]
+pub enum Prepared {
+    /// A fixed program: its file and IR.
+    Program {
+        /// The program's file.
+        file: SourceFile,
+        /// Its IR.
+        ir: Ir,
+    },
+    /// An agent task.
+    Task(TaskReady),
+}
+
+/// Reads, checks and lowers a case's program (or checks its agent task,
+/// [`agent::ready`]) and compiles its lt criteria. Errors: a file is
+/// unreadable or rejected, or a criterion does not type-check (the
+/// diagnostics, rendered).
 pub fn ready(case: &Case, color: bool) -> Result<Ready, String> {
-    let text = std::fs::read_to_string(&case.program).map_err(|e| {
-        format!(
-            "case {:?}: cannot read {}: {e}",
-            case.name,
-            case.program.display()
-        )
-    })?;
-    let file = SourceFile::new(case.program.display().to_string(), text);
-    let ir = match check_and_lower(&file) {
-        Ok(ir) => ir,
-        Err(Rejected::Diagnostics(a)) => {
-            return Err(format!(
-                "case {:?}: the program is rejected by the checker:\n{}",
-                case.name,
-                crate::diag::render::render(&file, &a.diagnostics, color)
-            ))
-        }
-        Err(Rejected::Lowering(e)) => return Err(format!("case {:?}: {}", case.name, e.message)),
+    let (subject, name) = match &case.subject {
+        Subject::Program(path) => (program(case, path, color)?, path.display().to_string()),
+        Subject::Task(task) => (
+            Prepared::Task(agent::ready(case, task)?),
+            task.tools.display().to_string(),
+        ),
     };
     let compile = |which: String, expr: &String, kind: Kind| {
-        let name = format!("{} {which}", file.name);
+        let name = format!("{name} {which}");
         criteria::compile(&name, expr, kind, color)
             .map(|ir| (expr.clone(), ir))
             .map_err(|(msg, _)| format!("case {:?}: {which}: {msg}", case.name))
@@ -74,11 +78,29 @@ pub fn ready(case: &Case, color: bool) -> Result<Ready, String> {
         None => None,
     };
     Ok(Ready {
-        file,
-        ir,
+        subject,
         criteria: compiled,
         reward,
     })
+}
+
+/// Reads, checks and lowers a case's program.
+fn program(case: &Case, path: &Path, color: bool) -> Result<Prepared, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("case {:?}: cannot read {}: {e}", case.name, path.display()))?;
+    let file = SourceFile::new(path.display().to_string(), text);
+    let ir = match check_and_lower(&file) {
+        Ok(ir) => ir,
+        Err(Rejected::Diagnostics(a)) => {
+            return Err(format!(
+                "case {:?}: the program is rejected by the checker:\n{}",
+                case.name,
+                crate::diag::render::render(&file, &a.diagnostics, color)
+            ))
+        }
+        Err(Rejected::Lowering(e)) => return Err(format!("case {:?}: {}", case.name, e.message)),
+    };
+    Ok(Prepared::Program { file, ir })
 }
 
 /// Runs `setup` with `sh -c` in `dir`. Errors: it could not start or
@@ -118,7 +140,6 @@ pub fn run_once(
         run: n,
         ..RunRecord::default()
     };
-    let (file, ir) = (&ready.file, &ready.ir);
     // Time waiting for the world and running setup is neither the run's
     // nor lt eval's overhead.
     let before = began.elapsed();
@@ -138,6 +159,50 @@ pub fn run_once(
             return rec;
         }
     }
+    let id = match (&ready.subject, &case.subject) {
+        (Prepared::Program { file, ir }, _) => {
+            program_session(case, file, ir, &limits, &store, handle, &mut rec)
+        }
+        (Prepared::Task(t), Subject::Task(task)) => {
+            agent::session(case, task, t, &store, handle, &mut rec)
+        }
+        (Prepared::Task(_), Subject::Program(_)) => None,
+    };
+    drop(guard);
+    let after = Instant::now();
+    let Some(id) = id else { return rec };
+    let text = store.to_jsonl(&id);
+    let events = match store.load(&id) {
+        Ok(l) => l.events,
+        Err(e) => {
+            rec.invariants.push(format!("log verifies: {e}"));
+            Vec::new()
+        }
+    };
+    rec.read_calls(&events);
+    rec.invariants = record::invariants(&text, &events);
+    match &ready.subject {
+        Prepared::Program { ir, .. } => check_replay(&mut rec, &events, ir, &limits),
+        Prepared::Task(_) => agent::check_replay(&mut rec, events),
+    }
+    rec.failed.extend(criteria::ready_made(&case.expect, &rec));
+    lt_criteria(&mut rec, ready);
+    rec.overhead_ms = (before + after.elapsed()).as_secs_f64() * 1000.0;
+    rec
+}
+
+/// Runs a fixed program as a session into `store`, filling `rec`'s ending
+/// and session time. Returns the session's id (`None`: it did not start,
+/// the reason in `rec.failed`).
+fn program_session(
+    case: &Case,
+    file: &SourceFile,
+    ir: &Ir,
+    limits: &Limits,
+    store: &MemoryStore,
+    handle: tokio::runtime::Handle,
+    rec: &mut RunRecord,
+) -> Option<String> {
     let session = Session::new(file)
         .executors(match &case.executors {
             Some(p) => Executors::File(p.display().to_string()),
@@ -148,7 +213,7 @@ pub fn run_once(
             None => ProfileSource::FromExecutors,
         })
         .limits(limits.clone())
-        .log(LogTarget::Store(&store))
+        .log(LogTarget::Store(store))
         .approver(Box::new(FixedApprover::new(
             false,
             "lt eval",
@@ -158,13 +223,11 @@ pub fn run_once(
     let session_began = Instant::now();
     let report = session.run(ir);
     rec.ms = session_began.elapsed().as_secs_f64() * 1000.0;
-    drop(guard);
-    let after = Instant::now();
     let report = match report {
         Ok(r) => r,
         Err(f) => {
             rec.failed.push(format!("the session did not start: {f}"));
-            return rec;
+            return None;
         }
     };
     match report.failure(ir) {
@@ -181,21 +244,7 @@ pub fn run_once(
             rec.error = Some(e.message.clone());
         }
     }
-    let text = store.to_jsonl(&report.id);
-    let events = match store.load(&report.id) {
-        Ok(l) => l.events,
-        Err(e) => {
-            rec.invariants.push(format!("log verifies: {e}"));
-            Vec::new()
-        }
-    };
-    rec.read_calls(&events);
-    rec.invariants = record::invariants(&text, &events);
-    check_replay(&mut rec, &events, ir, &limits);
-    rec.failed.extend(criteria::ready_made(&case.expect, &rec));
-    lt_criteria(&mut rec, ready);
-    rec.overhead_ms = (before + after.elapsed()).as_secs_f64() * 1000.0;
-    rec
+    Some(report.id.clone())
 }
 
 /// Replays the run from its log (`lt replay`'s code) under the recorded

@@ -1,7 +1,9 @@
 //! Reading a suite file (`lt eval SUITE.toml`): `[defaults]` and
-//! `[[case]]` tables, each case a fixed program, the executors and profile
-//! it runs under, an optional `setup` command, and its acceptance criteria
-//! (`[case.expect]`). Paths are relative to the suite file's folder.
+//! `[[case]]` tables, each case a fixed program or a task for the agent
+//! loop (its declarations, `[case.model]` and `[case.agent]`), the
+//! executors and profile it runs under, an optional `setup` command, and
+//! its acceptance criteria (`[case.expect]`). Paths are relative to the
+//! suite file's folder.
 //!
 //! ```toml
 //! [defaults]
@@ -20,6 +22,10 @@
 //! Every error names the file and, where TOML gives one, the line and
 //! column, with a hint; nothing here panics on bad input.
 
+use crate::agent::config::AgentTable;
+use crate::agent::provider::settings::{
+    is_env_name, ModelSettings, DEFAULT_MAX_RETRIES, DEFAULT_REQUEST_TIMEOUT_MS,
+};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -40,8 +46,8 @@ pub struct Suite {
 pub struct Case {
     /// Unique within the suite.
     pub name: String,
-    /// The program file.
-    pub program: PathBuf,
+    /// What runs: a fixed program or a task for the agent loop.
+    pub subject: Subject,
     /// The tools.toml file (`None`: no executors).
     pub executors: Option<PathBuf>,
     /// A file with a `[profile]` table (`None`: the executors' profile).
@@ -52,6 +58,49 @@ pub struct Case {
     pub timeout_ms: u64,
     /// The acceptance criteria.
     pub expect: Expect,
+}
+
+/// What a case runs (one per case: size does not matter).
+#[derive(Clone, Debug)]
+#[allow(clippy::large_enum_variant)]
+pub enum Subject {
+    /// A fixed program: the file.
+    Program(PathBuf),
+    /// A task for the agent loop (`lt agent`'s).
+    Task(Task),
+}
+
+/// An agent case: the task, the declarations its model sees, the model
+/// and the loop's settings.
+#[derive(Clone, Debug)]
+pub struct Task {
+    /// The task, in words.
+    pub task: String,
+    /// The declarations file (`lt agent --tools`).
+    pub tools: PathBuf,
+    /// How to reach the model (`lt agent`'s `--provider`, `--model`, …).
+    pub model: ModelSettings,
+    /// `[agent]` keys over the executors' and the profile's tables.
+    pub agent: AgentTable,
+}
+
+/// `[defaults.model]` / `[case.model]` as written.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawModel {
+    #[serde(default = "openai")]
+    provider: String,
+    model: Option<String>,
+    base_url: Option<String>,
+    api_key_env: Option<String>,
+    /// Refused with a hint: the key never goes in the file.
+    api_key: Option<toml::Value>,
+    request_timeout_ms: Option<u64>,
+    max_retries: Option<u32>,
+}
+
+fn openai() -> String {
+    "openai".into()
 }
 
 /// A case's acceptance criteria (`[case.expect]`). Each field left out
@@ -105,6 +154,9 @@ struct RawDefaults {
     profile: Option<String>,
     setup: Option<String>,
     timeout_ms: Option<u64>,
+    tools: Option<String>,
+    model: Option<toml::Spanned<RawModel>>,
+    agent: Option<AgentTable>,
 }
 
 #[derive(Deserialize)]
@@ -117,6 +169,9 @@ struct RawCase {
     profile: Option<String>,
     setup: Option<String>,
     timeout_ms: Option<u64>,
+    tools: Option<String>,
+    model: Option<toml::Spanned<RawModel>>,
+    agent: Option<AgentTable>,
     #[serde(default)]
     expect: Expect,
 }
@@ -154,8 +209,9 @@ fn at(path: &str, text: &str, offset: Option<usize>) -> String {
 }
 
 /// Reads the suite at `path`. Errors: unreadable, not TOML, an unknown
-/// key, a case without a program or with a task (agent cases are not
-/// supported yet), two cases of one name, no case, a missing file.
+/// key, a case with neither or both of a program and a task, a task
+/// without declarations or model, invalid model or `[agent]` settings, two
+/// cases of one name, no case, a missing file.
 pub fn load(path: &str) -> Result<Suite, SuiteError> {
     let text = std::fs::read_to_string(path).map_err(|e| SuiteError {
         message: format!("{path}: cannot read the suite: {e}"),
@@ -174,7 +230,7 @@ pub fn parse(path: &str, text: &str) -> Result<Suite, SuiteError> {
             e.message().trim_end()
         ),
         help: Some(
-            "a suite has an optional [defaults] table (executors, profile, setup, timeout_ms) and [[case]] tables (name, program, executors, profile, setup, timeout_ms, [case.expect]); see docs/eval.md"
+            "a suite has an optional [defaults] table (executors, profile, setup, timeout_ms, tools, [defaults.model], [defaults.agent]) and [[case]] tables (name, program or task, tools, executors, profile, setup, timeout_ms, [case.model], [case.agent], [case.expect]); see docs/eval.md"
                 .into(),
         ),
     })?;
@@ -199,25 +255,46 @@ pub fn parse(path: &str, text: &str) -> Result<Suite, SuiteError> {
                 help: Some("give every case a name of its own".into()),
             });
         }
-        if let Some(task) = &c.task {
-            return Err(SuiteError {
-                message: format!(
-                    "{}: case {name:?}: agent tasks are not supported by lt eval yet",
-                    at(path, text, Some(task.span().start))
-                ),
-                help: Some("give the case a fixed `program` instead".into()),
-            });
-        }
-        let Some(program) = c.program else {
-            return Err(SuiteError {
-                message: format!("{loc}: case {name:?} has no program"),
-                help: Some("add `program = \"path/to/program.lt\"` (relative to the suite)".into()),
-            });
+        let subject = match (c.program, c.task) {
+            (Some(_), Some(task)) => {
+                return Err(SuiteError {
+                    message: format!(
+                        "{}: case {name:?} has both a program and a task",
+                        at(path, text, Some(task.span().start))
+                    ),
+                    help: Some("a case runs a fixed `program` or a `task` for the agent loop: keep one".into()),
+                })
+            }
+            (Some(program), None) => Subject::Program(dir.join(program)),
+            (None, Some(task)) => {
+                let tloc = at(path, text, Some(task.span().start));
+                Subject::Task(agent_task(
+                    &tloc,
+                    &name,
+                    &dir,
+                    task.into_inner(),
+                    c.tools.or_else(|| raw.defaults.tools.clone()),
+                    c.model.or_else(|| raw.defaults.model.clone()),
+                    raw.defaults
+                        .agent
+                        .clone()
+                        .unwrap_or_default()
+                        .overlay(&c.agent.unwrap_or_default()),
+                    text,
+                    path,
+                )?)
+            }
+            (None, None) => {
+                return Err(SuiteError {
+                    message: format!("{loc}: case {name:?} has no program and no task"),
+                    help: Some("add `program = \"path/to/program.lt\"` (relative to the suite), or a `task = \"…\"` for the agent loop with `tools` and [case.model]".into()),
+                })
+            }
         };
         let executors = c.executors.or_else(|| raw.defaults.executors.clone());
         let profile = c.profile.or_else(|| raw.defaults.profile.clone());
         let case = Case {
-            program: dir.join(program),
+            subject,
             executors: executors.map(|e| dir.join(e)),
             profile: profile.map(|p| dir.join(p)),
             setup: c.setup.or_else(|| raw.defaults.setup.clone()),
@@ -229,8 +306,13 @@ pub fn parse(path: &str, text: &str) -> Result<Suite, SuiteError> {
             expect: c.expect,
             name,
         };
+        let (program, tools) = match &case.subject {
+            Subject::Program(p) => (Some(p), None),
+            Subject::Task(t) => (None, Some(&t.tools)),
+        };
         for (what, file) in [
-            ("program", Some(&case.program)),
+            ("program", program),
+            ("tools", tools),
             ("executors", case.executors.as_ref()),
             ("profile", case.profile.as_ref()),
         ] {
@@ -262,5 +344,87 @@ pub fn parse(path: &str, text: &str) -> Result<Suite, SuiteError> {
         path: path.to_string(),
         dir,
         cases,
+    })
+}
+
+/// An agent case's task, declarations, model and settings, checked.
+#[allow(clippy::too_many_arguments)]
+fn agent_task(
+    loc: &str,
+    name: &str,
+    dir: &Path,
+    task: String,
+    tools: Option<String>,
+    model: Option<toml::Spanned<RawModel>>,
+    agent: AgentTable,
+    text: &str,
+    path: &str,
+) -> Result<Task, SuiteError> {
+    let fail = |loc: &str, message: String, help: &str| SuiteError {
+        message: format!("{loc}: case {name:?}: {message}"),
+        help: Some(help.to_string()),
+    };
+    if task.trim().is_empty() {
+        return Err(fail(
+            loc,
+            "the task is empty".into(),
+            "say what the model should do: `task = \"Refund the last charge of cust_12345\"`",
+        ));
+    }
+    let Some(tools) = tools else {
+        return Err(fail(loc, "a task needs the declarations its model sees".into(), "add `tools = \"tools.lt\"` (a .lt file of tool declarations, as `lt agent --tools` takes) to the case or to [defaults]"));
+    };
+    let Some(model) = model else {
+        return Err(fail(loc, "a task needs a model".into(), "add a [case.model] (or [defaults.model]) table: provider = \"openai\", model = \"gpt-4o-mini\", base_url = \"…/v1\""));
+    };
+    let mloc = at(path, text, Some(model.span().start));
+    let raw = model.into_inner();
+    if raw.api_key.is_some() {
+        return Err(fail(
+            &mloc,
+            "model.api_key: an API key is never written in a suite".into(),
+            "put the key in an environment variable and name it: api_key_env = \"OPENAI_API_KEY\"",
+        ));
+    }
+    if let Some(v) = raw.api_key_env.as_ref().filter(|v| !is_env_name(v)) {
+        return Err(fail(
+            &mloc,
+            format!("model.api_key_env {v:?} is not the name of an environment variable"),
+            "api_key_env names the variable holding the key (letters, digits and _)",
+        ));
+    }
+    if raw.model.is_none() {
+        return Err(fail(
+            &mloc,
+            "the model table has no `model`".into(),
+            "e.g. model = \"gpt-4o-mini\"",
+        ));
+    }
+    if raw.request_timeout_ms == Some(0) {
+        return Err(fail(
+            &mloc,
+            "model.request_timeout_ms 0: a model request needs some time".into(),
+            "give a timeout in milliseconds, e.g. 120000 (the default)",
+        ));
+    }
+    let model = ModelSettings {
+        provider: raw.provider,
+        model: raw.model,
+        base_url: raw.base_url,
+        api_key_env: raw.api_key_env,
+        request_timeout_ms: raw.request_timeout_ms.unwrap_or(DEFAULT_REQUEST_TIMEOUT_MS),
+        max_retries: raw.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
+    };
+    if let Err(e) = model.proposer(None) {
+        return Err(fail(&mloc, format!("the model cannot be set up: {e}"), "provider is \"openai\" (any OpenAI-compatible endpoint) or \"anthropic\"; a key is read from api_key_env (default OPENAI_API_KEY / ANTHROPIC_API_KEY), not needed for a server on this machine"));
+    }
+    if let Err(e) = agent.settings() {
+        return Err(fail(loc, format!("[agent] settings: {e}"), "the [agent] keys are max_attempts, max_turns, samples, agree, on_disagreement, max_tokens and trace (docs/agent.md)"));
+    }
+    Ok(Task {
+        task,
+        tools: dir.join(tools),
+        model,
+        agent,
     })
 }

@@ -2,12 +2,11 @@
 //! server (`session::replay`, as `lt replay` does): its recorded program,
 //! profile and limits against its own log; a task session's log (from
 //! `agent_started`) by the agent's replay (`agent::replay::judge`), the
-//! recorded replies answering the model's requests. Needs a big stack:
-//! call it on a session's thread.
+//! recorded replies answering the model's requests: both through
+//! `eval::replay::judge_log`, which `lt eval --replay` uses too. Needs a
+//! big stack: call it on a session's thread.
 
 use super::check::PROGRAM_NAME;
-use crate::control::session::replay::{replay, Recorded};
-use crate::control::session::{check_and_lower, recorded_limits};
 use crate::log::{EventStore, Loaded};
 use serde_json::{json, Value as Json};
 
@@ -22,36 +21,18 @@ pub fn replay_session(store: &dyn EventStore, id: &str) -> Json {
     if let Some(p) = &report.problem {
         return fail("log", format!("the log does not verify: {p}"));
     }
-    if matches!(
+    let n = events.len();
+    let agent = matches!(
         events.first().map(|e| &e.body),
         Some(crate::log::EventBody::AgentStarted { .. })
-    ) {
-        let n = events.len();
-        return match crate::agent::replay::judge(events) {
-            Ok((_, mut v)) => {
-                v["events"] = json!(n);
-                v
-            }
-            Err((kind, message)) => fail(kind, message),
-        };
+    );
+    let mut v = crate::eval::replay::judge_log(events, PROGRAM_NAME);
+    // The count of events replayed: a program's verdict always has it; an
+    // agent's, and a log that could not be replayed at all, only when it
+    // matches.
+    let replayed = !matches!(v["kind"].as_str(), Some("log" | "check"));
+    if v["ok"] == json!(true) || (!agent && replayed) {
+        v["events"] = json!(n);
     }
-    let Some(recorded) = Recorded::from_events(&events) else {
-        return fail("log", "the log has no session_started event".into());
-    };
-    let file = recorded.program_file(PROGRAM_NAME);
-    let profile = match recorded.profile() {
-        Ok(p) => p,
-        Err(e) => return fail("log", format!("the recorded profile is invalid: {e}")),
-    };
-    let limits = match recorded_limits(&recorded.limits) {
-        Ok(l) => l,
-        Err(e) => return fail("log", format!("the recorded limits are invalid: {e}")),
-    };
-    let ir = match check_and_lower(&file) {
-        Ok(ir) => ir,
-        Err(_) => return fail("check", "the recorded program no longer checks".into()),
-    };
-    let mut v = replay(&events, &ir, profile, limits).to_json();
-    v["events"] = json!(events.len());
     v
 }

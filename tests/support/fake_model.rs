@@ -31,11 +31,14 @@ impl FakeModel {
     /// `replies` array; see the server's docstring). Panics when it does
     /// not report its port within 10 s.
     pub fn start(replies: Vec<Json>) -> FakeModel {
+        FakeModel::start_script(serde_json::json!({ "replies": replies }))
+    }
+
+    /// Starts a server playing `script` (`{"replies": […]}`, or `{"random":
+    /// {seed, p, right, wrong, answer}}`: see the server's docstring).
+    pub fn start_script(script: Json) -> FakeModel {
         let dir = TempDir::new("fake-model", "server");
-        let script = dir.write(
-            "script.json",
-            &serde_json::json!({ "replies": replies }).to_string(),
-        );
+        let script = dir.write("script.json", &script.to_string());
         let log = dir.0.join("requests.jsonl");
         let mut child = Command::new("python3")
             .arg(server_script())

@@ -1,17 +1,18 @@
-//! `lt eval`: real suites against the support-desk example's real tools
-//! (Python over SQLite), run through the binary. Each temporary suite gets
-//! its own folder, tools.toml and database, so the tests run in parallel.
+//! Fixed-program cases: real suites against the support-desk example's
+//! real tools (Python over SQLite), run through the binary. Each temporary
+//! suite gets its own folder, tools.toml and database, so the tests run in
+//! parallel. The helpers here serve the other parts too.
 
 use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn lt(args: &[&str]) -> Output {
+pub(crate) fn lt(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_lt"))
         .args(args)
         .current_dir(root())
@@ -19,11 +20,11 @@ fn lt(args: &[&str]) -> Output {
         .expect("lt runs")
 }
 
-fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-fn json(o: &Output) -> Json {
+pub(crate) fn json(o: &Output) -> Json {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
         panic!(
             "not JSON ({e}): {}\nstderr: {}",
@@ -36,7 +37,7 @@ fn json(o: &Output) -> Json {
 /// A folder with a tools.toml for the support-desk tools (database
 /// `world.db` in the folder) and `suite.toml` holding `cases` after a
 /// `[defaults]` table that resets the world before each run.
-fn suite(name: &str, cases: &str) -> PathBuf {
+pub(crate) fn suite(name: &str, cases: &str) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
     let dir = std::env::temp_dir().join(format!(
         "lt-eval-{}-{}-{name}",
@@ -63,7 +64,7 @@ fn suite(name: &str, cases: &str) -> PathBuf {
     dir
 }
 
-fn path(dir: &Path, file: &str) -> String {
+pub(crate) fn path(dir: &Path, file: &str) -> String {
     dir.join(file).display().to_string()
 }
 
