@@ -828,3 +828,28 @@ fn past_max_sessions_a_new_session_is_refused_with_retry_after() {
         "ended"
     );
 }
+
+#[test]
+fn a_program_accepted_under_one_profile_is_still_checked_under_another() {
+    // The server keeps programs it lowered; the profile's static check
+    // (E0701: a tool outside `allow`) must still refuse the same text.
+    let extra = r#"
+[tenants.acme.profiles.lookups]
+allow = ["lookup_account"]
+"#;
+    let (_s, config, store) = setup("profile-cache", false, extra);
+    let server = Server::start(&config, &store);
+    for _ in 0..3 {
+        let id = server.submit(ACME, &support_program(), "support");
+        let v = server.wait_final(ACME, &id, Duration::from_secs(30));
+        assert_eq!(v["status"], "ended", "{v}");
+        let (status, v) = server.call(
+            "POST",
+            "/v1/sessions",
+            Some(ACME),
+            Some(&json!({"program": support_program(), "profile": "lookups"})),
+        );
+        assert_eq!(status, 422, "{v}");
+        assert!(v.to_string().contains("E0701"), "{v}");
+    }
+}

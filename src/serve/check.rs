@@ -14,7 +14,9 @@ use crate::ir::Ir;
 use crate::source::SourceFile;
 use crate::types::{check_source, Analysis, Declarations};
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// The name a program sent to the server has in diagnostics and logs.
 pub const PROGRAM_NAME: &str = "program.lt";
@@ -68,9 +70,53 @@ pub fn report(tenant: &Tenant, profile: Option<&Profile>, file: &SourceFile) -> 
     v
 }
 
+thread_local! {
+    /// Programs lowered on this thread lately, by tenant, profile and text
+    /// (clients send the same program again and again; the session threads
+    /// are reused). Only accepted programs are kept.
+    static LOWERED: RefCell<VecDeque<(LoweredKey, Arc<Ir>)>> = const { RefCell::new(VecDeque::new()) };
+}
+
+/// Programs kept per thread.
+const KEPT_PROGRAMS: usize = 32;
+
+/// What a lowered program depends on: the tenant (its declarations), the
+/// profile (its static check) and the program's text.
+type LoweredKey = (String, String, String);
+
 /// Checks and lowers `file` for a session: the IR, or the report that
-/// refuses it (`lt run --json`'s rejection, `stage: "check"`).
+/// refuses it (`lt run --json`'s rejection, `stage: "check"`). An accepted
+/// program is kept on this thread ([`KEPT_PROGRAMS`]): the same text for
+/// the same tenant and profile is not checked twice (both are fixed while
+/// the server runs).
 pub fn lower(
+    tenant: &Tenant,
+    profile: &Profile,
+    file: &SourceFile,
+) -> Result<Arc<Ir>, serde_json::Value> {
+    let found = LOWERED.with(|kept| {
+        kept.borrow()
+            .iter()
+            .find(|((t, p, text), _)| *t == tenant.name && *p == profile.name && *text == file.text)
+            .map(|(_, ir)| Arc::clone(ir))
+    });
+    if let Some(ir) = found {
+        return Ok(ir);
+    }
+    let ir = Arc::new(lower_uncached(tenant, profile, file)?);
+    LOWERED.with(|kept| {
+        let mut kept = kept.borrow_mut();
+        if kept.len() == KEPT_PROGRAMS {
+            kept.pop_front();
+        }
+        let key = (tenant.name.clone(), profile.name.clone(), file.text.clone());
+        kept.push_back((key, Arc::clone(&ir)));
+    });
+    Ok(ir)
+}
+
+/// [`lower`] without the thread's programs.
+fn lower_uncached(
     tenant: &Tenant,
     profile: &Profile,
     file: &SourceFile,

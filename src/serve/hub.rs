@@ -492,7 +492,9 @@ impl Hub {
             .inc();
         self.unregister(id);
         // Kept for its streams only once the store holds it as final.
-        let end = recorded.ok().map(|()| Arc::from(output.to_string().as_str()));
+        let end = recorded
+            .ok()
+            .map(|()| Arc::from(output.to_string().as_str()));
         self.followers.ended(id, end);
     }
 
