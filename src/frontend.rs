@@ -129,10 +129,38 @@ pub fn refuse_replacing_log(path: &str, force: bool) -> Result<(), (String, Stri
             "--log {path} already holds {} bytes (an earlier session's log?); lt does not replace a log silently",
             meta.len()
         ),
-        format!(
-            "continue that session with `lt resume {path}`, write to another file, or give --force to replace it"
-        ),
+        if log_has_ended(path) {
+            format!(
+                "that session ended: look at it with `lt log show {path}` or `lt replay {path}`; write to another file, or give --force to replace it"
+            )
+        } else {
+            format!(
+                "continue that session with `lt resume {path}`, write to another file, or give --force to replace it"
+            )
+        },
     ))
+}
+
+/// Whether the log at `path` ends with `session_ended` (its last line,
+/// read from the file's last 64 KiB; `false` when it cannot be read).
+fn log_has_ended(path: &str) -> bool {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return false;
+    };
+    let len = f.metadata().map_or(0, |m| m.len());
+    let mut tail = Vec::new();
+    let read = f
+        .seek(SeekFrom::Start(len.saturating_sub(64 * 1024)))
+        .and_then(|_| f.read_to_end(&mut tail));
+    if read.is_err() {
+        return false;
+    }
+    let text = String::from_utf8_lossy(&tail);
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .is_some_and(|l| l.contains("\"kind\":\"session_ended\""))
 }
 
 /// redirected to (`--log /dev/stdout > out.txt`, or that file by name):

@@ -1268,7 +1268,9 @@ fn a_log_holding_an_earlier_session_is_not_replaced_without_force() {
         "{j}"
     );
     let help = j["error"]["help"].as_str().expect("a help");
-    assert!(help.contains(&format!("lt resume {log}")), "{j}");
+    // That session ended: nothing to resume, only to look at.
+    assert!(help.contains(&format!("lt replay {log}")), "{j}");
+    assert!(!help.contains("lt resume"), "{j}");
     assert!(help.contains("--force"), "{j}");
     assert_eq!(
         std::fs::read(&log).expect("the log"),
@@ -1283,10 +1285,7 @@ fn a_log_holding_an_earlier_session_is_not_replaced_without_force() {
     let out = lt(&dir, &["run", &prog, "--executors", &tools, "--log", &log]);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.starts_with("error: --log "), "{out:?}");
-    assert!(
-        out.stderr.contains("help: continue that session"),
-        "{out:?}"
-    );
+    assert!(out.stderr.contains("help: that session ended"), "{out:?}");
 
     // --force replaces it with a new session.
     let (out, _) = run_main(&dir, "", &["--force"]);
