@@ -412,7 +412,24 @@ impl LogWriter {
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)?;
         // Everything up to the last `\n`; after it, a line cut short.
-        let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let mut complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        // Unless that line is a whole event that verifies and chains, cut
+        // off just before its `\n`: kept, and the file gets its newline
+        // (dropping it would turn a recorded outcome into "unknown").
+        let mut newline_missing = false;
+        if complete < bytes.len() {
+            let mut whole = bytes.clone();
+            whole.push(b'\n');
+            if let Ok(text) = std::str::from_utf8(&whole) {
+                let (events, report) = read_prefix(text);
+                newline_missing = report.problem.is_none() && !report.incomplete_tail;
+                events.into_iter().for_each(drop_event);
+            }
+            if newline_missing {
+                bytes = whole;
+                complete = bytes.len();
+            }
+        }
         let dropped_bytes = (bytes.len() - complete) as u64;
         bytes.truncate(complete);
         // As `lt log verify` reads a file: bytes that are not UTF-8 become
@@ -445,6 +462,10 @@ impl LogWriter {
         // Appending writes at the end whatever the position; it is put
         // there anyway.
         file.seek(SeekFrom::End(0))?;
+        if newline_missing {
+            file.write_all(b"\n")?;
+            file.sync_data()?;
+        }
         let mut chain = Chain::new(session)?;
         chain.next_seq = seq + 1;
         chain.prev = prev;
@@ -786,6 +807,32 @@ mod tests {
             ),
             Err(e) => e,
         }
+    }
+
+    #[test]
+    fn reopen_keeps_a_whole_last_event_that_lacks_only_its_newline() {
+        let path = temp_log("no-newline");
+        let mut bodies = vec![started()];
+        bodies.extend(call(0));
+        let text = write_log(&path, bodies);
+        // Killed between the last event's bytes and its `\n`.
+        let cut = &text[..text.len() - 1];
+        std::fs::write(&path, cut).expect("write");
+        assert!(verify(cut).incomplete_tail);
+
+        let reopened = LogWriter::reopen(&path).expect("reopens");
+        assert_eq!(reopened.dropped_bytes, 0);
+        assert_eq!(reopened.events.len(), 5, "the outcome is kept");
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), text);
+        let mut writer = reopened.writer;
+        let next = writer.append(EventBody::SessionResumed {
+            lt_version: "0.1.0".into(),
+            registry_hash: ZERO_HASH.into(),
+            dropped_bytes: 0,
+        });
+        assert_eq!(next.expect("append").seq, 5);
+        let after = std::fs::read_to_string(&path).expect("read");
+        assert!(!verify(&after).incomplete_tail && verify(&after).problem.is_none());
     }
 
     #[test]
