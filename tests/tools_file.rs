@@ -192,6 +192,12 @@ fn an_unreadable_declarations_file_exits_2() {
     assert!(out.stderr.contains("nope.lt"), "{}", out.stderr);
     let out = lt_in(&dir.0, &["run", "prog.lt", "--tools", "nope.lt"], &[]);
     assert_eq!(out.code, 2, "{out:?}");
+    // Both from standard input: one stream cannot be both files.
+    for cmd in ["check", "run"] {
+        let out = lt_in(&dir.0, &[cmd, "-", "--tools", "-"], &[]);
+        assert_eq!(out.code, 2, "{cmd}: {out:?}");
+        assert!(out.stderr.contains("standard input"), "{}", out.stderr);
+    }
 }
 
 #[test]

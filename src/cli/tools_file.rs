@@ -71,6 +71,11 @@ pub fn check_program(
             let analysis = check_source(&text);
             (SourceFile::new(name, text), analysis)
         }
+        Some("-") if path == "-" => {
+            return Err(ToolsFailure::Unreadable(
+                "--tools -: the program is already read from standard input; give the declarations as a file (--tools tools.lt)".into(),
+            ))
+        }
         Some(tools_path) => {
             let (tools_name, tools_text) = read_source(tools_path)
                 .map_err(|msg| ToolsFailure::Unreadable(format!("--tools: {msg}")))?;
