@@ -619,7 +619,7 @@ fn cli_errors_exit_2_with_a_message() {
         "{\"tools\": [\n  {\"name\": \"a\",\n   \"inputSchema\" {}}]}",
     );
     let nameless = dir.write("nameless.json", "{\"tools\": [{\"inputSchema\": {}}]}");
-    let cases: [(Vec<&str>, &str); 8] = [
+    let cases: [(Vec<&str>, &str); 9] = [
         (
             vec!["tools", "import", &bad],
             "bad.json:3:18: not JSON: expected `:`",
@@ -637,6 +637,10 @@ fn cli_errors_exit_2_with_a_message() {
         (
             vec!["tools", "import", "--mcp"],
             "--mcp needs the server's command line",
+        ),
+        (
+            vec!["tools", "import", "--mcp", "cat"],
+            "help: to run `cat` as the MCP server, put it after `--`: lt tools import --mcp -- cat",
         ),
         (
             vec!["tools", "import", "x.json", "--", "server"],

@@ -42,7 +42,7 @@ pub fn run(options: &ImportOptions) -> u8 {
     let imported = if options.mcp {
         if let Some(file) = &options.file {
             return usage(&format!(
-                "`{file}` and --mcp: give a definitions file, or --mcp -- COMMAND…, not both"
+                "`{file}` and --mcp: give a definitions file, or --mcp -- COMMAND…, not both\n  help: to run `{file}` as the MCP server, put it after `--`: lt tools import --mcp -- {file}"
             ));
         }
         if options.command.is_empty() {
