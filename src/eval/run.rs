@@ -100,27 +100,108 @@ fn program(case: &Case, path: &Path, color: bool) -> Result<Prepared, String> {
         }
         Err(Rejected::Lowering(e)) => return Err(format!("case {:?}: {}", case.name, e.message)),
     };
+    executors_cover(case, &ir)?;
     Ok(Prepared::Program { file, ir })
 }
 
-/// Runs `setup` with `sh -c` in `dir`. Errors: it could not start or
-/// exited non-zero (with its stderr).
-fn setup(command: &str, dir: &Path) -> Result<(), String> {
-    let out = std::process::Command::new("sh")
+/// Every tool the program calls has an executor in the case's executors
+/// file: checked before any run, as for an agent case (a run would only
+/// fail to start, every time).
+fn executors_cover(case: &Case, ir: &Ir) -> Result<(), String> {
+    let called = crate::control::session::called_tools(ir);
+    if called.is_empty() {
+        return Ok(());
+    }
+    let Some(path) = &case.executors else {
+        return Err(format!(
+            "case {:?}: the program calls {} and the case names no executors\n  help: set `executors = \"tools.toml\"` in the case or in [defaults]",
+            case.name,
+            called.join(", ")
+        ));
+    };
+    let registry =
+        crate::exec::Registry::load(path).map_err(|e| format!("case {:?}: {e}", case.name))?;
+    let missing = registry.missing(called.iter().copied());
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "case {:?}: no executor for {} in {}, which the program calls\n  help: add a [tools.{}] table to {}",
+        case.name,
+        missing.join(", "),
+        path.display(),
+        missing[0],
+        path.display()
+    ))
+}
+
+/// Runs `setup` with `sh -c` in `dir`, in a process group of its own, for
+/// at most `limit` (the case's `timeout_ms`). Errors: it could not start,
+/// exited non-zero (with its stderr), or ran past `limit` (its whole
+/// group is killed).
+fn setup(command: &str, dir: &Path, limit: Duration) -> Result<(), String> {
+    // Its stderr goes to a file, not a pipe: a process it leaves running
+    // in the background (a server it starts) may keep that open.
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let err_path =
+        std::env::temp_dir().join(format!("lt-eval-setup-{}-{n}.stderr", std::process::id()));
+    let err_file = std::fs::File::create(&err_path).map_err(|e| {
+        format!(
+            "setup `{command}`: cannot create {}: {e}",
+            err_path.display()
+        )
+    })?;
+    let result = setup_in(command, dir, limit, err_file);
+    let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&err_path);
+    let status = result?;
+    if !status.success() {
+        let stderr = stderr.trim();
+        return Err(if stderr.is_empty() {
+            format!("setup `{command}` failed ({status}) and wrote nothing on stderr")
+        } else {
+            format!("setup `{command}` failed ({status}): {stderr}")
+        });
+    }
+    Ok(())
+}
+
+/// [`setup`]'s process: its exit status, or why it has none.
+fn setup_in(
+    command: &str,
+    dir: &Path,
+    limit: Duration,
+    stderr: std::fs::File,
+) -> Result<std::process::ExitStatus, String> {
+    use std::os::unix::process::CommandExt as _;
+    let mut child = std::process::Command::new("sh")
         .arg("-c")
         .arg(command)
         .current_dir(dir)
+        .process_group(0)
         .stdin(std::process::Stdio::null())
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .spawn()
         .map_err(|e| format!("setup `{command}` could not start: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "setup `{command}` failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(())
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Ok(None) | Err(_) => {
+                let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
+                let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+                let _ = child.wait();
+                return Err(format!(
+                    "setup `{command}` did not finish within the case's timeout_ms ({} ms); it was killed",
+                    limit.as_millis()
+                ));
+            }
+        }
+    };
+    Ok(status)
 }
 
 /// Runs `case` once (run number `n`, from 1), made [`ready`] on this
@@ -154,7 +235,7 @@ pub fn run_once(
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     });
     if let Some(cmd) = &case.setup {
-        if let Err(e) = setup(cmd, dir) {
+        if let Err(e) = setup(cmd, dir, Duration::from_millis(case.timeout_ms)) {
             rec.failed.push(e);
             return rec;
         }

@@ -256,12 +256,28 @@ impl SuiteSummary {
 
     /// The cases whose rate fell below `baseline`'s (an `lt eval --json`
     /// output), each in words; a case the baseline lacks is not compared.
-    /// Errors: the baseline is not such an output.
+    /// Errors: the baseline is not such an output, or holds none of this
+    /// suite's cases (another suite's: the gate would compare nothing).
     pub fn regressions(&self, baseline: &Json) -> Result<Vec<String>, String> {
         let cases = baseline
             .get("cases")
             .and_then(Json::as_array)
             .ok_or("the baseline has no `cases` array (write one with `lt eval --json`)")?;
+        let named = |c: &CaseSummary| {
+            cases
+                .iter()
+                .any(|b| b.get("name").and_then(Json::as_str) == Some(&c.name))
+        };
+        if !self.cases.is_empty() && !self.cases.iter().any(named) {
+            let held: Vec<&str> = cases
+                .iter()
+                .filter_map(|b| b.get("name").and_then(Json::as_str))
+                .collect();
+            return Err(format!(
+                "it holds none of this suite's cases (it holds: {}), so nothing would be compared\n  help: write this suite's baseline with `lt eval SUITE.toml --json > FILE`",
+                if held.is_empty() { "no case".to_string() } else { held.join(", ") }
+            ));
+        }
         let mut out = Vec::new();
         for c in &self.cases {
             let old = cases

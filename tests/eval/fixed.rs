@@ -331,6 +331,27 @@ fn a_baseline_with_a_higher_rate_is_a_regression() {
 }
 
 #[test]
+fn a_baseline_of_another_suite_is_refused() {
+    let dir = suite(
+        "otherbaseline",
+        "[[case]]\nname = \"refund\"\nprogram = \"$EX/program.lt\"\n",
+    );
+    let base = path(&dir, "base.json");
+    std::fs::write(
+        &base,
+        r#"{"cases": [{"name": "something_else", "rate": 1.0}]}"#,
+    )
+    .expect("baseline");
+    let o = lt(&["eval", &path(&dir, "suite.toml"), "--baseline", &base]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("holds none of this suite's cases (it holds: something_else)"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn an_edited_log_violates_the_invariants() {
     let dir = suite(
         "invariants",
@@ -459,4 +480,64 @@ fn a_failing_setup_fails_the_run_and_nothing_runs_on_a_dirty_world() {
     );
     assert_eq!(rec["calls"], serde_json::json!([]));
     assert!(!dir.join("world.db").exists(), "the program ran");
+}
+
+#[test]
+fn a_setup_that_hangs_is_killed_at_the_case_timeout_and_fails_the_run() {
+    // `sleep` in the background keeps the group alive past `sh`.
+    let dir = suite(
+        "hangsetup",
+        "[[case]]\nname = \"refund\"\nprogram = \"$EX/program.lt\"\ntimeout_ms = 500\nsetup = \"sleep 120 & sleep 120\"\n",
+    );
+    let o = lt(&["eval", &path(&dir, "suite.toml"), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let j = json(&o);
+    let rec = &j["cases"][0]["records"][0];
+    assert!(
+        rec["failed"][0]
+            .as_str()
+            .is_some_and(|f| f.contains("did not finish within the case's timeout_ms (500 ms)")),
+        "{rec}"
+    );
+    assert_eq!(rec["calls"], serde_json::json!([]));
+    assert!(!dir.join("world.db").exists(), "the program ran");
+}
+
+#[test]
+fn a_setup_failing_silently_says_so() {
+    let dir = suite(
+        "silentsetup",
+        "[[case]]\nname = \"refund\"\nprogram = \"$EX/program.lt\"\nsetup = \"exit 3\"\n",
+    );
+    let o = lt(&["eval", &path(&dir, "suite.toml"), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let j = json(&o);
+    let failed = j["cases"][0]["records"][0]["failed"][0].to_string();
+    assert!(failed.contains("wrote nothing on stderr"), "{failed}");
+}
+
+#[test]
+fn a_tool_without_an_executor_fails_the_suite_before_any_run() {
+    let dir = suite(
+        "noexec",
+        "[[case]]\nname = \"refund\"\nprogram = \"$EX/program.lt\"\nexecutors = \"lookup_only.toml\"\nsetup = \"touch ran\"\n",
+    );
+    let tools = root().join("examples/support_desk/tools/lookup_account.py");
+    std::fs::write(
+        dir.join("lookup_only.toml"),
+        format!(
+            "[tools.lookup_account]\ncommand = [\"python3\", \"{}\"]\n",
+            tools.display()
+        ),
+    )
+    .expect("write");
+    let o = lt(&["eval", &path(&dir, "suite.toml")]);
+    assert_ne!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("no executor for issue_refund, send_reply")
+            && err.contains("help: add a [tools.issue_refund] table"),
+        "{err}"
+    );
+    assert!(!dir.join("ran").exists(), "a run started");
 }
