@@ -16,7 +16,6 @@ use crate::types::{check_source, Analysis, Declarations};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
-use std::sync::Arc;
 
 /// The name a program sent to the server has in diagnostics and logs.
 pub const PROGRAM_NAME: &str = "program.lt";
@@ -74,7 +73,7 @@ thread_local! {
     /// Programs lowered on this thread lately, by tenant, profile and text
     /// (clients send the same program again and again; the session threads
     /// are reused). Only accepted programs are kept.
-    static LOWERED: RefCell<VecDeque<(LoweredKey, Arc<Ir>)>> = const { RefCell::new(VecDeque::new()) };
+    static LOWERED: RefCell<VecDeque<(LoweredKey, Rc<Ir>)>> = const { RefCell::new(VecDeque::new()) };
 }
 
 /// Programs kept per thread.
@@ -93,24 +92,24 @@ pub fn lower(
     tenant: &Tenant,
     profile: &Profile,
     file: &SourceFile,
-) -> Result<Arc<Ir>, serde_json::Value> {
+) -> Result<Rc<Ir>, serde_json::Value> {
     let found = LOWERED.with(|kept| {
         kept.borrow()
             .iter()
             .find(|((t, p, text), _)| *t == tenant.name && *p == profile.name && *text == file.text)
-            .map(|(_, ir)| Arc::clone(ir))
+            .map(|(_, ir)| Rc::clone(ir))
     });
     if let Some(ir) = found {
         return Ok(ir);
     }
-    let ir = Arc::new(lower_uncached(tenant, profile, file)?);
+    let ir = Rc::new(lower_uncached(tenant, profile, file)?);
     LOWERED.with(|kept| {
         let mut kept = kept.borrow_mut();
         if kept.len() == KEPT_PROGRAMS {
             kept.pop_front();
         }
         let key = (tenant.name.clone(), profile.name.clone(), file.text.clone());
-        kept.push_back((key, Arc::clone(&ir)));
+        kept.push_back((key, Rc::clone(&ir)));
     });
     Ok(ir)
 }
