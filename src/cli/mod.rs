@@ -237,9 +237,14 @@ pub enum Command {
         /// free port).
         #[arg(long, value_name = "ADDR")]
         listen: Option<String>,
-        /// The store: sqlite:PATH (default sqlite:lt-data/lt.db).
+        /// The store: sqlite:PATH (default sqlite:lt-data/lt.db) or
+        /// postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE.
         #[arg(long, value_name = "URL")]
         store: Option<String>,
+        /// Create or migrate the store's schema, print its version, and
+        /// exit (serves nothing).
+        #[arg(long)]
+        migrate_only: bool,
         /// Print the line serve.toml stores for API key KEY (`-`: read it
         /// from stdin), and exit.
         #[arg(long, value_name = "KEY")]
@@ -550,8 +555,9 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             config,
             listen,
             store,
+            migrate_only,
             hash_key,
-        } => serve::run(config, listen, store, hash_key),
+        } => serve::run(config, listen, store, migrate_only, hash_key),
         Command::Replay {
             log,
             program,

@@ -1,5 +1,6 @@
 //! `lt serve [--config SERVE_TOML] [--listen ADDR] [--store URL]`: the
-//! server (`crate::serve`), and `--hash-key KEY` for the key hashes its
+//! server (`crate::serve`); `--migrate-only` to create or migrate the
+//! store's schema and exit; `--hash-key KEY` for the key hashes its
 //! configuration stores.
 //!
 //! Exit codes: 0 stopped by SIGTERM or SIGINT after draining; 1 the store
@@ -14,6 +15,7 @@ pub fn run(
     config: Option<String>,
     listen: Option<String>,
     store: Option<String>,
+    migrate_only: bool,
     hash_key: Option<String>,
 ) -> u8 {
     if let Some(key) = hash_key {
@@ -39,6 +41,15 @@ pub fn run(
         listen,
         store,
     };
+    if migrate_only {
+        return match serve::migrate_only(&opts) {
+            Ok(done) => {
+                err!("lt serve: {done}");
+                EXIT_OK
+            }
+            Err(e) => report(&e),
+        };
+    }
     let result = serve::run(&opts, |addr, tenants, resumed| {
         if tenants == 0 {
             err!("lt serve: warning: no tenant is configured, so no request can authenticate (see --config and examples/serve/)");
@@ -50,16 +61,19 @@ pub fn run(
             err!("lt serve: stopped");
             EXIT_OK
         }
-        Err(e) => {
-            err!("error: {}", e.message);
-            if let Some(h) = &e.help {
-                err!("  = help: {h}");
-            }
-            if e.usage {
-                EXIT_USAGE
-            } else {
-                EXIT_RUN_FAILED
-            }
-        }
+        Err(e) => report(&e),
+    }
+}
+
+/// Prints `e` with its hint; its exit code.
+fn report(e: &serve::ServeError) -> u8 {
+    err!("error: {}", e.message);
+    if let Some(h) = &e.help {
+        err!("  = help: {h}");
+    }
+    if e.usage {
+        EXIT_USAGE
+    } else {
+        EXIT_RUN_FAILED
     }
 }

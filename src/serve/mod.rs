@@ -13,7 +13,7 @@
 //! sse.rs     GET …/events: the log as Server-Sent Events, from the store
 //! check.rs   a program against a tenant (tool list, profile)
 //! replay.rs  POST …/replay     metrics.rs  GET /metrics
-//! store/     ServerStore: sqlite.rs (group commit)
+//! store/     ServerStore: sqlite/ (the default), postgres/ (--store postgres://…)
 //! client.rs  the other side: the thick client (`lt run --server`)
 //! ```
 
@@ -75,13 +75,22 @@ impl ServeError {
     }
 }
 
-/// Opens the store a `--store` URL names: `sqlite:PATH` (or a bare path).
+/// Whether `url` names a PostgreSQL store.
+pub fn is_postgres(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
+}
+
+/// Opens the store a `--store` URL names: `postgres://…`, `sqlite:PATH`
+/// (or a bare path).
 pub fn open_store(url: &str) -> Result<Arc<dyn store::ServerStore>, ServeError> {
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        return Err(ServeError::usage(
-            "this lt serve stores sessions in SQLite only",
-            Some("use --store sqlite:PATH"),
-        ));
+    if is_postgres(url) {
+        return store::postgres::PostgresStore::open(url)
+            .map(|s| Arc::new(s) as Arc<dyn store::ServerStore>)
+            .map_err(|e| ServeError {
+                message: e.message,
+                help: e.hint,
+                usage: e.usage,
+            });
     }
     let path = url.strip_prefix("sqlite:").unwrap_or(url);
     if path.is_empty() {
@@ -97,6 +106,50 @@ pub fn open_store(url: &str) -> Result<Arc<dyn store::ServerStore>, ServeError> 
             help: None,
             usage: false,
         })
+}
+
+/// `lt serve --migrate-only`: creates or migrates the store's schema and
+/// returns what to print. Errors: as [`open_store`].
+pub fn migrate_only(opts: &ServeOptions) -> Result<String, ServeError> {
+    let url = match &opts.store {
+        Some(s) => s.clone(),
+        None => {
+            let config_path = opts.config.clone().or_else(|| {
+                let p = PathBuf::from("serve.toml");
+                p.exists().then_some(p)
+            });
+            match &config_path {
+                Some(p) => {
+                    ServeConfig::load(p)
+                        .map_err(|e| ServeError::usage(e.to_string(), None))?
+                        .store
+                }
+                None => config::DEFAULT_STORE.to_string(),
+            }
+        }
+    };
+    if is_postgres(&url) {
+        let (name, m) = store::postgres::migrate_only(&url).map_err(|e| ServeError {
+            message: e.message,
+            help: e.hint,
+            usage: e.usage,
+        })?;
+        return Ok(if m.from == m.to {
+            format!("the store {name} is at schema version {} (nothing to do)", m.to)
+        } else {
+            format!(
+                "the store {name}: schema migrated from version {} to {}",
+                m.from, m.to
+            )
+        });
+    }
+    // SQLite: opening the file creates or checks its schema.
+    let store = open_store(&url)?;
+    drop(store);
+    Ok(format!(
+        "the store {url} is at schema version {}",
+        store::sqlite::SCHEMA_VERSION
+    ))
 }
 
 /// Runs the server until SIGTERM or SIGINT; `ready` is told the address

@@ -10,8 +10,10 @@
 //!             ── unfinished ──▶ sessions to resume after a restart
 //!             ── events_after(id, seq) ──▶ committed log lines (SSE, GET …/log)
 //!             ── subscribe ──▶ Committed {session, seq} as each event commits
-//! implementations: SqliteStore (sqlite.rs, the default; group commit);
-//!                  PostgreSQL later, behind the same trait
+//! implementations: SqliteStore (sqlite/, the default), PostgresStore
+//!                  (postgres/): both write through one writer thread with
+//!                  group commit (queue.rs), sinks (sink.rs) and the log
+//!                  logic (logs.rs) in common
 //! ```
 //!
 //! Invariant (as for every [`EventStore`]): an event whose kind
@@ -22,6 +24,11 @@
 //! written, and an append must continue the chain the store holds (its
 //! `prev` is the stored last hash, its `seq` the next number).
 
+mod claim;
+mod logs;
+pub mod postgres;
+mod queue;
+mod sink;
 pub mod sqlite;
 
 use crate::log::{EventStore, StoreError};

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! SqliteSink::append(body)      (sink.rs: MemoryLog numbers, chains, hashes)
-//!     ── Request::Append ──▶ writer thread (writer.rs): one transaction per batch
+//!     ── Request::Append ──▶ writer thread (../queue.rs, writer.rs): one transaction per batch
 //!     Commit event: waits for its transaction's commit;  Buffer event: does not
 //! create_session / set_status ── Request ──▶ the same transactions
 //! load / reopen / events_after / session / list_sessions / unfinished / health
@@ -35,9 +35,7 @@
 //! [`commit_point`]: crate::log::write_ahead::commit_point
 
 mod checkpoint;
-mod claim;
 mod schema;
-mod sink;
 mod writer;
 
 #[cfg(test)]
@@ -45,77 +43,33 @@ mod tests;
 
 pub use schema::SCHEMA_VERSION;
 
+use super::logs::{self, LogReads};
+use super::queue::{self, Queue, Request, Shared};
 use super::{
-    CommitObserver, Committed, Created, CreatedThen, ListQuery, NewSession, ServerStore,
-    SessionRecord, SessionStatus,
+    CommitObserver, Committed, Created, CreatedThen, ListQuery, NewSession, ServerStore, SessionRecord,
+    SessionStatus,
 };
-use crate::log::{
-    drop_event, read_prefix, Event, EventBody, EventSink, EventStore, Loaded, MemoryLog,
-    ProblemKind, ReopenError, ReopenedLog, StoreError,
-};
-use claim::Claim;
+use crate::log::{EventSink, EventStore, Loaded, ReopenedLog, StoreError};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, OptionalExtension};
 use schema::{record_of, OpenError, RawRecord, Role, RECORD_COLUMNS};
 use serde_json::Value as Json;
-use sink::SqliteSink;
-use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Sender};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use std::time::SystemTime;
 use tokio::sync::broadcast;
-use writer::{CreateReply, Reply, Request};
-
-/// How many commit notices a subscriber may fall behind before it sees
-/// `Lagged`.
-const COMMIT_CHANNEL: usize = 4096;
 
 /// Reader connections kept open between reads.
 const READERS: usize = 4;
 
-/// What the store, its sinks and the writer thread share.
-struct Shared {
-    /// The database file (named in errors).
-    path: PathBuf,
-    /// The sessions a live sink is appending to.
-    writing: Mutex<HashSet<String>>,
-    /// Where commits are announced.
-    commits: broadcast::Sender<Committed>,
-    /// Told of each commit.
-    observer: Mutex<Option<CommitObserver>>,
-    /// Sinks alive (each holds a sender of the writer's queue).
-    sinks: AtomicUsize,
-}
-
-impl Shared {
-    fn writing(&self) -> MutexGuard<'_, HashSet<String>> {
-        self.writing.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// A store error about this database: `what` and SQLite's message.
-    fn error(&self, what: &str, e: impl std::fmt::Display) -> StoreError {
-        StoreError::Io(io::Error::other(format!(
-            "the store {}: {what}: {e}",
-            self.path.display()
-        )))
-    }
-
-    /// The error of a write when the writer thread is gone.
-    fn writer_gone(&self) -> String {
-        format!(
-            "the store {} cannot be written: its writer thread has stopped",
-            self.path.display()
-        )
-    }
-}
-
 /// A session's log and the sessions table in one SQLite file (see the
 /// module note). Opened once per process; cheap to share behind an `Arc`.
 pub struct SqliteStore {
+    /// The database file.
+    path: PathBuf,
     shared: Arc<Shared>,
     /// The writer thread's queue (`None` only while dropping).
     requests: Option<Sender<Request>>,
@@ -161,14 +115,7 @@ impl SqliteStore {
         let mut conn = schema::connect(path, Role::Writer).map_err(|e| named(&e))?;
         schema::migrate(&mut conn).map_err(|e| named(&e))?;
         let reader = schema::connect(path, Role::Reader).map_err(|e| named(&e))?;
-        let (commits, _) = broadcast::channel(COMMIT_CHANNEL);
-        let shared = Arc::new(Shared {
-            path: path.to_path_buf(),
-            writing: Mutex::new(HashSet::new()),
-            commits,
-            observer: Mutex::new(None),
-            sinks: AtomicUsize::new(0),
-        });
+        let shared = Arc::new(Shared::new(path.display().to_string()));
         let checkpointer = schema::connect(path, Role::Checkpointer).map_err(|e| named(&e))?;
         let (kick, kicks) = checkpoint::channel();
         std::thread::Builder::new()
@@ -181,13 +128,15 @@ impl SqliteStore {
             .spawn({
                 let shared = Arc::clone(&shared);
                 move || {
-                    writer::run(conn, shared, queue, kick);
+                    let db = writer::SqliteWriter::new(conn, Arc::clone(&shared), kick);
+                    queue::run(db, &shared, queue);
                     // The lock goes after the connection closed.
                     drop(lock);
                 }
             })
             .map_err(|e| named(&e))?;
         Ok(SqliteStore {
+            path: path.to_path_buf(),
             shared,
             requests: Some(requests),
             writer: Some(writer),
@@ -205,7 +154,7 @@ impl SqliteStore {
 
     /// The database file.
     pub fn path(&self) -> &Path {
-        &self.shared.path
+        &self.path
     }
 
     /// Runs `f` on a reader connection (one of the pool, or a new one).
@@ -221,7 +170,7 @@ impl SqliteStore {
             .pop();
         let conn = match pooled {
             Some(c) => c,
-            None => schema::connect(&self.shared.path, Role::Reader)
+            None => schema::connect(&self.path, Role::Reader)
                 .map_err(|e: OpenError| self.shared.error(what, e))?,
         };
         let result = f(&conn).map_err(|e| self.shared.error(what, e));
@@ -232,62 +181,12 @@ impl SqliteStore {
         result
     }
 
-    /// Sends a request to the writer thread and waits for its answer.
-    fn call<T>(
-        &self,
-        request: impl FnOnce(Reply<Result<T, StoreError>>) -> Request,
-    ) -> Result<T, StoreError> {
-        let (reply, answer) = mpsc::sync_channel(1);
-        let gone = || StoreError::Io(io::Error::other(self.shared.writer_gone()));
-        let requests = self.requests.as_ref().ok_or_else(gone)?;
-        requests.send(request(reply)).map_err(|_| gone())?;
-        answer.recv().map_err(|_| gone())?
-    }
-
-    /// Marks `session` as being written. Errors: it already is (`busy`
-    /// says why that is refused).
-    fn claim(&self, session: &str, busy: String) -> Result<Claim, StoreError> {
-        if !self.shared.writing().insert(session.to_string()) {
-            return Err(StoreError::Conflict(busy));
+    /// The writer's queue.
+    fn queue(&self) -> Queue<'_> {
+        Queue {
+            shared: &self.shared,
+            requests: self.requests.as_ref(),
         }
-        Ok(Claim {
-            shared: Arc::clone(&self.shared),
-            session: session.to_string(),
-        })
-    }
-
-    /// A sink appending after `log`'s chain, holding `claim`.
-    fn sink(&self, log: MemoryLog, claim: Claim) -> Result<SqliteSink, StoreError> {
-        let Some(requests) = self.requests.clone() else {
-            return Err(StoreError::Io(io::Error::other(self.shared.writer_gone())));
-        };
-        Ok(SqliteSink::new(claim, requests, log, self.clock))
-    }
-
-    /// The committed lines of `session` with `seq > after`, in order.
-    fn lines(&self, session: &str, after: Option<u64>) -> Result<Vec<String>, StoreError> {
-        let after = after.map_or(-1, writer::to_i64);
-        self.read("cannot read a log", |c| {
-            c.prepare_cached(
-                "SELECT line FROM events WHERE session = ?1 AND seq > ?2 ORDER BY seq",
-            )?
-            .query_map(params![session, after], |r| r.get(0))?
-            .collect()
-        })
-    }
-
-    /// Whether `session` exists: recorded, with events, or being written.
-    fn known(&self, session: &str) -> Result<bool, StoreError> {
-        if self.shared.writing().contains(session) {
-            return Ok(true);
-        }
-        self.read("cannot read the sessions", |c| {
-            c.prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1) \
-                 OR EXISTS (SELECT 1 FROM events WHERE session = ?1)",
-            )?
-            .query_row([session], |r| r.get(0))
-        })
     }
 
     /// Session records matching `filter` (SQL after `WHERE`, with `args`).
@@ -364,136 +263,79 @@ impl Drop for SqliteStore {
     }
 }
 
-impl EventStore for SqliteStore {
-    fn create(&self, session: &str) -> Result<Box<dyn EventSink + Send>, StoreError> {
-        let log = MemoryLog::new(session).map_err(StoreError::Io)?;
-        let taken = || format!("session {session} already has a log; a new session needs a new id");
-        let claim = self.claim(session, taken())?;
-        let has_events = self.read("cannot read a log", |c| {
+impl LogReads for SqliteStore {
+    fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    fn queue(&self) -> Option<Sender<Request>> {
+        self.requests.clone()
+    }
+
+    fn clock(&self) -> Option<fn() -> String> {
+        self.clock
+    }
+
+    fn lines(&self, session: &str, after: Option<u64>) -> Result<Vec<String>, StoreError> {
+        let after = after.map_or(-1, queue::to_i64);
+        self.read("cannot read a log", |c| {
+            c.prepare_cached(
+                "SELECT line FROM events WHERE session = ?1 AND seq > ?2 ORDER BY seq",
+            )?
+            .query_map(params![session, after], |r| r.get(0))?
+            .collect()
+        })
+    }
+
+    fn recorded(&self, session: &str) -> Result<bool, StoreError> {
+        self.read("cannot read the sessions", |c| {
+            c.prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1) \
+                 OR EXISTS (SELECT 1 FROM events WHERE session = ?1)",
+            )?
+            .query_row([session], |r| r.get(0))
+        })
+    }
+
+    fn has_events(&self, session: &str) -> Result<bool, StoreError> {
+        let found = self.read("cannot read a log", |c| {
             c.prepare_cached("SELECT 1 FROM events WHERE session = ?1 LIMIT 1")?
                 .query_row([session], |_| Ok(()))
                 .optional()
         })?;
-        if has_events.is_some() {
-            return Err(StoreError::Conflict(taken()));
-        }
-        Ok(Box::new(self.sink(log, claim)?))
+        Ok(found.is_some())
+    }
+
+    fn flush_queue(&self) {
+        self.queue().flush();
+    }
+}
+
+impl EventStore for SqliteStore {
+    fn create(&self, session: &str) -> Result<Box<dyn EventSink + Send>, StoreError> {
+        logs::create(self, session)
     }
 
     fn load(&self, session: &str) -> Result<Loaded, StoreError> {
-        let lines = self.lines(session, None)?;
-        if lines.is_empty() && !self.known(session)? {
-            return Err(StoreError::NotFound(session.to_string()));
-        }
-        let mut text = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
-        for line in lines {
-            text.push_str(&line);
-            text.push('\n');
-        }
-        let (events, report) = read_prefix(&text);
-        Ok(Loaded { events, report })
+        logs::load(self, session)
     }
 
     fn reopen(&self, session: &str) -> Result<ReopenedLog, StoreError> {
-        let busy = format!(
-            "session {session} is being written by another writer; resume it once that one has ended"
-        );
-        // What a sink dropped before this call queued (its last buffered
-        // events, its claim's release) is committed first.
-        ServerStore::flush(self);
-        // Loaded before the claim: a session that is not known is
-        // `NotFound`, not "being written" by this very call.
-        let Loaded { events, report } = self.load(session)?;
-        let refuse = |events: Vec<Event>, e: StoreError| {
-            events.into_iter().for_each(drop_event);
-            Err(e)
-        };
-        let claim = match self.claim(session, busy) {
-            Ok(c) => c,
-            Err(e) => return refuse(events, e),
-        };
-        // As `LogWriter::reopen`: no event at all is `Empty` (`MemoryStore`
-        // reports it as a problem of kind `empty`).
-        if let Some(p) = report.problem {
-            let e = match p.kind {
-                ProblemKind::Empty => ReopenError::Empty,
-                _ => ReopenError::Problem(p),
-            };
-            return refuse(events, StoreError::Reopen(e));
-        }
-        match events.last().map(|e| &e.body) {
-            None => return refuse(events, StoreError::Reopen(ReopenError::Empty)),
-            Some(EventBody::SessionEnded { .. }) => {
-                return refuse(events, StoreError::Reopen(ReopenError::Ended))
-            }
-            Some(_) => {}
-        }
-        // What was loaded may be stale if a sink appended and was dropped
-        // in between: the claim is held now, so read once more and refuse
-        // unless nothing changed.
-        let latest = self.lines(session, events.last().map(|e| e.seq))?;
-        if !latest.is_empty() {
-            return refuse(
-                events,
-                StoreError::Conflict(format!(
-                    "session {session} was extended while it was being reopened; try again"
-                )),
-            );
-        }
-        let log = match MemoryLog::continuing(&events) {
-            Ok(log) => log,
-            Err(e) => return refuse(events, StoreError::Io(e)),
-        };
-        let sink = match self.sink(log, claim) {
-            Ok(s) => s,
-            Err(e) => return refuse(events, e),
-        };
-        Ok(ReopenedLog {
-            sink: Box::new(sink),
-            events,
-            dropped_bytes: 0,
-        })
+        logs::reopen(self, session)
     }
 }
 
 impl ServerStore for SqliteStore {
     fn create_session(&self, s: &NewSession) -> Result<Created, StoreError> {
-        let request = s.request.to_string();
-        let new = s.clone();
-        self.call(|reply| Request::CreateSession {
-            new,
-            request,
-            reply: CreateReply::Wait(reply),
-        })
+        self.queue().create_session(s)
     }
 
     fn create_session_then(&self, s: &NewSession, done: CreatedThen) {
-        let request = Request::CreateSession {
-            new: s.clone(),
-            request: s.request.to_string(),
-            reply: CreateReply::Then(done),
-        };
-        let Some(requests) = self.requests.as_ref() else {
-            let gone = io::Error::other(self.shared.writer_gone());
-            if let Request::CreateSession { reply, .. } = request {
-                reply.send(Err(StoreError::Io(gone)));
-            }
-            return;
-        };
-        if let Err(mpsc::SendError(Request::CreateSession { reply, .. })) = requests.send(request) {
-            reply.send(Err(StoreError::Io(io::Error::other(
-                self.shared.writer_gone(),
-            ))));
-        }
+        self.queue().create_session_then(s, done);
     }
 
     fn flush(&self) {
-        if let Some(requests) = self.requests.as_ref() {
-            let (reply, answer) = mpsc::sync_channel(1);
-            if requests.send(Request::Flush(reply)).is_ok() {
-                let _ = answer.recv();
-            }
-        }
+        self.queue().flush();
     }
 
     fn session(&self, tenant: &str, id: &str) -> Result<Option<SessionRecord>, StoreError> {
@@ -529,17 +371,7 @@ impl ServerStore for SqliteStore {
         output: Option<&Json>,
         calls: u64,
     ) -> Result<(), StoreError> {
-        let id = id.to_string();
-        let output = output.map(Json::to_string);
-        let at_ms = now_ms();
-        self.call(|reply| Request::SetStatus {
-            id,
-            status,
-            output,
-            calls: writer::to_i64(calls),
-            at_ms,
-            reply,
-        })
+        self.queue().set_status(id, status, output, calls)
     }
 
     fn unfinished(&self) -> Result<Vec<SessionRecord>, StoreError> {
@@ -553,11 +385,7 @@ impl ServerStore for SqliteStore {
     }
 
     fn events_after(&self, id: &str, after: Option<u64>) -> Result<Vec<String>, StoreError> {
-        let lines = self.lines(id, after)?;
-        if lines.is_empty() && !self.known(id)? {
-            return Err(StoreError::NotFound(id.to_string()));
-        }
-        Ok(lines)
+        logs::events_after(self, id, after)
     }
 
     fn subscribe(&self) -> broadcast::Receiver<Committed> {
@@ -574,17 +402,6 @@ impl ServerStore for SqliteStore {
     }
 
     fn observe_commits(&self, observer: CommitObserver) {
-        *self
-            .shared
-            .observer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(observer);
+        self.queue().observe_commits(observer);
     }
-}
-
-/// Milliseconds since the Unix epoch.
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

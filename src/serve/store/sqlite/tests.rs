@@ -5,7 +5,8 @@
 use super::super::{
     Committed, Created, ListQuery, NewSession, ServerStore, SessionRecord, SessionStatus,
 };
-use super::{Request, SqliteStore, SCHEMA_VERSION};
+use super::super::queue::Request;
+use super::{SqliteStore, SCHEMA_VERSION};
 use crate::log::{
     verify, Decision, EventBody, EventSink, EventStore, MemoryLog, MemoryStore, ReopenError,
     StoreError, ZERO_HASH,

@@ -1,4 +1,4 @@
-//! A session's sink: events numbered, chained and hashed by a
+//! A session's sink (of a database store: SQLite, PostgreSQL): events numbered, chained and hashed by a
 //! [`MemoryLog`], handed to the writer thread; an append of an event that
 //! [`commit_point`] says is `Commit` returns once its transaction committed.
 //!
@@ -16,7 +16,7 @@
 //! chain is ahead of the stored one, which the writer would refuse anyway).
 
 use super::claim::Claim;
-use super::writer::{Append, Request};
+use super::queue::{Append, Request};
 use crate::log::event::drop_body;
 use crate::log::write_ahead::{commit_point, WriteAhead};
 use crate::log::{Event, EventBody, EventSink, MemoryLog};
@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 /// The sink of one session: events chained by a [`MemoryLog`], written by
 /// the writer thread.
-pub(super) struct SqliteSink {
+pub(super) struct StoreSink {
     /// Handed to the writer in `drop` (`None` after).
     claim: Option<Claim>,
     /// The session.
@@ -45,7 +45,7 @@ pub(super) struct SqliteSink {
     buffered: bool,
 }
 
-impl SqliteSink {
+impl StoreSink {
     /// A sink appending after `log`'s chain (stamped by `clock`, or the
     /// system clock), holding `claim`, writing through `requests`.
     pub(super) fn new(
@@ -53,13 +53,13 @@ impl SqliteSink {
         requests: Sender<Request>,
         log: MemoryLog,
         clock: Option<fn() -> String>,
-    ) -> SqliteSink {
+    ) -> StoreSink {
         let log = match clock {
             Some(clock) => log.with_clock(clock),
             None => log,
         };
         claim.shared.sinks.fetch_add(1, Ordering::SeqCst);
-        SqliteSink {
+        StoreSink {
             session: claim.session.clone(),
             claim: Some(claim),
             requests,
@@ -109,7 +109,7 @@ impl SqliteSink {
     }
 }
 
-impl EventSink for SqliteSink {
+impl EventSink for StoreSink {
     fn append(&mut self, body: EventBody) -> io::Result<()> {
         if let Some(why) = self.stopped() {
             return Err(io::Error::other(format!(
@@ -163,7 +163,7 @@ impl EventSink for SqliteSink {
     }
 }
 
-impl Drop for SqliteSink {
+impl Drop for StoreSink {
     /// Hands the claim to the writer, which lets it go once the buffered
     /// events are committed (or failed): the session's next writer starts
     /// after them, and nobody waits here (the session's final status,

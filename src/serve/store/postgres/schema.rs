@@ -1,0 +1,178 @@
+//! The PostgreSQL schema: versioned migrations that `lt serve` runs
+//! itself, and the chain check the database enforces on every insert.
+//!
+//! ```text
+//! lt_schema (version)                    one row: the version applied
+//! sessions  (id PK, tenant, profile, status, request, idempotency_key,
+//!            created_ms, updated_ms, output, calls,
+//!            UNIQUE (tenant, idempotency_key))   + the SQLite store's indexes
+//! events    (session, seq, hash, prev, line, PRIMARY KEY (session, seq))
+//!   trigger lt_events_chain BEFORE INSERT: seq 0 has prev = 64 zeros; seq n
+//!   has prev = the hash of the stored (session, n-1), else SQLSTATE LT001
+//! ```
+//!
+//! Invariant: a database whose version is newer than [`SCHEMA_VERSION`]
+//! is refused and never written; a schema that holds `sessions` or
+//! `events` but no `lt_schema` is another program's, and is refused.
+//! Migrations run in one transaction under an advisory lock, so two
+//! servers starting together migrate once.
+
+use super::url::OpenError;
+use postgres::Client;
+
+/// The schema version this build writes and reads.
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// The SQLSTATE the chain trigger raises.
+#[cfg_attr(not(test), allow(dead_code))]
+pub const CHAIN_BROKEN: &str = "LT001";
+
+/// The key of the advisory lock migrations take (`lt` in ASCII).
+const MIGRATION_LOCK: i64 = 0x6c74_0001;
+
+/// Migration `i` takes the schema from version `i` to `i + 1`.
+const MIGRATIONS: [&str; 1] = [r#"
+CREATE TABLE sessions (
+    id              text PRIMARY KEY,
+    tenant          text NOT NULL,
+    profile         text NOT NULL,
+    status          text NOT NULL,
+    request         text NOT NULL,
+    idempotency_key text,
+    created_ms      bigint NOT NULL,
+    updated_ms      bigint NOT NULL,
+    output          text,
+    calls           bigint NOT NULL DEFAULT 0,
+    UNIQUE (tenant, idempotency_key)
+);
+CREATE INDEX sessions_by_tenant ON sessions (tenant, created_ms DESC, id DESC);
+CREATE INDEX sessions_by_tenant_status ON sessions (tenant, status, created_ms DESC, id DESC);
+CREATE INDEX sessions_by_status ON sessions (status, created_ms, id);
+CREATE TABLE events (
+    session text NOT NULL,
+    seq     bigint NOT NULL CHECK (seq >= 0),
+    hash    text NOT NULL,
+    prev    text NOT NULL,
+    line    text NOT NULL,
+    PRIMARY KEY (session, seq)
+);
+CREATE FUNCTION lt_events_chain() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.seq = 0 THEN
+        IF NEW.prev <> repeat('0', 64) THEN
+            RAISE EXCEPTION 'session %: event 0 must have prev = 64 zeros', NEW.session
+                USING ERRCODE = 'LT001';
+        END IF;
+    ELSIF NOT EXISTS (SELECT 1 FROM events e
+                      WHERE e.session = NEW.session AND e.seq = NEW.seq - 1
+                        AND e.hash = NEW.prev) THEN
+        RAISE EXCEPTION 'session %: event % does not continue the stored chain', NEW.session, NEW.seq
+            USING ERRCODE = 'LT001';
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER lt_events_chain BEFORE INSERT ON events
+    FOR EACH ROW EXECUTE FUNCTION lt_events_chain();
+"#];
+
+/// Brings the schema of `client`'s database (its current schema) to
+/// [`SCHEMA_VERSION`]; the version found before. Errors: newer, another
+/// program's tables, the database failed.
+pub fn migrate(client: &mut Client, name: &str) -> Result<i32, OpenError> {
+    let failed = |e: postgres::Error| OpenError {
+        message: format!("the store {name}: cannot create or check its schema: {e}"),
+        hint: Some("the user needs CREATE on the database's schema".into()),
+        usage: false,
+    };
+    let mut tx = client.transaction().map_err(failed)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .map_err(failed)?;
+    let tables: Vec<String> = tx
+        .query(
+            "SELECT table_name::text FROM information_schema.tables \
+             WHERE table_schema = current_schema() \
+               AND table_name IN ('lt_schema', 'sessions', 'events')",
+            &[],
+        )
+        .map_err(failed)?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let version: i32 = if tables.iter().any(|t| t == "lt_schema") {
+        tx.query_opt("SELECT max(version) FROM lt_schema", &[])
+            .map_err(failed)?
+            .and_then(|r| r.get::<_, Option<i32>>(0))
+            .unwrap_or(0)
+    } else if !tables.is_empty() {
+        return Err(OpenError {
+            message: format!(
+                "the store {name} holds tables `{}` but no lt schema version: it is another program's database",
+                tables.join("`, `")
+            ),
+            hint: Some("give lt serve a database (or schema) of its own".into()),
+            usage: false,
+        });
+    } else {
+        tx.batch_execute("CREATE TABLE lt_schema (version integer NOT NULL)")
+            .map_err(failed)?;
+        0
+    };
+    if version > SCHEMA_VERSION {
+        return Err(OpenError {
+            message: format!(
+                "the store {name} has schema version {version}, and this lt knows versions up to {SCHEMA_VERSION}: a newer lt migrated it"
+            ),
+            hint: Some("run the newer lt serve against it; nothing was changed".into()),
+            usage: false,
+        });
+    }
+    for migration in MIGRATIONS.iter().skip(version.max(0) as usize) {
+        tx.batch_execute(migration).map_err(failed)?;
+    }
+    if version < SCHEMA_VERSION {
+        tx.execute("DELETE FROM lt_schema", &[]).map_err(failed)?;
+        tx.execute("INSERT INTO lt_schema (version) VALUES ($1)", &[&SCHEMA_VERSION])
+            .map_err(failed)?;
+    }
+    tx.commit().map_err(failed)?;
+    Ok(version)
+}
+
+/// The columns of a session record, in [`record_of`]'s order (the event
+/// count from `events`, as the SQLite store reads it).
+pub const RECORD_COLUMNS: &str = "id, tenant, profile, status, request, idempotency_key, \
+     created_ms, updated_ms, output, calls, \
+     COALESCE((SELECT max(e.seq) + 1 FROM events e WHERE e.session = sessions.id), 0)";
+
+/// The record of a row of [`RECORD_COLUMNS`]. Errors: a status or JSON
+/// text the store does not write (the row was edited).
+pub fn record_of(row: &postgres::Row) -> Result<super::super::SessionRecord, String> {
+    use super::super::{SessionRecord, SessionStatus};
+    let id: String = row.get(0);
+    let status: String = row.get(3);
+    let status = SessionStatus::parse(&status)
+        .ok_or_else(|| format!("session {id} has an unknown status `{status}`"))?;
+    let json = |text: &str, what: &str| {
+        serde_json::from_str::<serde_json::Value>(text)
+            .map_err(|e| format!("session {id}: its {what} is not JSON: {e}"))
+    };
+    let request = json(row.get(4), "request")?;
+    let output = row
+        .get::<_, Option<&str>>(8)
+        .map(|o| json(o, "output"))
+        .transpose()?;
+    Ok(SessionRecord {
+        status,
+        request,
+        output,
+        calls: u64::try_from(row.get::<_, i64>(9)).unwrap_or(0),
+        events: u64::try_from(row.get::<_, i64>(10)).unwrap_or(0),
+        tenant: row.get(1),
+        profile: row.get(2),
+        idempotency_key: row.get(5),
+        created_ms: row.get(6),
+        updated_ms: row.get(7),
+        id,
+    })
+}

@@ -1,0 +1,212 @@
+//! The PostgreSQL side of the writer thread (`../queue.rs` runs the loop
+//! and group commit): one transaction per batch on the writer's own
+//! connection, the chain checked by the database.
+//!
+//! ```text
+//! BEGIN
+//!   each append: INSERT … SELECT … WHERE <prev is the stored hash of seq-1>
+//!                ON CONFLICT (session, seq) DO NOTHING      0 rows: refused
+//!   each create_session: INSERT … ON CONFLICT DO NOTHING, then the
+//!                        tenant's session of that idempotency key
+//!   each set_status: UPDATE … WHERE status is not final
+//! COMMIT (durable: the server's synchronous_commit)
+//! ```
+//!
+//! The conditional insert is the trigger's check (`schema.rs`) made
+//! per-request: a refused event writes nothing and fails only its own
+//! request, where an exception would abort the whole transaction. Another
+//! process appending to the same log commits first or waits on the
+//! primary key; either way one of the two is refused.
+//!
+//! A lost connection fails the batch; the next batch connects again.
+
+use super::super::queue::{
+    extended_by_another, to_i64, Append, Outcome, Request, Shared, Transact,
+};
+use super::super::{Created, NewSession, SessionStatus};
+use super::schema::{record_of, RECORD_COLUMNS};
+use super::url::Target;
+use crate::log::{StoreError, ZERO_HASH};
+use postgres::{Client, Transaction};
+use std::sync::Arc;
+
+/// The writer's connection (`None` after it was lost).
+pub(super) struct PgWriter {
+    pub client: Option<Client>,
+    pub target: Target,
+    pub shared: Arc<Shared>,
+}
+
+/// A batch's failure: the database's error (without the password).
+pub(super) struct BatchError(String);
+
+impl std::fmt::Display for BatchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Transact for PgWriter {
+    type Error = BatchError;
+
+    fn apply(&mut self, batch: &[Request]) -> Result<Vec<Outcome>, BatchError> {
+        let client = match self.client.as_mut().filter(|c| !c.is_closed()) {
+            Some(c) => c,
+            None => {
+                // The server's lock went with the old connection.
+                let mut fresh = self.target.connect().map_err(|e| BatchError(e.to_string()))?;
+                super::lock_server(&mut fresh, &self.target)
+                    .map_err(|e| BatchError(e.to_string()))?;
+                self.client.insert(fresh)
+            }
+        };
+        let result = apply(client, &self.shared, batch);
+        if let Err(e) = &result {
+            if e.is_closed() {
+                self.client = None;
+            }
+        }
+        result.map_err(|e| BatchError(self.target.scrub(&e)))
+    }
+}
+
+/// Runs `batch` in one transaction and commits it.
+fn apply(
+    client: &mut Client,
+    shared: &Shared,
+    batch: &[Request],
+) -> Result<Vec<Outcome>, postgres::Error> {
+    let mut tx = client.transaction()?;
+    let mut outcomes = Vec::with_capacity(batch.len());
+    for req in batch {
+        let outcome = match req {
+            Request::Append(a) => Outcome::Appended(append(&mut tx, a)?),
+            Request::CreateSession { new, request, .. } => {
+                Outcome::Created(create_session(&mut tx, shared, new, request)?)
+            }
+            Request::SetStatus {
+                id,
+                status,
+                output,
+                calls,
+                at_ms,
+                ..
+            } => Outcome::Status(set_status(
+                &mut tx,
+                id,
+                *status,
+                output.as_deref(),
+                *calls,
+                *at_ms,
+            )?),
+            Request::Flush(_) | Request::Release(_) => Outcome::Flushed,
+            #[cfg(test)]
+            Request::Stop => Outcome::Flushed,
+        };
+        outcomes.push(outcome);
+    }
+    tx.commit()?;
+    Ok(outcomes)
+}
+
+/// Inserts one event if it continues the session's chain as stored.
+/// `Ok(Err(why))`: it does not, and nothing was written.
+fn append(tx: &mut Transaction<'_>, a: &Append) -> Result<Result<(), String>, postgres::Error> {
+    let seq = to_i64(a.seq);
+    let inserted = tx.execute(
+        "INSERT INTO events (session, seq, hash, prev, line) \
+         SELECT $1::text, $2::bigint, $3::text, $4::text, $5::text \
+         WHERE CASE WHEN $2::bigint = 0 THEN $4::text = $6::text \
+               ELSE EXISTS (SELECT 1 FROM events e \
+                            WHERE e.session = $1 AND e.seq = $2 - 1 AND e.hash = $4) END \
+         ON CONFLICT (session, seq) DO NOTHING",
+        &[&a.session, &seq, &a.hash, &a.prev, &a.line, &ZERO_HASH],
+    )?;
+    if inserted == 1 {
+        return Ok(Ok(()));
+    }
+    let held: i64 = tx
+        .query_one(
+            "SELECT COALESCE(max(seq) + 1, 0) FROM events WHERE session = $1",
+            &[&a.session],
+        )?
+        .get(0);
+    Ok(Err(extended_by_another(
+        &a.session,
+        u64::try_from(held).unwrap_or(0),
+        a.seq,
+    )))
+}
+
+/// Records a new session, or finds the tenant's session with the same
+/// idempotency key (the UNIQUE constraint decides, inside the transaction).
+fn create_session(
+    tx: &mut Transaction<'_>,
+    shared: &Shared,
+    new: &NewSession,
+    request: &str,
+) -> Result<Result<Created, StoreError>, postgres::Error> {
+    let inserted = tx.execute(
+        "INSERT INTO sessions (id, tenant, profile, status, request, idempotency_key, \
+         created_ms, updated_ms, output, calls) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $7, NULL, 0) ON CONFLICT DO NOTHING",
+        &[
+            &new.id,
+            &new.tenant,
+            &new.profile,
+            &SessionStatus::Running.as_str(),
+            &request,
+            &new.idempotency_key,
+            &new.created_ms,
+        ],
+    )?;
+    if inserted == 1 {
+        return Ok(Ok(Created::New));
+    }
+    let existing = match &new.idempotency_key {
+        Some(key) => tx.query_opt(
+            &format!(
+                "SELECT {RECORD_COLUMNS} FROM sessions WHERE tenant = $1 AND idempotency_key = $2"
+            ),
+            &[&new.tenant, key],
+        )?,
+        None => None,
+    };
+    Ok(match existing {
+        Some(row) => record_of(&row)
+            .map(Created::Existing)
+            .map_err(|e| shared.error("a damaged session record", e)),
+        None => Err(StoreError::Conflict(format!(
+            "session {} already exists; a new session needs a new id",
+            new.id
+        ))),
+    })
+}
+
+/// Sets a session's status, output (when given) and call count.
+fn set_status(
+    tx: &mut Transaction<'_>,
+    id: &str,
+    status: SessionStatus,
+    output: Option<&str>,
+    calls: i64,
+    at_ms: i64,
+) -> Result<Result<(), StoreError>, postgres::Error> {
+    // A final status is final: a late update must not move it back.
+    let changed = tx.execute(
+        "UPDATE sessions SET status = $2, output = coalesce($3, output), calls = $4, \
+         updated_ms = $5 WHERE id = $1 AND status NOT IN ('ended', 'failed', 'cancelled')",
+        &[&id, &status.as_str(), &output, &calls, &at_ms],
+    )?;
+    if changed > 0 {
+        return Ok(Ok(()));
+    }
+    let held = tx.query_opt("SELECT status FROM sessions WHERE id = $1", &[&id])?;
+    Ok(Err(match held {
+        None => StoreError::NotFound(id.to_string()),
+        Some(row) => StoreError::Conflict(format!(
+            "session {id} is already over ({}); its status stays",
+            row.get::<_, String>(0)
+        )),
+    }))
+}

@@ -1,0 +1,447 @@
+//! The writer thread of a database store (SQLite, PostgreSQL): the
+//! requests its sinks and methods queue, and group commit.
+//!
+//! ```text
+//! sinks, create_session, set_status ──Request──▶ queue (mpsc)
+//! writer: take one request, drain the queue (up to MAX_BATCH); while no
+//!   request of the batch has a waiter, wait up to GATHER for one, then
+//!   Transact::apply(batch): one transaction (the database's own code)
+//!   ─▶ broadcast Committed {session, seq, line} ─▶ answer every waiter
+//!   ─▶ release the claims of the batch's dropped sinks ─▶ observer(took, events)
+//!   ─▶ Transact::after_batch (SQLite: kick the checkpointer)
+//! ```
+//!
+//! Why GATHER: a `Buffer` event (an outcome, say) has nobody waiting for
+//! it, and its session's next `Commit` event (the next call's `scheduled`)
+//! is usually microseconds behind it. Committing the outcome alone would
+//! cost an fsync nobody asked for; waiting for the next one puts both in
+//! one transaction (PostgreSQL's `commit_delay` does the same for
+//! concurrent transactions). A batch with a waiter never waits.
+//!
+//! Invariant: nothing is answered `Ok` before the transaction holding it
+//! has committed; when the commit fails every request of the batch is
+//! answered with the error. A request's own failure (a broken chain, a
+//! taken id) fails that request alone and writes nothing for it.
+
+use super::claim::Claim;
+use super::{CommitObserver, Committed, Created, NewSession, SessionStatus};
+use crate::log::StoreError;
+use std::collections::HashSet;
+use std::io;
+use std::sync::atomic::AtomicUsize;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+use tokio::sync::broadcast;
+
+/// At most this many requests per transaction (bounds a commit's latency).
+const MAX_BATCH: usize = 4096;
+
+/// How long a batch nobody waits for waits for a request somebody does
+/// (see the module note).
+const GATHER: Duration = Duration::from_millis(2);
+
+/// How many commit notices a subscriber may fall behind before it sees
+/// `Lagged`.
+pub const COMMIT_CHANNEL: usize = 4096;
+
+/// What a store, its sinks and its writer thread share.
+pub struct Shared {
+    /// The store as errors name it (a file, a URL without its password).
+    pub name: String,
+    /// The sessions a live sink of this process is appending to.
+    pub writing: Mutex<HashSet<String>>,
+    /// Where commits are announced.
+    pub commits: broadcast::Sender<Committed>,
+    /// Told of each commit.
+    pub observer: Mutex<Option<CommitObserver>>,
+    /// Sinks alive (each holds a sender of the writer's queue).
+    pub sinks: AtomicUsize,
+}
+
+impl Shared {
+    /// The shared state of the store called `name`.
+    pub fn new(name: String) -> Shared {
+        let (commits, _) = broadcast::channel(COMMIT_CHANNEL);
+        Shared {
+            name,
+            writing: Mutex::new(HashSet::new()),
+            commits,
+            observer: Mutex::new(None),
+            sinks: AtomicUsize::new(0),
+        }
+    }
+
+    pub fn writing(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.writing.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A store error about this database: `what` and the database's message.
+    pub fn error(&self, what: &str, e: impl std::fmt::Display) -> StoreError {
+        StoreError::Io(io::Error::other(format!(
+            "the store {}: {what}: {e}",
+            self.name
+        )))
+    }
+
+    /// The error of a write when the writer thread is gone.
+    pub fn writer_gone(&self) -> String {
+        format!(
+            "the store {} cannot be written: its writer thread has stopped",
+            self.name
+        )
+    }
+}
+
+/// Where one answer goes (a channel of one, per request).
+pub type Reply<T> = SyncSender<T>;
+
+/// What a sink hands the writer: one event, numbered, chained and hashed.
+pub struct Append {
+    /// The session.
+    pub session: String,
+    /// The event's `seq`.
+    pub seq: u64,
+    /// Its `prev`.
+    pub prev: String,
+    /// Its `hash`.
+    pub hash: String,
+    /// Its line (`docs/log-format.md`, no `\n`).
+    pub line: String,
+    /// For a `Commit` event: told once the transaction holding it
+    /// committed (or why not). `None` for a `Buffer` event.
+    pub reply: Option<Reply<Result<(), String>>>,
+    /// Where the failure of a `Buffer` event is left for its sink.
+    pub failed: Arc<Mutex<Option<String>>>,
+}
+
+/// A request to the writer thread.
+pub enum Request {
+    /// Append one event to a session's log.
+    Append(Append),
+    /// Record a new session ([`super::ServerStore::create_session`]).
+    CreateSession {
+        new: NewSession,
+        request: String,
+        reply: CreateReply,
+    },
+    /// Let a dropped sink's claim go once everything before it committed.
+    Release(Claim),
+    /// Set a session's status ([`super::ServerStore::set_status`]).
+    SetStatus {
+        id: String,
+        status: SessionStatus,
+        output: Option<String>,
+        calls: i64,
+        at_ms: i64,
+        reply: Reply<Result<(), StoreError>>,
+    },
+    /// Answered once everything queued before it is committed.
+    Flush(Reply<()>),
+    /// Stops the thread, answering nothing (tests of a dead writer).
+    #[cfg(test)]
+    Stop,
+}
+
+/// Where the answer to a `CreateSession` goes.
+pub enum CreateReply {
+    /// A caller blocked on it.
+    Wait(Reply<Result<Created, StoreError>>),
+    /// Called after the commit; nobody is blocked (the batch may gather).
+    Then(Box<dyn FnOnce(Result<Created, StoreError>) + Send>),
+}
+
+impl CreateReply {
+    pub fn send(self, r: Result<Created, StoreError>) {
+        match self {
+            CreateReply::Wait(reply) => {
+                let _ = reply.send(r);
+            }
+            CreateReply::Then(done) => done(r),
+        }
+    }
+}
+
+impl Request {
+    /// Whether somebody is blocked until this request's batch commits.
+    fn awaited(&self) -> bool {
+        match self {
+            Request::Append(a) => a.reply.is_some(),
+            Request::CreateSession { reply, .. } => matches!(reply, CreateReply::Wait(_)),
+            Request::SetStatus { .. } | Request::Flush(_) => true,
+            Request::Release(_) => false,
+            #[cfg(test)]
+            Request::Stop => true,
+        }
+    }
+}
+
+/// What became of one request (before the commit).
+pub enum Outcome {
+    Appended(Result<(), String>),
+    Created(Result<Created, StoreError>),
+    Status(Result<(), StoreError>),
+    Flushed,
+}
+
+/// A database's side of the writer: one batch, one transaction.
+pub trait Transact {
+    /// The database's error.
+    type Error: std::fmt::Display;
+
+    /// Runs `batch` in one transaction and commits it: one [`Outcome`]
+    /// per request, in order. `Err`: the transaction failed as a whole
+    /// (nothing of it is committed).
+    fn apply(&mut self, batch: &[Request]) -> Result<Vec<Outcome>, Self::Error>;
+
+    /// A dropped sink's claim of `session` goes (after the commit holding
+    /// its last events).
+    fn released(&mut self, _session: &str) {}
+
+    /// After each batch, committed or not.
+    fn after_batch(&mut self) {}
+}
+
+/// Runs the writer until every sender is gone (the store and its sinks).
+pub fn run<T: Transact>(mut db: T, shared: &Shared, requests: Receiver<Request>) {
+    while let Ok(first) = requests.recv() {
+        let mut batch = vec![first];
+        drain(&requests, &mut batch);
+        let until = Instant::now() + GATHER;
+        while batch.len() < MAX_BATCH && !batch.iter().any(Request::awaited) {
+            let left = until.saturating_duration_since(Instant::now());
+            match requests.recv_timeout(left) {
+                Ok(r) => {
+                    batch.push(r);
+                    drain(&requests, &mut batch);
+                }
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        #[cfg(test)]
+        if batch.iter().any(|r| matches!(r, Request::Stop)) {
+            return;
+        }
+        write_batch(&mut db, shared, batch);
+        db.after_batch();
+    }
+}
+
+/// Moves what is queued into `batch`, up to [`MAX_BATCH`].
+fn drain(requests: &Receiver<Request>, batch: &mut Vec<Request>) {
+    while batch.len() < MAX_BATCH {
+        match requests.try_recv() {
+            Ok(r) => batch.push(r),
+            Err(_) => break,
+        }
+    }
+}
+
+/// Writes `batch` in one transaction, then answers and announces it.
+fn write_batch<T: Transact>(db: &mut T, shared: &Shared, batch: Vec<Request>) {
+    let started = Instant::now();
+    let result = db.apply(&batch);
+    let took = started.elapsed();
+    let outcomes = match result {
+        Ok(outcomes) => outcomes,
+        Err(e) => {
+            let why = format!("the store {} could not commit: {e}", shared.name);
+            return fail_all(batch, &why);
+        }
+    };
+    // Announced first: once an append returns, its notice is out.
+    let mut events = 0;
+    for (req, outcome) in batch.iter().zip(&outcomes) {
+        if let (Request::Append(a), Outcome::Appended(Ok(()))) = (req, outcome) {
+            events += 1;
+            // No receiver is not an error: nobody is following.
+            let _ = shared.commits.send(Committed {
+                session: a.session.clone(),
+                seq: a.seq,
+                line: Arc::from(a.line.as_str()),
+            });
+        }
+    }
+    for (req, outcome) in batch.into_iter().zip(outcomes) {
+        match (req, outcome) {
+            (Request::Append(a), Outcome::Appended(r)) => answer_append(a.reply, &a.failed, r),
+            (Request::CreateSession { reply, .. }, Outcome::Created(r)) => reply.send(r),
+            (Request::SetStatus { reply, .. }, Outcome::Status(r)) => {
+                let _ = reply.send(r);
+            }
+            (Request::Flush(reply), Outcome::Flushed) => {
+                let _ = reply.send(());
+            }
+            // After the commit that holds the sink's last events.
+            (Request::Release(claim), _) => {
+                db.released(&claim.session);
+                drop(claim);
+            }
+            // `apply` answers each request with its own kind of outcome.
+            _ => {}
+        }
+    }
+    let observer = shared
+        .observer
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(observe) = observer.as_ref() {
+        // A panicking observer must not take the writer down with it.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| observe(took, events)));
+    }
+}
+
+/// Answers every request of a batch that did not commit with `why`.
+fn fail_all(batch: Vec<Request>, why: &str) {
+    for req in batch {
+        match req {
+            Request::Append(a) => answer_append(a.reply, &a.failed, Err(why.to_string())),
+            Request::CreateSession { reply, .. } => {
+                reply.send(Err(StoreError::Io(io::Error::other(why))));
+            }
+            Request::Release(claim) => drop(claim),
+            Request::SetStatus { reply, .. } => {
+                let _ = reply.send(Err(StoreError::Io(io::Error::other(why))));
+            }
+            Request::Flush(reply) => {
+                let _ = reply.send(());
+            }
+            #[cfg(test)]
+            Request::Stop => {}
+        }
+    }
+}
+
+/// Tells an append's sink its outcome: the waiter of a `Commit` event, the
+/// failure slot of a `Buffer` one (read by the sink's next append).
+fn answer_append(
+    reply: Option<Reply<Result<(), String>>>,
+    failed: &Mutex<Option<String>>,
+    r: Result<(), String>,
+) {
+    match reply {
+        Some(reply) => {
+            let _ = reply.send(r);
+        }
+        None => {
+            if let Err(why) = r {
+                let mut slot = failed.lock().unwrap_or_else(PoisonError::into_inner);
+                slot.get_or_insert(why);
+            }
+        }
+    }
+}
+
+/// The message of an append refused because the log does not end where
+/// the sink believes (`held`: the events the log holds).
+pub fn extended_by_another(session: &str, held: u64, seq: u64) -> String {
+    format!(
+        "the log of session {session} was extended by another writer (it holds {held} events; this one's event has seq {seq}); nothing more is written by this one"
+    )
+}
+
+/// `n` as a database integer (saturating: counts never get there).
+pub fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// The writer's queue as a store's methods use it.
+pub struct Queue<'a> {
+    pub shared: &'a Shared,
+    pub requests: Option<&'a std::sync::mpsc::Sender<Request>>,
+}
+
+impl Queue<'_> {
+    fn gone(&self) -> StoreError {
+        StoreError::Io(io::Error::other(self.shared.writer_gone()))
+    }
+
+    /// Sends a request to the writer thread and waits for its answer.
+    pub fn call<T>(
+        &self,
+        request: impl FnOnce(Reply<Result<T, StoreError>>) -> Request,
+    ) -> Result<T, StoreError> {
+        let (reply, answer) = std::sync::mpsc::sync_channel(1);
+        let requests = self.requests.ok_or_else(|| self.gone())?;
+        requests.send(request(reply)).map_err(|_| self.gone())?;
+        answer.recv().map_err(|_| self.gone())?
+    }
+
+    /// [`super::ServerStore::create_session`].
+    pub fn create_session(&self, s: &NewSession) -> Result<Created, StoreError> {
+        let request = s.request.to_string();
+        let new = s.clone();
+        self.call(|reply| Request::CreateSession {
+            new,
+            request,
+            reply: CreateReply::Wait(reply),
+        })
+    }
+
+    /// [`super::ServerStore::create_session_then`].
+    pub fn create_session_then(&self, s: &NewSession, done: super::CreatedThen) {
+        let request = Request::CreateSession {
+            new: s.clone(),
+            request: s.request.to_string(),
+            reply: CreateReply::Then(done),
+        };
+        let Some(requests) = self.requests else {
+            if let Request::CreateSession { reply, .. } = request {
+                reply.send(Err(self.gone()));
+            }
+            return;
+        };
+        if let Err(std::sync::mpsc::SendError(Request::CreateSession { reply, .. })) =
+            requests.send(request)
+        {
+            reply.send(Err(self.gone()));
+        }
+    }
+
+    /// [`super::ServerStore::flush`].
+    pub fn flush(&self) {
+        if let Some(requests) = self.requests {
+            let (reply, answer) = std::sync::mpsc::sync_channel(1);
+            if requests.send(Request::Flush(reply)).is_ok() {
+                let _ = answer.recv();
+            }
+        }
+    }
+
+    /// [`super::ServerStore::set_status`].
+    pub fn set_status(
+        &self,
+        id: &str,
+        status: SessionStatus,
+        output: Option<&serde_json::Value>,
+        calls: u64,
+    ) -> Result<(), StoreError> {
+        let id = id.to_string();
+        let output = output.map(serde_json::Value::to_string);
+        let at_ms = now_ms();
+        self.call(|reply| Request::SetStatus {
+            id,
+            status,
+            output,
+            calls: to_i64(calls),
+            at_ms,
+            reply,
+        })
+    }
+
+    /// [`super::ServerStore::observe_commits`].
+    pub fn observe_commits(&self, observer: CommitObserver) {
+        *self
+            .shared
+            .observer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(observer);
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
