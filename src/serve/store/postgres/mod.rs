@@ -24,6 +24,7 @@
 
 mod readers;
 mod schema;
+pub mod scratch;
 mod url;
 mod writer;
 
@@ -129,10 +130,23 @@ impl PostgresStore {
     /// bad URL (`usage`), an unreachable server, a refused login, a newer
     /// schema, another server on the database.
     pub fn open(url: &str) -> Result<PostgresStore, OpenError> {
+        PostgresStore::open_locked(url, true)
+    }
+
+    /// [`PostgresStore::open`] without the server's lock: two stores on
+    /// one database, to test what the database's chain check stops.
+    #[cfg(test)]
+    pub(super) fn open_unlocked(url: &str) -> Result<PostgresStore, OpenError> {
+        PostgresStore::open_locked(url, false)
+    }
+
+    fn open_locked(url: &str, exclusive: bool) -> Result<PostgresStore, OpenError> {
         let target = Target::parse(url)?;
         let mut client = target.connect()?;
         schema::migrate(&mut client, &target.name)?;
-        lock_server(&mut client, &target)?;
+        if exclusive {
+            lock_server(&mut client, &target)?;
+        }
         let first_reader = target.connect()?;
         let shared = Arc::new(Shared::new(target.name.clone()));
         let thread_failed = |e: io::Error| OpenError {
@@ -150,6 +164,7 @@ impl PostgresStore {
                 move || {
                     let db = writer::PgWriter {
                         client: Some(client),
+                        exclusive,
                         target,
                         shared: Arc::clone(&shared),
                     };

@@ -33,6 +33,9 @@ use std::sync::Arc;
 /// The writer's connection (`None` after it was lost).
 pub(super) struct PgWriter {
     pub client: Option<Client>,
+    /// Whether the connection holds the server's lock (taken again on a
+    /// new connection).
+    pub exclusive: bool,
     pub target: Target,
     pub shared: Arc<Shared>,
 }
@@ -55,8 +58,10 @@ impl Transact for PgWriter {
             None => {
                 // The server's lock went with the old connection.
                 let mut fresh = self.target.connect().map_err(|e| BatchError(e.to_string()))?;
-                super::lock_server(&mut fresh, &self.target)
-                    .map_err(|e| BatchError(e.to_string()))?;
+                if self.exclusive {
+                    super::lock_server(&mut fresh, &self.target)
+                        .map_err(|e| BatchError(e.to_string()))?;
+                }
                 self.client.insert(fresh)
             }
         };
