@@ -1,12 +1,13 @@
-//! `lt serve` end to end: the real binary on a free port of 127.0.0.1, a
-//! real SQLite store, the support-desk tools on real SQLite databases
+//! `lt serve` end to end: the real binary on a free port of 127.0.0.1, on
+//! both stores (SQLite; PostgreSQL when LT_TEST_POSTGRES_URL is set), the support-desk tools on real SQLite databases
 //! (one per tenant), driven over HTTP.
 
+#[macro_use]
 #[path = "support/serve.rs"]
 mod serve_support;
 
 use serde_json::{json, Value};
-use serve_support::{sha256_line, Scratch, Server, SseEvent};
+use serve_support::{sha256_line, Backend, Scratch, Server, SseEvent};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -58,13 +59,24 @@ fn tools_toml_sleeping(db: &Path, secs: u32) -> String {
 /// A scratch folder with a serve.toml of two tenants (acme, globex), each
 /// with the support desk's tools on a database of its own, and `extra`
 /// appended (more profiles).
-fn setup(name: &str, slow_reply: bool, extra: &str) -> (Scratch, PathBuf, PathBuf) {
-    setup_with(name, if slow_reply { 3 } else { 0 }, "", extra)
+fn setup(
+    backend: Backend,
+    name: &str,
+    slow_reply: bool,
+    extra: &str,
+) -> (Scratch, PathBuf, String) {
+    setup_with(backend, name, if slow_reply { 3 } else { 0 }, "", extra)
 }
 
 /// As [`setup`], the reply tool sleeping `secs`, and `server` as the
 /// `[server]` table's lines.
-fn setup_with(name: &str, secs: u32, server: &str, extra: &str) -> (Scratch, PathBuf, PathBuf) {
+fn setup_with(
+    backend: Backend,
+    name: &str,
+    secs: u32,
+    server: &str,
+    extra: &str,
+) -> (Scratch, PathBuf, String) {
     let s = Scratch::new(name);
     let decls = repo().join("examples/serve/tools.lt");
     for t in ["acme", "globex"] {
@@ -100,7 +112,7 @@ allow = ["lookup_account", "issue_refund", "send_reply"]
             d = decls.display(),
         ),
     );
-    let store = s.path("data/lt.db");
+    let store = backend.store(&s, name);
     (s, config, store)
 }
 
@@ -133,9 +145,8 @@ fn lt(args: &[&str]) -> (i32, String, String) {
 
 const REFUNDED: &str = "refund tx_000001 processed and ada@example.com notified";
 
-#[test]
-fn a_server_venue_session_runs_end_to_end_and_its_log_verifies_and_replays() {
-    let (s, config, store) = setup("e2e", false, "");
+fn a_server_venue_session_runs_end_to_end_and_its_log_verifies_and_replays(backend: Backend) {
+    let (s, config, store) = setup(backend, "e2e", false, "");
     let server = Server::start(&config, &store);
     let id = server.submit(ACME, &support_program(), "support");
     assert_eq!(id.len(), 32);
@@ -194,9 +205,8 @@ fn a_server_venue_session_runs_end_to_end_and_its_log_verifies_and_replays() {
     assert!(!s.path("globex.db").exists());
 }
 
-#[test]
-fn a_tenant_cannot_see_or_touch_another_tenants_session() {
-    let (_s, config, store) = setup("isolation", false, "");
+fn a_tenant_cannot_see_or_touch_another_tenants_session(backend: Backend) {
+    let (_s, config, store) = setup(backend, "isolation", false, "");
     let server = Server::start(&config, &store);
     let id = server.submit(ACME, &support_program(), "support");
     server.wait_final(ACME, &id, Duration::from_secs(30));
@@ -240,9 +250,8 @@ fn a_tenant_cannot_see_or_touch_another_tenants_session() {
     assert_eq!((status, v["ok"].clone()), (200, json!(true)));
 }
 
-#[test]
-fn an_idempotency_key_returns_the_same_session_and_runs_it_once() {
-    let (s, config, store) = setup("idem", false, "");
+fn an_idempotency_key_returns_the_same_session_and_runs_it_once(backend: Backend) {
+    let (s, config, store) = setup(backend, "idem", false, "");
     let server = Server::start(&config, &store);
     let body = json!({"program": support_program(), "profile": "support"});
     let h = [("Idempotency-Key", "order-77")];
@@ -261,9 +270,8 @@ fn an_idempotency_key_returns_the_same_session_and_runs_it_once() {
     assert_ne!(d["id"], a["id"]);
 }
 
-#[test]
-fn bad_requests_get_a_status_and_an_error_naming_the_problem() {
-    let (_s, config, store) = setup("bad", false, "");
+fn bad_requests_get_a_status_and_an_error_naming_the_problem(backend: Backend) {
+    let (_s, config, store) = setup(backend, "bad", false, "");
     let server = Server::start(&config, &store);
     let cases: Vec<(&str, u16, &str)> = vec![
         ("{", 400, "not a valid request"),
@@ -340,9 +348,8 @@ fn bad_requests_get_a_status_and_an_error_naming_the_problem() {
     );
 }
 
-#[test]
-fn a_reconnecting_stream_misses_nothing_and_repeats_nothing() {
-    let (_s, config, store) = setup("reconnect", false, "");
+fn a_reconnecting_stream_misses_nothing_and_repeats_nothing(backend: Backend) {
+    let (_s, config, store) = setup(backend, "reconnect", false, "");
     let server = Server::start(&config, &store);
     let id = server.submit(ACME, &support_program(), "support");
     let all = server.all_events(ACME, &id);
@@ -373,9 +380,8 @@ fn a_reconnecting_stream_misses_nothing_and_repeats_nothing() {
     assert_eq!(status, 400);
 }
 
-#[test]
-fn a_session_killed_with_sigkill_is_resumed_after_restart_and_refunds_once() {
-    let (s, config, store) = setup("kill9", true, "");
+fn a_session_killed_with_sigkill_is_resumed_after_restart_and_refunds_once(backend: Backend) {
+    let (s, config, store) = setup(backend, "kill9", true, "");
     let mut server = Server::start(&config, &store);
     let id = server.submit(ACME, &support_program(), "support");
     // Kill the server while send_reply runs (its tool sleeps 3 s first):
@@ -419,14 +425,13 @@ fn a_session_killed_with_sigkill_is_resumed_after_restart_and_refunds_once() {
     assert_eq!((status, r["ok"].clone()), (200, json!(true)), "{r}");
 }
 
-#[test]
-fn an_approval_waits_for_the_api_and_the_granted_call_runs() {
+fn an_approval_waits_for_the_api_and_the_granted_call_runs(backend: Backend) {
     let extra = r#"
 [tenants.acme.profiles.supervised]
 allow = ["lookup_account", "issue_refund", "send_reply", "delete_file"]
 approvals = "api"
 "#;
-    let (s, config, store) = setup("approval", false, extra);
+    let (s, config, store) = setup(backend, "approval", false, extra);
     // A tenant tool that needs an approval token: it records each call.
     let calls = s.path("deleted.txt");
     s.write(
@@ -537,9 +542,8 @@ fn wait_scheduled(server: &Server, key: &str, id: &str, tool: &str) {
     }
 }
 
-#[test]
-fn a_cancelled_session_stops_its_running_tool_and_ends_cancelled() {
-    let (s, config, store) = setup_with("cancel", 30, "", "");
+fn a_cancelled_session_stops_its_running_tool_and_ends_cancelled(backend: Backend) {
+    let (s, config, store) = setup_with(backend, "cancel", 30, "", "");
     let server = Server::start(&config, &store);
     let id = server.submit(ACME, &support_program(), "support");
     wait_scheduled(&server, ACME, &id, "send_reply");
@@ -580,9 +584,8 @@ match exec tool lookup_account "cust_12345" { Ok(a) => a.email, Err(e) => "faile
     assert_eq!(v2["value"], "ada@example.com", "{v2}");
 }
 
-#[test]
-fn sigterm_lets_a_running_call_finish_then_stops() {
-    let (s, config, store) = setup_with("drain", 2, "shutdown_grace_ms = 20000", "");
+fn sigterm_lets_a_running_call_finish_then_stops(backend: Backend) {
+    let (s, config, store) = setup_with(backend, "drain", 2, "shutdown_grace_ms = 20000", "");
     let mut server = Server::start(&config, &store);
     let id = server.submit(ACME, &support_program(), "support");
     wait_scheduled(&server, ACME, &id, "send_reply");
@@ -604,9 +607,8 @@ fn sigterm_lets_a_running_call_finish_then_stops() {
     );
 }
 
-#[test]
-fn sigterm_past_the_grace_leaves_the_session_resumable() {
-    let (s, config, store) = setup_with("abandon", 3, "shutdown_grace_ms = 200", "");
+fn sigterm_past_the_grace_leaves_the_session_resumable(backend: Backend) {
+    let (s, config, store) = setup_with(backend, "abandon", 3, "shutdown_grace_ms = 200", "");
     let mut server = Server::start(&config, &store);
     let id = server.submit(ACME, &support_program(), "support");
     wait_scheduled(&server, ACME, &id, "send_reply");
@@ -643,9 +645,8 @@ match exec tool lookup_account "cust_12345" {
   Err(e) => e
 }"#;
 
-#[test]
-fn a_client_venue_call_is_streamed_and_its_outcome_applied_once() {
-    let (s, config, store) = setup("client", false, "");
+fn a_client_venue_call_is_streamed_and_its_outcome_applied_once(backend: Backend) {
+    let (s, config, store) = setup(backend, "client", false, "");
     let tools = s.path("acme-tools.toml");
     let text = std::fs::read_to_string(&tools).expect("tools");
     std::fs::write(
@@ -761,13 +762,12 @@ fn a_client_venue_call_is_streamed_and_its_outcome_applied_once() {
     assert_eq!(code, 0, "{out}{err}");
 }
 
-#[test]
-fn metrics_count_what_the_log_records() {
+fn metrics_count_what_the_log_records(backend: Backend) {
     let extra = r#"
 [tenants.acme.profiles.one_call]
 max_calls = 1
 "#;
-    let (_s, config, store) = setup("metrics", false, extra);
+    let (_s, config, store) = setup(backend, "metrics", false, extra);
     let server = Server::start(&config, &store);
     let id = server.submit(ACME, &support_program(), "support");
     server.wait_final(ACME, &id, Duration::from_secs(30));
@@ -803,9 +803,8 @@ max_calls = 1
     );
 }
 
-#[test]
-fn past_max_sessions_a_new_session_is_refused_with_retry_after() {
-    let (_s, config, store) = setup_with("busy", 3, "max_sessions = 1", "");
+fn past_max_sessions_a_new_session_is_refused_with_retry_after(backend: Backend) {
+    let (_s, config, store) = setup_with(backend, "busy", 3, "max_sessions = 1", "");
     let server = Server::start(&config, &store);
     let id = server.submit(ACME, &support_program(), "support");
     wait_scheduled(&server, ACME, &id, "send_reply");
@@ -829,15 +828,14 @@ fn past_max_sessions_a_new_session_is_refused_with_retry_after() {
     );
 }
 
-#[test]
-fn a_program_accepted_under_one_profile_is_still_checked_under_another() {
+fn a_program_accepted_under_one_profile_is_still_checked_under_another(backend: Backend) {
     // The server keeps programs it lowered; the profile's static check
     // (E0701: a tool outside `allow`) must still refuse the same text.
     let extra = r#"
 [tenants.acme.profiles.lookups]
 allow = ["lookup_account"]
 "#;
-    let (_s, config, store) = setup("profile-cache", false, extra);
+    let (_s, config, store) = setup(backend, "profile-cache", false, extra);
     let server = Server::start(&config, &store);
     for _ in 0..3 {
         let id = server.submit(ACME, &support_program(), "support");
@@ -853,3 +851,20 @@ allow = ["lookup_account"]
         assert!(v.to_string().contains("E0701"), "{v}");
     }
 }
+
+on_both_stores!(
+    a_server_venue_session_runs_end_to_end_and_its_log_verifies_and_replays,
+    a_tenant_cannot_see_or_touch_another_tenants_session,
+    an_idempotency_key_returns_the_same_session_and_runs_it_once,
+    bad_requests_get_a_status_and_an_error_naming_the_problem,
+    a_reconnecting_stream_misses_nothing_and_repeats_nothing,
+    a_session_killed_with_sigkill_is_resumed_after_restart_and_refunds_once,
+    an_approval_waits_for_the_api_and_the_granted_call_runs,
+    a_cancelled_session_stops_its_running_tool_and_ends_cancelled,
+    sigterm_lets_a_running_call_finish_then_stops,
+    sigterm_past_the_grace_leaves_the_session_resumable,
+    a_client_venue_call_is_streamed_and_its_outcome_applied_once,
+    metrics_count_what_the_log_records,
+    past_max_sessions_a_new_session_is_refused_with_retry_after,
+    a_program_accepted_under_one_profile_is_still_checked_under_another,
+);

@@ -5,11 +5,12 @@
 //! and `--verbose` lines are those of a local `lt run` of the same program
 //! with both tools in one tools.toml.
 
+#[macro_use]
 #[path = "support/serve.rs"]
 mod serve_support;
 
 use serde_json::{json, Value};
-use serve_support::{sha256_line, Scratch, Server};
+use serve_support::{sha256_line, Backend, Scratch, Server};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -69,19 +70,19 @@ fn tool(name: &str, script: &Path, record: &Path, extra_env: &str) -> String {
 struct Setup {
     s: Scratch,
     config: PathBuf,
-    store: PathBuf,
+    store: String,
     program: PathBuf,
     local_toml: PathBuf,
     combined_toml: PathBuf,
 }
 
 impl Setup {
-    fn new(name: &str, note_sleep_s: u32) -> Setup {
-        Setup::with(name, note_sleep_s, false)
+    fn new(backend: Backend, name: &str, note_sleep_s: u32) -> Setup {
+        Setup::with(backend, name, note_sleep_s, false)
     }
 
     /// `idempotent`: the tenant declares apply_note idempotent.
-    fn with(name: &str, note_sleep_s: u32, idempotent: bool) -> Setup {
+    fn with(backend: Backend, name: &str, note_sleep_s: u32, idempotent: bool) -> Setup {
         let s = Scratch::new(name);
         let lookup = s.write("lookup.py", LOOKUP_PY);
         let note = s.write("note.py", NOTE_PY);
@@ -127,7 +128,7 @@ allow = ["lookup"]
             "[profile]\nname = \"readonly\"\nallow = [\"lookup\"]\n",
         );
         let program = s.write("note.lt", &program());
-        let store = s.path("data/lt.db");
+        let store = backend.store(&s, name);
         Setup {
             s,
             config,
@@ -210,9 +211,10 @@ fn kinds_of(log: &str, call: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn a_client_venue_session_prints_what_a_local_run_prints_and_the_server_logs_it_all() {
-    let t = Setup::new("client", 0);
+fn a_client_venue_session_prints_what_a_local_run_prints_and_the_server_logs_it_all(
+    backend: Backend,
+) {
+    let t = Setup::new(backend, "client", 0);
     let server = Server::start(&t.config, &t.store);
     let (prog, local, combined) = (t.p(&t.program), t.p(&t.local_toml), t.p(&t.combined_toml));
     let copy = t.s.path("copy.jsonl");
@@ -303,9 +305,8 @@ fn a_client_venue_session_prints_what_a_local_run_prints_and_the_server_logs_it_
     assert_eq!(t.records("client-notes.jsonl").len(), 2);
 }
 
-#[test]
-fn a_program_with_errors_is_reported_as_a_local_run_reports_it_and_not_sent() {
-    let t = Setup::new("rejected", 0);
+fn a_program_with_errors_is_reported_as_a_local_run_reports_it_and_not_sent(backend: Backend) {
+    let t = Setup::new(backend, "rejected", 0);
     let server = Server::start(&t.config, &t.store);
     let bad = t.s.write("bad.lt", &format!("{DECLS}\n1 + \"a\"\n"));
     let bad = t.p(&bad);
@@ -328,9 +329,8 @@ fn a_program_with_errors_is_reported_as_a_local_run_reports_it_and_not_sent() {
     assert_eq!(v["sessions"], json!([]), "nothing was sent: {v}");
 }
 
-#[test]
-fn a_program_the_server_refuses_prints_the_servers_diagnostics_and_exits_1() {
-    let t = Setup::new("refused", 0);
+fn a_program_the_server_refuses_prints_the_servers_diagnostics_and_exits_1(backend: Backend) {
+    let t = Setup::new(backend, "refused", 0);
     let server = Server::start(&t.config, &t.store);
     let (prog, local) = (t.p(&t.program), t.p(&t.local_toml));
     // Profile readonly does not allow apply_note: the server's static check
@@ -415,9 +415,8 @@ fn a_program_the_server_refuses_prints_the_servers_diagnostics_and_exits_1() {
     assert_eq!(v["sessions"], json!([]), "nothing was recorded: {v}");
 }
 
-#[test]
-fn a_missing_or_wrong_api_key_is_a_clear_error_with_exit_2() {
-    let t = Setup::new("key", 0);
+fn a_missing_or_wrong_api_key_is_a_clear_error_with_exit_2(backend: Backend) {
+    let t = Setup::new(backend, "key", 0);
     let server = Server::start(&t.config, &t.store);
     let (prog, local) = (t.p(&t.program), t.p(&t.local_toml));
     let args = [
@@ -482,9 +481,8 @@ fn a_missing_or_wrong_api_key_is_a_clear_error_with_exit_2() {
     assert_eq!(v["sessions"], json!([]), "nothing was recorded: {v}");
 }
 
-#[test]
-fn an_unreachable_server_is_a_clear_error_not_a_hang() {
-    let t = Setup::new("unreachable", 0);
+fn an_unreachable_server_is_a_clear_error_not_a_hang(backend: Backend) {
+    let t = Setup::new(backend, "unreachable", 0);
     let prog = t.p(&t.program);
     // A port nothing listens on.
     let port = TcpListener::bind("127.0.0.1:0")
@@ -630,9 +628,8 @@ fn after_the_call(seen: &[u8]) -> Option<usize> {
     (seen.len() >= end + 4).then_some(end + 4)
 }
 
-#[test]
-fn a_dropped_stream_is_reopened_after_the_last_event_and_the_call_runs_once() {
-    let t = Setup::new("reconnect", 0);
+fn a_dropped_stream_is_reopened_after_the_last_event_and_the_call_runs_once(backend: Backend) {
+    let t = Setup::new(backend, "reconnect", 0);
     let server = Server::start(&t.config, &t.store);
     let (prog, local, combined) = (t.p(&t.program), t.p(&t.local_toml), t.p(&t.combined_toml));
     let here = lt(&["run", &prog, "--executors", &combined, "-v"], None);
@@ -690,9 +687,8 @@ fn a_dropped_stream_is_reopened_after_the_last_event_and_the_call_runs_once() {
     }
 }
 
-#[test]
-fn an_interrupted_client_cancels_its_session_on_the_server() {
-    let t = Setup::new("interrupt", 30);
+fn an_interrupted_client_cancels_its_session_on_the_server(backend: Backend) {
+    let t = Setup::new(backend, "interrupt", 30);
     let server = Server::start(&t.config, &t.store);
     let (prog, local) = (t.p(&t.program), t.p(&t.local_toml));
     let mut child = Command::new(env!("CARGO_BIN_EXE_lt"))
@@ -739,10 +735,11 @@ fn an_interrupted_client_cancels_its_session_on_the_server() {
     assert_eq!(v["status"], "cancelled", "{v}");
 }
 
-#[test]
-fn a_server_killed_while_the_client_runs_a_call_finishes_the_session_after_its_restart() {
+fn a_server_killed_while_the_client_runs_a_call_finishes_the_session_after_its_restart(
+    backend: Backend,
+) {
     for idempotent in [true, false] {
-        let t = Setup::with(&format!("restart-{idempotent}"), 3, idempotent);
+        let t = Setup::with(backend, &format!("restart-{idempotent}"), 3, idempotent);
         let mut server = Server::start(&t.config, &t.store);
         let (prog, local, combined) = (t.p(&t.program), t.p(&t.local_toml), t.p(&t.combined_toml));
         let child = Command::new(env!("CARGO_BIN_EXE_lt"))
@@ -798,3 +795,14 @@ fn a_server_killed_while_the_client_runs_a_call_finishes_the_session_after_its_r
         assert_eq!(verified.code, 0, "{}{}", verified.stdout, verified.stderr);
     }
 }
+
+on_both_stores!(
+    a_client_venue_session_prints_what_a_local_run_prints_and_the_server_logs_it_all,
+    a_program_with_errors_is_reported_as_a_local_run_reports_it_and_not_sent,
+    a_program_the_server_refuses_prints_the_servers_diagnostics_and_exits_1,
+    a_missing_or_wrong_api_key_is_a_clear_error_with_exit_2,
+    an_unreachable_server_is_a_clear_error_not_a_hang,
+    a_dropped_stream_is_reopened_after_the_last_event_and_the_call_runs_once,
+    an_interrupted_client_cancels_its_session_on_the_server,
+    a_server_killed_while_the_client_runs_a_call_finishes_the_session_after_its_restart,
+);

@@ -5,13 +5,14 @@
 //! agent log the server keeps must be the one `lt agent --log` writes:
 //! `lt log verify` and `lt replay` accept it.
 
+#[macro_use]
 #[path = "support/serve.rs"]
 mod serve_support;
 #[path = "support/mod.rs"]
 mod support;
 
 use serde_json::{json, Value};
-use serve_support::{sha256_line, Scratch, Server};
+use serve_support::{sha256_line, Backend, Scratch, Server};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -58,13 +59,14 @@ fn tools_toml(db: &Path) -> String {
 /// A serve.toml of two tenants with the support desk's tools, acme with
 /// the fake model as its provider (`model_extra`: more keys of its model
 /// table), globex without a model.
-fn setup(name: &str, model: &FakeModel, model_extra: &str) -> (Scratch, Server) {
-    setup_with(name, model, model_extra, ("", ""), "")
+fn setup(backend: Backend, name: &str, model: &FakeModel, model_extra: &str) -> (Scratch, Server) {
+    setup_with(backend, name, model, model_extra, ("", ""), "")
 }
 
 /// [`setup`], with `acme_extra` (declarations, tools.toml tables) added to
 /// acme's tools and `config_extra` appended to serve.toml.
 fn setup_with(
+    backend: Backend,
     name: &str,
     model: &FakeModel,
     model_extra: &str,
@@ -113,7 +115,7 @@ allow = ["lookup_account", "issue_refund", "send_reply"]
             url = model.base_url_openai(),
         ),
     );
-    let server = Server::start(&config, &s.path("data/lt.db"));
+    let server = Server::start(&config, &backend.store(&s, name));
     (s, server)
 }
 
@@ -173,13 +175,12 @@ fn kinds(events: &[Value]) -> Vec<&str> {
         .collect()
 }
 
-#[test]
-fn a_task_session_runs_the_agent_loop_and_ends_with_the_models_answer() {
+fn a_task_session_runs_the_agent_loop_and_ends_with_the_models_answer(backend: Backend) {
     let model = FakeModel::start(vec![
         json!({"text": program_reply()}),
         json!({"text": ANSWER}),
     ]);
-    let (s, server) = setup("task-e2e", &model, "");
+    let (s, server) = setup(backend, "task-e2e", &model, "");
     let h = [("Idempotency-Key", "ticket-9")];
     let (status, v) = submit_task(&server, ACME, &h);
     assert_eq!(status, 201, "{v}");
@@ -269,13 +270,12 @@ fn a_task_session_runs_the_agent_loop_and_ends_with_the_models_answer() {
     );
 }
 
-#[test]
-fn a_tenant_cannot_see_another_tenants_task_session() {
+fn a_tenant_cannot_see_another_tenants_task_session(backend: Backend) {
     let model = FakeModel::start(vec![
         json!({"text": program_reply()}),
         json!({"text": ANSWER}),
     ]);
-    let (_s, server) = setup("task-isolation", &model, "");
+    let (_s, server) = setup(backend, "task-isolation", &model, "");
     let (status, v) = submit_task(&server, ACME, &[]);
     assert_eq!(status, 201, "{v}");
     let id = v["id"].as_str().expect("id").to_string();
@@ -297,10 +297,9 @@ fn a_tenant_cannot_see_another_tenants_task_session() {
     assert_eq!(v["sessions"][0]["value"], json!(ANSWER), "{v}");
 }
 
-#[test]
-fn a_task_is_refused_without_a_model_and_when_malformed() {
+fn a_task_is_refused_without_a_model_and_when_malformed(backend: Backend) {
     let model = FakeModel::start(vec![]);
-    let (_s, server) = setup("task-refused", &model, "");
+    let (_s, server) = setup(backend, "task-refused", &model, "");
     // globex has no model.
     let (status, v) = submit_task(&server, GLOBEX, &[]);
     assert_eq!(status, 501, "{v}");
@@ -348,13 +347,13 @@ fn a_task_is_refused_without_a_model_and_when_malformed() {
     assert!(model.requests().is_empty());
 }
 
-#[test]
-fn the_tenants_agent_table_applies_and_a_session_that_gives_up_fails() {
+fn the_tenants_agent_table_applies_and_a_session_that_gives_up_fails(backend: Backend) {
     // One attempt per turn: a program that does not check ends the session.
     let model = FakeModel::start(vec![
         json!({"text": "```lt\nexec tool no_such_tool 1\n```"}),
     ]);
     let (s, server) = setup(
+        backend,
         "task-gave-up",
         &model,
         "[tenants.acme.model.agent]\nmax_attempts = 1\n",
@@ -373,10 +372,9 @@ fn the_tenants_agent_table_applies_and_a_session_that_gives_up_fails() {
     assert_eq!(code, 0, "{out}{err}");
 }
 
-#[test]
-fn cancelling_a_task_session_ends_the_model_request_in_flight() {
+fn cancelling_a_task_session_ends_the_model_request_in_flight(backend: Backend) {
     let model = FakeModel::start(vec![json!({"text": program_reply(), "delay_ms": 30000})]);
-    let (s, server) = setup("task-cancel", &model, "");
+    let (s, server) = setup(backend, "task-cancel", &model, "");
     let (status, v) = submit_task(&server, ACME, &[]);
     assert_eq!(status, 201, "{v}");
     let id = v["id"].as_str().expect("id").to_string();
@@ -417,13 +415,12 @@ fn cancelling_a_task_session_ends_the_model_request_in_flight() {
     assert_eq!(code, 0, "{out}{err}");
 }
 
-#[test]
-fn a_task_session_cut_by_a_restart_is_failed_not_run_again() {
+fn a_task_session_cut_by_a_restart_is_failed_not_run_again(backend: Backend) {
     let model = FakeModel::start(vec![
         json!({"text": program_reply(), "delay_ms": 30000}),
         json!({"text": program_reply()}),
     ]);
-    let (s, mut server) = setup("task-restart", &model, "");
+    let (s, mut server) = setup(backend, "task-restart", &model, "");
     let (status, v) = submit_task(&server, ACME, &[]);
     assert_eq!(status, 201, "{v}");
     let id = v["id"].as_str().expect("id").to_string();
@@ -446,8 +443,7 @@ fn a_task_session_cut_by_a_restart_is_failed_not_run_again() {
     assert_eq!(code, 0, "{out}{err}");
 }
 
-#[test]
-fn an_approval_asked_by_a_task_sessions_run_is_answered_through_the_api() {
+fn an_approval_asked_by_a_task_sessions_run_is_answered_through_the_api(backend: Backend) {
     let program = r#"```lt
 effect Delete;
 tool delete_file: {path: String, approval: !Approval} -{Delete}-> {deleted: String};
@@ -470,6 +466,7 @@ match approve tool delete_file {path = "tmp/a.log"} {
         calls.display()
     );
     let (s, server) = setup_with(
+        backend,
         "task-approval",
         &model,
         "",
@@ -635,3 +632,13 @@ fn a_bad_model_table_stops_the_server_with_its_line_and_a_hint() {
         );
     }
 }
+
+on_both_stores!(
+    an_approval_asked_by_a_task_sessions_run_is_answered_through_the_api,
+    a_task_session_runs_the_agent_loop_and_ends_with_the_models_answer,
+    a_tenant_cannot_see_another_tenants_task_session,
+    a_task_is_refused_without_a_model_and_when_malformed,
+    the_tenants_agent_table_applies_and_a_session_that_gives_up_fails,
+    cancelling_a_task_session_ends_the_model_request_in_flight,
+    a_task_session_cut_by_a_restart_is_failed_not_run_again,
+);

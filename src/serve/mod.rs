@@ -135,7 +135,10 @@ pub fn migrate_only(opts: &ServeOptions) -> Result<String, ServeError> {
             usage: e.usage,
         })?;
         return Ok(if m.from == m.to {
-            format!("the store {name} is at schema version {} (nothing to do)", m.to)
+            format!(
+                "the store {name} is at schema version {} (nothing to do)",
+                m.to
+            )
         } else {
             format!(
                 "the store {name}: schema migrated from version {} to {}",

@@ -1,6 +1,11 @@
 //! A real `lt serve` for the server's tests: the binary started on a free
-//! port of 127.0.0.1 with a real SQLite file in a fresh folder, driven over
-//! HTTP (ureq), killed with SIGKILL or stopped with SIGTERM.
+//! port of 127.0.0.1 with a real store, driven over HTTP (ureq), killed
+//! with SIGKILL or stopped with SIGTERM.
+//!
+//! Each test runs on both stores ([`on_both_stores!`]): a SQLite file in a
+//! fresh folder, and a fresh database on the PostgreSQL server that
+//! `LT_TEST_POSTGRES_URL` names. Without that variable the PostgreSQL
+//! variant prints that it is skipped; under CI (`CI=true`) it fails.
 #![allow(dead_code)]
 
 use serde_json::{json, Value};
@@ -42,6 +47,65 @@ impl Drop for Scratch {
     }
 }
 
+/// The store a test runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    /// Whether the test `name` can run on this store (PostgreSQL: the
+    /// test server is named; otherwise this prints SKIPPED, or panics
+    /// under CI).
+    pub fn available(self, name: &str) -> bool {
+        match self {
+            Backend::Sqlite => true,
+            Backend::Postgres => lt::serve::store::postgres::scratch::test_server(name).is_some(),
+        }
+    }
+
+    /// A fresh store for the test `name`: its `--store` URL (a file in
+    /// `s`, or a new database on the test server).
+    pub fn store(self, s: &Scratch, name: &str) -> String {
+        match self {
+            Backend::Sqlite => format!("sqlite:{}", s.path("data/lt.db").display()),
+            Backend::Postgres => {
+                use lt::serve::store::postgres::scratch::{fresh_database, test_server};
+                let server = test_server(name).expect("the PostgreSQL test server");
+                fresh_database(&server, name).unwrap_or_else(|e| panic!("{name}: {e}"))
+            }
+        }
+    }
+}
+
+/// Declares `#[test]`s `sqlite::NAME` and `postgres::NAME` for each
+/// `fn NAME(backend: Backend)` of the test file.
+#[macro_export]
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[test]
+                fn $name() {
+                    super::$name(super::serve_support::Backend::Sqlite)
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[test]
+                fn $name() {
+                    let b = super::serve_support::Backend::Postgres;
+                    if b.available(stringify!($name)) {
+                        super::$name(b)
+                    }
+                }
+            )*
+        }
+    };
+}
+
 pub fn sha256_line(key: &str) -> String {
     use sha2::Digest;
     format!(
@@ -57,12 +121,13 @@ pub struct Server {
     /// Everything it wrote on stderr, read by a thread.
     pub stderr: std::sync::Arc<std::sync::Mutex<String>>,
     pub config: PathBuf,
-    pub store: PathBuf,
+    /// The `--store` URL.
+    pub store: String,
 }
 
 impl Server {
-    /// Starts `lt serve --config CONFIG --store sqlite:STORE --listen 127.0.0.1:0`.
-    pub fn start(config: &Path, store: &Path) -> Server {
+    /// Starts `lt serve --config CONFIG --store STORE --listen 127.0.0.1:0`.
+    pub fn start(config: &Path, store: &str) -> Server {
         Server::start_on(config, store, "127.0.0.1:0")
     }
 
@@ -76,14 +141,14 @@ impl Server {
         )
     }
 
-    /// Starts `lt serve --config CONFIG --store sqlite:STORE --listen LISTEN`.
-    pub fn start_on(config: &Path, store: &Path, listen: &str) -> Server {
+    /// Starts `lt serve --config CONFIG --store STORE --listen LISTEN`.
+    pub fn start_on(config: &Path, store: &str, listen: &str) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_lt"))
             .arg("serve")
             .arg("--config")
             .arg(config)
             .arg("--store")
-            .arg(format!("sqlite:{}", store.display()))
+            .arg(store)
             .arg("--listen")
             .arg(listen)
             .stdin(Stdio::null())
@@ -127,7 +192,7 @@ impl Server {
             url: format!("http://{addr}"),
             stderr: text,
             config: config.to_path_buf(),
-            store: store.to_path_buf(),
+            store: store.to_string(),
         }
     }
 

@@ -63,7 +63,9 @@ fn claim(store: &impl LogReads, session: &str, busy: String) -> Result<Claim, St
 /// A sink appending after `log`'s chain, holding `claim`.
 fn sink(store: &impl LogReads, log: MemoryLog, claim: Claim) -> Result<StoreSink, StoreError> {
     let Some(requests) = store.queue() else {
-        return Err(StoreError::Io(io::Error::other(store.shared().writer_gone())));
+        return Err(StoreError::Io(io::Error::other(
+            store.shared().writer_gone(),
+        )));
     };
     Ok(StoreSink::new(claim, requests, log, store.clock()))
 }

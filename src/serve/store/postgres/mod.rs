@@ -203,7 +203,10 @@ impl PostgresStore {
 
     /// Session records matching `filter` (SQL after `WHERE`, with `args`).
     fn records(&self, filter: &str, args: Vec<Param>) -> Result<Vec<SessionRecord>, StoreError> {
-        let sql = format!("SELECT {} FROM sessions WHERE {filter}", schema::RECORD_COLUMNS);
+        let sql = format!(
+            "SELECT {} FROM sessions WHERE {filter}",
+            schema::RECORD_COLUMNS
+        );
         let rows = self.readers.read("cannot read the sessions", move |c| {
             let params: Vec<&(dyn ToSql + Sync)> = args.iter().map(Param::as_sql).collect();
             c.query(&sql, &params)

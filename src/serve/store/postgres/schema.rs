@@ -132,8 +132,11 @@ pub fn migrate(client: &mut Client, name: &str) -> Result<i32, OpenError> {
     }
     if version < SCHEMA_VERSION {
         tx.execute("DELETE FROM lt_schema", &[]).map_err(failed)?;
-        tx.execute("INSERT INTO lt_schema (version) VALUES ($1)", &[&SCHEMA_VERSION])
-            .map_err(failed)?;
+        tx.execute(
+            "INSERT INTO lt_schema (version) VALUES ($1)",
+            &[&SCHEMA_VERSION],
+        )
+        .map_err(failed)?;
     }
     tx.commit().map_err(failed)?;
     Ok(version)

@@ -47,7 +47,13 @@ pub fn fresh_database(server: &str, label: &str) -> Result<String, String> {
         .map_or(0, |d| d.subsec_nanos());
     let label: String = label
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
         .take(24)
         .collect();
     let name = format!(

@@ -5,8 +5,8 @@
 //! Unset, each test prints that it is skipped (and fails under CI=true).
 
 use super::super::{Created, ListQuery, NewSession, ServerStore, SessionStatus};
-use super::scratch::{fresh_database, test_server};
 use super::schema::CHAIN_BROKEN;
+use super::scratch::{fresh_database, test_server};
 use super::{PostgresStore, SCHEMA_VERSION};
 use crate::log::{
     verify, Decision, EventBody, EventSink, EventStore, ReopenError, StoreError, ZERO_HASH,
@@ -152,14 +152,22 @@ fn the_database_refuses_an_event_that_does_not_continue_the_chain() {
     store.flush();
     // Written straight to the table, past the store: the trigger refuses.
     let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
-    let insert = "INSERT INTO events (session, seq, hash, prev, line) VALUES ($1, $2, 'h', $3, '{}')";
-    for (seq, prev) in [(5_i64, "not-the-last-hash"), (0, "not-zeros"), (9, ZERO_HASH)] {
+    let insert =
+        "INSERT INTO events (session, seq, hash, prev, line) VALUES ($1, $2, 'h', $3, '{}')";
+    for (seq, prev) in [
+        (5_i64, "not-the-last-hash"),
+        (0, "not-zeros"),
+        (9, ZERO_HASH),
+    ] {
         let e = c.execute(insert, &[&s, &seq, &prev]).expect_err("refused");
         assert_eq!(e.code().map(|c| c.code()), Some(CHAIN_BROKEN), "{e}");
     }
     // A second event with a taken seq: the primary key.
     let last: String = c
-        .query_one("SELECT hash FROM events WHERE session = $1 AND seq = 3", &[&s])
+        .query_one(
+            "SELECT hash FROM events WHERE session = $1 AND seq = 3",
+            &[&s],
+        )
         .expect("row")
         .get(0);
     let e = c.execute(insert, &[&s, &4_i64, &last]).expect_err("taken");
@@ -226,8 +234,11 @@ fn a_newer_schema_is_refused_and_left_alone() {
     };
     drop(open(&url));
     let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
-    c.execute("UPDATE lt_schema SET version = $1", &[&(SCHEMA_VERSION + 1)])
-        .expect("bump");
+    c.execute(
+        "UPDATE lt_schema SET version = $1",
+        &[&(SCHEMA_VERSION + 1)],
+    )
+    .expect("bump");
     let e = PostgresStore::open(&url).err().expect("refused");
     assert!(e.message.contains("a newer lt migrated it"), "{e}");
     let v: i32 = c
@@ -240,7 +251,8 @@ fn a_newer_schema_is_refused_and_left_alone() {
         return;
     };
     let mut c = postgres::Client::connect(&other, postgres::NoTls).expect("connect");
-    c.batch_execute("CREATE TABLE events (x int)").expect("table");
+    c.batch_execute("CREATE TABLE events (x int)")
+        .expect("table");
     let e = PostgresStore::open(&other).err().expect("refused");
     assert!(e.message.contains("another program's database"), "{e}");
 }
@@ -269,7 +281,9 @@ fn sessions_are_recorded_listed_and_keyed_as_in_sqlite() {
     assert_eq!(created.expect("new"), Created::New);
     let e = store.create_session(&new_session(1, "acme", 13, None));
     assert!(matches!(e, Err(StoreError::Conflict(_))), "{e:?}");
-    store.create_session(&new_session(4, "acme", 14, None)).expect("new");
+    store
+        .create_session(&new_session(4, "acme", 14, None))
+        .expect("new");
     store
         .set_status(&id(1), SessionStatus::Ended, Some(&json!({"value": 1})), 2)
         .expect("ended");
@@ -302,7 +316,10 @@ fn sessions_are_recorded_listed_and_keyed_as_in_sqlite() {
             before: Some((page[0].created_ms, page[0].id.clone())),
         })
         .expect("list");
-    assert_eq!(next.iter().map(|r| r.id.clone()).collect::<Vec<_>>(), [id(1)]);
+    assert_eq!(
+        next.iter().map(|r| r.id.clone()).collect::<Vec<_>>(),
+        [id(1)]
+    );
     let open_ones: Vec<String> = store
         .unfinished()
         .expect("unfinished")
@@ -329,8 +346,11 @@ fn a_wrong_password_is_refused_with_a_hint_and_without_the_password() {
          END $$",
     )
     .expect("role");
-    let url = super::scratch::with_database(&server, "postgres")
-        .replacen("://lt@", "://lt_password_test:Wr0ng-Pa55word@", 1);
+    let url = super::scratch::with_database(&server, "postgres").replacen(
+        "://lt@",
+        "://lt_password_test:Wr0ng-Pa55word@",
+        1,
+    );
     assert!(url.contains("Wr0ng-Pa55word"), "{url}");
     let e = PostgresStore::open(&url).err().expect("refused");
     let text = e.to_string();
@@ -338,7 +358,10 @@ fn a_wrong_password_is_refused_with_a_hint_and_without_the_password() {
     assert!(text.contains("password"), "{text}");
     assert!(!e.usage);
     assert!(
-        e.hint.as_deref().unwrap_or("").contains("user and the password"),
+        e.hint
+            .as_deref()
+            .unwrap_or("")
+            .contains("user and the password"),
         "{text}"
     );
 }

@@ -141,7 +141,10 @@ impl Target {
 /// `postgres://USER@HOST:PORT/DATABASE` of `config`.
 fn name_of(config: &Config) -> String {
     use postgres::config::Host;
-    let user = config.get_user().map(|u| format!("{u}@")).unwrap_or_default();
+    let user = config
+        .get_user()
+        .map(|u| format!("{u}@"))
+        .unwrap_or_default();
     let ports = config.get_ports();
     let hosts: Vec<String> = config
         .get_hosts()

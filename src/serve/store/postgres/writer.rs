@@ -57,7 +57,10 @@ impl Transact for PgWriter {
             Some(c) => c,
             None => {
                 // The server's lock went with the old connection.
-                let mut fresh = self.target.connect().map_err(|e| BatchError(e.to_string()))?;
+                let mut fresh = self
+                    .target
+                    .connect()
+                    .map_err(|e| BatchError(e.to_string()))?;
                 if self.exclusive {
                     super::lock_server(&mut fresh, &self.target)
                         .map_err(|e| BatchError(e.to_string()))?;

@@ -46,8 +46,8 @@ pub use schema::SCHEMA_VERSION;
 use super::logs::{self, LogReads};
 use super::queue::{self, Queue, Request, Shared};
 use super::{
-    CommitObserver, Committed, Created, CreatedThen, ListQuery, NewSession, ServerStore, SessionRecord,
-    SessionStatus,
+    CommitObserver, Committed, Created, CreatedThen, ListQuery, NewSession, ServerStore,
+    SessionRecord, SessionStatus,
 };
 use crate::log::{EventSink, EventStore, Loaded, ReopenedLog, StoreError};
 use rusqlite::types::Value as SqlValue;

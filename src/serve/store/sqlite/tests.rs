@@ -2,10 +2,10 @@
 //! round trip and chain, one writer per session, the sessions table,
 //! durability, group commit, the schema version, a dead writer.
 
+use super::super::queue::Request;
 use super::super::{
     Committed, Created, ListQuery, NewSession, ServerStore, SessionRecord, SessionStatus,
 };
-use super::super::queue::Request;
 use super::{SqliteStore, SCHEMA_VERSION};
 use crate::log::{
     verify, Decision, EventBody, EventSink, EventStore, MemoryLog, MemoryStore, ReopenError,
