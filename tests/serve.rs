@@ -868,3 +868,83 @@ on_both_stores!(
     past_max_sessions_a_new_session_is_refused_with_retry_after,
     a_program_accepted_under_one_profile_is_still_checked_under_another,
 );
+
+/// `lt serve --config EMPTY ARGS…` as a process: its exit code and stderr.
+fn serve_exit(s: &Scratch, args: &[&str]) -> (i32, String) {
+    let config = s.write("empty-serve.toml", "");
+    let mut all = vec!["serve", "--config", config.to_str().expect("path")];
+    all.extend_from_slice(args);
+    let (code, _, err) = lt(&all);
+    (code, err)
+}
+
+#[test]
+fn a_bad_or_unreachable_postgres_url_is_a_clear_error_without_the_password() {
+    let s = Scratch::new("pg-bad-url");
+    let (code, err) = serve_exit(
+        &s,
+        &[
+            "--store",
+            "postgres://lt:hunter2@127.0.0.1:notaport/db",
+            "--migrate-only",
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a PostgreSQL URL"), "{err}");
+    assert!(err.contains("help:"), "{err}");
+    assert!(!err.contains("hunter2"), "{err}");
+    // Nothing listens on port 1: refused at once, with a hint.
+    let (code, err) = serve_exit(
+        &s,
+        &[
+            "--store",
+            "postgres://lt:hunter2@127.0.0.1:1/db",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+    );
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains("cannot connect to the store postgres://lt@127.0.0.1:1/db"),
+        "{err}"
+    );
+    assert!(err.contains("is PostgreSQL running there"), "{err}");
+    assert!(!err.contains("hunter2"), "{err}");
+}
+
+#[test]
+fn postgres_migrate_only_then_a_newer_schema_or_a_wrong_password_is_refused() {
+    if !Backend::Postgres.available("postgres_migrate_only") {
+        return;
+    }
+    let s = Scratch::new("pg-migrate");
+    let url = Backend::Postgres.store(&s, "pg_migrate");
+    let (code, err) = serve_exit(&s, &["--store", &url, "--migrate-only"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("schema migrated from version 0 to 1"), "{err}");
+    let (code, err) = serve_exit(&s, &["--store", &url, "--migrate-only"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("at schema version 1 (nothing to do)"), "{err}");
+    let mut c = ::postgres::Client::connect(&url, ::postgres::NoTls).expect("connect");
+    c.execute("UPDATE lt_schema SET version = version + 1", &[])
+        .expect("bump");
+    let (code, err) = serve_exit(&s, &["--store", &url, "--listen", "127.0.0.1:0"]);
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("a newer lt migrated it"), "{err}");
+    // The role cluster.sh makes log in with a password (docs/testing.md).
+    c.batch_execute(
+        "DO $$ BEGIN
+           IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'lt_password_test') THEN
+             CREATE ROLE lt_password_test LOGIN PASSWORD 'the-right-one';
+           END IF;
+         END $$",
+    )
+    .expect("role");
+    let wrong = url.replacen("://lt@", "://lt_password_test:Wr0ng-Pa55word@", 1);
+    assert!(wrong.contains("Wr0ng-Pa55word"), "{wrong}");
+    let (code, err) = serve_exit(&s, &["--store", &wrong, "--migrate-only"]);
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("password authentication failed"), "{err}");
+    assert!(err.contains("check the user and the password"), "{err}");
+    assert!(!err.contains("Wr0ng-Pa55word"), "{err}");
+}

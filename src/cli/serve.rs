@@ -3,7 +3,7 @@
 //! store's schema and exit; `--hash-key KEY` for the key hashes its
 //! configuration stores.
 //!
-//! Exit codes: 0 stopped by SIGTERM or SIGINT after draining; 1 the store
+//! Exit codes: 0 stopped by SIGTERM or SIGINT after draining; 3 the store
 //! or the network failed; 2 bad configuration or flags.
 
 use super::{EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE};

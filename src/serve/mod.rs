@@ -61,7 +61,7 @@ pub struct ServeError {
     /// How to fix it.
     pub help: Option<String>,
     /// `true`: bad configuration or flags (exit 2); `false`: the store or
-    /// the network failed (exit 1).
+    /// the network failed (exit 3).
     pub usage: bool,
 }
 

@@ -19,14 +19,14 @@ use std::time::Duration;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why the store could not be opened: what, how to fix it, and whether
-/// the flags are at fault (exit 2) or the database (exit 1).
+/// the flags are at fault (exit 2) or the database (exit 3).
 #[derive(Debug)]
 pub struct OpenError {
     /// What failed, naming the store (never its password).
     pub message: String,
     /// How to fix it.
     pub hint: Option<String>,
-    /// `true`: the URL is at fault (exit 2); `false`: the database (exit 1).
+    /// `true`: the URL is at fault (exit 2); `false`: the database (exit 3).
     pub usage: bool,
 }
 
