@@ -23,7 +23,7 @@ a time (p50/p99 over 300 after 20 warm-up sessions). CPU is read from
 
     python3 bench/serve.py                   # everything (~3 minutes after the builds)
     python3 bench/serve.py --quick           # 3 s windows, 50 sequential sessions
-    python3 bench/serve.py --only lt         # lt alone (also: floor, dbos, restate; comma-separated)
+    python3 bench/serve.py --only lt         # lt alone (also: lt-pg, floor, dbos, restate; comma-separated)
     python3 bench/serve.py --json out.json   # also write every record
     python3 bench/serve.py --no-build        # use the binaries already built
     python3 bench/serve.py --wait-quiet 600  # before each run, wait (≤ 600 s) for other builds to end
@@ -260,9 +260,25 @@ def plan(opts):
     return [*opts.clients, None]
 
 
-def bench_lt(opts, lt, load_bin):
-    say("lt serve")
-    d = WORK / "lt"
+def fresh_pg_database(server_url):
+    """A new database on the PostgreSQL server `server_url` names (psql of the
+    distribution's packages): its URL, or (None, why)."""
+    bins = sorted(Path("/usr/lib/postgresql").glob("*/bin/psql"))
+    psql = shutil.which("psql") or (str(bins[-1]) if bins else None)
+    if not psql:
+        return None, "psql not found (apt-get install -y postgresql-client)"
+    name = f"lt_bench_{os.getpid()}_{int(time.time())}"
+    p = subprocess.run([psql, server_url, "-Atc", f"CREATE DATABASE {name}"], capture_output=True, text=True)
+    if p.returncode != 0:
+        return None, p.stderr.strip()
+    base, _, query = server_url.partition("?")
+    head = base[:base.index("/", base.index("://") + 3)] if "/" in base[base.index("://") + 3:] else base
+    return f"{head}/{name}" + (f"?{query}" if query else ""), None
+
+
+def bench_lt(opts, lt, load_bin, engine="lt"):
+    say(NAMES[engine])
+    d = WORK / engine
     shutil.rmtree(d, ignore_errors=True)
     d.mkdir(parents=True)
     (d / "tools.lt").write_text(TOOLS_LT)
@@ -275,16 +291,25 @@ def bench_lt(opts, lt, load_bin):
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = open(d / "server.log", "w")
+    store = f"sqlite:{d / 'lt.db'}"
+    if engine == "lt-pg":
+        server_url = os.environ.get("LT_BENCH_POSTGRES_URL") or os.environ.get("LT_TEST_POSTGRES_URL")
+        if not server_url:
+            return [{"engine": engine, "missing": "set LT_BENCH_POSTGRES_URL (or LT_TEST_POSTGRES_URL: "
+                                                  "tests/fixtures/postgres/cluster.sh start)"}]
+        store, why = fresh_pg_database(server_url)
+        if why:
+            return [{"engine": engine, "missing": f"cannot create a database: {why}"}]
     server = subprocess.Popen([lt, "serve", "--config", str(d / "serve.toml"), "--listen", f"127.0.0.1:{port}",
-                               "--store", f"sqlite:{d / 'lt.db'}"], stdout=log, stderr=subprocess.STDOUT)
+                               "--store", store], stdout=log, stderr=subprocess.STDOUT)
     records = []
     try:
         why = wait_http(f"{url}/healthz", server)
         if why:
-            return [{"engine": "lt", "missing": f"lt serve did not start: {why}; see {d / 'server.log'}"}]
+            return [{"engine": engine, "missing": f"lt serve did not start: {why}; see {d / 'server.log'}"}]
         why = smoke_lt(url)
         if why:
-            return [{"engine": "lt", "missing": f"a first session failed: {why}; see {d / 'server.log'}"}]
+            return [{"engine": engine, "missing": f"a first session failed: {why}; see {d / 'server.log'}"}]
         common = ["--url", url, "--key", KEY, "--program", d / "program.lt", "--profile", "bench",
                   "--expect", json.dumps(EXPECTED), "--pid", server.pid]
         for clients in plan(opts):
@@ -295,9 +320,9 @@ def bench_lt(opts, lt, load_bin):
             else:
                 rec = run_load(load_bin, common + ["--clients", clients, "--seconds", opts.seconds], opts.seconds)
             rec["server_pids"] = 1
-            records.append(measured("lt", rec, before))
+            records.append(measured(engine, rec, before))
             if server.poll() is not None:
-                records.append({"engine": "lt", "failed": f"lt serve exited with {server.returncode}"})
+                records.append({"engine": engine, "failed": f"lt serve exited with {server.returncode}"})
                 break
     finally:
         stop(server)
@@ -471,7 +496,7 @@ def restate_server():
 
 # ---------------------------------------------------------------- report
 
-NAMES = {"lt": "lt serve (SQLite)", "floor": "SQLite floor, 3 fsyncs", "dbos": "DBOS / SQLite",
+NAMES = {"lt": "lt serve (SQLite)", "lt-pg": "lt serve (PostgreSQL)", "floor": "SQLite floor, 3 fsyncs", "dbos": "DBOS / SQLite",
          "restate": "Restate + Python SDK"}
 
 
@@ -579,7 +604,7 @@ def main():
     if unknown:
         sys.exit(f"--only: unknown engine(s) {', '.join(sorted(unknown))}; known: {', '.join(NAMES)}")
 
-    need_load = "lt" in engines or "restate" in engines
+    need_load = "lt" in engines or "lt-pg" in engines or "restate" in engines
     lt, load_bin = build(opts.no_build) if need_load else (None, None)
     WORK.mkdir(parents=True, exist_ok=True)
     start = machine()
@@ -588,8 +613,8 @@ def main():
            if start["build_procs"] else ""))
     records = []
     for engine in engines:
-        if engine == "lt":
-            records += bench_lt(opts, lt, load_bin)
+        if engine in ("lt", "lt-pg"):
+            records += bench_lt(opts, lt, load_bin, engine)
         elif engine == "floor":
             records += bench_floor(opts)
         elif engine == "dbos":

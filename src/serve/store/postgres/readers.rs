@@ -7,7 +7,8 @@
 //! ```text
 //! Readers::read(what, job) ─▶ jobs (mpsc, shared) ─▶ reader thread: job(&mut Client)
 //!                          ◀─ answer (a channel of one) ◀─┘
-//! a lost connection: the job fails, the thread connects again for the next
+//! a lost connection: the thread connects again and runs the read once more
+//! (a read changes nothing, so running it twice is safe)
 //! ```
 //!
 //! Invariant: a reader never holds a transaction open between jobs; a
@@ -21,7 +22,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// One read, run on a reader's connection.
-type Job = Box<dyn FnOnce(Result<&mut Client, &str>) + Send>;
+type Job = Box<dyn FnOnce(&mut Option<Client>, &Target) + Send>;
 
 /// The reader threads' queue.
 pub(super) struct Readers {
@@ -54,16 +55,11 @@ impl Readers {
     pub fn read<T: Send + 'static>(
         &self,
         what: &str,
-        f: impl FnOnce(&mut Client) -> Result<T, postgres::Error> + Send + 'static,
+        f: impl Fn(&mut Client) -> Result<T, postgres::Error> + Send + 'static,
     ) -> Result<T, StoreError> {
         let (reply, answer) = mpsc::sync_channel::<Result<T, String>>(1);
-        let target = self.target.clone();
-        let job: Job = Box::new(move |client| {
-            let r = match client {
-                Ok(c) => f(c).map_err(|e| target.scrub(&e)),
-                Err(why) => Err(why.to_string()),
-            };
-            let _ = reply.send(r);
+        let job: Job = Box::new(move |client, target| {
+            let _ = reply.send(run_read(client, target, &f));
         });
         let gone = || {
             StoreError::Io(io::Error::other(format!(
@@ -95,8 +91,35 @@ impl Readers {
     }
 }
 
-/// A reader thread: takes jobs until the queue closes, connecting (again)
-/// when it has no live connection.
+/// Runs `f` on `client` (connected first when it is not), once more on a
+/// new connection when the connection was lost under it.
+fn run_read<T>(
+    client: &mut Option<Client>,
+    target: &Target,
+    f: &impl Fn(&mut Client) -> Result<T, postgres::Error>,
+) -> Result<T, String> {
+    let mut last = String::new();
+    for _ in 0..2 {
+        if client.as_ref().is_none_or(Client::is_closed) {
+            *client = None;
+            *client = Some(target.connect().map_err(|e| e.to_string())?);
+        }
+        let Some(c) = client.as_mut() else {
+            break;
+        };
+        match f(c) {
+            Ok(v) => return Ok(v),
+            Err(e) if e.is_closed() || c.is_closed() => {
+                last = target.scrub(&e);
+                *client = None;
+            }
+            Err(e) => return Err(target.scrub(&e)),
+        }
+    }
+    Err(last)
+}
+
+/// A reader thread: takes jobs until the queue closes.
 fn serve(target: &Target, mut client: Option<Client>, queue: &Mutex<Receiver<Job>>) {
     loop {
         let job = {
@@ -106,19 +129,6 @@ fn serve(target: &Target, mut client: Option<Client>, queue: &Mutex<Receiver<Job
                 Err(_) => return,
             }
         };
-        let mut why = String::new();
-        if client.as_ref().is_none_or(Client::is_closed) {
-            client = match target.connect() {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    why = e.to_string();
-                    None
-                }
-            };
-        }
-        match client.as_mut() {
-            Some(c) => job(Ok(c)),
-            None => job(Err(&why)),
-        }
+        job(&mut client, target);
     }
 }

@@ -365,3 +365,37 @@ fn a_wrong_password_is_refused_with_a_hint_and_without_the_password() {
         "{text}"
     );
 }
+
+#[test]
+fn a_lost_connection_is_made_again_and_nothing_is_lost() {
+    let Some(url) = database("pg_reconnect") else {
+        return;
+    };
+    let store = open(&url);
+    let s = id(1);
+    let mut sink = store.create(&s).expect("create");
+    append_all(&mut *sink, vec![started()]);
+    append_all(&mut *sink, call(0));
+    // Every connection of the store, writer and readers, cut by the server.
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+    let cut: i64 = admin
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .expect("terminate")
+        .get(0);
+    assert!(cut >= 2, "{cut} connections cut");
+    // The next write and the next read go through on new connections.
+    append_all(&mut *sink, call(1));
+    sink.append(ended()).expect("end");
+    drop(sink);
+    store.flush();
+    let report = verify(&jsonl(&store, &s));
+    assert!(report.ok && report.events == 10, "{report}");
+    assert!(store.health().is_ok());
+    // The writer's new connection took the server's lock again.
+    let e = PostgresStore::open(&url).err().expect("refused");
+    assert!(e.message.contains("in use by another lt serve"), "{e}");
+}

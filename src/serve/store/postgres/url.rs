@@ -92,9 +92,15 @@ impl Target {
             .map_err(|e| self.connect_error(&e))
     }
 
-    /// `e`'s text without the password.
-    pub fn scrub(&self, e: &dyn std::fmt::Display) -> String {
-        scrub(&e.to_string(), self.password.as_deref())
+    /// `e`'s text, with its causes (the driver's `db error` says little
+    /// alone), without the password.
+    pub fn scrub(&self, e: &dyn std::error::Error) -> String {
+        self.scrub_text(&full_text(e))
+    }
+
+    /// `text` without the password.
+    pub fn scrub_text(&self, text: &str) -> String {
+        scrub(text, self.password.as_deref())
     }
 
     /// The error of a failed connection, with a hint by its cause.
@@ -116,26 +122,32 @@ impl Target {
         };
         // The driver's own message: its cause (refused, timed out, DNS)
         // is in the source chain.
-        let mut text = e.to_string();
-        let mut source = std::error::Error::source(e);
-        while let Some(s) = source {
-            let more = s.to_string();
-            if !text.contains(&more) {
-                text.push_str(": ");
-                text.push_str(&more);
-            }
-            source = s.source();
-        }
+        let text = full_text(e);
         OpenError {
             message: format!(
                 "cannot connect to the store {}: {}",
                 self.name,
-                self.scrub(&text)
+                self.scrub_text(&text)
             ),
             hint: Some(hint),
             usage: false,
         }
     }
+}
+
+/// `e`'s message and those of its sources, joined by `: `.
+fn full_text(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = s.source();
+    }
+    text
 }
 
 /// `postgres://USER@HOST:PORT/DATABASE` of `config`.
@@ -243,7 +255,7 @@ mod tests {
             redact_url(url),
             "postgres://lt:***@db.example:6543/prod?sslmode=disable"
         );
-        assert_eq!(t.scrub(&"auth s3cr@t s3cr%40t"), "auth *** ***");
+        assert_eq!(t.scrub_text("auth s3cr@t s3cr%40t"), "auth *** ***");
         assert!(!format!("{t:?}").contains("s3cr"));
         let q = "postgres://lt@h/db?password=hunter2";
         assert_eq!(redact_url(q), "postgres://lt@h/db?password=***");

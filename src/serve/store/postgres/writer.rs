@@ -18,7 +18,10 @@
 //! process appending to the same log commits first or waits on the
 //! primary key; either way one of the two is refused.
 //!
-//! A lost connection fails the batch; the next batch connects again.
+//! A lost connection: the batch runs once more on a new connection when
+//! it was lost before the commit was sent (nothing of it committed); lost
+//! during the commit, the batch fails (it may or may not have committed),
+//! and the next batch connects again.
 
 use super::super::queue::{
     extended_by_another, to_i64, Append, Outcome, Request, Shared, Transact,
@@ -53,44 +56,64 @@ impl Transact for PgWriter {
     type Error = BatchError;
 
     fn apply(&mut self, batch: &[Request]) -> Result<Vec<Outcome>, BatchError> {
-        let client = match self.client.as_mut().filter(|c| !c.is_closed()) {
-            Some(c) => c,
-            None => {
-                // The server's lock went with the old connection.
-                let mut fresh = self
-                    .target
-                    .connect()
-                    .map_err(|e| BatchError(e.to_string()))?;
-                if self.exclusive {
-                    super::lock_server(&mut fresh, &self.target)
-                        .map_err(|e| BatchError(e.to_string()))?;
-                }
-                self.client.insert(fresh)
-            }
-        };
-        let result = apply(client, &self.shared, batch);
-        if let Err(e) = &result {
-            if e.is_closed() {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let shared = Arc::clone(&self.shared);
+            let client = self.connected()?;
+            let (sent_commit, e) = match apply(client, &shared, batch) {
+                Ok(outcomes) => return Ok(outcomes),
+                Err(failed) => failed,
+            };
+            let lost = e.is_closed() || client.is_closed();
+            if lost {
                 self.client = None;
             }
+            if !lost || sent_commit || attempt > 1 {
+                return Err(BatchError(self.target.scrub(&e)));
+            }
         }
-        result.map_err(|e| BatchError(self.target.scrub(&e)))
     }
 }
 
-/// Runs `batch` in one transaction and commits it.
+impl PgWriter {
+    /// The live connection, made anew (with the server's lock) when there
+    /// is none or it was lost.
+    fn connected(&mut self) -> Result<&mut Client, BatchError> {
+        if self.client.as_ref().is_none_or(Client::is_closed) {
+            self.client = None;
+            let mut fresh = self
+                .target
+                .connect()
+                .map_err(|e| BatchError(e.to_string()))?;
+            // The server's lock went with the old connection.
+            if self.exclusive {
+                super::lock_server(&mut fresh, &self.target)
+                    .map_err(|e| BatchError(e.to_string()))?;
+            }
+            self.client = Some(fresh);
+        }
+        self.client
+            .as_mut()
+            .ok_or_else(|| BatchError("no connection".into()))
+    }
+}
+
+/// Runs `batch` in one transaction and commits it. `Err((sent_commit, e))`:
+/// whether it failed in the commit itself (then it may have committed).
 fn apply(
     client: &mut Client,
     shared: &Shared,
     batch: &[Request],
-) -> Result<Vec<Outcome>, postgres::Error> {
-    let mut tx = client.transaction()?;
+) -> Result<Vec<Outcome>, (bool, postgres::Error)> {
+    let before = |e| (false, e);
+    let mut tx = client.transaction().map_err(before)?;
     let mut outcomes = Vec::with_capacity(batch.len());
     for req in batch {
         let outcome = match req {
-            Request::Append(a) => Outcome::Appended(append(&mut tx, a)?),
+            Request::Append(a) => Outcome::Appended(append(&mut tx, a).map_err(before)?),
             Request::CreateSession { new, request, .. } => {
-                Outcome::Created(create_session(&mut tx, shared, new, request)?)
+                Outcome::Created(create_session(&mut tx, shared, new, request).map_err(before)?)
             }
             Request::SetStatus {
                 id,
@@ -99,21 +122,17 @@ fn apply(
                 calls,
                 at_ms,
                 ..
-            } => Outcome::Status(set_status(
-                &mut tx,
-                id,
-                *status,
-                output.as_deref(),
-                *calls,
-                *at_ms,
-            )?),
+            } => Outcome::Status(
+                set_status(&mut tx, id, *status, output.as_deref(), *calls, *at_ms)
+                    .map_err(before)?,
+            ),
             Request::Flush(_) | Request::Release(_) => Outcome::Flushed,
             #[cfg(test)]
             Request::Stop => Outcome::Flushed,
         };
         outcomes.push(outcome);
     }
-    tx.commit()?;
+    tx.commit().map_err(|e| (true, e))?;
     Ok(outcomes)
 }
 
