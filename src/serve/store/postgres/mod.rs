@@ -22,6 +22,7 @@
 //! schema for now (sessions are not leased yet): the writer's connection
 //! holds an advisory lock, and a second server is refused (`Conflict`).
 
+mod bulk;
 mod readers;
 mod schema;
 pub mod scratch;
@@ -59,7 +60,7 @@ const READERS: usize = 4;
 /// The advisory lock the writer's connection holds: one server per
 /// database schema (a key of the schema's name).
 const SERVER_LOCK: &str =
-    "SELECT pg_try_advisory_lock(('x' || substr(md5('lt serve ' || current_schema()), 1, 16))::bit(64)::bigint)";
+    "SELECT pg_try_advisory_lock(('x' || substr(md5('lt serve ' || coalesce(current_schema(), '')), 1, 16))::bit(64)::bigint)";
 
 /// Sessions' logs and the sessions table in a PostgreSQL database (see the
 /// module note). Opened once per process; cheap to share behind an `Arc`.
@@ -268,7 +269,7 @@ impl LogReads for PostgresStore {
                 "SELECT line FROM events WHERE session = $1 AND seq > $2 ORDER BY seq",
                 &[&session, &after],
             )?;
-            Ok(rows.iter().map(|r| r.get(0)).collect())
+            rows.iter().map(|r| r.try_get(0)).collect()
         })
     }
 

@@ -109,7 +109,7 @@ fn run_read<T>(
         };
         match f(c) {
             Ok(v) => return Ok(v),
-            Err(e) if e.is_closed() || c.is_closed() => {
+            Err(e) if super::url::is_lost(&e) || c.is_closed() => {
                 last = target.scrub(&e);
                 *client = None;
             }

@@ -24,7 +24,6 @@ use postgres::Client;
 pub const SCHEMA_VERSION: i32 = 1;
 
 /// The SQLSTATE the chain trigger raises.
-#[cfg_attr(not(test), allow(dead_code))]
 pub const CHAIN_BROKEN: &str = "LT001";
 
 /// The key of the advisory lock migrations take (`lt` in ASCII).
@@ -148,34 +147,39 @@ pub const RECORD_COLUMNS: &str = "id, tenant, profile, status, request, idempote
      created_ms, updated_ms, output, calls, \
      COALESCE((SELECT max(e.seq) + 1 FROM events e WHERE e.session = sessions.id), 0)";
 
-/// The record of a row of [`RECORD_COLUMNS`]. Errors: a status or JSON
-/// text the store does not write (the row was edited).
+/// The record of a row of [`RECORD_COLUMNS`]. Errors: a column of
+/// another type, a status or JSON text the store does not write (the
+/// table was edited).
 pub fn record_of(row: &postgres::Row) -> Result<super::super::SessionRecord, String> {
     use super::super::{SessionRecord, SessionStatus};
-    let id: String = row.get(0);
-    let status: String = row.get(3);
+    let id: String = row.try_get(0).map_err(|e| e.to_string())?;
+    let col = |e: postgres::Error| format!("session {id}: {e}");
+    let status: String = row.try_get(3).map_err(col)?;
     let status = SessionStatus::parse(&status)
         .ok_or_else(|| format!("session {id} has an unknown status `{status}`"))?;
     let json = |text: &str, what: &str| {
         serde_json::from_str::<serde_json::Value>(text)
             .map_err(|e| format!("session {id}: its {what} is not JSON: {e}"))
     };
-    let request = json(row.get(4), "request")?;
+    let request = json(row.try_get(4).map_err(col)?, "request")?;
     let output = row
-        .get::<_, Option<&str>>(8)
+        .try_get::<_, Option<&str>>(8)
+        .map_err(col)?
         .map(|o| json(o, "output"))
         .transpose()?;
+    let calls: i64 = row.try_get(9).map_err(col)?;
+    let events: i64 = row.try_get(10).map_err(col)?;
     Ok(SessionRecord {
         status,
         request,
         output,
-        calls: u64::try_from(row.get::<_, i64>(9)).unwrap_or(0),
-        events: u64::try_from(row.get::<_, i64>(10)).unwrap_or(0),
-        tenant: row.get(1),
-        profile: row.get(2),
-        idempotency_key: row.get(5),
-        created_ms: row.get(6),
-        updated_ms: row.get(7),
+        calls: u64::try_from(calls).unwrap_or(0),
+        events: u64::try_from(events).unwrap_or(0),
+        tenant: row.try_get(1).map_err(col)?,
+        profile: row.try_get(2).map_err(col)?,
+        idempotency_key: row.try_get(5).map_err(col)?,
+        created_ms: row.try_get(6).map_err(col)?,
+        updated_ms: row.try_get(7).map_err(col)?,
         id,
     })
 }

@@ -135,6 +135,18 @@ impl Target {
     }
 }
 
+/// Whether `e` says the connection is gone: closed, or ended by the
+/// server (SQLSTATE class 08, connection exception; 57P01..57P03, the
+/// server shutting down or terminating the backend).
+pub fn is_lost(e: &postgres::Error) -> bool {
+    if e.is_closed() {
+        return true;
+    }
+    e.code()
+        .map(|c| c.code())
+        .is_some_and(|c| c.starts_with("08") || c.starts_with("57P"))
+}
+
 /// `e`'s message and those of its sources, joined by `: `.
 fn full_text(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();

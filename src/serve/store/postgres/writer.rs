@@ -4,11 +4,12 @@
 //!
 //! ```text
 //! BEGIN
-//!   each append: INSERT … SELECT … WHERE <prev is the stored hash of seq-1>
-//!                ON CONFLICT (session, seq) DO NOTHING      0 rows: refused
 //!   each create_session: INSERT … ON CONFLICT DO NOTHING, then the
 //!                        tenant's session of that idempotency key
 //!   each set_status: UPDATE … WHERE status is not final
+//!   the events: one INSERT of them all (bulk.rs); when one breaks the chain,
+//!     one at a time: INSERT … SELECT … WHERE <prev is the stored hash of seq-1>
+//!                    ON CONFLICT (session, seq) DO NOTHING      0 rows: refused
 //! COMMIT (durable: the server's synchronous_commit)
 //! ```
 //!
@@ -27,10 +28,12 @@ use super::super::queue::{
     extended_by_another, to_i64, Append, Outcome, Request, Shared, Transact,
 };
 use super::super::{Created, NewSession, SessionStatus};
+use super::bulk::{self, Bulk};
 use super::schema::{record_of, RECORD_COLUMNS};
 use super::url::Target;
 use crate::log::{StoreError, ZERO_HASH};
 use postgres::{Client, Transaction};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// The writer's connection (`None` after it was lost).
@@ -65,7 +68,7 @@ impl Transact for PgWriter {
                 Ok(outcomes) => return Ok(outcomes),
                 Err(failed) => failed,
             };
-            let lost = e.is_closed() || client.is_closed();
+            let lost = super::url::is_lost(&e) || client.is_closed();
             if lost {
                 self.client = None;
             }
@@ -108,13 +111,19 @@ fn apply(
 ) -> Result<Vec<Outcome>, (bool, postgres::Error)> {
     let before = |e| (false, e);
     let mut tx = client.transaction().map_err(before)?;
-    let mut outcomes = Vec::with_capacity(batch.len());
+    // The sessions' rows first, in order (their outcomes are final); then
+    // every event of the batch in one statement (bulk.rs).
+    let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(batch.len());
+    let mut appends: Vec<&Append> = Vec::new();
     for req in batch {
         let outcome = match req {
-            Request::Append(a) => Outcome::Appended(append(&mut tx, a).map_err(before)?),
-            Request::CreateSession { new, request, .. } => {
-                Outcome::Created(create_session(&mut tx, shared, new, request).map_err(before)?)
+            Request::Append(a) => {
+                appends.push(a);
+                None
             }
+            Request::CreateSession { new, request, .. } => Some(Outcome::Created(
+                create_session(&mut tx, shared, new, request).map_err(before)?,
+            )),
             Request::SetStatus {
                 id,
                 status,
@@ -122,16 +131,51 @@ fn apply(
                 calls,
                 at_ms,
                 ..
-            } => Outcome::Status(
+            } => Some(Outcome::Status(
                 set_status(&mut tx, id, *status, output.as_deref(), *calls, *at_ms)
                     .map_err(before)?,
-            ),
-            Request::Flush(_) | Request::Release(_) => Outcome::Flushed,
+            )),
+            Request::Flush(_) | Request::Release(_) => Some(Outcome::Flushed),
             #[cfg(test)]
-            Request::Stop => Outcome::Flushed,
+            Request::Stop => Some(Outcome::Flushed),
         };
         outcomes.push(outcome);
     }
+    let mut appended = Vec::with_capacity(appends.len());
+    let bulk = match appends.is_empty() {
+        true => Bulk::Inserted(HashSet::new()),
+        false => bulk::insert(&mut tx, &appends).map_err(before)?,
+    };
+    match bulk {
+        Bulk::Inserted(inserted) => {
+            for a in &appends {
+                appended.push(
+                    match inserted.contains(&(a.session.clone(), to_i64(a.seq))) {
+                        true => Ok(()),
+                        false => refused(&mut tx, a).map_err(before)?,
+                    },
+                );
+            }
+        }
+        // One at a time: exactly the events that break the chain fail.
+        Bulk::ChainBroken => {
+            for a in &appends {
+                appended.push(append(&mut tx, a).map_err(before)?);
+            }
+        }
+    }
+    let mut appended = appended.into_iter();
+    let outcomes = outcomes
+        .into_iter()
+        .map(|o| match o {
+            Some(o) => o,
+            None => Outcome::Appended(
+                appended
+                    .next()
+                    .unwrap_or_else(|| Err("the event's outcome went missing".into())),
+            ),
+        })
+        .collect();
     tx.commit().map_err(|e| (true, e))?;
     Ok(outcomes)
 }
@@ -152,6 +196,11 @@ fn append(tx: &mut Transaction<'_>, a: &Append) -> Result<Result<(), String>, po
     if inserted == 1 {
         return Ok(Ok(()));
     }
+    refused(tx, a)
+}
+
+/// The refusal of `a`, which the log did not take.
+fn refused(tx: &mut Transaction<'_>, a: &Append) -> Result<Result<(), String>, postgres::Error> {
     let held: i64 = tx
         .query_one(
             "SELECT COALESCE(max(seq) + 1, 0) FROM events WHERE session = $1",

@@ -1,0 +1,68 @@
+//! A batch's events in one statement: the group commit's fast path.
+//!
+//! ```text
+//! SAVEPOINT ─▶ INSERT INTO events SELECT … FROM unnest(sessions[], seqs[], hashes[],
+//!              prevs[], lines[]) WITH ORDINALITY ORDER BY n
+//!              ON CONFLICT (session, seq) DO NOTHING RETURNING session, seq
+//!   ok:    RELEASE; an event not returned had its seq taken: refused
+//!   LT001: ROLLBACK TO SAVEPOINT; the caller appends one event at a time
+//!          (writer.rs), which refuses exactly the events that break the chain
+//! ```
+//!
+//! One statement instead of one per event: the writer's round trips to
+//! the server, not the server's work, bounded the PostgreSQL store's
+//! throughput (docs/performance.md). The chain trigger still checks every
+//! row: a row-level BEFORE trigger sees the rows the same statement
+//! inserted before it (PostgreSQL, "Visibility of Data Changes"), so a
+//! session's consecutive events in one batch chain onto each other.
+
+use super::super::queue::{to_i64, Append};
+use super::schema::CHAIN_BROKEN;
+use postgres::Transaction;
+use std::collections::HashSet;
+
+/// What the one statement did.
+pub(super) enum Bulk {
+    /// Committed to the savepoint: the `(session, seq)` of each event
+    /// inserted (an event missing had its seq taken already).
+    Inserted(HashSet<(String, i64)>),
+    /// An event broke the chain: nothing was inserted.
+    ChainBroken,
+}
+
+/// Inserts `appends` (in order) in one statement under a savepoint.
+pub(super) fn insert(
+    tx: &mut Transaction<'_>,
+    appends: &[&Append],
+) -> Result<Bulk, postgres::Error> {
+    let sessions: Vec<&str> = appends.iter().map(|a| a.session.as_str()).collect();
+    let seqs: Vec<i64> = appends.iter().map(|a| to_i64(a.seq)).collect();
+    let hashes: Vec<&str> = appends.iter().map(|a| a.hash.as_str()).collect();
+    let prevs: Vec<&str> = appends.iter().map(|a| a.prev.as_str()).collect();
+    let lines: Vec<&str> = appends.iter().map(|a| a.line.as_str()).collect();
+    let mut sp = tx.savepoint("lt_bulk")?;
+    let rows = sp.query(
+        "INSERT INTO events (session, seq, hash, prev, line) \
+         SELECT s, q, h, p, l \
+         FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[]) \
+              WITH ORDINALITY AS t(s, q, h, p, l, n) \
+         ORDER BY n \
+         ON CONFLICT (session, seq) DO NOTHING \
+         RETURNING session, seq",
+        &[&sessions, &seqs, &hashes, &prevs, &lines],
+    );
+    match rows {
+        Ok(rows) => {
+            sp.commit()?;
+            rows.iter()
+                .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+                .collect::<Result<_, postgres::Error>>()
+                .map(Bulk::Inserted)
+        }
+        Err(e) if e.code().map(|c| c.code()) == Some(CHAIN_BROKEN) => {
+            sp.rollback()?;
+            Ok(Bulk::ChainBroken)
+        }
+        Err(e) => Err(e),
+    }
+}
