@@ -167,7 +167,7 @@ impl Server {
                 // Kept before the address is told, so that the line is in
                 // the text by the time the test reads it.
                 {
-                    let mut t = keep.lock().unwrap();
+                    let mut t = keep.lock().expect("the stderr text");
                     t.push_str(&line);
                     t.push('\n');
                 }
@@ -184,7 +184,10 @@ impl Server {
             Ok(a) => a,
             Err(_) => {
                 let _ = child.kill();
-                panic!("lt serve did not start: {}", text.lock().unwrap());
+                panic!(
+                    "lt serve did not start: {}",
+                    text.lock().expect("the stderr text")
+                );
             }
         };
         Server {
@@ -223,7 +226,7 @@ impl Server {
     }
 
     pub fn stderr_text(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        self.stderr.lock().expect("the stderr text").clone()
     }
 
     /// A request: `(status, body as JSON or {"text": …})`.
