@@ -399,3 +399,65 @@ fn a_lost_connection_is_made_again_and_nothing_is_lost() {
     let e = PostgresStore::open(&url).err().expect("refused");
     assert!(e.message.contains("in use by another lt serve"), "{e}");
 }
+
+#[test]
+fn concurrent_sessions_share_commits_and_their_events_one_statement() {
+    use std::sync::{Arc, Mutex, PoisonError};
+    use std::time::{Duration, Instant};
+    let Some(url) = database("pg_group") else {
+        return;
+    };
+    let store = Arc::new(open(&url));
+    let commits = Arc::new(Mutex::new((0usize, 0usize)));
+    {
+        let commits = Arc::clone(&commits);
+        store.observe_commits(Box::new(move |_, events| {
+            let mut c = commits.lock().unwrap_or_else(PoisonError::into_inner);
+            if events > 0 {
+                c.0 += 1;
+                c.1 += events;
+            }
+        }));
+    }
+    let (sessions, per) = (16u32, 12u32);
+    let threads: Vec<_> = (0..sessions)
+        .map(|n| {
+            let store = Arc::clone(&store);
+            std::thread::spawn(move || {
+                let mut sink = store.create(&id(n)).expect("create");
+                sink.append(started()).expect("append");
+                for k in 0..per - 1 {
+                    // `proposed` (buffered) and `scheduled` (committed before
+                    // append returns): two events of one session per batch.
+                    let mut c = call(k);
+                    sink.append(c.remove(0)).expect("append");
+                    sink.append(c.remove(1)).expect("append");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("thread");
+    }
+    let total = (sessions * (1 + 2 * (per - 1))) as usize;
+    let until = Instant::now() + Duration::from_secs(10);
+    let (transactions, events) = loop {
+        let seen = *commits.lock().unwrap_or_else(PoisonError::into_inner);
+        if seen.1 >= total || Instant::now() > until {
+            break seen;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(events, total);
+    assert!(
+        transactions < events,
+        "{transactions} transactions for {events} events"
+    );
+    for n in 0..sessions {
+        let report = verify(&jsonl(&store, &id(n)));
+        assert!(
+            report.ok && report.events == 1 + 2 * (per as usize - 1),
+            "{report}"
+        );
+    }
+}
