@@ -1,6 +1,7 @@
-//! A session's sink (of a database store: SQLite, PostgreSQL): events numbered, chained and hashed by a
-//! [`MemoryLog`], handed to the writer thread; an append of an event that
-//! [`commit_point`] says is `Commit` returns once its transaction committed.
+//! A session's sink in a database store (SQLite, PostgreSQL): events
+//! numbered, chained and hashed by a [`MemoryLog`], handed to the writer
+//! thread; an append of an event that [`commit_point`] says is `Commit`
+//! returns once its transaction committed.
 //!
 //! ```text
 //! append(body) ─▶ MemoryLog::append (the library's seq, ts, prev, hash)
