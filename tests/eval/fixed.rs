@@ -208,6 +208,39 @@ fn a_criterion_that_does_not_type_check_fails_before_any_run() {
 }
 
 #[test]
+fn a_criterion_error_points_into_the_suite_file() {
+    // Lines 1-4 are the [defaults] table `suite` writes.
+    let dir = suite(
+        "criterionspan",
+        "[[case]]\nname = \"refund\"\nprogram = \"$EX/program.lt\"\n[case.expect]\ncriteria = [\"session.ok\", \"\"\"\nsession.ok &&\n  session.okk\"\"\"]\n[[case]]\nname = \"types\"\nprogram = \"$EX/program.lt\"\n[case.expect]\ncriteria = [  \"length session.calls\"]\nreward = \"1\"\n",
+    );
+    let o = lt(&["eval", &path(&dir, "suite.toml"), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    // The unknown field `okk`: line 11 of the file, column 11; line 2 of
+    // the expression, column 11.
+    assert!(err.contains("suite.toml:11:11"), "{err}");
+    assert!(err.contains("line 2, column 11 of the expression"), "{err}");
+    assert!(err.contains("session.okk"), "{err}");
+    assert!(!err.contains("eval_session"), "the wrapper leaks: {err}");
+    assert!(
+        err.contains(
+            "suite.toml:16:16: case \"types\", criteria[0]: a criterion must be Bool, found Int"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("suite.toml:17:11: case \"types\", reward: a reward must be Float, found Int"),
+        "{err}"
+    );
+    assert!(err.contains("help: a reward is a Float"), "{err}");
+    let j = json(&o);
+    let first = &j["rejected"][0]["diagnostics"][0];
+    assert_eq!(first["line"], 11, "{first}");
+    assert_eq!(first["column"], 11, "{first}");
+}
+
+#[test]
 fn bad_suites_get_a_location_and_a_hint() {
     let dir = suite(
         "unknownkey",
