@@ -266,8 +266,11 @@ pub fn run_once(
         Prepared::Program { ir, .. } => check_replay(&mut rec, &events, ir, &limits),
         Prepared::Task(_) => agent::check_replay(&mut rec, events),
     }
-    rec.failed.extend(criteria::ready_made(&case.expect, &rec));
-    lt_criteria(&mut rec, ready);
+    if rec.errored.is_none() {
+        // An errored run (the model unreachable) is not judged.
+        rec.failed.extend(criteria::ready_made(&case.expect, &rec));
+        lt_criteria(&mut rec, ready);
+    }
     rec.overhead_ms = (before + after.elapsed()).as_secs_f64() * 1000.0;
     rec
 }
