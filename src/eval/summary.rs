@@ -208,8 +208,10 @@ impl SuiteSummary {
                 c.mean_reward.map_or("-".to_string(), |r| format!("{r:.2}")),
                 c.mean_ms
             ));
-            for (k, n) in c.outcomes.iter().take(3) {
-                out.push_str(&format!("{:<w$}    {n} × {}\n", "", shorten(k, 100)));
+            let keys: Vec<&str> = c.outcomes.iter().map(|(k, _)| k.as_str()).collect();
+            let shown = display_outcomes(&keys, 100);
+            for ((_, n), k) in c.outcomes.iter().zip(&shown).take(3) {
+                out.push_str(&format!("{:<w$}    {n} × {k}\n", ""));
             }
             if let Some(f) = c.first_failure() {
                 out.push_str(&format!("{:<w$}    FAIL {}\n", "", shorten(&f, 300)));
@@ -383,6 +385,51 @@ impl SuiteSummary {
             .map(|n| (n.to_string(), rate(self, n), rate(other, n)))
             .collect()
     }
+}
+
+/// The outcomes `keys` (distinct texts, as grouped) shortened for display
+/// to about `max` characters each, yet still distinct: a long key that
+/// shares a long beginning with another shows its beginning, then the part
+/// where it differs (`…`-marked). Grouping is always by the full text;
+/// this is only what a person sees.
+pub fn display_outcomes(keys: &[&str], max: usize) -> Vec<String> {
+    let chars: Vec<Vec<char>> = keys.iter().map(|k| k.chars().collect()).collect();
+    let common = |a: &[char], b: &[char]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let mut shown: Vec<String> = chars
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            if k.len() <= max {
+                return k.iter().collect();
+            }
+            let p = chars
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, o)| common(k, o))
+                .max()
+                .unwrap_or(0);
+            if p < max.saturating_sub(10) {
+                return shorten(&k.iter().collect::<String>(), max);
+            }
+            let head: String = k.iter().take(max / 3).collect();
+            let from = p.saturating_sub(max / 6).max(max / 3);
+            let to = (from + max / 2).min(k.len());
+            let window: String = k[from..to].iter().collect();
+            let tail = if to < k.len() { "…" } else { "" };
+            format!("{head}…{window}{tail}")
+        })
+        .collect();
+    // Should two still read alike, number them.
+    for i in 0..shown.len() {
+        if shown.iter().filter(|s| **s == shown[i]).count() > 1 {
+            let same: Vec<usize> = (0..shown.len()).filter(|j| shown[*j] == shown[i]).collect();
+            for (n, j) in same.into_iter().enumerate() {
+                shown[j] = format!("{} (#{})", shown[j], n + 1);
+            }
+        }
+    }
+    shown
 }
 
 fn shorten(s: &str, max: usize) -> String {

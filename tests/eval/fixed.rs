@@ -574,3 +574,38 @@ fn a_tool_without_an_executor_fails_the_suite_before_any_run() {
     );
     assert!(!dir.join("ran").exists(), "a run started");
 }
+
+#[test]
+fn long_outcomes_that_differ_late_stay_distinct_in_the_table() {
+    use lt::eval::{CaseSummary, RunRecord, SuiteSummary};
+    let long =
+        "the tool answered an error after a very long preamble that repeats itself, ".repeat(3);
+    let rec = |run: usize, tail: &str| RunRecord {
+        run,
+        value: serde_json::json!({"kind": "error", "message": format!("{long}{tail}")}),
+        failed: vec!["ok: failed".into()],
+        ..RunRecord::default()
+    };
+    let case = CaseSummary::new(
+        "c",
+        vec![
+            rec(1, "disk full"),
+            rec(2, "permission denied"),
+            rec(3, "disk full"),
+        ],
+    );
+    // Grouped by the full text: two outcomes.
+    assert_eq!(case.outcomes.len(), 2, "{:?}", case.outcomes);
+    let table = SuiteSummary::new("s", vec![case], 1.0).table();
+    let lines: Vec<&str> = table.lines().filter(|l| l.contains(" × ")).collect();
+    assert_eq!(lines.len(), 2, "{table}");
+    assert_ne!(
+        lines[0].split(" × ").nth(1),
+        lines[1].split(" × ").nth(1),
+        "two outcomes read alike:\n{table}"
+    );
+    assert!(
+        table.contains("disk full") && table.contains("permission denied"),
+        "{table}"
+    );
+}
