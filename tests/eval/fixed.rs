@@ -61,7 +61,7 @@ pub(crate) fn suite(name: &str, cases: &str) -> PathBuf {
         cases.replace("$EX", &programs.display().to_string())
     );
     std::fs::write(dir.join("suite.toml"), text).expect("suite.toml");
-    dir
+    TempSuite(dir)
 }
 
 pub(crate) fn path(dir: &Path, file: &str) -> String {
