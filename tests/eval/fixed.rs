@@ -34,10 +34,28 @@ pub(crate) fn json(o: &Output) -> Json {
     })
 }
 
+/// A temporary suite folder, removed with everything in it when dropped
+/// (at the end of the test that made it, passed or failed), so that the
+/// tests leave nothing in the temporary directory.
+pub(crate) struct TempSuite(PathBuf);
+
+impl std::ops::Deref for TempSuite {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempSuite {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A folder with a tools.toml for the support-desk tools (database
 /// `world.db` in the folder) and `suite.toml` holding `cases` after a
 /// `[defaults]` table that resets the world before each run.
-pub(crate) fn suite(name: &str, cases: &str) -> PathBuf {
+pub(crate) fn suite(name: &str, cases: &str) -> TempSuite {
     static N: AtomicUsize = AtomicUsize::new(0);
     let dir = std::env::temp_dir().join(format!(
         "lt-eval-{}-{}-{name}",
@@ -283,7 +301,7 @@ fn junit_output_is_well_formed() {
     let xml = std::fs::read_to_string(&junit).expect("junit written");
     assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"));
     assert_balanced(&xml);
-    assert!(xml.contains("<testsuites name=\"lt eval\" tests=\"4\" failures=\"2\">"));
+    assert!(xml.contains("<testsuites name=\"lt eval\" tests=\"4\" failures=\"2\" errors=\"0\">"));
     assert_eq!(xml.matches("<testcase ").count(), 4);
     assert_eq!(xml.matches("<failure ").count(), 2);
     assert!(xml.contains("name=\"ok &lt;&amp;&gt;\""));
@@ -608,4 +626,16 @@ fn long_outcomes_that_differ_late_stay_distinct_in_the_table() {
         table.contains("disk full") && table.contains("permission denied"),
         "{table}"
     );
+}
+
+#[test]
+fn a_test_suite_folder_is_removed_when_the_test_ends() {
+    let dir = suite(
+        "cleanup",
+        "[[case]]\nname = \"x\"\nprogram = \"$EX/program.lt\"\n",
+    );
+    let kept = dir.to_path_buf();
+    assert!(kept.join("suite.toml").is_file());
+    drop(dir);
+    assert!(!kept.exists(), "{} is left behind", kept.display());
 }
