@@ -35,6 +35,9 @@ use std::sync::Arc;
 pub struct CodeMode {
     catalog: Arc<Catalog>,
     tools: Arc<Vec<Tool>>,
+    /// `true` once the client closed the transport (stdin ended): every
+    /// program still running is cancelled then.
+    closed: tokio::sync::watch::Receiver<bool>,
 }
 
 fn object(v: Json) -> Arc<JsonObject> {
@@ -111,6 +114,7 @@ impl CodeMode {
         CodeMode {
             catalog: Arc::new(catalog),
             tools: Arc::new(tools),
+            closed: tokio::sync::watch::channel(false).1,
         }
     }
 
@@ -121,16 +125,23 @@ impl CodeMode {
 
     /// Serves MCP over stdin and stdout until the client closes them.
     /// Errors: the session could not start or ended in error.
-    pub async fn serve_stdio(self) -> Result<(), String> {
+    /// A line that is not JSON gets a `-32700` Parse error; stdin's end
+    /// cancels the programs still running at once ([`super::stdio`]).
+    pub async fn serve_stdio(mut self) -> Result<(), String> {
+        let (closed_tx, closed_rx) = tokio::sync::watch::channel(false);
+        self.closed = closed_rx;
+        let (transport, writer) = super::stdio::transport(closed_tx);
         let running = self
-            .serve(rmcp::transport::stdio())
+            .serve(transport)
             .await
             .map_err(|e| format!("the MCP session did not start: {e}"))?;
-        running
+        let ended = running
             .waiting()
             .await
             .map(|_| ())
-            .map_err(|e| format!("the MCP session failed: {e}"))
+            .map_err(|e| format!("the MCP session failed: {e}"));
+        let _ = writer.await;
+        ended
     }
 
     /// Runs `work` on a session thread; when `cancelled` completes first
