@@ -161,12 +161,23 @@ impl CodeMode {
         if let Err(e) = spawned {
             return Reply::failure("start", format!("cannot start a session thread: {e}"));
         }
+        let mut closed = self.closed.clone();
+        let closed = async move {
+            if closed.wait_for(|c| *c).await.is_err() {
+                // No transport tells of its end (HTTP): never.
+                std::future::pending::<()>().await;
+            }
+        };
         tokio::pin!(rx);
         tokio::pin!(cancelled);
+        tokio::pin!(closed);
         tokio::select! {
             r = &mut rx => return r.unwrap_or_else(|_| Reply::failure("run", "the session ended without a reply")),
             _ = &mut cancelled => {
                 cancel.cancel("the client cancelled the request");
+            }
+            _ = &mut closed => {
+                cancel.cancel("the client closed the connection (stdin ended)");
             }
         }
         rx.await

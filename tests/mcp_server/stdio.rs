@@ -97,3 +97,33 @@ fn a_line_that_is_not_json_gets_a_parse_error_and_the_session_goes_on() {
     drop(stdin);
     let _ = child.wait();
 }
+
+#[test]
+fn closing_stdin_mid_run_cancels_the_run_at_once() {
+    let (_dir, mut child, mut stdin, rx) = start("closed");
+    initialize(&mut stdin, &rx);
+    let program = "match exec tool nap {n = 1} { Ok(r) => r.n, Err(e) => 0 }";
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "run_program", "arguments": {"program": program}}})
+        .to_string(),
+    );
+    // Let the tool start, then hang up.
+    std::thread::sleep(Duration::from_millis(1500));
+    drop(stdin);
+    let closed = Instant::now();
+    let until = closed + Duration::from_secs(20);
+    while child.try_wait().expect("wait").is_none() {
+        assert!(
+            Instant::now() < until,
+            "lt mcp still runs 20 s after stdin closed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = closed.elapsed();
+    assert!(
+        took < Duration::from_millis(1500),
+        "the run was cancelled {took:?} after stdin closed"
+    );
+}
