@@ -38,6 +38,8 @@ pub struct CodeMode {
     /// `true` once the client closed the transport (stdin ended): every
     /// program still running is cancelled then.
     closed: tokio::sync::watch::Receiver<bool>,
+    /// Session threads not yet done (their logs not yet written out).
+    running: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 fn object(v: Json) -> Arc<JsonObject> {
@@ -115,6 +117,7 @@ impl CodeMode {
             catalog: Arc::new(catalog),
             tools: Arc::new(tools),
             closed: tokio::sync::watch::channel(false).1,
+            running: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
         }
     }
 
@@ -131,6 +134,7 @@ impl CodeMode {
         let (closed_tx, closed_rx) = tokio::sync::watch::channel(false);
         self.closed = closed_rx;
         let (transport, writer) = super::stdio::transport(closed_tx);
+        let sessions = Arc::clone(&self.running);
         let running = self
             .serve(transport)
             .await
@@ -141,6 +145,14 @@ impl CodeMode {
             .map(|_| ())
             .map_err(|e| format!("the MCP session failed: {e}"));
         let _ = writer.await;
+        // The programs cancelled by the client's hang-up end their logs
+        // (`session_ended`, cancelled) before the process exits: up to 10 s.
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while sessions.load(std::sync::atomic::Ordering::SeqCst) > 0
+            && std::time::Instant::now() < until
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
         ended
     }
 
@@ -155,10 +167,15 @@ impl CodeMode {
         let cancel = Cancel::new();
         let (tx, rx) = tokio::sync::oneshot::channel();
         let c = cancel.clone();
+        let running = Arc::clone(&self.running);
+        running.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let done = Arc::clone(&running);
         let spawned = crate::control::session::spawn("lt-mcp-session", move || {
             let _ = tx.send(work(&catalog, c));
+            done.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
         });
         if let Err(e) = spawned {
+            running.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
             return Reply::failure("start", format!("cannot start a session thread: {e}"));
         }
         let mut closed = self.closed.clone();

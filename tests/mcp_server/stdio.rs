@@ -23,7 +23,15 @@ fn start(name: &str) -> (TempDir, Child, ChildStdin, Receiver<String>) {
         "[tools.ping]\nfixed = { ok = { n = 1 } }\n\n[tools.nap]\ncommand = [\"python3\", \"-c\", \"import time; time.sleep(30); print('{\\\"n\\\": 1}')\"]\ntimeout_ms = 60000\n",
     );
     let mut child = Command::new(LT)
-        .args(["mcp", "--tools", "tools.lt", "--executors", "tools.toml"])
+        .args([
+            "mcp",
+            "--tools",
+            "tools.lt",
+            "--executors",
+            "tools.toml",
+            "--log-dir",
+            "logs",
+        ])
         .current_dir(&dir.0)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -100,7 +108,7 @@ fn a_line_that_is_not_json_gets_a_parse_error_and_the_session_goes_on() {
 
 #[test]
 fn closing_stdin_mid_run_cancels_the_run_at_once() {
-    let (_dir, mut child, mut stdin, rx) = start("closed");
+    let (dir, mut child, mut stdin, rx) = start("closed");
     initialize(&mut stdin, &rx);
     let program = "match exec tool nap {n = 1} { Ok(r) => r.n, Err(e) => 0 }";
     send(
@@ -125,5 +133,20 @@ fn closing_stdin_mid_run_cancels_the_run_at_once() {
     assert!(
         took < Duration::from_millis(1500),
         "the run was cancelled {took:?} after stdin closed"
+    );
+    // The run's log ends cancelled, written before lt mcp exited.
+    let logs: Vec<_> = std::fs::read_dir(dir.path("logs"))
+        .expect("logs")
+        .map(|e| std::fs::read_to_string(e.expect("entry").path()).expect("log"))
+        .collect();
+    assert_eq!(logs.len(), 1);
+    let last: Json = serde_json::from_str(logs[0].lines().last().expect("an event")).expect("JSON");
+    assert_eq!(last["kind"], "session_ended", "{last}");
+    assert_eq!(last["error"]["kind"], "cancelled", "{last}");
+    assert!(
+        last["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("stdin ended")),
+        "{last}"
     );
 }
