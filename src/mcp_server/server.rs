@@ -338,7 +338,7 @@ impl ServerHandler for CodeMode {
                         let asker = if run { Asker::of(&context.peer) } else { None };
                         self.on_session_thread(async move { ct.cancelled().await }, move |catalog, cancel| {
                             if run {
-                                let approver = approver(asker, cancel.clone());
+                                let approver = approver(asker, cancel.clone(), catalog.approval_wait);
                                 run_program(catalog, &program, approver, cancel)
                             } else {
                                 check_program(catalog, &program)
