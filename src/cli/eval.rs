@@ -11,7 +11,7 @@
 //! type-check (diagnostics printed); `2` usage: an unreadable or invalid
 //! suite, baseline, JUnit path or replay folder.
 
-use super::{EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE};
+use super::{EXIT_DIAGNOSTICS, EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE};
 use crate::eval::{self, Refused};
 use std::io::IsTerminal;
 
@@ -210,7 +210,8 @@ pub fn run(opts: &EvalOptions) -> u8 {
     let mut gates: Vec<String> = std::iter::once(&summary)
         .chain(compared.as_ref())
         .flat_map(|s| s.cases.iter().map(move |c| (s, c)))
-        .filter(|(_, c)| c.rate + 1e-9 < min)
+        // A case whose every run errored has no rate to gate.
+        .filter(|(_, c)| c.errored < c.runs && c.rate + 1e-9 < min)
         .map(|(s, c)| {
             format!(
                 "{}: {}: success rate {:.1}% is below {:.1}%",
@@ -261,9 +262,17 @@ pub fn run(opts: &EvalOptions) -> u8 {
     for g in &gates {
         err!("gate failed: {g}");
     }
-    if gates.is_empty() {
-        EXIT_OK
-    } else {
+    let errored = summary.errored + compared.as_ref().map_or(0, |b| b.errored);
+    if errored > 0 {
+        err!(
+            "errored: {errored} runs could not be judged (the model server down or unreachable); they are left out of the rates\n  help: check the model's base_url and that its server is up, then run again"
+        );
+    }
+    if !gates.is_empty() {
         EXIT_DIAGNOSTICS
+    } else if errored > 0 {
+        EXIT_RUN_FAILED
+    } else {
+        EXIT_OK
     }
 }

@@ -212,6 +212,11 @@ pub enum Command {
         /// Wall-clock limit of one run, in milliseconds (0: none).
         #[arg(long, value_name = "MS", default_value_t = RUN_TIMEOUT_MS)]
         timeout_ms: u64,
+        /// Longest wait for the person's answer to an approval question
+        /// (MCP elicitation), in milliseconds, whatever the run's deadline;
+        /// no answer by then is a refusal.
+        #[arg(long, value_name = "MS", default_value_t = crate::mcp_server::approval::APPROVAL_WAIT_MS, value_parser = clap::value_parser!(u64).range(1..))]
+        approval_timeout_ms: u64,
         /// Serve MCP over streamable HTTP at http://ADDR/mcp instead of
         /// stdio (port 0: any free port; the address is printed on stderr).
         #[arg(long, value_name = "ADDR")]
@@ -531,6 +536,7 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             max_calls,
             max_steps,
             timeout_ms,
+            approval_timeout_ms,
             http,
             allow_origin,
             token_env,
@@ -549,6 +555,7 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
                     timeout: (timeout_ms > 0).then(|| std::time::Duration::from_millis(timeout_ms)),
                     ..Limits::default()
                 },
+                approval_wait: std::time::Duration::from_millis(approval_timeout_ms),
             },
         }),
         Command::Serve {

@@ -191,6 +191,13 @@ pub fn session(
                 .unwrap_or_default();
             if o.status == Status::Answered {
                 rec.ok = true;
+            } else if o.status == Status::Error {
+                // The model server down or unreachable after its retries
+                // (or the log unwritable): the run says nothing of the
+                // agent, so it is not judged.
+                rec.errored = Some(format!("the model could not be reached: {}", o.reason));
+                rec.error = Some(o.reason.clone());
+                rec.value = serde_json::json!({"kind": "errored", "message": o.reason});
             } else {
                 rec.error = Some(format!(
                     "the agent ended {}: {}",

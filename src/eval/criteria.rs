@@ -50,17 +50,22 @@ impl Kind {
     }
 }
 
+/// The program text before the expression: the declarations, then
+/// `session` bound to the result of one call of `eval_session`.
+fn prefix() -> String {
+    format!("{SESSION_TYPE}\nmatch exec tool eval_session \"session\" {{\n  Ok(session) => Some(\n")
+}
+
+/// The program text after the expression.
+const SUFFIX: &str = "\n  ),\n  Err(e) => None\n}\n";
+
 /// The program an expression is checked and run as: `session` bound to
-/// the result of one call of `eval_session`. The expression is line 6 on
-/// its own, so diagnostics point into it.
-pub fn wrap(expr: &str, kind: Kind) -> String {
-    let fallback = match kind {
-        Kind::Criterion => "false",
-        Kind::Reward => "0.0",
-    };
-    format!(
-        "{SESSION_TYPE}\nmatch exec tool eval_session \"session\" {{\n  Ok(session) => (\n{expr}\n  ),\n  Err(e) => {fallback}\n}}\n"
-    )
+/// the result of one call of `eval_session`, the expression's value in
+/// `Some` (so the wrapper does not constrain its type: a criterion of
+/// the wrong type is reported as such, not as a mismatch of the
+/// wrapper's arms). The expression is line 6 on its own.
+pub fn wrap(expr: &str) -> String {
+    format!("{}{expr}{SUFFIX}", prefix())
 }
 
 /// A criterion that did not type-check: which, and the rendered
@@ -77,33 +82,163 @@ pub struct Rejected {
     pub diagnostics: Json,
 }
 
-/// Checks and lowers `expr` as a `kind`. Errors: the rendered diagnostics
-/// (and their JSON), or the wrong type.
-pub fn compile(name: &str, expr: &str, kind: Kind, color: bool) -> Result<Ir, (String, Json)> {
-    let file = SourceFile::new(name, wrap(expr, kind));
-    let analysis = crate::types::check_source(&file.text);
-    if analysis.is_ok() && analysis.ty.to_string() != kind.ty() {
-        let msg = format!(
-            "{name}: the expression is a {}, but a {} must be a {}\n  help: a criterion is a Bool over `session`, e.g. `length session.calls <= 3`; a reward is a Float",
-            analysis.ty,
-            match kind {
-                Kind::Criterion => "criterion",
-                Kind::Reward => "reward",
-            },
-            kind.ty()
-        );
-        return Err((msg.clone(), Json::String(msg)));
+/// Where an expression comes from: the suite file, its text, and which
+/// expression of which case, so that its diagnostics point into the
+/// suite file.
+pub struct Origin<'a> {
+    /// The suite file as given.
+    pub path: &'a str,
+    /// Its text.
+    pub text: &'a str,
+    /// The case.
+    pub case: &'a str,
+    /// `criteria[i]` or `reward`.
+    pub which: &'a str,
+}
+
+/// Maps byte offsets of the wrapped program back into the suite's text.
+struct Mapper {
+    /// Where the expression starts in the wrapped program.
+    start: usize,
+    /// The expression's length in bytes.
+    len: usize,
+    /// Where the string literal starts in the suite's text.
+    literal: usize,
+    /// The literal's offsets (see [`super::toml_string::offsets`]).
+    offsets: Option<Vec<usize>>,
+    /// The literal's end in the suite's text.
+    literal_end: usize,
+}
+
+impl Mapper {
+    fn new(origin: &Origin<'_>, expr: &toml::Spanned<String>) -> Mapper {
+        let span = expr.span();
+        let raw = origin.text.get(span.clone()).unwrap_or("");
+        Mapper {
+            start: prefix().len(),
+            len: expr.get_ref().len(),
+            literal: span.start,
+            offsets: super::toml_string::offsets(raw, expr.get_ref()),
+            literal_end: span.end,
+        }
     }
+
+    /// The offset in the expression of the wrapped program's `at`,
+    /// clamped to the expression (a span in the wrapper points at it all).
+    fn in_expr(&self, at: u32) -> usize {
+        (at as usize).clamp(self.start, self.start + self.len) - self.start
+    }
+
+    /// The suite text's offset of the expression's byte `i`.
+    fn to_file(&self, i: usize) -> usize {
+        match &self.offsets {
+            Some(m) => self.literal + m[i.min(m.len() - 1)],
+            None => self.literal,
+        }
+    }
+
+    fn span(&self, s: crate::source::Span) -> crate::source::Span {
+        let (a, b) = (self.in_expr(s.start), self.in_expr(s.end));
+        let (a, b) = if a == 0 && b == self.len && self.offsets.is_none() {
+            (self.literal, self.literal_end)
+        } else {
+            (self.to_file(a), self.to_file(b).max(self.to_file(a)))
+        };
+        crate::source::Span::new(a, b)
+    }
+}
+
+/// 1-based line and column of byte `at` in `text`.
+fn line_col(text: &str, at: usize) -> (usize, usize) {
+    let before = text.get(..at).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+/// Checks and lowers `expr` as a `kind`. Errors: the rendered diagnostics
+/// (and their JSON), pointing into the suite file at `origin`, or the
+/// wrong type, in words.
+pub fn compile(
+    origin: &Origin<'_>,
+    expr: &toml::Spanned<String>,
+    kind: Kind,
+    color: bool,
+) -> Result<Ir, (String, Json)> {
+    let text = expr.get_ref();
+    let analysis = crate::types::check_source(&wrap(text));
+    let map = Mapper::new(origin, expr);
+    let what = match kind {
+        Kind::Criterion => "criterion",
+        Kind::Reward => "reward",
+    };
+    if analysis.is_ok() {
+        let found = match &analysis.ty {
+            crate::types::Type::Option(t) => t.to_string(),
+            t => t.to_string(),
+        };
+        if found != kind.ty() {
+            let (line, col) = line_col(origin.text, map.to_file(0));
+            let msg = format!(
+                "{}:{line}:{col}: case {:?}, {}: a {what} must be {}, found {found}\n  help: {}",
+                origin.path,
+                origin.case,
+                origin.which,
+                kind.ty(),
+                match kind {
+                    Kind::Criterion => "a criterion is a Bool over `session`, e.g. `length session.calls <= 3` or `session.ok`",
+                    Kind::Reward => "a reward is a Float over `session`, e.g. `if session.ok then 1.0 else 0.0` (write `1.0`, not `1`)",
+                }
+            );
+            return Err((msg.clone(), Json::String(msg)));
+        }
+    }
+    let file = SourceFile::new(origin.path, origin.text.to_string());
+    let diagnostics: Vec<_> = analysis
+        .diagnostics
+        .iter()
+        .map(|d| {
+            let mut d = d.clone();
+            let at = map.in_expr(d.span.start);
+            let in_expr = text.get(..at).unwrap_or("");
+            let line = in_expr.matches('\n').count() + 1;
+            let col = in_expr.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            d.notes.push(format!(
+                "in case {:?}, {} (an lt {what} over `session`), at line {line}, column {col} of the expression",
+                origin.case, origin.which
+            ));
+            d.span = map.span(d.span);
+            for l in &mut d.labels {
+                l.span = map.span(l.span);
+            }
+            d
+        })
+        .collect();
     let json = serde_json::to_value(
-        analysis
-            .diagnostics
+        diagnostics
             .iter()
             .map(|d| crate::diag::json::to_json(&file, d))
             .collect::<Vec<_>>(),
     )
     .unwrap_or(Json::Null);
-    let rendered = render(&file, &analysis.diagnostics, color);
+    let rendered = render(&file, &diagnostics, color);
     crate::control::session::lower_checked(analysis).map_err(|_| (rendered, json))
+}
+
+/// The lt expressions of a case: `(which, expression, kind)`.
+pub fn expressions(expect: &Expect) -> Vec<(String, &toml::Spanned<String>, Kind)> {
+    expect
+        .criteria
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (format!("criteria[{i}]"), e, Kind::Criterion))
+        .chain(
+            expect
+                .reward
+                .iter()
+                .map(|e| ("reward".to_string(), e, Kind::Reward)),
+        )
+        .collect()
 }
 
 /// Checks every lt criterion and reward of `suite`: the ones that do not
@@ -111,21 +246,14 @@ pub fn compile(name: &str, expr: &str, kind: Kind, color: bool) -> Result<Ir, (S
 pub fn check_all(suite: &Suite, color: bool) -> Vec<Rejected> {
     let mut out = Vec::new();
     for case in &suite.cases {
-        let exprs = case
-            .expect
-            .criteria
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (format!("criteria[{i}]"), e, Kind::Criterion))
-            .chain(
-                case.expect
-                    .reward
-                    .iter()
-                    .map(|e| ("reward".to_string(), e, Kind::Reward)),
-            );
-        for (which, expr, kind) in exprs {
-            let name = format!("{} [case {:?}, {which}]", suite.path, case.name);
-            if let Err((rendered, diagnostics)) = compile(&name, expr, kind, color) {
+        for (which, expr, kind) in expressions(&case.expect) {
+            let origin = Origin {
+                path: &suite.path,
+                text: &suite.text,
+                case: &case.name,
+                which: &which,
+            };
+            if let Err((rendered, diagnostics)) = compile(&origin, expr, kind, color) {
                 out.push(Rejected {
                     case: case.name.clone(),
                     which,
@@ -155,9 +283,12 @@ pub fn evaluate(ir: &Ir, session: &Json) -> Result<Value, String> {
         timeout: Some(std::time::Duration::from_secs(10)),
         ..Limits::default()
     };
-    crate::runtime::eval::run(ir, &mut host, &limits)
-        .0
-        .map_err(|e| e.message)
+    match crate::runtime::eval::run(ir, &mut host, &limits).0 {
+        Ok(Value::Some(v)) => Ok((*v).clone()),
+        Ok(Value::None) => Err("the session did not fit the session type".into()),
+        Ok(v) => Ok(v),
+        Err(e) => Err(e.message),
+    }
 }
 
 /// The ready-made criteria of `expect` that `run` fails, each in words.

@@ -172,6 +172,11 @@ fn table(s: &SuiteSummary) -> String {
                 .iter()
                 .map(|i| format!("invariant: {i}"))
                 .chain(r.failed.iter().cloned())
+                .chain(
+                    r.errored
+                        .iter()
+                        .map(|e| format!("errored (not counted): {e}")),
+                )
                 .map(|m| escape(&m))
                 .collect();
             let _ = writeln!(t, "<li>run {}: {}</li>", r.run, reasons.join("; "));

@@ -28,6 +28,7 @@ pub mod replay;
 pub mod run;
 pub mod suite;
 pub mod summary;
+mod toml_string;
 
 pub use record::RunRecord;
 pub use suite::{load, Case, Suite, SuiteError};
@@ -56,7 +57,7 @@ pub fn prepare(suite: &Suite, color: bool) -> Result<(), Refused> {
         return Err(Refused::Criteria(rejected));
     }
     for case in &suite.cases {
-        run::ready(case, color).map_err(Refused::Program)?;
+        run::ready(suite, case, color).map_err(Refused::Program)?;
     }
     Ok(())
 }
@@ -105,7 +106,9 @@ pub fn run_suite(
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some(&(c, n)) = work.get(i) else { break };
                     let case = &suite.cases[c];
-                    let file = files.entry(c).or_insert_with(|| run::ready(case, false));
+                    let file = files
+                        .entry(c)
+                        .or_insert_with(|| run::ready(&suite, case, false));
                     let rec = match file {
                         Ok(ready) => {
                             run::run_once(case, ready, n, &suite.dir, handle.clone(), &world)

@@ -47,6 +47,11 @@ pub struct RunRecord {
     pub value: Json,
     /// The error's message, when it failed.
     pub error: Option<String>,
+    /// Why the run could not be judged: an error of the infrastructure
+    /// (the model server down or unreachable), not of the agent. Such a
+    /// run is neither passed nor failed: it is left out of the rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errored: Option<String>,
     /// Every call, in the order proposed.
     pub calls: Vec<CallRecord>,
     /// Denied calls.
@@ -74,7 +79,7 @@ pub struct RunRecord {
 impl RunRecord {
     /// The run passed: no invariant violated, no criterion failed.
     pub fn passed(&self) -> bool {
-        self.invariants.is_empty() && self.failed.is_empty()
+        self.errored.is_none() && self.invariants.is_empty() && self.failed.is_empty()
     }
 
     /// `session` as lt criteria see it ([`super::criteria::SESSION_TYPE`]).

@@ -10,7 +10,7 @@
 use super::agent::{self, TaskReady};
 use super::criteria::{self, Kind};
 use super::record::{self, RunRecord};
-use super::suite::{Case, Subject};
+use super::suite::{Case, Subject, Suite};
 use crate::control::approver::FixedApprover;
 use crate::control::session::{
     check_and_lower, replay::replay, Executors, LogTarget, ProfileSource, Rejected, Session,
@@ -55,28 +55,28 @@ pub enum Prepared {
 /// [`agent::ready`]) and compiles its lt criteria. Errors: a file is
 /// unreadable or rejected, or a criterion does not type-check (the
 /// diagnostics, rendered).
-pub fn ready(case: &Case, color: bool) -> Result<Ready, String> {
-    let (subject, name) = match &case.subject {
-        Subject::Program(path) => (program(case, path, color)?, path.display().to_string()),
-        Subject::Task(task) => (
-            Prepared::Task(agent::ready(case, task)?),
-            task.tools.display().to_string(),
-        ),
-    };
-    let compile = |which: String, expr: &String, kind: Kind| {
-        let name = format!("{name} {which}");
-        criteria::compile(&name, expr, kind, color)
-            .map(|ir| (expr.clone(), ir))
-            .map_err(|(msg, _)| format!("case {:?}: {which}: {msg}", case.name))
+pub fn ready(suite: &Suite, case: &Case, color: bool) -> Result<Ready, String> {
+    let subject = match &case.subject {
+        Subject::Program(path) => program(case, path, color)?,
+        Subject::Task(task) => Prepared::Task(agent::ready(case, task)?),
     };
     let mut compiled = Vec::new();
-    for (i, expr) in case.expect.criteria.iter().enumerate() {
-        compiled.push(compile(format!("criteria[{i}]"), expr, Kind::Criterion)?);
+    let mut reward = None;
+    for (which, expr, kind) in criteria::expressions(&case.expect) {
+        let origin = criteria::Origin {
+            path: &suite.path,
+            text: &suite.text,
+            case: &case.name,
+            which: &which,
+        };
+        let ir = criteria::compile(&origin, expr, kind, color)
+            .map_err(|(msg, _)| format!("case {:?}: {which}: {msg}", case.name))?;
+        let item = (expr.get_ref().clone(), ir);
+        match kind {
+            Kind::Criterion => compiled.push(item),
+            Kind::Reward => reward = Some(item),
+        }
     }
-    let reward = match &case.expect.reward {
-        Some(expr) => Some(compile("reward".into(), expr, Kind::Reward)?),
-        None => None,
-    };
     Ok(Ready {
         subject,
         criteria: compiled,
@@ -266,8 +266,11 @@ pub fn run_once(
         Prepared::Program { ir, .. } => check_replay(&mut rec, &events, ir, &limits),
         Prepared::Task(_) => agent::check_replay(&mut rec, events),
     }
-    rec.failed.extend(criteria::ready_made(&case.expect, &rec));
-    lt_criteria(&mut rec, ready);
+    if rec.errored.is_none() {
+        // An errored run (the model unreachable) is not judged.
+        rec.failed.extend(criteria::ready_made(&case.expect, &rec));
+        lt_criteria(&mut rec, ready);
+    }
     rec.overhead_ms = (before + after.elapsed()).as_secs_f64() * 1000.0;
     rec
 }

@@ -37,6 +37,8 @@ pub struct Suite {
     pub path: String,
     /// Its folder (paths in it are relative to this).
     pub dir: PathBuf,
+    /// Its text, so that diagnostics of lt criteria point into it.
+    pub text: String,
     /// The cases.
     pub cases: Vec<Case>,
 }
@@ -131,11 +133,12 @@ pub struct Expect {
     pub no_unknown_outcomes: Option<bool>,
     /// At most this many model rounds (0 for a fixed program).
     pub max_rounds: Option<u64>,
-    /// lt expressions over `session` that must be `true`.
+    /// lt expressions over `session` that must be `true`, with where
+    /// their string literals sit in the suite's text.
     #[serde(default)]
-    pub criteria: Vec<String>,
+    pub criteria: Vec<toml::Spanned<String>>,
     /// An lt expression over `session`, a Float: the run's reward.
-    pub reward: Option<String>,
+    pub reward: Option<toml::Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -343,6 +346,7 @@ pub fn parse(path: &str, text: &str) -> Result<Suite, SuiteError> {
     Ok(Suite {
         path: path.to_string(),
         dir,
+        text: text.to_string(),
         cases,
     })
 }

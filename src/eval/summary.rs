@@ -31,7 +31,10 @@ pub struct CaseSummary {
     pub runs: usize,
     /// Runs that passed.
     pub passed: usize,
-    /// `passed / runs`.
+    /// Runs that could not be judged: an error of the infrastructure (the
+    /// model server down or unreachable), not a failed criterion.
+    pub errored: usize,
+    /// `passed / (runs - errored)`: errored runs are left out.
     pub rate: f64,
     /// The 95% Wilson interval of the rate.
     pub interval: (f64, f64),
@@ -57,6 +60,8 @@ impl CaseSummary {
         records.sort_by_key(|r| r.run);
         let runs = records.len();
         let passed = records.iter().filter(|r| r.passed()).count();
+        let errored = records.iter().filter(|r| r.errored.is_some()).count();
+        let judged = runs - errored;
         let mut counts: BTreeMap<String, usize> = BTreeMap::new();
         for r in &records {
             *counts.entry(r.outcome_key()).or_default() += 1;
@@ -75,12 +80,13 @@ impl CaseSummary {
             name: name.to_string(),
             runs,
             passed,
-            rate: if runs == 0 {
+            errored,
+            rate: if judged == 0 {
                 0.0
             } else {
-                passed as f64 / runs as f64
+                passed as f64 / judged as f64
             },
-            interval: wilson(passed, runs),
+            interval: wilson(passed, judged),
             outcomes,
             mean_calls: mean(&|r| r.calls.len() as f64),
             mean_rounds: mean(&|r| r.rounds as f64),
@@ -94,7 +100,10 @@ impl CaseSummary {
 
     /// The first failing run's reasons, one per line.
     pub fn first_failure(&self) -> Option<String> {
-        let r = self.records.iter().find(|r| !r.passed())?;
+        let r = self
+            .records
+            .iter()
+            .find(|r| !r.passed() && r.errored.is_none())?;
         let lines: Vec<String> = r
             .invariants
             .iter()
@@ -116,7 +125,10 @@ pub struct SuiteSummary {
     pub runs: usize,
     /// Runs that passed.
     pub passed: usize,
-    /// `passed / runs`.
+    /// Runs that could not be judged: an error of the infrastructure (the
+    /// model server down or unreachable), not a failed criterion.
+    pub errored: usize,
+    /// `passed / (runs - errored)`: errored runs are left out.
     pub rate: f64,
     /// The 95% Wilson interval.
     pub interval: (f64, f64),
@@ -129,16 +141,19 @@ impl SuiteSummary {
     pub fn new(suite: &str, cases: Vec<CaseSummary>, elapsed_ms: f64) -> SuiteSummary {
         let runs = cases.iter().map(|c| c.runs).sum();
         let passed = cases.iter().map(|c| c.passed).sum();
+        let errored: usize = cases.iter().map(|c| c.errored).sum();
+        let judged = runs - errored;
         SuiteSummary {
             suite: suite.to_string(),
             runs,
             passed,
-            rate: if runs == 0 {
+            errored,
+            rate: if judged == 0 {
                 0.0
             } else {
-                passed as f64 / runs as f64
+                passed as f64 / judged as f64
             },
-            interval: wilson(passed, runs),
+            interval: wilson(passed, judged),
             cases,
             elapsed_ms,
         }
@@ -151,7 +166,7 @@ impl SuiteSummary {
             .iter()
             .map(|c| {
                 json!({
-                    "name": c.name, "runs": c.runs, "passed": c.passed, "rate": c.rate,
+                    "name": c.name, "runs": c.runs, "passed": c.passed, "errored": c.errored, "rate": c.rate,
                     "interval": [c.interval.0, c.interval.1],
                     "outcomes": c.outcomes.iter().map(|(k, n)| json!({"outcome": k, "runs": n})).collect::<Vec<_>>(),
                     "mean_calls": c.mean_calls, "mean_rounds": c.mean_rounds,
@@ -162,7 +177,7 @@ impl SuiteSummary {
             })
             .collect();
         json!({
-            "suite": self.suite, "runs": self.runs, "passed": self.passed, "rate": self.rate,
+            "suite": self.suite, "runs": self.runs, "passed": self.passed, "errored": self.errored, "rate": self.rate,
             "interval": [self.interval.0, self.interval.1], "elapsed_ms": self.elapsed_ms,
             "cases": cases,
         })
@@ -193,12 +208,28 @@ impl SuiteSummary {
                 c.mean_reward.map_or("-".to_string(), |r| format!("{r:.2}")),
                 c.mean_ms
             ));
-            for (k, n) in c.outcomes.iter().take(3) {
-                out.push_str(&format!("{:<w$}    {n} × {}\n", "", shorten(k, 100)));
+            let keys: Vec<&str> = c.outcomes.iter().map(|(k, _)| k.as_str()).collect();
+            let shown = display_outcomes(&keys, 100);
+            for ((_, n), k) in c.outcomes.iter().zip(&shown).take(3) {
+                out.push_str(&format!("{:<w$}    {n} × {k}\n", ""));
             }
             if let Some(f) = c.first_failure() {
                 out.push_str(&format!("{:<w$}    FAIL {}\n", "", shorten(&f, 300)));
             }
+            if let Some(r) = c.records.iter().find_map(|r| r.errored.as_ref()) {
+                out.push_str(&format!(
+                    "{:<w$}    ERRORED {} runs, not counted in the rate: {}\n",
+                    "",
+                    c.errored,
+                    shorten(r, 300)
+                ));
+            }
+        }
+        if self.errored > 0 {
+            out.push_str(&format!(
+                "errored: {} runs could not be judged (infrastructure: the model server down or unreachable); the rates leave them out\n",
+                self.errored
+            ));
         }
         out.push_str(&format!(
             "total: {}/{} runs passed ({:.1}%, 95% interval {:.1}%–{:.1}%) in {:.0} ms\n",
@@ -214,17 +245,18 @@ impl SuiteSummary {
 
     /// JUnit XML: one `<testcase>` per run, a `<failure>` per failing run.
     pub fn junit(&self) -> String {
-        let failures = self.runs - self.passed;
+        let failures = self.runs - self.passed - self.errored;
         let mut out = format!(
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"lt eval\" tests=\"{}\" failures=\"{failures}\">\n",
-            self.runs
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"lt eval\" tests=\"{}\" failures=\"{failures}\" errors=\"{}\">\n",
+            self.runs, self.errored
         );
         for c in &self.cases {
             out.push_str(&format!(
-                "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\">\n",
+                "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n",
                 xml(&c.name),
                 c.runs,
-                c.runs - c.passed
+                c.runs - c.passed - c.errored,
+                c.errored
             ));
             for r in &c.records {
                 out.push_str(&format!(
@@ -233,7 +265,13 @@ impl SuiteSummary {
                     r.run,
                     r.ms / 1000.0
                 ));
-                if !r.passed() {
+                if let Some(e) = &r.errored {
+                    out.push_str(&format!(
+                        "\n      <error message=\"{}\">{}</error>\n    ",
+                        xml(e),
+                        xml(e)
+                    ));
+                } else if !r.passed() {
                     let why: Vec<String> = r
                         .invariants
                         .iter()
@@ -279,7 +317,8 @@ impl SuiteSummary {
             ));
         }
         let mut out = Vec::new();
-        for c in &self.cases {
+        // A case whose every run errored has no rate to compare.
+        for c in self.cases.iter().filter(|c| c.errored < c.runs) {
             let old = cases
                 .iter()
                 .find(|b| b.get("name").and_then(Json::as_str) == Some(&c.name))
@@ -346,6 +385,51 @@ impl SuiteSummary {
             .map(|n| (n.to_string(), rate(self, n), rate(other, n)))
             .collect()
     }
+}
+
+/// The outcomes `keys` (distinct texts, as grouped) shortened for display
+/// to about `max` characters each, yet still distinct: a long key that
+/// shares a long beginning with another shows its beginning, then the part
+/// where it differs (`…`-marked). Grouping is always by the full text;
+/// this is only what a person sees.
+pub fn display_outcomes(keys: &[&str], max: usize) -> Vec<String> {
+    let chars: Vec<Vec<char>> = keys.iter().map(|k| k.chars().collect()).collect();
+    let common = |a: &[char], b: &[char]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let mut shown: Vec<String> = chars
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            if k.len() <= max {
+                return k.iter().collect();
+            }
+            let p = chars
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, o)| common(k, o))
+                .max()
+                .unwrap_or(0);
+            if p < max.saturating_sub(10) {
+                return shorten(&k.iter().collect::<String>(), max);
+            }
+            let head: String = k.iter().take(max / 3).collect();
+            let from = p.saturating_sub(max / 6).max(max / 3);
+            let to = (from + max / 2).min(k.len());
+            let window: String = k[from..to].iter().collect();
+            let tail = if to < k.len() { "…" } else { "" };
+            format!("{head}…{window}{tail}")
+        })
+        .collect();
+    // Should two still read alike, number them.
+    for i in 0..shown.len() {
+        if shown.iter().filter(|s| **s == shown[i]).count() > 1 {
+            let same: Vec<usize> = (0..shown.len()).filter(|j| shown[*j] == shown[i]).collect();
+            for (n, j) in same.into_iter().enumerate() {
+                shown[j] = format!("{} (#{})", shown[j], n + 1);
+            }
+        }
+    }
+    shown
 }
 
 fn shorten(s: &str, max: usize) -> String {

@@ -18,6 +18,11 @@
 //! `approvals = "allow"`, `"deny"` and `"api"` are answered by the policy
 //! without asking (`"api"` is `lt serve`'s, which `lt mcp` is not).
 //!
+//! A question waits for its answer until the run's deadline or
+//! `--approval-timeout-ms` ([`APPROVAL_WAIT_MS`], 5 minutes, by default),
+//! whichever comes first: with no deadline (`--timeout-ms 0`) an unanswered
+//! question is refused after that bound, never left waiting for ever.
+//!
 //! The approver blocks the session thread (as the terminal's does), never
 //! the server's runtime: the request runs as a task there and its answer
 //! comes back over a channel.
@@ -64,12 +69,21 @@ impl Asker {
     }
 }
 
+/// The default of `--approval-timeout-ms`: how long a question waits for
+/// the person's answer at most, whatever the run's deadline (5 minutes).
+pub const APPROVAL_WAIT_MS: u64 = 300_000;
+
 /// The approver of one `run_program` call: elicitation through `asker`
 /// when there is one, else a refusal that says why. `cancel` is the run's:
-/// a cancelled run stops waiting for the answer.
-pub fn approver(asker: Option<Asker>, cancel: Cancel) -> Box<dyn Approver> {
+/// a cancelled run stops waiting for the answer. `wait` bounds the wait
+/// for an answer (the run's deadline may end it sooner).
+pub fn approver(
+    asker: Option<Asker>,
+    cancel: Cancel,
+    wait: std::time::Duration,
+) -> Box<dyn Approver> {
     match asker {
-        Some(asker) => Box::new(ElicitApprover { asker, cancel }),
+        Some(asker) => Box::new(ElicitApprover { asker, cancel, wait }),
         None => Box::new(FixedApprover::new(
             false,
             "mcp",
@@ -82,6 +96,7 @@ pub fn approver(asker: Option<Asker>, cancel: Cancel) -> Box<dyn Approver> {
 pub struct ElicitApprover {
     asker: Asker,
     cancel: Cancel,
+    wait: std::time::Duration,
 }
 
 /// The question's text: the tool and the argument (clipped).
@@ -111,16 +126,15 @@ fn answer(granted: bool, reason: impl Into<String>) -> ApprovalAnswer {
     }
 }
 
-/// What the client's answer (or its absence) means.
-fn interpret(result: Result<rmcp::model::ElicitResult, ServiceError>) -> ApprovalAnswer {
+/// What the client's answer (or its absence) means; `timed_out` is the
+/// reason when no answer came in time.
+fn interpret(
+    result: Result<rmcp::model::ElicitResult, ServiceError>,
+    timed_out: &str,
+) -> ApprovalAnswer {
     let r = match result {
         Ok(r) => r,
-        Err(ServiceError::Timeout { .. }) => {
-            return answer(
-                false,
-                "no answer from the MCP client before the run's deadline",
-            )
-        }
+        Err(ServiceError::Timeout { .. }) => return answer(false, timed_out),
         Err(e) => {
             return answer(
                 false,
@@ -156,11 +170,24 @@ impl Approver for ElicitApprover {
         };
         let peer = self.asker.peer.clone();
         let cancel = self.cancel.clone();
-        let time_left = q.time_left;
+        // The run's deadline, or the approval bound if that comes first.
+        let (wait, timed_out) = match q.time_left {
+            Some(t) if t <= self.wait => (
+                t,
+                "no answer from the MCP client before the run's deadline".to_string(),
+            ),
+            _ => (
+                self.wait,
+                format!(
+                    "no answer from the MCP client within {} ms (--approval-timeout-ms): refused",
+                    self.wait.as_millis()
+                ),
+            ),
+        };
         let (send, receive) = std::sync::mpsc::channel();
         self.asker.runtime.spawn(async move {
             let a = tokio::select! {
-                r = peer.create_elicitation_with_timeout(params, time_left) => interpret(r),
+                r = peer.create_elicitation_with_timeout(params, Some(wait)) => interpret(r, &timed_out),
                 _ = cancel.cancelled() => answer(false, "the run was cancelled while waiting for the approval"),
             };
             let _ = send.send(a);
@@ -188,23 +215,36 @@ mod tests {
 
     #[test]
     fn only_an_explicit_yes_grants() {
-        assert!(interpret(accepted(json!({"approve": true}))).granted);
+        assert!(
+            interpret(
+                accepted(json!({"approve": true})),
+                "no answer before the run's deadline"
+            )
+            .granted
+        );
         for no in [
             json!({"approve": false}),
             json!({}),
             json!({"approve": "yes"}),
         ] {
-            assert!(!interpret(accepted(no)).granted);
+            assert!(!interpret(accepted(no), "no answer before the run's deadline").granted);
         }
         for action in [ElicitationAction::Decline, ElicitationAction::Cancel] {
-            let a = interpret(Ok(ElicitResult::new(action)));
+            let a = interpret(
+                Ok(ElicitResult::new(action)),
+                "no answer before the run's deadline",
+            );
             assert!(!a.granted);
             assert_eq!(a.by, BY_ELICITATION);
         }
         let timeout = ServiceError::Timeout {
             timeout: std::time::Duration::from_secs(1),
         };
-        assert!(interpret(Err(timeout)).reason.contains("deadline"));
+        assert!(
+            interpret(Err(timeout), "no answer before the run's deadline")
+                .reason
+                .contains("deadline")
+        );
     }
 
     #[test]

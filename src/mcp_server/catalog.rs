@@ -35,6 +35,9 @@ pub struct CatalogOptions {
     pub log_dir: Option<PathBuf>,
     /// The limits of every run.
     pub limits: Limits,
+    /// The longest wait for an answer to an approval question
+    /// (`--approval-timeout-ms`), whatever the run's deadline.
+    pub approval_wait: std::time::Duration,
 }
 
 /// One declared tool, as `search_tools` and `describe_tools` show it.
@@ -103,6 +106,9 @@ pub struct Catalog {
     pub log_dir: Option<PathBuf>,
     /// The limits of every run.
     pub limits: Limits,
+    /// The longest wait for an answer to an approval question
+    /// (`--approval-timeout-ms`), whatever the run's deadline.
+    pub approval_wait: std::time::Duration,
 }
 
 impl Catalog {
@@ -202,6 +208,7 @@ impl Catalog {
             registry_bytes,
             log_dir: opts.log_dir.clone(),
             limits: opts.limits.clone(),
+            approval_wait: opts.approval_wait,
         })
     }
 }

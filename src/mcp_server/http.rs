@@ -9,6 +9,13 @@
 //! - Bearer token: with [`HttpOptions::token`], every request must carry
 //!   `Authorization: Bearer TOKEN` (compared in constant time), else 401.
 //!
+//! - JSON-RPC errors ([`json_rpc_errors`]): rmcp answers a POST whose
+//!   body is not a JSON-RPC message with 415, and a session's DELETE with
+//!   202. A body that is not JSON gets 400 and a `-32700` Parse error
+//!   (JSON that is no JSON-RPC message: 400, `-32600` Invalid Request), and
+//!   a DELETE that closed its session 200 (spec 2025-11-25, "Session
+//!   Management"; the MCP Python SDK warns on anything else but 405).
+//!
 //! Each MCP session gets a clone of the [`CodeMode`] handler: one catalog,
 //! one executor host for all of them.
 
@@ -62,7 +69,9 @@ impl CodeMode {
             Arc::new(LocalSessionManager::default()),
             config,
         );
-        let mut app = axum::Router::new().nest_service(PATH, service);
+        let mut app = axum::Router::new()
+            .nest_service(PATH, service)
+            .layer(axum::middleware::from_fn(json_rpc_errors));
         if let Some(token) = options.token {
             let token: Arc<str> = token.into();
             app = app.layer(axum::middleware::from_fn(
@@ -90,6 +99,68 @@ fn unauthorized() -> Response {
         StatusCode::UNAUTHORIZED,
         [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
         "this MCP server needs `Authorization: Bearer <token>`",
+    )
+        .into_response()
+}
+
+/// The largest request body read (rmcp's own default limit).
+const MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// Fixes two answers of rmcp's (see the module's note): a POST body that
+/// is not a JSON-RPC message gets 400 with a JSON-RPC error instead of
+/// 415; a DELETE that closed its session gets 200 instead of 202.
+async fn json_rpc_errors(req: Request, next: Next) -> Response {
+    let method = req.method().clone();
+    if method != axum::http::Method::POST {
+        let mut response = next.run(req).await;
+        if method == axum::http::Method::DELETE && response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::OK;
+        }
+        return response;
+    }
+    let (parts, body) = req.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(b) => b,
+        Err(e) => {
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the request body could not be read (at most {MAX_BODY} bytes): {e}"),
+            )
+                .into_response()
+        }
+    };
+    let json_body = parts
+        .headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .eq_ignore_ascii_case("application/json")
+        });
+    let parsed = serde_json::from_slice::<serde_json::Value>(&bytes).map(|_| ());
+    let response = next
+        .run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await;
+    if response.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE || !json_body {
+        return response;
+    }
+    let (code, message) = match parsed {
+        Err(e) => (-32700, format!("Parse error: the request body is not JSON: {e}")),
+        Ok(()) => (
+            -32600,
+            "Invalid Request: the body is JSON but not a JSON-RPC 2.0 message (a request, notification or response with `jsonrpc: \"2.0\"`)".to_string(),
+        ),
+    };
+    (
+        StatusCode::BAD_REQUEST,
+        axum::Json(serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": {"code": code, "message": message},
+        })),
     )
         .into_response()
 }

@@ -17,6 +17,8 @@
 //! - `approval.rs`: `approve tool …` asked of the person at the client
 //!   (MCP elicitation), when the profile leaves approvals to a person.
 //! - `server.rs`: the rmcp handler; `http.rs`, the same over streamable HTTP.
+//! - `stdio.rs`: stdin/stdout for rmcp: a Parse error for a line that is
+//!   not JSON, and the running programs cancelled as soon as stdin ends.
 
 pub mod approval;
 pub mod catalog;
@@ -24,6 +26,7 @@ pub mod guide;
 pub mod http;
 pub mod program;
 pub mod server;
+pub mod stdio;
 
 pub use catalog::{Catalog, CatalogOptions, LoadError};
 pub use http::HttpOptions;

@@ -106,8 +106,10 @@ fn problems(file: &SourceFile, analysis: &Analysis) -> Vec<(Problem, String)> {
 }
 
 /// The reply for a rejected program: every problem (the agent loop's
-/// compact form: code, position, message, the line, the fix).
-fn rejected(file: &SourceFile, analysis: &Analysis) -> Reply {
+/// compact form: code, position, message, the line, the fix), and what to
+/// call next: `tool` (`check_program` or `run_program`) again, the one
+/// the model called.
+fn rejected(file: &SourceFile, analysis: &Analysis, tool: &str) -> Reply {
     let all = problems(file, analysis);
     let total = all.len() + analysis.truncated;
     let program = file.locate(u32::MAX).0;
@@ -127,8 +129,13 @@ fn rejected(file: &SourceFile, analysis: &Analysis) -> Reply {
         .collect();
     let body = crate::agent::feedback::rejected(program, &shown, analysis.truncated);
     let details = body.split_once('\n').map_or("", |(_, rest)| rest);
+    let next = if tool == "check_program" {
+        "Fix every error and call check_program again with the whole corrected program (or run_program, which checks it and then runs it)."
+    } else {
+        "Fix every error and call run_program again with the whole corrected program."
+    };
     let text = format!(
-        "The program was rejected before anything ran ({total} error{}). Fix every error and call run_program again with the whole corrected program.\n{details}",
+        "The program was rejected before anything ran ({total} error{}). {next}\n{details}",
         if total == 1 { "" } else { "s" }
     );
     let diagnostics: Vec<Json> = all
@@ -153,7 +160,7 @@ pub fn check_program(catalog: &Catalog, program: &str) -> Reply {
         Err(r) => return r,
     };
     if !analysis.is_ok() {
-        return rejected(&file, &analysis);
+        return rejected(&file, &analysis, "check_program");
     }
     let ty = analysis.ty.to_string();
     let effects: Vec<String> = analysis.effects.labels().map(str::to_string).collect();
@@ -215,7 +222,7 @@ pub fn run_program(
     };
     let ir = match lower_checked(analysis) {
         Ok(ir) => ir,
-        Err(Rejected::Diagnostics(a)) => return rejected(&file, &a),
+        Err(Rejected::Diagnostics(a)) => return rejected(&file, &a, "run_program"),
         Err(Rejected::Lowering(e)) => return Reply::failure("check", e.message),
     };
     run_checked(catalog, &file, &ir, approver, cancel)

@@ -35,6 +35,11 @@ use std::sync::Arc;
 pub struct CodeMode {
     catalog: Arc<Catalog>,
     tools: Arc<Vec<Tool>>,
+    /// `true` once the client closed the transport (stdin ended): every
+    /// program still running is cancelled then.
+    closed: tokio::sync::watch::Receiver<bool>,
+    /// Session threads not yet done (their logs not yet written out).
+    running: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 fn object(v: Json) -> Arc<JsonObject> {
@@ -111,6 +116,8 @@ impl CodeMode {
         CodeMode {
             catalog: Arc::new(catalog),
             tools: Arc::new(tools),
+            closed: tokio::sync::watch::channel(false).1,
+            running: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
         }
     }
 
@@ -121,16 +128,32 @@ impl CodeMode {
 
     /// Serves MCP over stdin and stdout until the client closes them.
     /// Errors: the session could not start or ended in error.
-    pub async fn serve_stdio(self) -> Result<(), String> {
+    /// A line that is not JSON gets a `-32700` Parse error; stdin's end
+    /// cancels the programs still running at once ([`super::stdio`]).
+    pub async fn serve_stdio(mut self) -> Result<(), String> {
+        let (closed_tx, closed_rx) = tokio::sync::watch::channel(false);
+        self.closed = closed_rx;
+        let (transport, writer) = super::stdio::transport(closed_tx);
+        let sessions = Arc::clone(&self.running);
         let running = self
-            .serve(rmcp::transport::stdio())
+            .serve(transport)
             .await
             .map_err(|e| format!("the MCP session did not start: {e}"))?;
-        running
+        let ended = running
             .waiting()
             .await
             .map(|_| ())
-            .map_err(|e| format!("the MCP session failed: {e}"))
+            .map_err(|e| format!("the MCP session failed: {e}"));
+        let _ = writer.await;
+        // The programs cancelled by the client's hang-up end their logs
+        // (`session_ended`, cancelled) before the process exits: up to 10 s.
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while sessions.load(std::sync::atomic::Ordering::SeqCst) > 0
+            && std::time::Instant::now() < until
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        ended
     }
 
     /// Runs `work` on a session thread; when `cancelled` completes first
@@ -144,18 +167,34 @@ impl CodeMode {
         let cancel = Cancel::new();
         let (tx, rx) = tokio::sync::oneshot::channel();
         let c = cancel.clone();
+        let running = Arc::clone(&self.running);
+        running.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let done = Arc::clone(&running);
         let spawned = crate::control::session::spawn("lt-mcp-session", move || {
             let _ = tx.send(work(&catalog, c));
+            done.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
         });
         if let Err(e) = spawned {
+            running.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
             return Reply::failure("start", format!("cannot start a session thread: {e}"));
         }
+        let mut closed = self.closed.clone();
+        let closed = async move {
+            if closed.wait_for(|c| *c).await.is_err() {
+                // No transport tells of its end (HTTP): never.
+                std::future::pending::<()>().await;
+            }
+        };
         tokio::pin!(rx);
         tokio::pin!(cancelled);
+        tokio::pin!(closed);
         tokio::select! {
             r = &mut rx => return r.unwrap_or_else(|_| Reply::failure("run", "the session ended without a reply")),
             _ = &mut cancelled => {
                 cancel.cancel("the client cancelled the request");
+            }
+            _ = &mut closed => {
+                cancel.cancel("the client closed the connection (stdin ended)");
             }
         }
         rx.await
@@ -299,7 +338,7 @@ impl ServerHandler for CodeMode {
                         let asker = if run { Asker::of(&context.peer) } else { None };
                         self.on_session_thread(async move { ct.cancelled().await }, move |catalog, cancel| {
                             if run {
-                                let approver = approver(asker, cancel.clone());
+                                let approver = approver(asker, cancel.clone(), catalog.approval_wait);
                                 run_program(catalog, &program, approver, cancel)
                             } else {
                                 check_program(catalog, &program)

@@ -293,3 +293,36 @@ fn the_shipped_agent_suite_runs_against_a_local_model() {
         assert_eq!(c["records"][0]["rounds"], json!(2), "{c}");
     }
 }
+
+#[test]
+fn a_model_server_that_is_down_errors_the_run_rather_than_failing_it() {
+    let tools_lt = crate::fixed::root().join("examples/serve/tools.lt");
+    // Nothing listens on port 9 (discard) of this machine.
+    let dir = suite(
+        "agent-down",
+        &format!(
+            "tools = \"{}\"\n[defaults.model]\nprovider = \"openai\"\nmodel = \"fake\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmax_retries = 0\n\n[[case]]\nname = \"refund_agent\"\ntask = \"Refund the last charge of cust_12345\"\n[case.expect]\ncalls_contain = [\"issue_refund\"]\n\n[[case]]\nname = \"fixed\"\nprogram = \"$EX/program.lt\"\n",
+            tools_lt.display(),
+        ),
+    );
+    let o = lt(&["eval", &path(&dir, "suite.toml"), "--runs", "2", "--json"]);
+    let j = json(&o);
+    assert_eq!(o.status.code(), Some(3), "{j}\n{}", stderr(&o));
+    assert!(stderr(&o).contains("errored: 2 runs"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("gate failed"), "{}", stderr(&o));
+    let case = &j["cases"][0];
+    assert_eq!(case["errored"], json!(2), "{case}");
+    assert_eq!(case["passed"], json!(0), "{case}");
+    let rec = &case["records"][0];
+    assert!(
+        rec["errored"]
+            .as_str()
+            .is_some_and(|e| e.contains("the model could not be reached")),
+        "{rec}"
+    );
+    assert_eq!(rec["failed"], json!([]), "not judged: {rec}");
+    // The suite's rate is over the judged runs only: the fixed case's.
+    assert_eq!(j["errored"], json!(2), "{j}");
+    assert_eq!(j["passed"], json!(2), "{j}");
+    assert_eq!(j["rate"], json!(1.0), "{j}");
+}

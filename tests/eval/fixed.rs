@@ -34,10 +34,28 @@ pub(crate) fn json(o: &Output) -> Json {
     })
 }
 
+/// A temporary suite folder, removed with everything in it when dropped
+/// (at the end of the test that made it, passed or failed), so that the
+/// tests leave nothing in the temporary directory.
+pub(crate) struct TempSuite(PathBuf);
+
+impl std::ops::Deref for TempSuite {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempSuite {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A folder with a tools.toml for the support-desk tools (database
 /// `world.db` in the folder) and `suite.toml` holding `cases` after a
 /// `[defaults]` table that resets the world before each run.
-pub(crate) fn suite(name: &str, cases: &str) -> PathBuf {
+pub(crate) fn suite(name: &str, cases: &str) -> TempSuite {
     static N: AtomicUsize = AtomicUsize::new(0);
     let dir = std::env::temp_dir().join(format!(
         "lt-eval-{}-{}-{name}",
@@ -61,7 +79,7 @@ pub(crate) fn suite(name: &str, cases: &str) -> PathBuf {
         cases.replace("$EX", &programs.display().to_string())
     );
     std::fs::write(dir.join("suite.toml"), text).expect("suite.toml");
-    dir
+    TempSuite(dir)
 }
 
 pub(crate) fn path(dir: &Path, file: &str) -> String {
@@ -208,6 +226,39 @@ fn a_criterion_that_does_not_type_check_fails_before_any_run() {
 }
 
 #[test]
+fn a_criterion_error_points_into_the_suite_file() {
+    // Lines 1-4 are the [defaults] table `suite` writes.
+    let dir = suite(
+        "criterionspan",
+        "[[case]]\nname = \"refund\"\nprogram = \"$EX/program.lt\"\n[case.expect]\ncriteria = [\"session.ok\", \"\"\"\nsession.ok &&\n  session.okk\"\"\"]\n[[case]]\nname = \"types\"\nprogram = \"$EX/program.lt\"\n[case.expect]\ncriteria = [  \"length session.calls\"]\nreward = \"1\"\n",
+    );
+    let o = lt(&["eval", &path(&dir, "suite.toml"), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    // The unknown field `okk`: line 11 of the file, column 11; line 2 of
+    // the expression, column 11.
+    assert!(err.contains("suite.toml:11:11"), "{err}");
+    assert!(err.contains("line 2, column 11 of the expression"), "{err}");
+    assert!(err.contains("session.okk"), "{err}");
+    assert!(!err.contains("eval_session"), "the wrapper leaks: {err}");
+    assert!(
+        err.contains(
+            "suite.toml:16:16: case \"types\", criteria[0]: a criterion must be Bool, found Int"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("suite.toml:17:11: case \"types\", reward: a reward must be Float, found Int"),
+        "{err}"
+    );
+    assert!(err.contains("help: a reward is a Float"), "{err}");
+    let j = json(&o);
+    let first = &j["rejected"][0]["diagnostics"][0];
+    assert_eq!(first["line"], 11, "{first}");
+    assert_eq!(first["column"], 11, "{first}");
+}
+
+#[test]
 fn bad_suites_get_a_location_and_a_hint() {
     let dir = suite(
         "unknownkey",
@@ -250,7 +301,7 @@ fn junit_output_is_well_formed() {
     let xml = std::fs::read_to_string(&junit).expect("junit written");
     assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"));
     assert_balanced(&xml);
-    assert!(xml.contains("<testsuites name=\"lt eval\" tests=\"4\" failures=\"2\">"));
+    assert!(xml.contains("<testsuites name=\"lt eval\" tests=\"4\" failures=\"2\" errors=\"0\">"));
     assert_eq!(xml.matches("<testcase ").count(), 4);
     assert_eq!(xml.matches("<failure ").count(), 2);
     assert!(xml.contains("name=\"ok &lt;&amp;&gt;\""));
@@ -540,4 +591,51 @@ fn a_tool_without_an_executor_fails_the_suite_before_any_run() {
         "{err}"
     );
     assert!(!dir.join("ran").exists(), "a run started");
+}
+
+#[test]
+fn long_outcomes_that_differ_late_stay_distinct_in_the_table() {
+    use lt::eval::{CaseSummary, RunRecord, SuiteSummary};
+    let long =
+        "the tool answered an error after a very long preamble that repeats itself, ".repeat(3);
+    let rec = |run: usize, tail: &str| RunRecord {
+        run,
+        value: serde_json::json!({"kind": "error", "message": format!("{long}{tail}")}),
+        failed: vec!["ok: failed".into()],
+        ..RunRecord::default()
+    };
+    let case = CaseSummary::new(
+        "c",
+        vec![
+            rec(1, "disk full"),
+            rec(2, "permission denied"),
+            rec(3, "disk full"),
+        ],
+    );
+    // Grouped by the full text: two outcomes.
+    assert_eq!(case.outcomes.len(), 2, "{:?}", case.outcomes);
+    let table = SuiteSummary::new("s", vec![case], 1.0).table();
+    let lines: Vec<&str> = table.lines().filter(|l| l.contains(" × ")).collect();
+    assert_eq!(lines.len(), 2, "{table}");
+    assert_ne!(
+        lines[0].split(" × ").nth(1),
+        lines[1].split(" × ").nth(1),
+        "two outcomes read alike:\n{table}"
+    );
+    assert!(
+        table.contains("disk full") && table.contains("permission denied"),
+        "{table}"
+    );
+}
+
+#[test]
+fn a_test_suite_folder_is_removed_when_the_test_ends() {
+    let dir = suite(
+        "cleanup",
+        "[[case]]\nname = \"x\"\nprogram = \"$EX/program.lt\"\n",
+    );
+    let kept = dir.to_path_buf();
+    assert!(kept.join("suite.toml").is_file());
+    drop(dir);
+    assert!(!kept.exists(), "{} is left behind", kept.display());
 }

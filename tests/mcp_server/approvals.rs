@@ -196,3 +196,28 @@ fn an_unanswered_question_ends_at_the_deadline_or_the_cancel() {
     );
     assert!(!std::path::Path::new(&dir.path("journal.txt")).exists());
 }
+
+#[test]
+fn without_a_deadline_an_unanswered_question_is_refused_at_the_approval_bound() {
+    // `--timeout-ms 0`: no run deadline; the question still ends.
+    let dir = approvals_setup("elicit-no-deadline");
+    let mut no_deadline = args();
+    no_deadline.extend(["--timeout-ms", "0", "--approval-timeout-ms", "2000"]);
+    let started = Instant::now();
+    let (steps, asked) = drive_answering(&dir, &no_deadline, "wait", json!([run(SIGNED)]));
+    assert!(started.elapsed() < Duration::from_secs(30), "it waited on");
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    let r = &steps[1];
+    let (decision, by, reason) = decided(&dir, r);
+    assert_eq!(
+        (decision.as_str(), by.as_str(), reason.as_str()),
+        (
+            "deny",
+            "elicitation",
+            "no answer from the MCP client within 2000 ms (--approval-timeout-ms): refused"
+        ),
+        "{r}"
+    );
+    assert_eq!(calls_made(r), [], "{r}");
+    assert!(!std::path::Path::new(&dir.path("journal.txt")).exists());
+}

@@ -152,6 +152,13 @@ fn three_errors_come_back_in_one_result_and_bad_input_is_refused() {
             "{text}"
         );
         assert!(text.contains("E0204 at line 1, col 17"), "{text}");
+        // Each rejection says to call again the tool that was called.
+        let again = if r == &steps[2] {
+            "call check_program again"
+        } else {
+            "call run_program again"
+        };
+        assert!(text.contains(again), "{text}");
         assert!(
             text.contains("fix: did you mean `lookup_account`?"),
             "{text}"

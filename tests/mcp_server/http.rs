@@ -120,3 +120,58 @@ fn over_http_an_approval_is_asked_through_elicitation() {
     let (decision, by, _) = decided(&dir, r);
     assert_eq!((decision.as_str(), by.as_str()), ("allow", "elicitation"));
 }
+
+/// A POST to `url` with `body` as JSON: the status and the body.
+fn post_raw(url: &str, body: &str, session: Option<&str>) -> (u16, String) {
+    let mut req = ureq::post(url)
+        .set("Content-Type", "application/json")
+        .set("Accept", "application/json, text/event-stream");
+    if let Some(s) = session {
+        req = req.set("Mcp-Session-Id", s);
+    }
+    match req.send_string(body) {
+        Ok(r) => (r.status(), r.into_string().unwrap_or_default()),
+        Err(ureq::Error::Status(code, r)) => (code, r.into_string().unwrap_or_default()),
+        Err(e) => panic!("POST {url}: {e}"),
+    }
+}
+
+#[test]
+fn over_http_a_bad_body_is_400_with_a_json_rpc_error_and_delete_is_200() {
+    let dir = setup("http-raw", "");
+    let (mut child, url) = http_server(&dir, ARGS, &[]);
+    let (status, body) = post_raw(&url, "{this is not json", None);
+    assert_eq!(status, 400, "{body}");
+    let j: Json = serde_json::from_str(&body).expect("a JSON-RPC error");
+    assert_eq!(j["error"]["code"], -32700, "{j}");
+    assert_eq!(j["id"], Json::Null, "{j}");
+    let (status, body) = post_raw(&url, r#"{"hello": 1}"#, None);
+    assert_eq!(status, 400, "{body}");
+    let j: Json = serde_json::from_str(&body).expect("a JSON-RPC error");
+    assert_eq!(j["error"]["code"], -32600, "{j}");
+    // A session, then its DELETE.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}});
+    let r = ureq::post(&url)
+        .set("Content-Type", "application/json")
+        .set("Accept", "application/json, text/event-stream")
+        .send_string(&init.to_string())
+        .expect("initialize");
+    let session = r
+        .header("Mcp-Session-Id")
+        .expect("a session id")
+        .to_string();
+    let deleted = match ureq::delete(&url)
+        .set("Mcp-Session-Id", &session)
+        .set("MCP-Protocol-Version", "2025-11-25")
+        .call()
+    {
+        Ok(r) => r.status(),
+        Err(ureq::Error::Status(code, _)) => code,
+        Err(e) => panic!("DELETE: {e}"),
+    };
+    assert_eq!(deleted, 200);
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -22,6 +22,7 @@ mod basics;
 mod downstream;
 mod failures;
 mod http;
+mod stdio;
 
 use serde_json::{json, Value as Json};
 use std::process::{Command, Stdio};
