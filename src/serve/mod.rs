@@ -13,6 +13,7 @@
 //! sse.rs     GET …/events: the log as Server-Sent Events, from the store
 //! check.rs   a program against a tenant (tool list, profile)
 //! replay.rs  POST …/replay     metrics.rs  GET /metrics
+//! console/   the web console at / (server-rendered pages, login cookie, CSRF)
 //! store/     ServerStore: sqlite.rs (group commit)
 //! client.rs  the other side: the thick client (`lt run --server`)
 //! ```
@@ -22,6 +23,7 @@ pub mod auth;
 pub mod check;
 pub mod client;
 pub mod config;
+pub mod console;
 pub mod follow;
 pub mod hub;
 pub mod live;
