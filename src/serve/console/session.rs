@@ -64,7 +64,7 @@ fn render(state: &Console, who: &Who, r: &SessionRecord, replayed: Option<&Value
         "<h1>Session <code id=\"session-id\">{id}</code></h1><div id=\"live\">\
          <dl class=\"facts\"><dt>status</dt><dd id=\"status\" data-status=\"{st}\">{badge}</dd>\
          <dt>profile</dt><dd>{profile}</dd><dt>created</dt><dd>{created}</dd><dt>updated</dt><dd>{updated}</dd>\
-         <dt>calls</dt><dd>{calls}</dd><dt>log</dt><dd>{verified} · <a href=\"/v1/sessions/{idp}/log\">API</a></dd></dl>",
+         <dt>calls</dt><dd>{calls}</dd><dt>log</dt><dd>{verified} · <code>GET /v1/sessions/{id}/log</code> for the raw log</dd></dl>",
         id = esc(&r.id),
         st = esc(status),
         badge = badge(status),
