@@ -3,10 +3,10 @@
 //! escaping, the list's filter and pages, replay and approvals through the
 //! forms. `tests/console_browser.rs` drives the same pages in Chromium.
 
-#[path = "support/serve.rs"]
-mod serve_support;
 #[path = "support/console.rs"]
 mod console_support;
+#[path = "support/serve.rs"]
+mod serve_support;
 
 use console_support::*;
 use serve_support::Server;
@@ -46,7 +46,13 @@ fn a_key_is_exchanged_for_an_httponly_strict_cookie_that_is_not_the_key() {
     assert_eq!(bad.status, 401, "{}", bad.body);
     assert!(cookie_value(&bad.set_cookies, "lt_console").is_none());
     // The login form without its double-submit cookie, or with another token: 403.
-    let forged = request(&server, "POST", "/login", "", Some(&[("csrf", pre), ("key", ACME)]));
+    let forged = request(
+        &server,
+        "POST",
+        "/login",
+        "",
+        Some(&[("csrf", pre), ("key", ACME)]),
+    );
     assert_eq!(forged.status, 403, "{}", forged.body);
     assert!(cookie_value(&forged.set_cookies, "lt_console").is_none());
     let forged = request(
@@ -58,7 +64,13 @@ fn a_key_is_exchanged_for_an_httponly_strict_cookie_that_is_not_the_key() {
     );
     assert_eq!(forged.status, 403, "{}", forged.body);
     // Garbage bodies never crash the server.
-    let junk = request(&server, "POST", "/login", "lt_login_csrf=a", Some(&[("csrf", "a\u{0}\u{ffff}")]));
+    let junk = request(
+        &server,
+        "POST",
+        "/login",
+        "lt_login_csrf=a",
+        Some(&[("csrf", "a\u{0}\u{ffff}")]),
+    );
     assert!(junk.status == 401 || junk.status == 403, "{}", junk.status);
     assert_eq!(c.get(&server, "/").status, 200, "the server still answers");
 }
@@ -73,7 +85,12 @@ fn every_action_needs_the_logins_csrf_token_and_logout_ends_the_login() {
     let other = login(&server, ACME);
     assert_ne!(c.csrf, other.csrf, "each login has its own token");
     let replay = format!("/sessions/{id}/replay");
-    for form in [vec![], vec![("csrf", "")], vec![("csrf", other.csrf.as_str())], vec![("csrf", "x")]] {
+    for form in [
+        vec![],
+        vec![("csrf", "")],
+        vec![("csrf", other.csrf.as_str())],
+        vec![("csrf", "x")],
+    ] {
         let a = c.post(&server, &replay, &form);
         assert_eq!(a.status, 403, "{form:?}: {}", a.body);
         assert!(a.body.contains("security token"), "{}", a.body);
@@ -83,15 +100,26 @@ fn every_action_needs_the_logins_csrf_token_and_logout_ends_the_login() {
     assert_eq!(a.status, 403);
     let a = c.post(&server, &replay, &[("csrf", &c.csrf)]);
     assert_eq!(a.status, 200, "{}", a.body);
-    assert!(a.body.contains("id=\"replay-result\" data-ok=\"true\""), "{}", a.body);
+    assert!(
+        a.body.contains("id=\"replay-result\" data-ok=\"true\""),
+        "{}",
+        a.body
+    );
     assert_eq!(c.post(&server, "/logout", &[("csrf", "x")]).status, 403);
     let out = c.post(&server, "/logout", &[("csrf", &c.csrf)]);
     assert_eq!(out.status, 303);
     assert_eq!(out.location.as_deref(), Some("/login"));
-    assert!(out.set_cookies.iter().any(|l| l.starts_with("lt_console=;") && l.contains("Max-Age=0")));
+    assert!(out
+        .set_cookies
+        .iter()
+        .any(|l| l.starts_with("lt_console=;") && l.contains("Max-Age=0")));
     let after = c.get(&server, "/");
     assert_eq!(after.status, 303, "the old cookie no longer logs in");
-    assert_eq!(other.get(&server, "/").status, 200, "the other login is untouched");
+    assert_eq!(
+        other.get(&server, "/").status,
+        200,
+        "the other login is untouched"
+    );
 }
 
 #[test]
@@ -103,23 +131,38 @@ fn a_tenant_sees_only_its_own_sessions() {
     let waiting = server.submit(ACME, APPROVAL_PROGRAM, "supervised");
     server.wait_final(ACME, &mine, Duration::from_secs(60));
     server.wait_final(GLOBEX, &theirs, Duration::from_secs(60));
-    let v = server.wait_for(ACME, &waiting, Duration::from_secs(30), |v| v["status"] == "waiting_approval");
-    let approval = v["pending_approvals"][0].as_str().expect("pending").to_string();
+    let v = server.wait_for(ACME, &waiting, Duration::from_secs(30), |v| {
+        v["status"] == "waiting_approval"
+    });
+    let approval = v["pending_approvals"][0]
+        .as_str()
+        .expect("pending")
+        .to_string();
     let acme = login(&server, ACME);
     let globex = login(&server, GLOBEX);
     let list = globex.get(&server, "/");
-    assert!(list.body.contains(&theirs) && !list.body.contains(&mine) && !list.body.contains(&waiting));
+    assert!(
+        list.body.contains(&theirs) && !list.body.contains(&mine) && !list.body.contains(&waiting)
+    );
     for path in [format!("/sessions/{mine}"), format!("/sessions/{waiting}")] {
         let a = globex.get(&server, &path);
         assert_eq!(a.status, 404, "{path}: {}", a.body);
         assert!(!a.body.contains("Timeline"), "{}", a.body);
     }
-    let a = globex.post(&server, &format!("/sessions/{mine}/replay"), &[("csrf", &globex.csrf)]);
+    let a = globex.post(
+        &server,
+        &format!("/sessions/{mine}/replay"),
+        &[("csrf", &globex.csrf)],
+    );
     assert_eq!(a.status, 404);
     let a = globex.post(
         &server,
         &format!("/sessions/{waiting}/approve"),
-        &[("csrf", &globex.csrf), ("approval_id", &approval), ("decision", "allow")],
+        &[
+            ("csrf", &globex.csrf),
+            ("approval_id", &approval),
+            ("decision", "allow"),
+        ],
     );
     assert_eq!(a.status, 404, "{}", a.body);
     assert!(!globex.get(&server, "/approvals").body.contains(&waiting));
@@ -141,14 +184,36 @@ fn a_session_page_shows_its_waterfall_value_verification_and_replay() {
     let c = login(&server, ACME);
     let p = c.get(&server, &format!("/sessions/{id}"));
     assert_eq!(p.status, 200);
-    assert_eq!(p.body.matches("data-kind=\"Call\" data-outcome=\"ok\"").count(), 3, "{}", p.body);
-    assert!(p.body.contains("id=\"verified\" data-ok=\"true\""), "{}", p.body);
+    assert_eq!(
+        p.body
+            .matches("data-kind=\"Call\" data-outcome=\"ok\"")
+            .count(),
+        3,
+        "{}",
+        p.body
+    );
+    assert!(
+        p.body.contains("id=\"verified\" data-ok=\"true\""),
+        "{}",
+        p.body
+    );
     assert!(p.body.contains("refund tx_000001 processed"), "{}", p.body);
-    assert!(p.body.contains("<span class=\"k\">match</span>"), "highlighted: {}", p.body);
-    assert!(p.body.contains("data-live=\"0\""), "an ended session is not refreshed");
+    assert!(
+        p.body.contains("<span class=\"k\">match</span>"),
+        "highlighted: {}",
+        p.body
+    );
+    assert!(
+        p.body.contains("data-live=\"0\""),
+        "an ended session is not refreshed"
+    );
     let d = c.get(&server, &format!("/sessions/{denied}"));
     assert!(d.body.contains("data-outcome=\"denied\""), "{}", d.body);
-    assert!(d.body.contains("deny ("), "the decision is shown: {}", d.body);
+    assert!(
+        d.body.contains("deny ("),
+        "the decision is shown: {}",
+        d.body
+    );
 }
 
 #[test]
@@ -157,14 +222,21 @@ fn user_controlled_text_is_escaped() {
     let server = Server::start(&config, &store);
     let id = server.submit(ACME, XSS_PROGRAM, "support");
     let v = server.wait_final(ACME, &id, Duration::from_secs(60));
-    assert!(v["value"].as_str().unwrap_or("").contains("<script>"), "{v}");
+    assert!(
+        v["value"].as_str().unwrap_or("").contains("<script>"),
+        "{v}"
+    );
     let c = login(&server, ACME);
     for path in ["/".to_string(), format!("/sessions/{id}")] {
         let a = c.get(&server, &path);
         assert_eq!(a.status, 200);
         assert!(!a.body.contains("<script>window"), "{path}: {}", a.body);
         assert!(!a.body.contains("<img"), "{path}: {}", a.body);
-        assert!(a.body.contains("&lt;script&gt;window.pwned"), "{path}: {}", a.body);
+        assert!(
+            a.body.contains("&lt;script&gt;window.pwned"),
+            "{path}: {}",
+            a.body
+        );
     }
     let a = c.get(&server, "/sessions/%3Cscript%3Ealert(1)%3C%2Fscript%3E");
     assert_eq!(a.status, 404);
@@ -174,7 +246,10 @@ fn user_controlled_text_is_escaped() {
         .set("Cookie", &c.cookie)
         .call()
         .expect("page");
-    assert!(csp.header("content-security-policy").unwrap_or("").contains("script-src 'self'"));
+    assert!(csp
+        .header("content-security-policy")
+        .unwrap_or("")
+        .contains("script-src 'self'"));
 }
 
 #[test]
@@ -186,7 +261,9 @@ fn the_list_is_newest_first_filtered_by_status_and_paged() {
         ids.push(server.submit(ACME, &format!("\"s{i}\""), "support"));
     }
     let waiting = server.submit(ACME, APPROVAL_PROGRAM, "supervised");
-    server.wait_for(ACME, &waiting, Duration::from_secs(30), |v| v["status"] == "waiting_approval");
+    server.wait_for(ACME, &waiting, Duration::from_secs(30), |v| {
+        v["status"] == "waiting_approval"
+    });
     for id in &ids {
         server.wait_final(ACME, id, Duration::from_secs(60));
     }
@@ -194,9 +271,17 @@ fn the_list_is_newest_first_filtered_by_status_and_paged() {
     let first = c.get(&server, "/");
     assert_eq!(first.body.matches("class=\"session-link\"").count(), 50);
     let at = |id: &str| first.body.find(id).unwrap_or(usize::MAX);
-    assert!(at(&waiting) < at(&ids[50]) && at(&ids[50]) < at(&ids[49]), "newest first");
+    assert!(
+        at(&waiting) < at(&ids[50]) && at(&ids[50]) < at(&ids[49]),
+        "newest first"
+    );
     assert!(!first.body.contains(&ids[0]), "the oldest is on page 2");
-    let href = first.body.split("id=\"older\" href=\"").nth(1).and_then(|s| s.split('"').next()).expect("older link");
+    let href = first
+        .body
+        .split("id=\"older\" href=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .expect("older link");
     let second = c.get(&server, &href.replace("&amp;", "&"));
     assert!(second.body.contains(&ids[0]), "{}", second.body);
     assert_eq!(second.body.matches("class=\"session-link\"").count(), 2);
@@ -212,26 +297,61 @@ fn an_approval_answered_in_the_console_lets_the_session_continue() {
     let (_s, config, store) = setup("console-approve");
     let server = Server::start(&config, &store);
     let id = server.submit(ACME, APPROVAL_PROGRAM, "supervised");
-    let v = server.wait_for(ACME, &id, Duration::from_secs(30), |v| v["status"] == "waiting_approval");
-    let approval = v["pending_approvals"][0].as_str().expect("pending").to_string();
+    let v = server.wait_for(ACME, &id, Duration::from_secs(30), |v| {
+        v["status"] == "waiting_approval"
+    });
+    let approval = v["pending_approvals"][0]
+        .as_str()
+        .expect("pending")
+        .to_string();
     let c = login(&server, ACME);
     let page = c.get(&server, "/approvals");
-    assert!(page.body.contains(&format!("data-approval=\"{approval}\"")), "{}", page.body);
-    assert!(page.body.contains("delete_file") && page.body.contains("tmp/a.log"), "{}", page.body);
+    assert!(
+        page.body.contains(&format!("data-approval=\"{approval}\"")),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("delete_file") && page.body.contains("tmp/a.log"),
+        "{}",
+        page.body
+    );
     let path = format!("/sessions/{id}/approve");
-    let no = c.post(&server, &path, &[("approval_id", &approval), ("decision", "allow")]);
+    let no = c.post(
+        &server,
+        &path,
+        &[("approval_id", &approval), ("decision", "allow")],
+    );
     assert_eq!(no.status, 403, "no token, no answer");
     let a = c.post(
         &server,
         &path,
-        &[("csrf", &c.csrf), ("approval_id", &approval), ("decision", "allow"), ("back", "/approvals")],
+        &[
+            ("csrf", &c.csrf),
+            ("approval_id", &approval),
+            ("decision", "allow"),
+            ("back", "/approvals"),
+        ],
     );
     assert_eq!(a.status, 303, "{}", a.body);
     assert_eq!(a.location.as_deref(), Some("/approvals"));
     let v = server.wait_final(ACME, &id, Duration::from_secs(30));
     assert_eq!(v["value"], "deleted ok", "{v}");
-    let again = c.post(&server, &path, &[("csrf", &c.csrf), ("approval_id", &approval), ("decision", "deny")]);
+    let again = c.post(
+        &server,
+        &path,
+        &[
+            ("csrf", &c.csrf),
+            ("approval_id", &approval),
+            ("decision", "deny"),
+        ],
+    );
     assert_eq!(again.status, 409, "{}", again.body);
     let p = c.get(&server, &format!("/sessions/{id}"));
-    assert!(p.body.contains("data-kind=\"Approval\" data-outcome=\"approved\""), "{}", p.body);
+    assert!(
+        p.body
+            .contains("data-kind=\"Approval\" data-outcome=\"approved\""),
+        "{}",
+        p.body
+    );
 }

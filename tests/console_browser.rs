@@ -8,10 +8,10 @@
 //! `target/tmp/console-screenshots/`. Without Chromium the test says
 //! loudly that it is skipped; under CI (`CI=true`) it fails instead.
 
-#[path = "support/serve.rs"]
-mod serve_support;
 #[path = "support/console.rs"]
 mod console_support;
+#[path = "support/serve.rs"]
+mod serve_support;
 #[path = "support/webdriver.rs"]
 mod webdriver;
 
@@ -35,7 +35,11 @@ fn wait_attr(b: &Browser, css: &str, name: &str, secs: u64, pred: impl Fn(&str) 
                 return v;
             }
         }
-        assert!(Instant::now() < until, "{css}[{name}] never matched: {}", b.source());
+        assert!(
+            Instant::now() < until,
+            "{css}[{name}] never matched: {}",
+            b.source()
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -54,7 +58,9 @@ fn in_chromium_a_user_logs_in_follows_a_session_approves_and_cannot_reach_anothe
     let theirs = server.submit(GLOBEX, &support_program(), "support");
     server.wait_final(GLOBEX, &theirs, Duration::from_secs(60));
     let waiting = server.submit(ACME, APPROVAL_PROGRAM, "supervised");
-    server.wait_for(ACME, &waiting, Duration::from_secs(30), |v| v["status"] == "waiting_approval");
+    server.wait_for(ACME, &waiting, Duration::from_secs(30), |v| {
+        v["status"] == "waiting_approval"
+    });
 
     let b = Browser::start(&chromium, &driver);
     // Not logged in: the console sends to the login page.
@@ -74,7 +80,10 @@ fn in_chromium_a_user_logs_in_follows_a_session_approves_and_cannot_reach_anothe
     assert_eq!(b.text(&b.wait("#tenant", 5)), "acme");
     let text = b.text(&table);
     assert!(text.contains(&done) && text.contains(&waiting), "{text}");
-    assert!(!text.contains(&theirs), "another tenant's session is not listed");
+    assert!(
+        !text.contains(&theirs),
+        "another tenant's session is not listed"
+    );
     let rows = b.find_all("#sessions tbody tr");
     assert_eq!(rows.len(), 3);
     assert_eq!(b.attr(&rows[0], "data-id"), waiting, "newest first");
@@ -86,13 +95,22 @@ fn in_chromium_a_user_logs_in_follows_a_session_approves_and_cannot_reach_anothe
     b.screenshot(&shots().join("sessions.png"));
 
     // Follow a session to its timeline; replay it.
-    b.click(&b.wait(&format!("#sessions tr[data-id=\"{done}\"] a.session-link"), 5));
+    b.click(&b.wait(
+        &format!("#sessions tr[data-id=\"{done}\"] a.session-link"),
+        5,
+    ));
     b.wait("#timeline", 10);
-    assert!(b.url().ends_with(&format!("/sessions/{done}")), "{}", b.url());
+    assert!(
+        b.url().ends_with(&format!("/sessions/{done}")),
+        "{}",
+        b.url()
+    );
     let calls = b.find_all("#timeline tr[data-kind=\"Call\"][data-outcome=\"ok\"]");
     assert_eq!(calls.len(), 3);
     assert_eq!(b.attr(&b.wait("#verified", 5), "data-ok"), "true");
-    assert!(b.text(&b.wait("#value", 5)).contains("refund tx_000001 processed"));
+    assert!(b
+        .text(&b.wait("#value", 5))
+        .contains("refund tx_000001 processed"));
     b.screenshot(&shots().join("session.png"));
     b.click(&b.wait("#replay", 5));
     let replayed = b.wait("#replay-result", 20);
@@ -104,20 +122,31 @@ fn in_chromium_a_user_logs_in_follows_a_session_approves_and_cannot_reach_anothe
     let card = b.wait(&format!(".approval[data-session=\"{waiting}\"]"), 10);
     assert!(b.text(&card).contains("delete_file"));
     b.screenshot(&shots().join("approvals.png"));
-    b.click(&b.wait(&format!(".approval[data-session=\"{waiting}\"] button.approve"), 5));
+    b.click(&b.wait(
+        &format!(".approval[data-session=\"{waiting}\"] button.approve"),
+        5,
+    ));
     b.wait("#no-approvals", 15);
     b.goto(&format!("{}/sessions/{waiting}", server.url));
     wait_attr(&b, "#status", "data-status", 20, |s| s == "ended");
     assert!(b.text(&b.wait("#value", 10)).contains("deleted ok"));
-    b.wait("#timeline tr[data-kind=\"Approval\"][data-outcome=\"approved\"]", 5);
+    b.wait(
+        "#timeline tr[data-kind=\"Approval\"][data-outcome=\"approved\"]",
+        5,
+    );
     b.screenshot(&shots().join("approved.png"));
 
     // Markup in a program and its value stays text.
     b.goto(&format!("{}/sessions/{xss}", server.url));
     let program = b.wait("#program", 10);
-    assert!(b.text(&program).contains("<script>window.pwned = 1</script>"));
+    assert!(b
+        .text(&program)
+        .contains("<script>window.pwned = 1</script>"));
     assert!(b.text(&b.wait("#value", 5)).contains("<img src=x"));
-    assert_eq!(b.run("return window.pwned === undefined;"), serde_json::json!(true));
+    assert_eq!(
+        b.run("return window.pwned === undefined;"),
+        serde_json::json!(true)
+    );
     assert!(b.find("#value img").is_none() && b.find("main script").is_none());
 
     // Another tenant's session does not exist here.

@@ -102,7 +102,13 @@ fn agent() -> ureq::Agent {
 
 /// A request to `server` with `cookie` (a `Cookie` header value) and, for
 /// a POST, a form body.
-pub fn request(server: &Server, method: &str, path: &str, cookie: &str, form: Option<&[(&str, &str)]>) -> Answer {
+pub fn request(
+    server: &Server,
+    method: &str,
+    path: &str,
+    cookie: &str,
+    form: Option<&[(&str, &str)]>,
+) -> Answer {
     let mut req = agent().request(method, &format!("{}{path}", server.url));
     if !cookie.is_empty() {
         req = req.set("Cookie", cookie);
@@ -119,7 +125,11 @@ pub fn request(server: &Server, method: &str, path: &str, cookie: &str, form: Op
     Answer {
         status: resp.status(),
         location: resp.header("location").map(str::to_string),
-        set_cookies: resp.all("set-cookie").into_iter().map(str::to_string).collect(),
+        set_cookies: resp
+            .all("set-cookie")
+            .into_iter()
+            .map(str::to_string)
+            .collect(),
         body: resp.into_string().unwrap_or_default(),
     }
 }

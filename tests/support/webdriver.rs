@@ -97,7 +97,8 @@ impl Browser {
             assert!(Instant::now() < until, "chromedriver did not get ready");
             std::thread::sleep(Duration::from_millis(100));
         }
-        let profile = std::env::temp_dir().join(format!("lt-chromium-{}-{port}", std::process::id()));
+        let profile =
+            std::env::temp_dir().join(format!("lt-chromium-{}-{port}", std::process::id()));
         let caps = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
             "goog:chromeOptions": {
@@ -139,20 +140,35 @@ impl Browser {
     }
 
     pub fn url(&self) -> String {
-        self.cmd("GET", "/url", None).as_str().unwrap_or("").to_string()
+        self.cmd("GET", "/url", None)
+            .as_str()
+            .unwrap_or("")
+            .to_string()
     }
 
     /// The element `css` matches, if any now.
     pub fn find(&self, css: &str) -> Option<String> {
-        let v = self.cmd("POST", "/element", Some(json!({"using": "css selector", "value": css})));
+        let v = self.cmd(
+            "POST",
+            "/element",
+            Some(json!({"using": "css selector", "value": css})),
+        );
         v[ELEMENT].as_str().map(str::to_string)
     }
 
     /// Every element `css` matches now.
     pub fn find_all(&self, css: &str) -> Vec<String> {
-        let v = self.cmd("POST", "/elements", Some(json!({"using": "css selector", "value": css})));
+        let v = self.cmd(
+            "POST",
+            "/elements",
+            Some(json!({"using": "css selector", "value": css})),
+        );
         v.as_array()
-            .map(|a| a.iter().filter_map(|e| e[ELEMENT].as_str().map(str::to_string)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|e| e[ELEMENT].as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -174,11 +190,19 @@ impl Browser {
     }
 
     pub fn click(&self, element: &str) {
-        self.cmd("POST", &format!("/element/{element}/click"), Some(json!({})));
+        self.cmd(
+            "POST",
+            &format!("/element/{element}/click"),
+            Some(json!({})),
+        );
     }
 
     pub fn type_into(&self, element: &str, text: &str) {
-        self.cmd("POST", &format!("/element/{element}/value"), Some(json!({ "text": text })));
+        self.cmd(
+            "POST",
+            &format!("/element/{element}/value"),
+            Some(json!({ "text": text })),
+        );
     }
 
     pub fn text(&self, element: &str) -> String {
@@ -196,12 +220,19 @@ impl Browser {
     }
 
     pub fn source(&self) -> String {
-        self.cmd("GET", "/source", None).as_str().unwrap_or("").to_string()
+        self.cmd("GET", "/source", None)
+            .as_str()
+            .unwrap_or("")
+            .to_string()
     }
 
     /// Runs `script` in the page; what it returns.
     pub fn run(&self, script: &str) -> Value {
-        self.cmd("POST", "/execute/sync", Some(json!({"script": script, "args": []})))
+        self.cmd(
+            "POST",
+            "/execute/sync",
+            Some(json!({"script": script, "args": []})),
+        )
     }
 
     /// Saves a PNG of the window to `path`.

@@ -148,12 +148,14 @@ impl Console {
 
     /// A page's login, or the answer to give instead: a redirect to
     /// `/login`.
+    #[allow(clippy::result_large_err)] // the page to answer, built once
     pub fn viewer(&self, headers: &HeaderMap) -> Result<Who, Response> {
         self.who(headers).ok_or_else(|| redirect("/login"))
     }
 
     /// An action's login, checked with the form's CSRF token. Errors: a
     /// 403 page saying what was wrong.
+    #[allow(clippy::result_large_err)] // the 403 page to answer
     pub fn check(&self, headers: &HeaderMap, csrf: Option<&str>) -> Result<Who, Response> {
         let who = self.who(headers).ok_or_else(|| {
             forbidden("You are not logged in, or your login expired. Log in again, then retry.")

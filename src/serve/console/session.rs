@@ -23,6 +23,7 @@ use serde_json::Value;
 use std::sync::Arc;
 
 /// The session `id` of `who`'s tenant, or the page to answer instead.
+#[allow(clippy::result_large_err)] // the page to answer
 fn record(state: &Console, who: &Who, id: &str) -> Result<SessionRecord, Response> {
     match state.app.hub.store.session(&who.tenant, id) {
         Ok(Some(r)) => Ok(r),
