@@ -355,3 +355,58 @@ fn an_approval_answered_in_the_console_lets_the_session_continue() {
         p.body
     );
 }
+
+#[test]
+fn a_client_venue_call_is_marked_in_the_timeline() {
+    let (_s, config, store) = setup("console-client");
+    let server = Server::start(&config, &store);
+    let (status, v) = server.call(
+        "POST",
+        "/v1/sessions",
+        Some(ACME),
+        Some(&serde_json::json!({"program": CLIENT_PROGRAM, "profile": "client", "capabilities": {"tools": ["confirm"]}})),
+    );
+    assert_eq!(status, 201, "{v}");
+    let id = v["id"].as_str().expect("id").to_string();
+    let mut stream = server.stream(ACME, &id, None);
+    let call = loop {
+        let e = stream.next_event().expect("a tool_call comes");
+        if e.event == "tool_call" {
+            break e.json();
+        }
+    };
+    let c = login(&server, ACME);
+    let page = c.get(&server, &format!("/sessions/{id}"));
+    assert!(
+        page.body.contains("data-status=\"waiting_client\""),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body
+            .contains("data-outcome=\"running\" data-venue=\"client\""),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("data-live=\"1\""),
+        "a running session refreshes itself"
+    );
+    let (status, v) = server.call(
+        "POST",
+        &format!("/v1/sessions/{id}/outcomes"),
+        Some(ACME),
+        Some(&serde_json::json!({"call_id": call["call_id"], "ok": {"yes": true}})),
+    );
+    assert_eq!(status, 202, "{v}");
+    let v = server.wait_final(ACME, &id, Duration::from_secs(30));
+    assert_eq!(v["value"], "confirmed", "{v}");
+    let page = c.get(&server, &format!("/sessions/{id}"));
+    assert!(
+        page.body
+            .contains("data-outcome=\"ok\" data-venue=\"client\""),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("client venue"), "{}", page.body);
+}

@@ -1,7 +1,7 @@
 //! The console's test bench: a real `lt serve` with two tenants (acme,
 //! globex) running the support desk's Python tools on SQLite databases of
 //! their own, a profile whose approvals wait for the API (`supervised`),
-//! one that allows a single call (`limited`); and a cookie-keeping HTTP client
+//! one that allows a single call (`limited`), one with a client-venue tool (`client`); and a cookie-keeping HTTP client
 //! that logs in through `/login` as a browser does (no redirect followed,
 //! so each answer can be inspected).
 #![allow(dead_code)]
@@ -32,6 +32,13 @@ match approve tool delete_file {path = "tmp/a.log"} {
   Err(why) => "not approved: " ++ why
 }"#;
 
+/// A program that asks the client (a client-venue tool) a question.
+pub const CLIENT_PROGRAM: &str = r#"tool confirm: {question: String} -{Read}-> {yes: Bool};
+match exec tool confirm {question = "refund?"} {
+  Ok(r) => if r.yes then "confirmed" else "declined",
+  Err(e) => "no answer: " ++ e
+}"#;
+
 /// A program whose text and value carry markup.
 pub const XSS_PROGRAM: &str = "// <script>window.pwned = 1</script>\n\"<script>window.pwned = 2</script><img src=x onerror=\\\"window.pwned = 3\\\">\"";
 
@@ -50,12 +57,13 @@ pub fn setup(name: &str) -> (Scratch, PathBuf, PathBuf) {
             ));
         }
         out.push_str("[tools.delete_file]\nfixed = { ok = { deleted = \"ok\" } }\n");
+        out.push_str("[tools.confirm]\nvenue = \"client\"\n");
         s.write(&format!("{t}-tools.toml"), &out);
     }
     let decls = s.write(
         "decls.lt",
         &format!(
-            "{}\neffect Delete;\ntool delete_file: {{path: String, approval: !Approval}} -{{Delete}}-> {{deleted: String}};\n",
+            "{}\neffect Delete;\ntool delete_file: {{path: String, approval: !Approval}} -{{Delete}}-> {{deleted: String}};\ntool confirm: {{question: String}} -{{Read}}-> {{yes: Bool}};\n",
             std::fs::read_to_string(repo().join("examples/serve/tools.lt")).expect("decls")
         ),
     );
@@ -72,6 +80,8 @@ allow = ["lookup_account", "issue_refund", "send_reply"]
 [tenants.{t}.profiles.limited]
 allow = ["lookup_account", "issue_refund", "send_reply"]
 max_calls = 1
+[tenants.{t}.profiles.client]
+allow = ["confirm"]
 [tenants.{t}.profiles.supervised]
 allow = ["delete_file"]
 approvals = "api"
