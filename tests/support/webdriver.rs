@@ -34,9 +34,14 @@ pub fn available(test: &str) -> Option<(PathBuf, PathBuf)> {
     if std::env::var("CI").is_ok_and(|v| v == "true") {
         panic!("{msg}: under CI the browser tests must run");
     }
-    eprintln!("\n**********************************************************************");
-    eprintln!("SKIPPED {msg}");
-    eprintln!("**********************************************************************\n");
+    // Written to the process's stderr directly, not through `eprintln!`,
+    // which the test harness captures: the notice shows in a plain `cargo
+    // test` run.
+    let stars = "*".repeat(70);
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!("\n{stars}\nSKIPPED {msg}\n{stars}\n\n").as_bytes(),
+    );
     None
 }
 
