@@ -44,6 +44,12 @@ pub const XSS_PROGRAM: &str = "// <script>window.pwned = 1</script>\n\"<script>w
 
 /// A scratch folder with serve.toml and each tenant's tools.
 pub fn setup(name: &str) -> (Scratch, PathBuf, PathBuf) {
+    setup_with_model(name, None)
+}
+
+/// [`setup`], acme's task sessions asking the OpenAI-compatible model at
+/// `model_url` when given.
+pub fn setup_with_model(name: &str, model_url: Option<&str>) -> (Scratch, PathBuf, PathBuf) {
     let s = Scratch::new(name);
     let tools = repo().join("examples/support_desk/tools");
     for t in ["acme", "globex"] {
@@ -57,14 +63,22 @@ pub fn setup(name: &str) -> (Scratch, PathBuf, PathBuf) {
             ));
         }
         out.push_str("[tools.delete_file]\nfixed = { ok = { deleted = \"ok\" } }\n");
-        out.push_str("[tools.confirm]\nvenue = \"client\"\n");
+        if model_url.is_none() {
+            // Task sessions have no client: a tenant with a model has no client-venue tool.
+            out.push_str("[tools.confirm]\nvenue = \"client\"\n");
+        }
         s.write(&format!("{t}-tools.toml"), &out);
     }
     let decls = s.write(
         "decls.lt",
         &format!(
-            "{}\neffect Delete;\ntool delete_file: {{path: String, approval: !Approval}} -{{Delete}}-> {{deleted: String}};\ntool confirm: {{question: String}} -{{Read}}-> {{yes: Bool}};\n",
-            std::fs::read_to_string(repo().join("examples/serve/tools.lt")).expect("decls")
+            "{}\neffect Delete;\ntool delete_file: {{path: String, approval: !Approval}} -{{Delete}}-> {{deleted: String}};\n{}",
+            std::fs::read_to_string(repo().join("examples/serve/tools.lt")).expect("decls"),
+            if model_url.is_none() {
+                "tool confirm: {question: String} -{Read}-> {yes: Bool};\n"
+            } else {
+                ""
+            }
         ),
     );
     let mut config = String::new();
@@ -88,6 +102,11 @@ approvals = "api"
 "#,
             k = sha256_line(key),
             d = decls.display(),
+        ));
+    }
+    if let Some(url) = model_url {
+        config.push_str(&format!(
+            "[tenants.acme.model]\nprovider = \"openai\"\nmodel = \"fake-model\"\nbase_url = \"{url}\"\nmax_retries = 0\n"
         ));
     }
     let config = s.write("serve.toml", &config);
