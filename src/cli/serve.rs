@@ -15,6 +15,7 @@ pub fn run(
     listen: Option<String>,
     store: Option<String>,
     hash_key: Option<String>,
+    otlp_endpoint: Option<String>,
 ) -> u8 {
     if let Some(key) = hash_key {
         let key = if key == "-" {
@@ -38,6 +39,7 @@ pub fn run(
         config: config.map(Into::into),
         listen,
         store,
+        otlp_endpoint,
     };
     let result = serve::run(&opts, |addr, tenants, resumed| {
         if tenants == 0 {

@@ -78,8 +78,18 @@ impl Server {
 
     /// Starts `lt serve --config CONFIG --store sqlite:STORE --listen LISTEN`.
     pub fn start_on(config: &Path, store: &Path, listen: &str) -> Server {
+        Server::start_args(config, store, listen, &[])
+    }
+
+    /// [`Server::start`] with more flags.
+    pub fn start_with(config: &Path, store: &Path, extra: &[&str]) -> Server {
+        Server::start_args(config, store, "127.0.0.1:0", extra)
+    }
+
+    fn start_args(config: &Path, store: &Path, listen: &str, extra: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_lt"))
             .arg("serve")
+            .args(extra)
             .arg("--config")
             .arg(config)
             .arg("--store")

@@ -21,7 +21,7 @@ mod html;
 mod list;
 mod login;
 mod session;
-mod timeline;
+pub(crate) mod timeline;
 
 use super::api::AppState;
 use axum::extract::DefaultBodyLimit;
