@@ -63,7 +63,7 @@ impl Receiver {
                         let v: Value = serde_json::from_slice(&body).unwrap_or_else(
                             |e| serde_json::json!({"undecodable": e.to_string(), "request": line}),
                         );
-                        keep.lock().unwrap().push(v);
+                        keep.lock().expect("lock").push(v);
                         let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}");
                     }
                 });
@@ -75,7 +75,7 @@ impl Receiver {
     /// Every span received so far.
     fn spans(&self) -> Vec<Value> {
         let mut out = Vec::new();
-        for b in self.bodies.lock().unwrap().iter() {
+        for b in self.bodies.lock().expect("lock").iter() {
             assert!(b.get("undecodable").is_none(), "{b}");
             for rs in b["resourceSpans"].as_array().into_iter().flatten() {
                 for ss in rs["scopeSpans"].as_array().into_iter().flatten() {
