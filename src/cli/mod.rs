@@ -254,6 +254,10 @@ pub enum Command {
         /// from stdin), and exit.
         #[arg(long, value_name = "KEY")]
         hash_key: Option<String>,
+        /// Export every session as an OpenTelemetry trace, posted over
+        /// OTLP/HTTP (JSON) to URL (e.g. http://127.0.0.1:4318/v1/traces).
+        #[arg(long, value_name = "URL")]
+        otlp_endpoint: Option<String>,
     },
     /// Re-run a session from its event log, calling no tool, and check that
     /// it makes the same calls and reaches the same value.
@@ -564,7 +568,8 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             store,
             migrate_only,
             hash_key,
-        } => serve::run(config, listen, store, migrate_only, hash_key),
+            otlp_endpoint,
+        } => serve::run(config, listen, store, migrate_only, hash_key, otlp_endpoint),
         Command::Replay {
             log,
             program,

@@ -17,6 +17,7 @@ pub fn run(
     store: Option<String>,
     migrate_only: bool,
     hash_key: Option<String>,
+    otlp_endpoint: Option<String>,
 ) -> u8 {
     if let Some(key) = hash_key {
         let key = if key == "-" {
@@ -40,6 +41,7 @@ pub fn run(
         config: config.map(Into::into),
         listen,
         store,
+        otlp_endpoint,
     };
     if migrate_only {
         return match serve::migrate_only(&opts) {

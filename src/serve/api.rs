@@ -95,6 +95,7 @@ impl IntoResponse for ApiError {
 
 /// The router, with a body limit of `max_body` bytes.
 pub fn router(state: Arc<AppState>, max_body: usize) -> Router {
+    let console = super::console::router(Arc::clone(&state));
     Router::new()
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
@@ -114,6 +115,7 @@ pub fn router(state: Arc<AppState>, max_body: usize) -> Router {
         })
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(state)
+        .merge(console)
 }
 
 /// The tenant whose key the request carries. Errors: 401.

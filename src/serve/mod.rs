@@ -13,6 +13,8 @@
 //! sse.rs     GET …/events: the log as Server-Sent Events, from the store
 //! check.rs   a program against a tenant (tool list, profile)
 //! replay.rs  POST …/replay     metrics.rs  GET /metrics
+//! otlp.rs    --otlp-endpoint: each ended session as an OpenTelemetry trace
+//! console/   the web console at / (server-rendered pages, login cookie, CSRF)
 //! store/     ServerStore: sqlite/ (the default), postgres/ (--store postgres://…)
 //! client.rs  the other side: the thick client (`lt run --server`)
 //! ```
@@ -22,11 +24,13 @@ pub mod auth;
 pub mod check;
 pub mod client;
 pub mod config;
+pub mod console;
 pub mod follow;
 pub mod hub;
 pub mod live;
 pub mod metrics;
 pub mod model;
+pub mod otlp;
 pub mod replay;
 pub mod sse;
 pub mod store;
@@ -51,6 +55,8 @@ pub struct ServeOptions {
     pub listen: Option<String>,
     /// `--store`.
     pub store: Option<String>,
+    /// `--otlp-endpoint`: where to post each session's trace (OTLP/HTTP).
+    pub otlp_endpoint: Option<String>,
 }
 
 /// Why the server could not start or stopped badly.
@@ -220,6 +226,16 @@ pub fn run(opts: &ServeOptions, ready: impl FnOnce(&str, usize, usize)) -> Resul
         config.max_sessions,
     ));
     runtime.spawn(Arc::clone(&hub).dispatch_commits());
+    let traces = match &opts.otlp_endpoint {
+        None => None,
+        Some(url) => {
+            let provider = otlp::provider(url).map_err(|m| {
+                ServeError::usage(m, Some("--otlp-endpoint takes the URL spans are posted to, e.g. http://127.0.0.1:4318/v1/traces"))
+            })?;
+            runtime.spawn(otlp::follow(Arc::clone(&hub.store), provider.clone()));
+            Some(provider)
+        }
+    };
     let resumed = hub.resume_unfinished().map_err(|e| ServeError {
         message: format!("cannot read the unfinished sessions: {e}"),
         help: None,
@@ -261,6 +277,10 @@ pub fn run(opts: &ServeOptions, ready: impl FnOnce(&str, usize, usize)) -> Resul
     });
     hub.drain(std::time::Duration::ZERO);
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    if let Some(p) = traces {
+        // Sends what the batch still holds.
+        let _ = p.shutdown();
+    }
     served.map_err(|e| ServeError {
         message: format!("the server stopped: {e}"),
         help: None,

@@ -143,8 +143,18 @@ impl Server {
 
     /// Starts `lt serve --config CONFIG --store STORE --listen LISTEN`.
     pub fn start_on(config: &Path, store: &str, listen: &str) -> Server {
+        Server::start_args(config, store, listen, &[])
+    }
+
+    /// [`Server::start`] with more flags.
+    pub fn start_with(config: &Path, store: &str, extra: &[&str]) -> Server {
+        Server::start_args(config, store, "127.0.0.1:0", extra)
+    }
+
+    fn start_args(config: &Path, store: &str, listen: &str, extra: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_lt"))
             .arg("serve")
+            .args(extra)
             .arg("--config")
             .arg(config)
             .arg("--store")
