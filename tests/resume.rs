@@ -434,8 +434,11 @@ fn executions(record: &str) -> Vec<(String, Option<String>, Option<String>)> {
         .collect()
 }
 
-/// Waits (at most 20 s) until no process has `text` in its command line;
-/// whether none has. A zombie has no command line.
+/// Waits (at most 60 s) until no process has had `text` in its command
+/// line for 300 ms straight; whether that came. A zombie has no command
+/// line, and neither has, for an instant, a process in the middle of
+/// `exec` (a child the killed lt forked becoming a tool): one empty scan
+/// is not enough, it once let such a tool start after the wait.
 fn no_process_mentions(text: &str) -> bool {
     let mentions = || {
         std::fs::read_dir("/proc")
@@ -445,10 +448,18 @@ fn no_process_mentions(text: &str) -> bool {
             .any(|c| String::from_utf8_lossy(&c).contains(text))
     };
     let deadline = Instant::now() + Duration::from_secs(60);
-    while mentions() && Instant::now() < deadline {
+    let mut quiet_since: Option<Instant> = None;
+    while Instant::now() < deadline {
+        if mentions() {
+            quiet_since = None;
+        } else if quiet_since.get_or_insert_with(Instant::now).elapsed()
+            >= Duration::from_millis(300)
+        {
+            return true;
+        }
         std::thread::sleep(Duration::from_millis(10));
     }
-    !mentions()
+    false
 }
 
 /// How many executions `record` shows started.
