@@ -757,6 +757,15 @@ fn a_client_venue_call_is_streamed_and_its_outcome_applied_once(backend: Backend
         1,
         "{text}"
     );
+    // The refused outcome is logged as the stdio venue logs it, not applied.
+    let rejected: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"client_rejected\""))
+        .collect();
+    assert!(
+        rejected.first().is_some_and(|l| l.contains("n999")),
+        "{text}"
+    );
     let file = s.write("client.jsonl", text);
     let (code, out, err) = lt(&["log", "verify", file.to_str().expect("path")]);
     assert_eq!(code, 0, "{out}{err}");

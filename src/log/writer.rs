@@ -642,6 +642,22 @@ impl MemoryLog {
         Ok(&self.events[self.events.len() - 1])
     }
 
+    /// Seals one event without keeping it: numbers, stamps, chains and
+    /// hashes `body` as [`MemoryLog::append`] does, and returns the event
+    /// with its line (the file's text, without `\n`), encoded once. The
+    /// log goes on from it, but [`MemoryLog::events`] does not list it (a
+    /// database sink hands each event on as it is sealed).
+    pub fn seal(&mut self, body: EventBody) -> (Event, String) {
+        // Most lines fit: one allocation, handed on as the line itself.
+        let mut line = Vec::with_capacity(512);
+        let hash = self.chain.encode(&body, &mut line);
+        let event = self.chain.advance(body, hash);
+        // The encoder writes JSON of Rust strings and numbers: UTF-8.
+        let line = String::from_utf8(line)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        (event, line)
+    }
+
     /// The session id.
     pub fn session(&self) -> &str {
         &self.chain.session
@@ -787,6 +803,28 @@ mod tests {
             calls: 2,
             steps: 9,
         }
+    }
+
+    #[test]
+    fn sealed_events_are_the_appended_ones_with_their_own_line() {
+        let clock = || "2026-01-01T00:00:00.000Z".to_string();
+        let mut kept = MemoryLog::new(SESSION).unwrap().with_clock(clock);
+        let mut sealed = MemoryLog::new(SESSION).unwrap().with_clock(clock);
+        let bodies = || {
+            std::iter::once(started())
+                .chain(call(1))
+                .chain(call(2))
+                .chain([ended()])
+        };
+        for (a, b) in bodies().zip(bodies()) {
+            let want = kept.append(a).unwrap().to_line();
+            let (event, line) = sealed.seal(b);
+            assert_eq!(line, want);
+            assert_eq!(event.to_line(), want);
+        }
+        assert!(sealed.events().is_empty());
+        let report = verify::verify(&kept.to_jsonl());
+        assert!(report.ok && report.events == 10, "{:?}", report.problem);
     }
 
     /// Writes a log of `bodies` at `path` and returns its text.

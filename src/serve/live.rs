@@ -26,6 +26,10 @@ use std::io::Write;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+/// Refused outcomes of one session recorded in its log (`client_rejected`);
+/// past it a client repeating itself only reaches the server's stderr.
+const REJECTIONS_LOGGED: u32 = 64;
+
 /// A session running in this server.
 pub struct Live {
     /// Its id.
@@ -47,6 +51,8 @@ struct State {
     waiting_calls: HashSet<String>,
     /// Call ids an outcome was posted for.
     answered: HashSet<String>,
+    /// Refused outcomes handed to the client channel to be logged.
+    rejections_logged: u32,
     /// Approval requests: `None` while unanswered.
     approvals: HashMap<String, Option<ApprovalAnswer>>,
     calls: u64,
@@ -107,18 +113,39 @@ impl Live {
 
     /// A client-venue call's outcome (`line` is its `tool_result` JSON
     /// line): handed to the session's client channel, which validates and
-    /// logs it. Errors: the call is not waiting, or was already answered.
+    /// logs it. Errors: the call is not waiting, or was already answered
+    /// (then the line still goes to the channel, which records it as
+    /// `client_rejected`, as the stdio venue does, never applied).
     pub fn report(&self, call_id: &str, line: &str) -> Result<(), Refusal> {
         let mut st = self.state();
-        if st.answered.contains(call_id) {
-            return Err(Refusal::Repeated(format!(
+        let refusal = if st.answered.contains(call_id) {
+            Some(Refusal::Repeated(format!(
                 "call {call_id} already has an outcome; an outcome is applied once"
-            )));
-        }
-        if !st.waiting_calls.contains(call_id) {
-            return Err(Refusal::Unknown(format!(
+            )))
+        } else if !st.waiting_calls.contains(call_id) {
+            Some(Refusal::Unknown(format!(
                 "no client call {call_id} is waiting for an outcome in this session"
-            )));
+            )))
+        } else {
+            None
+        };
+        if let Some(refusal) = refusal {
+            // Logged as the stdio venue logs it: the client channel, which
+            // knows no such waiting call either, records `client_rejected`
+            // (the first REJECTIONS_LOGGED of a session; then stderr only).
+            if st.rejections_logged < REJECTIONS_LOGGED {
+                if let Some(pipe) = st.client.as_mut() {
+                    let written = pipe
+                        .write_all(line.as_bytes())
+                        .and_then(|_| pipe.write_all(b"\n"))
+                        .and_then(|_| pipe.flush());
+                    match written {
+                        Ok(()) => st.rejections_logged += 1,
+                        Err(_) => st.client = None,
+                    }
+                }
+            }
+            return Err(refusal);
         }
         let Some(pipe) = st.client.as_mut() else {
             return Err(Refusal::Gone(

@@ -7,18 +7,7 @@ use super::login::Who;
 /// `s` with `& < > " '` escaped: safe in element text and in a quoted
 /// attribute.
 pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    html_escape::encode_quoted_attribute(s).into_owned()
 }
 
 /// `s` percent-encoded for a path segment or a query value.
@@ -154,7 +143,7 @@ mod tests {
     fn escaping_leaves_no_markup() {
         assert_eq!(
             esc("<script>alert('x')</script>&\""),
-            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;"
+            "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;&amp;&quot;"
         );
     }
 

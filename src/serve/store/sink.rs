@@ -4,7 +4,7 @@
 //! returns once its transaction committed.
 //!
 //! ```text
-//! append(body) ─▶ MemoryLog::append (the library's seq, ts, prev, hash)
+//! append(body) ─▶ MemoryLog::seal (the library's seq, ts, prev, hash; the line)
 //!              ─▶ Request::Append ─▶ writer ─▶ Commit: wait for the answer
 //!                                             Buffer: go on (a failure is left
 //!                                             in `failed` for the next append)
@@ -34,9 +34,9 @@ pub(super) struct StoreSink {
     /// The session.
     session: String,
     requests: Sender<Request>,
-    /// Holds no event between appends: each is taken out once sealed.
+    /// Numbers, stamps, chains and hashes (holds no event: each is
+    /// handed on as it is sealed).
     log: MemoryLog,
-    clock: Option<fn() -> String>,
     /// The failure of a `Buffer` event, left by the writer.
     failed: Arc<Mutex<Option<String>>>,
     /// Set once an append failed: nothing more is written.
@@ -65,25 +65,10 @@ impl StoreSink {
             claim: Some(claim),
             requests,
             log,
-            clock,
             failed: Arc::new(Mutex::new(None)),
             broken: None,
             buffered: false,
         }
-    }
-
-    /// Numbers, stamps, chains and hashes `body` as the library does, and
-    /// takes the event out of the log (which goes on from it).
-    fn seal(&mut self, body: EventBody) -> io::Result<Event> {
-        self.log.append(body)?;
-        let mut next = MemoryLog::continuing(self.log.events())?;
-        if let Some(clock) = self.clock {
-            next = next.with_clock(clock);
-        }
-        std::mem::replace(&mut self.log, next)
-            .into_events()
-            .pop()
-            .ok_or_else(|| io::Error::other("the sealed event went missing"))
     }
 
     /// The earlier failure that stops this sink, if any.
@@ -119,8 +104,7 @@ impl EventSink for StoreSink {
             )));
         }
         let commit = commit_point(&body) == WriteAhead::Commit;
-        let event = self.seal(body)?;
-        let line = event.to_line();
+        let (event, line) = self.log.seal(body);
         let Event {
             seq,
             session,
