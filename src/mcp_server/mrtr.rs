@@ -25,7 +25,8 @@
 //! client's hang-up (stdin ended), refuses the approval and cancels the
 //! run: `approval_decided` deny and `session_ended` cancelled are logged,
 //! and nothing more runs. The decision is logged as any other approval's,
-//! `by: "elicitation"`.
+//! `by: "elicitation"`. At most [`MAX_PAUSED`] runs wait at once (each
+//! holds its session thread); a question past them is refused.
 
 use super::approval::{answer, bound, form, interpret, question_text};
 use super::program::Reply;
@@ -47,6 +48,10 @@ pub const INPUT_KEY: &str = "approval";
 
 /// The `_meta` key of the question's structured form (tool, argument, reason).
 pub const META_KEY: &str = "lt/approval";
+
+/// Most runs paused at once (each holds a session thread until its retry
+/// or its bound); a question past them is refused.
+pub const MAX_PAUSED: usize = 256;
 
 /// Why a question is asked at all.
 const REASON: &str = "the server's profile leaves approvals to a person (approvals = \"prompt\")";
@@ -190,15 +195,22 @@ impl PausedRuns {
     /// Keeps `paused` and returns the `InputRequiredResult` that asks its
     /// question. After the question's bound, or when `closed` turns true
     /// (the client hung up), a run still paused is refused and cancelled.
-    /// `Err`: no random state could be made; the run, given back, is not
-    /// paused (its question is the caller's to refuse).
+    /// `Err`: the run, given back unpaused, and why (its question is the
+    /// caller's to refuse): [`MAX_PAUSED`] runs already wait, or no random
+    /// state could be made.
     pub fn pause(
         &self,
         paused: Paused,
         mut closed: watch::Receiver<bool>,
-    ) -> Result<InputRequiredResult, Paused> {
+    ) -> Result<InputRequiredResult, (Paused, String)> {
+        if self.len() >= MAX_PAUSED {
+            return Err((
+                paused,
+                format!("{MAX_PAUSED} runs already wait for an approval's answer on this server"),
+            ));
+        }
         let Some(state) = new_state() else {
-            return Err(paused);
+            return Err((paused, "no random request state could be made".to_string()));
         };
         let requests = paused.question.input_requests();
         let (wait, timed_out) = (paused.question.wait, paused.question.timed_out.clone());

@@ -302,9 +302,8 @@ impl CodeMode {
                     };
                     match self.paused.pause(paused, self.closed.clone()) {
                         Ok(input) => return input.into(),
-                        Err(back) => {
-                            back.question
-                                .answer(answer(false, "no random request state could be made"));
+                        Err((back, why)) => {
+                            back.question.answer(answer(false, why));
                             steps = back.steps;
                         }
                     }
