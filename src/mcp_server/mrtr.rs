@@ -202,15 +202,18 @@ impl PausedRuns {
         &self,
         paused: Paused,
         mut closed: watch::Receiver<bool>,
-    ) -> Result<InputRequiredResult, (Paused, String)> {
+    ) -> Result<InputRequiredResult, Box<(Paused, String)>> {
         if self.len() >= MAX_PAUSED {
-            return Err((
+            return Err(Box::new((
                 paused,
                 format!("{MAX_PAUSED} runs already wait for an approval's answer on this server"),
-            ));
+            )));
         }
         let Some(state) = new_state() else {
-            return Err((paused, "no random request state could be made".to_string()));
+            return Err(Box::new((
+                paused,
+                "no random request state could be made".to_string(),
+            )));
         };
         let requests = paused.question.input_requests();
         let (wait, timed_out) = (paused.question.wait, paused.question.timed_out.clone());

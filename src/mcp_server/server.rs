@@ -13,7 +13,11 @@
 //! (its running tools killed). Bad arguments are tool errors (`isError`)
 //! that say what was expected; an unknown tool is a protocol error.
 //! A `run_program` whose client declared elicitation gets an approver that
-//! asks the person there ([`super::approval`]).
+//! asks the person there ([`super::approval`]); on the stateless
+//! 2026-07-28 revision the session thread's question comes back to the
+//! handler as a step, and the call answers with an `InputRequiredResult`
+//! whose retry continues the same session ([`super::mrtr`],
+//! `CodeMode::run_stateless`).
 
 use super::approval::{answer, approver, Asker};
 use super::catalog::Catalog;
@@ -302,7 +306,8 @@ impl CodeMode {
                     };
                     match self.paused.pause(paused, self.closed.clone()) {
                         Ok(input) => return input.into(),
-                        Err((back, why)) => {
+                        Err(back) => {
+                            let (back, why) = *back;
                             back.question.answer(answer(false, why));
                             steps = back.steps;
                         }
