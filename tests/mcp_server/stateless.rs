@@ -203,3 +203,18 @@ fn over_http_an_approval_is_the_same_round_trip() {
     let (decision, by, _) = decided(&dir, r);
     assert_eq!((decision.as_str(), by.as_str()), ("allow", "elicitation"));
 }
+
+#[test]
+fn the_sdks_default_client_probes_server_discover_and_gets_2026() {
+    // `mode = "auto"` (the SDK's default) asks `server/discover` first and
+    // falls back to the handshake only for a legacy server.
+    let dir = setup("modern-auto", "");
+    let out = client_output(
+        &dir,
+        &stdio(ARGS),
+        &[],
+        json!({"mode": "auto", "steps": [run("1 + 1")]}),
+    );
+    assert_eq!(out["steps"][0], json!({"protocol": MODERN}), "{out}");
+    assert_eq!(out["steps"][1]["structuredContent"]["value"], 2, "{out}");
+}
