@@ -15,8 +15,10 @@
 //!
 //! A client without the capability gets the profile's answer as before:
 //! the request is refused (by `mcp`), an `Err` the program handles.
-//! `approvals = "allow"`, `"deny"` and `"api"` are answered by the policy
-//! without asking (`"api"` is `lt serve`'s, which `lt mcp` is not).
+//! `approvals = "allow"` and `"deny"` are answered by the policy without
+//! asking; a profile with `"api"` (`lt serve`'s) is refused at start
+//! ([`super::catalog`]). On the stateless 2026-07-28 revision the question
+//! is the MRTR round trip instead ([`super::mrtr`]).
 //!
 //! A question waits for its answer until the run's deadline or
 //! `--approval-timeout-ms` ([`APPROVAL_WAIT_MS`], 5 minutes, by default),
@@ -109,7 +111,7 @@ pub fn question_text(tool: &str, argument: &Json) -> String {
 }
 
 /// The form: one required boolean, [`APPROVE_FIELD`].
-fn form() -> ElicitationSchema {
+pub(super) fn form() -> ElicitationSchema {
     ElicitationSchema::builder()
         .required_bool_with(APPROVE_FIELD, |b| {
             b.title("Approve")
@@ -118,7 +120,7 @@ fn form() -> ElicitationSchema {
         .build_unchecked()
 }
 
-fn answer(granted: bool, reason: impl Into<String>) -> ApprovalAnswer {
+pub(super) fn answer(granted: bool, reason: impl Into<String>) -> ApprovalAnswer {
     ApprovalAnswer {
         granted,
         by: BY_ELICITATION.to_string(),
@@ -126,9 +128,31 @@ fn answer(granted: bool, reason: impl Into<String>) -> ApprovalAnswer {
     }
 }
 
+/// How long a question waits: the run's deadline (`time_left`) or the
+/// approval bound `wait`, whichever comes first, and the reason of the
+/// refusal when no answer came by then.
+pub(super) fn bound(
+    time_left: Option<std::time::Duration>,
+    wait: std::time::Duration,
+) -> (std::time::Duration, String) {
+    match time_left {
+        Some(t) if t <= wait => (
+            t,
+            "no answer from the MCP client before the run's deadline".to_string(),
+        ),
+        _ => (
+            wait,
+            format!(
+                "no answer from the MCP client within {} ms (--approval-timeout-ms): refused",
+                wait.as_millis()
+            ),
+        ),
+    }
+}
+
 /// What the client's answer (or its absence) means; `timed_out` is the
 /// reason when no answer came in time.
-fn interpret(
+pub(super) fn interpret(
     result: Result<rmcp::model::ElicitResult, ServiceError>,
     timed_out: &str,
 ) -> ApprovalAnswer {
@@ -170,20 +194,7 @@ impl Approver for ElicitApprover {
         };
         let peer = self.asker.peer.clone();
         let cancel = self.cancel.clone();
-        // The run's deadline, or the approval bound if that comes first.
-        let (wait, timed_out) = match q.time_left {
-            Some(t) if t <= self.wait => (
-                t,
-                "no answer from the MCP client before the run's deadline".to_string(),
-            ),
-            _ => (
-                self.wait,
-                format!(
-                    "no answer from the MCP client within {} ms (--approval-timeout-ms): refused",
-                    self.wait.as_millis()
-                ),
-            ),
-        };
+        let (wait, timed_out) = bound(q.time_left, self.wait);
         let (send, receive) = std::sync::mpsc::channel();
         self.asker.runtime.spawn(async move {
             let a = tokio::select! {

@@ -184,6 +184,15 @@ impl Catalog {
             });
         }
         let profile = load_profile(opts, &String::from_utf8_lossy(&registry_bytes))?;
+        if profile.approvals == crate::control::profile::ApprovalMode::Api {
+            return Err(LoadError::new(
+                format!(
+                    "the profile `{}` has approvals = \"api\": answers posted to `lt serve`'s approval API, which `lt mcp` does not have (every approval would be refused)",
+                    profile.name
+                ),
+                Some("under `lt mcp` write approvals = \"prompt\" (asked of the person at the MCP client through elicitation, refused when the client cannot be asked), or \"allow\" or \"deny\" for a fixed answer"),
+            ));
+        }
         // Each session parses the profile again from its JSON: it must
         // come back whole (a policy lost would allow everything).
         if Profile::from_json(&profile.to_json()).is_err() {

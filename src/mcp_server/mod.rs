@@ -16,6 +16,8 @@
 //! - `guide.rs`: the generated description, the ranked search.
 //! - `approval.rs`: `approve tool …` asked of the person at the client
 //!   (MCP elicitation), when the profile leaves approvals to a person.
+//! - `mrtr.rs`: the same on the stateless 2026-07-28 revision, as the
+//!   MRTR input-required round trip (the run paused under a request state).
 //! - `server.rs`: the rmcp handler; `http.rs`, the same over streamable HTTP.
 //! - `stdio.rs`: stdin/stdout for rmcp: a Parse error for a line that is
 //!   not JSON, and the running programs cancelled as soon as stdin ends.
@@ -24,6 +26,7 @@ pub mod approval;
 pub mod catalog;
 pub mod guide;
 pub mod http;
+pub mod mrtr;
 pub mod program;
 pub mod server;
 pub mod stdio;

@@ -13,22 +13,29 @@
 //! (its running tools killed). Bad arguments are tool errors (`isError`)
 //! that say what was expected; an unknown tool is a protocol error.
 //! A `run_program` whose client declared elicitation gets an approver that
-//! asks the person there ([`super::approval`]).
+//! asks the person there ([`super::approval`]); on the stateless
+//! 2026-07-28 revision the session thread's question comes back to the
+//! handler as a step, and the call answers with an `InputRequiredResult`
+//! whose retry continues the same session ([`super::mrtr`],
+//! `CodeMode::run_stateless`).
 
-use super::approval::{approver, Asker};
+use super::approval::{answer, approver, Asker};
 use super::catalog::Catalog;
 use super::guide;
+use super::mrtr::{answer_of, MrtrApprover, Paused, PausedRuns, Step};
 use super::program::{check_program, run_program, Reply};
+use crate::control::approver::Approver;
 use crate::runtime::cancel::Cancel;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Value as Json};
 use std::sync::Arc;
+use tokio::sync::mpsc;
 
 /// The server: the catalog and the tool list made from it.
 #[derive(Clone)]
@@ -40,6 +47,8 @@ pub struct CodeMode {
     closed: tokio::sync::watch::Receiver<bool>,
     /// Session threads not yet done (their logs not yet written out).
     running: Arc<std::sync::atomic::AtomicUsize>,
+    /// Runs waiting for the retry that answers their approval (2026-07-28).
+    paused: PausedRuns,
 }
 
 fn object(v: Json) -> Arc<JsonObject> {
@@ -118,6 +127,7 @@ impl CodeMode {
             tools: Arc::new(tools),
             closed: tokio::sync::watch::channel(false).1,
             running: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            paused: PausedRuns::default(),
         }
     }
 
@@ -156,28 +166,45 @@ impl CodeMode {
         ended
     }
 
-    /// Runs `work` on a session thread; when `cancelled` completes first
-    /// (the client cancelled the request), the session is cancelled.
-    async fn on_session_thread(
+    /// Starts `work` on a session thread: the steps it sends (the
+    /// questions of its approver, then its reply) and its cancel.
+    fn start(
         &self,
-        cancelled: impl std::future::Future<Output = ()>,
-        work: impl FnOnce(&Catalog, Cancel) -> Reply + Send + 'static,
-    ) -> Reply {
+        work: impl FnOnce(&Catalog, Cancel, mpsc::UnboundedSender<Step>) -> Reply + Send + 'static,
+    ) -> Result<(mpsc::UnboundedReceiver<Step>, Cancel), Reply> {
         let catalog = Arc::clone(&self.catalog);
         let cancel = Cancel::new();
-        let (tx, rx) = tokio::sync::oneshot::channel();
+        let (tx, rx) = mpsc::unbounded_channel();
         let c = cancel.clone();
         let running = Arc::clone(&self.running);
         running.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let done = Arc::clone(&running);
         let spawned = crate::control::session::spawn("lt-mcp-session", move || {
-            let _ = tx.send(work(&catalog, c));
+            let reply = work(&catalog, c, tx.clone());
+            let _ = tx.send(Step::Done(reply));
             done.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
         });
         if let Err(e) = spawned {
             running.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-            return Reply::failure("start", format!("cannot start a session thread: {e}"));
+            return Err(Reply::failure(
+                "start",
+                format!("cannot start a session thread: {e}"),
+            ));
         }
+        Ok((rx, cancel))
+    }
+
+    /// The session's next step: a question of its approver, or its reply.
+    /// When `cancelled` completes first (the client cancelled the request)
+    /// or the transport closes, the session is cancelled, any question it
+    /// still asks refused, and its reply awaited.
+    async fn next_step(
+        &self,
+        steps: &mut mpsc::UnboundedReceiver<Step>,
+        cancel: &Cancel,
+        cancelled: impl std::future::Future<Output = ()>,
+    ) -> Step {
+        let ended = || Step::Done(Reply::failure("run", "the session ended without a reply"));
         let mut closed = self.closed.clone();
         let closed = async move {
             if closed.wait_for(|c| *c).await.is_err() {
@@ -185,21 +212,126 @@ impl CodeMode {
                 std::future::pending::<()>().await;
             }
         };
-        tokio::pin!(rx);
-        tokio::pin!(cancelled);
-        tokio::pin!(closed);
         tokio::select! {
-            r = &mut rx => return r.unwrap_or_else(|_| Reply::failure("run", "the session ended without a reply")),
-            _ = &mut cancelled => {
+            s = steps.recv() => return s.unwrap_or_else(ended),
+            _ = cancelled => {
                 cancel.cancel("the client cancelled the request");
             }
-            _ = &mut closed => {
+            _ = closed => {
                 cancel.cancel("the client closed the connection (stdin ended)");
             }
         }
-        rx.await
-            .unwrap_or_else(|_| Reply::failure("run", "the session ended without a reply"))
+        loop {
+            match steps.recv().await {
+                Some(Step::Ask(q)) => q.answer(answer(false, "the run was cancelled")),
+                Some(done) => return done,
+                None => return ended(),
+            }
+        }
     }
+
+    /// Runs `work` on a session thread and awaits its reply (see
+    /// [`CodeMode::next_step`]); its approver never asks through the steps.
+    async fn on_session_thread(
+        &self,
+        cancelled: impl std::future::Future<Output = ()>,
+        work: impl FnOnce(&Catalog, Cancel) -> Reply + Send + 'static,
+    ) -> Reply {
+        let (mut steps, cancel) = match self.start(move |catalog, cancel, _| work(catalog, cancel))
+        {
+            Ok(x) => x,
+            Err(r) => return r,
+        };
+        tokio::pin!(cancelled);
+        loop {
+            match self.next_step(&mut steps, &cancel, &mut cancelled).await {
+                Step::Done(reply) => return reply,
+                Step::Ask(q) => q.answer(answer(false, "no one to ask on this request")),
+            }
+        }
+    }
+
+    /// `run_program` on the 2026-07-28 revision ([`super::mrtr`]): a new
+    /// run, or the retry that answers a paused run's question. A question
+    /// becomes an `InputRequiredResult` when the request declared form
+    /// elicitation (`elicits`); otherwise the approval is refused.
+    async fn run_stateless(
+        &self,
+        request: &CallToolRequestParams,
+        elicits: bool,
+        cancelled: impl std::future::Future<Output = ()>,
+    ) -> CallToolResponse {
+        let (mut steps, cancel) = if let Some(state) = &request.request_state {
+            let Some(paused) = self.paused.take(state) else {
+                return result(Reply::failure(
+                    "input",
+                    "run_program: this requestState is unknown, expired (no answer within --approval-timeout-ms, the run refused and cancelled) or already answered; call run_program again without it",
+                ));
+            };
+            paused
+                .question
+                .answer(answer_of(request.input_responses.as_ref()));
+            (paused.steps, paused.cancel)
+        } else {
+            let program = match string_arg(&request.arguments, "program", "run_program") {
+                Ok(p) => p,
+                Err(r) => return result(r),
+            };
+            let started = self.start(move |catalog, cancel, steps| {
+                let approver: Box<dyn Approver> = if elicits {
+                    Box::new(MrtrApprover::new(
+                        steps,
+                        cancel.clone(),
+                        catalog.approval_wait,
+                    ))
+                } else {
+                    approver(None, cancel.clone(), catalog.approval_wait)
+                };
+                run_program(catalog, &program, approver, cancel)
+            });
+            match started {
+                Ok(x) => x,
+                Err(r) => return result(r),
+            }
+        };
+        tokio::pin!(cancelled);
+        loop {
+            match self.next_step(&mut steps, &cancel, &mut cancelled).await {
+                Step::Done(reply) => return result(reply),
+                Step::Ask(question) => {
+                    let paused = Paused {
+                        steps,
+                        cancel: cancel.clone(),
+                        question,
+                    };
+                    match self.paused.pause(paused, self.closed.clone()) {
+                        Ok(input) => return input.into(),
+                        Err(back) => {
+                            let (back, why) = *back;
+                            back.question.answer(answer(false, why));
+                            steps = back.steps;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether a request's client declared form elicitation (a declaration
+/// naming neither form nor URL means form).
+fn elicits_form(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .and_then(|c| c.elicitation)
+        .is_some_and(|e| e.form.is_some() || e.url.is_none())
+}
+
+/// Whether a request speaks the stateless 2026-07-28 revision (or later).
+fn stateless(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
 }
 
 /// A string argument, or a tool error saying what was expected.
@@ -328,6 +460,14 @@ impl ServerHandler for CodeMode {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = &request.arguments;
+        if request.name == "run_program" && (stateless(&context) || request.request_state.is_some())
+        {
+            let ct = context.ct.clone();
+            let elicits = elicits_form(&context);
+            return Ok(self
+                .run_stateless(&request, elicits, async move { ct.cancelled().await })
+                .await);
+        }
         let reply = match &*request.name {
             "run_program" | "check_program" => {
                 let run = request.name == "run_program";

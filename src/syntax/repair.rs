@@ -10,7 +10,11 @@
 //! * a missing `;` between two tool declarations;
 //! * a missing `:` between a tool's name and its type;
 //! * a missing `,` between two match arms;
-//! * OCaml's `match e with …` (reported; arms are written in braces).
+//! * OCaml's `match e with …` (reported; arms are written in braces);
+//! * a function head, `let [rec] f(x: Int): Int = …` or OCaml's
+//!   `let rec f x = …`: rewritten to lt's `let [rec] f = fn (x: Int) => …`
+//!   (reported here without `rec`; with it, the restriction pass reports
+//!   the `let rec`, E0302, with what to write instead).
 
 use super::token::{Spanned, Tok};
 use crate::diag::{Code, Diagnostic};
@@ -22,6 +26,117 @@ pub fn repair(toks: &mut Vec<Spanned>, diags: &mut Vec<Diagnostic>) {
     insert_missing_arm_commas(toks, diags);
     report_match_with(toks, diags);
     report_loops(toks, diags);
+    rewrite_function_heads(toks, diags);
+}
+
+/// The hint for a function head: lt's own way to write a function.
+pub const FUNCTION_HEAD_HINT: &str = "lt has no `let f(x) = …` function heads: write `let f = fn (x: Int) => … in …` (one parameter; for several, take a record `fn (p: {a: Int, b: Int}) => …` or nest `fn a => fn b => …`)";
+
+/// The parameters of a function head from `toks[i]` (just after the name)
+/// up to its `=`: `(x: T, y: U) [: R] =` or `x y [: R] =`. Returns each
+/// parameter's tokens and the index of the `=`; `None` when it is not one.
+fn function_head(toks: &[Spanned], i: usize) -> Option<(Vec<Vec<Spanned>>, usize)> {
+    let mut params: Vec<Vec<Spanned>> = Vec::new();
+    let mut j = i;
+    match toks.get(j).map(|t| &t.1) {
+        Some(Tok::LParen) => {
+            let mut depth = 0u32;
+            let mut current = Vec::new();
+            j += 1;
+            loop {
+                let t = toks.get(j)?;
+                match t.1 {
+                    Tok::LParen | Tok::LBrace | Tok::LBracket => depth += 1,
+                    Tok::RParen if depth == 0 => break,
+                    Tok::RParen | Tok::RBrace | Tok::RBracket => depth = depth.saturating_sub(1),
+                    Tok::Comma if depth == 0 => {
+                        params.push(std::mem::take(&mut current));
+                        j += 1;
+                        continue;
+                    }
+                    Tok::Eq | Tok::In | Tok::Let | Tok::Semi => return None,
+                    _ => {}
+                }
+                current.push(t.clone());
+                j += 1;
+            }
+            if !current.is_empty() {
+                params.push(current);
+            }
+            j += 1;
+        }
+        Some(Tok::Ident(_)) => {
+            while let Some(t @ (_, Tok::Ident(_), _)) = toks.get(j) {
+                params.push(vec![t.clone()]);
+                j += 1;
+            }
+        }
+        _ => return None,
+    }
+    // An optional result type, then `=`.
+    if matches!(toks.get(j).map(|t| &t.1), Some(Tok::Colon)) {
+        while !matches!(toks.get(j).map(|t| &t.1), Some(Tok::Eq)) {
+            match toks.get(j)?.1 {
+                Tok::In | Tok::Let | Tok::Semi | Tok::FatArrow => return None,
+                _ => j += 1,
+            }
+        }
+    }
+    matches!(toks.get(j).map(|t| &t.1), Some(Tok::Eq)).then_some((params, j))
+}
+
+/// `let [rec] f(x: T, …) [: R] = body` and `let [rec] f x … = body`
+/// become `let [rec] f = fn (x: T) => … => body`, so the rest of the
+/// program is parsed and checked as meant. Without `rec` the head is
+/// reported here (E0101); with it, the restriction pass reports the
+/// `let rec` (E0302).
+fn rewrite_function_heads(toks: &mut Vec<Spanned>, diags: &mut Vec<Diagnostic>) {
+    let mut i = 0;
+    while i < toks.len() {
+        if toks[i].1 != Tok::Let {
+            i += 1;
+            continue;
+        }
+        let rec = matches!(toks.get(i + 1).map(|t| &t.1), Some(Tok::Rec));
+        let name_at = i + 1 + usize::from(rec);
+        let Some((_, Tok::Ident(name), name_end)) = toks.get(name_at).cloned() else {
+            i += 1;
+            continue;
+        };
+        let Some((params, eq)) = function_head(toks, name_at + 1) else {
+            i += 1;
+            continue;
+        };
+        let (head_start, eq_end) = (toks[name_at + 1].0, toks[eq].2);
+        if !rec {
+            diags.push(
+                Diagnostic::error(
+                    Code::E0101,
+                    Span::new(head_start, toks[eq].0),
+                    format!("`let {name}(…) = …` is not how lt defines a function"),
+                )
+                .with_label("function parameters here")
+                .with_help(FUNCTION_HEAD_HINT),
+            );
+        }
+        let mut new: Vec<Spanned> = vec![(name_end, Tok::Eq, name_end)];
+        for p in params {
+            let at = p.first().map_or(name_end, |t| t.0);
+            new.push((at, Tok::Fn, at));
+            if p.len() > 1 {
+                new.push((at, Tok::LParen, at));
+                let end = p.last().map_or(at, |t| t.2);
+                new.extend(p);
+                new.push((end, Tok::RParen, end));
+            } else {
+                new.extend(p);
+            }
+            new.push((eq_end, Tok::FatArrow, eq_end));
+        }
+        let added = new.len();
+        toks.splice(name_at + 1..=eq, new);
+        i = name_at + added;
+    }
 }
 
 /// `while` and `for` are reported here, whatever shape the loop has (the

@@ -30,6 +30,10 @@ pub struct Validation {
 const ITERATE_HINT: &str =
     "iterate over a finite list instead: `fold` (accumulate), `map`/`filter` (pure), or `traverse` (tool calls, stops at the first Err)";
 
+/// What a `let rec` is written as instead: a fold over a finite list
+/// (every lt program terminates), and lt's syntax for a function.
+const LET_REC_HINT: &str = "lt has no recursion, so that every program terminates: iterate over a finite list instead, with `fold (fn acc => fn x => …) init xs` (accumulate), `map`/`filter` (pure) or `traverse` (tool calls, stops at the first Err); `range 0 n` is the list [0, …, n-1] for a count. A function that does not call itself is `let f = fn (x: Int) => … in …`";
+
 /// Runs the restriction pass over `program`.
 pub fn validate(program: &Program) -> Validation {
     let mut w = Walker {
@@ -97,7 +101,7 @@ impl Walker {
                                 "`let rec` is not allowed: lt programs cannot recurse",
                             )
                             .with_label("recursive binding")
-                            .with_help(ITERATE_HINT),
+                            .with_help(LET_REC_HINT),
                         );
                     }
                     // `let x = … x …` where x is bound outside refers to the outer x;

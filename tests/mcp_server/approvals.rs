@@ -221,3 +221,24 @@ fn without_a_deadline_an_unanswered_question_is_refused_at_the_approval_bound() 
     assert_eq!(calls_made(r), [], "{r}");
     assert!(!std::path::Path::new(&dir.path("journal.txt")).exists());
 }
+
+#[test]
+fn a_profile_with_api_approvals_is_refused_at_start_with_what_to_write() {
+    // `approvals = "api"` is `lt serve`'s: nobody could answer under `lt mcp`.
+    let dir = approvals_setup("api");
+    dir.write(
+        "desk.toml",
+        "[profile]\nname = \"desk\"\napprovals = \"api\"\n",
+    );
+    let mut argv = vec!["mcp"];
+    argv.extend(args());
+    let out = lt_in(&dir.0, &argv, &[]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("the profile `desk` has approvals = \"api\""),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("approvals = \"prompt\""), "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+}

@@ -3,7 +3,7 @@
 use super::*;
 
 /// `lt mcp --http 127.0.0.1:0 ARGS` started in `dir`: the child and its URL.
-fn http_server(
+pub(super) fn http_server(
     dir: &TempDir,
     args: &[&str],
     envs: &[(&str, &str)],

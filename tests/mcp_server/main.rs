@@ -13,6 +13,7 @@
 //! - `failures`: what a stopped run reports (a limit, a denial, a cancel).
 //! - `downstream`: MCP servers downstream (one killed mid-call; `mcp-server-git`).
 //! - `http`: the same over streamable HTTP.
+//! - `stateless`: the 2026-07-28 revision (no handshake; approvals as MRTR).
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -22,6 +23,7 @@ mod basics;
 mod downstream;
 mod failures;
 mod http;
+mod stateless;
 mod stdio;
 
 use serde_json::{json, Value as Json};
