@@ -10,21 +10,26 @@
 //!        .profile(Given).log(Sink(Narrated(store sink))).client(Channel)
 //!        .approver(ApiApprover).cancel(live).run(&ir)
 //!     ─▶ store.set_status(final, output) ─▶ `finished` broadcast
-//! resume_unfinished() ─▶ for each unfinished record: store.reopen ─▶
+//! start_resuming() ─▶ no leases (SQLite): resume_unfinished() now
+//!                  └▶ leases (PostgreSQL): store.lease(hooks); its thread
+//!                     claims runnable sessions ─▶ resume_one each
+//! resume_one(record) ─▶ store.reopen ─▶
 //!     Session::resume (the engine's resume rules) | start afresh (no events)
 //!     (a task session: task.rs, marked failed, never run again)
+//! lease lost / a write fenced ─▶ the session is let go here (not finished,
+//!     not retried): another worker resumes it from the log
 //! ```
 //!
 //! Invariant: a session is run by one thread of one server; a session the
 //! server abandons at shutdown keeps status `running` and is resumed at
-//! the next start.
+//! the next start (or, with leases, at once by another worker).
 
 use super::check;
 use super::config::Tenant;
 use super::follow::Followers;
 use super::live::{ApiApprover, Live, Narrated};
 use super::metrics::Metrics;
-use super::store::{Created, NewSession, ServerStore, SessionStatus};
+use super::store::{Created, Delivery, LeaseHooks, NewSession, ServerStore, SessionStatus};
 use super::threads::SessionThreads;
 use crate::control::client::ClientChannel;
 use crate::control::report::{Stage, StartErrorKind, StartFailure};
@@ -451,9 +456,15 @@ impl Hub {
                 )),
             },
         };
+        if !self.store.holds(&id) {
+            drop(result);
+            return self.let_go(&id, "the database refused this worker's write, or its lease was taken over by another worker");
+        }
         let (status, output) = match &result {
             Ok(r) if r.abandoned => {
-                // Shutdown: the record stays unfinished, resumed next start.
+                // Shutdown: the record stays unfinished, resumed next start
+                // (with leases: by another worker, at once).
+                self.store.let_go(&id, true);
                 self.unregister(&id);
                 self.followers.ended(&id, None);
                 return;
@@ -486,6 +497,7 @@ impl Hub {
     /// Records the end of session `id` and forgets it.
     pub(super) fn finish(&self, id: &str, status: SessionStatus, output: &Json, calls: u64) {
         let recorded = self.store.set_status(id, status, Some(output), calls);
+        self.store.let_go(id, false);
         self.metrics
             .finished
             .with_label_values(&[status.as_str()])
@@ -496,6 +508,129 @@ impl Hub {
             .ok()
             .map(|()| Arc::from(output.to_string().as_str()));
         self.followers.ended(id, end);
+    }
+
+    /// Stops running session `id` here without recording its end: it is
+    /// another worker's now (`why`). Logged once; never retried.
+    fn let_go(&self, id: &str, why: &str) {
+        eprintln!("lt serve: session {id}: let go: {why}; another worker resumes it from its log");
+        self.store.let_go(id, false);
+        self.unregister(id);
+        self.followers.ended(id, None);
+    }
+
+    /// Starts resuming sessions: with leases (a shared store), this worker
+    /// claims runnable sessions from now on (none at once: returns 0);
+    /// without, every unfinished session is resumed now (how many).
+    pub fn start_resuming(self: &Arc<Self>) -> Result<usize, StoreError> {
+        let hub = Arc::downgrade(self);
+        let (room, claimed, lost, delivered, committed) =
+            (hub.clone(), hub.clone(), hub.clone(), hub.clone(), hub);
+        let hooks = LeaseHooks {
+            room: Box::new(move || {
+                room.upgrade().map_or(0, |h| match h.accepting() {
+                    true => h.max_sessions.saturating_sub(h.live_map().len()),
+                    false => 0,
+                })
+            }),
+            claimed: Box::new(move |records| {
+                let Some(h) = claimed.upgrade() else { return };
+                for rec in records {
+                    let id = rec.id.clone();
+                    let hub = Arc::clone(&h);
+                    if let Err(e) = h.spawn(move || hub.resume_one(rec)) {
+                        eprintln!("lt serve: session {id}: cannot start its thread: {e}");
+                        h.store.let_go(&id, true);
+                    }
+                }
+            }),
+            lost: Box::new(move |id, why| {
+                if let Some(h) = lost.upgrade() {
+                    h.lost(id, why);
+                }
+            }),
+            delivered: Box::new(move |d| {
+                if let Some(h) = delivered.upgrade() {
+                    h.delivered(d);
+                }
+            }),
+            committed: Box::new(move |id| {
+                if let Some(h) = committed.upgrade() {
+                    h.bump(Some(id));
+                }
+            }),
+        };
+        if self.store.lease(hooks) {
+            return Ok(0);
+        }
+        self.resume_unfinished()
+    }
+
+    /// Session `id`'s lease was taken over: a session waiting on the API
+    /// (which appends nothing until answered) is abandoned now; a running
+    /// one is stopped by the database at its next write.
+    fn lost(&self, id: &str, why: &str) {
+        eprintln!("lt serve: session {id}: {why}; this worker stops running it");
+        let live = self.live_map().get(id).cloned();
+        if let Some(l) = live {
+            if matches!(
+                l.status(),
+                SessionStatus::WaitingClient | SessionStatus::WaitingApproval
+            ) {
+                l.cancel.abandon("the session's lease was taken over by another worker");
+            }
+        }
+    }
+
+    /// A client outcome, approval or cancel posted to another worker for a
+    /// session that runs here.
+    fn delivered(&self, d: Delivery) {
+        let Some(live) = self.live_map().get(&d.session).cloned() else {
+            eprintln!(
+                "lt serve: session {}: a forwarded {} arrived, and the session no longer runs here",
+                d.session, d.kind
+            );
+            return;
+        };
+        let text = |k: &str| d.body.get(k).and_then(Json::as_str).unwrap_or("").to_string();
+        let refused = match d.kind.as_str() {
+            "cancel" => {
+                live.cancel.cancel("cancelled through the API");
+                None
+            }
+            "outcome" => live.report(&text("call_id"), &text("line")).err(),
+            "approval" => live
+                .answer(
+                    &text("approval_id"),
+                    crate::control::approver::ApprovalAnswer {
+                        granted: d.body.get("granted").and_then(Json::as_bool) == Some(true),
+                        by: "api".into(),
+                        reason: text("reason"),
+                    },
+                )
+                .err(),
+            other => {
+                eprintln!("lt serve: session {}: unknown forwarded kind {other}", d.session);
+                None
+            }
+        };
+        if let Some(r) = refused {
+            let msg = match r {
+                super::live::Refusal::Unknown(m)
+                | super::live::Refusal::Repeated(m)
+                | super::live::Refusal::Gone(m) => m,
+            };
+            eprintln!(
+                "lt serve: session {}: forwarded {} refused: {msg}",
+                d.session, d.kind
+            );
+        }
+    }
+
+    /// Posts `kind`/`body` for session `id`, which runs on another worker.
+    /// `Ok(false)`: the store cannot (one server).
+    pub fn forward(&self, id: &str, kind: &str, body: &Json) -> Result<bool, StoreError> {
+        self.store.deliver(id, kind, body)
     }
 
     /// Session `id`'s final output (JSON text) if it ended here lately
@@ -579,6 +714,10 @@ impl Hub {
                 };
                 let live = self.register(&rec.id, &rec.tenant);
                 self.run(tenant, live, &file, &ir, profile, None);
+            }
+            Err(StoreError::Conflict(why)) => {
+                // Still written by a thread here that lost it earlier.
+                self.let_go(&rec.id, &format!("its log cannot be taken up yet ({why})"));
             }
             Err(StoreError::Reopen(ReopenError::Ended)) => {
                 // The log ended; the record did not say so yet.
