@@ -218,7 +218,10 @@ fn a_paused_worker_past_its_lease_is_fenced_by_the_database_and_lets_the_session
     signal(&a, "STOP");
     let mut c = db(&store);
     // Past A's lease, another worker claims the session (as a claim does:
-    // the next epoch, under FOR UPDATE), and holds it while A goes on.
+    // the next epoch, under FOR UPDATE), and holds it while A goes on: a
+    // live worker, its connection named as a worker's lease connection.
+    c.batch_execute("SET application_name = 'lt-worker-split-brain-test'")
+        .expect("name");
     let until = Instant::now() + Duration::from_secs(20);
     let taken: Option<i64> = loop {
         let row = c

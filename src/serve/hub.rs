@@ -497,6 +497,13 @@ impl Hub {
     /// Records the end of session `id` and forgets it.
     pub(super) fn finish(&self, id: &str, status: SessionStatus, output: &Json, calls: u64) {
         let recorded = self.store.set_status(id, status, Some(output), calls);
+        if let Err(StoreError::Conflict(why)) = &recorded {
+            if !self.store.holds(id) {
+                // Its last events and its end were refused: another
+                // worker's lease (a fenced write).
+                return self.let_go(id, why);
+            }
+        }
         self.store.let_go(id, false);
         self.metrics
             .finished

@@ -189,24 +189,25 @@ impl Leases {
         }
         let (ids, epochs): (Vec<&str>, Vec<i64>) =
             held.iter().map(|(s, e)| (s.as_str(), *e)).unzip();
-        let renewed: Vec<String> = c
+        // Renewed where this worker still holds the epoch; the rest whose
+        // row exists moved on (a row not committed yet, a new session's,
+        // is neither).
+        let moved: Vec<String> = c
             .query(
-                "UPDATE leases l SET expires = clock_timestamp() + $2::bigint * interval '1 millisecond' \
-                 FROM unnest($3::text[], $4::bigint[]) AS h(s, e) \
-                 WHERE l.session = h.s AND l.epoch = h.e AND l.owner = $1 \
-                 RETURNING l.session",
+                "WITH h AS (SELECT * FROM unnest($3::text[], $4::bigint[]) AS h(s, e)), \
+                 r AS (UPDATE leases l \
+                       SET expires = clock_timestamp() + $2::bigint * interval '1 millisecond' \
+                       FROM h WHERE l.session = h.s AND l.epoch = h.e AND l.owner = $1 \
+                       RETURNING l.session) \
+                 SELECT l.session FROM leases l JOIN h ON l.session = h.s \
+                 WHERE l.session NOT IN (SELECT session FROM r)",
                 &[&self.worker.id, &self.worker.lease_ms, &ids, &epochs],
             )?
             .iter()
             .map(|r| r.get(0))
             .collect();
-        if renewed.len() == held.len() {
-            return Ok(());
-        }
-        for (id, epoch) in held {
-            if renewed.contains(&id) {
-                continue;
-            }
+        for id in moved {
+            let Some(&epoch) = held.get(&id) else { continue };
             // Let go or claimed again meanwhile: not this lease.
             if !self.shared.lose(&id, epoch) {
                 continue;

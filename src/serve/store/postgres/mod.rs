@@ -45,7 +45,6 @@ use super::{
 };
 use crate::log::{EventSink, EventStore, Loaded, ReopenedLog, StoreError};
 use postgres::types::ToSql;
-use postgres::Client;
 use readers::Readers;
 use serde_json::Value as Json;
 use std::io;
