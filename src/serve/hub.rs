@@ -527,8 +527,9 @@ impl Hub {
     }
 
     /// Starts resuming sessions: with leases (a shared store), this worker
-    /// claims runnable sessions from now on (none at once: returns 0);
-    /// without, every unfinished session is resumed now (how many).
+    /// claims runnable sessions from now on (returns how many its first
+    /// round took); without, every unfinished session is resumed now (how
+    /// many).
     pub fn start_resuming(self: &Arc<Self>) -> Result<usize, StoreError> {
         let hub = Arc::downgrade(self);
         let (room, claimed, lost, delivered, committed) =
@@ -567,8 +568,8 @@ impl Hub {
                 }
             }),
         };
-        if self.store.lease(hooks) {
-            return Ok(0);
+        if let Some(claimed) = self.store.lease(hooks) {
+            return Ok(claimed);
         }
         self.resume_unfinished()
     }

@@ -311,10 +311,11 @@ pub trait ServerStore: EventStore {
     fn describe(&self) -> Json;
 
     /// Starts taking part in leases with `hooks` (many workers on one
-    /// database). `false`: this store has no leases; the server is alone
+    /// database): `Some(n)`, the sessions claimed by the first round
+    /// (waited for). `None`: this store has no leases; the server is alone
     /// on it and resumes every unfinished session itself.
-    fn lease(&self, _hooks: LeaseHooks) -> bool {
-        false
+    fn lease(&self, _hooks: LeaseHooks) -> Option<usize> {
+        None
     }
 
     /// Whether this worker still holds session `id` (always, without

@@ -33,7 +33,7 @@ use crate::serve::store::queue::Shared;
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::Client;
 use std::collections::HashMap;
-use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -54,6 +54,8 @@ pub(super) struct Leases {
     pub shared: Arc<Shared>,
     pub hooks: LeaseHooks,
     pub let_go: Receiver<LetGo>,
+    /// Told how many sessions the first round claimed (then `None`).
+    pub first: Option<SyncSender<usize>>,
 }
 
 /// The final statuses, as SQL.
@@ -83,13 +85,23 @@ impl Leases {
                 };
             }
             let Some(c) = client.as_mut() else {
+                if let Some(first) = self.first.take() {
+                    let _ = first.send(0);
+                }
                 if self.stopped() {
                     return;
                 }
                 std::thread::sleep(self.renew);
                 continue;
             };
-            match self.round(c) {
+            let round = self.round(c);
+            if let Some(first) = self.first.take() {
+                let _ = first.send(match &round {
+                    Ok(Some(n)) => *n,
+                    _ => 0,
+                });
+            }
+            match round.map(|claimed| claimed.is_some()) {
                 Ok(true) => {
                     if complained {
                         eprintln!("lt serve: worker {}: the store answers again", self.worker.id);
@@ -148,9 +160,9 @@ impl Leases {
         matches!(self.let_go.try_recv(), Err(TryRecvError::Disconnected))
     }
 
-    /// One round: let go, renew, claim, read the mailbox. `Ok(false)`: the
-    /// store was dropped.
-    fn round(&mut self, c: &mut Client) -> Result<bool, postgres::Error> {
+    /// One round: let go, renew, claim, read the mailbox: how many
+    /// sessions it claimed. `Ok(None)`: the store was dropped.
+    fn round(&mut self, c: &mut Client) -> Result<Option<usize>, postgres::Error> {
         let mut abandoned = Vec::new();
         loop {
             match self.let_go.try_recv() {
@@ -165,7 +177,7 @@ impl Leases {
                     }
                 }
                 Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => return Ok(false),
+                Err(TryRecvError::Disconnected) => return Ok(None),
             }
         }
         for (id, epoch) in &abandoned {
@@ -176,9 +188,9 @@ impl Leases {
             )?;
         }
         self.renew_held(c)?;
-        self.claim(c)?;
+        let claimed = self.claim(c)?;
         self.read_mailbox(c)?;
-        Ok(true)
+        Ok(Some(claimed))
     }
 
     /// Renews every held lease; a session whose lease moved on is lost.
@@ -218,11 +230,11 @@ impl Leases {
         Ok(())
     }
 
-    /// Claims runnable sessions, as many as the hub has room for.
-    fn claim(&mut self, c: &mut Client) -> Result<(), postgres::Error> {
+    /// Claims runnable sessions, as many as the hub has room for: how many.
+    fn claim(&mut self, c: &mut Client) -> Result<usize, postgres::Error> {
         let room = (self.hooks.room)();
         if room == 0 {
-            return Ok(());
+            return Ok(0);
         }
         let limit = i64::try_from(room.min(64)).unwrap_or(64);
         let sql = format!(
@@ -244,7 +256,7 @@ impl Leases {
             .map(|r| (r.get(0), r.get(1)))
             .collect();
         if claimed.is_empty() {
-            return Ok(());
+            return Ok(0);
         }
         let ids: Vec<&str> = claimed.iter().map(|(s, _)| s.as_str()).collect();
         {
@@ -261,7 +273,7 @@ impl Leases {
         )?;
         let records = rows.iter().filter_map(|r| record_of(r).ok()).collect();
         (self.hooks.claimed)(records);
-        Ok(())
+        Ok(claimed.len())
     }
 
     /// Takes the deliveries for held sessions (and drops those of ended

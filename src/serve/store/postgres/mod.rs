@@ -438,12 +438,13 @@ impl ServerStore for PostgresStore {
         })
     }
 
-    fn lease(&self, hooks: LeaseHooks) -> bool {
+    fn lease(&self, hooks: LeaseHooks) -> Option<usize> {
         let mut queue = self.let_go.lock().unwrap_or_else(PoisonError::into_inner);
         if queue.is_some() {
-            return true;
+            return Some(0);
         }
         let (tx, rx) = mpsc::channel();
+        let (first_tx, first) = mpsc::sync_channel(1);
         let thread = leases::Leases {
             target: self.target.clone(),
             worker: self.worker.clone(),
@@ -451,15 +452,18 @@ impl ServerStore for PostgresStore {
             shared: Arc::clone(&self.shared),
             hooks,
             let_go: rx,
+            first: Some(first_tx),
         };
         let started = std::thread::Builder::new()
             .name("lt-pg-leases".into())
             .spawn(move || thread.run());
         if started.is_err() {
-            return false;
+            return None;
         }
         *queue = Some(tx);
-        true
+        // The first round's claims (a store that does not answer: later).
+        let wait = self.options.lease.max(std::time::Duration::from_secs(5));
+        Some(first.recv_timeout(wait).unwrap_or(0))
     }
 
     fn holds(&self, id: &str) -> bool {
