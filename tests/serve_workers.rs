@@ -298,7 +298,7 @@ fn three_workers_one_killed_every_few_seconds_end_every_session_and_refund_once(
     }
     // 40 sessions (the issue's 200 scaled to 2 cores and about a minute).
     const N: usize = 40;
-    let (s, config, store) = setup("failover", 1500, 300, "0.5", N);
+    let (s, config, store) = setup("failover", 4000, 500, "0.5", N);
     let mut workers: Vec<Server> = (0..3).map(|_| Server::start(&config, &store)).collect();
     let started = Instant::now();
     let mut ids = Vec::new();
@@ -317,10 +317,12 @@ fn three_workers_one_killed_every_few_seconds_end_every_session_and_refund_once(
     };
     // One worker SIGKILLed every 2.5 s and started again, while sessions run.
     let mut kills = 0;
+    let mut logs = String::new();
     while open(&mut c) > 0 && kills < 6 {
         std::thread::sleep(Duration::from_millis(2500));
         let k = kills % 3;
         workers[k].kill9();
+        logs.push_str(&workers[k].stderr_text());
         workers[k] = workers[k].restart();
         kills += 1;
     }
@@ -335,6 +337,10 @@ fn three_workers_one_killed_every_few_seconds_end_every_session_and_refund_once(
         std::thread::sleep(Duration::from_millis(200));
     }
     let took = started.elapsed();
+    for w in &workers {
+        logs.push_str(&w.stderr_text());
+    }
+    let (let_go, lost) = (logs.matches(": let go:").count(), logs.matches("was taken over").count());
     let refund_calls = calls(&s, "issue_refund");
     let reply_calls = calls(&s, "send_reply");
     let rows = refunds(&s);
@@ -367,7 +373,8 @@ fn three_workers_one_killed_every_few_seconds_end_every_session_and_refund_once(
     }
     eprintln!(
         "failover: {N} sessions, 3 workers, {kills} SIGKILLs, {resumed} sessions resumed by a worker, \
-         {unknown} with an outcome unknown, {} refunds, all ended in {:.1} s",
+         {unknown} with an outcome unknown, {} refunds, all ended in {:.1} s; \
+         {lost} leases lost and {let_go} sessions let go by live workers",
         rows.values().sum::<usize>(),
         took.as_secs_f64()
     );

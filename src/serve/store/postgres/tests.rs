@@ -1,7 +1,7 @@
 //! Tests of the PostgreSQL store against a real server
 //! (`LT_TEST_POSTGRES_URL`; each test on a database of its own): the
-//! log's round trip, the chain the database enforces, one server per
-//! database, migrations, the sessions table, errors without the password.
+//! log's round trip, the chain the database enforces, fencing by the
+//! lease's epoch, migrations, the sessions table, errors without the password.
 //! Unset, each test prints that it is skipped (and fails under CI=true).
 
 use super::super::{Created, ListQuery, NewSession, ServerStore, SessionStatus};
