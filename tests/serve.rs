@@ -249,10 +249,17 @@ fn a_tenant_cannot_see_or_touch_another_tenants_session(backend: Backend) {
     let (status, v) = server.call("GET", "/healthz", None, None);
     assert_eq!((status, v["ok"].clone()), (200, json!(true)));
     // It names the store, never with a password.
-    let kind = if backend == Backend::Postgres { "postgres" } else { "sqlite" };
+    let kind = if backend == Backend::Postgres {
+        "postgres"
+    } else {
+        "sqlite"
+    };
     assert_eq!(v["store"]["kind"], json!(kind), "{v}");
     assert_eq!(v["store"]["reachable"], json!(true), "{v}");
-    assert!(v["store"]["name"].as_str().is_some_and(|n| !n.is_empty()), "{v}");
+    assert!(
+        v["store"]["name"].as_str().is_some_and(|n| !n.is_empty()),
+        "{v}"
+    );
 }
 
 fn an_idempotency_key_returns_the_same_session_and_runs_it_once(backend: Backend) {

@@ -304,7 +304,10 @@ fn three_workers_one_killed_every_few_seconds_end_every_session_and_refund_once(
     let mut ids = Vec::new();
     for i in 0..N {
         let w = &workers[i % 3];
-        ids.push((w.submit(ACME, &program(&format!("cust_w{i}")), "support"), i));
+        ids.push((
+            w.submit(ACME, &program(&format!("cust_w{i}")), "support"),
+            i,
+        ));
     }
     let mut c = db(&store);
     let open = |c: &mut postgres::Client| -> i64 {
@@ -340,7 +343,10 @@ fn three_workers_one_killed_every_few_seconds_end_every_session_and_refund_once(
     for w in &workers {
         logs.push_str(&w.stderr_text());
     }
-    let (let_go, lost) = (logs.matches(": let go:").count(), logs.matches("was taken over").count());
+    let (let_go, lost) = (
+        logs.matches(": let go:").count(),
+        logs.matches("was taken over").count(),
+    );
     let refund_calls = calls(&s, "issue_refund");
     let reply_calls = calls(&s, "send_reply");
     let rows = refunds(&s);
@@ -402,7 +408,12 @@ fn a_stream_and_a_cancel_on_another_worker_reach_the_session() {
     }
     assert!(t0.elapsed() < Duration::from_secs(15));
     // A cancel posted to B stops the call running on A.
-    let (status, v) = b.call("POST", &format!("/v1/sessions/{id}/cancel"), Some(ACME), None);
+    let (status, v) = b.call(
+        "POST",
+        &format!("/v1/sessions/{id}/cancel"),
+        Some(ACME),
+        None,
+    );
     assert_eq!(status, 202, "{v}");
     assert_eq!(v["forwarded"], json!(true), "{v}");
     let t1 = Instant::now();

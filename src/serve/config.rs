@@ -205,10 +205,7 @@ impl ServeConfig {
 
 /// `[server]`'s lease and pool settings, checked: a lease of at least
 /// 100 ms, renewed at least twice per lease, a pool of 1 to 64.
-fn store_options(
-    shown: &str,
-    raw: &RawServer,
-) -> Result<super::store::StoreOptions, ConfigError> {
+fn store_options(shown: &str, raw: &RawServer) -> Result<super::store::StoreOptions, ConfigError> {
     let defaults = super::store::StoreOptions::default();
     let lease = raw.lease_ms.map_or(defaults.lease, Duration::from_millis);
     let renew = match (raw.lease_renew_ms, raw.lease_ms) {

@@ -585,7 +585,8 @@ impl Hub {
                 l.status(),
                 SessionStatus::WaitingClient | SessionStatus::WaitingApproval
             ) {
-                l.cancel.abandon("the session's lease was taken over by another worker");
+                l.cancel
+                    .abandon("the session's lease was taken over by another worker");
             }
         }
     }
@@ -600,7 +601,13 @@ impl Hub {
             );
             return;
         };
-        let text = |k: &str| d.body.get(k).and_then(Json::as_str).unwrap_or("").to_string();
+        let text = |k: &str| {
+            d.body
+                .get(k)
+                .and_then(Json::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
         let refused = match d.kind.as_str() {
             "cancel" => {
                 live.cancel.cancel("cancelled through the API");
@@ -618,7 +625,10 @@ impl Hub {
                 )
                 .err(),
             other => {
-                eprintln!("lt serve: session {}: unknown forwarded kind {other}", d.session);
+                eprintln!(
+                    "lt serve: session {}: unknown forwarded kind {other}",
+                    d.session
+                );
                 None
             }
         };

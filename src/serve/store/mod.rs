@@ -229,6 +229,9 @@ pub struct Delivery {
     pub body: Json,
 }
 
+/// Told that a session this worker held was taken over: its id and why.
+pub type LostHook = Box<dyn Fn(&str, &str) + Send>;
+
 /// What a store with leases tells the hub (called on the store's lease
 /// thread: each must return quickly).
 pub struct LeaseHooks {
@@ -237,7 +240,7 @@ pub struct LeaseHooks {
     /// Sessions this worker claimed: resume them from their logs.
     pub claimed: Box<dyn Fn(Vec<SessionRecord>) + Send>,
     /// A session this worker held was taken over (id, why).
-    pub lost: Box<dyn Fn(&str, &str) + Send>,
+    pub lost: LostHook,
     /// A delivery for a session this worker holds.
     pub delivered: Box<dyn Fn(Delivery) + Send>,
     /// Another worker committed events of this session.

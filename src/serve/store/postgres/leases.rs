@@ -104,7 +104,10 @@ impl Leases {
             match round.map(|claimed| claimed.is_some()) {
                 Ok(true) => {
                     if complained {
-                        eprintln!("lt serve: worker {}: the store answers again", self.worker.id);
+                        eprintln!(
+                            "lt serve: worker {}: the store answers again",
+                            self.worker.id
+                        );
                         complained = false;
                     }
                 }
@@ -219,7 +222,9 @@ impl Leases {
             .map(|r| r.get(0))
             .collect();
         for id in moved {
-            let Some(&epoch) = held.get(&id) else { continue };
+            let Some(&epoch) = held.get(&id) else {
+                continue;
+            };
             // Let go or claimed again meanwhile: not this lease.
             if !self.shared.lose(&id, epoch) {
                 continue;
@@ -268,7 +273,9 @@ impl Leases {
             }
         }
         let rows = c.query(
-            &format!("SELECT {RECORD_COLUMNS} FROM sessions WHERE id = ANY($1) ORDER BY created_ms, id"),
+            &format!(
+                "SELECT {RECORD_COLUMNS} FROM sessions WHERE id = ANY($1) ORDER BY created_ms, id"
+            ),
             &[&ids],
         )?;
         let records = rows.iter().filter_map(|r| record_of(r).ok()).collect();

@@ -480,15 +480,16 @@ impl ServerStore for PostgresStore {
 
     fn deliver(&self, id: &str, kind: &str, body: &Json) -> Result<bool, StoreError> {
         let (id, kind, body) = (id.to_string(), kind.to_string(), body.to_string());
-        self.readers.read("cannot post to another worker", move |c| {
-            let mut tx = c.transaction()?;
-            tx.execute(
-                "INSERT INTO mailbox (session, kind, body) VALUES ($1, $2, $3)",
-                &[&id, &kind, &body],
-            )?;
-            tx.execute("SELECT pg_notify('lt_mailbox', $1)", &[&id])?;
-            tx.commit()
-        })?;
+        self.readers
+            .read("cannot post to another worker", move |c| {
+                let mut tx = c.transaction()?;
+                tx.execute(
+                    "INSERT INTO mailbox (session, kind, body) VALUES ($1, $2, $3)",
+                    &[&id, &kind, &body],
+                )?;
+                tx.execute("SELECT pg_notify('lt_mailbox', $1)", &[&id])?;
+                tx.commit()
+            })?;
         Ok(true)
     }
 }

@@ -40,7 +40,8 @@ pub const FENCED: &str = "LT002";
 const MIGRATION_LOCK: i64 = 0x6c74_0001;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 2] = [r#"
+const MIGRATIONS: [&str; 2] = [
+    r#"
 CREATE TABLE sessions (
     id              text PRIMARY KEY,
     tenant          text NOT NULL,
@@ -83,7 +84,8 @@ END
 $$;
 CREATE TRIGGER lt_events_chain BEFORE INSERT ON events
     FOR EACH ROW EXECUTE FUNCTION lt_events_chain();
-"#, r#"
+"#,
+    r#"
 CREATE TABLE leases (
     session text PRIMARY KEY,
     owner   text,
@@ -126,7 +128,8 @@ BEGIN
     RETURN NEW;
 END
 $$;
-"#];
+"#,
+];
 
 /// Brings the schema of `client`'s database (its current schema) to
 /// [`SCHEMA_VERSION`]; the version found before. Errors: newer, another

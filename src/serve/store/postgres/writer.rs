@@ -215,7 +215,9 @@ fn append(
                ELSE EXISTS (SELECT 1 FROM events e \
                             WHERE e.session = $1 AND e.seq = $2 - 1 AND e.hash = $4) END \
          ON CONFLICT (session, seq) DO NOTHING",
-        &[&a.session, &seq, &a.hash, &a.prev, &a.line, &ZERO_HASH, &a.epoch],
+        &[
+            &a.session, &seq, &a.hash, &a.prev, &a.line, &ZERO_HASH, &a.epoch,
+        ],
     );
     match inserted {
         Ok(n) => {
