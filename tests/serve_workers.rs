@@ -436,3 +436,100 @@ fn a_stream_and_a_cancel_on_another_worker_reach_the_session() {
     assert_eq!(h["store"]["reachable"], true, "{h}");
     let _ = Path::new(&store);
 }
+
+#[test]
+fn an_approval_posted_to_another_worker_reaches_the_session_waiting_for_it() {
+    if !Backend::Postgres.available("cross_approval") {
+        return;
+    }
+    let (s, config, store) = setup("cross_approval", 3000, 500, "0", 1);
+    // A password in the URL (the test server trusts 127.0.0.1, so it is
+    // not checked): it must never show in a log, an error or /healthz.
+    let store = match store.split_once("://") {
+        Some((scheme, rest)) if !rest.split('@').next().unwrap_or("").contains(':') => {
+            rest.split_once('@').map_or(store.clone(), |(user, host)| {
+                format!("{scheme}://{user}:Sekr1t-pw@{host}")
+            })
+        }
+        _ => store,
+    };
+    // A tool that needs an approval token, recording each call.
+    let deleted = s.path("deleted.txt");
+    let tools = std::fs::read_to_string(s.path("acme-tools.toml")).expect("tools");
+    s.write(
+        "acme-tools.toml",
+        &format!(
+            "{tools}[tools.delete_file]\ncommand = [\"sh\", \"-c\", \"cat >> {}; echo; echo '{{\\\"deleted\\\": \\\"ok\\\"}}'\"]\n",
+            deleted.display()
+        ),
+    );
+    let decls = s.write(
+        "decls.lt",
+        &format!(
+            "{}\neffect Delete;\ntool delete_file: {{path: String, approval: !Approval}} -{{Delete}}-> {{deleted: String}};\n",
+            std::fs::read_to_string(repo().join("examples/serve/tools.lt")).expect("decls")
+        ),
+    );
+    let text = std::fs::read_to_string(&config).expect("config");
+    let text = text.replacen(
+        &format!(
+            "declarations = \"{}\"",
+            repo().join("examples/serve/tools.lt").display()
+        ),
+        &format!("declarations = \"{}\"", decls.display()),
+        1,
+    );
+    std::fs::write(
+        &config,
+        format!(
+            "{text}[tenants.acme.profiles.supervised]\nallow = [\"delete_file\"]\napprovals = \"api\"\n"
+        ),
+    )
+    .expect("config");
+    let program = r#"effect Delete;
+tool delete_file: {path: String, approval: !Approval} -{Delete}-> {deleted: String};
+match approve tool delete_file {path = "tmp/a.log"} {
+  Ok(a) => match exec tool delete_file {path = "tmp/a.log", approval = a} {
+    Ok(d) => "deleted " ++ d.deleted,
+    Err(e) => "delete failed: " ++ e
+  },
+  Err(why) => "not approved: " ++ why
+}"#;
+    let a = Server::start(&config, &store);
+    let b = Server::start(&config, &store);
+    let id = a.submit(ACME, program, "supervised");
+    let v = a.wait_for(ACME, &id, Duration::from_secs(30), |v| {
+        v["status"] == "waiting_approval"
+    });
+    let approval = v["pending_approvals"][0]
+        .as_str()
+        .expect("a pending approval")
+        .to_string();
+    let escaped: String = approval
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let path = format!("/v1/sessions/{id}/approvals/{escaped}");
+    let (status, r) = b.call(
+        "POST",
+        &path,
+        Some(ACME),
+        Some(&json!({"decision": "allow"})),
+    );
+    assert_eq!((status, r["forwarded"].clone()), (202, json!(true)), "{r}");
+    let t0 = Instant::now();
+    let v = b.wait_final(ACME, &id, Duration::from_secs(15));
+    assert_eq!(v["value"], json!("deleted ok"), "{v}");
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    let recorded = std::fs::read_to_string(&deleted).expect("the tool ran");
+    assert_eq!(recorded.lines().filter(|l| !l.is_empty()).count(), 1);
+    let text = verify_log(&s, &b, &id);
+    assert!(text.contains("\"by\":\"api\""), "{text}");
+    let (_, h) = b.call("GET", "/healthz", None, None);
+    for shown in [h.to_string(), a.stderr_text(), b.stderr_text()] {
+        assert!(!shown.contains("Sekr1t-pw"), "{shown}");
+    }
+}
