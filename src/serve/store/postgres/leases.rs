@@ -88,7 +88,8 @@ impl Leases {
                 if let Some(first) = self.first.take() {
                     let _ = first.send(0);
                 }
-                if self.stopped() {
+                // Unreachable: what was let go expires on its own.
+                if self.take_let_go().is_none() {
                     return;
                 }
                 std::thread::sleep(self.renew);
@@ -157,15 +158,9 @@ impl Leases {
         }
     }
 
-    /// Whether the store was dropped.
-    fn stopped(&self) -> bool {
-        // A disconnected channel: nobody can ask anything any more.
-        matches!(self.let_go.try_recv(), Err(TryRecvError::Disconnected))
-    }
-
-    /// One round: let go, renew, claim, read the mailbox: how many
-    /// sessions it claimed. `Ok(None)`: the store was dropped.
-    fn round(&mut self, c: &mut Client) -> Result<Option<usize>, postgres::Error> {
+    /// Takes what the hub let go: forgotten here; the abandoned ones with
+    /// the epoch held (to hand back). `None`: the store was dropped.
+    fn take_let_go(&mut self) -> Option<Vec<(String, i64)>> {
         let mut abandoned = Vec::new();
         loop {
             match self.let_go.try_recv() {
@@ -179,10 +174,18 @@ impl Leases {
                         abandoned.push((id, epoch));
                     }
                 }
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => return Ok(None),
+                Err(TryRecvError::Empty) => return Some(abandoned),
+                Err(TryRecvError::Disconnected) => return None,
             }
         }
+    }
+
+    /// One round: let go, renew, claim, read the mailbox: how many
+    /// sessions it claimed. `Ok(None)`: the store was dropped.
+    fn round(&mut self, c: &mut Client) -> Result<Option<usize>, postgres::Error> {
+        let Some(abandoned) = self.take_let_go() else {
+            return Ok(None);
+        };
         for (id, epoch) in &abandoned {
             c.execute(
                 "UPDATE leases SET owner = NULL, expires = '-infinity' \
