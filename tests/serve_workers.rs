@@ -228,7 +228,10 @@ fn a_paused_worker_past_its_lease_is_fenced_by_the_database_and_lets_the_session
             .query_opt(
                 "UPDATE leases SET owner = 'split-brain-test', epoch = epoch + 1, \
                  expires = clock_timestamp() + interval '1 hour' \
-                 WHERE session = $1 AND expires < clock_timestamp() RETURNING epoch",
+                 WHERE session = (SELECT session FROM leases \
+                                  WHERE session = $1 AND expires < clock_timestamp() \
+                                  FOR UPDATE SKIP LOCKED) \
+                 RETURNING epoch",
                 &[&id],
             )
             .expect("claim");
