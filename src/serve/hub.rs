@@ -29,7 +29,7 @@ use super::config::Tenant;
 use super::follow::Followers;
 use super::live::{ApiApprover, Live, Narrated};
 use super::metrics::Metrics;
-use super::store::{Created, Delivery, LeaseHooks, NewSession, ServerStore, SessionStatus};
+use super::store::{Created, NewSession, ServerStore, SessionStatus};
 use super::threads::SessionThreads;
 use crate::control::client::ClientChannel;
 use crate::control::report::{Stage, StartErrorKind, StartFailure};
@@ -105,13 +105,13 @@ pub struct Hub {
     handle: tokio::runtime::Handle,
     live: Mutex<HashMap<String, Arc<Live>>>,
     /// The SSE streams' sessions: a change counter and recent lines each.
-    followers: Followers,
+    pub(super) followers: Followers,
     /// The threads sessions (and checks and replays) run on.
     threads: Arc<SessionThreads>,
     stopping: watch::Sender<bool>,
     accepting: AtomicBool,
     /// Sessions that may run at once.
-    max_sessions: usize,
+    pub(super) max_sessions: usize,
 }
 
 /// Now, in milliseconds since the Unix epoch.
@@ -162,7 +162,7 @@ impl Hub {
         self.followers.recent_after(id, next)
     }
 
-    fn bump(&self, id: Option<&str>) {
+    pub(super) fn bump(&self, id: Option<&str>) {
         self.followers.bump(id);
     }
 
@@ -192,7 +192,7 @@ impl Hub {
             .cloned()
     }
 
-    fn live_map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Live>>> {
+    pub(super) fn live_map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Live>>> {
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -517,140 +517,6 @@ impl Hub {
         self.followers.ended(id, end);
     }
 
-    /// Stops running session `id` here without recording its end: it is
-    /// another worker's now (`why`). Logged once; never retried.
-    fn let_go(&self, id: &str, why: &str) {
-        eprintln!("lt serve: session {id}: let go: {why}; another worker resumes it from its log");
-        self.store.let_go(id, false);
-        self.unregister(id);
-        self.followers.ended(id, None);
-    }
-
-    /// Starts resuming sessions: with leases (a shared store), this worker
-    /// claims runnable sessions from now on (returns how many its first
-    /// round took); without, every unfinished session is resumed now (how
-    /// many).
-    pub fn start_resuming(self: &Arc<Self>) -> Result<usize, StoreError> {
-        let hub = Arc::downgrade(self);
-        let (room, claimed, lost, delivered, committed) =
-            (hub.clone(), hub.clone(), hub.clone(), hub.clone(), hub);
-        let hooks = LeaseHooks {
-            room: Box::new(move || {
-                room.upgrade().map_or(0, |h| match h.accepting() {
-                    true => h.max_sessions.saturating_sub(h.live_map().len()),
-                    false => 0,
-                })
-            }),
-            claimed: Box::new(move |records| {
-                let Some(h) = claimed.upgrade() else { return };
-                for rec in records {
-                    let id = rec.id.clone();
-                    let hub = Arc::clone(&h);
-                    if let Err(e) = h.spawn(move || hub.resume_one(rec)) {
-                        eprintln!("lt serve: session {id}: cannot start its thread: {e}");
-                        h.store.let_go(&id, true);
-                    }
-                }
-            }),
-            lost: Box::new(move |id, why| {
-                if let Some(h) = lost.upgrade() {
-                    h.lost(id, why);
-                }
-            }),
-            delivered: Box::new(move |d| {
-                if let Some(h) = delivered.upgrade() {
-                    h.delivered(d);
-                }
-            }),
-            committed: Box::new(move |id| {
-                if let Some(h) = committed.upgrade() {
-                    h.bump(Some(id));
-                }
-            }),
-        };
-        if let Some(claimed) = self.store.lease(hooks) {
-            return Ok(claimed);
-        }
-        self.resume_unfinished()
-    }
-
-    /// Session `id`'s lease was taken over: a session waiting on the API
-    /// (which appends nothing until answered) is abandoned now; a running
-    /// one is stopped by the database at its next write.
-    fn lost(&self, id: &str, why: &str) {
-        eprintln!("lt serve: session {id}: {why}; this worker stops running it");
-        let live = self.live_map().get(id).cloned();
-        if let Some(l) = live {
-            if matches!(
-                l.status(),
-                SessionStatus::WaitingClient | SessionStatus::WaitingApproval
-            ) {
-                l.cancel
-                    .abandon("the session's lease was taken over by another worker");
-            }
-        }
-    }
-
-    /// A client outcome, approval or cancel posted to another worker for a
-    /// session that runs here.
-    fn delivered(&self, d: Delivery) {
-        let Some(live) = self.live_map().get(&d.session).cloned() else {
-            eprintln!(
-                "lt serve: session {}: a forwarded {} arrived, and the session no longer runs here",
-                d.session, d.kind
-            );
-            return;
-        };
-        let text = |k: &str| {
-            d.body
-                .get(k)
-                .and_then(Json::as_str)
-                .unwrap_or("")
-                .to_string()
-        };
-        let refused = match d.kind.as_str() {
-            "cancel" => {
-                live.cancel.cancel("cancelled through the API");
-                None
-            }
-            "outcome" => live.report(&text("call_id"), &text("line")).err(),
-            "approval" => live
-                .answer(
-                    &text("approval_id"),
-                    crate::control::approver::ApprovalAnswer {
-                        granted: d.body.get("granted").and_then(Json::as_bool) == Some(true),
-                        by: "api".into(),
-                        reason: text("reason"),
-                    },
-                )
-                .err(),
-            other => {
-                eprintln!(
-                    "lt serve: session {}: unknown forwarded kind {other}",
-                    d.session
-                );
-                None
-            }
-        };
-        if let Some(r) = refused {
-            let msg = match r {
-                super::live::Refusal::Unknown(m)
-                | super::live::Refusal::Repeated(m)
-                | super::live::Refusal::Gone(m) => m,
-            };
-            eprintln!(
-                "lt serve: session {}: forwarded {} refused: {msg}",
-                d.session, d.kind
-            );
-        }
-    }
-
-    /// Posts `kind`/`body` for session `id`, which runs on another worker.
-    /// `Ok(false)`: the store cannot (one server).
-    pub fn forward(&self, id: &str, kind: &str, body: &Json) -> Result<bool, StoreError> {
-        self.store.deliver(id, kind, body)
-    }
-
     /// Session `id`'s final output (JSON text) if it ended here lately
     /// ([`Followers::end_of`]): its final status is committed.
     pub fn end_of(&self, id: &str) -> Option<Arc<str>> {
@@ -688,7 +554,7 @@ impl Hub {
         Ok(n)
     }
 
-    fn resume_one(self: Arc<Self>, rec: super::store::SessionRecord) {
+    pub(super) fn resume_one(self: Arc<Self>, rec: super::store::SessionRecord) {
         let fail = |msg: String| {
             let out = json!({"ok": false, "stage": "resume", "error": {"kind": "resume", "message": msg}});
             self.finish(&rec.id, SessionStatus::Failed, &out, rec.calls);

@@ -16,6 +16,7 @@
 //! otlp.rs    --otlp-endpoint: each ended session as an OpenTelemetry trace
 //! console/   the web console at / (server-rendered pages, login cookie, CSRF)
 //! store/     ServerStore: sqlite/ (the default), postgres/ (--store postgres://…)
+//! workers.rs many workers on one database: claims, lost leases, forwarded deliveries
 //! client.rs  the other side: the thick client (`lt run --server`)
 //! ```
 
@@ -36,6 +37,7 @@ pub mod sse;
 pub mod store;
 pub mod task;
 pub mod threads;
+pub mod workers;
 
 use config::ServeConfig;
 use hub::{Hub, TenantRuntime};
