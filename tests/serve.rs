@@ -248,6 +248,18 @@ fn a_tenant_cannot_see_or_touch_another_tenants_session(backend: Backend) {
     }
     let (status, v) = server.call("GET", "/healthz", None, None);
     assert_eq!((status, v["ok"].clone()), (200, json!(true)));
+    // It names the store, never with a password.
+    let kind = if backend == Backend::Postgres {
+        "postgres"
+    } else {
+        "sqlite"
+    };
+    assert_eq!(v["store"]["kind"], json!(kind), "{v}");
+    assert_eq!(v["store"]["reachable"], json!(true), "{v}");
+    assert!(
+        v["store"]["name"].as_str().is_some_and(|n| !n.is_empty()),
+        "{v}"
+    );
 }
 
 fn an_idempotency_key_returns_the_same_session_and_runs_it_once(backend: Backend) {
@@ -930,10 +942,10 @@ fn postgres_migrate_only_then_a_newer_schema_or_a_wrong_password_is_refused() {
     let url = Backend::Postgres.store(&s, "pg_migrate");
     let (code, err) = serve_exit(&s, &["--store", &url, "--migrate-only"]);
     assert_eq!(code, 0, "{err}");
-    assert!(err.contains("schema migrated from version 0 to 1"), "{err}");
+    assert!(err.contains("schema migrated from version 0 to 2"), "{err}");
     let (code, err) = serve_exit(&s, &["--store", &url, "--migrate-only"]);
     assert_eq!(code, 0, "{err}");
-    assert!(err.contains("at schema version 1 (nothing to do)"), "{err}");
+    assert!(err.contains("at schema version 2 (nothing to do)"), "{err}");
     let mut c = ::postgres::Client::connect(&url, ::postgres::NoTls).expect("connect");
     c.execute("UPDATE lt_schema SET version = version + 1", &[])
         .expect("bump");

@@ -174,13 +174,22 @@ fn body<T: serde::de::DeserializeOwned>(raw: Result<Bytes, BytesRejection>) -> R
 }
 
 async fn healthz(State(state): Shared) -> Response {
+    // The store's kind and name (never its password), and whether it answers.
+    let mut store = state.hub.store.describe();
     match state.hub.store.health() {
-        Ok(()) => Json(json!({"ok": true, "store": "ok"})).into_response(),
-        Err(e) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"ok": false, "store": e.to_string()})),
-        )
-            .into_response(),
+        Ok(()) => {
+            store["reachable"] = json!(true);
+            Json(json!({"ok": true, "store": store})).into_response()
+        }
+        Err(e) => {
+            store["reachable"] = json!(false);
+            store["error"] = json!(e.to_string());
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(json!({"ok": false, "store": store})),
+            )
+                .into_response()
+        }
     }
 }
 
@@ -485,6 +494,31 @@ async fn list(
     Ok(Json(json!({"sessions": sessions, "next_cursor": next})).into_response())
 }
 
+/// Forwards `kind`/`body` to the worker running session `r` (many
+/// workers on one database): `202 {"forwarded": true}`. `None`: the
+/// session is over, or the store has one server (the caller answers 409).
+fn forward(
+    state: &AppState,
+    r: &SessionRecord,
+    kind: &str,
+    body: Value,
+) -> Result<Option<Response>, ApiError> {
+    if r.status.is_final() {
+        return Ok(None);
+    }
+    match state.hub.forward(&r.id, kind, &body) {
+        Ok(true) => Ok(Some(
+            (
+                StatusCode::ACCEPTED,
+                Json(json!({"id": r.id, "forwarded": true, "kind": kind})),
+            )
+                .into_response(),
+        )),
+        Ok(false) => Ok(None),
+        Err(e) => Err(ApiError::store(e)),
+    }
+}
+
 async fn cancel(
     State(state): Shared,
     headers: HeaderMap,
@@ -498,6 +532,9 @@ async fn cancel(
             Json(json!({"id": id, "cancelling": true})),
         )
             .into_response());
+    }
+    if let Some(forwarded) = forward(&state, &r, "cancel", json!({}))? {
+        return Ok(forwarded);
     }
     Err(ApiError::conflict(format!(
         "session {id} is not running (status {})",
@@ -539,6 +576,10 @@ async fn outcome(
             .hint("an outcome has `call_id` and `ok` or `error`"));
     }
     let Some(live) = state.hub.live(t, &id) else {
+        let body = json!({"call_id": call_id, "line": line.to_string()});
+        if let Some(forwarded) = forward(&state, &r, "outcome", body)? {
+            return Ok(forwarded);
+        }
         return Err(ApiError::conflict(format!(
             "session {id} is not running (status {}); its calls take no outcome",
             r.status.as_str()
@@ -587,18 +628,22 @@ async fn approve(
             )))
         }
     };
-    let Some(live) = state.hub.live(t, &id) else {
-        return Err(ApiError::conflict(format!(
-            "session {id} is not running (status {})",
-            r.status.as_str()
-        )));
-    };
     let reason = req.reason.unwrap_or_else(|| {
         format!(
             "{} through the API",
             if granted { "granted" } else { "refused" }
         )
     });
+    let Some(live) = state.hub.live(t, &id) else {
+        let body = json!({"approval_id": approval_id, "granted": granted, "reason": reason});
+        if let Some(forwarded) = forward(&state, &r, "approval", body)? {
+            return Ok(forwarded);
+        }
+        return Err(ApiError::conflict(format!(
+            "session {id} is not running (status {})",
+            r.status.as_str()
+        )));
+    };
     live.answer(
         &approval_id,
         ApprovalAnswer {

@@ -7,6 +7,9 @@
 //! shutdown_grace_ms = 10000        # SIGTERM: how long running calls may finish
 //! max_body_bytes = 1048576         # a request body's limit
 //! max_sessions = 2048              # sessions running at once (each has a thread)
+//! lease_ms = 10000                 # PostgreSQL: a claimed session's lease
+//! lease_renew_ms = 2000            # … renewed (and sessions claimed) this often
+//! pool_size = 4                    # … read connections (+1 writer, +1 lease thread)
 //!
 //! [tenants.acme]
 //! keys = ["sha256:9f86d0…"]        # SHA-256 of each API key (`lt serve --hash-key`)
@@ -58,6 +61,8 @@ pub struct ServeConfig {
     /// How many sessions may run at once (each has a thread); past it a
     /// new one is refused with 503 and `Retry-After`.
     pub max_sessions: usize,
+    /// Leases and connections of a shared (PostgreSQL) store.
+    pub store_options: super::store::StoreOptions,
     /// The tenants, by name.
     pub tenants: BTreeMap<String, Tenant>,
 }
@@ -112,6 +117,9 @@ struct RawServer {
     shutdown_grace_ms: Option<u64>,
     max_body_bytes: Option<usize>,
     max_sessions: Option<usize>,
+    lease_ms: Option<u64>,
+    lease_renew_ms: Option<u64>,
+    pool_size: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -144,6 +152,7 @@ impl ServeConfig {
             grace: DEFAULT_GRACE,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            store_options: super::store::StoreOptions::default(),
             tenants: BTreeMap::new(),
         }
     }
@@ -170,10 +179,11 @@ impl ServeConfig {
             let tenant = load_tenant(&shown, &text, folder, &name, t)?;
             tenants.insert(name, tenant);
         }
-        let store = match raw.server.store {
-            Some(s) => relative_store(&s, folder),
+        let store = match &raw.server.store {
+            Some(s) => relative_store(s, folder),
             None => DEFAULT_STORE.to_string(),
         };
+        let store_options = store_options(&shown, &raw.server)?;
         Ok(ServeConfig {
             listen: raw.server.listen.unwrap_or_else(|| DEFAULT_LISTEN.into()),
             store,
@@ -187,9 +197,54 @@ impl ServeConfig {
                 .max_sessions
                 .unwrap_or(DEFAULT_MAX_SESSIONS)
                 .max(1),
+            store_options,
             tenants,
         })
     }
+}
+
+/// `[server]`'s lease and pool settings, checked: a lease of at least
+/// 100 ms, renewed at least twice per lease, a pool of 1 to 64.
+fn store_options(shown: &str, raw: &RawServer) -> Result<super::store::StoreOptions, ConfigError> {
+    let defaults = super::store::StoreOptions::default();
+    let lease = raw.lease_ms.map_or(defaults.lease, Duration::from_millis);
+    let renew = match (raw.lease_renew_ms, raw.lease_ms) {
+        (Some(ms), _) => Duration::from_millis(ms),
+        // A lease set alone: renewed at a third of it (at most the default).
+        (None, Some(_)) => (lease / 3).min(defaults.renew),
+        (None, None) => defaults.renew,
+    };
+    if lease < Duration::from_millis(100) {
+        return Err(fail(
+            shown,
+            format!("server.lease_ms = {} is too short", lease.as_millis()),
+            Some("a lease of at least 100 ms (the default is 10000)"),
+        ));
+    }
+    if renew.is_zero() || renew * 2 > lease {
+        return Err(fail(
+            shown,
+            format!(
+                "server.lease_renew_ms = {} must be above 0 and at most half of lease_ms ({})",
+                renew.as_millis(),
+                lease.as_millis()
+            ),
+            Some("a lease is renewed at least twice before it runs out (default: 2000 of 10000)"),
+        ));
+    }
+    let pool_size = raw.pool_size.unwrap_or(defaults.pool_size);
+    if !(1..=64).contains(&pool_size) {
+        return Err(fail(
+            shown,
+            format!("server.pool_size = {pool_size} is not between 1 and 64"),
+            Some("the read connections of a PostgreSQL store (default 4)"),
+        ));
+    }
+    Ok(super::store::StoreOptions {
+        lease,
+        renew,
+        pool_size,
+    })
 }
 
 /// `sqlite:PATH` with a relative PATH taken from `folder`.

@@ -10,14 +10,19 @@
 //!        .profile(Given).log(Sink(Narrated(store sink))).client(Channel)
 //!        .approver(ApiApprover).cancel(live).run(&ir)
 //!     ─▶ store.set_status(final, output) ─▶ `finished` broadcast
-//! resume_unfinished() ─▶ for each unfinished record: store.reopen ─▶
+//! start_resuming() ─▶ no leases (SQLite): resume_unfinished() now
+//!                  └▶ leases (PostgreSQL): store.lease(hooks); its thread
+//!                     claims runnable sessions ─▶ resume_one each
+//! resume_one(record) ─▶ store.reopen ─▶
 //!     Session::resume (the engine's resume rules) | start afresh (no events)
 //!     (a task session: task.rs, marked failed, never run again)
+//! lease lost / a write fenced ─▶ the session is let go here (not finished,
+//!     not retried): another worker resumes it from the log
 //! ```
 //!
 //! Invariant: a session is run by one thread of one server; a session the
 //! server abandons at shutdown keeps status `running` and is resumed at
-//! the next start.
+//! the next start (or, with leases, at once by another worker).
 
 use super::check;
 use super::config::Tenant;
@@ -100,13 +105,13 @@ pub struct Hub {
     handle: tokio::runtime::Handle,
     live: Mutex<HashMap<String, Arc<Live>>>,
     /// The SSE streams' sessions: a change counter and recent lines each.
-    followers: Followers,
+    pub(super) followers: Followers,
     /// The threads sessions (and checks and replays) run on.
     threads: Arc<SessionThreads>,
     stopping: watch::Sender<bool>,
     accepting: AtomicBool,
     /// Sessions that may run at once.
-    max_sessions: usize,
+    pub(super) max_sessions: usize,
 }
 
 /// Now, in milliseconds since the Unix epoch.
@@ -157,7 +162,7 @@ impl Hub {
         self.followers.recent_after(id, next)
     }
 
-    fn bump(&self, id: Option<&str>) {
+    pub(super) fn bump(&self, id: Option<&str>) {
         self.followers.bump(id);
     }
 
@@ -187,7 +192,7 @@ impl Hub {
             .cloned()
     }
 
-    fn live_map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Live>>> {
+    pub(super) fn live_map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Live>>> {
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -451,9 +456,15 @@ impl Hub {
                 )),
             },
         };
+        if !self.store.holds(&id) {
+            drop(result);
+            return self.let_go(&id, "the database refused this worker's write, or its lease was taken over by another worker");
+        }
         let (status, output) = match &result {
             Ok(r) if r.abandoned => {
-                // Shutdown: the record stays unfinished, resumed next start.
+                // Shutdown: the record stays unfinished, resumed next start
+                // (with leases: by another worker, at once).
+                self.store.let_go(&id, true);
                 self.unregister(&id);
                 self.followers.ended(&id, None);
                 return;
@@ -486,6 +497,14 @@ impl Hub {
     /// Records the end of session `id` and forgets it.
     pub(super) fn finish(&self, id: &str, status: SessionStatus, output: &Json, calls: u64) {
         let recorded = self.store.set_status(id, status, Some(output), calls);
+        if let Err(StoreError::Conflict(why)) = &recorded {
+            if !self.store.holds(id) {
+                // Its last events and its end were refused: another
+                // worker's lease (a fenced write).
+                return self.let_go(id, why);
+            }
+        }
+        self.store.let_go(id, false);
         self.metrics
             .finished
             .with_label_values(&[status.as_str()])
@@ -535,7 +554,7 @@ impl Hub {
         Ok(n)
     }
 
-    fn resume_one(self: Arc<Self>, rec: super::store::SessionRecord) {
+    pub(super) fn resume_one(self: Arc<Self>, rec: super::store::SessionRecord) {
         let fail = |msg: String| {
             let out = json!({"ok": false, "stage": "resume", "error": {"kind": "resume", "message": msg}});
             self.finish(&rec.id, SessionStatus::Failed, &out, rec.calls);
@@ -579,6 +598,10 @@ impl Hub {
                 };
                 let live = self.register(&rec.id, &rec.tenant);
                 self.run(tenant, live, &file, &ir, profile, None);
+            }
+            Err(StoreError::Conflict(why)) => {
+                // Still written by a thread here that lost it earlier.
+                self.let_go(&rec.id, &format!("its log cannot be taken up yet ({why})"));
             }
             Err(StoreError::Reopen(ReopenError::Ended)) => {
                 // The log ended; the record did not say so yet.

@@ -16,6 +16,7 @@
 //! otlp.rs    --otlp-endpoint: each ended session as an OpenTelemetry trace
 //! console/   the web console at / (server-rendered pages, login cookie, CSRF)
 //! store/     ServerStore: sqlite/ (the default), postgres/ (--store postgres://…)
+//! workers.rs many workers on one database: claims, lost leases, forwarded deliveries
 //! client.rs  the other side: the thick client (`lt run --server`)
 //! ```
 
@@ -36,6 +37,7 @@ pub mod sse;
 pub mod store;
 pub mod task;
 pub mod threads;
+pub mod workers;
 
 use config::ServeConfig;
 use hub::{Hub, TenantRuntime};
@@ -86,11 +88,14 @@ pub fn is_postgres(url: &str) -> bool {
     url.starts_with("postgres://") || url.starts_with("postgresql://")
 }
 
-/// Opens the store a `--store` URL names: `postgres://…`, `sqlite:PATH`
-/// (or a bare path).
-pub fn open_store(url: &str) -> Result<Arc<dyn store::ServerStore>, ServeError> {
+/// Opens the store a `--store` URL names: `postgres://…` (with
+/// `options`), `sqlite:PATH` (or a bare path).
+pub fn open_store(
+    url: &str,
+    options: &store::StoreOptions,
+) -> Result<Arc<dyn store::ServerStore>, ServeError> {
     if is_postgres(url) {
-        return store::postgres::PostgresStore::open(url)
+        return store::postgres::PostgresStore::open_with(url, options)
             .map(|s| Arc::new(s) as Arc<dyn store::ServerStore>)
             .map_err(|e| ServeError {
                 message: e.message,
@@ -153,7 +158,7 @@ pub fn migrate_only(opts: &ServeOptions) -> Result<String, ServeError> {
         });
     }
     // SQLite: opening the file creates or checks its schema.
-    let store = open_store(&url)?;
+    let store = open_store(&url, &store::StoreOptions::default())?;
     drop(store);
     Ok(format!(
         "the store {url} is at schema version {}",
@@ -193,7 +198,7 @@ pub fn run(opts: &ServeOptions, ready: impl FnOnce(&str, usize, usize)) -> Resul
         })?;
     let handle = runtime.handle().clone();
     crate::exec::ignore_file_size_signal(&handle);
-    let store = open_store(&config.store)?;
+    let store = open_store(&config.store, &config.store_options)?;
     let metrics = Arc::new(metrics::Metrics::new().map_err(|e| ServeError {
         message: format!("cannot set up the metrics: {e}"),
         help: None,
@@ -236,7 +241,7 @@ pub fn run(opts: &ServeOptions, ready: impl FnOnce(&str, usize, usize)) -> Resul
             Some(provider)
         }
     };
-    let resumed = hub.resume_unfinished().map_err(|e| ServeError {
+    let resumed = hub.start_resuming().map_err(|e| ServeError {
         message: format!("cannot read the unfinished sessions: {e}"),
         help: None,
         usage: false,

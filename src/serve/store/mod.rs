@@ -10,6 +10,9 @@
 //!             ── unfinished ──▶ sessions to resume after a restart
 //!             ── events_after(id, seq) ──▶ committed log lines (SSE, GET …/log)
 //!             ── subscribe ──▶ Committed {session, seq} as each event commits
+//!             ── lease(hooks) ──▶ many workers on one database (PostgreSQL):
+//!                claimed / lost sessions, deliveries from other workers
+//!                (holds, let_go, deliver); SQLite: no leases, one server
 //! implementations: SqliteStore (sqlite/, the default), PostgresStore
 //!                  (postgres/): both write through one writer thread with
 //!                  group commit (queue.rs), sinks (sink.rs) and the log
@@ -180,6 +183,70 @@ pub type CreatedThen = Box<dyn FnOnce(Result<Created, StoreError>) + Send>;
 /// Told of each commit: its duration and its number of events.
 pub type CommitObserver = Box<dyn Fn(Duration, usize) + Send + Sync>;
 
+/// How a shared store's workers hold their sessions and reach the
+/// database (serve.toml's `[server]` `lease_ms`, `lease_renew_ms`,
+/// `pool_size`; PostgreSQL only).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// How long a claimed session stays this worker's without a renewal.
+    pub lease: Duration,
+    /// How often the worker renews its leases, claims runnable sessions and
+    /// reads its mailbox (below `lease`).
+    pub renew: Duration,
+    /// Connections for reads (the writer and the lease thread have one
+    /// each besides).
+    pub pool_size: usize,
+}
+
+/// The lease by default: 10 s.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(10);
+/// The renewal interval by default: 2 s.
+pub const DEFAULT_RENEW: Duration = Duration::from_secs(2);
+/// Read connections by default.
+pub const DEFAULT_POOL_SIZE: usize = 4;
+
+impl Default for StoreOptions {
+    fn default() -> StoreOptions {
+        StoreOptions {
+            lease: DEFAULT_LEASE,
+            renew: DEFAULT_RENEW,
+            pool_size: DEFAULT_POOL_SIZE,
+        }
+    }
+}
+
+/// A client outcome, approval answer or cancel posted to another worker
+/// than the one running the session: `kind` is `outcome` (`body`:
+/// `{"call_id", "line"}`), `approval` (`{"approval_id", "granted",
+/// "reason"}`) or `cancel` (`{}`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Delivery {
+    /// The session.
+    pub session: String,
+    /// What it is.
+    pub kind: String,
+    /// Its content.
+    pub body: Json,
+}
+
+/// Told that a session this worker held was taken over: its id and why.
+pub type LostHook = Box<dyn Fn(&str, &str) + Send>;
+
+/// What a store with leases tells the hub (called on the store's lease
+/// thread: each must return quickly).
+pub struct LeaseHooks {
+    /// How many more sessions this worker may take.
+    pub room: Box<dyn Fn() -> usize + Send>,
+    /// Sessions this worker claimed: resume them from their logs.
+    pub claimed: Box<dyn Fn(Vec<SessionRecord>) + Send>,
+    /// A session this worker held was taken over (id, why).
+    pub lost: LostHook,
+    /// A delivery for a session this worker holds.
+    pub delivered: Box<dyn Fn(Delivery) + Send>,
+    /// Another worker committed events of this session.
+    pub committed: Box<dyn Fn(&str) + Send>,
+}
+
 /// The server's store: logs and the sessions table (see the module note).
 /// Errors are [`StoreError`]s; `NotFound` for an unknown session.
 pub trait ServerStore: EventStore {
@@ -241,4 +308,33 @@ pub trait ServerStore: EventStore {
     /// fsync included) and how many events it held (metrics). Replaces the
     /// observer set before.
     fn observe_commits(&self, observer: CommitObserver);
+
+    /// What `/healthz` says of the store: `{"kind", "name"}` (never a
+    /// password) and, with leases, `"worker"`.
+    fn describe(&self) -> Json;
+
+    /// Starts taking part in leases with `hooks` (many workers on one
+    /// database): `Some(n)`, the sessions claimed by the first round
+    /// (waited for). `None`: this store has no leases; the server is alone
+    /// on it and resumes every unfinished session itself.
+    fn lease(&self, _hooks: LeaseHooks) -> Option<usize> {
+        None
+    }
+
+    /// Whether this worker still holds session `id` (always, without
+    /// leases). `false` once its lease was taken over or a write fenced.
+    fn holds(&self, _id: &str) -> bool {
+        true
+    }
+
+    /// Session `id` no longer runs here: `abandoned` (shutdown) hands its
+    /// lease back for another worker to take at once; otherwise (it ended)
+    /// the lease is simply no longer renewed.
+    fn let_go(&self, _id: &str, _abandoned: bool) {}
+
+    /// Posts `kind`/`body` for session `id`, which runs on another worker
+    /// ([`Delivery`]). `Ok(false)`: this store has no mailbox.
+    fn deliver(&self, _id: &str, _kind: &str, _body: &Json) -> Result<bool, StoreError> {
+        Ok(false)
+    }
 }

@@ -26,7 +26,7 @@
 use super::claim::Claim;
 use super::{CommitObserver, Committed, Created, NewSession, SessionStatus};
 use crate::log::StoreError;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
@@ -57,6 +57,14 @@ pub struct Shared {
     pub observer: Mutex<Option<CommitObserver>>,
     /// Sinks alive (each holds a sender of the writer's queue).
     pub sinks: AtomicUsize,
+    /// The sessions whose lease this worker holds, with the lease's epoch
+    /// (PostgreSQL with leases; empty otherwise): a sink writes its events
+    /// under the epoch it found here, and a fenced append removes its
+    /// session.
+    pub leases: Mutex<HashMap<String, i64>>,
+    /// Sessions whose lease this worker lost (taken over, or a write
+    /// fenced): their status is not this worker's to set any more.
+    pub lost: Mutex<HashSet<String>>,
 }
 
 impl Shared {
@@ -69,7 +77,36 @@ impl Shared {
             commits,
             observer: Mutex::new(None),
             sinks: AtomicUsize::new(0),
+            leases: Mutex::new(HashMap::new()),
+            lost: Mutex::new(HashSet::new()),
         }
+    }
+
+    /// The sessions this worker lost ([`Shared::lost`]).
+    pub fn lost(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.lost.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Session `id` is no longer this worker's (`epoch`: the lease it held,
+    /// forgotten only if it is still that one).
+    pub fn lose(&self, id: &str, epoch: i64) -> bool {
+        let mut leases = self.leases();
+        if leases.get(id) != Some(&epoch) {
+            return false;
+        }
+        leases.remove(id);
+        self.lost().insert(id.to_string());
+        true
+    }
+
+    /// The held leases ([`Shared::leases`]).
+    pub fn leases(&self) -> MutexGuard<'_, HashMap<String, i64>> {
+        self.leases.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The epoch of the lease held on `session` (0: none, no leases).
+    pub fn epoch_of(&self, session: &str) -> i64 {
+        self.leases().get(session).copied().unwrap_or(0)
     }
 
     pub fn writing(&self) -> MutexGuard<'_, HashSet<String>> {
@@ -108,6 +145,8 @@ pub struct Append {
     pub hash: String,
     /// Its line (`docs/log-format.md`, no `\n`).
     pub line: String,
+    /// The lease epoch it is written under (0 without leases).
+    pub epoch: i64,
     /// For a `Commit` event: told once the transaction holding it
     /// committed (or why not). `None` for a `Buffer` event.
     pub reply: Option<Reply<Result<(), String>>>,
@@ -134,6 +173,9 @@ pub enum Request {
         output: Option<String>,
         calls: i64,
         at_ms: i64,
+        /// The lease epoch this worker holds the session under (`None`:
+        /// no lease, nothing to check).
+        epoch: Option<i64>,
         reply: Reply<Result<(), StoreError>>,
     },
     /// Answered once everything queued before it is committed.
@@ -419,12 +461,19 @@ impl Queue<'_> {
         let id = id.to_string();
         let output = output.map(serde_json::Value::to_string);
         let at_ms = now_ms();
+        if self.shared.lost().contains(&id) {
+            return Err(StoreError::Conflict(format!(
+                "session {id} is no longer this worker's (its lease was taken over); its status is not set here"
+            )));
+        }
+        let epoch = self.shared.leases().get(&id).copied();
         self.call(|reply| Request::SetStatus {
             id,
             status,
             output,
             calls: to_i64(calls),
             at_ms,
+            epoch,
             reply,
         })
     }

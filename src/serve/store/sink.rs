@@ -44,6 +44,8 @@ pub(super) struct StoreSink {
     /// `Buffer` events were sent since the last answered append: the
     /// claim goes through the writer, after them.
     buffered: bool,
+    /// The lease epoch its events are written under (0: no lease).
+    epoch: i64,
 }
 
 impl StoreSink {
@@ -60,7 +62,9 @@ impl StoreSink {
             None => log,
         };
         claim.shared.sinks.fetch_add(1, Ordering::SeqCst);
+        let epoch = claim.shared.epoch_of(&claim.session);
         StoreSink {
+            epoch,
             session: claim.session.clone(),
             claim: Some(claim),
             requests,
@@ -127,6 +131,7 @@ impl EventSink for StoreSink {
             prev,
             hash,
             line,
+            epoch: self.epoch,
             reply,
             failed: Arc::clone(&self.failed),
         });

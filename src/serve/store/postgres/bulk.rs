@@ -5,8 +5,9 @@
 //!              prevs[], lines[]) WITH ORDINALITY ORDER BY n
 //!              ON CONFLICT (session, seq) DO NOTHING RETURNING session, seq
 //!   ok:    RELEASE; an event not returned had its seq taken: refused
-//!   LT001: ROLLBACK TO SAVEPOINT; the caller appends one event at a time
-//!          (writer.rs), which refuses exactly the events that break the chain
+//!   LT001, LT002: ROLLBACK TO SAVEPOINT; the caller appends one event at a
+//!          time (writer.rs), which refuses exactly the events that break the
+//!          chain or are fenced (written under a lease epoch no longer held)
 //! ```
 //!
 //! One statement instead of one per event: the writer's round trips to
@@ -17,7 +18,7 @@
 //! session's consecutive events in one batch chain onto each other.
 
 use super::super::queue::{to_i64, Append};
-use super::schema::CHAIN_BROKEN;
+use super::schema::{CHAIN_BROKEN, FENCED};
 use postgres::Transaction;
 use std::collections::HashSet;
 
@@ -26,7 +27,7 @@ pub(super) enum Bulk {
     /// Committed to the savepoint: the `(session, seq)` of each event
     /// inserted (an event missing had its seq taken already).
     Inserted(HashSet<(String, i64)>),
-    /// An event broke the chain: nothing was inserted.
+    /// An event broke the chain or was fenced: nothing was inserted.
     ChainBroken,
 }
 
@@ -40,16 +41,18 @@ pub(super) fn insert(
     let hashes: Vec<&str> = appends.iter().map(|a| a.hash.as_str()).collect();
     let prevs: Vec<&str> = appends.iter().map(|a| a.prev.as_str()).collect();
     let lines: Vec<&str> = appends.iter().map(|a| a.line.as_str()).collect();
+    let epochs: Vec<i64> = appends.iter().map(|a| a.epoch).collect();
     let mut sp = tx.savepoint("lt_bulk")?;
     let rows = sp.query(
-        "INSERT INTO events (session, seq, hash, prev, line) \
-         SELECT s, q, h, p, l \
-         FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[]) \
-              WITH ORDINALITY AS t(s, q, h, p, l, n) \
+        "INSERT INTO events (session, seq, hash, prev, line, epoch) \
+         SELECT s, q, h, p, l, e \
+         FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], \
+                     $6::bigint[]) \
+              WITH ORDINALITY AS t(s, q, h, p, l, e, n) \
          ORDER BY n \
          ON CONFLICT (session, seq) DO NOTHING \
          RETURNING session, seq",
-        &[&sessions, &seqs, &hashes, &prevs, &lines],
+        &[&sessions, &seqs, &hashes, &prevs, &lines, &epochs],
     );
     match rows {
         Ok(rows) => {
@@ -59,7 +62,7 @@ pub(super) fn insert(
                 .collect::<Result<_, postgres::Error>>()
                 .map(Bulk::Inserted)
         }
-        Err(e) if e.code().map(|c| c.code()) == Some(CHAIN_BROKEN) => {
+        Err(e) if matches!(e.code().map(|c| c.code()), Some(CHAIN_BROKEN | FENCED)) => {
             sp.rollback()?;
             Ok(Bulk::ChainBroken)
         }

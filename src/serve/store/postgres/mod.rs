@@ -9,6 +9,7 @@
 //! load / reopen / events_after / session / list_sessions / unfinished / health
 //!     ── readers.rs: reader threads, a connection each
 //! schema.rs: versioned migrations, the chain trigger     url.rs: the URL, errors
+//! leases.rs: the lease thread (renew, claim, let go, mailbox) of this worker
 //! ```
 //!
 //! The driver is synchronous and runs its own runtime inside each call, so
@@ -16,13 +17,14 @@
 //! readers), never on a tokio task's.
 //!
 //! One writer per session: within a process, the claim (`../claim.rs`);
-//! in the database, `PRIMARY KEY (session, seq)` and the chain check on
-//! insert (`prev` must be the stored hash of `seq - 1`), so a stale writer
-//! of any process never extends another's log. One server per database
-//! schema for now (sessions are not leased yet): the writer's connection
-//! holds an advisory lock, and a second server is refused (`Conflict`).
+//! across processes, the session's lease (leases.rs): its epoch is checked
+//! by the database on every insert and status change (SQLSTATE LT002), and
+//! `PRIMARY KEY (session, seq)` with the chain check on insert (`prev` must
+//! be the stored hash of `seq - 1`) keep even a writer without a lease
+//! from extending another's log. Any number of servers share a database.
 
 mod bulk;
+mod leases;
 mod readers;
 mod schema;
 pub mod scratch;
@@ -38,29 +40,39 @@ pub use url::{redact_url, OpenError};
 use super::logs::{self, LogReads};
 use super::queue::{self, Queue, Request, Shared};
 use super::{
-    CommitObserver, Committed, Created, CreatedThen, ListQuery, NewSession, ServerStore,
-    SessionRecord, SessionStatus,
+    CommitObserver, Committed, Created, CreatedThen, LeaseHooks, ListQuery, NewSession,
+    ServerStore, SessionRecord, SessionStatus, StoreOptions,
 };
 use crate::log::{EventSink, EventStore, Loaded, ReopenedLog, StoreError};
 use postgres::types::ToSql;
-use postgres::Client;
 use readers::Readers;
 use serde_json::Value as Json;
 use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use tokio::sync::broadcast;
 use url::Target;
 
-/// Reader threads (and connections).
-const READERS: usize = 4;
+/// This worker as the leases name it.
+#[derive(Clone, Debug)]
+pub struct Worker {
+    /// A random id, new at each start (16 hex digits).
+    pub id: String,
+    /// How long a lease lasts without renewal, in milliseconds.
+    pub lease_ms: i64,
+}
 
-/// The advisory lock the writer's connection holds: one server per
-/// database schema (a key of the schema's name).
-const SERVER_LOCK: &str =
-    "SELECT pg_try_advisory_lock(('x' || substr(md5('lt serve ' || coalesce(current_schema(), '')), 1, 16))::bit(64)::bigint)";
+impl Worker {
+    fn new(lease: std::time::Duration) -> Worker {
+        let id = crate::log::new_session_id();
+        Worker {
+            id: id[..16].to_string(),
+            lease_ms: i64::try_from(lease.as_millis()).unwrap_or(i64::MAX),
+        }
+    }
+}
 
 /// Sessions' logs and the sessions table in a PostgreSQL database (see the
 /// module note). Opened once per process; cheap to share behind an `Arc`.
@@ -72,6 +84,11 @@ pub struct PostgresStore {
     readers: Readers,
     /// What stamps `ts` in new sinks (`None`: the system clock).
     clock: Option<fn() -> String>,
+    target: Target,
+    worker: Worker,
+    options: StoreOptions,
+    /// The lease thread's queue, once [`ServerStore::lease`] started it.
+    let_go: Mutex<Option<Sender<leases::LetGo>>>,
 }
 
 /// What `--migrate-only` did: the schema version before and after.
@@ -98,56 +115,22 @@ pub fn migrate_only(url: &str) -> Result<(String, Migrated), OpenError> {
     ))
 }
 
-/// Takes the server's advisory lock on `client`'s connection. Errors:
-/// another server holds it.
-fn lock_server(client: &mut Client, target: &Target) -> Result<(), OpenError> {
-    let got: bool = client
-        .query_one(SERVER_LOCK, &[])
-        .map_err(|e| OpenError {
-            message: format!("the store {}: {}", target.name, target.scrub(&e)),
-            hint: None,
-            usage: false,
-        })?
-        .get(0);
-    if got {
-        return Ok(());
-    }
-    Err(OpenError {
-        message: format!(
-            "the store {} is in use by another lt serve: one server writes a database schema for now",
-            target.name
-        ),
-        hint: Some(
-            "stop the other one, or give this one a database of its own (--store postgres://…/OTHER_DB)"
-                .into(),
-        ),
-        usage: false,
-    })
-}
-
 impl PostgresStore {
-    /// Connects to `url`, creates or migrates the schema, takes the
-    /// server's lock, and starts the writer and reader threads. Errors: a
-    /// bad URL (`usage`), an unreachable server, a refused login, a newer
-    /// schema, another server on the database.
+    /// Connects to `url`, creates or migrates the schema, and starts the
+    /// writer and reader threads, with the default [`StoreOptions`].
+    /// Errors: a bad URL (`usage`), an unreachable server, a refused
+    /// login, a newer schema.
     pub fn open(url: &str) -> Result<PostgresStore, OpenError> {
-        PostgresStore::open_locked(url, true)
+        PostgresStore::open_with(url, &StoreOptions::default())
     }
 
-    /// [`PostgresStore::open`] without the server's lock: two stores on
-    /// one database, to test what the database's chain check stops.
-    #[cfg(test)]
-    pub(super) fn open_unlocked(url: &str) -> Result<PostgresStore, OpenError> {
-        PostgresStore::open_locked(url, false)
-    }
-
-    fn open_locked(url: &str, exclusive: bool) -> Result<PostgresStore, OpenError> {
+    /// [`PostgresStore::open`] with `options` (the pool size; the lease
+    /// settings [`ServerStore::lease`] uses).
+    pub fn open_with(url: &str, options: &StoreOptions) -> Result<PostgresStore, OpenError> {
         let target = Target::parse(url)?;
         let mut client = target.connect()?;
         schema::migrate(&mut client, &target.name)?;
-        if exclusive {
-            lock_server(&mut client, &target)?;
-        }
+        let worker = Worker::new(options.lease);
         let first_reader = target.connect()?;
         let shared = Arc::new(Shared::new(target.name.clone()));
         let thread_failed = |e: io::Error| OpenError {
@@ -155,18 +138,20 @@ impl PostgresStore {
             hint: None,
             usage: false,
         };
-        let readers = Readers::start(&target, READERS, first_reader).map_err(thread_failed)?;
+        let readers = Readers::start(&target, options.pool_size.max(1), first_reader)
+            .map_err(thread_failed)?;
         let (requests, queue) = mpsc::channel();
         let writer = std::thread::Builder::new()
             .name("lt-pg-writer".into())
             .spawn({
                 let shared = Arc::clone(&shared);
                 let target = target.clone();
+                let worker = worker.clone();
                 move || {
                     let db = writer::PgWriter {
                         client: Some(client),
-                        exclusive,
                         target,
+                        worker,
                         shared: Arc::clone(&shared),
                     };
                     queue::run(db, &shared, queue);
@@ -179,7 +164,36 @@ impl PostgresStore {
             writer: Some(writer),
             readers,
             clock: None,
+            target,
+            worker,
+            options: options.clone(),
+            let_go: Mutex::new(None),
         })
+    }
+
+    /// This worker's id (in the leases' `owner`).
+    pub fn worker(&self) -> &str {
+        &self.worker.id
+    }
+
+    /// Holds session `id` at epoch 1 before its record is queued, so that
+    /// its sink (opened meanwhile) writes under the lease the record gets.
+    fn hold_new(&self, id: &str) {
+        self.shared.leases().entry(id.to_string()).or_insert(1);
+    }
+
+    fn send_let_go(&self, what: leases::LetGo) {
+        let queue = self.let_go.lock().unwrap_or_else(PoisonError::into_inner);
+        match queue.as_ref() {
+            Some(q) => {
+                let _ = q.send(what);
+            }
+            None => {
+                let (leases::LetGo::Ended(id) | leases::LetGo::Abandoned(id)) = what;
+                self.shared.leases().remove(&id);
+                self.shared.lost().remove(&id);
+            }
+        }
     }
 
     /// Stamps `ts` of the events of sinks opened from now on with `clock`
@@ -239,6 +253,10 @@ impl Drop for PostgresStore {
     /// Closes the queue; when no sink is left, waits for the writer to
     /// commit what is queued. The readers stop after their current read.
     fn drop(&mut self) {
+        self.let_go
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
         self.requests = None;
         let idle = self.shared.sinks.load(Ordering::SeqCst) == 0;
         if let Some(writer) = self.writer.take().filter(|_| idle) {
@@ -317,11 +335,27 @@ impl EventStore for PostgresStore {
 
 impl ServerStore for PostgresStore {
     fn create_session(&self, s: &NewSession) -> Result<Created, StoreError> {
-        self.queue().create_session(s)
+        self.hold_new(&s.id);
+        let created = self.queue().create_session(s);
+        if !matches!(created, Ok(Created::New)) {
+            self.shared.leases().remove(&s.id);
+        }
+        created
     }
 
     fn create_session_then(&self, s: &NewSession, done: CreatedThen) {
-        self.queue().create_session_then(s, done);
+        self.hold_new(&s.id);
+        let shared = Arc::clone(&self.shared);
+        let id = s.id.clone();
+        self.queue().create_session_then(
+            s,
+            Box::new(move |created| {
+                if !matches!(created, Ok(Created::New)) {
+                    shared.leases().remove(&id);
+                }
+                done(created)
+            }),
+        );
     }
 
     fn flush(&self) {
@@ -393,5 +427,69 @@ impl ServerStore for PostgresStore {
 
     fn observe_commits(&self, observer: CommitObserver) {
         self.queue().observe_commits(observer);
+    }
+
+    fn describe(&self) -> Json {
+        serde_json::json!({
+            "kind": "postgres",
+            "name": self.shared.name,
+            "worker": self.worker.id,
+            "lease_ms": self.worker.lease_ms,
+        })
+    }
+
+    fn lease(&self, hooks: LeaseHooks) -> Option<usize> {
+        let mut queue = self.let_go.lock().unwrap_or_else(PoisonError::into_inner);
+        if queue.is_some() {
+            return Some(0);
+        }
+        let (tx, rx) = mpsc::channel();
+        let (first_tx, first) = mpsc::sync_channel(1);
+        let thread = leases::Leases {
+            target: self.target.clone(),
+            worker: self.worker.clone(),
+            renew: self.options.renew,
+            shared: Arc::clone(&self.shared),
+            hooks,
+            let_go: rx,
+            first: Some(first_tx),
+        };
+        let started = std::thread::Builder::new()
+            .name("lt-pg-leases".into())
+            .spawn(move || thread.run());
+        if started.is_err() {
+            return None;
+        }
+        *queue = Some(tx);
+        // The first round's claims (a store that does not answer: later).
+        let wait = self.options.lease.max(std::time::Duration::from_secs(5));
+        Some(first.recv_timeout(wait).unwrap_or(0))
+    }
+
+    fn holds(&self, id: &str) -> bool {
+        self.shared.leases().contains_key(id)
+    }
+
+    fn let_go(&self, id: &str, abandoned: bool) {
+        let what = match abandoned {
+            true => leases::LetGo::Abandoned(id.to_string()),
+            false => leases::LetGo::Ended(id.to_string()),
+        };
+        self.send_let_go(what);
+    }
+
+    fn deliver(&self, id: &str, kind: &str, body: &Json) -> Result<bool, StoreError> {
+        let (id, kind, body) = (id.to_string(), kind.to_string(), body.to_string());
+        self.readers
+            .read("cannot post to another worker", move |c| {
+                let mut tx = c.transaction()?;
+                tx.execute(
+                    "INSERT INTO mailbox (session, kind, body) VALUES ($1, $2, $3)",
+                    &[&id, &kind, &body],
+                )?;
+                tx.execute("SELECT pg_notify('lt_mailbox', $1)", &[&id])?;
+                tx.commit()
+            })?;
+        Ok(true)
     }
 }

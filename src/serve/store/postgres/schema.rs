@@ -9,6 +9,12 @@
 //! events    (session, seq, hash, prev, line, PRIMARY KEY (session, seq))
 //!   trigger lt_events_chain BEFORE INSERT: seq 0 has prev = 64 zeros; seq n
 //!   has prev = the hash of the stored (session, n-1), else SQLSTATE LT001
+//! version 2 (leases, ../leases.rs):
+//! leases    (session PK, owner, epoch, expires)   one row per session
+//! events.epoch                             the lease epoch it was written under
+//!   the trigger also reads the session's lease (FOR KEY SHARE) and refuses
+//!   an event whose epoch is not the lease's: SQLSTATE LT002 (fenced)
+//! mailbox   (id, session, kind, body)      deliveries to another worker
 //! ```
 //!
 //! Invariant: a database whose version is newer than [`SCHEMA_VERSION`]
@@ -21,16 +27,21 @@ use super::url::OpenError;
 use postgres::Client;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// The SQLSTATE the chain trigger raises.
 pub const CHAIN_BROKEN: &str = "LT001";
+
+/// The SQLSTATE the chain trigger raises for an event written under a
+/// lease epoch that is not the session's current one (a fenced worker).
+pub const FENCED: &str = "LT002";
 
 /// The key of the advisory lock migrations take (`lt` in ASCII).
 const MIGRATION_LOCK: i64 = 0x6c74_0001;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 1] = [r#"
+const MIGRATIONS: [&str; 2] = [
+    r#"
 CREATE TABLE sessions (
     id              text PRIMARY KEY,
     tenant          text NOT NULL,
@@ -73,7 +84,52 @@ END
 $$;
 CREATE TRIGGER lt_events_chain BEFORE INSERT ON events
     FOR EACH ROW EXECUTE FUNCTION lt_events_chain();
-"#];
+"#,
+    r#"
+CREATE TABLE leases (
+    session text PRIMARY KEY,
+    owner   text,
+    epoch   bigint NOT NULL DEFAULT 0,
+    expires timestamptz NOT NULL DEFAULT '-infinity'
+);
+CREATE INDEX leases_by_expiry ON leases (expires);
+INSERT INTO leases (session) SELECT id FROM sessions;
+ALTER TABLE events ADD COLUMN epoch bigint NOT NULL DEFAULT 0;
+CREATE TABLE mailbox (
+    id      bigserial PRIMARY KEY,
+    session text NOT NULL,
+    kind    text NOT NULL,
+    body    text NOT NULL
+);
+CREATE INDEX mailbox_by_session ON mailbox (session, id);
+CREATE OR REPLACE FUNCTION lt_events_chain() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    held bigint;
+BEGIN
+    IF NEW.seq = 0 THEN
+        IF NEW.prev <> repeat('0', 64) THEN
+            RAISE EXCEPTION 'session %: event 0 must have prev = 64 zeros', NEW.session
+                USING ERRCODE = 'LT001';
+        END IF;
+    ELSIF NOT EXISTS (SELECT 1 FROM events e
+                      WHERE e.session = NEW.session AND e.seq = NEW.seq - 1
+                        AND e.hash = NEW.prev) THEN
+        RAISE EXCEPTION 'session %: event % does not continue the stored chain', NEW.session, NEW.seq
+            USING ERRCODE = 'LT001';
+    END IF;
+    -- Fencing: a claim takes the lease row FOR UPDATE, so an append waits
+    -- for it and then reads the new epoch.
+    SELECT l.epoch INTO held FROM leases l WHERE l.session = NEW.session FOR KEY SHARE;
+    IF FOUND AND held <> NEW.epoch THEN
+        RAISE EXCEPTION 'session %: event % was written under lease epoch %, and the lease is at epoch %',
+            NEW.session, NEW.seq, NEW.epoch, held
+            USING ERRCODE = 'LT002';
+    END IF;
+    RETURN NEW;
+END
+$$;
+"#,
+];
 
 /// Brings the schema of `client`'s database (its current schema) to
 /// [`SCHEMA_VERSION`]; the version found before. Errors: newer, another

@@ -84,6 +84,15 @@ impl Target {
         })
     }
 
+    /// The same database, its connections named `name` in
+    /// `pg_stat_activity` (a worker's lease connection: other workers see
+    /// whether it is alive).
+    pub fn named(&self, name: &str) -> Target {
+        let mut t = self.clone();
+        t.config.application_name(name);
+        t
+    }
+
     /// A new connection. Errors: the server cannot be reached, refuses the
     /// user, has no such database.
     pub fn connect(&self) -> Result<Client, OpenError> {

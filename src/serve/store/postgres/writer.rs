@@ -5,8 +5,10 @@
 //! ```text
 //! BEGIN
 //!   each create_session: INSERT … ON CONFLICT DO NOTHING, then the
-//!                        tenant's session of that idempotency key
-//!   each set_status: UPDATE … WHERE status is not final
+//!                        tenant's session of that idempotency key; a new one
+//!                        gets its lease row (this worker, epoch 1)
+//!   each set_status: the lease's epoch (FOR KEY SHARE) must be the one this
+//!                    worker holds, then UPDATE … WHERE status is not final
 //!   the events: one INSERT of them all (bulk.rs); when one breaks the chain,
 //!     one at a time: INSERT … SELECT … WHERE <prev is the stored hash of seq-1>
 //!                    ON CONFLICT (session, seq) DO NOTHING      0 rows: refused
@@ -29,7 +31,7 @@ use super::super::queue::{
 };
 use super::super::{Created, NewSession, SessionStatus};
 use super::bulk::{self, Bulk};
-use super::schema::{record_of, RECORD_COLUMNS};
+use super::schema::{record_of, FENCED, RECORD_COLUMNS};
 use super::url::Target;
 use crate::log::{StoreError, ZERO_HASH};
 use postgres::{Client, Transaction};
@@ -39,10 +41,9 @@ use std::sync::Arc;
 /// The writer's connection (`None` after it was lost).
 pub(super) struct PgWriter {
     pub client: Option<Client>,
-    /// Whether the connection holds the server's lock (taken again on a
-    /// new connection).
-    pub exclusive: bool,
     pub target: Target,
+    /// This worker's id and lease length (new sessions' lease rows).
+    pub worker: super::Worker,
     pub shared: Arc<Shared>,
 }
 
@@ -63,8 +64,9 @@ impl Transact for PgWriter {
         loop {
             attempt += 1;
             let shared = Arc::clone(&self.shared);
+            let worker = self.worker.clone();
             let client = self.connected()?;
-            let (sent_commit, e) = match apply(client, &shared, batch) {
+            let (sent_commit, e) = match apply(client, &shared, &worker, batch) {
                 Ok(outcomes) => return Ok(outcomes),
                 Err(failed) => failed,
             };
@@ -80,20 +82,14 @@ impl Transact for PgWriter {
 }
 
 impl PgWriter {
-    /// The live connection, made anew (with the server's lock) when there
-    /// is none or it was lost.
+    /// The live connection, made anew when there is none or it was lost.
     fn connected(&mut self) -> Result<&mut Client, BatchError> {
         if self.client.as_ref().is_none_or(Client::is_closed) {
             self.client = None;
-            let mut fresh = self
+            let fresh = self
                 .target
                 .connect()
                 .map_err(|e| BatchError(e.to_string()))?;
-            // The server's lock went with the old connection.
-            if self.exclusive {
-                super::lock_server(&mut fresh, &self.target)
-                    .map_err(|e| BatchError(e.to_string()))?;
-            }
             self.client = Some(fresh);
         }
         self.client
@@ -107,6 +103,7 @@ impl PgWriter {
 fn apply(
     client: &mut Client,
     shared: &Shared,
+    worker: &super::Worker,
     batch: &[Request],
 ) -> Result<Vec<Outcome>, (bool, postgres::Error)> {
     let before = |e| (false, e);
@@ -122,7 +119,7 @@ fn apply(
                 None
             }
             Request::CreateSession { new, request, .. } => Some(Outcome::Created(
-                create_session(&mut tx, shared, new, request).map_err(before)?,
+                create_session(&mut tx, shared, worker, new, request).map_err(before)?,
             )),
             Request::SetStatus {
                 id,
@@ -130,10 +127,14 @@ fn apply(
                 output,
                 calls,
                 at_ms,
+                epoch,
                 ..
             } => Some(Outcome::Status(
-                set_status(&mut tx, id, *status, output.as_deref(), *calls, *at_ms)
-                    .map_err(before)?,
+                match fenced_status(&mut tx, shared, id, *epoch).map_err(before)? {
+                    Some(refused) => Err(refused),
+                    None => set_status(&mut tx, id, *status, output.as_deref(), *calls, *at_ms)
+                        .map_err(before)?,
+                },
             )),
             Request::Flush(_) | Request::Release(_) => Some(Outcome::Flushed),
             #[cfg(test)]
@@ -152,7 +153,7 @@ fn apply(
                 appended.push(
                     match inserted.contains(&(a.session.clone(), to_i64(a.seq))) {
                         true => Ok(()),
-                        false => refused(&mut tx, a).map_err(before)?,
+                        false => refused(&mut tx, shared, a).map_err(before)?,
                     },
                 );
             }
@@ -160,9 +161,12 @@ fn apply(
         // One at a time: exactly the events that break the chain fail.
         Bulk::ChainBroken => {
             for a in &appends {
-                appended.push(append(&mut tx, a).map_err(before)?);
+                appended.push(append(&mut tx, shared, a).map_err(before)?);
             }
         }
+    }
+    if !appends.is_empty() {
+        notify_events(&mut tx, &appends).map_err(before)?;
     }
     let mut appended = appended.into_iter();
     let outcomes = outcomes
@@ -180,27 +184,89 @@ fn apply(
     Ok(outcomes)
 }
 
-/// Inserts one event if it continues the session's chain as stored.
-/// `Ok(Err(why))`: it does not, and nothing was written.
-fn append(tx: &mut Transaction<'_>, a: &Append) -> Result<Result<(), String>, postgres::Error> {
+/// Tells the other workers (`LISTEN lt_events`, leases.rs) which
+/// sessions' logs this batch extends, so that their streams read them now;
+/// sent with the commit (PostgreSQL delivers a notice only if it commits).
+fn notify_events(tx: &mut Transaction<'_>, appends: &[&Append]) -> Result<(), postgres::Error> {
+    let mut sessions: Vec<&str> = appends.iter().map(|a| a.session.as_str()).collect();
+    sessions.sort_unstable();
+    sessions.dedup();
+    // A notice's payload holds under 8000 bytes.
+    for chunk in sessions.chunks(200) {
+        tx.execute("SELECT pg_notify('lt_events', $1)", &[&chunk.join(",")])?;
+    }
+    Ok(())
+}
+
+/// Inserts one event if it continues the session's chain as stored and
+/// is written under the session's lease epoch. `Ok(Err(why))`: it is not,
+/// and nothing was written.
+fn append(
+    tx: &mut Transaction<'_>,
+    shared: &Shared,
+    a: &Append,
+) -> Result<Result<(), String>, postgres::Error> {
     let seq = to_i64(a.seq);
-    let inserted = tx.execute(
-        "INSERT INTO events (session, seq, hash, prev, line) \
-         SELECT $1::text, $2::bigint, $3::text, $4::text, $5::text \
+    let mut sp = tx.savepoint("lt_one")?;
+    let inserted = sp.execute(
+        "INSERT INTO events (session, seq, hash, prev, line, epoch) \
+         SELECT $1::text, $2::bigint, $3::text, $4::text, $5::text, $7::bigint \
          WHERE CASE WHEN $2::bigint = 0 THEN $4::text = $6::text \
                ELSE EXISTS (SELECT 1 FROM events e \
                             WHERE e.session = $1 AND e.seq = $2 - 1 AND e.hash = $4) END \
          ON CONFLICT (session, seq) DO NOTHING",
-        &[&a.session, &seq, &a.hash, &a.prev, &a.line, &ZERO_HASH],
-    )?;
-    if inserted == 1 {
-        return Ok(Ok(()));
+        &[
+            &a.session, &seq, &a.hash, &a.prev, &a.line, &ZERO_HASH, &a.epoch,
+        ],
+    );
+    match inserted {
+        Ok(n) => {
+            sp.commit()?;
+            if n == 1 {
+                return Ok(Ok(()));
+            }
+        }
+        Err(e) if e.code().map(|c| c.code()) == Some(FENCED) => {
+            sp.rollback()?;
+        }
+        Err(e) => return Err(e),
     }
-    refused(tx, a)
+    refused(tx, shared, a)
+}
+
+/// The refusal of a write to `session` under `epoch` when the lease is
+/// at another epoch (`None`: it is not; no lease row, or the same one).
+/// The session is no longer held by this worker.
+fn fence(
+    tx: &mut Transaction<'_>,
+    shared: &Shared,
+    session: &str,
+    epoch: i64,
+) -> Result<Option<String>, postgres::Error> {
+    let held = tx.query_opt(
+        "SELECT epoch, coalesce(owner, '') FROM leases WHERE session = $1 FOR KEY SHARE",
+        &[&session],
+    )?;
+    let Some(row) = held else { return Ok(None) };
+    let (now, owner): (i64, String) = (row.get(0), row.get(1));
+    if now == epoch {
+        return Ok(None);
+    }
+    shared.lose(session, epoch);
+    Ok(Some(format!(
+        "the database refused a write to session {session}: this worker held its lease at epoch {epoch}, and the lease is now at epoch {now} (worker {owner}); the session is no longer this worker's"
+    )))
 }
 
 /// The refusal of `a`, which the log did not take.
-fn refused(tx: &mut Transaction<'_>, a: &Append) -> Result<Result<(), String>, postgres::Error> {
+fn refused(
+    tx: &mut Transaction<'_>,
+    shared: &Shared,
+    a: &Append,
+) -> Result<Result<(), String>, postgres::Error> {
+    if let Some(why) = fence(tx, shared, &a.session, a.epoch)? {
+        return Ok(Err(why));
+    }
     let held: i64 = tx
         .query_one(
             "SELECT COALESCE(max(seq) + 1, 0) FROM events WHERE session = $1",
@@ -214,11 +280,25 @@ fn refused(tx: &mut Transaction<'_>, a: &Append) -> Result<Result<(), String>, p
     )))
 }
 
+/// The refusal of a status change by a worker that no longer holds the
+/// session's lease at `epoch` (`None`: no lease to check, or it holds it).
+fn fenced_status(
+    tx: &mut Transaction<'_>,
+    shared: &Shared,
+    id: &str,
+    epoch: Option<i64>,
+) -> Result<Option<StoreError>, postgres::Error> {
+    let Some(epoch) = epoch else { return Ok(None) };
+    Ok(fence(tx, shared, id, epoch)?.map(StoreError::Conflict))
+}
+
 /// Records a new session, or finds the tenant's session with the same
 /// idempotency key (the UNIQUE constraint decides, inside the transaction).
+/// A new session's lease is this worker's, at epoch 1.
 fn create_session(
     tx: &mut Transaction<'_>,
     shared: &Shared,
+    worker: &super::Worker,
     new: &NewSession,
     request: &str,
 ) -> Result<Result<Created, StoreError>, postgres::Error> {
@@ -237,6 +317,12 @@ fn create_session(
         ],
     )?;
     if inserted == 1 {
+        tx.execute(
+            "INSERT INTO leases (session, owner, epoch, expires) \
+             VALUES ($1, $2, 1, clock_timestamp() + $3::bigint * interval '1 millisecond') \
+             ON CONFLICT (session) DO NOTHING",
+            &[&new.id, &worker.id, &worker.lease_ms],
+        )?;
         return Ok(Ok(Created::New));
     }
     let existing = match &new.idempotency_key {

@@ -404,4 +404,8 @@ impl ServerStore for SqliteStore {
     fn observe_commits(&self, observer: CommitObserver) {
         self.queue().observe_commits(observer);
     }
+
+    fn describe(&self) -> serde_json::Value {
+        serde_json::json!({"kind": "sqlite", "name": self.shared.name})
+    }
 }
