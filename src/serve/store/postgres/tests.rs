@@ -303,7 +303,7 @@ fn sessions_are_recorded_listed_and_keyed_as_in_sqlite() {
             tenant: "acme".into(),
             status: None,
             limit: 1,
-            before: None,
+            ..ListQuery::default()
         })
         .expect("list");
     assert_eq!(page.len(), 1);
@@ -314,6 +314,7 @@ fn sessions_are_recorded_listed_and_keyed_as_in_sqlite() {
             status: None,
             limit: 10,
             before: Some((page[0].created_ms, page[0].id.clone())),
+            ..ListQuery::default()
         })
         .expect("list");
     assert_eq!(
