@@ -324,6 +324,20 @@ fn the_list_is_newest_first_filtered_by_status_and_paged() {
     let second = c.get(&server, &href.replace("&amp;", "&"));
     assert!(second.body.contains(&ids[0]), "{}", second.body);
     assert_eq!(second.body.matches("class=\"session-link\"").count(), 2);
+    // The next page keeps the filters.
+    let support = c.get(&server, "/?profile=support");
+    assert_eq!(support.body.matches("class=\"session-link\"").count(), 50);
+    let href = support
+        .body
+        .split("id=\"older\" href=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .expect("older link")
+        .replace("&amp;", "&");
+    assert!(href.starts_with("/?profile=support&cursor="), "{href}");
+    let rest = c.get(&server, &href);
+    assert_eq!(rest.body.matches("class=\"session-link\"").count(), 1);
+    assert!(rest.body.contains(&ids[0]) && !rest.body.contains(&waiting));
     let only = c.get(&server, "/?status=waiting_approval");
     assert_eq!(only.body.matches("class=\"session-link\"").count(), 1);
     assert!(only.body.contains(&waiting));
