@@ -140,14 +140,11 @@ fn export(x: &Exporter, id: &str, lines: &[String]) -> bool {
     if last["kind"] != over {
         return false;
     }
-    let hash_of = |seq: u64| -> String {
-        events
-            .iter()
-            .find(|e| e["seq"].as_u64() == Some(seq))
-            .and_then(|e| e["hash"].as_str())
-            .unwrap_or("")
-            .to_string()
-    };
+    let hashes: std::collections::HashMap<u64, &str> = events
+        .iter()
+        .filter_map(|e| Some((e["seq"].as_u64()?, e["hash"].as_str()?)))
+        .collect();
+    let hash_of = |seq: u64| -> String { hashes.get(&seq).copied().unwrap_or("").to_string() };
     let t = timeline::build(lines);
     let tracer = x.provider.tracer("lt");
     let last_seq = last["seq"].as_u64().unwrap_or(0);

@@ -21,18 +21,22 @@ pub struct Dialect {
     /// The expression reading field `field` of the JSON text in column
     /// `col`.
     pub json_field: fn(col: &str, field: &str) -> String,
+    /// Whether the text in column `col` contains parameter `p`'s text.
+    pub contains: fn(col: &str, p: &str) -> String,
 }
 
 /// SQLite: `?n`, `json_extract`.
 pub const SQLITE: Dialect = Dialect {
     param: |n| format!("?{n}"),
     json_field: |col, field| format!("json_extract({col}, '$.{field}')"),
+    contains: |col, p| format!("instr({col}, {p}) > 0"),
 };
 
 /// PostgreSQL: `$n`, `->>` on the line cast to `jsonb`.
 pub const POSTGRES: Dialect = Dialect {
     param: |n| format!("${n}"),
     json_field: |col, field| format!("(({col})::jsonb ->> '{field}')"),
+    contains: |col, p| format!("strpos({col}, {p}) > 0"),
 };
 
 /// The filter of `q` over table `sessions`, newest first, with its
@@ -70,11 +74,14 @@ pub fn filter(q: &ListQuery, d: &Dialect) -> (String, Vec<Arg>) {
         });
     }
     if let Some(tool) = &q.tool {
+        // The text search first: it spares parsing the lines that do not
+        // hold the name at all (most of them, for a rare tool).
         let kind = (d.json_field)("e.line", "kind");
         let name = (d.json_field)("e.line", "tool");
         and(&mut sql, &mut args, Arg::Text(tool.clone()), &|p| {
             format!(
-                "EXISTS (SELECT 1 FROM events e WHERE e.session = sessions.id AND {kind} = 'proposed' AND {name} = {p})"
+                "EXISTS (SELECT 1 FROM events e WHERE e.session = sessions.id AND {} AND {kind} = 'proposed' AND {name} = {p})",
+                (d.contains)("e.line", &p)
             )
         });
     }
