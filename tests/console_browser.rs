@@ -103,7 +103,7 @@ fn in_chromium_a_user_logs_in_follows_a_session_approves_and_cannot_reach_anothe
     }
     let rows = b.find_all("#sessions tbody tr");
     let ids: Vec<String> = rows.iter().map(|r| b.attr(r, "data-id")).collect();
-    assert_eq!(ids, [done.clone()]);
+    assert_eq!(ids, [done.as_str()]);
     b.screenshot(&shots().join("filtered.png"));
 
     // Follow a session to its timeline; replay it.
@@ -131,7 +131,11 @@ fn in_chromium_a_user_logs_in_follows_a_session_approves_and_cannot_reach_anothe
     // Its IR, on request.
     b.click(&b.wait("#show-ir", 5));
     let ir = b.wait("#ir", 20);
-    assert!(b.text(&ir).contains("exec lookup_account"), "{}", b.text(&ir));
+    assert!(
+        b.text(&ir).contains("exec lookup_account"),
+        "{}",
+        b.text(&ir)
+    );
     b.screenshot(&shots().join("ir.png"));
 
     // Approve the waiting approval; the session goes on and ends.

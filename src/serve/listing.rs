@@ -143,16 +143,14 @@ mod tests {
         };
         assert!(f
             .query("acme", 50)
-            .unwrap_err()
-            .contains("no status \"done\""));
+            .is_err_and(|e| e.contains("no status \"done\"")));
         let f = Filters {
             since: Some("soon".into()),
             ..Filters::default()
         };
         assert!(f
             .query("acme", 50)
-            .unwrap_err()
-            .contains("`since` is not a time"));
+            .is_err_and(|e| e.contains("`since` is not a time")));
         let f = Filters {
             profile: Some(" ".into()),
             tool: Some("a b&c".into()),
