@@ -29,6 +29,7 @@ pub mod frontend;
 pub mod ir;
 pub mod log;
 pub mod mcp_server;
+pub mod otlp;
 pub mod runtime;
 pub mod schema;
 pub mod scope;

@@ -76,6 +76,45 @@ fn a_key_is_exchanged_for_an_httponly_strict_cookie_that_is_not_the_key() {
 }
 
 #[test]
+fn failed_logins_from_one_address_are_limited_with_429_and_retry_after() {
+    let (_s, config, store) = setup("console-throttle");
+    let server = Server::start(&config, &store);
+    let attempt = |key: &str| -> Answer {
+        let form = request(&server, "GET", "/login", "", None);
+        let pre = cookie_value(&form.set_cookies, "lt_login_csrf")
+            .expect("cookie")
+            .to_string();
+        request(
+            &server,
+            "POST",
+            "/login",
+            &format!("lt_login_csrf={pre}"),
+            Some(&[("csrf", &pre), ("key", key)]),
+        )
+    };
+    for i in 0..5 {
+        let a = attempt("wrong-key");
+        assert_eq!(a.status, 401, "failure {i}: {}", a.body);
+        assert!(a.retry_after.is_none());
+    }
+    for key in ["wrong-key", ACME] {
+        let a = attempt(key);
+        assert_eq!(a.status, 429, "{key}: {}", a.body);
+        assert!(cookie_value(&a.set_cookies, "lt_console").is_none());
+        let secs: u64 = a
+            .retry_after
+            .as_deref()
+            .and_then(|s| s.parse().ok())
+            .expect("Retry-After in seconds");
+        assert!((1..=60).contains(&secs), "{secs}");
+        assert!(a.body.contains("Too many failed logins"), "{}", a.body);
+    }
+    // The API's keys are not the console's logins: still served.
+    let (st, _) = server.call("GET", "/v1/sessions", Some(ACME), None);
+    assert_eq!(st, 200);
+}
+
+#[test]
 fn every_action_needs_the_logins_csrf_token_and_logout_ends_the_login() {
     let (_s, config, store) = setup("console-csrf");
     let server = Server::start(&config, &store);
@@ -285,11 +324,134 @@ fn the_list_is_newest_first_filtered_by_status_and_paged() {
     let second = c.get(&server, &href.replace("&amp;", "&"));
     assert!(second.body.contains(&ids[0]), "{}", second.body);
     assert_eq!(second.body.matches("class=\"session-link\"").count(), 2);
+    // The next page keeps the filters.
+    let support = c.get(&server, "/?profile=support");
+    assert_eq!(support.body.matches("class=\"session-link\"").count(), 50);
+    let href = support
+        .body
+        .split("id=\"older\" href=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .expect("older link")
+        .replace("&amp;", "&");
+    assert!(href.starts_with("/?profile=support&cursor="), "{href}");
+    let rest = c.get(&server, &href);
+    assert_eq!(rest.body.matches("class=\"session-link\"").count(), 1);
+    assert!(rest.body.contains(&ids[0]) && !rest.body.contains(&waiting));
     let only = c.get(&server, "/?status=waiting_approval");
     assert_eq!(only.body.matches("class=\"session-link\"").count(), 1);
     assert!(only.body.contains(&waiting));
     assert_eq!(c.get(&server, "/?status=bogus").status, 400);
     assert_eq!(c.get(&server, "/?cursor=nope").status, 400);
+}
+
+#[test]
+fn the_list_filters_by_profile_tool_and_time_in_the_page_and_the_api() {
+    let (_s, config, store) = setup("console-filters");
+    let server = Server::start(&config, &store);
+    let calls = server.submit(ACME, &support_program(), "support");
+    let plain = server.submit(ACME, "\"no call\"", "limited");
+    let theirs = server.submit(GLOBEX, &support_program(), "support");
+    for (key, id) in [(ACME, &calls), (ACME, &plain), (GLOBEX, &theirs)] {
+        server.wait_final(key, id, Duration::from_secs(60));
+    }
+    let c = login(&server, ACME);
+    let shown = |path: &str| -> Vec<String> {
+        let a = c.get(&server, path);
+        assert_eq!(a.status, 200, "{path}: {}", a.body);
+        [&calls, &plain, &theirs]
+            .into_iter()
+            .filter(|id| a.body.contains(id.as_str()))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(shown("/"), [calls.as_str(), plain.as_str()]);
+    assert_eq!(shown("/?tool=lookup_account"), [calls.as_str()]);
+    assert_eq!(shown("/?tool=lookup"), Vec::<String>::new());
+    assert_eq!(shown("/?profile=limited"), [plain.as_str()]);
+    assert_eq!(shown("/?profile=support&tool=send_reply"), [calls.as_str()]);
+    assert_eq!(
+        shown("/?since=2000-01-01&until=2100-01-01"),
+        [calls.as_str(), plain.as_str()]
+    );
+    assert_eq!(shown("/?since=2100-01-01T00:00"), Vec::<String>::new());
+    assert_eq!(shown("/?until=2000-01-01"), Vec::<String>::new());
+    // The form keeps the filters it was given.
+    let a = c.get(&server, "/?tool=lookup_account&profile=support");
+    assert!(
+        a.body
+            .contains("name=\"tool\" id=\"tool\" value=\"lookup_account\""),
+        "{}",
+        a.body
+    );
+    let bad = c.get(&server, "/?since=yesterday");
+    assert_eq!(bad.status, 400);
+    assert!(bad.body.contains("is not a time"), "{}", bad.body);
+    // The API takes the same filters; globex's session never appears.
+    let (st, v) = server.call("GET", "/v1/sessions?tool=lookup_account", Some(ACME), None);
+    assert_eq!(st, 200, "{v}");
+    let ids: Vec<&str> = v["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .filter_map(|s| s["id"].as_str())
+        .collect();
+    assert_eq!(ids, [calls.as_str()]);
+    let (st, v) = server.call("GET", "/v1/sessions?until=soon", Some(ACME), None);
+    assert_eq!(st, 400, "{v}");
+}
+
+/// `s` with the console's five escapes undone.
+fn unescape(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
+}
+
+#[test]
+fn a_sessions_ir_is_shown_on_request_as_lt_check_emit_ir_prints_it() {
+    let (s, config, store) = setup("console-ir");
+    let server = Server::start(&config, &store);
+    let program = support_program();
+    let id = server.submit(ACME, &program, "support");
+    server.wait_final(ACME, &id, Duration::from_secs(60));
+    let c = login(&server, ACME);
+    let page = c.get(&server, &format!("/sessions/{id}"));
+    assert!(
+        page.body
+            .contains(&format!("id=\"show-ir\" href=\"/sessions/{id}/ir\"")),
+        "{}",
+        page.body
+    );
+    let a = c.get(&server, &format!("/sessions/{id}/ir"));
+    assert_eq!(a.status, 200, "{}", a.body);
+    let shown = a
+        .body
+        .split("<pre class=\"program\" id=\"ir\">")
+        .nth(1)
+        .and_then(|r| r.split("</pre>").next())
+        .map(unescape)
+        .expect("the IR's <pre>");
+    // The CLI's IR of the same text.
+    let file = s.write("same.lt", &program);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lt"))
+        .args(["check", "--json", "--emit", "ir"])
+        .arg(&file)
+        .output()
+        .expect("lt check");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let cli = v["ir"].as_str().expect("ir");
+    assert!(shown.contains("exec lookup_account"), "{shown}");
+    assert_eq!(shown, cli.trim_end());
+    // Another tenant's session has no IR page; nor does an unknown one.
+    let globex = login(&server, GLOBEX);
+    assert_eq!(
+        globex.get(&server, &format!("/sessions/{id}/ir")).status,
+        404
+    );
+    assert_eq!(c.get(&server, "/sessions/0123/ir").status, 404);
 }
 
 #[test]

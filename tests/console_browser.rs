@@ -93,6 +93,18 @@ fn in_chromium_a_user_logs_in_follows_a_session_approves_and_cannot_reach_anothe
     let fresh = server.submit(ACME, "\"hello\"", "support");
     b.wait(&format!("#sessions tr[data-id=\"{fresh}\"]"), 15);
     b.screenshot(&shots().join("sessions.png"));
+    // Filter by tool: only the session that called lookup_account.
+    b.type_into(&b.wait("#tool", 5), "lookup_account");
+    b.click(&b.wait("#filter", 5));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !b.url().contains("tool=lookup_account") {
+        assert!(std::time::Instant::now() < deadline, "{}", b.url());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let rows = b.find_all("#sessions tbody tr");
+    let ids: Vec<String> = rows.iter().map(|r| b.attr(r, "data-id")).collect();
+    assert_eq!(ids, [done.as_str()]);
+    b.screenshot(&shots().join("filtered.png"));
 
     // Follow a session to its timeline; replay it.
     b.click(&b.wait(
@@ -116,6 +128,15 @@ fn in_chromium_a_user_logs_in_follows_a_session_approves_and_cannot_reach_anothe
     let replayed = b.wait("#replay-result", 20);
     assert_eq!(b.attr(&replayed, "data-ok"), "true");
     b.screenshot(&shots().join("replay.png"));
+    // Its IR, on request.
+    b.click(&b.wait("#show-ir", 5));
+    let ir = b.wait("#ir", 20);
+    assert!(
+        b.text(&ir).contains("exec lookup_account"),
+        "{}",
+        b.text(&ir)
+    );
+    b.screenshot(&shots().join("ir.png"));
 
     // Approve the waiting approval; the session goes on and ends.
     b.click(&b.wait("#nav-approvals", 5));

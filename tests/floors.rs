@@ -32,7 +32,7 @@ const FLOORS: &[&[&str]] = &[
     &["log", "schema"],
     &["exec"],
     &["control"],
-    &["agent", "eval", "frontend"],
+    &["agent", "eval", "frontend", "otlp"],
     &["serve", "mcp_server", "compat", "cli"],
 ];
 

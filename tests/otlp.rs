@@ -1,13 +1,16 @@
-//! `lt serve --otlp-endpoint URL`: a session of the support example
-//! exported as an OpenTelemetry trace over OTLP/HTTP (JSON), received by a
-//! small HTTP server in this test that decodes what arrives: the span
-//! names, their parents, the GenAI attributes, and the log's seq and hash
-//! that link each span to the verifiable log.
+//! `--otlp-endpoint URL`: a session of the support example exported as an
+//! OpenTelemetry trace over OTLP/HTTP (JSON) by `lt serve`, `lt run` and
+//! `lt agent`, received by a small HTTP server in this test that decodes
+//! what arrives: the span names, their parents, the GenAI attributes, the
+//! log's seq and hash that link each span to the verifiable log, and the
+//! arguments and results only with `--otlp-payloads`, cut to the limit.
 
 #[path = "support/console.rs"]
 mod console_support;
 #[path = "support/serve.rs"]
 mod serve_support;
+#[path = "support/mod.rs"]
+mod support;
 
 use console_support::*;
 use serde_json::Value;
@@ -70,6 +73,17 @@ impl Receiver {
             }
         });
         Receiver { url, bodies }
+    }
+
+    /// The `service.name` of every resource received so far.
+    fn services(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for b in self.bodies.lock().expect("lock").iter() {
+            for rs in b["resourceSpans"].as_array().into_iter().flatten() {
+                out.extend(attr(&rs["resource"], "service.name"));
+            }
+        }
+        out
     }
 
     /// Every span received so far.
@@ -192,4 +206,225 @@ fn a_session_is_exported_as_a_trace_linked_to_its_log() {
             .and_then(|s| s.code()),
         Some(0)
     );
+}
+
+/// The log's events (a JSON Lines text).
+fn events_of(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).expect("event"))
+        .collect()
+}
+
+/// The root span and the spans named `name`, each checked to be the
+/// root's child in its trace.
+fn children<'a>(spans: &'a [Value], name: &str) -> (&'a Value, Vec<&'a Value>) {
+    let root = spans
+        .iter()
+        .find(|s| s["name"] == "invoke_workflow")
+        .unwrap_or_else(|| panic!("no root span: {spans:?}"));
+    let kids: Vec<&Value> = spans.iter().filter(|s| s["name"] == name).collect();
+    for k in &kids {
+        assert_eq!(k["traceId"], root["traceId"], "one trace");
+        assert_eq!(k["parentSpanId"], root["spanId"], "a child of the session");
+    }
+    (root, kids)
+}
+
+fn lt_run(dir: &support::TempDir, extra: &[&str]) -> support::Out {
+    let repo = repo();
+    let tools = repo.join("examples/support_desk/tools.toml");
+    let program = repo.join("examples/support_desk/program.lt");
+    let (tools, program) = (tools.display().to_string(), program.display().to_string());
+    let db = dir.path("example.db");
+    let mut args = vec!["run", "--executors", &tools, &program];
+    args.extend_from_slice(extra);
+    support::lt_in(&dir.0, &args, &[("LT_EXAMPLE_DB", &db)])
+}
+
+#[test]
+fn lt_run_exports_the_support_example_as_a_trace_linked_to_its_log() {
+    let receiver = Receiver::start();
+    let dir = support::TempDir::new("otlp", "run");
+    let out = lt_run(
+        &dir,
+        &["--otlp-endpoint", &receiver.url, "--log", "run.jsonl"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("refund tx_000001 processed"), "{out:?}");
+    // Sent before lt exits: nothing to wait for.
+    let spans = receiver.spans();
+    assert_eq!(receiver.services(), ["lt run"]);
+    let events = events_of(&std::fs::read_to_string(dir.path("run.jsonl")).expect("log"));
+    let (root, tools) = children(&spans, "execute_tool");
+    assert_eq!(
+        attr(root, "lt.session.id").as_deref(),
+        events[0]["session"].as_str()
+    );
+    assert_eq!(attr(root, "lt.session.status").as_deref(), Some("ok"));
+    let last = events.len() - 1;
+    assert_eq!(attr(root, "lt.log.seq"), Some(last.to_string()));
+    assert_eq!(
+        attr(root, "lt.log.hash").as_deref(),
+        events[last]["hash"].as_str()
+    );
+    let names: Vec<String> = tools
+        .iter()
+        .filter_map(|s| attr(s, "gen_ai.tool.name"))
+        .collect();
+    assert_eq!(names, ["lookup_account", "issue_refund", "send_reply"]);
+    for t in &tools {
+        let seq: usize = attr(t, "lt.log.seq")
+            .expect("seq")
+            .parse()
+            .expect("a number");
+        assert_eq!(events[seq]["kind"], "completed");
+        assert_eq!(
+            attr(t, "gen_ai.tool.call.id").as_deref(),
+            events[seq]["call_id"].as_str()
+        );
+        assert_eq!(
+            attr(t, "lt.log.hash").as_deref(),
+            events[seq]["hash"].as_str()
+        );
+        // Not asked for: no argument, no result.
+        assert_eq!(attr(t, "gen_ai.tool.call.arguments"), None, "{t}");
+        assert_eq!(attr(t, "gen_ai.tool.call.result"), None, "{t}");
+    }
+}
+
+#[test]
+fn arguments_and_results_are_exported_only_when_asked_and_cut_to_the_limit() {
+    let receiver = Receiver::start();
+    let dir = support::TempDir::new("otlp", "payloads");
+    let out = lt_run(
+        &dir,
+        &[
+            "--otlp-endpoint",
+            &receiver.url,
+            "--otlp-payloads",
+            "--otlp-payload-limit",
+            "8",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let spans = receiver.spans();
+    let (_, tools) = children(&spans, "execute_tool");
+    assert_eq!(tools.len(), 3, "{spans:?}");
+    let lookup = tools
+        .iter()
+        .find(|t| attr(t, "gen_ai.tool.name").as_deref() == Some("lookup_account"))
+        .expect("lookup_account");
+    // The argument's JSON text, "cust_12345" (12 bytes), cut to 8.
+    assert_eq!(
+        attr(lookup, "gen_ai.tool.call.arguments").as_deref(),
+        Some("\"cust_12…")
+    );
+    for t in &tools {
+        for key in ["gen_ai.tool.call.arguments", "gen_ai.tool.call.result"] {
+            let v = attr(t, key).unwrap_or_else(|| panic!("{key} missing: {t}"));
+            assert!(v.trim_end_matches('…').len() <= 8, "{key}: {v}");
+        }
+    }
+    // A limit large enough keeps the whole argument.
+    let receiver = Receiver::start();
+    let dir = support::TempDir::new("otlp", "payloads-whole");
+    let out = lt_run(&dir, &["--otlp-endpoint", &receiver.url, "--otlp-payloads"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let spans = receiver.spans();
+    let (_, tools) = children(&spans, "execute_tool");
+    assert_eq!(
+        attr(tools[0], "gen_ai.tool.call.arguments").as_deref(),
+        Some("\"cust_12345\"")
+    );
+    assert!(
+        attr(tools[0], "gen_ai.tool.call.result").is_some_and(|r| r.contains("ada@example.com"))
+    );
+}
+
+#[test]
+fn lt_agent_exports_the_models_rounds_and_the_runs_calls() {
+    let receiver = Receiver::start();
+    let dir = support::TempDir::new("otlp", "agent");
+    dir.write(
+        "decls.lt",
+        "tool lookup_account: String -{Read}-> {id: String, email: String};\n",
+    );
+    dir.write(
+        "tools.toml",
+        "[tools.lookup_account]\nfixed = { ok = { id = \"acc_1\", email = \"ada@example.com\" } }\n",
+    );
+    let program = "```lt\ntool lookup_account: String -{Read}-> {id: String, email: String};\nmatch exec tool lookup_account \"acc_1\" { Ok(a) => a.email, Err(e) => e }\n```";
+    let model = support::fake_model::FakeModel::start(vec![
+        serde_json::json!({"text": program}),
+        serde_json::json!({"text": "The email is ada@example.com."}),
+    ]);
+    let url = model.base_url_openai();
+    let out = support::lt_in(
+        &dir.0,
+        &[
+            "agent",
+            "Find the email of acc_1",
+            "--tools",
+            "decls.lt",
+            "--executors",
+            "tools.toml",
+            "--model",
+            "m",
+            "--base-url",
+            &url,
+            "--max-retries",
+            "0",
+            "--otlp-endpoint",
+            &receiver.url,
+        ],
+        &[("OPENAI_API_KEY", "test")],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let spans = receiver.spans();
+    assert_eq!(receiver.services(), ["lt agent"]);
+    let (root, chats) = children(&spans, "chat");
+    assert_eq!(attr(root, "lt.session.status").as_deref(), Some("answered"));
+    assert_eq!(chats.len(), 2, "{spans:?}");
+    let (_, tools) = children(&spans, "execute_tool");
+    let names: Vec<String> = tools
+        .iter()
+        .filter_map(|s| attr(s, "gen_ai.tool.name"))
+        .collect();
+    assert_eq!(names, ["lookup_account"]);
+}
+
+#[test]
+fn an_unreachable_receiver_is_a_note_and_a_bad_url_a_usage_error() {
+    let dir = support::TempDir::new("otlp", "unreachable");
+    dir.write("one.lt", "1 + 1");
+    // Port 9 (discard) on loopback: nothing listens.
+    let out = support::lt_in(
+        &dir.0,
+        &[
+            "run",
+            "one.lt",
+            "--otlp-endpoint",
+            "http://127.0.0.1:9/v1/traces",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains('2'), "{out:?}");
+    assert!(
+        out.stderr.contains("lt: otlp: cannot export the trace"),
+        "{out:?}"
+    );
+    let out = support::lt_in(
+        &dir.0,
+        &["run", "one.lt", "--otlp-endpoint", "ftp://x"],
+        &[],
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("not an http:// or https:// URL"),
+        "{out:?}"
+    );
+    let out = support::lt_in(&dir.0, &["run", "one.lt", "--otlp-payloads"], &[]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("--otlp-endpoint"), "{out:?}");
 }

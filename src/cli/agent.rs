@@ -21,7 +21,7 @@ use crate::agent::task::{
 };
 use crate::control::report::{Stage, StartErrorKind, StartFailure};
 use crate::exec::{ExecutorHost, Registry};
-use crate::log::{new_session_id, Discard, EventSink, LogWriter};
+use crate::log::{new_session_id, Discard, EventSink, LogWriter, MemoryLog};
 use crate::runtime::limits::Limits;
 use crate::source::SourceFile;
 use std::path::Path;
@@ -69,6 +69,8 @@ pub struct AgentOptions {
     pub verbose: bool,
     /// Colour diagnostics.
     pub color: bool,
+    /// `--otlp-endpoint`: the agent session exported as a trace.
+    pub otlp: Option<crate::otlp::Settings>,
 }
 
 fn run_options(opts: &AgentOptions) -> RunOptions {
@@ -83,6 +85,7 @@ fn run_options(opts: &AgentOptions) -> RunOptions {
         profile: opts.profile.clone(),
         log: opts.log.clone(),
         force: opts.force,
+        otlp: None,
     }
 }
 
@@ -285,6 +288,18 @@ pub fn run(opts: &AgentOptions) -> u8 {
             return usage(opts, Stage::Log, message, Some(help));
         }
     }
+    let exporter = match opts.otlp.as_ref().map(|o| crate::otlp::Exporter::new("lt agent", o)) {
+        None => None,
+        Some(Ok(x)) => Some(x),
+        Some(Err(message)) => {
+            return usage(
+                opts,
+                Stage::Log,
+                message,
+                Some("--otlp-endpoint takes the URL spans are posted to, e.g. http://127.0.0.1:4318/v1/traces".into()),
+            )
+        }
+    };
     let mut sink: Box<dyn EventSink> = match &opts.log {
         Some(path) => match LogWriter::create(path, id.clone()) {
             Ok(w) => Box::new(w),
@@ -299,6 +314,16 @@ pub fn run(opts: &AgentOptions) -> u8 {
         },
         None => Box::new(Discard),
     };
+    // Without --log, a traced session logs to memory: the trace is built
+    // from the log's lines.
+    let mut memory = match (&opts.log, &exporter) {
+        (None, Some(_)) => match MemoryLog::new(id.clone()) {
+            Ok(m) => Some(m),
+            Err(e) => return usage(opts, Stage::Log, format!("cannot start the log: {e}"), None),
+        },
+        _ => None,
+    };
+    let trace_id = id.clone();
     // The executors' runtime, then the session. A signal abandons the
     // agent session (its running tools killed) and ends lt.
     let runtime = match super::signals::io_runtime() {
@@ -336,9 +361,28 @@ pub fn run(opts: &AgentOptions) -> u8 {
         cancel: cancel.clone(),
         approvers: None,
     };
-    let outcome = run_task(run, proposer.as_mut(), sink.as_mut(), &mut progress);
+    let log: &mut dyn EventSink = match memory.as_mut() {
+        Some(m) => m,
+        None => sink.as_mut(),
+    };
+    let outcome = run_task(run, proposer.as_mut(), log, &mut progress);
     host.shutdown();
     drop(sink);
+    let traced = memory.map(|m| m.to_jsonl().lines().map(str::to_string).collect::<Vec<_>>());
+    if let Some(x) = &exporter {
+        let lines = match (&opts.log, traced) {
+            (Some(path), _) => std::fs::read_to_string(path)
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_string)
+                .collect(),
+            (None, lines) => lines.unwrap_or_default(),
+        };
+        x.export(&trace_id, &lines);
+        if let Err(e) = x.shutdown() {
+            err!("lt: otlp: {e}");
+        }
+    }
     // The agent session records nothing more: a signal handler waiting for
     // it may end lt now.
     cancel.settle();

@@ -40,7 +40,7 @@ pub mod tools_file;
 
 use crate::runtime::limits::Limits;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -70,6 +70,35 @@ pub enum Emit {
     Types,
     /// The combinator IR the program lowers to.
     Ir,
+}
+
+/// `--otlp-endpoint` and its companions, shared by `lt run`, `lt agent`
+/// and `lt serve` (`crate::otlp`).
+#[derive(Args, Clone, Debug, Default)]
+pub struct OtlpArgs {
+    /// Export the session as an OpenTelemetry trace, posted over OTLP/HTTP
+    /// (JSON) to URL (e.g. http://127.0.0.1:4318/v1/traces).
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+    /// Also export each call's argument and result (off by default: they
+    /// may hold personal data), each cut to --otlp-payload-limit bytes.
+    #[arg(long, requires = "otlp_endpoint")]
+    pub otlp_payloads: bool,
+    /// The size limit of an exported argument or result, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::otlp::DEFAULT_PAYLOAD_LIMIT, requires = "otlp_payloads")]
+    pub otlp_payload_limit: usize,
+}
+
+impl OtlpArgs {
+    /// The exporter's settings, when an endpoint was given.
+    pub fn settings(&self) -> Option<crate::otlp::Settings> {
+        self.otlp_endpoint
+            .as_ref()
+            .map(|endpoint| crate::otlp::Settings {
+                endpoint: endpoint.clone(),
+                payloads: self.otlp_payloads.then_some(self.otlp_payload_limit),
+            })
+    }
 }
 
 /// When to colour human output.
@@ -184,6 +213,9 @@ pub enum Command {
         /// from the environment variable LT_API_KEY.
         #[arg(long, value_name = "URL")]
         server: Option<String>,
+        /// The session exported as an OpenTelemetry trace.
+        #[command(flatten)]
+        otlp: OtlpArgs,
     },
     /// Serve MCP over stdio: typed code mode for any MCP client (tools
     /// run_program, check_program, search_tools, describe_tools;
@@ -232,7 +264,7 @@ pub enum Command {
         token_env: Option<String>,
     },
     /// Run the control plane as a service: sessions over HTTP, logs in a
-    /// store (docs/serve.md, docs/api.md).
+    /// store, a web console at / (docs/api.md, docs/console.md).
     Serve {
         /// The server's configuration: tenants, keys, tools, profiles
         /// (default: ./serve.toml when it exists).
@@ -254,10 +286,9 @@ pub enum Command {
         /// from stdin), and exit.
         #[arg(long, value_name = "KEY")]
         hash_key: Option<String>,
-        /// Export every session as an OpenTelemetry trace, posted over
-        /// OTLP/HTTP (JSON) to URL (e.g. http://127.0.0.1:4318/v1/traces).
-        #[arg(long, value_name = "URL")]
-        otlp_endpoint: Option<String>,
+        /// Every session exported as an OpenTelemetry trace.
+        #[command(flatten)]
+        otlp: OtlpArgs,
     },
     /// Re-run a session from its event log, calling no tool, and check that
     /// it makes the same calls and reaches the same value.
@@ -445,6 +476,9 @@ pub enum Command {
         /// Colour the diagnostics.
         #[arg(long, value_enum, default_value = "auto")]
         color: Color,
+        /// The agent session exported as an OpenTelemetry trace.
+        #[command(flatten)]
+        otlp: OtlpArgs,
     },
     /// Print the explanation of an error code, e.g. `lt explain E0202`.
     Explain {
@@ -494,6 +528,7 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             log,
             force,
             server,
+            otlp,
         } => {
             let defaults = Limits::default();
             let local_only: Vec<&str> = [
@@ -525,7 +560,12 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
                 profile,
                 log,
                 force,
+                otlp: otlp.settings(),
             };
+            if server.is_some() && otlp.otlp_endpoint.is_some() {
+                err!("error: --otlp-endpoint is for a session run here; with --server, give it to lt serve");
+                return ExitCode::from(EXIT_USAGE);
+            }
             match server {
                 Some(url) => remote::run(&opts, &url, &local_only),
                 None => run::run(&opts),
@@ -568,8 +608,15 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             store,
             migrate_only,
             hash_key,
-            otlp_endpoint,
-        } => serve::run(config, listen, store, migrate_only, hash_key, otlp_endpoint),
+            otlp,
+        } => serve::run(
+            config,
+            listen,
+            store,
+            migrate_only,
+            hash_key,
+            otlp.settings(),
+        ),
         Command::Replay {
             log,
             program,
@@ -622,6 +669,7 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             json,
             verbose,
             color,
+            otlp,
         } => agent::run(&agent::AgentOptions {
             task,
             tools,
@@ -653,6 +701,7 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             json,
             verbose,
             color: color_on(color),
+            otlp: otlp.settings(),
         }),
         Command::Eval {
             suite,

@@ -48,6 +48,7 @@ pub fn run(opts: &ResumeOptions) -> u8 {
         profile: None,
         log: Some(opts.log.clone()),
         force: false,
+        otlp: None,
     };
     let log_failure = |message: String| StartFailure::new(Stage::Log, StartErrorKind::Log, message);
     let reopened = match JsonlFile::new(&opts.log).reopen("") {

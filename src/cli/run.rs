@@ -44,6 +44,8 @@ pub struct RunOptions {
     pub log: Option<String>,
     /// Replace a `--log` file that already holds something.
     pub force: bool,
+    /// `--otlp-endpoint`: the session exported as a trace.
+    pub otlp: Option<crate::otlp::Settings>,
 }
 
 /// Runs `lt run` and returns the exit code.
@@ -92,6 +94,21 @@ pub fn run(opts: &RunOptions) -> u8 {
             return code;
         }
     }
+    let exporter = match opts.otlp.as_ref().map(|o| crate::otlp::Exporter::new("lt run", o)) {
+        None => None,
+        Some(Ok(x)) => Some(x),
+        Some(Err(message)) => {
+            return fail_usage(
+                opts,
+                &StartFailure::new(Stage::Log, StartErrorKind::Usage, message).with_help(
+                    "--otlp-endpoint takes the URL spans are posted to, e.g. http://127.0.0.1:4318/v1/traces",
+                ),
+            )
+        }
+    };
+    // Without --log, a traced session logs to memory: the trace is built
+    // from the log's lines.
+    let memory = crate::log::MemoryStore::new();
     let mut verbose = Verbose {
         ir: &ir,
         limits: &opts.limits,
@@ -109,6 +126,7 @@ pub fn run(opts: &RunOptions) -> u8 {
     let session = session
         .log(match &opts.log {
             Some(path) => LogTarget::File(path.clone()),
+            None if exporter.is_some() => LogTarget::Store(&memory),
             None => LogTarget::None,
         })
         .inputs(
@@ -124,8 +142,28 @@ pub fn run(opts: &RunOptions) -> u8 {
             .collect(),
         );
     match session.run(&ir) {
-        Ok(report) => finish(opts, &file, &ir, report, runtime, &cancel, &stdout),
+        Ok(report) => {
+            if let Some(x) = &exporter {
+                trace(x, opts, &memory, &report.id);
+            }
+            finish(opts, &file, &ir, report, runtime, &cancel, &stdout)
+        }
         Err(f) => fail_usage(opts, &f),
+    }
+}
+
+/// Exports session `id`'s trace from its log (`--log`'s file, else
+/// `memory`) and waits for it to be sent; a failure is a note on stderr,
+/// not the run's.
+fn trace(x: &crate::otlp::Exporter, opts: &RunOptions, memory: &crate::log::MemoryStore, id: &str) {
+    let text = match &opts.log {
+        Some(path) => std::fs::read_to_string(path).unwrap_or_default(),
+        None => memory.to_jsonl(id),
+    };
+    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    x.export(id, &lines);
+    if let Err(e) = x.shutdown() {
+        err!("lt: otlp: {e}");
     }
 }
 

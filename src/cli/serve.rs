@@ -17,7 +17,7 @@ pub fn run(
     store: Option<String>,
     migrate_only: bool,
     hash_key: Option<String>,
-    otlp_endpoint: Option<String>,
+    otlp: Option<crate::otlp::Settings>,
 ) -> u8 {
     if let Some(key) = hash_key {
         let key = if key == "-" {
@@ -41,7 +41,7 @@ pub fn run(
         config: config.map(Into::into),
         listen,
         store,
-        otlp_endpoint,
+        otlp,
     };
     if migrate_only {
         return match serve::migrate_only(&opts) {

@@ -51,7 +51,8 @@
 //! an event's fields, with precise messages), `json` (JSON text at any
 //! depth, repeated keys rejected), [`writer`] (appending: a file or memory;
 //! reopening a file to continue it), [`mod@verify`] (the checks), [`read`]
-//! (verified reading), [`show`] (the timeline).
+//! (verified reading), [`show`] (the `lt log show` text), [`timeline`] (a
+//! log as rows: calls, approvals, model requests).
 
 pub mod event;
 mod json;
@@ -59,6 +60,7 @@ mod parse;
 pub mod read;
 pub mod show;
 pub mod store;
+pub mod timeline;
 pub mod verify;
 pub mod write_ahead;
 pub mod writer;

@@ -7,7 +7,8 @@
 //! 422 a program the checker refused, 503 shutting down or the store down).
 
 use super::hub::{Hub, StartRequest, Started};
-use super::store::{ListQuery, SessionRecord, SessionStatus};
+use super::listing::Filters;
+use super::store::{SessionRecord, SessionStatus};
 use crate::control::approver::ApprovalAnswer;
 use crate::source::SourceFile;
 use axum::body::Bytes;
@@ -445,6 +446,10 @@ async fn show(
 #[serde(deny_unknown_fields)]
 struct ListParams {
     status: Option<String>,
+    profile: Option<String>,
+    tool: Option<String>,
+    since: Option<String>,
+    until: Option<String>,
     limit: Option<usize>,
     cursor: Option<String>,
 }
@@ -456,36 +461,23 @@ async fn list(
 ) -> Result<Response, ApiError> {
     let t = tenant(&state, &headers)?;
     let Query(p) = params.map_err(|e| ApiError::bad(format!("bad query: {e}")))?;
-    let status = match p.status.as_deref() {
-        None => None,
-        Some(s) => Some(SessionStatus::parse(s).ok_or_else(|| {
-            ApiError::bad(format!("no status {s:?}")).hint(
-                "a status is one of running, waiting_client, waiting_approval, ended, failed, cancelled",
-            )
-        })?),
-    };
     let limit = p.limit.unwrap_or(50);
     if !(1..=1000).contains(&limit) {
         return Err(ApiError::bad("limit must be between 1 and 1000"));
     }
-    let before = match p.cursor.as_deref() {
-        None => None,
-        Some(c) => {
-            let parsed = c
-                .split_once('.')
-                .and_then(|(ms, id)| Some((ms.parse::<i64>().ok()?, id.to_string())));
-            Some(parsed.ok_or_else(|| ApiError::bad("the cursor is not one this server gave"))?)
-        }
+    let filters = Filters {
+        status: p.status,
+        profile: p.profile,
+        tool: p.tool,
+        since: p.since,
+        until: p.until,
+        cursor: p.cursor,
     };
+    let query = filters.query(t, limit).map_err(ApiError::bad)?;
     let rows = state
         .hub
         .store
-        .list_sessions(&ListQuery {
-            tenant: t.to_string(),
-            status,
-            limit,
-            before,
-        })
+        .list_sessions(&query)
         .map_err(ApiError::store)?;
     let next = (rows.len() == limit)
         .then(|| rows.last().map(|r| format!("{}.{}", r.created_ms, r.id)))

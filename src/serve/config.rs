@@ -1,4 +1,4 @@
-//! `serve.toml`: the server's settings and its tenants (`docs/serve.md`).
+//! `serve.toml`: the server's settings and its tenants (`docs/api.md`, "serve.toml").
 //!
 //! ```toml
 //! [server]                         # every key optional; flags override them

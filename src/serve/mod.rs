@@ -14,6 +14,7 @@
 //! check.rs   a program against a tenant (tool list, profile)
 //! replay.rs  POST …/replay     metrics.rs  GET /metrics
 //! otlp.rs    --otlp-endpoint: each ended session as an OpenTelemetry trace
+//!            (the exporter is `crate::otlp`, shared with lt run and lt agent)
 //! console/   the web console at / (server-rendered pages, login cookie, CSRF)
 //! store/     ServerStore: sqlite/ (the default), postgres/ (--store postgres://…)
 //! workers.rs many workers on one database: claims, lost leases, forwarded deliveries
@@ -28,6 +29,7 @@ pub mod config;
 pub mod console;
 pub mod follow;
 pub mod hub;
+pub mod listing;
 pub mod live;
 pub mod metrics;
 pub mod model;
@@ -57,8 +59,9 @@ pub struct ServeOptions {
     pub listen: Option<String>,
     /// `--store`.
     pub store: Option<String>,
-    /// `--otlp-endpoint`: where to post each session's trace (OTLP/HTTP).
-    pub otlp_endpoint: Option<String>,
+    /// `--otlp-endpoint` (and `--otlp-payloads`): where to post each
+    /// session's trace (OTLP/HTTP), and whether with arguments and results.
+    pub otlp: Option<crate::otlp::Settings>,
 }
 
 /// Why the server could not start or stopped badly.
@@ -231,10 +234,10 @@ pub fn run(opts: &ServeOptions, ready: impl FnOnce(&str, usize, usize)) -> Resul
         config.max_sessions,
     ));
     runtime.spawn(Arc::clone(&hub).dispatch_commits());
-    let traces = match &opts.otlp_endpoint {
+    let traces = match &opts.otlp {
         None => None,
-        Some(url) => {
-            let provider = otlp::provider(url).map_err(|m| {
+        Some(settings) => {
+            let provider = crate::otlp::Exporter::new("lt serve", settings).map_err(|m| {
                 ServeError::usage(m, Some("--otlp-endpoint takes the URL spans are posted to, e.g. http://127.0.0.1:4318/v1/traces"))
             })?;
             runtime.spawn(otlp::follow(Arc::clone(&hub.store), provider.clone()));
@@ -271,20 +274,26 @@ pub fn run(opts: &ServeOptions, ready: impl FnOnce(&str, usize, usize)) -> Resul
         let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
             let _ = tcp.set_nodelay(true);
         });
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                wait_for_signal().await;
-                // Stop the streams and new sessions at once, then let the
-                // running calls finish (up to `grace`) off the runtime.
-                let _ = tokio::task::spawn_blocking(move || drained.drain(grace)).await;
-            })
-            .await
+        // The peer's address: the console's login rate limit counts by it.
+        axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .with_graceful_shutdown(async move {
+            wait_for_signal().await;
+            // Stop the streams and new sessions at once, then let the
+            // running calls finish (up to `grace`) off the runtime.
+            let _ = tokio::task::spawn_blocking(move || drained.drain(grace)).await;
+        })
+        .await
     });
     hub.drain(std::time::Duration::ZERO);
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     if let Some(p) = traces {
         // Sends what the batch still holds.
-        let _ = p.shutdown();
+        if let Err(e) = p.shutdown() {
+            eprintln!("lt serve: otlp: {e}");
+        }
     }
     served.map_err(|e| ServeError {
         message: format!("the server stopped: {e}"),

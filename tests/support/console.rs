@@ -118,6 +118,8 @@ approvals = "api"
 pub struct Answer {
     pub status: u16,
     pub location: Option<String>,
+    /// The `Retry-After` header, if any.
+    pub retry_after: Option<String>,
     pub set_cookies: Vec<String>,
     pub body: String,
 }
@@ -154,6 +156,7 @@ pub fn request(
     Answer {
         status: resp.status(),
         location: resp.header("location").map(str::to_string),
+        retry_after: resp.header("retry-after").map(str::to_string),
         set_cookies: resp
             .all("set-cookie")
             .into_iter()

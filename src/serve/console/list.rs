@@ -1,28 +1,22 @@
 //! `GET /`: the tenant's sessions, newest first, 50 a page, filtered by
-//! status; the first page refreshes itself while it is open. `GET
-//! /approvals`: the approval requests waiting for an answer, each with its
+//! status, profile, tool and time (`crate::serve::listing`); the first
+//! page refreshes itself while it is open. `GET /approvals`: the approval requests waiting for an answer, each with its
 //! tool, its argument and Approve / Deny buttons.
 
 use super::html::{esc, layout, pct, when};
 use super::login::Who;
 use super::{error_page, page, unavailable, Console, Shared};
 use crate::serve::api::view;
+use crate::serve::listing::Filters;
 use crate::serve::store::{ListQuery, SessionStatus};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::Query;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use serde::Deserialize;
 use serde_json::Value;
 
 /// Sessions on a page.
 const PAGE: usize = 50;
-
-#[derive(Deserialize)]
-pub struct ListParams {
-    status: Option<String>,
-    cursor: Option<String>,
-}
 
 /// A value shown in a cell: at most `n` characters.
 pub fn short(v: &Value, n: usize) -> String {
@@ -47,7 +41,7 @@ pub fn badge(status: &str) -> String {
 pub async fn sessions(
     state: Shared,
     headers: HeaderMap,
-    params: Result<Query<ListParams>, QueryRejection>,
+    params: Result<Query<Filters>, QueryRejection>,
 ) -> Response {
     let who = match state.viewer(&headers) {
         Ok(w) => w,
@@ -61,47 +55,16 @@ pub async fn sessions(
             Some(&who),
         );
     };
-    let status = match p.status.as_deref().filter(|s| !s.is_empty()) {
-        None => None,
-        Some(s) => match SessionStatus::parse(s) {
-            Some(st) => Some(st),
-            None => {
-                return error_page(
-                    StatusCode::BAD_REQUEST,
-                    "Bad query",
-                    &format!("There is no status {s:?}."),
-                    Some(&who),
-                )
-            }
-        },
+    let query = match p.query(&who.tenant, PAGE) {
+        Ok(q) => q,
+        Err(e) => return error_page(StatusCode::BAD_REQUEST, "Bad query", &e, Some(&who)),
     };
-    let before = match p.cursor.as_deref().filter(|c| !c.is_empty()) {
-        None => None,
-        Some(c) => match c
-            .split_once('.')
-            .and_then(|(ms, id)| Some((ms.parse::<i64>().ok()?, id.to_string())))
-        {
-            Some(b) => Some(b),
-            None => {
-                return error_page(
-                    StatusCode::BAD_REQUEST,
-                    "Bad query",
-                    "The page's cursor is not one this server gave.",
-                    Some(&who),
-                )
-            }
-        },
-    };
-    let first_page = before.is_none();
-    let rows = match state.app.hub.store.list_sessions(&ListQuery {
-        tenant: who.tenant.clone(),
-        status,
-        limit: PAGE,
-        before,
-    }) {
+    let first_page = query.before.is_none();
+    let rows = match state.app.hub.store.list_sessions(&query) {
         Ok(r) => r,
         Err(e) => return unavailable(e, &who),
     };
+    let status = query.status;
     let mut body = String::from("<h1>Sessions</h1><form method=\"get\" action=\"/\" class=\"filter\"><label>Status <select name=\"status\" id=\"status\"><option value=\"\">any</option>");
     for s in SessionStatus::ALL {
         body.push_str(&format!(
@@ -110,7 +73,20 @@ pub async fn sessions(
             if status == Some(s) { " selected" } else { "" }
         ));
     }
-    body.push_str("</select></label> <button type=\"submit\" id=\"filter\">Filter</button></form><div id=\"live\">");
+    body.push_str("</select></label>");
+    let field = |v: &Option<String>| esc(v.as_deref().unwrap_or(""));
+    body.push_str(&format!(
+        " <label>Profile <input name=\"profile\" id=\"profile\" value=\"{}\" size=\"12\"></label>\
+         <label>Tool <input name=\"tool\" id=\"tool\" value=\"{}\" size=\"14\"></label>\
+         <label>From <input type=\"datetime-local\" name=\"since\" id=\"since\" value=\"{}\"></label>\
+         <label>To <input type=\"datetime-local\" name=\"until\" id=\"until\" value=\"{}\"></label>\
+         <span class=\"note\">(UTC)</span>",
+        field(&p.profile),
+        field(&p.tool),
+        field(&p.since),
+        field(&p.until),
+    ));
+    body.push_str(" <button type=\"submit\" id=\"filter\">Filter</button></form><div id=\"live\">");
     if rows.is_empty() {
         body.push_str("<p class=\"note\" id=\"no-sessions\">No session.</p>");
     } else {
@@ -136,11 +112,9 @@ pub async fn sessions(
     if rows.len() == PAGE {
         if let Some(last) = rows.last() {
             let cursor = format!("{}.{}", last.created_ms, last.id);
-            let st = status
-                .map(|s| format!("status={}&", s.as_str()))
-                .unwrap_or_default();
             body.push_str(&format!(
-                "<p><a id=\"older\" href=\"/?{st}cursor={}\">Older sessions →</a></p>",
+                "<p><a id=\"older\" href=\"/?{}cursor={}\">Older sessions →</a></p>",
+                esc(&p.query_string()),
                 pct(&cursor)
             ));
         }
@@ -166,7 +140,7 @@ fn waiting(state: &Console, who: &Who) -> Result<Vec<Waiting>, crate::log::Store
         tenant: who.tenant.clone(),
         status: Some(SessionStatus::WaitingApproval),
         limit: 200,
-        before: None,
+        ..ListQuery::default()
     })?;
     let mut out = Vec::new();
     for r in rows {

@@ -10,16 +10,19 @@
 //! random value, shown only in the pages' forms), compared in constant time
 //! before anything happens ([`Console::check`]). The login form itself
 //! carries a token that must match a short-lived `lt_login_csrf` cookie
-//! (double submit), so another site cannot log a browser in.
+//! (double submit), so another site cannot log a browser in. Failed
+//! logins are rate-limited per client address (`throttle.rs`).
 
 use super::{error_page, forbidden, html, page, redirect, secure, Console, Shared};
 use axum::extract::rejection::FormRejection;
-use axum::extract::Form;
+use axum::extract::{ConnectInfo, Form};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
+use axum::Extension;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
@@ -224,12 +227,31 @@ pub struct LoginForm {
     csrf: Option<String>,
 }
 
-/// `POST /login`: the key for a session cookie.
+/// The client's address, when the server knows it.
+pub type Peer = Option<Extension<ConnectInfo<SocketAddr>>>;
+
+/// `POST /login`: the key for a session cookie. An address that failed
+/// too often lately is refused first (429, `Retry-After`: `throttle.rs`).
 pub async fn submit(
     state: Shared,
+    peer: Peer,
     headers: HeaderMap,
     form: Result<Form<LoginForm>, FormRejection>,
 ) -> Response {
+    let addr = peer.map(|Extension(ConnectInfo(a))| a.ip());
+    if let Err(wait) = state.throttle.check(addr, Instant::now()) {
+        let secs = wait.as_secs().max(1);
+        let mut r = error_page(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many failed logins",
+            &format!("Too many failed logins from your address. Try again in {secs} seconds."),
+            None,
+        );
+        if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+            r.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        return r;
+    }
     let Ok(Form(f)) = form else {
         return login_page(StatusCode::BAD_REQUEST, Some("The form could not be read."));
     };
@@ -249,8 +271,10 @@ pub async fn submit(
         .tenant(Some(&format!("Bearer {}", key.trim())))
         .map(str::to_string);
     let Some(tenant) = tenant else {
+        state.throttle.failed(addr, Instant::now());
         return login_page(StatusCode::UNAUTHORIZED, Some("That key is not valid."));
     };
+    state.throttle.succeeded(addr);
     let Some(t) = state.logins.create(&tenant) else {
         return error_page(
             StatusCode::SERVICE_UNAVAILABLE,

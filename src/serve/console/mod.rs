@@ -6,9 +6,12 @@
 //! mod.rs       routes, the console's state, answers (headers, error pages)
 //! login.rs     GET/POST /login, POST /logout: a key exchanged for a session
 //!              cookie (an opaque token mapped here to the tenant), CSRF tokens
+//! throttle.rs  the login's rate limit: failures per client address ─▶ 429
 //! html.rs      escaping, the page layout, the program's highlighting
-//! list.rs      GET / (sessions, by status, newest first, paged), GET /approvals
+//! list.rs      GET / (sessions, by status, profile, tool and time, newest
+//!              first, paged), GET /approvals
 //! session.rs   GET /sessions/{id}, POST …/replay, POST …/approve
+//! ir.rs        GET /sessions/{id}/ir: the program's IR, as `lt check --emit ir`
 //! timeline.rs  a session's log ─▶ the waterfall's rows
 //! ```
 //!
@@ -18,9 +21,11 @@
 //! happens. A session of another tenant is a 404 page, as in the API.
 
 mod html;
+mod ir;
 mod list;
 mod login;
 mod session;
+mod throttle;
 pub(crate) mod timeline;
 
 use super::api::AppState;
@@ -37,6 +42,8 @@ pub struct Console {
     pub app: Arc<AppState>,
     /// The logged-in browsers.
     pub logins: login::Logins,
+    /// Failed logins by client address (the login's rate limit).
+    pub throttle: throttle::Throttle,
 }
 
 type Shared = axum::extract::State<Arc<Console>>;
@@ -49,6 +56,7 @@ pub fn router(app: Arc<AppState>) -> Router {
     let console = Arc::new(Console {
         app,
         logins: login::Logins::new(login::LOGIN_TTL),
+        throttle: throttle::Throttle::new(throttle::MAX_FAILURES, throttle::WINDOW),
     });
     Router::new()
         .route("/", get(list::sessions))
@@ -56,6 +64,7 @@ pub fn router(app: Arc<AppState>) -> Router {
         .route("/login", get(login::form).post(login::submit))
         .route("/logout", post(login::logout))
         .route("/sessions/{id}", get(session::show))
+        .route("/sessions/{id}/ir", get(ir::show))
         .route("/sessions/{id}/replay", post(session::replay))
         .route("/sessions/{id}/approve", post(session::approve))
         .route(

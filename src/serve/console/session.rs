@@ -93,7 +93,7 @@ fn render(state: &Console, who: &Who, r: &SessionRecord, replayed: Option<&Value
     body.push_str("</div>");
     if let Some(p) = r.request["program"].as_str() {
         body.push_str(&format!(
-            "<h2>Program</h2><pre class=\"program\" id=\"program\">{}</pre>",
+            "<h2>Program</h2><p><a id=\"show-ir\" href=\"/sessions/{idp}/ir\">Show its IR</a></p><pre class=\"program\" id=\"program\">{}</pre>",
             highlight(p)
         ));
     } else if let Some(t) = r.request["task"].as_str() {

@@ -28,6 +28,7 @@
 //! `prev` is the stored last hash, its `seq` the next number).
 
 mod claim;
+mod list;
 mod logs;
 pub mod postgres;
 mod queue;
@@ -150,13 +151,23 @@ pub enum Created {
     Existing(SessionRecord),
 }
 
-/// One page of a tenant's sessions, newest first.
-#[derive(Clone, Debug)]
+/// One page of a tenant's sessions, newest first, with the filters the
+/// API and the console offer (each `None` lets everything through).
+#[derive(Clone, Debug, Default)]
 pub struct ListQuery {
     /// The tenant whose sessions are listed (no other tenant's, ever).
     pub tenant: String,
     /// Only sessions with this status.
     pub status: Option<SessionStatus>,
+    /// Only sessions run under this profile.
+    pub profile: Option<String>,
+    /// Only sessions whose log proposes a call to this tool (a denied
+    /// call counts: the program called it).
+    pub tool: Option<String>,
+    /// Only sessions created at or after this time (ms since the epoch).
+    pub since_ms: Option<i64>,
+    /// Only sessions created before this time (ms since the epoch).
+    pub until_ms: Option<i64>,
     /// At most this many (1..=1000).
     pub limit: usize,
     /// Only sessions older than this one, in list order (`created_ms`,

@@ -368,23 +368,14 @@ impl ServerStore for PostgresStore {
     }
 
     fn list_sessions(&self, q: &ListQuery) -> Result<Vec<SessionRecord>, StoreError> {
-        let mut filter = String::from("tenant = $1");
-        let mut args = vec![Param::Text(q.tenant.clone())];
-        if let Some(status) = q.status {
-            args.push(Param::Text(status.as_str().into()));
-            filter.push_str(&format!(" AND status = ${}", args.len()));
-        }
-        if let Some((ms, id)) = &q.before {
-            args.push(Param::Int(*ms));
-            args.push(Param::Text(id.clone()));
-            let (a, b) = (args.len() - 1, args.len());
-            filter.push_str(&format!(" AND (created_ms, id) < (${a}, ${b})"));
-        }
-        args.push(Param::Int(q.limit.clamp(1, 1000) as i64));
-        filter.push_str(&format!(
-            " ORDER BY created_ms DESC, id DESC LIMIT ${}",
-            args.len()
-        ));
+        let (filter, args) = super::list::filter(q, &super::list::POSTGRES);
+        let args = args
+            .into_iter()
+            .map(|a| match a {
+                super::list::Arg::Text(s) => Param::Text(s),
+                super::list::Arg::Int(n) => Param::Int(n),
+            })
+            .collect();
         self.records(&filter, args)
     }
 

@@ -289,7 +289,7 @@ fn sessions_are_recorded_listed_and_keyed_as_in_sqlite() {
             tenant: "acme".into(),
             status: None,
             limit: 1,
-            before: None,
+            ..ListQuery::default()
         })
         .expect("list");
     assert_eq!(page.len(), 1);
@@ -300,6 +300,7 @@ fn sessions_are_recorded_listed_and_keyed_as_in_sqlite() {
             status: None,
             limit: 10,
             before: Some((page[0].created_ms, page[0].id.clone())),
+            ..ListQuery::default()
         })
         .expect("list");
     assert_eq!(
@@ -314,6 +315,46 @@ fn sessions_are_recorded_listed_and_keyed_as_in_sqlite() {
         .collect();
     assert_eq!(open_ones, [id(3), id(4)]);
     assert!(store.health().is_ok());
+}
+
+#[test]
+fn the_list_filters_as_in_sqlite() {
+    let Some(url) = database("pg_filters") else {
+        return;
+    };
+    let store = open(&url);
+    for (n, tenant, profile, ms) in [
+        (0, "acme", "support", 1000),
+        (1, "acme", "audit", 2000),
+        (2, "globex", "support", 1500),
+    ] {
+        let mut s = new_session(n, tenant, ms, None);
+        s.profile = profile.into();
+        assert_eq!(store.create_session(&s).expect("create"), Created::New);
+    }
+    for n in [0, 2] {
+        let mut b = vec![started()];
+        b.extend(call(0));
+        b.push(ended());
+        append_all(&mut store.create(&id(n)).expect("log"), b);
+    }
+    store.flush();
+    let list = |f: &dyn Fn(&mut ListQuery)| -> Vec<String> {
+        let mut q = ListQuery {
+            tenant: "acme".into(),
+            limit: 10,
+            ..ListQuery::default()
+        };
+        f(&mut q);
+        let rows = store.list_sessions(&q).expect("list");
+        rows.into_iter().map(|r| r.id).collect()
+    };
+    // call() proposes `ping`.
+    assert_eq!(list(&|q| q.tool = Some("ping".into())), [id(0)]);
+    assert!(list(&|q| q.tool = Some("none_such".into())).is_empty());
+    assert_eq!(list(&|q| q.profile = Some("audit".into())), [id(1)]);
+    assert_eq!(list(&|q| q.since_ms = Some(1500)), [id(1)]);
+    assert_eq!(list(&|q| q.until_ms = Some(1500)), [id(0)]);
 }
 
 #[test]

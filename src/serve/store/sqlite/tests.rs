@@ -388,7 +388,7 @@ fn query(tenant: &str, status: Option<SessionStatus>, limit: usize) -> ListQuery
         tenant: tenant.into(),
         status,
         limit,
-        before: None,
+        ..ListQuery::default()
     }
 }
 
@@ -412,6 +412,65 @@ fn a_tenant_sees_only_its_sessions() {
         .list_sessions(&query("initech", None, 100))
         .expect("list")
         .is_empty());
+}
+
+#[test]
+fn filters_by_profile_tool_and_time_within_the_tenant() {
+    let dir = TempDir::new("filters");
+    let store = open(&dir.db());
+    // acme: 0 (support, calls ping, t=1000), 1 (audit, t=2000), 2 (support,
+    // t=3000); globex: 10 (support, calls ping, t=2500).
+    for (n, tenant, profile, ms) in [
+        (0, "acme", "support", 1000),
+        (1, "acme", "audit", 2000),
+        (2, "acme", "support", 3000),
+        (10, "globex", "support", 2500),
+    ] {
+        let mut s = new_session(n, tenant, ms, None);
+        s.profile = profile.into();
+        assert_eq!(store.create_session(&s).expect("create"), Created::New);
+    }
+    for n in [0, 10] {
+        let mut sink = store.create(&id(n)).expect("create log");
+        append_all(&mut sink, bodies());
+    }
+    let mut sink = store.create(&id(2)).expect("create log");
+    append_all(&mut sink, vec![started(), ended()]);
+    drop(sink);
+    store.flush();
+    let list = |q: ListQuery| ids(&store.list_sessions(&q).expect("list"));
+    let acme = |f: &dyn Fn(&mut ListQuery)| {
+        let mut q = query("acme", None, 100);
+        f(&mut q);
+        list(q)
+    };
+    assert_eq!(
+        acme(&|q| q.profile = Some("support".into())),
+        [id(2), id(0)]
+    );
+    assert_eq!(acme(&|q| q.tool = Some("ping".into())), [id(0)]);
+    assert!(acme(&|q| q.tool = Some("pin".into())).is_empty());
+    assert_eq!(acme(&|q| q.since_ms = Some(2000)), [id(2), id(1)]);
+    assert_eq!(acme(&|q| q.until_ms = Some(2000)), [id(0)]);
+    assert_eq!(
+        acme(&|q| {
+            q.since_ms = Some(1000);
+            q.until_ms = Some(3000);
+            q.profile = Some("support".into());
+        }),
+        [id(0)]
+    );
+    // globex's session calls ping under support at 2500: never acme's.
+    assert_eq!(
+        acme(&|q| {
+            q.tool = Some("ping".into());
+            q.since_ms = Some(2000);
+        }),
+        Vec::<String>::new()
+    );
+    let mut g = query("globex", None, 100);
+    g.tool = Some("ping".into());
+    assert_eq!(list(g), [id(10)]);
 }
 
 #[test]
