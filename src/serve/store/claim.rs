@@ -6,7 +6,7 @@ use super::queue::Shared;
 use std::sync::Arc;
 
 /// A session's mark in `writing`, cleared when dropped.
-pub(super) struct Claim {
+pub struct Claim {
     pub(super) shared: Arc<Shared>,
     pub(super) session: String,
 }

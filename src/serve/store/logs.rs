@@ -17,14 +17,15 @@ use super::claim::Claim;
 use super::queue::{Request, Shared};
 use super::sink::StoreSink;
 use crate::log::{
-    drop_event, read_prefix, Event, EventBody, EventSink, Loaded, MemoryLog, ProblemKind,
-    ReopenError, ReopenedLog, StoreError,
+    drop_event, read_prefix, Event, EventBody, EventSink, EventStore, Loaded, MemoryLog,
+    ProblemKind, ReopenError, ReopenedLog, StoreError,
 };
 use std::io;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 
-/// What a database store answers for [`EventStore`](crate::log::EventStore).
+/// What a database store answers for [`EventStore`]: every store that
+/// answers these reads is an `EventStore` by the functions below.
 pub trait LogReads {
     /// What it shares with its sinks and writer.
     fn shared(&self) -> &Arc<Shared>;
@@ -46,6 +47,20 @@ pub trait LogReads {
 
     /// Waits until everything queued so far is committed.
     fn flush_queue(&self);
+}
+
+impl<T: LogReads + Send + Sync> EventStore for T {
+    fn create(&self, session: &str) -> Result<Box<dyn EventSink + Send>, StoreError> {
+        create(self, session)
+    }
+
+    fn load(&self, session: &str) -> Result<Loaded, StoreError> {
+        load(self, session)
+    }
+
+    fn reopen(&self, session: &str) -> Result<ReopenedLog, StoreError> {
+        reopen(self, session)
+    }
 }
 
 /// Marks `session` as being written. Errors: it already is (`busy` says

@@ -43,7 +43,7 @@ use super::{
     CommitObserver, Committed, Created, CreatedThen, LeaseHooks, ListQuery, NewSession,
     ServerStore, SessionRecord, SessionStatus, StoreOptions,
 };
-use crate::log::{EventSink, EventStore, Loaded, ReopenedLog, StoreError};
+use crate::log::StoreError;
 use postgres::types::ToSql;
 use readers::Readers;
 use serde_json::Value as Json;
@@ -316,20 +316,6 @@ impl LogReads for PostgresStore {
 
     fn flush_queue(&self) {
         self.queue().flush();
-    }
-}
-
-impl EventStore for PostgresStore {
-    fn create(&self, session: &str) -> Result<Box<dyn EventSink + Send>, StoreError> {
-        logs::create(self, session)
-    }
-
-    fn load(&self, session: &str) -> Result<Loaded, StoreError> {
-        logs::load(self, session)
-    }
-
-    fn reopen(&self, session: &str) -> Result<ReopenedLog, StoreError> {
-        logs::reopen(self, session)
     }
 }
 

@@ -49,7 +49,7 @@ use super::{
     CommitObserver, Committed, Created, CreatedThen, ListQuery, NewSession, ServerStore,
     SessionRecord, SessionStatus,
 };
-use crate::log::{EventSink, EventStore, Loaded, ReopenedLog, StoreError};
+use crate::log::StoreError;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, OptionalExtension};
 use schema::{record_of, OpenError, RawRecord, Role, RECORD_COLUMNS};
@@ -308,20 +308,6 @@ impl LogReads for SqliteStore {
 
     fn flush_queue(&self) {
         self.queue().flush();
-    }
-}
-
-impl EventStore for SqliteStore {
-    fn create(&self, session: &str) -> Result<Box<dyn EventSink + Send>, StoreError> {
-        logs::create(self, session)
-    }
-
-    fn load(&self, session: &str) -> Result<Loaded, StoreError> {
-        logs::load(self, session)
-    }
-
-    fn reopen(&self, session: &str) -> Result<ReopenedLog, StoreError> {
-        logs::reopen(self, session)
     }
 }
 
