@@ -78,6 +78,7 @@ mod command;
 mod config;
 mod fixed;
 pub(crate) mod http;
+pub mod in_process;
 mod located;
 mod mcp;
 mod text;
