@@ -201,6 +201,25 @@ fn prompt(py: Python<'_>, declarations: String) -> PyResult<Py<PyAny>> {
     to_py(py, &v)
 }
 
+/// `main(argv)`: the `lt` command line (`lt.cli`'s entry point, the `lt`
+/// command the wheel installs), run on a thread with the CLI's big stack,
+/// the GIL released; its exit status.
+#[pyfunction]
+fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
+    py.detach(|| {
+        match lt::control::session::spawn("lt-cli", move || lt::cli::exit_status(argv)) {
+            Ok(handle) => handle.join().unwrap_or_else(|_| {
+                eprintln!("error: internal error in lt (this is a bug; please report it with the input)");
+                101
+            }),
+            Err(e) => {
+                eprintln!("error: cannot start lt: {e}");
+                2
+            }
+        }
+    })
+}
+
 /// The extension module.
 #[pymodule]
 fn _lt(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -208,6 +227,7 @@ fn _lt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(py_run, m)?)?;
     m.add_function(wrap_pyfunction!(replay, m)?)?;
     m.add_function(wrap_pyfunction!(prompt, m)?)?;
+    m.add_function(wrap_pyfunction!(main, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
