@@ -57,11 +57,7 @@ pub fn analysis_json(file: &SourceFile, a: &Analysis) -> Json {
     report_json(file, &a.diagnostics, CheckReport::new(file, a))
 }
 
-fn report_json(
-    file: &SourceFile,
-    diags: &[lt::diag::Diagnostic],
-    mut report: CheckReport,
-) -> Json {
+fn report_json(file: &SourceFile, diags: &[lt::diag::Diagnostic], mut report: CheckReport) -> Json {
     if report.diagnostics.is_empty() {
         report.diagnostics = diags
             .iter()

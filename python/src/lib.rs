@@ -28,7 +28,9 @@ fn guarded(f: impl FnOnce() -> Result<Json, Failure>) -> Json {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(Ok(v)) => v,
         Ok(Err(failure)) => failure.into_json(),
-        Err(payload) => internal(format!("lt panicked: {}", panic_text(payload.as_ref()))).into_json(),
+        Err(payload) => {
+            internal(format!("lt panicked: {}", panic_text(payload.as_ref()))).into_json()
+        }
     }
 }
 
@@ -38,24 +40,29 @@ fn on_big_stack(
     py: Python<'_>,
     f: impl FnOnce() -> Result<Json, Failure> + Send + 'static,
 ) -> Json {
-    py.detach(|| {
-        match lt::control::session::spawn("lt-python-check", move || guarded(f)) {
+    py.detach(
+        || match lt::control::session::spawn("lt-python-check", move || guarded(f)) {
             Ok(handle) => handle
                 .join()
                 .unwrap_or_else(|_| internal("the checker's thread panicked").into_json()),
             Err(e) => internal(format!("the checker's thread could not start: {e}")).into_json(),
-        }
-    })
+        },
+    )
 }
 
-fn profile_arg(path: Option<String>, table: Option<&Bound<'_, PyAny>>) -> Result<ProfileArg, Failure> {
+fn profile_arg(
+    path: Option<String>,
+    table: Option<&Bound<'_, PyAny>>,
+) -> Result<ProfileArg, Failure> {
     Ok(match (path, table) {
         (Some(p), _) => ProfileArg::Path(p),
-        (None, Some(t)) => ProfileArg::Table(
-            convert::from_py(t, "profile").map_err(|why| {
-                Failure::new("ConfigError", why, json!({"stage": "profile", "file": "<profile dict>"}))
-            })?,
-        ),
+        (None, Some(t)) => ProfileArg::Table(convert::from_py(t, "profile").map_err(|why| {
+            Failure::new(
+                "ConfigError",
+                why,
+                json!({"stage": "profile", "file": "<profile dict>"}),
+            )
+        })?),
         (None, None) => ProfileArg::None,
     })
 }
@@ -105,9 +112,10 @@ fn py_run(
     let prepared = (|| -> Result<run::RunArgs, Failure> {
         let profile = profile_arg(profile_path, profile_table.as_ref())?;
         let limits = match &limits {
-            Some(l) => run::limits(&convert::from_py(l, "limits").map_err(|why| {
-                Failure::new("ConfigError", why, json!({"stage": "input"}))
-            })?)?,
+            Some(l) => run::limits(
+                &convert::from_py(l, "limits")
+                    .map_err(|why| Failure::new("ConfigError", why, json!({"stage": "input"})))?,
+            )?,
             None => lt::runtime::limits::Limits::default(),
         };
         let tools = match &tools {
@@ -115,7 +123,11 @@ fn py_run(
                 let mut list = Vec::new();
                 for (k, v) in d.iter() {
                     let name: String = k.extract().map_err(|_| {
-                        Failure::new("ConfigError", "tools= keys must be tool names (str)", json!({"stage": "executors"}))
+                        Failure::new(
+                            "ConfigError",
+                            "tools= keys must be tool names (str)",
+                            json!({"stage": "executors"}),
+                        )
                     })?;
                     list.push((name, v.unbind()));
                 }
@@ -149,7 +161,11 @@ fn replay(py: Python<'_>, log: String) -> PyResult<Py<PyAny>> {
         use lt::control::session::replay::{replay_log, ReplaySetupError};
         use lt::log::{EventStore, JsonlFile, Loaded};
         let Loaded { events, report } = JsonlFile::new(&log).load("").map_err(|e| {
-            Failure::new("LogError", format!("cannot read {log}: {e}"), json!({"file": log}))
+            Failure::new(
+                "LogError",
+                format!("cannot read {log}: {e}"),
+                json!({"file": log}),
+            )
         })?;
         if let Some(p) = &report.problem {
             return Err(Failure::new(
@@ -160,7 +176,9 @@ fn replay(py: Python<'_>, log: String) -> PyResult<Py<PyAny>> {
         }
         match replay_log(&events, &log, None, None) {
             Ok(verdict) => Ok(verdict.to_json()),
-            Err(ReplaySetupError::Log(msg)) => Err(Failure::new("LogError", msg, json!({"file": log}))),
+            Err(ReplaySetupError::Log(msg)) => {
+                Err(Failure::new("LogError", msg, json!({"file": log})))
+            }
             Err(ReplaySetupError::Internal(msg)) => Err(internal(msg)),
             Err(ReplaySetupError::Rejected(file, analysis)) => Err(Failure::new(
                 "CheckError",
@@ -206,18 +224,20 @@ fn prompt(py: Python<'_>, declarations: String) -> PyResult<Py<PyAny>> {
 /// the GIL released; its exit status.
 #[pyfunction]
 fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
-    py.detach(|| {
-        match lt::control::session::spawn("lt-cli", move || lt::cli::exit_status(argv)) {
+    py.detach(
+        || match lt::control::session::spawn("lt-cli", move || lt::cli::exit_status(argv)) {
             Ok(handle) => handle.join().unwrap_or_else(|_| {
-                eprintln!("error: internal error in lt (this is a bug; please report it with the input)");
+                eprintln!(
+                    "error: internal error in lt (this is a bug; please report it with the input)"
+                );
                 101
             }),
             Err(e) => {
                 eprintln!("error: cannot start lt: {e}");
                 2
             }
-        }
-    })
+        },
+    )
 }
 
 /// The extension module.

@@ -187,7 +187,10 @@ fn session(args: RunArgs, cancel: Cancel) -> Result<Json, Failure> {
     let mut out = serde_json::to_value(report.output(&file, &ir)).unwrap_or(Json::Null);
     if let Some(o) = out.as_object_mut() {
         o.insert("session".into(), json!(report.id));
-        o.insert("elapsed_ms".into(), json!(report.elapsed.as_secs_f64() * 1e3));
+        o.insert(
+            "elapsed_ms".into(),
+            json!(report.elapsed.as_secs_f64() * 1e3),
+        );
     }
     Ok(out)
 }

@@ -80,7 +80,12 @@ fn call_batch(b: &Py<PyAny>, calls: &[InProcessCall<'_>]) -> Vec<Outcome> {
         let all_failed = |why: String| -> Vec<Outcome> {
             calls
                 .iter()
-                .map(|c| Err(failure(FailureKind::Failed, format!("tool {}: {why}", c.tool))))
+                .map(|c| {
+                    Err(failure(
+                        FailureKind::Failed,
+                        format!("tool {}: {why}", c.tool),
+                    ))
+                })
                 .collect()
         };
         let list = PyList::empty(py);
@@ -117,7 +122,10 @@ fn pair_outcome(tool: &str, pair: &Bound<'_, PyAny>) -> Outcome {
     let Ok(t) = pair.cast::<PyTuple>() else {
         return Err(failure(
             FailureKind::Failed,
-            format!("tool {tool}: the batch answered a {}, not a pair", type_name(pair)),
+            format!(
+                "tool {tool}: the batch answered a {}, not a pair",
+                type_name(pair)
+            ),
         ));
     };
     let ok = t.get_item(0).and_then(|o| o.is_truthy()).unwrap_or(false);
