@@ -67,8 +67,12 @@ pub fn run(py: Python<'_>, args: RunArgs) -> PyResult<Json> {
     let (tx, rx) = mpsc::channel::<Json>();
     let session_cancel = cancel.clone();
     let spawned = spawn("lt-python-session", move || {
+        // The thread keeps one Python thread state for the whole session
+        // (attached once, detached while the engine runs): each tool call
+        // then only takes the GIL back, instead of creating and destroying
+        // a thread state per call.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            session(args, session_cancel)
+            Python::attach(|py| py.detach(|| session(args, session_cancel)))
         }));
         let json = match result {
             Ok(Ok(v)) => v,
