@@ -489,11 +489,17 @@ pub enum Command {
 
 /// Runs the command line `args` (including the program name).
 pub fn main_with_args(args: Vec<String>) -> ExitCode {
+    ExitCode::from(exit_status(args))
+}
+
+/// Runs the command line `args` (including the program name) and returns
+/// its exit status (the `lt` command of the Python wheel exits with it).
+pub fn exit_status(args: Vec<String>) -> u8 {
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { EXIT_OK });
+            return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
         }
     };
     let code = match cli.command {
@@ -734,9 +740,9 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
         // The output is incomplete: say so where it can still be seen.
         let _ =
             std::io::Write::write_all(&mut std::io::stderr(), b"error: cannot write the output\n");
-        return ExitCode::from(EXIT_USAGE);
+        return EXIT_USAGE;
     }
-    ExitCode::from(code)
+    code
 }
 
 /// Whether to colour stderr's human output.

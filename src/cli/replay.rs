@@ -8,12 +8,9 @@
 
 use super::{EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE};
 use crate::control::profile::Profile;
-use crate::control::session::recorded_limits;
-use crate::control::session::replay::{replay, Recorded, Verdict};
-use crate::ir::lower::lower;
+use crate::control::session::replay::{replay_log, ReplaySetupError, Verdict};
 use crate::log::{EventBody, EventStore, JsonlFile, Loaded};
 use crate::source::SourceFile;
-use crate::types::check_source;
 use serde_json::json;
 use std::path::Path;
 
@@ -62,74 +59,40 @@ pub fn run(opts: &ReplayOptions) -> u8 {
     ) {
         return replay_agent(opts, events);
     }
-    let Some(recorded) = Recorded::from_events(&events) else {
-        return fail(
-            opts,
-            EXIT_DIAGNOSTICS,
-            "log",
-            &format!("{}: no session_started event", opts.log),
-        );
-    };
-    let (name, source) = match &opts.program {
+    let program = match &opts.program {
         Some(path) => match super::read_source(path) {
-            Ok(x) => x,
+            Ok((name, source)) => Some(SourceFile::new(name, source)),
             Err(msg) => return fail(opts, EXIT_USAGE, "usage", &msg),
         },
-        None => (format!("{} (recorded program)", opts.log), recorded.program),
+        None => None,
     };
     let profile = match &opts.profile {
         Some(path) => match Profile::load(Path::new(path)) {
-            Ok(p) => p,
+            Ok(p) => Some(p),
             Err(e) => return fail(opts, EXIT_USAGE, "usage", &e.to_string()),
         },
-        None => match Profile::from_json(&recorded.profile) {
-            Ok(p) => p,
-            Err(e) => {
-                return fail(
-                    opts,
-                    EXIT_DIAGNOSTICS,
-                    "log",
-                    &format!("the recorded profile is invalid: {e}"),
-                )
-            }
-        },
+        None => None,
     };
-    let file = SourceFile::new(name, source);
-    let analysis = check_source(&file.text);
-    if !analysis.is_ok() {
-        if opts.json {
-            out!("{}", super::check::report_json(&file, &analysis, None));
-        } else {
-            super::diagnostics::print_diagnostics(&file, &analysis, false);
-        }
-        return EXIT_DIAGNOSTICS;
-    }
-    let Ok(checked) = analysis.into_checked() else {
-        return EXIT_DIAGNOSTICS;
-    };
-    let ir = match lower(&checked) {
-        Ok(ir) => ir,
-        Err(e) => {
+    let verdict = match replay_log(&events, &opts.log, program, profile) {
+        Ok(v) => v,
+        Err(ReplaySetupError::Log(msg)) => return fail(opts, EXIT_DIAGNOSTICS, "log", &msg),
+        Err(ReplaySetupError::Internal(msg)) => {
             return fail(
                 opts,
                 EXIT_DIAGNOSTICS,
                 "internal",
-                &format!("lowering failed: {}", e.message),
+                &format!("lowering failed: {msg}"),
             )
         }
-    };
-    let limits = match recorded_limits(&recorded.limits) {
-        Ok(l) => l,
-        Err(e) => {
-            return fail(
-                opts,
-                EXIT_DIAGNOSTICS,
-                "log",
-                &format!("the recorded limits are invalid: {e}"),
-            )
+        Err(ReplaySetupError::Rejected(file, analysis)) => {
+            if opts.json {
+                out!("{}", super::check::report_json(&file, &analysis, None));
+            } else {
+                super::diagnostics::print_diagnostics(&file, &analysis, false);
+            }
+            return EXIT_DIAGNOSTICS;
         }
     };
-    let verdict = replay(&events, &ir, profile, limits);
     match &verdict {
         Verdict::MatchesUntilStopped { calls, cancelled } => {
             let why = if *cancelled {

@@ -29,6 +29,9 @@
 //! `file:line:column`); [`ExecutorHost`] is the [`Host`] that runs calls
 //! through it. `docs/executors.md` is the user-facing reference.
 //!
+//! Beside them, [`in_process`] is a host whose tools are closures (the Python
+//! package's functions), handed to a session as `Executors::Custom`.
+//!
 //! Every way a call can go wrong is an [`Outcome`] error, never a panic:
 //!
 //! | what happened | kind | message |
@@ -78,6 +81,7 @@ mod command;
 mod config;
 mod fixed;
 pub(crate) mod http;
+pub mod in_process;
 mod located;
 mod mcp;
 mod text;

@@ -251,3 +251,55 @@ pub fn replay(events: &[Event], ir: &Ir, profile: Profile, limits: Limits) -> Ve
         },
     }
 }
+
+/// Why a log could not be replayed at all (before any verdict).
+pub enum ReplaySetupError {
+    /// The log: no `session_started`, an invalid recorded profile or limits
+    /// (in words).
+    Log(String),
+    /// The program (recorded or given) is rejected by the checker: its file
+    /// and analysis.
+    Rejected(crate::source::SourceFile, Box<crate::types::Analysis>),
+    /// Lowering failed (a bug in lt), in words.
+    Internal(String),
+}
+
+/// Replays the session of `events` (a verified log; `log_name` names it):
+/// its recorded program, profile and limits, or `program` / `profile` in
+/// their place. The one replay path of `lt replay` and the Python package.
+/// Errors: [`ReplaySetupError`].
+pub fn replay_log(
+    events: &[Event],
+    log_name: &str,
+    program: Option<crate::source::SourceFile>,
+    profile: Option<Profile>,
+) -> Result<Verdict, ReplaySetupError> {
+    let Some(recorded) = Recorded::from_events(events) else {
+        return Err(ReplaySetupError::Log(format!(
+            "{log_name}: no session_started event"
+        )));
+    };
+    let file = match program {
+        Some(f) => f,
+        None => recorded.program_file(format!("{log_name} (recorded program)")),
+    };
+    let profile = match profile {
+        Some(p) => p,
+        None => recorded
+            .profile()
+            .map_err(|e| ReplaySetupError::Log(format!("the recorded profile is invalid: {e}")))?,
+    };
+    let ir = match super::check_and_lower(&file) {
+        Ok(ir) => ir,
+        Err(super::Rejected::Diagnostics(analysis)) => {
+            return Err(ReplaySetupError::Rejected(file, analysis))
+        }
+        Err(super::Rejected::Lowering(e)) => {
+            return Err(ReplaySetupError::Internal(e.message.clone()))
+        }
+    };
+    let limits = recorded
+        .limits()
+        .map_err(|e| ReplaySetupError::Log(format!("the recorded limits are invalid: {e}")))?;
+    Ok(replay(events, &ir, profile, limits))
+}

@@ -1,0 +1,5 @@
+"""``python -m lt``: the ``lt`` command line."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,149 @@
+//! Values across the boundary: JSON (what the engine gives a tool and the
+//! program's value) to Python objects and back.
+//!
+//! JSON → Python: `null` → `None`, booleans, integers (`int`), floats,
+//! strings, arrays → `list`, objects → `dict`. Python → JSON: `None`,
+//! `bool`, `int` (64-bit), `float` (finite), `str`, `list` / `tuple` →
+//! arrays, `dict` with `str` keys → objects. Anything else is refused with
+//! the path of the offending part (`result["items"][3]: a set is not
+//! JSON`), which the engine turns into the call's `Err`, like any executor's
+//! bad output. Nesting is bounded ([`MAX_DEPTH`]): a cyclic or absurdly
+//! deep value is refused, never a stack overflow.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use serde_json::{Map, Number, Value as Json};
+
+/// The deepest Python value converted to JSON (a cycle hits it too).
+pub const MAX_DEPTH: usize = 512;
+
+/// `v` as a Python object.
+pub fn to_py<'py>(py: Python<'py>, v: &Json) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Json::Null => py.None().into_bound(py),
+        Json::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Json::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                i.into_pyobject(py)?.into_any()
+            } else if let Some(u) = n.as_u64() {
+                u.into_pyobject(py)?.into_any()
+            } else {
+                PyFloat::new(py, n.as_f64().unwrap_or(f64::NAN)).into_any()
+            }
+        }
+        Json::String(s) => PyString::new(py, s).into_any(),
+        Json::Array(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(to_py(py, item)?)?;
+            }
+            list.into_any()
+        }
+        Json::Object(fields) => {
+            let dict = PyDict::new(py);
+            for (k, item) in fields {
+                dict.set_item(k, to_py(py, item)?)?;
+            }
+            dict.into_any()
+        }
+    })
+}
+
+/// `obj` as JSON; `Err`: where and why it is not JSON (`path` names the
+/// root, e.g. `result`).
+pub fn from_py(obj: &Bound<'_, PyAny>, path: &str) -> Result<Json, String> {
+    let mut path = path.to_string();
+    convert(obj, &mut path, 0)
+}
+
+fn convert(obj: &Bound<'_, PyAny>, path: &mut String, depth: usize) -> Result<Json, String> {
+    if depth > MAX_DEPTH {
+        return Err(format!(
+            "{path}: nested more than {MAX_DEPTH} levels deep (a cycle?)"
+        ));
+    }
+    if obj.is_none() {
+        return Ok(Json::Null);
+    }
+    if let Ok(b) = obj.cast::<PyBool>() {
+        return Ok(Json::Bool(b.is_true()));
+    }
+    if obj.cast::<PyInt>().is_ok() {
+        if let Ok(i) = obj.extract::<i64>() {
+            return Ok(Json::from(i));
+        }
+        if let Ok(u) = obj.extract::<u64>() {
+            return Ok(Json::from(u));
+        }
+        return Err(format!("{path}: the integer {obj} does not fit in 64 bits"));
+    }
+    if let Ok(f) = obj.cast::<PyFloat>() {
+        let x = f.value();
+        return Number::from_f64(x)
+            .map(Json::Number)
+            .ok_or_else(|| format!("{path}: the float {x} is not a JSON number"));
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return s
+            .extract::<String>()
+            .map(Json::String)
+            .map_err(|e| format!("{path}: the string is not valid UTF-8: {e}"));
+    }
+    if let Ok(list) = obj.cast::<PyList>() {
+        return items(list.iter(), path, depth);
+    }
+    if let Ok(tuple) = obj.cast::<PyTuple>() {
+        return items(tuple.iter(), path, depth);
+    }
+    if let Ok(dict) = obj.cast::<PyDict>() {
+        let mut map = Map::new();
+        for (k, v) in dict.iter() {
+            let Ok(key) = k.extract::<String>() else {
+                return Err(format!(
+                    "{path}: the key {} is a {}, not a str (JSON object keys are strings)",
+                    repr(&k),
+                    type_name(&k)
+                ));
+            };
+            let len = path.len();
+            path.push_str(&format!("[{key:?}]"));
+            let item = convert(&v, path, depth + 1)?;
+            path.truncate(len);
+            map.insert(key, item);
+        }
+        return Ok(Json::Object(map));
+    }
+    Err(format!(
+        "{path}: a {} is not JSON (give None, bool, int, float, str, list, tuple or dict)",
+        type_name(obj)
+    ))
+}
+
+fn items<'py>(
+    iter: impl Iterator<Item = Bound<'py, PyAny>>,
+    path: &mut String,
+    depth: usize,
+) -> Result<Json, String> {
+    let mut out = Vec::new();
+    for (i, item) in iter.enumerate() {
+        let len = path.len();
+        path.push_str(&format!("[{i}]"));
+        out.push(convert(&item, path, depth + 1)?);
+        path.truncate(len);
+    }
+    Ok(Json::Array(out))
+}
+
+/// The name of `obj`'s type (`set`, `MyClass`).
+pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "value".to_string())
+}
+
+fn repr(obj: &Bound<'_, PyAny>) -> String {
+    obj.repr()
+        .map(|r| r.to_string())
+        .unwrap_or_else(|_| "?".to_string())
+}

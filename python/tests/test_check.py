@@ -1,0 +1,60 @@
+"""lt.check: the fields of `lt check --json` as typed objects, diagnostics
+rendered as `lt check` prints them, profiles and declarations."""
+
+import pathlib
+
+import pytest
+
+import lt
+from conftest import LOOKUP, REFUND
+
+
+def test_well_typed_program_has_type_and_effects():
+    r = lt.check(LOOKUP)
+    assert r.ok and r.type == "String" and r.effects == ["Read"]
+    assert r.diagnostics == []
+
+
+def test_errors_are_typed_diagnostics_rendered_like_the_cli():
+    r = lt.check(LOOKUP.replace("a.tier", "a.plan"))
+    assert not r.ok and r.type is None
+    [d] = r.diagnostics
+    assert isinstance(d, lt.Diagnostic)
+    assert d.code == "E0202" and d.line == 4 and d.severity == "error"
+    assert "plan" in d.message and d.help
+    assert "[E0202] Error:" in str(d) and "a.plan" in str(d)
+
+
+def test_every_error_at_once():
+    r = lt.check(REFUND.replace("a.tier", "a.plan").replace("a.cents", "a.amount"))
+    assert [d.code for d in r.diagnostics] == ["E0202"]
+    r = lt.check("1 + \"x\" + y")
+    assert len(r.diagnostics) >= 2
+
+
+def test_profile_denial_is_a_diagnostic(tmp_path):
+    r = lt.check(REFUND, profile={"name": "support", "effects": ["Read"]})
+    assert not r.ok and r.profile == "support"
+    assert {d.code for d in r.diagnostics} <= {"E0701", "E0702", "E0703"} and r.diagnostics
+    f = tmp_path / "p.toml"
+    f.write_text('[profile]\nname = "ro"\neffects = ["Read"]\n')
+    assert lt.check(REFUND, profile=str(f)).profile == "ro"
+
+
+def test_invalid_profile_is_a_config_error_with_location(tmp_path):
+    f = tmp_path / "p.toml"
+    f.write_text('[profile]\neffects = "Read"\n')
+    with pytest.raises(lt.ConfigError) as e:
+        lt.check(LOOKUP, profile=str(f))
+    assert isinstance(e.value, lt.Error)
+    assert e.value.file and e.value.line == 2
+
+
+def test_declarations_as_text_and_file(tmp_path):
+    decls = "tool lookup: {id: String} -{Read}-> {id: String, tier: String, cents: Int};\n"
+    body = 'match exec tool lookup {id = "c"} { Ok(a) => a.cents, Err(e) => 0 }'
+    assert lt.check(body, tools=decls).type == "Int"
+    p = tmp_path / "tools.lt"
+    p.write_text(decls)
+    assert lt.check(body, tools=pathlib.Path(p)).ok
+    assert not lt.check(body).ok  # unknown tool without them

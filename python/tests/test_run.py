@@ -1,0 +1,126 @@
+"""lt.run with Python functions as tools: sync and async, a raising tool,
+a wrong-shaped result, a program with errors, a profile denial, limits, a
+log replayed, tools.toml."""
+
+import asyncio
+import json
+import time
+
+import pytest
+
+import lt
+from conftest import GATHER, LOOKUP, REFUND, lookup, refund
+
+
+def test_sync_tools():
+    r = lt.run(REFUND, tools={"lookup": lookup, "refund": refund})
+    assert r.value == "tx_c1_4999" and r.calls == 2 and r.type == "String"
+    assert r.effects == ["Read", "Write"] and len(r.session) == 32
+
+
+def test_async_tools():
+    async def alookup(arg):
+        await asyncio.sleep(0.01)
+        return lookup(arg)
+
+    assert lt.run(LOOKUP, tools={"lookup": alookup}).value == "gold"
+
+
+def test_raising_tool_is_the_programs_err():
+    def broken(arg):
+        raise ValueError("card declined")
+
+    r = lt.run(LOOKUP, tools={"lookup": broken})
+    assert r.value == "tool lookup raised ValueError: card declined"
+
+
+def test_wrong_shape_is_the_programs_err():
+    r = lt.run(LOOKUP, tools={"lookup": lambda a: {"id": "c1", "tier": 3, "cents": 1}})
+    assert "tier" in r.value and r.calls == 1
+    r = lt.run(LOOKUP, tools={"lookup": lambda a: {1, 2}})
+    assert "not JSON" in r.value and "set" in r.value
+
+
+def test_program_with_errors_raises_check_error_and_runs_nothing():
+    called = []
+    with pytest.raises(lt.CheckError) as e:
+        lt.run(LOOKUP.replace("a.tier", "a.plan"), tools={"lookup": lambda a: called.append(a)})
+    assert called == []
+    assert [d.code for d in e.value.diagnostics] == ["E0202"]
+    assert "[E0202]" in str(e.value)
+
+
+def test_profile_denial_is_an_err_the_tool_never_runs():
+    ran = []
+
+    def refund_spy(arg):
+        ran.append(arg)
+        return refund(arg)
+
+    r = lt.run(REFUND, tools={"lookup": lookup, "refund": refund_spy}, profile={"effects": ["Read"]})
+    assert r.value.startswith("denied: effects:") and ran == []
+
+
+def test_missing_tool_function_is_a_config_error():
+    with pytest.raises(lt.ConfigError) as e:
+        lt.run(REFUND, tools={"lookup": lookup})
+    assert "refund" in str(e.value) and e.value.help
+
+
+def test_limit_stops_the_run():
+    with pytest.raises(lt.RunStopped) as e:
+        lt.run(REFUND, tools={"lookup": lookup, "refund": refund}, limits={"max_calls": 1})
+    assert e.value.kind == "call_limit" and e.value.calls == 1 and e.value.line
+
+
+def test_bad_limits_are_a_config_error():
+    with pytest.raises(lt.ConfigError):
+        lt.run(LOOKUP, tools={"lookup": lookup}, limits={"max_cals": 1})
+
+
+def test_log_replayed(tmp_path):
+    log = tmp_path / "s.jsonl"
+    r = lt.run(REFUND, tools={"lookup": lookup, "refund": refund}, log=log)
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    assert events[0]["kind"] == "session_started" and events[-1]["kind"] == "session_ended"
+    v = lt.replay(log)
+    assert v.ok and v.calls == 2 and v.value == r.value
+    with pytest.raises(lt.ConfigError):  # an earlier session's log is not replaced
+        lt.run(REFUND, tools={"lookup": lookup, "refund": refund}, log=log)
+    lines = log.read_text().splitlines()
+    log.write_text("\n".join(lines[:2] + lines[3:]) + "\n")
+    with pytest.raises(lt.LogError):
+        lt.replay(log)
+
+
+def test_tools_toml(tmp_path):
+    (tmp_path / "tools.toml").write_text(
+        '[tools.lookup]\nfixed = { ok = { id = "c1", tier = "silver", cents = 5 } }\n'
+    )
+    assert lt.run(LOOKUP, tools=tmp_path / "tools.toml").value == "silver"
+    (tmp_path / "bad.toml").write_text("[tools.lookup]\nfixed = 3\n")
+    with pytest.raises(lt.ConfigError) as e:
+        lt.run(LOOKUP, tools=tmp_path / "bad.toml")
+    assert e.value.line == 2
+
+
+def test_run_async_gathers_async_tools_concurrently():
+    async def slow(arg):
+        await asyncio.sleep(0.3)
+        return arg["n"]
+
+    async def main():
+        began = time.monotonic()
+        r = await lt.run_async(GATHER, tools={"slow": slow})
+        return r, time.monotonic() - began
+
+    r, took = asyncio.run(main())
+    assert r.value == 6 and r.calls == 3
+    assert took < 0.8, f"three 0.3 s calls took {took:.2f} s: not concurrent"
+
+
+def test_prompt_lists_the_declarations():
+    p = lt.prompt("tool lookup: {id: String} -{Read}-> {tier: String};\n")
+    assert "tool lookup" in p and "exec tool" in p
+    with pytest.raises(lt.CheckError):
+        lt.prompt("tool lookup: {id: Strin} -{Read}-> {tier: String};\n")

@@ -1,0 +1,101 @@
+"""The GIL and threads: a run releases the GIL while no Python tool runs,
+ten threads each running sessions work, and Ctrl-C stops a run cleanly."""
+
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import lt
+from conftest import REFUND, lookup, refund
+
+PURE = "fold (fn acc: Int => fn x: Int => acc + x) 0 (range 0 3000000)"
+
+SLOW = """
+tool slow: String -{Read}-> {ok: Bool};
+match traverse (fn h: String => exec tool slow h) ["a", "b", "c", "d", "e"] {
+  Ok(rs) => length rs,
+  Err(e) => 0
+}
+"""
+
+
+def test_a_pure_run_releases_the_gil():
+    done = threading.Event()
+    box = {}
+
+    def work():
+        box["value"] = lt.run(PURE).value
+        done.set()
+
+    t = threading.Thread(target=work)
+    t.start()
+    ticks = 0
+    while not done.is_set():
+        ticks += 1
+        time.sleep(0.001)
+    t.join()
+    assert box["value"] == sum(range(3000000))
+    assert ticks > 20, f"the main thread ran {ticks} times during the run: the GIL was held"
+
+
+def test_ten_threads_each_running_sessions():
+    def slow_lookup(arg):
+        time.sleep(0.05)  # releases the GIL, as I/O does
+        return lookup(arg)
+
+    results = []
+    errors = []
+
+    def worker(k):
+        try:
+            for _ in range(5):
+                r = lt.run(REFUND, tools={"lookup": slow_lookup, "refund": refund})
+                results.append(r.value)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    began = time.monotonic()
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    took = time.monotonic() - began
+    assert errors == []
+    assert results == ["tx_c1_4999"] * 50
+    # 50 sessions, each waiting 50 ms in a tool: 2.5 s one after the other.
+    assert took < 1.5, f"ten threads took {took:.2f} s: sessions did not overlap"
+
+
+def test_ctrl_c_cancels_the_session_and_raises_keyboard_interrupt(tmp_path):
+    log = tmp_path / "s.jsonl"
+    script = textwrap.dedent(
+        f"""
+        import json, os, signal, threading, time
+        import lt
+        calls = []
+        def slow(arg):
+            calls.append(arg)
+            time.sleep(0.3)
+            return {{"ok": True}}
+        threading.Timer(0.45, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        began = time.monotonic()
+        try:
+            lt.run({SLOW!r}, tools={{"slow": slow}}, log={str(log)!r})
+            print(json.dumps({{"raised": None}}))
+        except KeyboardInterrupt:
+            print(json.dumps({{"raised": "KeyboardInterrupt", "calls": len(calls),
+                               "took": time.monotonic() - began}}))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["raised"] == "KeyboardInterrupt"
+    assert got["calls"] == 2 and got["took"] < 1.2, got
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    assert events[-1]["kind"] == "session_ended", events[-1]
+    assert "cancel" in json.dumps(events[-1])

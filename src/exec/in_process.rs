@@ -1,0 +1,191 @@
+//! In-process tools: a [`Host`] whose tools are Rust closures, for an
+//! embedding that implements tools in its own process (the Python package,
+//! issue 28: each closure calls a Python function). It is an executor kind
+//! like `command` or `http`, handed to a session as
+//! [`Executors::Custom`](crate::control::session::Executors): the session,
+//! the control plane (profile, budgets, log) and the interpreter's boundary
+//! check of each result are the same as for every other executor.
+//!
+//! A closure answers with the tool's raw JSON result or a [`ToolFailure`];
+//! a result of the wrong shape is caught by the interpreter, as for any
+//! executor. A tool with no closure fails as `Unavailable`; an embedding
+//! should refuse such a program before it runs ([`InProcessHost::missing`]).
+//!
+//! A batch (`gather`, `fan_out`) goes to the batch closure when one is
+//! given ([`InProcessHost::with_batch`]: an asyncio host runs coroutines
+//! concurrently), else its calls run one after the other.
+
+use crate::runtime::host::{
+    not_started, BatchEvent, CallRequest, FailureKind, Host, Outcome, ToolFailure,
+};
+use serde_json::Value as Json;
+use std::collections::BTreeMap;
+
+/// One call as an in-process tool sees it.
+#[derive(Clone, Debug)]
+pub struct InProcessCall<'a> {
+    /// The tool's declared name.
+    pub tool: &'a str,
+    /// The argument as JSON.
+    pub arg: Json,
+    /// The call's idempotency key, inside a session.
+    pub idempotency_key: Option<&'a str>,
+}
+
+/// The closure of one tool.
+pub type ToolFn<'a> = Box<dyn FnMut(InProcessCall<'_>) -> Outcome + 'a>;
+
+/// The closure that performs a batch of calls (all their outcomes, in
+/// order).
+pub type BatchFn<'a> = Box<dyn FnMut(Vec<InProcessCall<'_>>) -> Vec<Outcome> + 'a>;
+
+/// A [`Host`] performing each call with the tool's closure.
+#[derive(Default)]
+pub struct InProcessHost<'a> {
+    tools: BTreeMap<String, ToolFn<'a>>,
+    batch: Option<BatchFn<'a>>,
+}
+
+impl<'a> InProcessHost<'a> {
+    /// A host with no tools.
+    pub fn new() -> Self {
+        InProcessHost {
+            tools: BTreeMap::new(),
+            batch: None,
+        }
+    }
+
+    /// Adds (or replaces) the closure of `tool`.
+    pub fn tool(mut self, tool: impl Into<String>, f: ToolFn<'a>) -> Self {
+        self.tools.insert(tool.into(), f);
+        self
+    }
+
+    /// Performs every batch with `f` (which must return one outcome per
+    /// call, in order; a missing one is an `Unavailable` failure).
+    pub fn with_batch(mut self, f: BatchFn<'a>) -> Self {
+        self.batch = Some(f);
+        self
+    }
+
+    /// The names in `called` that have no closure, in their order.
+    pub fn missing<'n>(&self, called: impl IntoIterator<Item = &'n str>) -> Vec<&'n str> {
+        called
+            .into_iter()
+            .filter(|t| !self.tools.contains_key(*t))
+            .collect()
+    }
+}
+
+/// The failure of a call to a tool without a closure.
+fn no_tool(tool: &str) -> ToolFailure {
+    ToolFailure {
+        stderr: None,
+        kind: FailureKind::Unavailable,
+        message: format!("tool {tool} has no in-process function"),
+    }
+}
+
+impl Host for InProcessHost<'_> {
+    fn call(&mut self, request: CallRequest<'_>) -> Outcome {
+        match self.tools.get_mut(request.tool) {
+            Some(f) => f(InProcessCall {
+                tool: request.tool,
+                arg: request.arg,
+                idempotency_key: request.idempotency_key,
+            }),
+            None => Err(no_tool(request.tool)),
+        }
+    }
+
+    fn call_batch(
+        &mut self,
+        requests: Vec<CallRequest<'_>>,
+        limit: usize,
+        events: &mut dyn FnMut(BatchEvent<'_>) -> bool,
+    ) -> Vec<Outcome> {
+        let Some(batch) = self.batch.as_mut() else {
+            // One after the other, as the trait's default does.
+            return requests
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    let o = if events(BatchEvent::Starting(i)) {
+                        self.call(r)
+                    } else {
+                        Err(not_started(r.tool))
+                    };
+                    events(BatchEvent::Done(i, &o));
+                    o
+                })
+                .collect();
+        };
+        let _ = limit;
+        let mut started = Vec::with_capacity(requests.len());
+        let mut calls = Vec::new();
+        for (i, r) in requests.iter().enumerate() {
+            let go = events(BatchEvent::Starting(i));
+            started.push(go);
+            if go {
+                calls.push(InProcessCall {
+                    tool: r.tool,
+                    arg: r.arg.clone(),
+                    idempotency_key: r.idempotency_key,
+                });
+            }
+        }
+        let mut answered = batch(calls).into_iter();
+        requests
+            .iter()
+            .zip(started)
+            .enumerate()
+            .map(|(i, (r, go))| {
+                let o = if go {
+                    answered.next().unwrap_or_else(|| {
+                        Err(ToolFailure {
+                            stderr: None,
+                            kind: FailureKind::Unavailable,
+                            message: format!("tool {}: the batch gave no outcome", r.tool),
+                        })
+                    })
+                } else {
+                    Err(not_started(r.tool))
+                };
+                events(BatchEvent::Done(i, &o));
+                o
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::host::CallId;
+
+    fn request<'a>(id: &'a CallId, tool: &'a str) -> CallRequest<'a> {
+        CallRequest {
+            id,
+            tool,
+            arg: Json::from(2),
+            time_left: None,
+            idempotency_key: None,
+        }
+    }
+
+    #[test]
+    fn calls_the_closure_and_fails_without_one() {
+        let mut host = InProcessHost::new().tool(
+            "double",
+            Box::new(|c: InProcessCall<'_>| Ok(Json::from(c.arg.as_i64().unwrap_or(0) * 2))),
+        );
+        let id = CallId {
+            node: 0,
+            path: vec![],
+        };
+        assert_eq!(host.call(request(&id, "double")), Ok(Json::from(4)));
+        let missing = host.call(request(&id, "other"));
+        assert!(matches!(missing, Err(f) if f.kind == FailureKind::Unavailable));
+        assert_eq!(host.missing(["double", "other"]), vec!["other"]);
+    }
+}
