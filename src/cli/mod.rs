@@ -570,7 +570,7 @@ pub fn exit_status(args: Vec<String>) -> u8 {
             };
             if server.is_some() && otlp.otlp_endpoint.is_some() {
                 err!("error: --otlp-endpoint is for a session run here; with --server, give it to lt serve");
-                return ExitCode::from(EXIT_USAGE);
+                return EXIT_USAGE;
             }
             match server {
                 Some(url) => remote::run(&opts, &url, &local_only),
