@@ -66,7 +66,7 @@ pub fn run(opts: &McpOptions) -> u8 {
     let host = catalog.host.clone();
     let server = CodeMode::new(catalog);
     let served = match &opts.http {
-        None => runtime.block_on(server.serve_stdio()),
+        None => runtime.block_on(server.serve_stdio(stop_signal())),
         Some(addr) => runtime.block_on(async {
             let listener = tokio::net::TcpListener::bind(addr)
                 .await

@@ -808,8 +808,12 @@ mod tests {
     #[test]
     fn sealed_events_are_the_appended_ones_with_their_own_line() {
         let clock = || "2026-01-01T00:00:00.000Z".to_string();
-        let mut kept = MemoryLog::new(SESSION).unwrap().with_clock(clock);
-        let mut sealed = MemoryLog::new(SESSION).unwrap().with_clock(clock);
+        let mut kept = MemoryLog::new(SESSION)
+            .expect("a session id")
+            .with_clock(clock);
+        let mut sealed = MemoryLog::new(SESSION)
+            .expect("a session id")
+            .with_clock(clock);
         let bodies = || {
             std::iter::once(started())
                 .chain(call(1))
@@ -817,7 +821,7 @@ mod tests {
                 .chain([ended()])
         };
         for (a, b) in bodies().zip(bodies()) {
-            let want = kept.append(a).unwrap().to_line();
+            let want = kept.append(a).expect("appended").to_line();
             let (event, line) = sealed.seal(b);
             assert_eq!(line, want);
             assert_eq!(event.to_line(), want);

@@ -171,6 +171,9 @@ impl Approver for MrtrApprover {
 
 /// A run waiting for the retry that answers its question.
 pub struct Paused {
+    /// The arguments of the call that started the run: a retry must
+    /// repeat them (MRTR retries the same request), or it is refused.
+    pub arguments: Option<rmcp::model::JsonObject>,
     /// The run's next steps.
     pub steps: mpsc::UnboundedReceiver<Step>,
     /// The run's cancel.
@@ -241,6 +244,12 @@ impl PausedRuns {
     /// The run paused under `state`, taken (a state answers once).
     pub fn take(&self, state: &str) -> Option<Paused> {
         self.lock().remove(state)
+    }
+
+    /// Puts a run taken by a retry that was refused back under `state`
+    /// (its question's bound still runs).
+    pub fn put_back(&self, state: &str, paused: Paused) {
+        self.lock().insert(state.to_string(), paused);
     }
 
     /// How many runs are paused.

@@ -28,6 +28,7 @@ use crate::control::session::{
 use crate::control::static_check;
 use crate::ir::Ir;
 use crate::runtime::cancel::Cancel;
+use crate::runtime::host::FailureKind;
 use crate::source::SourceFile;
 use crate::types::with_tools::check_with_tools;
 use crate::types::{check_declarations, Analysis};
@@ -187,17 +188,32 @@ pub struct CallMade {
     pub message: Option<String>,
 }
 
-/// The calls of a session, as they end (the engine's observer port).
-#[derive(Default)]
-struct Calls(Vec<CallMade>);
+/// The calls of a session, as they end (the engine's observer port),
+/// judged against the declarations of `tools` under `limits`.
+struct Calls<'a> {
+    made: Vec<CallMade>,
+    tools: &'a [crate::types::ToolSig],
+    limits: &'a crate::runtime::limits::Limits,
+}
 
-impl CallObserver for Calls {
+impl CallObserver for Calls<'_> {
     fn call_finished(&mut self, call: &FinishedCall<'_>) {
         let (status, message) = match call.outcome {
-            Ok(_) => ("ok".to_string(), None),
+            // Output that does not fit the declared type reaches the
+            // program as `Err`, as the log's `result` says: not ok.
+            Ok(_) => match self.tools.iter().find(|t| &*t.name == call.tool) {
+                Some(sig) => match crate::control::result_json(sig, call.outcome, self.limits) {
+                    Json::Object(r) if r.contains_key("Err") => (
+                        FailureKind::BadOutput.as_str().to_string(),
+                        r["Err"].as_str().map(str::to_string),
+                    ),
+                    _ => ("ok".to_string(), None),
+                },
+                None => ("ok".to_string(), None),
+            },
             Err(f) => (f.kind.as_str().to_string(), Some(f.message.clone())),
         };
-        self.0.push(CallMade {
+        self.made.push(CallMade {
             tool: call.tool.to_string(),
             argument: clip(call.argument, 2000),
             status,
@@ -240,7 +256,11 @@ fn run_checked(
         .log_dir
         .as_ref()
         .map(|d| d.join(format!("{id}.jsonl")).to_string_lossy().into_owned());
-    let mut calls = Calls::default();
+    let mut calls = Calls {
+        made: Vec::new(),
+        tools: &ir.tools,
+        limits: &catalog.limits,
+    };
     let session = Session::new(file)
         .id(id.clone())
         .executors(Executors::Shared {
@@ -263,7 +283,7 @@ fn run_checked(
     let output = report.output(file, ir);
     let shown = report.result.as_ref().ok().map(show_value);
     drop(report);
-    render(output, shown, &calls.0, &id, log.as_deref())
+    render(output, shown, &calls.made, &id, log.as_deref())
 }
 
 /// The reply of a run: its output (`lt run --json`'s), the value in lt's

@@ -136,14 +136,19 @@ impl CodeMode {
         &self.tools
     }
 
-    /// Serves MCP over stdin and stdout until the client closes them.
+    /// Serves MCP over stdin and stdout until the client closes them or
+    /// `stop` completes (the CLI passes SIGINT/SIGTERM), which ends the
+    /// session the same way.
     /// Errors: the session could not start or ended in error.
     /// A line that is not JSON gets a `-32700` Parse error; stdin's end
     /// cancels the programs still running at once ([`super::stdio`]).
-    pub async fn serve_stdio(mut self) -> Result<(), String> {
+    pub async fn serve_stdio(
+        mut self,
+        stop: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), String> {
         let (closed_tx, closed_rx) = tokio::sync::watch::channel(false);
         self.closed = closed_rx;
-        let (transport, writer) = super::stdio::transport(closed_tx);
+        let (transport, writer) = super::stdio::transport(closed_tx, stop);
         let sessions = Arc::clone(&self.running);
         let running = self
             .serve(transport)
@@ -218,7 +223,7 @@ impl CodeMode {
                 cancel.cancel("the client cancelled the request");
             }
             _ = closed => {
-                cancel.cancel("the client closed the connection (stdin ended)");
+                cancel.cancel("the MCP session ended (stdin ended, or lt mcp got SIGINT or SIGTERM)");
             }
         }
         loop {
@@ -268,6 +273,13 @@ impl CodeMode {
                     "run_program: this requestState is unknown, expired (no answer within --approval-timeout-ms, the run refused and cancelled) or already answered; call run_program again without it",
                 ));
             };
+            if paused.arguments != request.arguments {
+                self.paused.put_back(state, paused);
+                return result(Reply::failure(
+                    "input",
+                    "run_program: a retry with a requestState must repeat the call's arguments (the same program); these differ, so the question still waits for the call it belongs to",
+                ));
+            }
             paused
                 .question
                 .answer(answer_of(request.input_responses.as_ref()));
@@ -300,6 +312,7 @@ impl CodeMode {
                 Step::Done(reply) => return result(reply),
                 Step::Ask(question) => {
                     let paused = Paused {
+                        arguments: request.arguments.clone(),
                         steps,
                         cancel: cancel.clone(),
                         question,

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! stdin ──lines──▶ [reader] ──valid JSON──▶ duplex ──▶ rmcp
-//!                     │ not JSON: -32700 Parse error (id null)
+//!                     │ not UTF-8 or not JSON: -32700 Parse error (id null)
 //!                     ▼
 //! stdout ◀──whole lines── [writer] ◀── duplex ◀── rmcp's replies
 //! ```
@@ -33,12 +33,31 @@ pub fn parse_error(line: &str, e: &serde_json::Error) -> String {
     .to_string()
 }
 
+/// The JSON-RPC 2.0 response to a line that is not UTF-8 (JSON text is).
+pub fn not_utf8(line: &[u8], e: &std::str::Utf8Error) -> String {
+    let shown = String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned();
+    json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {
+            "code": -32700,
+            "message": format!(
+                "Parse error: the line is not UTF-8 (byte {} is invalid), so not JSON: {shown:?}",
+                e.valid_up_to()
+            ),
+        },
+    })
+    .to_string()
+}
+
 /// Starts the reader and writer tasks over the process's stdin and
 /// stdout: the transport for rmcp, and the writer's task (await it after
 /// the session, so the last replies are flushed). `closed` is set to
-/// `true` when stdin ends.
+/// `true` when stdin ends or `stop` completes (SIGINT, SIGTERM): the
+/// programs still running are cancelled and their logs ended either way.
 pub fn transport(
     closed: watch::Sender<bool>,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> (
     (ReadHalf<DuplexStream>, WriteHalf<DuplexStream>),
     tokio::task::JoinHandle<()>,
@@ -47,8 +66,29 @@ pub fn transport(
     let (from_rmcp, mut to_rmcp) = tokio::io::split(ours);
     let (errors_tx, mut errors_rx) = mpsc::unbounded_channel::<String>();
     tokio::spawn(async move {
-        let mut lines = BufReader::new(tokio::io::stdin()).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
+        let mut stdin = BufReader::new(tokio::io::stdin());
+        let mut raw = Vec::new();
+        tokio::pin!(stop);
+        loop {
+            raw.clear();
+            // A stop signal ends the session as the client's hang-up does.
+            let read = tokio::select! {
+                r = stdin.read_until(b'\n', &mut raw) => r,
+                () = &mut stop => break,
+            };
+            match read {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            // A line that is not UTF-8 is a parse error like any other, not
+            // the end of the session.
+            let line = match std::str::from_utf8(&raw) {
+                Ok(text) => text.trim_end_matches(['\n', '\r']).to_string(),
+                Err(e) => {
+                    let _ = errors_tx.send(not_utf8(&raw, &e));
+                    continue;
+                }
+            };
             if line.trim().is_empty() {
                 continue;
             }

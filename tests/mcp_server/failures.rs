@@ -58,6 +58,34 @@ match exec tool journal {line = "one"} {
     );
 }
 
+#[test]
+fn a_call_whose_output_does_not_fit_its_type_is_not_listed_as_ok() {
+    let dir = setup(
+        "wrong-shape",
+        "\n[tools.shape]\nfixed = { ok = { m = 1 } }\n",
+    );
+    dir.write(
+        "tools.lt",
+        &format!("{TOOLS_LT}// Answers {{m: 1}}, not its declared type.\ntool shape: {{x: Int}} -{{Read}}-> {{n: Int}};\n"),
+    );
+    let program = "match exec tool shape {x = 1} { Ok(r) => r.n, Err(e) => 0 }";
+    let steps = drive(&dir, ARGS, json!([run(program)]));
+    let r = &steps[1];
+    assert_eq!(r["structuredContent"]["value"], 0, "{r}");
+    assert_eq!(
+        calls_made(r),
+        [("shape".to_string(), "bad_output".to_string())],
+        "{r}"
+    );
+    let message = r["structuredContent"]["tool_calls"][0]["message"]
+        .as_str()
+        .unwrap_or("");
+    assert!(
+        message.contains("tool shape returned an invalid result"),
+        "{r}"
+    );
+}
+
 /// setup's folder plus `nap`, a command tool that sleeps 30 s.
 fn nap_setup(name: &str) -> TempDir {
     let dir = setup(

@@ -182,6 +182,28 @@ fn a_retry_that_never_comes_ends_the_session_at_the_approval_bound() {
 }
 
 #[test]
+fn a_retry_with_other_arguments_is_refused_and_nothing_runs() {
+    let dir = approvals_setup("modern-other-args");
+    let mut bounded = args();
+    bounded.extend(["--approval-timeout-ms", "2000"]);
+    let mut step = run(SIGNED);
+    step["retry_with"] = json!({"program": "1 + 1"});
+    let (steps, _) = drive_modern(&dir, &stdio(&bounded), "accept", json!([step]));
+    let r = &steps[1];
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(
+        r["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("must repeat the call's arguments"),
+        "{r}"
+    );
+    // The question still belonged to the first call; unanswered, it was
+    // refused at its bound, so the approved tool never ran.
+    assert!(!std::path::Path::new(&dir.path("journal.txt")).exists());
+}
+
+#[test]
 fn over_http_an_approval_is_the_same_round_trip() {
     let dir = approvals_setup("modern-http");
     let (mut server, url) = super::http::http_server(&dir, &args(), &[]);

@@ -1,7 +1,7 @@
 //! `lt mcp` over stdio spoken to by hand, line by line (no SDK, no venv):
-//! what the SDK never sends. A line that is not JSON gets JSON-RPC's
+//! what the SDK never sends. A line that is not JSON (or not UTF-8) gets JSON-RPC's
 //! `-32700` Parse error (id null) and the session goes on; a client that
-//! closes stdin mid-run has the run cancelled at once.
+//! closes stdin mid-run (or a SIGTERM) has the run cancelled at once.
 
 use super::support::{TempDir, LT};
 use serde_json::{json, Value as Json};
@@ -107,8 +107,60 @@ fn a_line_that_is_not_json_gets_a_parse_error_and_the_session_goes_on() {
 }
 
 #[test]
+fn a_line_that_is_not_utf8_gets_a_parse_error_and_the_session_goes_on() {
+    let (_dir, mut child, mut stdin, rx) = start("utf8");
+    initialize(&mut stdin, &rx);
+    stdin
+        .write_all(b"\xff\xfe\x80 bad utf8\n")
+        .and_then(|()| stdin.flush())
+        .expect("write to lt mcp");
+    let r = reply(&rx);
+    assert_eq!(r["id"], Json::Null, "{r}");
+    assert_eq!(r["error"]["code"], -32700, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("not UTF-8")),
+        "{r}"
+    );
+    send(
+        &mut stdin,
+        r#"{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}"#,
+    );
+    let r = reply(&rx);
+    assert_eq!(r["id"], 2, "{r}");
+    assert!(r["result"]["tools"].is_array(), "{r}");
+    drop(stdin);
+    let _ = child.wait();
+}
+
+#[test]
 fn closing_stdin_mid_run_cancels_the_run_at_once() {
-    let (dir, mut child, mut stdin, rx) = start("closed");
+    stopped_mid_run("closed", Duration::from_millis(1500), |_, stdin| {
+        drop(stdin)
+    });
+}
+
+#[test]
+fn sigterm_mid_run_cancels_the_run_and_ends_its_log() {
+    // Within 3 s: the run is cancelled at once, then the runtime's shutdown
+    // gives the blocked read of stdin (still open) its 2 s before exiting.
+    stopped_mid_run("sigterm", Duration::from_secs(3), |child, stdin| {
+        let killed = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(killed.success());
+        // The client still holds stdin open: the signal alone stops it.
+        std::mem::forget(stdin);
+    });
+}
+
+/// Starts a run of `nap` (30 s), lets the tool start, then `stop`s lt mcp
+/// (close its stdin, or signal it): it exits within `bound`, and the run's
+/// log ends `session_ended` cancelled.
+fn stopped_mid_run(name: &str, bound: Duration, stop: impl FnOnce(&mut Child, ChildStdin)) {
+    let (dir, mut child, mut stdin, rx) = start(name);
     initialize(&mut stdin, &rx);
     let program = "match exec tool nap {n = 1} { Ok(r) => r.n, Err(e) => 0 }";
     send(
@@ -117,23 +169,20 @@ fn closing_stdin_mid_run_cancels_the_run_at_once() {
             "params": {"name": "run_program", "arguments": {"program": program}}})
         .to_string(),
     );
-    // Let the tool start, then hang up.
+    // Let the tool start, then stop lt mcp.
     std::thread::sleep(Duration::from_millis(1500));
-    drop(stdin);
+    stop(&mut child, stdin);
     let closed = Instant::now();
     let until = closed + Duration::from_secs(20);
     while child.try_wait().expect("wait").is_none() {
         assert!(
             Instant::now() < until,
-            "lt mcp still runs 20 s after stdin closed"
+            "lt mcp still runs 20 s after it was stopped"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
     let took = closed.elapsed();
-    assert!(
-        took < Duration::from_millis(1500),
-        "the run was cancelled {took:?} after stdin closed"
-    );
+    assert!(took < bound, "lt mcp exited {took:?} after it was stopped");
     // The run's log ends cancelled, written before lt mcp exited.
     let logs: Vec<_> = std::fs::read_dir(dir.path("logs"))
         .expect("logs")
