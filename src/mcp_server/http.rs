@@ -55,11 +55,21 @@ impl CodeMode {
     /// Serves MCP over streamable HTTP on `listener` at [`PATH`] until
     /// `shutdown` completes. Errors: the server failed.
     pub async fn serve_http(
-        self,
+        mut self,
         listener: tokio::net::TcpListener,
         options: HttpOptions,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), String> {
+        // `shutdown` cancels the programs still running (their requests
+        // then answer, which the graceful shutdown waits for), as the end
+        // of stdin does on stdio.
+        let (closed_tx, closed_rx) = tokio::sync::watch::channel(false);
+        self.closed = closed_rx;
+        let running = std::sync::Arc::clone(&self.running);
+        let shutdown = async move {
+            shutdown.await;
+            let _ = closed_tx.send(true);
+        };
         let config = StreamableHttpServerConfig::default()
             .with_allowed_origins(options.allowed_origins.clone())
             .enforce_origin_validation();
@@ -87,10 +97,12 @@ impl CodeMode {
                 },
             ));
         }
-        axum::serve(listener, app)
+        let served = axum::serve(listener, app)
             .with_graceful_shutdown(shutdown)
             .await
-            .map_err(|e| format!("the HTTP server failed: {e}"))
+            .map_err(|e| format!("the HTTP server failed: {e}"));
+        super::server::runs_ended(&running).await;
+        served
     }
 }
 

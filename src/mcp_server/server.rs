@@ -44,9 +44,9 @@ pub struct CodeMode {
     tools: Arc<Vec<Tool>>,
     /// `true` once the client closed the transport (stdin ended): every
     /// program still running is cancelled then.
-    closed: tokio::sync::watch::Receiver<bool>,
+    pub(super) closed: tokio::sync::watch::Receiver<bool>,
     /// Session threads not yet done (their logs not yet written out).
-    running: Arc<std::sync::atomic::AtomicUsize>,
+    pub(super) running: Arc<std::sync::atomic::AtomicUsize>,
     /// Runs waiting for the retry that answers their approval (2026-07-28).
     paused: PausedRuns,
 }
@@ -160,14 +160,7 @@ impl CodeMode {
             .map(|_| ())
             .map_err(|e| format!("the MCP session failed: {e}"));
         let _ = writer.await;
-        // The programs cancelled by the client's hang-up end their logs
-        // (`session_ended`, cancelled) before the process exits: up to 10 s.
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while sessions.load(std::sync::atomic::Ordering::SeqCst) > 0
-            && std::time::Instant::now() < until
-        {
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
+        runs_ended(&sessions).await;
         ended
     }
 
@@ -328,6 +321,17 @@ impl CodeMode {
                 }
             }
         }
+    }
+}
+
+/// Waits (up to 10 s) until the programs cancelled by the end of the
+/// session (the client's hang-up, or a stop signal) have ended their logs
+/// (`session_ended`, cancelled), so the process exits after them.
+pub(super) async fn runs_ended(running: &std::sync::atomic::AtomicUsize) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while running.load(std::sync::atomic::Ordering::SeqCst) > 0 && std::time::Instant::now() < until
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
 }
 

@@ -188,3 +188,39 @@ fn a_cancelled_run_stops_its_tools_and_its_log_lists_the_calls() {
         "one\ntwo\n"
     );
 }
+
+#[test]
+fn sigterm_stops_lt_mcp_over_http_with_a_run_in_flight() {
+    let dir = nap_setup("http-sigterm");
+    let (mut server, url) = super::http::http_server(&dir, ARGS, &[]);
+    std::thread::scope(|scope| {
+        // A client whose run of the 30 s nap is in flight when the signal
+        // comes (its own result does not matter here).
+        let target = ["--url".to_string(), url];
+        let dir = &dir;
+        scope.spawn(move || client_output(dir, &target, &[], json!([run(NAP)])));
+        std::thread::sleep(Duration::from_secs(3));
+        let killed = Command::new("kill")
+            .args(["-TERM", &server.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(killed.success());
+        let signalled = Instant::now();
+        while server.try_wait().expect("wait").is_none() {
+            assert!(
+                signalled.elapsed() < Duration::from_secs(15),
+                "lt mcp --http still runs 15 s after SIGTERM with a run in flight"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    // The run was cancelled and its log ended before lt mcp exited.
+    let logs: Vec<String> = std::fs::read_dir(dir.path("logs"))
+        .expect("logs")
+        .map(|e| std::fs::read_to_string(e.expect("entry").path()).expect("log"))
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let last: Json = serde_json::from_str(logs[0].lines().last().expect("an event")).expect("JSON");
+    assert_eq!(last["kind"], "session_ended", "{last}");
+    assert_eq!(last["error"]["kind"], "cancelled", "{last}");
+}
