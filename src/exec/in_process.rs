@@ -16,7 +16,8 @@
 //! concurrently), else its calls run one after the other.
 
 use crate::runtime::host::{
-    not_started, BatchEvent, CallRequest, FailureKind, Host, Outcome, ToolFailure,
+    not_started, one_after_another, BatchEvent, CallRequest, FailureKind, Host, Outcome,
+    ToolFailure,
 };
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
@@ -106,19 +107,7 @@ impl Host for InProcessHost<'_> {
     ) -> Vec<Outcome> {
         let Some(batch) = self.batch.as_mut() else {
             // One after the other, as the trait's default does.
-            return requests
-                .into_iter()
-                .enumerate()
-                .map(|(i, r)| {
-                    let o = if events(BatchEvent::Starting(i)) {
-                        self.call(r)
-                    } else {
-                        Err(not_started(r.tool))
-                    };
-                    events(BatchEvent::Done(i, &o));
-                    o
-                })
-                .collect();
+            return one_after_another(self, requests, events);
         };
         let _ = limit;
         let mut started = Vec::with_capacity(requests.len());

@@ -215,6 +215,30 @@ pub enum BatchEvent<'a> {
     Done(usize, &'a Outcome),
 }
 
+/// The calls of a batch run one after the other, in order, by `host`'s
+/// `call`, telling `events` as [`Host::call_batch`] says (a `false` from
+/// `Starting` leaves a call unstarted, an `Unavailable` failure): the
+/// default batch, and that of a host without a concurrent one.
+pub fn one_after_another<H: Host + ?Sized>(
+    host: &mut H,
+    requests: Vec<CallRequest<'_>>,
+    events: &mut dyn FnMut(BatchEvent<'_>) -> bool,
+) -> Vec<Outcome> {
+    requests
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let o = if events(BatchEvent::Starting(i)) {
+                host.call(r)
+            } else {
+                Err(not_started(r.tool))
+            };
+            events(BatchEvent::Done(i, &o));
+            o
+        })
+        .collect()
+}
+
 /// The failure of a batch call its caller did not let start.
 pub fn not_started(tool: &str) -> ToolFailure {
     ToolFailure {
@@ -250,19 +274,7 @@ pub trait Host {
         events: &mut dyn FnMut(BatchEvent<'_>) -> bool,
     ) -> Vec<Outcome> {
         let _ = limit;
-        requests
-            .into_iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let o = if events(BatchEvent::Starting(i)) {
-                    self.call(r)
-                } else {
-                    Err(not_started(r.tool))
-                };
-                events(BatchEvent::Done(i, &o));
-                o
-            })
-            .collect()
+        one_after_another(self, requests, events)
     }
 
     /// Asks for an approval: the token (a string the control plane minted

@@ -80,26 +80,22 @@ fn initialize(stdin: &mut ChildStdin, rx: &Receiver<String>) {
     );
 }
 
-#[test]
-fn a_line_that_is_not_json_gets_a_parse_error_and_the_session_goes_on() {
-    let (_dir, mut child, mut stdin, rx) = start("parse");
-    send(&mut stdin, "{this is not json");
-    let r = reply(&rx);
+/// The next reply, checked to be JSON-RPC's `-32700` Parse error (id null).
+fn parse_error(rx: &Receiver<String>) -> Json {
+    let r = reply(rx);
     assert_eq!(r["jsonrpc"], "2.0", "{r}");
     assert_eq!(r["id"], Json::Null, "{r}");
     assert_eq!(r["error"]["code"], -32700, "{r}");
-    assert!(
-        r["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.starts_with("Parse error")),
-        "{r}"
-    );
-    initialize(&mut stdin, &rx);
+    r
+}
+
+/// The session goes on: `tools/list` is answered; then stdin is closed.
+fn still_answers(mut child: Child, mut stdin: ChildStdin, rx: &Receiver<String>) {
     send(
         &mut stdin,
         r#"{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}"#,
     );
-    let r = reply(&rx);
+    let r = reply(rx);
     assert_eq!(r["id"], 2, "{r}");
     assert!(r["result"]["tools"].is_array(), "{r}");
     drop(stdin);
@@ -107,31 +103,36 @@ fn a_line_that_is_not_json_gets_a_parse_error_and_the_session_goes_on() {
 }
 
 #[test]
+fn a_line_that_is_not_json_gets_a_parse_error_and_the_session_goes_on() {
+    let (_dir, child, mut stdin, rx) = start("parse");
+    send(&mut stdin, "{this is not json");
+    let r = parse_error(&rx);
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("Parse error")),
+        "{r}"
+    );
+    initialize(&mut stdin, &rx);
+    still_answers(child, stdin, &rx);
+}
+
+#[test]
 fn a_line_that_is_not_utf8_gets_a_parse_error_and_the_session_goes_on() {
-    let (_dir, mut child, mut stdin, rx) = start("utf8");
+    let (_dir, child, mut stdin, rx) = start("utf8");
     initialize(&mut stdin, &rx);
     stdin
         .write_all(b"\xff\xfe\x80 bad utf8\n")
         .and_then(|()| stdin.flush())
         .expect("write to lt mcp");
-    let r = reply(&rx);
-    assert_eq!(r["id"], Json::Null, "{r}");
-    assert_eq!(r["error"]["code"], -32700, "{r}");
+    let r = parse_error(&rx);
     assert!(
         r["error"]["message"]
             .as_str()
             .is_some_and(|m| m.contains("not UTF-8")),
         "{r}"
     );
-    send(
-        &mut stdin,
-        r#"{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}"#,
-    );
-    let r = reply(&rx);
-    assert_eq!(r["id"], 2, "{r}");
-    assert!(r["result"]["tools"].is_array(), "{r}");
-    drop(stdin);
-    let _ = child.wait();
+    still_answers(child, stdin, &rx);
 }
 
 #[test]
