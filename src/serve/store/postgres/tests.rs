@@ -403,6 +403,9 @@ fn a_lost_connection_is_made_again_and_nothing_is_lost() {
     let mut sink = store.create(&s).expect("create");
     append_all(&mut *sink, vec![started()]);
     append_all(&mut *sink, call(0));
+    // Committed first: this is a lost idle connection, not one cut during
+    // a commit (call(0) ends with a buffered event the writer commits later).
+    store.flush();
     // Every connection of the store, writer and readers, cut by the server.
     let mut admin = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
     let cut: i64 = admin
@@ -506,6 +509,9 @@ fn a_worker_whose_lease_was_taken_over_is_fenced_by_the_database() {
     assert!(a.holds(&s));
     let mut sink = a.create(&s).expect("sink");
     append_all(&mut *sink, vec![started()]);
+    // Committed under epoch 1 before the claim (a buffered event would
+    // otherwise race the claim below).
+    a.flush();
     // Another worker claims it (as the lease thread's claim does).
     let mut admin = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
     admin
