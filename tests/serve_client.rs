@@ -796,6 +796,85 @@ fn a_server_killed_while_the_client_runs_a_call_finishes_the_session_after_its_r
     }
 }
 
+/// A client tool that fails keeps its failure kind on the server: the
+/// client posts `kind` with the error, and the server logs `timed_out`
+/// (not a plain `failed`) as a local run of the same tools logs it.
+fn a_client_tool_that_times_out_is_logged_timed_out_on_the_server(backend: Backend) {
+    let t = Setup::new(backend, "client-timeout", 5);
+    // apply_note sleeps 5 s and may take 300 ms, here and there.
+    for path in [&t.local_toml, &t.combined_toml] {
+        let text = std::fs::read_to_string(path).expect("tools");
+        let (before, note) = text.split_at(text.find("[tools.apply_note]").expect("apply_note"));
+        let note = note
+            .replace("timeout_ms = 20000", "timeout_ms = 300")
+            .replace(
+                "local-notes.jsonl\" }",
+                "local-notes.jsonl\", SLEEP = \"5\" }",
+            );
+        std::fs::write(path, format!("{before}{note}")).expect("tools");
+    }
+    let server = Server::start(&t.config, &t.store);
+    let (prog, local, combined) = (t.p(&t.program), t.p(&t.local_toml), t.p(&t.combined_toml));
+    let here_log = t.s.path("here.jsonl");
+    let here = lt(
+        &[
+            "run",
+            &prog,
+            "--executors",
+            &combined,
+            "--log",
+            &t.p(&here_log),
+        ],
+        None,
+    );
+    let there = lt(
+        &["run", &prog, "--server", &server.url, "--executors", &local],
+        Some(KEY),
+    );
+    // The message says where it failed; the program sees Err in both.
+    assert_eq!(
+        (here.code, there.code),
+        (0, 0),
+        "{}{}",
+        here.stderr,
+        there.stderr
+    );
+    for out in [&here.stdout, &there.stdout] {
+        assert!(
+            out.contains("tool apply_note timed out after 300 ms"),
+            "{out}"
+        );
+    }
+    let id = newest(&server)["id"].as_str().expect("id").to_string();
+    let (_, log) = server.call("GET", &format!("/v1/sessions/{id}/log"), Some(KEY), None);
+    let text = log["text"].as_str().expect("log").to_string();
+    let ended = |log: &str| -> Vec<String> {
+        log.lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("a log line"))
+            .filter(|e| {
+                ["completed", "failed", "timed_out"].contains(&e["kind"].as_str().unwrap_or(""))
+            })
+            .map(|e| e["kind"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    let local_log = std::fs::read_to_string(&here_log).expect("the local log");
+    assert_eq!(ended(&local_log), ["completed", "timed_out"], "{local_log}");
+    assert_eq!(ended(&text), ended(&local_log), "{text}");
+    assert!(text.contains("\"kind\":\"timed_out\""), "{text}");
+    let file = t.s.write("server.jsonl", &text);
+    let verified = lt(&["log", "verify", &t.p(&file)], None);
+    assert_eq!(verified.code, 0, "{}{}", verified.stdout, verified.stderr);
+    // A kind the client may not report is refused with 400, naming the kinds.
+    let (status, v) = server.call(
+        "POST",
+        &format!("/v1/sessions/{id}/outcomes"),
+        Some(KEY),
+        Some(&json!({"call_id": "n1", "error": "no", "kind": "denied"})),
+    );
+    assert_eq!(status, 400, "{v}");
+    assert!(v.to_string().contains("timed_out"), "{v}");
+}
+
 on_both_stores!(
     a_client_venue_session_prints_what_a_local_run_prints_and_the_server_logs_it_all,
     a_program_with_errors_is_reported_as_a_local_run_reports_it_and_not_sent,
@@ -805,4 +884,5 @@ on_both_stores!(
     a_dropped_stream_is_reopened_after_the_last_event_and_the_call_runs_once,
     an_interrupted_client_cancels_its_session_on_the_server,
     a_server_killed_while_the_client_runs_a_call_finishes_the_session_after_its_restart,
+    a_client_tool_that_times_out_is_logged_timed_out_on_the_server,
 );

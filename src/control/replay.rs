@@ -200,16 +200,9 @@ impl<'a> ReplayHost<'a> {
     }
 }
 
+/// The kind of a logged failure (`failed` for a name this build does not know).
 fn failure_kind(name: &str) -> FailureKind {
-    match name {
-        "crashed" => FailureKind::Crashed,
-        "timed_out" => FailureKind::TimedOut,
-        "bad_output" => FailureKind::BadOutput,
-        "unavailable" => FailureKind::Unavailable,
-        "denied" => FailureKind::Denied,
-        "unknown" => FailureKind::Unknown,
-        _ => FailureKind::Failed,
-    }
+    FailureKind::from_name(name).unwrap_or(FailureKind::Failed)
 }
 
 impl ReplayHost<'_> {

@@ -137,6 +137,33 @@ impl FailureKind {
             FailureKind::Unknown => "unknown",
         }
     }
+
+    /// The kind named `name` ([`FailureKind::as_str`]'s names); `None` for
+    /// any other text.
+    pub fn from_name(name: &str) -> Option<FailureKind> {
+        Some(match name {
+            "failed" => FailureKind::Failed,
+            "crashed" => FailureKind::Crashed,
+            "timed_out" => FailureKind::TimedOut,
+            "bad_output" => FailureKind::BadOutput,
+            "unavailable" => FailureKind::Unavailable,
+            "denied" => FailureKind::Denied,
+            "unknown" => FailureKind::Unknown,
+            _ => return None,
+        })
+    }
+
+    /// The kinds a client may report for a client-venue call it ran (the
+    /// optional `kind` of a `tool_result` line or of an outcome posted to
+    /// `lt serve`): what an executor can find, not the control plane's own
+    /// `denied` and `unknown`.
+    pub const CLIENT_REPORTABLE: [FailureKind; 5] = [
+        FailureKind::Failed,
+        FailureKind::Crashed,
+        FailureKind::TimedOut,
+        FailureKind::BadOutput,
+        FailureKind::Unavailable,
+    ];
 }
 
 /// A failed tool call. `message` is what the program sees as the `Err`

@@ -552,7 +552,7 @@ async fn outcome(
         Some(Value::String(s)) => s,
         _ => return Err(ApiError::bad("the body needs `call_id`, a string")),
     };
-    let line = match (v.remove("ok"), v.remove("error")) {
+    let mut line = match (v.remove("ok"), v.remove("error")) {
         (Some(ok), None) => json!({"type": "tool_result", "call_id": call_id, "ok": ok}),
         (None, Some(Value::String(e))) => {
             json!({"type": "tool_result", "call_id": call_id, "error": e})
@@ -563,9 +563,17 @@ async fn outcome(
             ))
         }
     };
+    if let (Some(kind), Value::Object(fields)) = (v.remove("kind"), &mut line) {
+        fields.insert("kind".into(), kind);
+        if let Some(problem) = crate::control::client::kind_problem(fields) {
+            return Err(ApiError::bad(problem)
+                .hint("e.g. {\"call_id\": \"n3\", \"error\": \"no answer in 5 s\", \"kind\": \"timed_out\"}"));
+        }
+    }
     if let Some(extra) = v.keys().next() {
-        return Err(ApiError::bad(format!("unknown field `{extra}`"))
-            .hint("an outcome has `call_id` and `ok` or `error`"));
+        return Err(ApiError::bad(format!("unknown field `{extra}`")).hint(
+            "an outcome has `call_id`, `ok` or `error`, and with `error` an optional `kind`",
+        ));
     }
     let Some(live) = state.hub.live(t, &id) else {
         let body = json!({"call_id": call_id, "line": line.to_string()});

@@ -26,6 +26,7 @@
 //! multi-thread (the executor host's requirement).
 
 use crate::exec::ExecutorHost;
+use crate::runtime::host::FailureKind;
 use serde_json::{json, Value as Json};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -615,7 +616,7 @@ impl Client {
                 }
                 None => Err(crate::runtime::host::ToolFailure {
                     stderr: None,
-                    kind: crate::runtime::host::FailureKind::Unavailable,
+                    kind: FailureKind::Unavailable,
                     message: format!(
                         "tool {tool} has no executor here (lt run --server without --executors)"
                     ),
@@ -623,7 +624,14 @@ impl Client {
             };
             let body = match outcome {
                 Ok(v) => json!({"call_id": call_id, "ok": v}),
-                Err(f) => json!({"call_id": call_id, "error": f.message}),
+                Err(f) => {
+                    // The server takes the kinds an executor can find.
+                    let kind = match FailureKind::CLIENT_REPORTABLE.contains(&f.kind) {
+                        true => f.kind,
+                        false => FailureKind::Failed,
+                    };
+                    json!({"call_id": call_id, "error": f.message, "kind": kind.as_str()})
+                }
             };
             outcomes
                 .lock()

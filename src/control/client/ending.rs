@@ -101,7 +101,7 @@ impl ClientChannel {
                     (report, reason)
                 }
                 // Not with no call waiting; rejected all the same.
-                Judged::Report { outcome } => {
+                Judged::Report { outcome, .. } => {
                     if let Ok(v) = outcome {
                         drop_deep(v);
                     }

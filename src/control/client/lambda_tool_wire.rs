@@ -21,6 +21,7 @@
 use super::{kind_of, not_parsed, Judged};
 use crate::runtime::boundary::drop_deep;
 use crate::runtime::deep_json::{parse_slice, to_compact};
+use crate::runtime::host::FailureKind;
 use serde_json::Value as Json;
 use std::collections::VecDeque;
 
@@ -90,7 +91,7 @@ fn settle(judged: Judged, bytes: &[u8], owed: &mut Owed, waiting: bool) -> Judge
         None => return judged,
     };
     let (report, what) = match judged {
-        Judged::Report { outcome } => {
+        Judged::Report { outcome, .. } => {
             if let Ok(v) = outcome {
                 drop_deep(v);
             }
@@ -150,6 +151,8 @@ fn judge_line(bytes: &[u8]) -> Judged {
     }
     Judged::Report {
         outcome: take_outcome(value),
+        // λ-Tool's tool_result has no failure kind.
+        failure: FailureKind::Failed,
     }
 }
 
@@ -227,7 +230,7 @@ mod tests {
         match judge_line(line.as_bytes()) {
             Judged::Rejected { reason, .. } => format!("skip: {reason}"),
             Judged::Malformed { reason, .. } => format!("fail: {reason}"),
-            Judged::Report { outcome } => format!("report {outcome:?}"),
+            Judged::Report { outcome, .. } => format!("report {outcome:?}"),
         }
     }
 
@@ -289,7 +292,7 @@ mod tests {
         let reason = |judged: Judged| match judged {
             Judged::Rejected { reason, .. } => reason,
             Judged::Malformed { reason, .. } => format!("malformed: {reason}"),
-            Judged::Report { outcome } => format!("report {outcome:?}"),
+            Judged::Report { outcome, .. } => format!("report {outcome:?}"),
         };
         let mut owed = Owed::default();
         owed.push("n1");

@@ -6,6 +6,8 @@
 //! out: {"type":"tool_call","call_id":"n3","tool":"edit","argument":{…},"idempotency_key":"…"}
 //! in:  {"type":"tool_result","call_id":"n3","ok":…}       a report of n3
 //!      {"type":"tool_result","call_id":"n3","error":"…"}  a reported failure of n3
+//!      {"type":"tool_result","call_id":"n3","error":"…","kind":"timed_out"}
+//!                                                        … of a named kind
 //! ```
 //!
 //! Calls carry ids, so a line is a report only of the call waiting for it;
@@ -15,6 +17,7 @@
 use super::{kind_of, not_parsed, Ended, Judged};
 use crate::runtime::boundary::drop_deep;
 use crate::runtime::deep_json::{parse_slice, to_compact};
+use crate::runtime::host::FailureKind;
 use serde_json::{Map, Value as Json};
 use std::collections::BTreeMap;
 
@@ -101,6 +104,12 @@ pub(super) fn judge(
         None => {
             let id = fields.get("call_id").and_then(Json::as_str).unwrap_or("");
             if Some(id) == waiting {
+                // Checked by `shape_problem`: absent, or a reportable name.
+                let failure = fields
+                    .get("kind")
+                    .and_then(Json::as_str)
+                    .and_then(FailureKind::from_name)
+                    .unwrap_or(FailureKind::Failed);
                 let outcome = match (fields.remove("ok"), fields.remove("error")) {
                     (Some(ok), _) => Ok(ok),
                     (None, Some(Json::String(e))) => Err(e),
@@ -108,7 +117,7 @@ pub(super) fn judge(
                     (None, _) => Err("the client reported no outcome".to_string()),
                 };
                 drop_deep(Json::Object(fields));
-                return Judged::Report { outcome };
+                return Judged::Report { outcome, failure };
             }
             let now = match waiting {
                 Some(w) => format!("the call waiting is {w}"),
@@ -146,12 +155,12 @@ fn shape_problem(fields: &Map<String, Json>) -> Option<String> {
     }
     let unknown: Vec<String> = fields
         .keys()
-        .filter(|k| !matches!(k.as_str(), "type" | "call_id" | "ok" | "error"))
+        .filter(|k| !matches!(k.as_str(), "type" | "call_id" | "ok" | "error" | "kind"))
         .map(|k| format!("`{}`", k.escape_debug()))
         .collect();
     if !unknown.is_empty() {
         return Some(format!(
-            "unknown field{} {}: a tool_result has only `type`, `call_id` and one of `ok` or `error`",
+            "unknown field{} {}: a tool_result has only `type`, `call_id`, one of `ok` or `error`, and with `error` an optional `kind`",
             if unknown.len() == 1 { "" } else { "s" },
             unknown.join(", ")
         ));
@@ -165,6 +174,9 @@ fn shape_problem(fields: &Map<String, Json>) -> Option<String> {
                 kind_of(other)
             ))
         }
+    }
+    if let Some(problem) = kind_problem(fields) {
+        return Some(problem);
     }
     match (fields.get("ok"), fields.get("error")) {
         (Some(_), Some(_)) => {
@@ -182,6 +194,31 @@ fn shape_problem(fields: &Map<String, Json>) -> Option<String> {
     }
 }
 
+/// What is wrong with a report's `kind`, if anything: it goes with `error`
+/// only, and names one of [`FailureKind::CLIENT_REPORTABLE`].
+pub fn kind_problem(fields: &Map<String, Json>) -> Option<String> {
+    let kind = fields.get("kind")?;
+    let names: Vec<&str> = FailureKind::CLIENT_REPORTABLE
+        .iter()
+        .map(|k| k.as_str())
+        .collect();
+    let reportable = kind
+        .as_str()
+        .and_then(FailureKind::from_name)
+        .is_some_and(|k| FailureKind::CLIENT_REPORTABLE.contains(&k));
+    if !reportable {
+        return Some(format!(
+            "`kind` is {}; a client reports one of {}",
+            excerpt(kind),
+            names.join(", ")
+        ));
+    }
+    if fields.contains_key("ok") {
+        return Some("`kind` goes with `error` only: it names how the call failed".into());
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::MAX_DEPTH;
@@ -193,12 +230,29 @@ mod tests {
         ended.insert("n2".to_string(), Ended::TimedOut);
         match judge(line.as_bytes(), waiting, &ended) {
             Judged::Rejected { reason, .. } | Judged::Malformed { reason, .. } => reason,
-            Judged::Report { outcome } => format!("report {outcome:?}"),
+            Judged::Report { outcome, .. } => format!("report {outcome:?}"),
         }
     }
 
     fn reason(line: &str) -> String {
         reason_while(line, Some("n3"))
+    }
+
+    #[test]
+    fn a_reported_kind_is_carried_and_failed_is_the_default() {
+        let failure = |line: &str| match judge(line.as_bytes(), Some("n3"), &BTreeMap::new()) {
+            Judged::Report { failure, .. } => failure,
+            Judged::Rejected { reason, .. } | Judged::Malformed { reason, .. } => {
+                panic!("{line} was rejected: {reason}")
+            }
+        };
+        let timed_out =
+            r#"{"type":"tool_result","call_id":"n3","error":"slow","kind":"timed_out"}"#;
+        assert_eq!(failure(timed_out), FailureKind::TimedOut);
+        let plain = r#"{"type":"tool_result","call_id":"n3","error":"no"}"#;
+        assert_eq!(failure(plain), FailureKind::Failed);
+        let ok = r#"{"type":"tool_result","call_id":"n3","ok":1}"#;
+        assert_eq!(failure(ok), FailureKind::Failed);
     }
 
     #[test]
@@ -232,6 +286,18 @@ mod tests {
             (
                 r#"{"type":"tool_result","call_id":"n3","error":5}"#,
                 "`error` must be a string",
+            ),
+            (
+                r#"{"type":"tool_result","call_id":"n3","error":"e","kind":"denied"}"#,
+                "`kind` is \"denied\"; a client reports one of failed, crashed, timed_out, bad_output, unavailable",
+            ),
+            (
+                r#"{"type":"tool_result","call_id":"n3","error":"e","kind":3}"#,
+                "`kind` is 3",
+            ),
+            (
+                r#"{"type":"tool_result","call_id":"n3","ok":1,"kind":"crashed"}"#,
+                "`kind` goes with `error` only",
             ),
             (
                 r#"{"type":"tool_result","call_id":"n1","ok":1}"#,

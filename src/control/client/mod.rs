@@ -62,6 +62,7 @@ mod stdout;
 #[cfg(test)]
 mod tests;
 
+pub use lt_wire::kind_problem;
 pub use stdout::{FinalOutput, StdoutHandoff};
 
 use crate::log::EventBody;
@@ -144,7 +145,12 @@ enum Ended {
 /// What the control plane learns from one line of the client.
 enum Judged {
     /// A well-formed report of the call being waited for.
-    Report { outcome: Result<Json, String> },
+    /// `failure`: the kind an `Err` is logged with (`failed` unless the
+    /// client named another, [`FailureKind::CLIENT_REPORTABLE`]).
+    Report {
+        outcome: Result<Json, String>,
+        failure: FailureKind,
+    },
     /// Any other line: rejected with a reason, the wait goes on.
     Rejected { report: Json, reason: String },
     /// [`Wire::LambdaTool`]: a line that is not a well-formed report. It is
@@ -526,7 +532,7 @@ impl ClientChannel {
                     message,
                 }))
             }
-            Judged::Report { outcome } => {
+            Judged::Report { outcome, failure } => {
                 self.ended.insert(call_id.to_string(), Ended::Reported);
                 if let Some(n) = narrate.as_mut() {
                     n(EventBody::ClientReported {
@@ -537,7 +543,7 @@ impl ClientChannel {
                 let wire = self.wire;
                 Some(outcome.map_err(|error| ToolFailure {
                     stderr: None,
-                    kind: FailureKind::Failed,
+                    kind: failure,
                     message: match wire {
                         Wire::Lt => format!("tool {tool} failed in the client: {error}"),
                         // λ-Tool gives the program the host's message as it is.
