@@ -900,6 +900,29 @@ fn serve_exit(s: &Scratch, args: &[&str]) -> (i32, String) {
 }
 
 #[test]
+fn a_store_url_of_another_scheme_is_refused_not_taken_as_a_path() {
+    let s = Scratch::new("store-schemes");
+    let db = s.path("same.db");
+    let file = format!("file:{}", db.display());
+    let sqlite_file = format!("sqlite:file:{}", db.display());
+    for (url, says) in [
+        (file.as_str(), "`file:` is not a store lt knows"),
+        (sqlite_file.as_str(), "`file:` is not a store lt knows"),
+        (
+            "mysql://lt@127.0.0.1/lt",
+            "`mysql:` is not a store lt knows",
+        ),
+        ("sqlite://abs.db", "sqlite:// is not a form lt reads"),
+    ] {
+        let (code, err) = serve_exit(&s, &["--store", url, "--listen", "127.0.0.1:0"]);
+        assert_eq!(code, 2, "{url}: {err}");
+        assert!(err.contains(says), "{url}: {err}");
+        assert!(err.contains("help:"), "{url}: {err}");
+    }
+    assert!(!db.exists(), "nothing was created at {}", db.display());
+}
+
+#[test]
 fn a_bad_or_unreachable_postgres_url_is_a_clear_error_without_the_password() {
     let s = Scratch::new("pg-bad-url");
     let (code, err) = serve_exit(

@@ -106,13 +106,7 @@ pub fn open_store(
                 usage: e.usage,
             });
     }
-    let path = url.strip_prefix("sqlite:").unwrap_or(url);
-    if path.is_empty() {
-        return Err(ServeError::usage(
-            "--store sqlite: needs a path",
-            Some("e.g. --store sqlite:lt-data/lt.db"),
-        ));
-    }
+    let path = sqlite_path(url)?;
     store::sqlite::SqliteStore::open(Path::new(path))
         .map(|s| Arc::new(s) as Arc<dyn store::ServerStore>)
         .map_err(|e| ServeError {
@@ -120,6 +114,49 @@ pub fn open_store(
             help: None,
             usage: false,
         })
+}
+
+/// The file a `--store` URL that is not PostgreSQL names: `sqlite:PATH` or
+/// a bare path. Errors (usage): an empty path, another scheme (`mysql://`,
+/// `file:`: SQLite would read `file:` as a URI of its own while the lock
+/// is taken on a file of that name, so two servers could write one
+/// store), `sqlite://…` (whose slashes say a host, not a path).
+fn sqlite_path(url: &str) -> Result<&str, ServeError> {
+    const FORMS: &str =
+        "--store takes sqlite:PATH (e.g. sqlite:lt-data/lt.db, sqlite:/var/lib/lt/lt.db), a path, or postgres://USER@HOST/DATABASE";
+    let path = match url.strip_prefix("sqlite:") {
+        Some(rest) if rest.starts_with("//") => {
+            return Err(ServeError::usage(
+                format!("--store {url:?}: sqlite:// is not a form lt reads (it would name a host)"),
+                Some(FORMS),
+            ))
+        }
+        Some(rest) => rest,
+        None => url,
+    };
+    if path.is_empty() {
+        return Err(ServeError::usage(
+            "--store sqlite: needs a path",
+            Some("e.g. --store sqlite:lt-data/lt.db"),
+        ));
+    }
+    let scheme = path.split_once(':').map(|(head, _)| head).filter(|head| {
+        head.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && head
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    });
+    if let Some(scheme) = scheme {
+        return Err(ServeError::usage(
+            format!("--store {url:?}: `{scheme}:` is not a store lt knows"),
+            Some(if scheme == "file" {
+                "write the path without file: (sqlite:PATH or a path); a path that really begins with a name and a colon can be given as ./NAME:…"
+            } else {
+                FORMS
+            }),
+        ));
+    }
+    Ok(path)
 }
 
 /// `lt serve --migrate-only`: creates or migrates the store's schema and
