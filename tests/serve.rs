@@ -275,6 +275,12 @@ fn an_idempotency_key_returns_the_same_session_and_runs_it_once(backend: Backend
     server.wait_final(ACME, id, Duration::from_secs(30));
     let (s3, c) = server.call_with("POST", "/v1/sessions", Some(ACME), Some(&body), &h);
     assert_eq!((s3, &c["id"]), (200, &a["id"]));
+    // The same key with another request is refused, naming the session.
+    let other = json!({"program": format!("{}\n", support_program()), "profile": "support"});
+    let (s5, e) = server.call_with("POST", "/v1/sessions", Some(ACME), Some(&other), &h);
+    assert_eq!(s5, 422, "{e}");
+    assert_eq!(e["error"]["code"], "idempotency_key_reused", "{e}");
+    assert_eq!(e["id"], a["id"], "{e}");
     assert_eq!(rows(&s.path("acme.db"), "refunds"), 1);
     // The same key from another tenant is another session.
     let (s4, d) = server.call_with("POST", "/v1/sessions", Some(GLOBEX), Some(&body), &h);

@@ -376,6 +376,18 @@ pub fn started_response(started: Started, message: &str, hint: &str) -> Response
     match started {
         Started::New(id) => (StatusCode::CREATED, Json(json!({"id": id}))).into_response(),
         Started::Existing(id) => (StatusCode::OK, Json(json!({"id": id}))).into_response(),
+        Started::KeyReused(id) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(json!({
+                "error": {
+                    "code": "idempotency_key_reused",
+                    "message": format!("this Idempotency-Key already started session {id} with a different request; nothing ran"),
+                    "hint": "send the same request to get that session again, or use a new key for a new session",
+                },
+                "id": id,
+            })),
+        )
+            .into_response(),
         Started::Refused(output) => (
             StatusCode::UNPROCESSABLE_ENTITY,
             Json(json!({

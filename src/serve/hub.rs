@@ -87,11 +87,26 @@ pub enum Started {
     New(String),
     /// The session the idempotency key already names.
     Existing(String),
+    /// The idempotency key names a session started by another request
+    /// (another program, profile or task): its id. Nothing ran.
+    KeyReused(String),
     /// The program was refused before anything was recorded: `lt run
     /// --json`'s rejection (or refusal) object.
     Refused(Json),
     /// The store could not record the session (nothing ran): why.
     Unavailable(String),
+}
+
+/// What a start whose idempotency key the store already holds gives: that
+/// session when `request` is the one it was started by, else
+/// [`Started::KeyReused`] (the IETF Idempotency-Key draft's "key reused
+/// with a different payload", as Stripe refuses it too).
+pub fn existing(rec: super::store::SessionRecord, request: &Json) -> Started {
+    if rec.request == *request {
+        Started::Existing(rec.id)
+    } else {
+        Started::KeyReused(rec.id)
+    }
 }
 
 /// The server's sessions.
@@ -293,7 +308,7 @@ impl Hub {
             Ok(Created::New) => {}
             Ok(Created::Existing(rec)) => {
                 self.unregister(&id);
-                let _ = reply.send(Started::Existing(rec.id));
+                let _ = reply.send(existing(rec, &new.request));
                 return;
             }
             Err(e) => {

@@ -155,7 +155,7 @@ fn start(hub: Arc<Hub>, tenant_name: &str, req: TaskRequest, reply: oneshot::Sen
         Ok(Created::New) => {}
         Ok(Created::Existing(rec)) => {
             hub.unregister(&id);
-            let _ = reply.send(Started::Existing(rec.id));
+            let _ = reply.send(super::hub::existing(rec, &new.request));
             return;
         }
         Err(e) => {
