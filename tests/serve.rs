@@ -8,9 +8,10 @@ mod serve_support;
 
 use serde_json::{json, Value};
 use serve_support::{sha256_line, Backend, Scratch, Server, SseEvent};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const ACME: &str = "acme-dev-key";
 const GLOBEX: &str = "globex-dev-key";
@@ -789,6 +790,35 @@ fn a_client_venue_call_is_streamed_and_its_outcome_applied_once(backend: Backend
     assert_eq!(code, 0, "{out}{err}");
 }
 
+/// A log longer than a page (and than the ring of lately committed lines)
+/// streams whole, page after page from the store, in order, once each.
+fn a_long_log_streams_whole_page_after_page(backend: Backend) {
+    let (_s, config, store) = setup(backend, "long-stream", false, "");
+    let server = Server::start(&config, &store);
+    let decls = std::fs::read_to_string(repo().join("examples/serve/tools.lt")).expect("decls");
+    let program = format!(
+        "{decls}\nmatch traverse (fn i: Int => exec tool lookup_account \"cust_12345\") (range 0 80) {{ Ok(xs) => length xs, Err(e) => 0 }}"
+    );
+    let id = server.submit(ACME, &program, "support");
+    let v = server.wait_final(ACME, &id, Duration::from_secs(120));
+    assert_eq!(v["status"], "ended", "{v}");
+    let (_, log) = server.call("GET", &format!("/v1/sessions/{id}/log"), Some(ACME), None);
+    let lines = log["text"].as_str().expect("log").lines().count();
+    assert!(lines > 300, "{lines} lines: not longer than a page");
+    let mut stream = server.stream(ACME, &id, None);
+    let mut seqs = Vec::new();
+    let mut output = None;
+    while let Some(e) = stream.next_event() {
+        match e.event.as_str() {
+            "log" => seqs.push(e.json()["seq"].as_u64().expect("seq")),
+            "output" => output = Some(e.json()),
+            _ => {}
+        }
+    }
+    assert_eq!(seqs, (0..lines as u64).collect::<Vec<_>>());
+    assert_eq!(output.expect("the output")["value"], json!(80));
+}
+
 fn metrics_count_what_the_log_records(backend: Backend) {
     let extra = r#"
 [tenants.acme.profiles.one_call]
@@ -891,6 +921,7 @@ on_both_stores!(
     sigterm_lets_a_running_call_finish_then_stops,
     sigterm_past_the_grace_leaves_the_session_resumable,
     a_client_venue_call_is_streamed_and_its_outcome_applied_once,
+    a_long_log_streams_whole_page_after_page,
     metrics_count_what_the_log_records,
     past_max_sessions_a_new_session_is_refused_with_retry_after,
     a_program_accepted_under_one_profile_is_still_checked_under_another,
@@ -903,6 +934,56 @@ fn serve_exit(s: &Scratch, args: &[&str]) -> (i32, String) {
     all.extend_from_slice(args);
     let (code, _, err) = lt(&all);
     (code, err)
+}
+
+#[test]
+fn a_client_that_never_finishes_its_headers_is_cut_off_and_frees_its_slot() {
+    let (_s, config, store) = setup_with(
+        Backend::Sqlite,
+        "slowloris",
+        0,
+        "max_connections = 2\nheader_timeout_ms = 500\n",
+        "",
+    );
+    let server = Server::start(&config, &store);
+    let addr = server.url.trim_start_matches("http://").to_string();
+    // Two connections that never finish their headers hold both slots.
+    let stalled: Vec<std::net::TcpStream> = (0..2)
+        .map(|_| {
+            let mut c = std::net::TcpStream::connect(&addr).expect("connect");
+            c.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+                .expect("write");
+            c
+        })
+        .collect();
+    let started = Instant::now();
+    // A third client is served once the timeout has closed one of them.
+    let (status, v) = server.call("GET", "/healthz", None, None);
+    assert_eq!(status, 200, "{v}");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(300),
+        "served at once: {waited:?}"
+    );
+    // Each stalled connection was closed by the server.
+    for mut c in stalled {
+        c.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let mut rest = Vec::new();
+        let read = c.read_to_end(&mut rest);
+        assert!(read.is_ok(), "not closed: {read:?}");
+    }
+    // A zero cap is a configuration error naming the key and its line.
+    let (_s2, config, _) = setup_with(Backend::Sqlite, "zero-cap", 0, "max_connections = 0\n", "");
+    let (code, _, err) = lt(&[
+        "serve",
+        "--config",
+        config.to_str().expect("path"),
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("server.max_connections = 0"), "{err}");
 }
 
 #[test]

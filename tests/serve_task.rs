@@ -427,6 +427,12 @@ fn a_task_session_cut_by_a_restart_is_failed_not_run_again(backend: Backend) {
     server.wait_for(ACME, &id, Duration::from_secs(30), |v| {
         v["events"].as_u64() >= Some(2)
     });
+    // `model_requested` commits before the request is sent: wait for the
+    // model to have it, so "not run again" counts from one.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while model.requests().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     server.kill9();
     let server = server.restart();
     let v = server.wait_final(ACME, &id, Duration::from_secs(30));

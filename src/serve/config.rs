@@ -7,6 +7,9 @@
 //! shutdown_grace_ms = 10000        # SIGTERM: how long running calls may finish
 //! max_body_bytes = 1048576         # a request body's limit
 //! max_sessions = 2048              # sessions running at once (each has a thread)
+//! max_connections = 4096           # HTTP connections open at once (default: 4096, or
+//!                                  # half the file-descriptor limit when lower)
+//! header_timeout_ms = 10000        # a request's headers must arrive within this
 //! lease_ms = 10000                 # PostgreSQL: a claimed session's lease
 //! lease_renew_ms = 2000            # … renewed (and sessions claimed) this often
 //! pool_size = 4                    # … read connections (+1 writer, +1 lease thread)
@@ -61,6 +64,12 @@ pub struct ServeConfig {
     /// How many sessions may run at once (each has a thread); past it a
     /// new one is refused with 503 and `Retry-After`.
     pub max_sessions: usize,
+    /// How many HTTP connections may be open at once; past it the next
+    /// one waits to be accepted.
+    pub max_connections: usize,
+    /// How long a client has to send a request's headers (a connection
+    /// that does not is closed).
+    pub header_timeout: Duration,
     /// Leases and connections of a shared (PostgreSQL) store.
     pub store_options: super::store::StoreOptions,
     /// The tenants, by name.
@@ -117,6 +126,8 @@ struct RawServer {
     shutdown_grace_ms: Option<u64>,
     max_body_bytes: Option<usize>,
     max_sessions: Option<usize>,
+    max_connections: Option<usize>,
+    header_timeout_ms: Option<u64>,
     lease_ms: Option<u64>,
     lease_renew_ms: Option<u64>,
     pool_size: Option<usize>,
@@ -152,6 +163,8 @@ impl ServeConfig {
             grace: DEFAULT_GRACE,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_connections: super::listen::default_max_connections(),
+            header_timeout: super::listen::HEADER_TIMEOUT,
             store_options: super::store::StoreOptions::default(),
             tenants: BTreeMap::new(),
         }
@@ -184,6 +197,27 @@ impl ServeConfig {
             None => DEFAULT_STORE.to_string(),
         };
         let store_options = store_options(&shown, &raw.server)?;
+        for (key, value) in [
+            ("max_body_bytes", raw.server.max_body_bytes),
+            ("max_sessions", raw.server.max_sessions),
+            ("max_connections", raw.server.max_connections),
+            (
+                "header_timeout_ms",
+                raw.server
+                    .header_timeout_ms
+                    .map(|ms| usize::try_from(ms).unwrap_or(usize::MAX)),
+            ),
+        ] {
+            if value == Some(0) {
+                let mut err = fail(
+                    &shown,
+                    format!("server.{key} = 0 would refuse every request"),
+                    Some("leave the key out for the default, or give a number above 0"),
+                );
+                err.line = line_of_key(&text, key);
+                return Err(err);
+            }
+        }
         Ok(ServeConfig {
             listen: raw.server.listen.unwrap_or_else(|| DEFAULT_LISTEN.into()),
             store,
@@ -192,15 +226,30 @@ impl ServeConfig {
                 .shutdown_grace_ms
                 .map_or(DEFAULT_GRACE, Duration::from_millis),
             max_body_bytes: raw.server.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES),
-            max_sessions: raw
+            max_sessions: raw.server.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS),
+            max_connections: raw
                 .server
-                .max_sessions
-                .unwrap_or(DEFAULT_MAX_SESSIONS)
-                .max(1),
+                .max_connections
+                .unwrap_or_else(super::listen::default_max_connections),
+            header_timeout: raw
+                .server
+                .header_timeout_ms
+                .map_or(super::listen::HEADER_TIMEOUT, Duration::from_millis),
             store_options,
             tenants,
         })
     }
+}
+
+/// The line (1-based) of the first line of `text` that sets `key`.
+fn line_of_key(text: &str, key: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| {
+            l.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map(|i| i + 1)
 }
 
 /// `[server]`'s lease and pool settings, checked: a lease of at least

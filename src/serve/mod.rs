@@ -29,6 +29,7 @@ pub mod config;
 pub mod console;
 pub mod follow;
 pub mod hub;
+pub mod listen;
 pub mod listing;
 pub mod live;
 pub mod metrics;
@@ -305,24 +306,18 @@ pub fn run(opts: &ServeOptions, ready: impl FnOnce(&str, usize, usize)) -> Resul
     ready(&addr, n_tenants, resumed);
     let grace = config.grace;
     let drained = Arc::clone(&hub);
-    let served = runtime.block_on(async move {
-        // Small writes (an event of a stream) go out at once, not after the
-        // peer's delayed acknowledgement (40 ms without TCP_NODELAY).
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        // The peer's address: the console's login rate limit counts by it.
-        axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-        )
-        .with_graceful_shutdown(async move {
+    let limits = listen::Limits {
+        max_connections: config.max_connections,
+        header_timeout: config.header_timeout,
+    };
+    runtime.block_on(async move {
+        let shutdown = async move {
             wait_for_signal().await;
             // Stop the streams and new sessions at once, then let the
             // running calls finish (up to `grace`) off the runtime.
             let _ = tokio::task::spawn_blocking(move || drained.drain(grace)).await;
-        })
-        .await
+        };
+        listen::serve(listener, app, limits, shutdown).await;
     });
     hub.drain(std::time::Duration::ZERO);
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
@@ -332,11 +327,7 @@ pub fn run(opts: &ServeOptions, ready: impl FnOnce(&str, usize, usize)) -> Resul
             eprintln!("lt serve: otlp: {e}");
         }
     }
-    served.map_err(|e| ServeError {
-        message: format!("the server stopped: {e}"),
-        help: None,
-        usage: false,
-    })
+    Ok(())
 }
 
 async fn wait_for_signal() {

@@ -143,6 +143,11 @@ impl Follow {
     }
 }
 
+/// The most lines read from the store at once: a stream holds one page,
+/// and reads the next when the client has taken it (the channel's room),
+/// so a client that never reads costs a page, not its session's log.
+const PAGE: usize = 256;
+
 /// The handler.
 pub async fn events(
     State(state): State<Arc<AppState>>,
@@ -152,7 +157,7 @@ pub async fn events(
     let t = tenant(&state, &headers)?.to_string();
     known(&state, &t, &id)?;
     let cursor = parse_cursor(&headers)?;
-    let (tx, rx) = mpsc::channel::<Event>(256);
+    let (tx, rx) = mpsc::channel::<Event>(PAGE);
     // Watched before the first read: nothing commits unseen between.
     let changes = state.hub.watch(&id);
     let follow = Follow {
@@ -209,25 +214,37 @@ async fn follow(
         }
         // Everything committed past what was sent: from the ring when it
         // reaches back far enough, else from the store.
-        let lines: Vec<Arc<str>> = match read.take() {
-            Some(lines) => lines,
+        // `full`: a whole page came from the store; more may follow.
+        let (lines, full): (Vec<Arc<str>>, bool) = match read.take() {
+            Some(lines) => (lines, false),
             None => match state.hub.recent_after(&f.id, f.next) {
-                Some(lines) => lines,
-                None => match state.hub.store.events_after(&f.id, f.next.checked_sub(1)) {
-                    Ok(l) => l.into_iter().map(Arc::from).collect(),
+                Some(lines) => (lines, false),
+                None => match state
+                    .hub
+                    .store
+                    .events_page(&f.id, f.next.checked_sub(1), PAGE)
+                {
+                    Ok(l) => (
+                        l.iter().map(|l| Arc::from(l.as_str())).collect(),
+                        l.len() == PAGE,
+                    ),
                     Err(_) => return,
                 },
             },
         };
         check_end |= lines.is_empty();
         let mut out = Vec::new();
-        for l in &lines {
-            check_end |= f.events_of(l, &mut out);
-        }
-        for e in out {
-            if tx.send(e).await.is_err() {
-                return;
+        for l in lines {
+            check_end |= f.events_of(&l, &mut out);
+            // Sent as made: the page's events are not all held at once.
+            for e in out.drain(..) {
+                if tx.send(e).await.is_err() {
+                    return;
+                }
             }
+        }
+        if full {
+            continue;
         }
         // Ended here lately: its output is known, its last line was sent.
         if f.ended {
@@ -251,7 +268,11 @@ async fn follow(
                 _ => return,
             };
             if rec.status.is_final() && state.hub.live(tenant, &f.id).is_none() {
-                let more = match state.hub.store.events_after(&f.id, f.next.checked_sub(1)) {
+                let more = match state
+                    .hub
+                    .store
+                    .events_page(&f.id, f.next.checked_sub(1), PAGE)
+                {
                     Ok(l) => l,
                     Err(_) => return,
                 };

@@ -39,6 +39,14 @@ pub trait LogReads {
     /// The committed lines of `session` with `seq > after`, in order.
     fn lines(&self, session: &str, after: Option<u64>) -> Result<Vec<String>, StoreError>;
 
+    /// As [`LogReads::lines`], at most `limit` of them.
+    fn lines_page(
+        &self,
+        session: &str,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError>;
+
     /// Whether `session` has a row in the sessions table or events.
     fn recorded(&self, session: &str) -> Result<bool, StoreError>;
 
@@ -129,6 +137,20 @@ pub fn events_after(
     after: Option<u64>,
 ) -> Result<Vec<String>, StoreError> {
     let lines = store.lines(id, after)?;
+    if lines.is_empty() && !known(store, id)? {
+        return Err(StoreError::NotFound(id.to_string()));
+    }
+    Ok(lines)
+}
+
+/// [`ServerStore::events_page`](super::ServerStore::events_page).
+pub fn events_page(
+    store: &impl LogReads,
+    id: &str,
+    after: Option<u64>,
+    limit: usize,
+) -> Result<Vec<String>, StoreError> {
+    let lines = store.lines_page(id, after, limit)?;
     if lines.is_empty() && !known(store, id)? {
         return Err(StoreError::NotFound(id.to_string()));
     }

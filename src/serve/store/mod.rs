@@ -307,6 +307,16 @@ pub trait ServerStore: EventStore {
     /// writes it (no trailing newline).
     fn events_after(&self, id: &str, after: Option<u64>) -> Result<Vec<String>, StoreError>;
 
+    /// As [`ServerStore::events_after`], at most `limit` lines: a page of
+    /// a long log (a stream reads one page at a time, so a client that
+    /// does not read holds one page, not the whole log).
+    fn events_page(
+        &self,
+        id: &str,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError>;
+
     /// Told of every event as it commits (after it is durable), in commit
     /// order. A receiver that falls behind by more than the channel holds
     /// sees `Lagged` and reads the rest with [`ServerStore::events_after`].

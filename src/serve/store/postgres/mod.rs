@@ -291,6 +291,24 @@ impl LogReads for PostgresStore {
         })
     }
 
+    fn lines_page(
+        &self,
+        session: &str,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let after = after.map_or(-1, queue::to_i64);
+        let limit = queue::to_i64(u64::try_from(limit).unwrap_or(u64::MAX));
+        let session = session.to_string();
+        self.readers.read("cannot read a log", move |c| {
+            let rows = c.query(
+                "SELECT line FROM events WHERE session = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                &[&session, &after, &limit],
+            )?;
+            rows.iter().map(|r| r.try_get(0)).collect()
+        })
+    }
+
     fn recorded(&self, session: &str) -> Result<bool, StoreError> {
         let session = session.to_string();
         self.readers.read("cannot read the sessions", move |c| {
@@ -387,6 +405,15 @@ impl ServerStore for PostgresStore {
 
     fn events_after(&self, id: &str, after: Option<u64>) -> Result<Vec<String>, StoreError> {
         logs::events_after(self, id, after)
+    }
+
+    fn events_page(
+        &self,
+        id: &str,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        logs::events_page(self, id, after, limit)
     }
 
     fn subscribe(&self) -> broadcast::Receiver<Committed> {

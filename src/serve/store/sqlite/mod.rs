@@ -287,6 +287,23 @@ impl LogReads for SqliteStore {
         })
     }
 
+    fn lines_page(
+        &self,
+        session: &str,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let after = after.map_or(-1, queue::to_i64);
+        let limit = queue::to_i64(u64::try_from(limit).unwrap_or(u64::MAX));
+        self.read("cannot read a log", |c| {
+            c.prepare_cached(
+                "SELECT line FROM events WHERE session = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            )?
+            .query_map(params![session, after, limit], |r| r.get(0))?
+            .collect()
+        })
+    }
+
     fn recorded(&self, session: &str) -> Result<bool, StoreError> {
         self.read("cannot read the sessions", |c| {
             c.prepare_cached(
@@ -363,6 +380,15 @@ impl ServerStore for SqliteStore {
 
     fn events_after(&self, id: &str, after: Option<u64>) -> Result<Vec<String>, StoreError> {
         logs::events_after(self, id, after)
+    }
+
+    fn events_page(
+        &self,
+        id: &str,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        logs::events_page(self, id, after, limit)
     }
 
     fn subscribe(&self) -> broadcast::Receiver<Committed> {
