@@ -30,6 +30,7 @@ use lt::runtime::host::{FailureKind, Outcome, ToolFailure};
 use pyo3::prelude::*;
 use serde_json::Value as Json;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -54,6 +55,8 @@ struct SlotState {
 struct Slot {
     state: Mutex<SlotState>,
     done: Condvar,
+    /// The outcomes are in `state` (read without the lock while spinning).
+    ready: AtomicBool,
 }
 
 impl Slot {
@@ -81,6 +84,23 @@ static QUEUE: Mutex<Queue> = Mutex::new(Queue {
     idle: 0,
 });
 static QUEUED: Condvar = Condvar::new();
+/// `QUEUE.jobs.len()`, read without the lock while spinning.
+static PENDING: AtomicUsize = AtomicUsize::new(0);
+
+/// How long a thread spins before it sleeps, waiting for a job or an
+/// outcome: a call into a quick function then costs no wake-up of a
+/// sleeping thread (two per call), the bulk of its cost otherwise.
+const SPIN: Duration = Duration::from_micros(50);
+
+/// Spins until `done()` or [`SPIN`] has passed.
+fn spin(done: impl Fn() -> bool) {
+    let until = Instant::now() + SPIN;
+    while !done() && Instant::now() < until {
+        for _ in 0..64 {
+            std::hint::spin_loop();
+        }
+    }
+}
 
 fn queue() -> MutexGuard<'static, Queue> {
     QUEUE.lock().unwrap_or_else(PoisonError::into_inner)
@@ -155,6 +175,7 @@ impl Job {
         s.canceller = None;
         if !s.abandoned {
             s.outcomes = Some(outcomes);
+            self.slot.ready.store(true, Ordering::Release);
             self.slot.done.notify_all();
         }
     }
@@ -168,13 +189,20 @@ pub fn next_job(py: Python<'_>) -> PyResult<Py<Job>> {
         let mut q = queue();
         loop {
             if let Some(job) = q.jobs.pop_front() {
+                PENDING.store(q.jobs.len(), Ordering::Release);
                 if job.slot.lock().abandoned {
                     continue;
                 }
                 return job;
             }
+            // Idle (a submitter counts on this thread), spinning first.
             q.idle += 1;
-            q = QUEUED.wait(q).unwrap_or_else(PoisonError::into_inner);
+            drop(q);
+            spin(|| PENDING.load(Ordering::Acquire) > 0);
+            q = queue();
+            if q.jobs.is_empty() {
+                q = QUEUED.wait(q).unwrap_or_else(PoisonError::into_inner);
+            }
             q.idle -= 1;
         }
     });
@@ -252,6 +280,7 @@ pub fn perform(
             work: Arc::new(work),
             slot: slot.clone(),
         });
+        PENDING.store(q.jobs.len(), Ordering::Release);
         QUEUED.notify_one();
         q.jobs.len() > q.idle
     };
@@ -271,6 +300,7 @@ pub fn perform(
         }
     }
     let deadline = time_left.map(|t| began + t);
+    spin(|| slot.ready.load(Ordering::Acquire) || cancel.is_cancelled());
     let mut s = slot.lock();
     loop {
         if let Some(outcomes) = s.outcomes.take() {
