@@ -23,6 +23,9 @@ from . import _lt
 Tool = Callable[[Any], Any]
 Outcome = Tuple[bool, Any]
 
+# Results that are certainly not awaitable (the common case, checked first).
+_PLAIN = frozenset({dict, list, str, int, float, bool, tuple, type(None)})
+
 
 def _raised(tool: str, e: BaseException) -> str:
     msg = str(e)
@@ -90,7 +93,10 @@ class Dispatch:
 
     def wrap(self, name: str, f: Tool) -> Callable[[Any, Any], Any]:
         def call(arg: Any, job: Any) -> Any:
-            return self._finish(f(arg), job)
+            result = f(arg)
+            if type(result) in _PLAIN:
+                return result
+            return self._finish(result, job)
 
         call.__name__ = getattr(f, "__name__", name)
         return call

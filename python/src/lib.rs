@@ -208,17 +208,7 @@ fn prompt(py: Python<'_>, declarations: String) -> PyResult<Py<PyAny>> {
             Err(e) => Err(Failure::new(
                 "CheckError",
                 "the declarations have errors",
-                json!({"report": {
-                    "ok": false, "type": null, "effects": [], "truncated": e.truncated,
-                    "rendered": lt::diag::render::render(&file, &e.diagnostics, false),
-                    "diagnostics": e.diagnostics.iter().map(|d| {
-                        let mut r = serde_json::to_value(lt::diag::json::DiagnosticReport::new(&file, d)).unwrap_or(Json::Null);
-                        if let Some(o) = r.as_object_mut() {
-                            o.insert("rendered".into(), json!(lt::diag::render::render(&file, std::slice::from_ref(d), false)));
-                        }
-                        r
-                    }).collect::<Vec<_>>(),
-                }}),
+                json!({"report": check::declarations_report(&file, &e.diagnostics, e.truncated)}),
             )),
         }
     });
