@@ -42,14 +42,14 @@ def _work() -> None:
     The tool is called from these Python frames, never under a Rust frame
     (Python's exit may end this thread while it runs)."""
     while True:
-        job = _lt.next_job()
+        f, arg, job = _lt.next_job()
         try:
-            result = job.f(job.arg, job)
+            result = f(arg, job)
         except BaseException as e:  # a raising tool is the call's Err
             job.fail(e)
         else:
             job.done(result)
-        del job
+        del f, arg, job
 
 
 def _start_worker() -> None:

@@ -9,8 +9,8 @@
 //! by Python (`lt._tools._work`) takes the jobs: each runs
 //!
 //! ```python
-//! job = _lt.next_job()                    # waits, GIL released
-//! try: r = job.f(job.arg, job)            # the tool (pure Python frames)
+//! f, arg, job = _lt.next_job()           # waits, GIL released
+//! try: r = f(arg, job)                    # the tool (pure Python frames)
 //! except BaseException as e: job.fail(e)
 //! else: job.done(r)                       # the result as JSON, to the session
 //! ```
@@ -93,7 +93,7 @@ static PENDING: AtomicUsize = AtomicUsize::new(0);
 /// Yielding, not spinning: on a loaded machine a spinning thread takes the
 /// core the other side needs (a busy spin made a call 170–220 µs under a
 /// load of 12 on two cores; yielding, 12–14 µs).
-const SPIN: Duration = Duration::from_micros(50);
+const SPIN: Duration = Duration::from_micros(200);
 
 /// Yields until `done()` or [`SPIN`] has passed.
 fn spin(done: impl Fn() -> bool) {
@@ -182,10 +182,11 @@ impl Job {
     }
 }
 
-/// `next_job()`: the next job, once there is one (the GIL released while
-/// waiting). Abandoned jobs are skipped.
+/// `next_job()`: `(f, arg, job)` of the next job, once there is one (the
+/// GIL released while waiting). Abandoned jobs are skipped.
 #[pyfunction]
-pub fn next_job(py: Python<'_>) -> PyResult<Py<Job>> {
+#[allow(clippy::type_complexity)]
+pub fn next_job(py: Python<'_>) -> PyResult<(Py<PyAny>, Bound<'_, PyAny>, Py<Job>)> {
     let q = gate::detach(py, || {
         let mut q = queue();
         loop {
@@ -207,7 +208,9 @@ pub fn next_job(py: Python<'_>) -> PyResult<Py<Job>> {
             q.idle -= 1;
         }
     });
-    Py::new(
+    let f = q.f.clone_ref(py);
+    let arg = to_py(py, &q.arg)?;
+    let job = Py::new(
         py,
         Job {
             f: q.f,
@@ -215,7 +218,8 @@ pub fn next_job(py: Python<'_>) -> PyResult<Py<Job>> {
             work: q.work,
             slot: q.slot,
         },
-    )
+    )?;
+    Ok((f, arg, job))
 }
 
 fn failure(kind: FailureKind, message: String) -> ToolFailure {
