@@ -30,8 +30,10 @@ use std::time::{Duration, Instant};
 
 #[derive(Default)]
 struct Gate {
-    /// `atexit` has run: no thread may take the GIL from here on.
+    /// `atexit` has run: no thread may take the GIL from here on, but the
+    /// one that ran it (the thread that finalizes, which is never ended).
     closed: bool,
+    closer: Option<std::thread::ThreadId>,
     /// Threads between passing the gate and holding the GIL (or inside an
     /// [`attach`]).
     inside: usize,
@@ -42,6 +44,7 @@ struct Gate {
 
 static GATE: Mutex<Gate> = Mutex::new(Gate {
     closed: false,
+    closer: None,
     inside: 0,
     sessions: BTreeMap::new(),
     next_id: 0,
@@ -59,7 +62,7 @@ fn gate() -> MutexGuard<'static, Gate> {
 /// it is closed.
 fn enter() -> bool {
     let mut g = gate();
-    if g.closed {
+    if g.closed && g.closer != Some(std::thread::current().id()) {
         return false;
     }
     g.inside += 1;
@@ -132,9 +135,11 @@ impl Drop for Registered {
 /// when it gave up.
 #[pyfunction]
 pub fn python_exiting(py: Python<'_>) -> usize {
-    py.detach(|| {
+    let me = std::thread::current().id();
+    py.detach(move || {
         let mut g = gate();
         g.closed = true;
+        g.closer = Some(me);
         let sessions: Vec<Cancel> = g.sessions.values().cloned().collect();
         drop(g);
         for c in &sessions {

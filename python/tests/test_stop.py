@@ -206,3 +206,27 @@ def test_cancelling_the_task_of_run_async_cancels_the_session(tmp_path):
     assert took < 3, took
     assert cancelled == [{"n": 1}]
     assert_ended_cancelled(log)
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_lt_in_a_later_atexit_handler_does_not_hang():
+    # atexit runs handlers last-registered first: this one runs after lt's
+    # own (registered at import), on the thread that finalizes.
+    script = textwrap.dedent(
+        """
+        import atexit
+        def late():
+            import lt
+            print("check:", lt.check("1 + 2").type, flush=True)
+            try:
+                lt.run("1 + 2")
+            except lt.RunStopped as e:
+                print("run:", e.kind, flush=True)
+        atexit.register(late)
+        import lt
+        print(lt.run("1 + 1").value, flush=True)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=20)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["2", "check:", "Int", "run:", "cancelled"], out.stdout
