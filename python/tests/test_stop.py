@@ -78,12 +78,15 @@ def test_double_ctrl_c_then_exit(tmp_path):
     log = tmp_path / "s.jsonl"
     out, took = run_script(
         f"""
+        started = threading.Event()
         def slow(arg):
+            started.set()
             for _ in range(3000):
                 time.sleep(0.01)
             return 1
         def interrupt():
-            time.sleep(0.3)
+            started.wait(20)
+            time.sleep(0.1)
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.1)
             os.kill(os.getpid(), signal.SIGINT)
