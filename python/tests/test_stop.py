@@ -187,8 +187,10 @@ def test_a_timeout_cancels_an_async_tool_under_run_async():
 def test_cancelling_the_task_of_run_async_cancels_the_session(tmp_path):
     log = tmp_path / "s.jsonl"
     cancelled = []
+    started = []
 
     async def stuck(arg):
+        started[0].set()
         try:
             await asyncio.sleep(20)
         except asyncio.CancelledError:
@@ -197,8 +199,9 @@ def test_cancelling_the_task_of_run_async_cancels_the_session(tmp_path):
         return 1
 
     async def main():
+        started.append(asyncio.Event())
         task = asyncio.ensure_future(lt.run_async(ONE, tools={"slow": stuck}, log=log))
-        await asyncio.sleep(0.3)
+        await asyncio.wait_for(started[0].wait(), 20)
         task.cancel()
         began = time.monotonic()
         with pytest.raises(asyncio.CancelledError):
