@@ -11,6 +11,7 @@ Every run is a session of the same engine as the ``lt`` command line
 from __future__ import annotations
 
 import asyncio
+import atexit
 import functools
 import os
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
@@ -19,8 +20,14 @@ from . import _lt
 from ._errors import CheckError, ConfigError, Error, InternalError, LogError, RunStopped, raise_failure
 from ._results import CheckResult, Diagnostic, Label, ReplayResult, RunResult
 from ._tools import Dispatch
+from . import tools
 
 __version__: str = _lt.__version__
+
+# Python's exit cancels the runs still in flight (daemon threads) and waits
+# for their logs to end, before any thread running lt could be ended by
+# finalization (python/src/gate.rs).
+atexit.register(_lt.python_exiting)
 
 __all__ = [
     "check",
@@ -28,6 +35,7 @@ __all__ = [
     "run_async",
     "replay",
     "prompt",
+    "tools",
     "CheckResult",
     "Diagnostic",
     "Label",
@@ -63,12 +71,25 @@ def _profile(profile: Profile) -> Tuple[Optional[str], Optional[Mapping[str, Any
 
 def _declarations(declarations: Optional[Union[str, "os.PathLike[str]"]]) -> Optional[Tuple[str, str]]:
     """``(name, text)`` of declarations given as text (a ``str``) or a file
-    (a ``pathlib.Path``)."""
+    (a ``pathlib.Path``, or a one-line ``str`` ending ``.lt``)."""
     if declarations is None:
         return None
-    if isinstance(declarations, str):
+    if isinstance(declarations, str) and not _names_file(declarations, ".lt"):
         return ("<tools>", declarations)
+    if not isinstance(declarations, (str, os.PathLike)):
+        raise ConfigError(
+            f"declarations= is a {type(declarations).__name__}: give the declarations' text or a .lt file's path",
+            'e.g. declarations="tool lookup: {id: String} -{Read}-> {tier: String};" or declarations=pathlib.Path("tools.lt")',
+            "input",
+        )
     path = os.fspath(declarations)
+    if _names_file(path, ".toml"):
+        raise ConfigError(
+            f"declarations= is {path}, a tools.toml: declarations are lt text (tool …: … -{{…}}-> …;)",
+            "a tools.toml maps tools to executors: pass it to lt.run as tools=; the declarations go in declarations=",
+            "input",
+            path,
+        )
     try:
         with open(path, encoding="utf-8") as f:
             return (path, f.read())
@@ -76,17 +97,56 @@ def _declarations(declarations: Optional[Union[str, "os.PathLike[str]"]]) -> Opt
         raise ConfigError(f"cannot read {path}: {e}", "check the path", "input", path) from None
 
 
-def check(source: str, tools: Optional[Union[str, "os.PathLike[str]"]] = None, profile: Profile = None) -> CheckResult:
+def _names_file(s: str, suffix: str) -> bool:
+    """Whether ``s`` reads as a file name with ``suffix`` (one line, no
+    declaration syntax) rather than text."""
+    return s.endswith(suffix) and "\n" not in s and ":" not in s.replace(os.sep, "/").split("/")[-1]
+
+
+def check(
+    source: str,
+    declarations: Optional[Union[str, "os.PathLike[str]"]] = None,
+    profile: Profile = None,
+    *,
+    tools: Any = None,
+) -> CheckResult:
     """Checks ``source`` as ``lt check --json`` does; never raises for a
-    program with errors (see ``.ok`` and ``.diagnostics``). ``tools``:
-    declarations joined before the program (their text, or a
-    ``pathlib.Path`` to a ``.lt`` file, as ``--tools``); ``profile``: a
-    ``[profile]`` file's path or a dict of its keys: every call the profile
-    would deny is one more diagnostic. Raises :class:`ConfigError` for an
-    invalid profile."""
+    program with errors (see ``.ok`` and ``.diagnostics``).
+    ``declarations``: declarations joined before the program (their text,
+    or a ``pathlib.Path`` to a ``.lt`` file, as ``--tools``), the same
+    keyword as :func:`run`'s; ``profile``: a ``[profile]`` file's path or a
+    dict of its keys: every call the profile would deny is one more
+    diagnostic. ``tools=`` (Python functions or a tools.toml) is
+    :func:`run`'s and is refused here. Raises :class:`ConfigError` for an
+    invalid profile or declarations of the wrong kind."""
+    if tools is not None:
+        raise ConfigError(
+            "lt.check takes declarations=, not tools=: tools= is lt.run's (Python functions, or a tools.toml)",
+            "pass the declarations' text or a .lt file as declarations=",
+            "input",
+        )
     path, table = _profile(profile)
-    report = _unwrap(_lt.check(source, _declarations(tools), path, table))
+    report = _unwrap(_lt.check(source, _declarations(declarations), path, table))
     return CheckResult._from_report(report)
+
+
+def _executors(tools: Any) -> str:
+    """The tools.toml path of ``tools=`` (a ``str`` or path ending
+    ``.toml``); anything else that is not a dict of functions is refused."""
+    if isinstance(tools, (str, os.PathLike)):
+        path = os.fspath(tools)
+        if isinstance(path, str) and _names_file(path, ".toml"):
+            return path
+        raise ConfigError(
+            f"tools= is {path[:60]!r}: a str or path there names a tools.toml (ending .toml)",
+            "declarations (lt text or a .lt file) go in declarations=; Python functions in tools={\"name\": function}",
+            "input",
+        )
+    raise ConfigError(
+        f"tools= is a {type(tools).__name__}: give a dict of Python functions or a tools.toml path",
+        'e.g. tools={"lookup": lookup} or tools="tools.toml"',
+        "input",
+    )
 
 
 def _run_args(
@@ -104,11 +164,18 @@ def _run_args(
     batch = None
     executors = None
     if isinstance(tools, Mapping):
+        for name, f in tools.items():
+            if not callable(f):
+                raise ConfigError(
+                    f"tools[{name!r}] is a {type(f).__name__}, not a function",
+                    "each value of tools= is a function (sync or async) taking the tool's argument",
+                    "executors",
+                )
         dispatch = Dispatch(tools, loop)
         functions = dispatch.functions()
         batch = dispatch.batch if dispatch.any_async else None
     elif tools is not None:
-        executors = os.fspath(tools)
+        executors = _executors(tools)
     return dict(
         source=source,
         declarations=_declarations(declarations),
@@ -147,7 +214,8 @@ def run(
 ) -> RunResult:
     """Checks ``source`` and runs it as a session. ``tools``: a dict of
     Python functions (sync or ``async``; each takes the tool's argument and
-    returns its result), or the path of a ``tools.toml``. A function that
+    returns its result), or the path of a ``tools.toml`` (a ``str`` or path
+    ending ``.toml``); ``declarations``: as :func:`check`'s. A function that
     raises, or returns a value of the wrong shape, is the program's
     ``Err``. ``profile``: a file's path or a dict (default: allow all, or
     the ``[profile]`` of ``tools.toml``); ``limits``: ``max_calls``,
@@ -172,10 +240,24 @@ async def run_async(
 ) -> RunResult:
     """:func:`run` for asyncio hosts: the session runs on a worker thread,
     ``async`` tools are awaited on the running event loop (a ``gather``
-    runs them concurrently), and the loop stays free meanwhile."""
+    runs them concurrently), and the loop stays free meanwhile. Cancelling
+    the task cancels the session (its running tools too; its log ends
+    ``cancelled``), then raises ``CancelledError``."""
     loop = asyncio.get_running_loop()
     args = _run_args(source, tools, declarations, profile, limits, log, force, loop)
-    report = await loop.run_in_executor(None, functools.partial(_lt.run, **args))
+    handle = _lt.RunHandle()
+    done = loop.run_in_executor(None, functools.partial(_lt.run, **args, handle=handle))
+    try:
+        report = await asyncio.shield(done)
+    except asyncio.CancelledError:
+        # The task was cancelled: so is the session; its end is awaited
+        # (its log ends ``cancelled``) before the cancellation goes on.
+        handle.cancel("the asyncio task running lt.run_async was cancelled")
+        try:
+            await done
+        except Exception:
+            pass
+        raise
     return _result(_unwrap(report))
 
 

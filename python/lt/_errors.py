@@ -97,6 +97,8 @@ class RunStopped(Error):
         self.session = session
 
     def __str__(self) -> str:
+        if self.line is None:
+            return f"{self.kind}: {super().__str__()}"
         return f"{self.kind} at line {self.line}, column {self.column}: {super().__str__()}"
 
 

@@ -1,18 +1,30 @@
 """Python functions (sync or ``async``) as lt tools: each is called with
 the tool's argument (JSON-shaped data: a record is a ``dict``) and returns
 its result. An ``async`` function is awaited: on the caller's event loop
-under ``lt.run_async``, with ``asyncio.run`` under ``lt.run``. A batch of
-independent calls (``gather``, ``fan_out``) runs its async tools
-concurrently."""
+under ``lt.run_async``, on an event loop of the calling thread under
+``lt.run``. A batch of independent calls (``gather``, ``fan_out``) runs its
+async tools concurrently.
+
+Every call runs on a daemon thread of a pool (``_work``), not on the
+session's thread, so that the session can stop waiting at the call's
+deadline or its cancellation (``python/src/worker.rs``): an abandoned
+``async`` call is cancelled (``job.on_cancel``); a sync function runs to its
+end on its thread, its result dropped."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Tuple
+
+from . import _lt
 
 Tool = Callable[[Any], Any]
 Outcome = Tuple[bool, Any]
+
+# Results that are certainly not awaitable (the common case, checked first).
+_PLAIN = frozenset({dict, list, str, int, float, bool, tuple, type(None)})
 
 
 def _raised(tool: str, e: BaseException) -> str:
@@ -25,6 +37,41 @@ async def _await(x: Awaitable[Any]) -> Any:
     return await x
 
 
+def _work() -> None:
+    """A pool thread: runs the jobs of every session, one after another.
+    The tool is called from these Python frames, never under a Rust frame
+    (Python's exit may end this thread while it runs)."""
+    while True:
+        f, arg, job = _lt.next_job()
+        try:
+            result = f(arg, job)
+        except BaseException as e:  # a raising tool is the call's Err
+            job.fail(e)
+        else:
+            job.done(result)
+        del f, arg, job
+
+
+def _start_worker() -> None:
+    """Starts one more pool thread (the session found none idle)."""
+    threading.Thread(target=_work, name="lt-tool", daemon=True).start()
+
+
+def _run_here(coro: Awaitable[Any], job: Any) -> Any:
+    """Awaits ``coro`` on a new event loop of this thread; the job's
+    cancellation cancels its task."""
+    loop = asyncio.new_event_loop()
+    try:
+        task = loop.create_task(_await(coro))
+        job.on_cancel(lambda: loop.call_soon_threadsafe(task.cancel))
+        return loop.run_until_complete(task)
+    finally:
+        try:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
+
+
 class Dispatch:
     """The functions of one run, adapted to the extension's calling
     convention (one argument in, the result out; a batch of pairs)."""
@@ -34,25 +81,30 @@ class Dispatch:
         self.loop = loop
         self.any_async = any(inspect.iscoroutinefunction(f) for f in self.tools.values())
 
-    def _finish(self, result: Any) -> Any:
+    def _finish(self, result: Any, job: Any) -> Any:
         """The value of a result that may be awaitable."""
         if not inspect.isawaitable(result):
             return result
         if self.loop is not None:
-            return asyncio.run_coroutine_threadsafe(_await(result), self.loop).result()
-        return asyncio.run(_await(result))
+            fut = asyncio.run_coroutine_threadsafe(_await(result), self.loop)
+            job.on_cancel(fut.cancel)
+            return fut.result()
+        return _run_here(result, job)
 
-    def wrap(self, name: str, f: Tool) -> Tool:
-        def call(arg: Any) -> Any:
-            return self._finish(f(arg))
+    def wrap(self, name: str, f: Tool) -> Callable[[Any, Any], Any]:
+        def call(arg: Any, job: Any) -> Any:
+            result = f(arg)
+            if type(result) in _PLAIN:
+                return result
+            return self._finish(result, job)
 
         call.__name__ = getattr(f, "__name__", name)
         return call
 
-    def functions(self) -> Dict[str, Tool]:
+    def functions(self) -> Dict[str, Callable[[Any, Any], Any]]:
         return {name: self.wrap(name, f) for name, f in self.tools.items()}
 
-    def batch(self, calls: List[Tuple[str, Any]]) -> List[Outcome]:
+    def batch(self, calls: List[Tuple[str, Any]], job: Any) -> List[Outcome]:
         """Every call of a batch: sync ones in turn, then the awaitables of
         all the async ones together."""
         outcomes: List[Optional[Outcome]] = [None] * len(calls)
@@ -77,9 +129,11 @@ class Dispatch:
                 return await asyncio.gather(*(p[2] for p in pending), return_exceptions=True)
 
             if self.loop is not None:
-                results = asyncio.run_coroutine_threadsafe(together(), self.loop).result()
+                fut = asyncio.run_coroutine_threadsafe(together(), self.loop)
+                job.on_cancel(fut.cancel)
+                results = fut.result()
             else:
-                results = asyncio.run(together())
+                results = _run_here(together(), job)
             for (i, name, _), r in zip(pending, results):
                 if isinstance(r, BaseException):
                     outcomes[i] = (False, _raised(name, r))

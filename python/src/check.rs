@@ -31,24 +31,38 @@ pub fn analyse(
                 Ok(w) => Ok((w.file, w.analysis)),
                 Err(decls) => {
                     let file = SourceFile::new(decls_name.clone(), decls_text.clone());
-                    Err(report_json(
+                    Err(declarations_report(
                         &file,
                         &decls.diagnostics,
-                        CheckReport {
-                            bindings: None,
-                            diagnostics: Vec::new(),
-                            effects: Vec::new(),
-                            ir: None,
-                            ok: false,
-                            stage: None,
-                            truncated: decls.truncated,
-                            ty: None,
-                        },
+                        decls.truncated,
                     ))
                 }
             }
         }
     }
+}
+
+/// The check report of a declarations file with errors (`ok` false, no
+/// type), each diagnostic `rendered`.
+pub fn declarations_report(
+    file: &SourceFile,
+    diags: &[lt::diag::Diagnostic],
+    truncated: usize,
+) -> Json {
+    report_json(
+        file,
+        diags,
+        CheckReport {
+            bindings: None,
+            diagnostics: Vec::new(),
+            effects: Vec::new(),
+            ir: None,
+            ok: false,
+            stage: None,
+            truncated,
+            ty: None,
+        },
+    )
 }
 
 /// `{ok, type, effects, diagnostics, truncated, rendered}` for `a`: each

@@ -22,10 +22,63 @@ impl Failure {
         Failure(obj)
     }
 
-    /// `{"failure": …}`, what a front-end function returns.
-    pub fn into_json(self) -> Json {
+    /// `{"failure": …}`, what a front-end function returns; its message
+    /// and help speak of keywords, not of the command line's flags.
+    pub fn into_json(mut self) -> Json {
+        if let Some(o) = self.0.as_object_mut() {
+            for key in ["message", "help"] {
+                if let Some(Json::String(text)) = o.get_mut(key) {
+                    *text = pythonize(text);
+                }
+            }
+        }
         json!({ "failure": self.0 })
     }
+}
+
+/// `text` (an engine message or hint written for the command line) with
+/// each flag of `lt run` / `lt check` named as the Python keyword that
+/// does the same (`--max-steps N` → `limits={"max_steps": N}`).
+pub fn pythonize(text: &str) -> String {
+    if !text.contains("--") {
+        return text.to_string();
+    }
+    let mut t = text.to_string();
+    if let Some(at) = t.find("pass --executors tools.toml with a `[tools.") {
+        // The session has no executors: a function, or a tools.toml.
+        let rest = &t[at + "pass --executors tools.toml with a `[tools.".len()..];
+        let tool: String = rest.chars().take_while(|c| *c != ']').collect();
+        let replaced = format!(
+            "pass tools={{\"{tool}\": function}} (a Python function taking the tool's argument), or tools=\"tools.toml\" with a `[tools.{tool}]` table"
+        );
+        let end = rest.find("]`").map_or(t.len(), |e| {
+            at + "pass --executors tools.toml with a `[tools.".len() + e + 2
+        });
+        t.replace_range(at..end, &replaced);
+    }
+    for (flag, key) in [
+        ("--max-steps N", "max_steps"),
+        ("--max-calls N", "max_calls"),
+        ("--max-list-len N", "max_list_len"),
+        ("--timeout-ms N", "timeout_ms"),
+    ] {
+        t = t.replace(flag, &format!("limits={{\"{key}\": N}}"));
+    }
+    for (flag, keyword) in [
+        ("`--log session.jsonl`", "`log=\"session.jsonl\"`"),
+        ("the --log path", "the log= path"),
+        ("--log ", "log="),
+        ("--force", "force=True"),
+        ("--executors ", "tools="),
+        ("--executors", "tools="),
+        ("--profile ", "profile="),
+        ("--profile", "profile="),
+        ("--tools ", "declarations="),
+        ("--tools", "declarations="),
+    ] {
+        t = t.replace(flag, keyword);
+    }
+    t
 }
 
 /// An invalid tools.toml or profile (`lt.ConfigError` with its file,

@@ -13,9 +13,12 @@
 mod check;
 mod convert;
 mod errors;
+mod gate;
 mod profile;
 mod run;
+mod schemas;
 mod tools;
+mod worker;
 
 use errors::{internal, panic_text, Failure};
 use profile::ProfileArg;
@@ -40,14 +43,14 @@ fn on_big_stack(
     py: Python<'_>,
     f: impl FnOnce() -> Result<Json, Failure> + Send + 'static,
 ) -> Json {
-    py.detach(
-        || match lt::control::session::spawn("lt-python-check", move || guarded(f)) {
+    gate::detach(py, || {
+        match lt::control::session::spawn("lt-python-check", move || guarded(f)) {
             Ok(handle) => handle
                 .join()
                 .unwrap_or_else(|_| internal("the checker's thread panicked").into_json()),
             Err(e) => internal(format!("the checker's thread could not start: {e}")).into_json(),
-        },
-    )
+        }
+    })
 }
 
 fn profile_arg(
@@ -94,7 +97,7 @@ fn py_check(
 /// profile_table, limits, log, force)`: a session's report.
 #[pyfunction]
 #[pyo3(name = "run", signature = (source, declarations=None, tools=None, batch=None, executors=None,
-                    profile_path=None, profile_table=None, limits=None, log=None, force=false))]
+                    profile_path=None, profile_table=None, limits=None, log=None, force=false, handle=None))]
 #[allow(clippy::too_many_arguments)]
 fn py_run(
     py: Python<'_>,
@@ -108,7 +111,9 @@ fn py_run(
     limits: Option<Bound<'_, PyAny>>,
     log: Option<String>,
     force: bool,
+    handle: Option<Bound<'_, run::RunHandle>>,
 ) -> PyResult<Py<PyAny>> {
+    let cancel = handle.map_or_else(lt::runtime::cancel::Cancel::new, |h| h.get().token());
     let prepared = (|| -> Result<run::RunArgs, Failure> {
         let profile = profile_arg(profile_path, profile_table.as_ref())?;
         let limits = match &limits {
@@ -145,6 +150,7 @@ fn py_run(
             limits,
             log,
             force,
+            cancel,
         })
     })();
     let v = match prepared {
@@ -202,19 +208,39 @@ fn prompt(py: Python<'_>, declarations: String) -> PyResult<Py<PyAny>> {
             Err(e) => Err(Failure::new(
                 "CheckError",
                 "the declarations have errors",
-                json!({"report": {
-                    "ok": false, "type": null, "effects": [], "truncated": e.truncated,
-                    "rendered": lt::diag::render::render(&file, &e.diagnostics, false),
-                    "diagnostics": e.diagnostics.iter().map(|d| {
-                        let mut r = serde_json::to_value(lt::diag::json::DiagnosticReport::new(&file, d)).unwrap_or(Json::Null);
-                        if let Some(o) = r.as_object_mut() {
-                            o.insert("rendered".into(), json!(lt::diag::render::render(&file, std::slice::from_ref(d), false)));
-                        }
-                        r
-                    }).collect::<Vec<_>>(),
-                }}),
+                json!({"report": check::declarations_report(&file, &e.diagnostics, e.truncated)}),
             )),
         }
+    });
+    to_py(py, &v)
+}
+
+/// `import_tools(text, format)`: definitions (JSON text) imported as
+/// declarations and a tools.toml skeleton.
+#[pyfunction]
+fn import_tools(py: Python<'_>, text: String, format: String) -> PyResult<Py<PyAny>> {
+    let v = on_big_stack(py, move || schemas::import_definitions(&text, &format));
+    to_py(py, &v)
+}
+
+/// `import_server(command, timeout_ms)`: the tools of a live MCP server,
+/// imported.
+#[pyfunction]
+fn import_server(py: Python<'_>, command: Vec<String>, timeout_ms: u64) -> PyResult<Py<PyAny>> {
+    let v = on_big_stack(py, move || schemas::import_server(command, timeout_ms));
+    to_py(py, &v)
+}
+
+/// `export_tools(declarations, format)`: the definitions of the declared
+/// tools.
+#[pyfunction]
+fn export_tools(
+    py: Python<'_>,
+    declarations: (String, String),
+    format: String,
+) -> PyResult<Py<PyAny>> {
+    let v = on_big_stack(py, move || {
+        schemas::export_definitions(&declarations.0, &declarations.1, &format)
     });
     to_py(py, &v)
 }
@@ -224,8 +250,8 @@ fn prompt(py: Python<'_>, declarations: String) -> PyResult<Py<PyAny>> {
 /// the GIL released; its exit status.
 #[pyfunction]
 fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
-    py.detach(
-        || match lt::control::session::spawn("lt-cli", move || lt::cli::exit_status(argv)) {
+    gate::detach(py, || {
+        match lt::control::session::spawn("lt-cli", move || lt::cli::exit_status(argv)) {
             Ok(handle) => handle.join().unwrap_or_else(|_| {
                 eprintln!(
                     "error: internal error in lt (this is a bug; please report it with the input)"
@@ -236,8 +262,8 @@ fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
                 eprintln!("error: cannot start lt: {e}");
                 2
             }
-        },
-    )
+        }
+    })
 }
 
 /// The extension module.
@@ -248,6 +274,13 @@ fn _lt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay, m)?)?;
     m.add_function(wrap_pyfunction!(prompt, m)?)?;
     m.add_function(wrap_pyfunction!(main, m)?)?;
+    m.add_function(wrap_pyfunction!(import_tools, m)?)?;
+    m.add_function(wrap_pyfunction!(import_server, m)?)?;
+    m.add_function(wrap_pyfunction!(export_tools, m)?)?;
+    m.add_function(wrap_pyfunction!(worker::next_job, m)?)?;
+    m.add_function(wrap_pyfunction!(gate::python_exiting, m)?)?;
+    m.add_class::<run::RunHandle>()?;
+    m.add_class::<worker::Job>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

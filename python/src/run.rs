@@ -8,14 +8,19 @@
 //! big stack the checker and interpreter expect,
 //! [`spawn`](lt::control::session::spawn)); the calling thread waits for
 //! it with the GIL released, taking it back every 50 ms only to let Python
-//! handle signals. A Python tool takes the GIL for its call alone, so
-//! sessions in several threads run side by side.
+//! handle signals. Python tools run on Python threads ([`crate::worker`]),
+//! each taking the GIL for its call alone, so sessions in several threads
+//! run side by side, and a call stops at its deadline even when its
+//! function does not return.
 //!
-//! **Ctrl-C.** When Python reports a signal (`KeyboardInterrupt`), the
-//! session is cancelled (its running tools stopped, the interpreter stops
-//! at its next check, `session_ended` records `cancelled`); the wait goes
-//! on until the session has ended, then the exception is raised. A second
-//! Ctrl-C stops waiting (a Python tool still running is left to finish).
+//! **Stopping.** When Python reports a signal (`KeyboardInterrupt`), or
+//! the [`RunHandle`] given is cancelled (`lt.run_async`'s task cancelled),
+//! the session is cancelled: its running calls are abandoned, the
+//! interpreter stops at its next check, `session_ended` records
+//! `cancelled`. The wait goes on until the session has ended, then the
+//! exception is raised; a second Ctrl-C stops waiting. When Python exits
+//! with a session in flight (a daemon thread), `atexit` cancels it
+//! ([`crate::gate`]).
 
 use crate::check::{analyse, analysis_json, Declarations};
 use crate::errors::{config_error, internal, panic_text, start_failure, Failure};
@@ -54,6 +59,37 @@ pub struct RunArgs {
     pub log: Option<String>,
     /// Replace a log file that holds an earlier session.
     pub force: bool,
+    /// The session's cancellation (a [`RunHandle`]'s, or a new one).
+    pub cancel: Cancel,
+}
+
+/// `RunHandle()`: what stops a run from another thread (`cancel(reason)`),
+/// given to `run(handle=…)`.
+#[pyclass(frozen, module = "lt._lt")]
+pub struct RunHandle {
+    cancel: Cancel,
+}
+
+#[pymethods]
+impl RunHandle {
+    #[new]
+    fn new() -> RunHandle {
+        RunHandle {
+            cancel: Cancel::new(),
+        }
+    }
+
+    /// Cancels the run (its log ends `cancelled`).
+    fn cancel(&self, reason: String) {
+        self.cancel.cancel(reason);
+    }
+}
+
+impl RunHandle {
+    /// The run's cancellation token.
+    pub fn token(&self) -> Cancel {
+        self.cancel.clone()
+    }
 }
 
 /// How often the waiting thread lets Python look at its signals.
@@ -63,17 +99,18 @@ const SIGNAL_POLL: Duration = Duration::from_millis(50);
 /// as JSON, or `{"failure": …}`. `Err`: a Python exception to raise
 /// (`KeyboardInterrupt`).
 pub fn run(py: Python<'_>, args: RunArgs) -> PyResult<Json> {
-    let cancel = Cancel::new();
+    let cancel = args.cancel.clone();
+    let Some(registered) = crate::gate::register(&cancel) else {
+        return Ok(Failure::new(
+            "RunStopped",
+            "Python is exiting: the run did not start",
+            json!({"kind": "cancelled"}),
+        )
+        .into_json());
+    };
     let (tx, rx) = mpsc::channel::<Json>();
-    let session_cancel = cancel.clone();
     let spawned = spawn("lt-python-session", move || {
-        // The thread keeps one Python thread state for the whole session
-        // (attached once, detached while the engine runs): each tool call
-        // then only takes the GIL back, instead of creating and destroying
-        // a thread state per call.
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            Python::attach(|py| py.detach(|| session(args, session_cancel)))
-        }));
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| session(args)));
         let json = match result {
             Ok(Ok(v)) => v,
             Ok(Err(f)) => f.into_json(),
@@ -81,6 +118,8 @@ pub fn run(py: Python<'_>, args: RunArgs) -> PyResult<Json> {
                 internal(format!("lt panicked: {}", panic_text(payload.as_ref()))).into_json()
             }
         };
+        // The session has ended (its log too): `atexit` need not wait.
+        drop(registered);
         let _ = tx.send(json);
     });
     if let Err(e) = spawned {
@@ -89,7 +128,7 @@ pub fn run(py: Python<'_>, args: RunArgs) -> PyResult<Json> {
     let rx = std::sync::Mutex::new(rx);
     let mut interrupted: Option<PyErr> = None;
     loop {
-        match py.detach(|| match rx.lock() {
+        match crate::gate::detach(py, || match rx.lock() {
             Ok(rx) => rx.recv_timeout(SIGNAL_POLL),
             Err(_) => Err(mpsc::RecvTimeoutError::Disconnected),
         }) {
@@ -117,7 +156,8 @@ pub fn run(py: Python<'_>, args: RunArgs) -> PyResult<Json> {
 }
 
 /// The session itself, on its own thread.
-fn session(args: RunArgs, cancel: Cancel) -> Result<Json, Failure> {
+fn session(args: RunArgs) -> Result<Json, Failure> {
+    let cancel = args.cancel.clone();
     let (file, analysis) = match analyse("<program>", &args.source, &args.declarations) {
         Ok(x) => x,
         Err(report) => return Err(rejected(report)),
@@ -138,7 +178,7 @@ fn session(args: RunArgs, cancel: Cancel) -> Result<Json, Failure> {
     }
     let executors = match (args.tools, &args.executors) {
         (Some(tools), _) => {
-            let host = crate::tools::host(tools, args.batch);
+            let host = crate::tools::host(tools, args.batch, cancel.clone());
             let missing = host.missing(called_tools(&ir));
             if let Some(tool) = missing.first() {
                 return Err(Failure::new(

@@ -1,17 +1,23 @@
 //! Python functions as tools: the closures of an
-//! [`InProcessHost`](lt::exec::in_process::InProcessHost). Each call takes
-//! the GIL only for the call itself: the argument becomes Python objects,
-//! the function is called with it as its one positional argument, and its
-//! result becomes JSON (the engine then checks it against the declared
-//! output type). A function that raises is the call's `Err` (`tool T
-//! raised ValueError: …`); a result that is not JSON is a `bad_output`
-//! `Err`, like any executor's garbage.
+//! [`InProcessHost`](lt::exec::in_process::InProcessHost). Each call is
+//! handed to a Python thread ([`crate::worker`]) and waited for until the
+//! call's deadline or the session's cancellation: the argument becomes
+//! Python objects, the function is called with it as its first positional
+//! argument, and its result becomes JSON (the engine then checks it
+//! against the declared output type). A function that raises is the call's
+//! `Err` (`tool T raised ValueError: …`); a result that is not JSON is a
+//! `bad_output` `Err`, like any executor's garbage; a call that outlives
+//! its deadline is a `timed_out` `Err`.
 
-use crate::convert::{from_py, to_py, type_name};
+use crate::convert::{from_py, type_name};
+use crate::worker::{perform, Work};
 use lt::exec::in_process::{BatchFn, InProcessCall, InProcessHost, ToolFn};
+use lt::runtime::cancel::Cancel;
 use lt::runtime::host::{FailureKind, Outcome, ToolFailure};
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::PyTuple;
+use serde_json::Value as Json;
+use std::sync::Arc;
 
 fn failure(kind: FailureKind, message: String) -> ToolFailure {
     ToolFailure {
@@ -22,7 +28,7 @@ fn failure(kind: FailureKind, message: String) -> ToolFailure {
 }
 
 /// The failure of a function that raised `e`.
-fn raised(py: Python<'_>, tool: &str, e: &PyErr) -> ToolFailure {
+pub fn raised(py: Python<'_>, tool: &str, e: &PyErr) -> ToolFailure {
     let ty = e
         .get_type(py)
         .name()
@@ -38,7 +44,7 @@ fn raised(py: Python<'_>, tool: &str, e: &PyErr) -> ToolFailure {
 }
 
 /// `obj`, a function's result, as the call's outcome.
-fn outcome(tool: &str, obj: &Bound<'_, PyAny>) -> Outcome {
+pub fn outcome(tool: &str, obj: &Bound<'_, PyAny>) -> Outcome {
     from_py(obj, "result").map_err(|why| {
         failure(
             FailureKind::BadOutput,
@@ -47,74 +53,71 @@ fn outcome(tool: &str, obj: &Bound<'_, PyAny>) -> Outcome {
     })
 }
 
-/// Calls `f` with the call's argument.
-fn call_one(f: &Py<PyAny>, call: &InProcessCall<'_>) -> Outcome {
-    Python::attach(|py| {
-        let arg = to_py(py, &call.arg).map_err(|e| raised(py, call.tool, &e))?;
-        match f.bind(py).call1((arg,)) {
-            Ok(result) => outcome(call.tool, &result),
-            Err(e) => Err(raised(py, call.tool, &e)),
-        }
-    })
-}
-
-/// The host of `tools` (name → Python callable); `batch`, when given,
-/// performs each `gather`/`fan_out` batch: it is called with a list of
-/// `(tool, argument)` pairs and returns one `(ok, value_or_message)` pair
-/// per call, in order.
-pub fn host(tools: Vec<(String, Py<PyAny>)>, batch: Option<Py<PyAny>>) -> InProcessHost<'static> {
+/// The host of `tools` (name → Python callable taking the argument and
+/// the job); `batch`, when given, performs each `gather`/`fan_out` batch:
+/// it is called with a list of `(tool, argument)` pairs (and the job) and
+/// returns one `(ok, value_or_message)` pair per call, in order. Every call
+/// stops waiting when `cancel` is cancelled.
+pub fn host(
+    tools: Vec<(String, Py<PyAny>)>,
+    batch: Option<Py<PyAny>>,
+    cancel: Cancel,
+) -> InProcessHost<'static> {
     let mut host = InProcessHost::new();
     for (name, f) in tools {
-        let f: ToolFn<'static> = Box::new(move |call| call_one(&f, &call));
+        let f = Arc::new(f);
+        let cancel = cancel.clone();
+        let f: ToolFn<'static> = Box::new(move |call| {
+            let mut out = perform(
+                &f,
+                call.arg,
+                Work::One(call.tool.to_string()),
+                call.time_left,
+                &cancel,
+            );
+            out.pop().unwrap_or_else(|| {
+                Err(failure(
+                    FailureKind::Unavailable,
+                    format!("tool {}: no outcome", call.tool),
+                ))
+            })
+        });
         host = host.tool(name, f);
     }
     if let Some(b) = batch {
-        let f: BatchFn<'static> = Box::new(move |calls| call_batch(&b, &calls));
+        let b = Arc::new(b);
+        let f: BatchFn<'static> = Box::new(move |calls| call_batch(&b, calls, &cancel));
         host = host.with_batch(f);
     }
     host
 }
 
-fn call_batch(b: &Py<PyAny>, calls: &[InProcessCall<'_>]) -> Vec<Outcome> {
-    Python::attach(|py| {
-        let all_failed = |why: String| -> Vec<Outcome> {
-            calls
-                .iter()
-                .map(|c| {
-                    Err(failure(
-                        FailureKind::Failed,
-                        format!("tool {}: {why}", c.tool),
-                    ))
-                })
-                .collect()
-        };
-        let list = PyList::empty(py);
-        for c in calls {
-            let arg = match to_py(py, &c.arg) {
-                Ok(a) => a,
-                Err(e) => return all_failed(e.to_string()),
-            };
-            if let Err(e) = list.append((c.tool, arg)) {
-                return all_failed(e.to_string());
-            }
-        }
-        let answered = match b.bind(py).call1((list,)) {
-            Ok(a) => a,
-            Err(e) => return all_failed(format!("the batch raised: {e}")),
-        };
-        let mut out = Vec::with_capacity(calls.len());
-        for (i, c) in calls.iter().enumerate() {
-            let item = answered.get_item(i);
-            out.push(match item {
-                Ok(pair) => pair_outcome(c.tool, &pair),
-                Err(e) => Err(failure(
-                    FailureKind::Failed,
-                    format!("tool {}: no outcome: {e}", c.tool),
-                )),
-            });
-        }
-        out
-    })
+fn call_batch(b: &Arc<Py<PyAny>>, calls: Vec<InProcessCall<'_>>, cancel: &Cancel) -> Vec<Outcome> {
+    let time_left = calls.iter().filter_map(|c| c.time_left).min();
+    let tools = calls.iter().map(|c| c.tool.to_string()).collect();
+    let arg = Json::Array(
+        calls
+            .into_iter()
+            .map(|c| Json::Array(vec![Json::from(c.tool), c.arg]))
+            .collect(),
+    );
+    perform(b, arg, Work::Batch(tools), time_left, cancel)
+}
+
+/// The outcomes of a batch function's answer: one `(ok, value)` pair per
+/// call of `tools`, in order.
+pub fn batch_outcomes(tools: &[String], answered: &Bound<'_, PyAny>) -> Vec<Outcome> {
+    tools
+        .iter()
+        .enumerate()
+        .map(|(i, tool)| match answered.get_item(i) {
+            Ok(pair) => pair_outcome(tool, &pair),
+            Err(e) => Err(failure(
+                FailureKind::Failed,
+                format!("tool {tool}: no outcome: {e}"),
+            )),
+        })
+        .collect()
 }
 
 /// `(True, value)` → the value; `(False, message)` → a failure.

@@ -53,8 +53,9 @@ def test_invalid_profile_is_a_config_error_with_location(tmp_path):
 def test_declarations_as_text_and_file(tmp_path):
     decls = "tool lookup: {id: String} -{Read}-> {id: String, tier: String, cents: Int};\n"
     body = 'match exec tool lookup {id = "c"} { Ok(a) => a.cents, Err(e) => 0 }'
-    assert lt.check(body, tools=decls).type == "Int"
+    assert lt.check(body, declarations=decls).type == "Int"
     p = tmp_path / "tools.lt"
     p.write_text(decls)
-    assert lt.check(body, tools=pathlib.Path(p)).ok
+    assert lt.check(body, declarations=pathlib.Path(p)).ok
+    assert lt.check(body, declarations=str(p)).ok  # a one-line str ending .lt is a path
     assert not lt.check(body).ok  # unknown tool without them

@@ -19,6 +19,9 @@ t: str | None = r.type
 res: lt.RunResult = lt.run("1", tools={"lookup": lookup}, limits={"max_calls": 3})
 v: lt.ReplayResult = lt.replay("s.jsonl")
 p: str = lt.prompt("tool a: Int -{}-> Int;")
+imported: lt.tools.Imported = lt.tools.from_openai([{"type": "function", "function": {"name": "a"}}])
+defs: list[dict[str, object]] = lt.tools.to_openai(imported.declarations)
+c: lt.CheckResult = lt.check("1", declarations=imported.declarations)
 async def main() -> lt.RunResult:
     return await lt.run_async("1")
 try:

@@ -21,6 +21,7 @@ use crate::runtime::host::{
 };
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// One call as an in-process tool sees it.
 #[derive(Clone, Debug)]
@@ -31,6 +32,11 @@ pub struct InProcessCall<'a> {
     pub arg: Json,
     /// The call's idempotency key, inside a session.
     pub idempotency_key: Option<&'a str>,
+    /// The time the call may take: the smaller of the run's time left and
+    /// the profile's timeout for the tool (`None`: no limit). A closure
+    /// that cannot finish in time answers a `TimedOut` failure, as the
+    /// other executors do.
+    pub time_left: Option<Duration>,
 }
 
 /// The closure of one tool.
@@ -94,6 +100,7 @@ impl Host for InProcessHost<'_> {
                 tool: request.tool,
                 arg: request.arg,
                 idempotency_key: request.idempotency_key,
+                time_left: request.time_left,
             }),
             None => Err(no_tool(request.tool)),
         }
@@ -120,6 +127,7 @@ impl Host for InProcessHost<'_> {
                     tool: r.tool,
                     arg: r.arg.clone(),
                     idempotency_key: r.idempotency_key,
+                    time_left: r.time_left,
                 });
             }
         }
