@@ -397,6 +397,16 @@ fn a_reconnecting_stream_misses_nothing_and_repeats_nothing(backend: Backend) {
         &[("Last-Event-ID", "soon")],
     );
     assert_eq!(status, 400);
+    // An id past the log's end was never sent: 400, not an empty stream.
+    let (status, v) = server.call_with(
+        "GET",
+        &format!("/v1/sessions/{id}/events"),
+        Some(ACME),
+        None,
+        &[("Last-Event-ID", "999")],
+    );
+    assert_eq!(status, 400, "{v}");
+    assert!(v.to_string().contains("past the end of the log"), "{v}");
 }
 
 fn a_session_killed_with_sigkill_is_resumed_after_restart_and_refunds_once(backend: Backend) {
@@ -973,6 +983,24 @@ fn a_client_that_never_finishes_its_headers_is_cut_off_and_frees_its_slot() {
         let read = c.read_to_end(&mut rest);
         assert!(read.is_ok(), "not closed: {read:?}");
     }
+    // One key under two tenants is a configuration error, not the first
+    // tenant silently.
+    let (_s3, config, _) = setup(Backend::Sqlite, "shared-key", false, "");
+    let text = std::fs::read_to_string(&config).expect("config");
+    let shared = text.replace(&sha256_line(GLOBEX), &sha256_line(ACME));
+    std::fs::write(&config, shared).expect("config");
+    let (code, _, err) = lt(&[
+        "serve",
+        "--config",
+        config.to_str().expect("path"),
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("a key of tenant acme is also a key of tenant globex"),
+        "{err}"
+    );
     // A zero cap is a configuration error naming the key and its line.
     let (_s2, config, _) = setup_with(Backend::Sqlite, "zero-cap", 0, "max_connections = 0\n", "");
     let (code, _, err) = lt(&[

@@ -330,6 +330,10 @@ fn a_task_is_refused_without_a_model_and_when_malformed(backend: Backend) {
             "capabilities",
         ),
         (
+            json!({"task": TASK, "profile": "support", "capabilities": {"tools": []}}),
+            "capabilities",
+        ),
+        (
             json!({"task": TASK, "program": "1", "profile": "support"}),
             "not both",
         ),

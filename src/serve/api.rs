@@ -270,8 +270,9 @@ struct CreateBody {
     program: Option<String>,
     task: Option<String>,
     profile: String,
+    /// `None`: not given (a task takes none; a program runs no client tool).
     #[serde(default)]
-    capabilities: Capabilities,
+    capabilities: Option<Capabilities>,
 }
 
 #[derive(Deserialize, Default, serde::Serialize)]
@@ -333,7 +334,8 @@ async fn create(
                 profile: req.profile,
                 idempotency_key,
             };
-            return super::task::create(&state, &tenant_name, task, &req.capabilities.tools).await;
+            let capabilities = req.capabilities.as_ref().map(|c| &c.tools[..]);
+            return super::task::create(&state, &tenant_name, task, capabilities).await;
         }
         (Some(_), Some(_)) => return Err(ApiError::bad("give `program` or `task`, not both")),
         (None, None) => return Err(ApiError::bad("the body needs a `program` (or a `task`)")),
@@ -349,11 +351,14 @@ async fn create(
             ),
         ));
     }
+    // Kept as before `capabilities` could be told apart from its absence:
+    // an Idempotency-Key's request compares equal across the change.
+    let capabilities = req.capabilities.unwrap_or_default();
     let request = StartRequest {
-        body: json!({"program": program, "profile": req.profile, "capabilities": req.capabilities}),
+        body: json!({"program": program, "profile": req.profile, "capabilities": capabilities}),
         program,
         profile: req.profile,
-        client_tools: req.capabilities.tools,
+        client_tools: capabilities.tools,
         idempotency_key,
     };
     let started = state

@@ -188,8 +188,25 @@ impl ServeConfig {
         })?;
         let folder = path.parent().unwrap_or(Path::new("."));
         let mut tenants = BTreeMap::new();
+        let mut owners: BTreeMap<[u8; 32], String> = BTreeMap::new();
         for (name, t) in raw.tenants {
             let tenant = load_tenant(&shown, &text, folder, &name, t)?;
+            for digest in &tenant.key_hashes {
+                if let Some(first) = owners.insert(*digest, name.clone()) {
+                    let mut err = fail(
+                        &shown,
+                        format!("tenants.{name}.keys: a key of tenant {first} is also a key of tenant {name}"),
+                        Some("a key names one tenant: give each tenant keys of its own (lt serve --hash-key)"),
+                    );
+                    err.line = line_of_key(&text, "keys")
+                        .and(
+                            text.lines()
+                                .position(|l| l.trim() == format!("[tenants.{name}]")),
+                        )
+                        .map(|i| i + 1);
+                    return Err(err);
+                }
+            }
             tenants.insert(name, tenant);
         }
         let store = match &raw.server.store {

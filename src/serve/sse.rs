@@ -155,8 +155,21 @@ pub async fn events(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let t = tenant(&state, &headers)?.to_string();
-    known(&state, &t, &id)?;
     let cursor = parse_cursor(&headers)?;
+    match cursor.seq {
+        None => known(&state, &t, &id)?,
+        // A reconnect: the id must be one the log has reached.
+        Some(seq) => {
+            let rec = super::api::record(&state, &t, &id)?;
+            if seq >= rec.events {
+                return Err(ApiError::bad(format!(
+                    "Last-Event-ID {seq} is past the end of the log of session {id} (its last event is {})",
+                    rec.events.checked_sub(1).map_or("none yet".to_string(), |l| l.to_string())
+                ))
+                .hint("send the id of the last event received, or no Last-Event-ID for the whole log"));
+            }
+        }
+    }
     let (tx, rx) = mpsc::channel::<Event>(PAGE);
     // Watched before the first read: nothing commits unseen between.
     let changes = state.hub.watch(&id);

@@ -55,7 +55,7 @@ pub async fn create(
     state: &Arc<AppState>,
     tenant: &str,
     req: TaskRequest,
-    client_tools: &[String],
+    capabilities: Option<&[String]>,
 ) -> Result<Response, ApiError> {
     let has_model = state
         .hub
@@ -77,7 +77,7 @@ pub async fn create(
             "say what the model should do: {\"task\": \"Refund the last charge of cust_1\"}",
         ));
     }
-    if !client_tools.is_empty() {
+    if capabilities.is_some() {
         return Err(ApiError::bad(
             "a task session runs only server-venue tools; `capabilities` does not apply to it",
         )
