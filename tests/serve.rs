@@ -851,19 +851,34 @@ max_calls = 1
     assert_eq!(status, 200);
     let text = m["text"].as_str().expect("text");
     for line in [
-        "lt_sessions_started_total 2",
-        "lt_sessions_finished_total{status=\"ended\"} 2",
-        "lt_tool_calls_total{outcome=\"completed\",tool=\"lookup_account\"} 2",
-        "lt_tool_calls_total{outcome=\"completed\",tool=\"issue_refund\"} 1",
-        "lt_tool_calls_total{outcome=\"completed\",tool=\"send_reply\"} 1",
-        "lt_decision_denials_total{rule=\"session_budget\"} 1",
-        "lt_tool_call_duration_seconds_count{tool=\"lookup_account\"} 2",
+        "lt_sessions_started_total{tenant=\"acme\"} 2",
+        "lt_sessions_finished_total{status=\"ended\",tenant=\"acme\"} 2",
+        "lt_tool_calls_total{outcome=\"completed\",tenant=\"acme\",tool=\"lookup_account\"} 2",
+        "lt_tool_calls_total{outcome=\"completed\",tenant=\"acme\",tool=\"issue_refund\"} 1",
+        "lt_tool_calls_total{outcome=\"completed\",tenant=\"acme\",tool=\"send_reply\"} 1",
+        "lt_decision_denials_total{rule=\"session_budget\",tenant=\"acme\"} 1",
+        "lt_tool_call_duration_seconds_count{tenant=\"acme\",tool=\"lookup_account\"} 2",
     ] {
         assert!(
             text.lines().any(|l| l == line),
             "missing {line:?} in\n{text}"
         );
     }
+    assert!(
+        text.contains("lt_store_commit_duration_seconds_count"),
+        "{text}"
+    );
+    // Another tenant sees its own series and the store's, none of acme's.
+    let (status, m) = server.call("GET", "/metrics", Some(GLOBEX), None);
+    assert_eq!(status, 200);
+    let text = m["text"].as_str().expect("text");
+    assert!(!text.contains("acme"), "{text}");
+    assert!(!text.contains("lookup_account"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l == "lt_sessions_started_total{tenant=\"globex\"} 0"),
+        "{text}"
+    );
     assert!(
         text.contains("lt_store_commit_duration_seconds_count"),
         "{text}"

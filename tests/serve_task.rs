@@ -261,11 +261,13 @@ fn a_task_session_runs_the_agent_loop_and_ends_with_the_models_answer(backend: B
     let (_, m) = server.call("GET", "/metrics", Some(ACME), None);
     let m = m["text"].as_str().unwrap_or("");
     assert!(
-        m.contains("lt_sessions_finished_total{status=\"ended\"} 1"),
+        m.contains("lt_sessions_finished_total{status=\"ended\",tenant=\"acme\"} 1"),
         "{m}"
     );
     assert!(
-        m.contains("lt_tool_calls_total{outcome=\"completed\",tool=\"issue_refund\"} 1"),
+        m.contains(
+            "lt_tool_calls_total{outcome=\"completed\",tenant=\"acme\",tool=\"issue_refund\"} 1"
+        ),
         "{m}"
     );
 }

@@ -195,10 +195,10 @@ async fn healthz(State(state): Shared) -> Response {
 }
 
 async fn metrics(State(state): Shared, headers: HeaderMap) -> Result<Response, ApiError> {
-    tenant(&state, &headers)?;
+    let t = tenant(&state, &headers)?;
     Ok((
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state.hub.metrics.render(),
+        state.hub.metrics.render(t),
     )
         .into_response())
 }

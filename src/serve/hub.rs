@@ -301,7 +301,7 @@ impl Hub {
                     }
                 }),
             );
-            self.metrics.started.inc();
+            self.metrics.started.with_label_values(&[tenant_name]).inc();
             return self.run(tenant, live, &file, &ir, profile, None);
         }
         match self.store.create_session(&new) {
@@ -320,7 +320,7 @@ impl Hub {
             }
         }
         self.followers.pin(&id);
-        self.metrics.started.inc();
+        self.metrics.started.with_label_values(&[tenant_name]).inc();
         let _ = reply.send(Started::New(id.clone()));
         self.run(tenant, live, &file, &ir, profile, None);
     }
@@ -392,7 +392,10 @@ impl Hub {
             0
         });
         self.live_map().insert(id.to_string(), Arc::clone(&live));
-        self.metrics.sessions.with_label_values(&["running"]).inc();
+        self.metrics
+            .sessions
+            .with_label_values(&[tenant, "running"])
+            .inc();
         live
     }
 
@@ -401,7 +404,7 @@ impl Hub {
         if let Some(l) = self.live_map().remove(id) {
             self.metrics
                 .sessions
-                .with_label_values(&[l.status().as_str()])
+                .with_label_values(&[&l.tenant, l.status().as_str()])
                 .dec();
         }
     }
@@ -520,10 +523,12 @@ impl Hub {
             }
         }
         self.store.let_go(id, false);
-        self.metrics
-            .finished
-            .with_label_values(&[status.as_str()])
-            .inc();
+        if let Some(l) = self.live_map().get(id) {
+            self.metrics
+                .finished
+                .with_label_values(&[&l.tenant, status.as_str()])
+                .inc();
+        }
         self.unregister(id);
         // Kept for its streams only once the store holds it as final.
         let end = recorded

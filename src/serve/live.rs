@@ -225,12 +225,12 @@ impl Narrated {
             if let Some(old) = st.status {
                 self.metrics
                     .sessions
-                    .with_label_values(&[old.as_str()])
+                    .with_label_values(&[&self.live.tenant, old.as_str()])
                     .dec();
             }
             self.metrics
                 .sessions
-                .with_label_values(&[status.as_str()])
+                .with_label_values(&[&self.live.tenant, status.as_str()])
                 .inc();
             st.status = Some(status);
             st.calls
@@ -268,7 +268,11 @@ impl EventSink for Narrated {
                 decision: Decision::Deny,
                 rule,
                 ..
-            } => self.metrics.denials.with_label_values(&[rule]).inc(),
+            } => self
+                .metrics
+                .denials
+                .with_label_values(&[&self.live.tenant, rule])
+                .inc(),
             EventBody::ClientDispatched { .. } => after = Some(SessionStatus::WaitingClient),
             EventBody::ApprovalRequested { .. } => after = Some(SessionStatus::WaitingApproval),
             EventBody::ApprovalDecided { .. } => after = Some(SessionStatus::Running),
@@ -283,12 +287,12 @@ impl EventSink for Narrated {
                 let (tool, at) = self.calls.remove(call_id).unwrap_or_default();
                 self.metrics
                     .calls
-                    .with_label_values(&[&tool, outcome])
+                    .with_label_values(&[&self.live.tenant, &tool, outcome])
                     .inc();
                 if let Some(at) = at {
                     self.metrics
                         .call_seconds
-                        .with_label_values(&[&tool])
+                        .with_label_values(&[&self.live.tenant, &tool])
                         .observe(at.elapsed().as_secs_f64());
                 }
                 let mut st = self.live.state();

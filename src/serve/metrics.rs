@@ -2,21 +2,23 @@
 //!
 //! | metric | kind | labels |
 //! |---|---|---|
-//! | `lt_sessions` | gauge | `status` (running, waiting_client, waiting_approval): live sessions |
-//! | `lt_sessions_started_total` | counter | |
-//! | `lt_sessions_finished_total` | counter | `status` (ended, failed, cancelled) |
-//! | `lt_tool_calls_total` | counter | `tool`, `outcome` (completed, failed, timed_out) |
-//! | `lt_decision_denials_total` | counter | `rule` |
-//! | `lt_tool_call_duration_seconds` | histogram | `tool`: from `scheduled` to the outcome |
+//! | `lt_sessions` | gauge | `tenant`, `status` (running, waiting_client, waiting_approval): live sessions |
+//! | `lt_sessions_started_total` | counter | `tenant` |
+//! | `lt_sessions_finished_total` | counter | `tenant`, `status` (ended, failed, cancelled) |
+//! | `lt_tool_calls_total` | counter | `tenant`, `tool`, `outcome` (completed, failed, timed_out) |
+//! | `lt_decision_denials_total` | counter | `tenant`, `rule` |
+//! | `lt_tool_call_duration_seconds` | histogram | `tenant`, `tool`: from `scheduled` to the outcome |
 //! | `lt_store_commit_duration_seconds` | histogram | one per group commit, fsync included |
 //! | `lt_store_commit_events` | histogram | events per group commit |
 //!
 //! Every value is counted where the events pass (the session's sink), so
-//! it counts what the log records, nothing else.
+//! it counts what the log records, nothing else. A tenant's key reads its
+//! own series only ([`Metrics::render`]): another tenant's tools, rules
+//! and counts are not shown to it; the store's series have no tenant.
 
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
+    TextEncoder,
 };
 
 /// The server's metrics.
@@ -25,7 +27,7 @@ pub struct Metrics {
     /// Live sessions by status.
     pub sessions: IntGaugeVec,
     /// Sessions started (new, not resumed).
-    pub started: IntCounter,
+    pub started: IntCounterVec,
     /// Sessions over, by final status.
     pub finished: IntCounterVec,
     /// Tool calls by tool and outcome kind.
@@ -53,26 +55,29 @@ impl Metrics {
         let registry = Registry::new();
         let sessions = IntGaugeVec::new(
             Opts::new("lt_sessions", "Live sessions by status"),
-            &["status"],
+            &["tenant", "status"],
         )?;
-        let started = IntCounter::new("lt_sessions_started_total", "Sessions started")?;
+        let started = IntCounterVec::new(
+            Opts::new("lt_sessions_started_total", "Sessions started"),
+            &["tenant"],
+        )?;
         let finished = IntCounterVec::new(
             Opts::new(
                 "lt_sessions_finished_total",
                 "Sessions over, by final status",
             ),
-            &["status"],
+            &["tenant", "status"],
         )?;
         let calls = IntCounterVec::new(
             Opts::new("lt_tool_calls_total", "Tool calls by tool and outcome"),
-            &["tool", "outcome"],
+            &["tenant", "tool", "outcome"],
         )?;
         let denials = IntCounterVec::new(
             Opts::new(
                 "lt_decision_denials_total",
                 "Calls denied by the pipeline, by rule",
             ),
-            &["rule"],
+            &["tenant", "rule"],
         )?;
         let call_seconds = HistogramVec::new(
             HistogramOpts::new(
@@ -80,7 +85,7 @@ impl Metrics {
                 "From a call's scheduled event to its outcome",
             )
             .buckets(buckets()),
-            &["tool"],
+            &["tenant", "tool"],
         )?;
         let commit_seconds = Histogram::with_opts(
             HistogramOpts::new(
@@ -102,9 +107,6 @@ impl Metrics {
         registry.register(Box::new(call_seconds.clone()))?;
         registry.register(Box::new(commit_seconds.clone()))?;
         registry.register(Box::new(commit_events.clone()))?;
-        for s in ["running", "waiting_client", "waiting_approval"] {
-            sessions.with_label_values(&[s]).set(0);
-        }
         Ok(Metrics {
             registry,
             sessions,
@@ -118,10 +120,28 @@ impl Metrics {
         })
     }
 
-    /// The text exposition format.
-    pub fn render(&self) -> String {
+    /// Shows `tenant`'s series from the start (its live sessions by
+    /// status at 0, none started), before it has any.
+    pub fn add_tenant(&self, tenant: &str) {
+        for s in ["running", "waiting_client", "waiting_approval"] {
+            self.sessions.with_label_values(&[tenant, s]).set(0);
+        }
+        self.started.with_label_values(&[tenant]).inc_by(0);
+    }
+
+    /// The text exposition format of what `tenant` may see: its own
+    /// series and the store's (which have no tenant label).
+    pub fn render(&self, tenant: &str) -> String {
+        let mut families = self.registry.gather();
+        for family in &mut families {
+            family.mut_metric().retain(|m| {
+                let label = m.get_label().iter().find(|l| l.name() == "tenant");
+                label.is_none_or(|l| l.value() == tenant)
+            });
+        }
+        families.retain(|f| !f.get_metric().is_empty());
         let mut out = Vec::new();
-        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
+        let _ = TextEncoder::new().encode(&families, &mut out);
         String::from_utf8_lossy(&out).into_owned()
     }
 }

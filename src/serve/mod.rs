@@ -260,6 +260,7 @@ pub fn run(opts: &ServeOptions, ready: impl FnOnce(&str, usize, usize)) -> Resul
             .take()
             .map(|r| crate::exec::ExecutorHost::new(r, handle.clone()));
         key_sets.push((name.clone(), t.key_hashes.clone()));
+        metrics.add_tenant(&name);
         tenants.insert(name, TenantRuntime { config: t, host });
     }
     let keys = auth::Keys::new(key_sets.iter().map(|(n, k)| (n.as_str(), &k[..])));

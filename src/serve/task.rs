@@ -166,7 +166,7 @@ fn start(hub: Arc<Hub>, tenant_name: &str, req: TaskRequest, reply: oneshot::Sen
             return;
         }
     }
-    hub.metrics.started.inc();
+    hub.metrics.started.with_label_values(&[tenant_name]).inc();
     let _ = reply.send(Started::New(id.clone()));
     let sink = match hub.store.create(&id) {
         Ok(s) => s,
