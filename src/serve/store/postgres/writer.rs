@@ -12,8 +12,9 @@
 //!                    the one this worker holds, and UPDATE … WHERE status is
 //!                    not final
 //!   the events: one INSERT of them all (bulk.rs); when one breaks the chain,
-//!     one at a time: INSERT … SELECT … WHERE <prev is the stored hash of seq-1>
-//!                    ON CONFLICT (session, seq) DO NOTHING      0 rows: refused
+//!     ROLLBACK, and the batch again, its events one at a time (a savepoint each):
+//!     INSERT … SELECT … WHERE <prev is the stored hash of seq-1>
+//!     ON CONFLICT (session, seq) DO NOTHING      0 rows: refused
 //! COMMIT (durable: the server's synchronous_commit)
 //! ```
 //!
@@ -81,8 +82,17 @@ impl Transact for PgWriter {
             let shared = Arc::clone(&self.shared);
             let worker = self.worker.clone();
             let client = self.connected()?;
-            let failed = match apply(client, &shared, &worker, batch) {
-                Ok(outcomes) => return Ok(outcomes),
+            let ran = match apply(client, &shared, &worker, batch, Events::AllInOne) {
+                Ok(None) => apply(client, &shared, &worker, batch, Events::OneAtATime),
+                ran => ran,
+            };
+            let failed = match ran {
+                Ok(Some(outcomes)) => return Ok(outcomes),
+                Ok(None) => {
+                    return Err(BatchError(
+                        "the batch's events could not be written one at a time".into(),
+                    ))
+                }
                 Err(failed) => failed,
             };
             let lost = super::url::is_lost(&failed.error) || client.is_closed();
@@ -161,13 +171,26 @@ struct Failed {
     in_commit: Option<(i64, Vec<Outcome>)>,
 }
 
-/// Runs `batch` in one transaction and commits it.
+/// How a batch's events are inserted.
+#[derive(Clone, Copy, PartialEq)]
+enum Events {
+    /// In one statement (bulk.rs): an event that breaks the chain aborts
+    /// the transaction.
+    AllInOne,
+    /// One statement each, under a savepoint: exactly the events that
+    /// break the chain are refused.
+    OneAtATime,
+}
+
+/// Runs `batch` in one transaction and commits it. `Ok(None)`: an event
+/// of `Events::AllInOne` broke the chain; rolled back, nothing written.
 fn apply(
     client: &mut Client,
     shared: &Shared,
     worker: &super::Worker,
     batch: &[Request],
-) -> Result<Vec<Outcome>, Failed> {
+    events: Events,
+) -> Result<Option<Vec<Outcome>>, Failed> {
     let before = |error| Failed {
         error,
         in_commit: None,
@@ -211,9 +234,10 @@ fn apply(
         outcomes.push(outcome);
     }
     let mut appended = Vec::with_capacity(appends.len());
-    let bulk = match appends.is_empty() {
-        true => Bulk::Inserted(HashSet::new()),
-        false => bulk::insert(&mut tx, &appends).map_err(before)?,
+    let bulk = match (appends.is_empty(), events) {
+        (true, _) => Bulk::Inserted(HashSet::new()),
+        (false, Events::AllInOne) => bulk::insert(&mut tx, &appends).map_err(before)?,
+        (false, Events::OneAtATime) => Bulk::ChainBroken,
     };
     match bulk {
         Bulk::Inserted(inserted) => {
@@ -225,6 +249,10 @@ fn apply(
                     },
                 );
             }
+        }
+        Bulk::ChainBroken if events == Events::AllInOne => {
+            tx.rollback().map_err(before)?;
+            return Ok(None);
         }
         // One at a time: exactly the events that break the chain fail.
         Bulk::ChainBroken => {
@@ -252,7 +280,7 @@ fn apply(
         })
         .collect();
     match tx.commit() {
-        Ok(()) => Ok(outcomes),
+        Ok(()) => Ok(Some(outcomes)),
         Err(error) => Err(Failed {
             error,
             in_commit: Some((xid, outcomes)),
