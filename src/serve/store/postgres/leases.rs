@@ -4,7 +4,8 @@
 //! whether it is alive), does every lease write of this worker.
 //!
 //! ```text
-//! every round (lease_renew_ms, or at once on a NOTIFY lt_mailbox / lt_events):
+//! every round (lease_renew_ms, or at once on a NOTIFY lt_mailbox; a NOTIFY
+//! lt_events only wakes the event streams here):
 //!   renew:  UPDATE leases SET expires = now + lease
 //!           WHERE (session, epoch) is one this worker holds AND owner = me
 //!           ── a held session not renewed was taken over: lost(id)
@@ -123,16 +124,36 @@ impl Leases {
                 }
             }
             let Some(c) = client.as_mut() else { continue };
-            // Wait for the next round: a notice cuts the wait short.
+            self.wait(c, started);
+        }
+    }
+
+    /// Waits for the next round: until `renew` after `started`, or a
+    /// mailbox notice. An `lt_events` notice (sent with every batch any
+    /// worker commits) only wakes the streams here: a round per batch was
+    /// PostgreSQL's second busiest backend under load (its claim and
+    /// mailbox queries read the sessions table).
+    fn wait(&self, c: &mut Client, started: Instant) {
+        let mut notices = c.notifications();
+        loop {
             let left = self.renew.saturating_sub(started.elapsed());
-            let mut notices = c.notifications();
-            if let Ok(Some(n)) = notices.timeout_iter(left).next() {
-                self.notice(&n);
+            if left.is_zero() {
+                return;
             }
-            // The rest of a burst, without waiting.
-            let mut pending = notices.iter();
-            while let Ok(Some(n)) = pending.next() {
-                self.notice(&n);
+            let next = notices.timeout_iter(left).next();
+            match next {
+                Ok(Some(n)) => {
+                    self.notice(&n);
+                    if n.channel() == "lt_mailbox" {
+                        // The rest of a burst, without waiting.
+                        let mut pending = notices.iter();
+                        while let Ok(Some(n)) = pending.next() {
+                            self.notice(&n);
+                        }
+                        return;
+                    }
+                }
+                Ok(None) | Err(_) => return,
             }
         }
     }
