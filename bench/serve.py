@@ -276,9 +276,10 @@ def fresh_pg_database(server_url):
     return f"{head}/{name}" + (f"?{query}" if query else ""), None
 
 
-def bench_lt(opts, lt, load_bin, engine="lt"):
-    say(NAMES[engine])
-    d = WORK / engine
+def lt_folder(name):
+    """A fresh folder under WORK with the benchmark's serve.toml, tools and
+    program (the same for every lt run)."""
+    d = WORK / name
     shutil.rmtree(d, ignore_errors=True)
     d.mkdir(parents=True)
     (d / "tools.lt").write_text(TOOLS_LT)
@@ -288,6 +289,12 @@ def bench_lt(opts, lt, load_bin, engine="lt"):
     (d / "serve.toml").write_text(
         f'[tenants.bench]\nkeys = ["sha256:{digest}"]\ndeclarations = "tools.lt"\n'
         f'executors = "tools.toml"\n\n[tenants.bench.profiles.bench]\n')
+    return d
+
+
+def bench_lt(opts, lt, load_bin, engine="lt"):
+    say(NAMES[engine])
+    d = lt_folder(engine)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = open(d / "server.log", "w")

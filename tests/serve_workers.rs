@@ -11,7 +11,8 @@
 //!   seconds and restarted; every session ends, every log verifies, every
 //!   refund happened once.
 //! - cross-worker: a stream and a cancel on a worker that does not run the
-//!   session.
+//!   session; an approval posted to a worker that claims the session only
+//!   after (kept in the mailbox until the session asks for it there).
 
 #[macro_use]
 #[path = "support/serve.rs"]
@@ -440,22 +441,21 @@ fn a_stream_and_a_cancel_on_another_worker_reach_the_session() {
     let _ = Path::new(&store);
 }
 
-#[test]
-fn an_approval_posted_to_another_worker_reaches_the_session_waiting_for_it() {
-    if !Backend::Postgres.available("cross_approval") {
-        return;
-    }
-    let (s, config, store) = setup("cross_approval", 3000, 500, "0", 1);
-    // A password in the URL (the test server trusts 127.0.0.1, so it is
-    // not checked): it must never show in a log, an error or /healthz.
-    let store = match store.split_once("://") {
-        Some((scheme, rest)) if !rest.split('@').next().unwrap_or("").contains(':') => {
-            rest.split_once('@').map_or(store.clone(), |(user, host)| {
-                format!("{scheme}://{user}:Sekr1t-pw@{host}")
-            })
-        }
-        _ => store,
-    };
+/// The program of the approval tests: `delete_file` once approved.
+const APPROVED_DELETE: &str = r#"effect Delete;
+tool delete_file: {path: String, approval: !Approval} -{Delete}-> {deleted: String};
+match approve tool delete_file {path = "tmp/a.log"} {
+  Ok(a) => match exec tool delete_file {path = "tmp/a.log", approval = a} {
+    Ok(d) => "deleted " ++ d.deleted,
+    Err(e) => "delete failed: " ++ e
+  },
+  Err(why) => "not approved: " ++ why
+}"#;
+
+/// Adds to `setup`'s scratch a tool that needs an approval token
+/// (`delete_file`, each call recorded in the file returned) and the
+/// profile `supervised`, whose approvals come from the API.
+fn with_approvals(s: &Scratch, config: &Path) -> PathBuf {
     // A tool that needs an approval token, recording each call.
     let deleted = s.path("deleted.txt");
     let tools = std::fs::read_to_string(s.path("acme-tools.toml")).expect("tools");
@@ -473,7 +473,7 @@ fn an_approval_posted_to_another_worker_reaches_the_session_waiting_for_it() {
             std::fs::read_to_string(repo().join("examples/serve/tools.lt")).expect("decls")
         ),
     );
-    let text = std::fs::read_to_string(&config).expect("config");
+    let text = std::fs::read_to_string(config).expect("config");
     let text = text.replacen(
         &format!(
             "declarations = \"{}\"",
@@ -483,21 +483,45 @@ fn an_approval_posted_to_another_worker_reaches_the_session_waiting_for_it() {
         1,
     );
     std::fs::write(
-        &config,
+        config,
         format!(
             "{text}[tenants.acme.profiles.supervised]\nallow = [\"delete_file\"]\napprovals = \"api\"\n"
         ),
     )
     .expect("config");
-    let program = r#"effect Delete;
-tool delete_file: {path: String, approval: !Approval} -{Delete}-> {deleted: String};
-match approve tool delete_file {path = "tmp/a.log"} {
-  Ok(a) => match exec tool delete_file {path = "tmp/a.log", approval = a} {
-    Ok(d) => "deleted " ++ d.deleted,
-    Err(e) => "delete failed: " ++ e
-  },
-  Err(why) => "not approved: " ++ why
-}"#;
+    deleted
+}
+
+/// `POST …/approvals/{approval}`'s path for session `id`.
+fn approval_path(id: &str, approval: &str) -> String {
+    let escaped: String = approval
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    format!("/v1/sessions/{id}/approvals/{escaped}")
+}
+
+#[test]
+fn an_approval_posted_to_another_worker_reaches_the_session_waiting_for_it() {
+    if !Backend::Postgres.available("cross_approval") {
+        return;
+    }
+    let (s, config, store) = setup("cross_approval", 3000, 500, "0", 1);
+    // A password in the URL (the test server trusts 127.0.0.1, so it is
+    // not checked): it must never show in a log, an error or /healthz.
+    let store = match store.split_once("://") {
+        Some((scheme, rest)) if !rest.split('@').next().unwrap_or("").contains(':') => {
+            rest.split_once('@').map_or(store.clone(), |(user, host)| {
+                format!("{scheme}://{user}:Sekr1t-pw@{host}")
+            })
+        }
+        _ => store,
+    };
+    let deleted = with_approvals(&s, &config);
+    let program = APPROVED_DELETE;
     let a = Server::start(&config, &store);
     let b = Server::start(&config, &store);
     let id = a.submit(ACME, program, "supervised");
@@ -508,14 +532,7 @@ match approve tool delete_file {path = "tmp/a.log"} {
         .as_str()
         .expect("a pending approval")
         .to_string();
-    let escaped: String = approval
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
-    let path = format!("/v1/sessions/{id}/approvals/{escaped}");
+    let path = approval_path(&id, &approval);
     let (status, r) = b.call(
         "POST",
         &path,
@@ -535,4 +552,48 @@ match approve tool delete_file {path = "tmp/a.log"} {
     for shown in [h.to_string(), a.stderr_text(), b.stderr_text()] {
         assert!(!shown.contains("Sekr1t-pw"), "{shown}");
     }
+}
+
+#[test]
+fn an_approval_forwarded_before_its_session_starts_on_the_claiming_worker_is_kept() {
+    if !Backend::Postgres.available("early_approval") {
+        return;
+    }
+    // Rounds every 2 s: worker B's claim and its first read of the mailbox
+    // come in the round the forwarded approval's NOTIFY starts, before
+    // the session runs on B.
+    let (s, config, store) = setup("early_approval", 6000, 2000, "0", 1);
+    let deleted = with_approvals(&s, &config);
+    let mut a = Server::start(&config, &store);
+    let b = Server::start(&config, &store);
+    let id = a.submit(ACME, APPROVED_DELETE, "supervised");
+    let v = a.wait_for(ACME, &id, Duration::from_secs(30), |v| {
+        v["status"] == "waiting_approval"
+    });
+    let approval = v["pending_approvals"][0]
+        .as_str()
+        .expect("a pending approval")
+        .to_string();
+    // A dies; the approval goes to B while the session runs nowhere.
+    a.kill9();
+    let (status, r) = b.call(
+        "POST",
+        &approval_path(&id, &approval),
+        Some(ACME),
+        Some(&json!({"decision": "allow"})),
+    );
+    assert_eq!((status, r["forwarded"].clone()), (202, json!(true)), "{r}");
+    // B claims the session, resumes it, and the approval kept in the
+    // mailbox reaches it once it asks again.
+    let v = b.wait_final(ACME, &id, Duration::from_secs(30));
+    assert_eq!(v["value"], json!("deleted ok"), "{v}\n{}", b.stderr_text());
+    let recorded = std::fs::read_to_string(&deleted).expect("the tool ran");
+    assert_eq!(recorded.lines().filter(|l| !l.is_empty()).count(), 1);
+    verify_log(&s, &b, &id);
+    let mut c = db(&store);
+    let left: i64 = c
+        .query_one("SELECT count(*) FROM mailbox", &[])
+        .expect("mailbox")
+        .get(0);
+    assert_eq!(left, 0, "the mailbox is emptied");
 }

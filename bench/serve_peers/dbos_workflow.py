@@ -3,7 +3,7 @@ recorded in DBOS's system database (SQLite, DBOS's own settings) before
 the next runs. DBOS is a library: the client threads call the workflow in
 the same process, as an application embedding it would.
 
-  python dbos_workflow.py DB_PATH sequential RUNS
+  python dbos_workflow.py DB_PATH|postgresql://… sequential RUNS
   python dbos_workflow.py DB_PATH concurrent CLIENTS SECONDS
 
 Prints one JSON object (driver.py). Runs under the venv that bench/serve.py
@@ -12,6 +12,7 @@ installs DBOS into.
 import importlib.metadata
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import driver  # noqa: E402
@@ -51,13 +52,19 @@ def checked(i):
 
 DBOS(config={
     "name": "lt-serve-bench",
-    "system_database_url": "sqlite:///" + path,
+    # A PostgreSQL URL (bench/serve_workers.py), else an SQLite file.
+    "system_database_url": path if path.startswith("postgres") else "sqlite:///" + path,
     "sys_db_pool_size": 80,
     "max_executor_threads": 128,
     "run_admin_server": False,
     "log_level": "WARNING",
 })
 DBOS.launch()
+# Several processes on one database (bench/serve_workers.py) open their
+# windows at the same instant.
+start_at = float(os.environ.get("LT_BENCH_START_AT", "0"))
+if start_at > time.time():
+    time.sleep(start_at - time.time())
 if mode == "sequential":
     result = driver.sequential(checked, int(sys.argv[3]))
 else:

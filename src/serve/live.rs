@@ -166,6 +166,18 @@ impl Live {
         Ok(())
     }
 
+    /// Whether an outcome for client call `call_id` can be told now: the
+    /// call waits, or was answered (a repeat is refused as such).
+    pub fn knows_call(&self, call_id: &str) -> bool {
+        let st = self.state();
+        st.waiting_calls.contains(call_id) || st.answered.contains(call_id)
+    }
+
+    /// Whether approval request `approval_id` was asked in this session.
+    pub fn knows_approval(&self, approval_id: &str) -> bool {
+        self.state().approvals.contains_key(approval_id)
+    }
+
     /// Answers approval request `approval_id`. Errors: no such request
     /// waits, or it was answered.
     pub fn answer(&self, approval_id: &str, answer: ApprovalAnswer) -> Result<(), Refusal> {

@@ -5,7 +5,9 @@
 //! ```text
 //! start_resuming ─▶ store.lease(hooks) ─▶ the store's lease thread:
 //!     claimed(records) ─▶ resume_one each    lost(id) ─▶ lost: abandon a waiting session
-//!     delivered(d) ─▶ Live (report / answer / cancel)    committed(id) ─▶ streams here wake
+//!     delivered(d) ─▶ Live (report / answer / cancel), or false: kept in the
+//!                     mailbox until the session runs here and asked for it
+//!     committed(id) ─▶ streams here wake
 //! forward(id, kind, body) ─▶ store.deliver (api.rs, a session not running here)
 //! let_go(id) ─▶ not finished here, never retried: another worker resumes it
 //! ```
@@ -57,10 +59,9 @@ impl Hub {
                     h.lost(id, why);
                 }
             }),
-            delivered: Box::new(move |d| {
-                if let Some(h) = delivered.upgrade() {
-                    h.delivered(d);
-                }
+            delivered: Box::new(move |d| match delivered.upgrade() {
+                Some(h) => h.delivered(d),
+                None => false,
             }),
             committed: Box::new(move |id| {
                 if let Some(h) = committed.upgrade() {
@@ -92,14 +93,12 @@ impl Hub {
     }
 
     /// A client outcome, approval or cancel posted to another worker for a
-    /// session that runs here.
-    fn delivered(&self, d: Delivery) {
+    /// session this worker holds. `false`: not yet (the session was claimed
+    /// but does not run here yet, or has not asked for it yet, as when it
+    /// is resuming): it stays in the mailbox for the next round.
+    fn delivered(&self, d: &Delivery) -> bool {
         let Some(live) = self.live_map().get(&d.session).cloned() else {
-            eprintln!(
-                "lt serve: session {}: a forwarded {} arrived, and the session no longer runs here",
-                d.session, d.kind
-            );
-            return;
+            return false;
         };
         let text = |k: &str| {
             d.body
@@ -113,6 +112,8 @@ impl Hub {
                 live.cancel.cancel("cancelled through the API");
                 None
             }
+            "outcome" if !live.knows_call(&text("call_id")) => return false,
+            "approval" if !live.knows_approval(&text("approval_id")) => return false,
             "outcome" => live.report(&text("call_id"), &text("line")).err(),
             "approval" => live
                 .answer(
@@ -143,6 +144,7 @@ impl Hub {
                 d.session, d.kind
             );
         }
+        true
     }
 
     /// Posts `kind`/`body` for session `id`, which runs on another worker.

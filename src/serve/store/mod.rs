@@ -252,8 +252,11 @@ pub struct LeaseHooks {
     pub claimed: Box<dyn Fn(Vec<SessionRecord>) + Send>,
     /// A session this worker held was taken over (id, why).
     pub lost: LostHook,
-    /// A delivery for a session this worker holds.
-    pub delivered: Box<dyn Fn(Delivery) + Send>,
+    /// A delivery for a session this worker holds: `true` when it was
+    /// taken (applied, or refused for good), `false` to leave it in the
+    /// mailbox for a later round (the session claimed but not running
+    /// here yet, or not yet waiting for it).
+    pub delivered: Box<dyn Fn(&Delivery) -> bool + Send>,
     /// Another worker committed events of this session.
     pub committed: Box<dyn Fn(&str) + Send>,
 }

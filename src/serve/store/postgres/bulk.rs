@@ -1,14 +1,19 @@
 //! A batch's events in one statement: the group commit's fast path.
 //!
 //! ```text
-//! SAVEPOINT ─▶ INSERT INTO events SELECT … FROM unnest(sessions[], seqs[], hashes[],
-//!              prevs[], lines[]) WITH ORDINALITY ORDER BY n
-//!              ON CONFLICT (session, seq) DO NOTHING RETURNING session, seq
-//!   ok:    RELEASE; an event not returned had its seq taken: refused
-//!   LT001, LT002: ROLLBACK TO SAVEPOINT; the caller appends one event at a
-//!          time (writer.rs), which refuses exactly the events that break the
-//!          chain or are fenced (written under a lease epoch no longer held)
+//! INSERT INTO events SELECT … FROM unnest(sessions[], seqs[], hashes[],
+//!        prevs[], lines[]) WITH ORDINALITY ORDER BY n
+//!        ON CONFLICT (session, seq) DO NOTHING RETURNING session, seq
+//!   ok:    an event not returned had its seq taken: refused (or the same
+//!          event, stored already: appended)
+//!   LT001, LT002: the transaction is aborted; the writer rolls it back and
+//!          runs the batch again appending one event at a time (writer.rs),
+//!          which refuses exactly the events that break the chain or are
+//!          fenced (written under a lease epoch no longer held)
 //! ```
+//!
+//! No savepoint around it: SAVEPOINT and RELEASE were two round trips of
+//! every batch, for a case (a broken chain, a fenced worker) that is rare.
 //!
 //! One statement instead of one per event: the writer's round trips to
 //! the server, not the server's work, bounded the PostgreSQL store's
@@ -27,11 +32,12 @@ pub(super) enum Bulk {
     /// Committed to the savepoint: the `(session, seq)` of each event
     /// inserted (an event missing had its seq taken already).
     Inserted(HashSet<(String, i64)>),
-    /// An event broke the chain or was fenced: nothing was inserted.
+    /// An event broke the chain or was fenced: nothing was inserted, and
+    /// the transaction is aborted.
     ChainBroken,
 }
 
-/// Inserts `appends` (in order) in one statement under a savepoint.
+/// Inserts `appends` (in order) in one statement.
 pub(super) fn insert(
     tx: &mut Transaction<'_>,
     appends: &[&Append],
@@ -42,8 +48,7 @@ pub(super) fn insert(
     let prevs: Vec<&str> = appends.iter().map(|a| a.prev.as_str()).collect();
     let lines: Vec<&str> = appends.iter().map(|a| a.line.as_str()).collect();
     let epochs: Vec<i64> = appends.iter().map(|a| a.epoch).collect();
-    let mut sp = tx.savepoint("lt_bulk")?;
-    let rows = sp.query(
+    let rows = tx.query(
         "INSERT INTO events (session, seq, hash, prev, line, epoch) \
          SELECT s, q, h, p, l, e \
          FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], \
@@ -55,15 +60,12 @@ pub(super) fn insert(
         &[&sessions, &seqs, &hashes, &prevs, &lines, &epochs],
     );
     match rows {
-        Ok(rows) => {
-            sp.commit()?;
-            rows.iter()
-                .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
-                .collect::<Result<_, postgres::Error>>()
-                .map(Bulk::Inserted)
-        }
+        Ok(rows) => rows
+            .iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+            .collect::<Result<_, postgres::Error>>()
+            .map(Bulk::Inserted),
         Err(e) if matches!(e.code().map(|c| c.code()), Some(CHAIN_BROKEN | FENCED)) => {
-            sp.rollback()?;
             Ok(Bulk::ChainBroken)
         }
         Err(e) => Err(e),

@@ -4,7 +4,8 @@
 //! whether it is alive), does every lease write of this worker.
 //!
 //! ```text
-//! every round (lease_renew_ms, or at once on a NOTIFY lt_mailbox / lt_events):
+//! every round (lease_renew_ms, or at once on a NOTIFY lt_mailbox; a NOTIFY
+//! lt_events only wakes the event streams here):
 //!   renew:  UPDATE leases SET expires = now + lease
 //!           WHERE (session, epoch) is one this worker holds AND owner = me
 //!           ── a held session not renewed was taken over: lost(id)
@@ -14,8 +15,10 @@
 //!           FROM (SELECT … unfinished sessions whose lease expired, or whose
 //!                 owner's lease connection is gone … FOR UPDATE OF l SKIP LOCKED)
 //!           ── claimed(records): the hub resumes them from the log
-//!   mailbox: DELETE FROM mailbox WHERE session is held RETURNING …
+//!   mailbox: SELECT … FROM mailbox WHERE session is held ORDER BY id
 //!           ── delivered(…): outcomes, approvals, cancels posted to another worker
+//!           ── DELETE the ones taken; the others (a session claimed but not
+//!              started here yet) stay for the next round, never dropped
 //! ```
 //!
 //! Invariant: the database, not this thread's timing, keeps a session to
@@ -32,7 +35,7 @@ use super::Worker;
 use crate::serve::store::queue::Shared;
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::Client;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -121,16 +124,36 @@ impl Leases {
                 }
             }
             let Some(c) = client.as_mut() else { continue };
-            // Wait for the next round: a notice cuts the wait short.
+            self.wait(c, started);
+        }
+    }
+
+    /// Waits for the next round: until `renew` after `started`, or a
+    /// mailbox notice. An `lt_events` notice (sent with every batch any
+    /// worker commits) only wakes the streams here: a round per batch was
+    /// PostgreSQL's second busiest backend under load (its claim and
+    /// mailbox queries read the sessions table).
+    fn wait(&self, c: &mut Client, started: Instant) {
+        let mut notices = c.notifications();
+        loop {
             let left = self.renew.saturating_sub(started.elapsed());
-            let mut notices = c.notifications();
-            if let Ok(Some(n)) = notices.timeout_iter(left).next() {
-                self.notice(&n);
+            if left.is_zero() {
+                return;
             }
-            // The rest of a burst, without waiting.
-            let mut pending = notices.iter();
-            while let Ok(Some(n)) = pending.next() {
-                self.notice(&n);
+            let next = notices.timeout_iter(left).next();
+            match next {
+                Ok(Some(n)) => {
+                    self.notice(&n);
+                    if n.channel() == "lt_mailbox" {
+                        // The rest of a burst, without waiting.
+                        let mut pending = notices.iter();
+                        while let Ok(Some(n)) = pending.next() {
+                            self.notice(&n);
+                        }
+                        return;
+                    }
+                }
+                Ok(None) | Err(_) => return,
             }
         }
     }
@@ -286,32 +309,44 @@ impl Leases {
         Ok(claimed.len())
     }
 
-    /// Takes the deliveries for held sessions (and drops those of ended
-    /// sessions).
+    /// Hands the hub the deliveries for held sessions, in the order they
+    /// were posted, and deletes those it took; a session's deliveries after
+    /// one it left wait with it (their order kept). Then drops those of
+    /// ended sessions.
     fn read_mailbox(&mut self, c: &mut Client) -> Result<(), postgres::Error> {
         let held: Vec<String> = self.shared.leases().keys().cloned().collect();
         if !held.is_empty() {
             let rows = c.query(
-                "DELETE FROM mailbox WHERE session = ANY($1) RETURNING session, kind, body, id",
+                "SELECT session, kind, body, id FROM mailbox WHERE session = ANY($1) ORDER BY id",
                 &[&held],
             )?;
-            let mut taken: Vec<(i64, Delivery)> = rows
-                .iter()
-                .filter_map(|r| {
-                    let body: String = r.get(2);
-                    Some((
-                        r.get(3),
-                        Delivery {
-                            session: r.get(0),
-                            kind: r.get(1),
-                            body: serde_json::from_str(&body).ok()?,
-                        },
-                    ))
-                })
-                .collect();
-            taken.sort_by_key(|(id, _)| *id);
-            for (_, d) in taken {
-                (self.hooks.delivered)(d);
+            let mut taken: Vec<i64> = Vec::new();
+            let mut waiting: HashSet<String> = HashSet::new();
+            for r in &rows {
+                let (session, id): (String, i64) = (r.get(0), r.get(3));
+                if waiting.contains(&session) {
+                    continue;
+                }
+                let body: String = r.get(2);
+                let Ok(body) = serde_json::from_str(&body) else {
+                    // Not JSON (never written by deliver): nothing to do with it.
+                    taken.push(id);
+                    continue;
+                };
+                let d = Delivery {
+                    session,
+                    kind: r.get(1),
+                    body,
+                };
+                match (self.hooks.delivered)(&d) {
+                    true => taken.push(id),
+                    false => {
+                        waiting.insert(d.session);
+                    }
+                }
+            }
+            if !taken.is_empty() {
+                c.execute("DELETE FROM mailbox WHERE id = ANY($1)", &[&taken])?;
             }
         }
         c.execute(

@@ -33,6 +33,8 @@ mod writer;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_cut;
 
 pub use schema::SCHEMA_VERSION;
 pub use url::{redact_url, OpenError};

@@ -14,23 +14,23 @@ use crate::log::{
 use serde_json::json;
 
 /// A fresh database's URL, or `None` (skipped).
-fn database(test: &str) -> Option<String> {
+pub(super) fn database(test: &str) -> Option<String> {
     let server = test_server(test)?;
     Some(fresh_database(&server, test).unwrap_or_else(|e| panic!("{test}: {e}")))
 }
 
-fn open(url: &str) -> PostgresStore {
+pub(super) fn open(url: &str) -> PostgresStore {
     match PostgresStore::open(url) {
         Ok(s) => s.with_clock(|| "2026-11-29T21:04:05.123Z".to_string()),
         Err(e) => panic!("cannot open {url}: {e}"),
     }
 }
 
-fn id(n: u32) -> String {
+pub(super) fn id(n: u32) -> String {
     format!("{n:032x}")
 }
 
-fn started() -> EventBody {
+pub(super) fn started() -> EventBody {
     EventBody::SessionStarted {
         lt_version: "0.1.0".into(),
         program: "exec tool ping 1".into(),
@@ -42,7 +42,7 @@ fn started() -> EventBody {
 }
 
 /// `proposed` and `decided` (buffered), `scheduled` and `completed`.
-fn call(n: u32) -> Vec<EventBody> {
+pub(super) fn call(n: u32) -> Vec<EventBody> {
     let call_id = format!("n5[n3:{n}]");
     vec![
         EventBody::Proposed {
@@ -70,7 +70,7 @@ fn call(n: u32) -> Vec<EventBody> {
     ]
 }
 
-fn ended() -> EventBody {
+pub(super) fn ended() -> EventBody {
     EventBody::SessionEnded {
         status: "ok".into(),
         value: Some(json!(1)),
@@ -81,13 +81,13 @@ fn ended() -> EventBody {
     }
 }
 
-fn append_all(sink: &mut dyn EventSink, bodies: Vec<EventBody>) {
+pub(super) fn append_all(sink: &mut dyn EventSink, bodies: Vec<EventBody>) {
     for body in bodies {
         sink.append(body).expect("append");
     }
 }
 
-fn jsonl(store: &PostgresStore, s: &str) -> String {
+pub(super) fn jsonl(store: &PostgresStore, s: &str) -> String {
     let mut text = store.events_after(s, None).expect("lines").join("\n");
     text.push('\n');
     text
