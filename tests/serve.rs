@@ -442,6 +442,16 @@ fn a_session_killed_with_sigkill_is_resumed_after_restart_and_refunds_once(backe
     let (_, log) = server.call("GET", &format!("/v1/sessions/{id}/log"), Some(ACME), None);
     let text = log["text"].as_str().expect("log");
     assert!(text.contains("\"kind\":\"session_resumed\""), "{text}");
+    // Its calls count those ended before the kill too.
+    let ended = [
+        "\"kind\":\"completed\"",
+        "\"kind\":\"failed\"",
+        "\"kind\":\"timed_out\"",
+    ]
+    .iter()
+    .map(|k| text.matches(k).count())
+    .sum::<usize>();
+    assert_eq!(v["calls"].as_u64(), Some(ended as u64), "{v}");
     let file = s.write("resumed.jsonl", text);
     let (code, out, err) = lt(&["log", "verify", file.to_str().expect("path")]);
     assert_eq!(code, 0, "{out}{err}");
@@ -500,11 +510,29 @@ match approve tool delete_file {path = "tmp/a.log"} {
   },
   Err(why) => "not approved: " ++ why
 }"#;
-    let server = Server::start(&config, &store);
-    let id = server.submit(ACME, program, "supervised");
-    let v = server.wait_for(ACME, &id, Duration::from_secs(30), |v| {
+    let mut first = Server::start(&config, &store);
+    let id = first.submit(ACME, program, "supervised");
+    first.wait_for(ACME, &id, Duration::from_secs(30), |v| {
         v["status"] == "waiting_approval"
     });
+    // Killed and restarted: the session waits again, and says so (its
+    // request comes from the log, which logs no new one).
+    first.kill9();
+    let server = first.restart();
+    let v = server.wait_for(ACME, &id, Duration::from_secs(30), |v| {
+        v["status"] == "waiting_approval" && v["pending_approvals"][0].is_string()
+    });
+    assert_eq!(v["status"], "waiting_approval", "{v}");
+    let (_, listed) = server.call(
+        "GET",
+        "/v1/sessions?status=waiting_approval",
+        Some(ACME),
+        None,
+    );
+    assert_eq!(
+        listed["sessions"][0]["status"], "waiting_approval",
+        "{listed}"
+    );
     let approval = v["pending_approvals"][0]
         .as_str()
         .expect("a pending approval")

@@ -444,6 +444,8 @@ impl Hub {
             .client(client)
             .approver(Box::new(ApiApprover {
                 live: Arc::clone(&live),
+                store: Arc::clone(&self.store),
+                metrics: Arc::clone(&self.metrics),
             }))
             .cancel(live.cancel.clone())
             .runtime(self.handle.clone());
@@ -600,6 +602,15 @@ impl Hub {
                     Err(_) => return fail("the recorded program no longer checks".into()),
                 };
                 let live = self.register(&rec.id, &rec.tenant);
+                let ended = r.events.iter().filter(|e| {
+                    matches!(
+                        e.body,
+                        EventBody::Completed { .. }
+                            | EventBody::Failed { .. }
+                            | EventBody::TimedOut { .. }
+                    )
+                });
+                live.resumed_with(ended.count() as u64);
                 self.run(tenant, live, &file, &ir, profile, Some(r));
             }
             Err(StoreError::Reopen(ReopenError::Empty)) | Err(StoreError::NotFound(_)) => {

@@ -98,6 +98,37 @@ impl Live {
         self.state().calls
     }
 
+    /// A resumed session's count of the calls its log already ended (the
+    /// count goes on from there, not from 0).
+    pub fn resumed_with(&self, calls: u64) {
+        self.state().calls = calls;
+    }
+
+    /// Records `status` as the session's: its state, the metrics' gauge,
+    /// the store's row (with the calls so far). Nothing when it is that
+    /// already.
+    pub fn record_status(&self, store: &dyn ServerStore, metrics: &Metrics, status: SessionStatus) {
+        let calls = {
+            let mut st = self.state();
+            if st.status == Some(status) {
+                return;
+            }
+            if let Some(old) = st.status {
+                metrics
+                    .sessions
+                    .with_label_values(&[&self.tenant, old.as_str()])
+                    .dec();
+            }
+            metrics
+                .sessions
+                .with_label_values(&[&self.tenant, status.as_str()])
+                .inc();
+            st.status = Some(status);
+            st.calls
+        };
+        let _ = store.set_status(&self.id, status, None, calls);
+    }
+
     /// Gives it the writing end of its client channel's input.
     pub fn attach_client(&self, pipe: std::io::PipeWriter) {
         self.state().client = Some(pipe);
@@ -229,25 +260,7 @@ pub struct Narrated {
 
 impl Narrated {
     fn set_status(&self, status: SessionStatus) {
-        let calls = {
-            let mut st = self.live.state();
-            if st.status == Some(status) {
-                return;
-            }
-            if let Some(old) = st.status {
-                self.metrics
-                    .sessions
-                    .with_label_values(&[&self.live.tenant, old.as_str()])
-                    .dec();
-            }
-            self.metrics
-                .sessions
-                .with_label_values(&[&self.live.tenant, status.as_str()])
-                .inc();
-            st.status = Some(status);
-            st.calls
-        };
-        let _ = self.store.set_status(&self.live.id, status, None, calls);
+        self.live.record_status(&*self.store, &self.metrics, status);
     }
 }
 
@@ -329,6 +342,11 @@ impl EventSink for Narrated {
 pub struct ApiApprover {
     /// The session.
     pub live: Arc<Live>,
+    /// Where its waiting status is recorded when the request comes from
+    /// the log (a resumed session logs no new `approval_requested`).
+    pub store: Arc<dyn ServerStore>,
+    /// The server's metrics (the status gauge).
+    pub metrics: Arc<Metrics>,
 }
 
 impl Approver for ApiApprover {
@@ -340,6 +358,11 @@ impl Approver for ApiApprover {
         };
         let deadline = q.time_left.map(|t| Instant::now() + t);
         let live = &self.live;
+        let resumed = !live.state().approvals.contains_key(q.approval_id);
+        if resumed {
+            // A request resumed from the log: no event says it waits.
+            live.record_status(&*self.store, &self.metrics, SessionStatus::WaitingApproval);
+        }
         let mut st = live.state();
         // A request resumed from the log has no slot yet.
         st.approvals

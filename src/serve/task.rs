@@ -183,6 +183,7 @@ fn start(hub: Arc<Hub>, tenant_name: &str, req: TaskRequest, reply: oneshot::Sen
         calls: HashMap::new(),
     };
     let approver_live = Arc::clone(&live);
+    let (approver_store, approver_metrics) = (Arc::clone(&hub.store), Arc::clone(&hub.metrics));
     let run = TaskRun {
         id: id.clone(),
         task: req.task,
@@ -198,6 +199,8 @@ fn start(hub: Arc<Hub>, tenant_name: &str, req: TaskRequest, reply: oneshot::Sen
         approvers: Some(Box::new(move || {
             Box::new(ApiApprover {
                 live: Arc::clone(&approver_live),
+                store: Arc::clone(&approver_store),
+                metrics: Arc::clone(&approver_metrics),
             }) as Box<dyn Approver>
         })),
     };
