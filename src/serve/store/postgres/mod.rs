@@ -33,6 +33,8 @@ mod writer;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tools_tests;
 
 pub use schema::SCHEMA_VERSION;
 pub use url::{redact_url, OpenError};
