@@ -1,35 +1,48 @@
 //! A session's log exported as an OpenTelemetry trace over OTLP/HTTP
-//! (JSON), with the `opentelemetry` crates: what `lt run`, `lt agent` and
-//! `lt serve` do with `--otlp-endpoint URL`. The spans are built from the
-//! log's lines once the log is over (`log::timeline`'s rows), so the
-//! session engine is not touched:
+//! (protobuf): what `lt run`, `lt agent` and `lt serve` do with
+//! `--otlp-endpoint URL`. The trace is built from the log's lines once the
+//! log is over (`spans.rs`, with the `opentelemetry-proto` crate's types),
+//! so the session engine is not touched; a thread of the exporter's own
+//! encodes and posts it:
 //!
 //! ```text
-//! invoke_workflow  the session: first event ─▶ last; lt.session.id,
-//!                  lt.log.seq and lt.log.hash of its last event; approvals
-//!                  as span events
-//!  ├ execute_tool  one per call: proposed ─▶ outcome; gen_ai.tool.name,
-//!  │               gen_ai.tool.call.id, lt.call.outcome, lt.call.venue,
-//!  │               lt.log.seq and lt.log.hash of its last event; a denial
-//!  │               as a span event and an error status; with payloads,
-//!  │               gen_ai.tool.call.arguments and gen_ai.tool.call.result
-//!  └ chat          one per model request of an agent session
+//! export(id, lines) ─▶ spans::trace (the caller's thread) ─▶ channel ─▶
+//!   exporter thread: the traces waiting (whole, up to MAX_SPANS a request
+//!   unless one trace is bigger) ─▶ one ExportTraceServiceRequest, prost ─▶
+//!   POST application/x-protobuf (ureq for http://; reqwest on a
+//!   current-thread runtime for https://)
+//! shutdown() ─▶ the channel closed ─▶ the thread posts what is left ─▶ joined:
+//!   the first failure, if any
 //! ```
 //!
-//! Times are the events' `ts`. Arguments and results are exported only
-//! when asked ([`Settings::payloads`]), each cut to a size limit.
+//! Why not the SDK's tracer and batch processor: building each span
+//! through them, JSON, and one POST per 512 spans cost `lt run` about
+//! 0.15 ms a span (docs/performance.md, issue 27). Arguments and results
+//! are exported only when asked ([`Settings::payloads`]), each cut to a
+//! size limit.
 
-use crate::log::timeline::{self, Kind};
-use opentelemetry::trace::{Span, SpanKind, Status, TraceContextExt, Tracer, TracerProvider};
-use opentelemetry::{Context, KeyValue};
-use opentelemetry_otlp::{Protocol, WithExportConfig};
-use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
-use serde_json::Value;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+mod spans;
+
+pub use spans::cut;
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::trace::v1::ResourceSpans;
+use prost::Message;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 /// The size limit of an exported argument or result when none is given
 /// (`--otlp-payload-limit`), in bytes.
 pub const DEFAULT_PAYLOAD_LIMIT: usize = 4096;
+
+/// The spans one request carries at most, unless one trace alone has
+/// more (a trace is never split).
+const MAX_SPANS: usize = 8192;
+
+/// How long a POST may take.
+const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the command line asks of the exporter.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,12 +54,18 @@ pub struct Settings {
     pub payloads: Option<usize>,
 }
 
-/// An exporter: a tracer provider posting to one endpoint.
+/// An exporter: a thread posting traces to one endpoint. Clones share it.
 #[derive(Clone)]
 pub struct Exporter {
-    provider: SdkTracerProvider,
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    service: &'static str,
     payloads: Option<usize>,
     endpoint: String,
+    traces: Mutex<Option<Sender<ResourceSpans>>>,
+    thread: Mutex<Option<JoinHandle<Option<String>>>>,
 }
 
 impl Exporter {
@@ -54,216 +73,159 @@ impl Exporter {
     /// (`lt run`, `lt agent`, `lt serve`). Errors: a message naming the
     /// endpoint.
     pub fn new(service: &'static str, settings: &Settings) -> Result<Exporter, String> {
-        let endpoint = &settings.endpoint;
+        let endpoint = settings.endpoint.clone();
         if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
             return Err(format!(
                 "--otlp-endpoint {endpoint:?} is not an http:// or https:// URL"
             ));
         }
-        let exporter = opentelemetry_otlp::SpanExporter::builder()
-            .with_http()
-            .with_protocol(Protocol::HttpJson)
-            .with_endpoint(endpoint.as_str())
-            .with_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| format!("cannot set up the OTLP exporter for {endpoint}: {e}"))?;
-        let batch = BatchSpanProcessor::builder(exporter)
-            .with_batch_config(
-                BatchConfigBuilder::default()
-                    .with_scheduled_delay(Duration::from_millis(500))
-                    .build(),
-            )
-            .build();
-        let resource = opentelemetry_sdk::Resource::builder()
-            .with_service_name(service)
-            .build();
+        let (tx, rx) = channel();
+        let (to, name) = (endpoint.clone(), service);
+        let thread = std::thread::Builder::new()
+            .name("lt-otlp".into())
+            .spawn(move || run(&to, name, &rx))
+            .map_err(|e| format!("cannot start the OTLP exporter for {endpoint}: {e}"))?;
         Ok(Exporter {
-            provider: SdkTracerProvider::builder()
-                .with_span_processor(batch)
-                .with_resource(resource)
-                .build(),
-            payloads: settings.payloads,
-            endpoint: endpoint.clone(),
+            inner: Arc::new(Inner {
+                service,
+                payloads: settings.payloads,
+                endpoint,
+                traces: Mutex::new(Some(tx)),
+                thread: Mutex::new(Some(thread)),
+            }),
         })
     }
 
-    /// Sends what is buffered and stops the exporter (a command does this
-    /// before it exits). Errors: why the spans could not be sent.
+    /// Sends what is waiting and stops the exporter (a command does this
+    /// before it exits). Errors: why a trace could not be sent (the
+    /// first failure).
     pub fn shutdown(&self) -> Result<(), String> {
-        // A flush says whether the export failed; a shutdown does not.
-        let flushed = self.provider.force_flush();
-        let shut = self.provider.shutdown();
-        flushed
-            .and(shut)
-            .map_err(|e| format!("cannot export the trace to {}: {e}", self.endpoint))
+        let x = &self.inner;
+        drop(x.traces.lock().unwrap_or_else(PoisonError::into_inner).take());
+        let thread = x.thread.lock().unwrap_or_else(PoisonError::into_inner).take();
+        match thread.map(JoinHandle::join) {
+            None | Some(Ok(None)) => Ok(()),
+            Some(Ok(Some(e))) => Err(format!("cannot export the trace to {}: {e}", x.endpoint)),
+            Some(Err(_)) => Err(format!("the OTLP exporter for {} stopped", x.endpoint)),
+        }
     }
 
     /// Exports the trace of session `id` from its log `lines`, if its log
     /// is over (an agent's log: at `agent_ended`, not at its runs' ends).
-    /// Returns whether it did.
+    /// Returns whether it did (queued it for the exporter's thread).
     pub fn export(&self, id: &str, lines: &[String]) -> bool {
-        export(self, id, lines)
-    }
-}
-
-fn at(ms: i64) -> SystemTime {
-    UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
-}
-
-/// `s` cut to at most `limit` bytes (on a character boundary), with `…`
-/// after a cut.
-pub fn cut(s: &str, limit: usize) -> String {
-    if s.len() <= limit {
-        return s.to_string();
-    }
-    let mut end = limit;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
-}
-
-fn export(x: &Exporter, id: &str, lines: &[String]) -> bool {
-    let events: Vec<Value> = lines
-        .iter()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    let (Some(first), Some(last)) = (events.first(), events.last()) else {
-        return false;
-    };
-    let agent = first["kind"] == "agent_started";
-    let over = if agent {
-        "agent_ended"
-    } else {
-        "session_ended"
-    };
-    if last["kind"] != over {
-        return false;
-    }
-    let hashes: std::collections::HashMap<u64, &str> = events
-        .iter()
-        .filter_map(|e| Some((e["seq"].as_u64()?, e["hash"].as_str()?)))
-        .collect();
-    let hash_of = |seq: u64| -> String { hashes.get(&seq).copied().unwrap_or("").to_string() };
-    let t = timeline::build(lines);
-    let tracer = x.provider.tracer("lt");
-    let last_seq = last["seq"].as_u64().unwrap_or(0);
-    // `ok`/`error` (session_ended), `answered`/`gave_up`/`error` (agent_ended).
-    let status = last["status"].as_str().unwrap_or("");
-    let root_attrs = vec![
-        KeyValue::new("gen_ai.operation.name", "invoke_workflow"),
-        KeyValue::new("lt.session.id", id.to_string()),
-        KeyValue::new("lt.log.seq", last_seq as i64),
-        KeyValue::new("lt.log.hash", hash_of(last_seq)),
-        KeyValue::new("lt.session.status", status.to_string()),
-    ];
-    let mut root = tracer
-        .span_builder("invoke_workflow")
-        .with_kind(SpanKind::Internal)
-        .with_start_time(at(t.span.0))
-        .with_attributes(root_attrs)
-        .start(&tracer);
-    if status == "error" || status == "gave_up" {
-        root.set_status(Status::error(format!(
-            "the session ended with status {status}"
-        )));
-    }
-    let detail = |r: &timeline::Row, key: &str| -> Option<String> {
-        r.details
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.clone())
-    };
-    let mut approvals = Vec::new();
-    let cx = Context::current_with_span(root);
-    for r in &t.rows {
-        if r.kind == Kind::Approval {
-            approvals.push(r);
-            continue;
-        }
-        let (name, mut attrs) = match r.kind {
-            Kind::Call => (
-                "execute_tool",
-                vec![
-                    KeyValue::new("gen_ai.operation.name", "execute_tool"),
-                    KeyValue::new("gen_ai.tool.name", r.name.clone()),
-                    KeyValue::new("gen_ai.tool.call.id", r.id.clone()),
-                    KeyValue::new("gen_ai.tool.type", "function"),
-                    KeyValue::new(
-                        "lt.call.venue",
-                        r.venue.clone().unwrap_or_else(|| "none".into()),
-                    ),
-                ],
-            ),
-            _ => (
-                "chat",
-                vec![
-                    KeyValue::new("gen_ai.operation.name", "chat"),
-                    KeyValue::new("lt.model.request_id", r.id.clone()),
-                ],
-            ),
+        let x = &self.inner;
+        let Some(trace) = spans::trace(x.service, id, lines, x.payloads) else {
+            return false;
         };
-        attrs.push(KeyValue::new("lt.call.outcome", r.outcome.clone()));
-        attrs.push(KeyValue::new("lt.log.seq", r.seqs.1 as i64));
-        attrs.push(KeyValue::new("lt.log.hash", hash_of(r.seqs.1)));
-        if let (Some(limit), Kind::Call) = (x.payloads, r.kind) {
-            for (key, attr) in [
-                ("argument", "gen_ai.tool.call.arguments"),
-                ("result", "gen_ai.tool.call.result"),
-            ] {
-                if let Some(v) = detail(r, key) {
-                    attrs.push(KeyValue::new(attr, cut(&v, limit)));
+        let traces = x.traces.lock().unwrap_or_else(PoisonError::into_inner);
+        traces.as_ref().is_some_and(|tx| tx.send(trace).is_ok())
+    }
+}
+
+/// The exporter's thread: posts the traces of `rx` to `endpoint` until
+/// the channel closes; the first failure. `lt serve` (which stops it only
+/// at exit) also notes each failure after a success on stderr.
+fn run(endpoint: &str, service: &str, rx: &Receiver<ResourceSpans>) -> Option<String> {
+    let mut client = Client::new(endpoint);
+    let mut first_error = None;
+    let mut failing = false;
+    while let Ok(trace) = rx.recv() {
+        let mut spans = count(&trace);
+        let mut batch = vec![trace];
+        while spans < MAX_SPANS {
+            let Ok(more) = rx.try_recv() else { break };
+            spans += count(&more);
+            batch.push(more);
+        }
+        let body = ExportTraceServiceRequest {
+            resource_spans: batch,
+        }
+        .encode_to_vec();
+        match client.post(endpoint, body) {
+            Ok(()) => failing = false,
+            Err(e) => {
+                if service == "lt serve" && !failing {
+                    eprintln!("lt serve: otlp: cannot export to {endpoint}: {e}");
                 }
+                failing = true;
+                first_error.get_or_insert(e);
             }
         }
-        let mut span = tracer
-            .span_builder(name)
-            .with_kind(SpanKind::Internal)
-            .with_start_time(at(r.start))
-            .with_attributes(attrs)
-            .start_with_context(&tracer, &cx);
-        if let Some(d) = detail(r, "decision") {
-            span.add_event_with_timestamp(
-                "decision",
-                at(r.start),
-                vec![KeyValue::new("lt.decision", d)],
-            );
-        }
-        if matches!(
-            r.outcome.as_str(),
-            "err" | "failed" | "timed_out" | "denied"
-        ) {
-            span.set_status(Status::error(r.outcome.clone()));
-        }
-        span.end_with_timestamp(at(r.end.unwrap_or(t.span.1)));
     }
-    let root = cx.span();
-    for a in approvals {
-        let mut attrs = vec![
-            KeyValue::new("gen_ai.tool.name", a.name.clone()),
-            KeyValue::new("lt.approval.id", a.id.clone()),
-            KeyValue::new("lt.approval.outcome", a.outcome.clone()),
-            KeyValue::new("lt.log.seq", a.seqs.1 as i64),
-            KeyValue::new("lt.log.hash", hash_of(a.seqs.1)),
-        ];
-        if let (Some(limit), Some(v)) = (x.payloads, detail(a, "argument")) {
-            attrs.push(KeyValue::new("gen_ai.tool.call.arguments", cut(&v, limit)));
-        }
-        root.add_event_with_timestamp("approval".to_string(), at(a.end.unwrap_or(a.start)), attrs);
-    }
-    root.end_with_timestamp(at(t.span.1));
-    true
+    first_error
 }
 
-#[cfg(test)]
-mod tests {
-    use super::cut;
+fn count(trace: &ResourceSpans) -> usize {
+    trace.scope_spans.iter().map(|s| s.spans.len()).sum()
+}
 
-    #[test]
-    fn a_payload_is_cut_on_a_character_boundary() {
-        assert_eq!(cut("abc", 3), "abc");
-        assert_eq!(cut("abcd", 3), "abc…");
-        assert_eq!(cut("aé", 2), "a…");
-        assert_eq!(cut("", 0), "");
+/// A blocking HTTP client for one endpoint: ureq for `http://` (no
+/// runtime, no TLS set up), reqwest on a current-thread runtime for
+/// `https://`, made on first use.
+enum Client {
+    Plain(ureq::Agent),
+    Tls(Option<(tokio::runtime::Runtime, reqwest::Client)>),
+}
+
+impl Client {
+    fn new(endpoint: &str) -> Client {
+        if endpoint.starts_with("http://") {
+            Client::Plain(ureq::AgentBuilder::new().timeout(TIMEOUT).build())
+        } else {
+            Client::Tls(None)
+        }
+    }
+
+    fn post(&mut self, endpoint: &str, body: Vec<u8>) -> Result<(), String> {
+        const PROTOBUF: &str = "application/x-protobuf";
+        match self {
+            Client::Plain(agent) => match agent
+                .post(endpoint)
+                .set("Content-Type", PROTOBUF)
+                .send_bytes(&body)
+            {
+                Ok(r) => {
+                    // Read whole, so the connection is kept for the next.
+                    let _ = r.into_string();
+                    Ok(())
+                }
+                Err(ureq::Error::Status(code, r)) => Err(format!(
+                    "the receiver answered {code} {}",
+                    r.status_text()
+                )),
+                Err(e) => Err(e.to_string()),
+            },
+            Client::Tls(made) => {
+                if made.is_none() {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .map_err(|e| e.to_string())?;
+                    let client = reqwest::Client::builder()
+                        .timeout(TIMEOUT)
+                        .build()
+                        .map_err(|e| e.to_string())?;
+                    *made = Some((runtime, client));
+                }
+                let Some((runtime, client)) = made.as_ref() else {
+                    return Err("no HTTP client".into());
+                };
+                runtime.block_on(async {
+                    let r = client
+                        .post(endpoint)
+                        .header("Content-Type", PROTOBUF)
+                        .body(body)
+                        .send()
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    if r.status().is_success() {
+                        Ok(())
+                    } else {
+                        Err(format!("the receiver answered {}", r.status()))
+                    }
+                })
+            }
+        }
     }
 }
