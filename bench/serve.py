@@ -36,7 +36,7 @@ others still run. Any failed session fails the run (exit 1).
 """
 import argparse
 import hashlib
-import http.server
+import http.server as http_server
 import json
 import os
 import shutil
@@ -279,7 +279,7 @@ def fresh_pg_database(server_url):
     return f"{head}/{name}" + (f"?{query}" if query else ""), None
 
 
-class OtlpReceiver(http.server.BaseHTTPRequestHandler):
+class OtlpReceiver(http_server.BaseHTTPRequestHandler):
     """An OTLP/HTTP receiver that reads each request and answers 200."""
     protocol_version = "HTTP/1.1"
     requests = 0
@@ -297,7 +297,7 @@ class OtlpReceiver(http.server.BaseHTTPRequestHandler):
 
 def start_otlp_receiver():
     """A receiver on a free port, on threads of this process; its URL."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), OtlpReceiver)
+    server = http_server.ThreadingHTTPServer(("127.0.0.1", 0), OtlpReceiver)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return f"http://127.0.0.1:{server.server_address[1]}/v1/traces"
 

@@ -5,11 +5,11 @@
 //! schema version 2 is migrated (the index backfilled) and then kept by
 //! new events.
 
-use super::super::tools_fixture::{check_listed, id, listed, write_mixed, TOOLS};
-use super::super::ServerStore;
+use super::super::tools_fixture::{check_listed, events, id, listed, write_mixed, TOOLS};
+use super::super::{Created, NewSession, ServerStore};
 use super::scratch::{fresh_database, test_server};
 use super::{PostgresStore, SCHEMA_VERSION};
-use crate::log::{EventBody, EventStore};
+use crate::log::EventStore;
 use serde_json::json;
 
 /// A fresh database's URL, or `None` (skipped).
@@ -98,16 +98,22 @@ fn pg_a_version_2_database_is_migrated_and_its_tools_indexed() {
         .get(0);
     assert_eq!(v, SCHEMA_VERSION);
     check_against_the_scan(&store, &url);
-    // An event written after the migration is indexed too.
-    let mut sink = store.reopen(&id(6)).expect("reopen").sink;
-    sink.append(EventBody::Proposed {
-        call_id: "n9".into(),
-        tool: "late_tool".into(),
-        argument: json!(0),
-    })
-    .expect("append");
+    // A session written after the migration is indexed too.
+    let new = NewSession {
+        id: id(9),
+        tenant: "acme".into(),
+        profile: "support".into(),
+        request: json!({"program": "1"}),
+        idempotency_key: None,
+        created_ms: 2000,
+    };
+    assert_eq!(store.create_session(&new).expect("create"), Created::New);
+    let mut sink = store.create(&id(9)).expect("create log");
+    for body in events(&["late_tool"], &json!(0), false) {
+        sink.append(body).expect("append");
+    }
     drop(sink);
     store.flush();
-    assert_eq!(listed(&store, "acme", "late_tool"), [id(6)]);
+    assert_eq!(listed(&store, "acme", "late_tool"), [id(9)]);
     check_against_the_scan(&store, &url);
 }
