@@ -356,6 +356,8 @@ def bench_lt(opts, lt, load_bin, engine="lt"):
     finally:
         stop(server)
         log.close()
+    if engine == "lt-otlp":
+        say(f"  the OTLP receiver got {OtlpReceiver.requests} requests")
     return records
 
 

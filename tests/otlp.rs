@@ -122,7 +122,9 @@ impl Receiver {
                         }
                         let v = match ExportTraceServiceRequest::decode(body.as_slice()) {
                             Ok(r) if protobuf => to_json(&r),
-                            Ok(_) => json!({"undecodable": "not application/x-protobuf", "request": line}),
+                            Ok(_) => {
+                                json!({"undecodable": "not application/x-protobuf", "request": line})
+                            }
                             Err(e) => json!({"undecodable": e.to_string(), "request": line}),
                         };
                         keep.lock().expect("lock").push(v);

@@ -7,8 +7,9 @@
 //!
 //! ```text
 //! export(id, lines) ─▶ spans::trace (the caller's thread) ─▶ channel ─▶
-//!   exporter thread: the traces waiting (whole, up to MAX_SPANS a request
-//!   unless one trace is bigger) ─▶ one ExportTraceServiceRequest, prost ─▶
+//!   exporter thread: the traces that come within LINGER of the first
+//!   (whole, up to MAX_SPANS a request unless one trace is bigger) ─▶ one
+//!   ExportTraceServiceRequest, prost ─▶
 //!   POST application/x-protobuf (ureq for http://; reqwest on a
 //!   current-thread runtime for https://)
 //! shutdown() ─▶ the channel closed ─▶ the thread posts what is left ─▶ joined:
@@ -31,7 +32,7 @@ use prost::Message;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The size limit of an exported argument or result when none is given
 /// (`--otlp-payload-limit`), in bytes.
@@ -40,6 +41,11 @@ pub const DEFAULT_PAYLOAD_LIMIT: usize = 4096;
 /// The spans one request carries at most, unless one trace alone has
 /// more (a trace is never split).
 const MAX_SPANS: usize = 8192;
+
+/// How long the exporter's thread waits for more traces to send in the
+/// same request as the first (`lt serve`: fewer, larger requests; a
+/// command's shutdown does not wait).
+const LINGER: Duration = Duration::from_millis(200);
 
 /// How long a POST may take.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -101,8 +107,17 @@ impl Exporter {
     /// first failure).
     pub fn shutdown(&self) -> Result<(), String> {
         let x = &self.inner;
-        drop(x.traces.lock().unwrap_or_else(PoisonError::into_inner).take());
-        let thread = x.thread.lock().unwrap_or_else(PoisonError::into_inner).take();
+        drop(
+            x.traces
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
+        let thread = x
+            .thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
         match thread.map(JoinHandle::join) {
             None | Some(Ok(None)) => Ok(()),
             Some(Ok(Some(e))) => Err(format!("cannot export the trace to {}: {e}", x.endpoint)),
@@ -133,8 +148,14 @@ fn run(endpoint: &str, service: &str, rx: &Receiver<ResourceSpans>) -> Option<St
     while let Ok(trace) = rx.recv() {
         let mut spans = count(&trace);
         let mut batch = vec![trace];
+        // The traces that come within LINGER go in the same request; a
+        // closed channel (shutdown) sends at once.
+        let until = Instant::now() + LINGER;
         while spans < MAX_SPANS {
-            let Ok(more) = rx.try_recv() else { break };
+            let wait = until.saturating_duration_since(Instant::now());
+            let Ok(more) = rx.recv_timeout(wait) else {
+                break;
+            };
             spans += count(&more);
             batch.push(more);
         }
@@ -190,10 +211,9 @@ impl Client {
                     let _ = r.into_string();
                     Ok(())
                 }
-                Err(ureq::Error::Status(code, r)) => Err(format!(
-                    "the receiver answered {code} {}",
-                    r.status_text()
-                )),
+                Err(ureq::Error::Status(code, r)) => {
+                    Err(format!("the receiver answered {code} {}", r.status_text()))
+                }
                 Err(e) => Err(e.to_string()),
             },
             Client::Tls(made) => {

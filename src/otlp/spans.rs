@@ -44,7 +44,9 @@ fn int(key: &str, v: u64) -> KeyValue {
     KeyValue {
         key: key.into(),
         value: Some(AnyValue {
-            value: Some(any_value::Value::IntValue(i64::try_from(v).unwrap_or(i64::MAX))),
+            value: Some(any_value::Value::IntValue(
+                i64::try_from(v).unwrap_or(i64::MAX),
+            )),
         }),
         ..KeyValue::default()
     }
@@ -111,7 +113,9 @@ fn ends(lines: &[String]) -> Option<Ends> {
         #[serde(default)]
         status: Option<Value>,
     }
-    let mut heads = lines.iter().filter_map(|l| serde_json::from_str::<Head>(l).ok());
+    let mut heads = lines
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Head>(l).ok());
     let first = heads.next()?;
     let mut hashes = HashMap::with_capacity(lines.len());
     let first_kind = first.kind.clone();
@@ -135,14 +139,22 @@ fn ends(lines: &[String]) -> Option<Ends> {
 }
 
 fn detail(r: &Row, key: &str) -> Option<String> {
-    r.details.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
+    r.details
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.clone())
 }
 
 /// The trace of session `id` from its log `lines`, as the one resource's
 /// spans, its resource named `service`; `None` while the log is not over
 /// (an agent's log: at `agent_ended`, not at its runs' ends).
 /// `payloads`: export arguments and results, cut to that many bytes.
-pub fn trace(service: &str, id: &str, lines: &[String], payloads: Option<usize>) -> Option<ResourceSpans> {
+pub fn trace(
+    service: &str,
+    id: &str,
+    lines: &[String],
+    payloads: Option<usize>,
+) -> Option<ResourceSpans> {
     let e = ends(lines)?;
     let over = if e.first_kind == "agent_started" {
         "agent_ended"
@@ -206,7 +218,10 @@ pub fn trace(service: &str, id: &str, lines: &[String], payloads: Option<usize>)
             })
             .into_iter()
             .collect();
-        let failed = matches!(r.outcome.as_str(), "err" | "failed" | "timed_out" | "denied");
+        let failed = matches!(
+            r.outcome.as_str(),
+            "err" | "failed" | "timed_out" | "denied"
+        );
         spans.push(Span {
             trace_id: trace.clone(),
             span_id: span_id(id, Some(r.seqs.0)),
@@ -339,7 +354,10 @@ mod tests {
         assert!(trace("lt run", id, &log(false), None).is_none(), "not over");
         let rs = trace("lt run", id, &log(true), Some(3)).expect("a trace");
         let resource = rs.resource.as_ref().expect("resource");
-        assert_eq!(attr(&resource.attributes, "service.name").as_deref(), Some("lt run"));
+        assert_eq!(
+            attr(&resource.attributes, "service.name").as_deref(),
+            Some("lt run")
+        );
         let spans: &[Span] = &rs.scope_spans[0].spans;
         let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["invoke_workflow", "execute_tool", "execute_tool"]);
@@ -348,14 +366,26 @@ mod tests {
         assert_eq!(hex::encode(&root.trace_id), id);
         assert_eq!(attr(&root.attributes, "lt.log.seq").as_deref(), Some("8"));
         assert_eq!(attr(&root.attributes, "lt.log.hash").as_deref(), Some("h8"));
-        assert_eq!(attr(&root.attributes, "lt.session.status").as_deref(), Some("error"));
+        assert_eq!(
+            attr(&root.attributes, "lt.session.status").as_deref(),
+            Some("error")
+        );
         assert_eq!(root.status.as_ref().map(|s| s.code), Some(2));
-        assert_eq!(root.start_time_unix_nano + 8_000_000_000, root.end_time_unix_nano);
+        assert_eq!(
+            root.start_time_unix_nano + 8_000_000_000,
+            root.end_time_unix_nano
+        );
         // The approval: an event of the session's span.
         let approval = &root.events[0];
         assert_eq!(approval.name, "approval");
-        assert_eq!(attr(&approval.attributes, "lt.approval.outcome").as_deref(), Some("refused"));
-        assert_eq!(attr(&approval.attributes, "lt.log.seq").as_deref(), Some("5"));
+        assert_eq!(
+            attr(&approval.attributes, "lt.approval.outcome").as_deref(),
+            Some("refused")
+        );
+        assert_eq!(
+            attr(&approval.attributes, "lt.log.seq").as_deref(),
+            Some("5")
+        );
         let (ok, denied) = (&spans[1], &spans[2]);
         for s in [ok, denied] {
             assert_eq!(s.trace_id, root.trace_id);
@@ -363,15 +393,30 @@ mod tests {
             assert_eq!(s.events[0].name, "decision");
         }
         assert_ne!(ok.span_id, denied.span_id);
-        assert_eq!(attr(&ok.attributes, "gen_ai.tool.name").as_deref(), Some("lookup"));
-        assert_eq!(attr(&ok.attributes, "gen_ai.tool.call.id").as_deref(), Some("n1"));
+        assert_eq!(
+            attr(&ok.attributes, "gen_ai.tool.name").as_deref(),
+            Some("lookup")
+        );
+        assert_eq!(
+            attr(&ok.attributes, "gen_ai.tool.call.id").as_deref(),
+            Some("n1")
+        );
         assert_eq!(attr(&ok.attributes, "lt.log.seq").as_deref(), Some("3"));
         assert_eq!(attr(&ok.attributes, "lt.log.hash").as_deref(), Some("h3"));
-        assert_eq!(attr(&ok.attributes, "lt.call.outcome").as_deref(), Some("ok"));
+        assert_eq!(
+            attr(&ok.attributes, "lt.call.outcome").as_deref(),
+            Some("ok")
+        );
         // Cut to 3 bytes.
-        assert_eq!(attr(&ok.attributes, "gen_ai.tool.call.arguments").as_deref(), Some("{\"i…"));
+        assert_eq!(
+            attr(&ok.attributes, "gen_ai.tool.call.arguments").as_deref(),
+            Some("{\"i…")
+        );
         assert!(ok.status.is_none());
-        assert_eq!(attr(&denied.attributes, "lt.call.outcome").as_deref(), Some("denied"));
+        assert_eq!(
+            attr(&denied.attributes, "lt.call.outcome").as_deref(),
+            Some("denied")
+        );
         assert_eq!(denied.status.as_ref().map(|s| s.code), Some(2));
         // Without payloads: no argument, no result.
         let rs = trace("lt run", id, &log(true), None).expect("a trace");

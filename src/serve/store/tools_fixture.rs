@@ -22,7 +22,13 @@ pub fn mixed() -> Vec<(u32, &'static str, Vec<&'static str>, Value, bool)> {
         // No call at all.
         (2, "acme", vec![], json!(null), true),
         // The rare tool's name in an argument only: not a call of it.
-        (3, "acme", vec!["ping"], json!({"note": "rare_tool proposed"}), true),
+        (
+            3,
+            "acme",
+            vec!["ping"],
+            json!({"note": "rare_tool proposed"}),
+            true,
+        ),
         (4, "acme", vec!["rare_tool"], json!(4), true),
         // Another tenant's call of the rare tool.
         (5, "globex", vec!["rare_tool"], json!(5), true),
@@ -32,7 +38,15 @@ pub fn mixed() -> Vec<(u32, &'static str, Vec<&'static str>, Value, bool)> {
 }
 
 /// The tools the tests filter by.
-pub const TOOLS: [&str; 7] = ["ping", "pin", "lookup", "rare_tool", "none_such", "", "proposed"];
+pub const TOOLS: [&str; 7] = [
+    "ping",
+    "pin",
+    "lookup",
+    "rare_tool",
+    "none_such",
+    "",
+    "proposed",
+];
 
 /// A session's events: started, each call proposed and decided, ended.
 pub fn events(tools: &[&str], argument: &Value, ends: bool) -> Vec<EventBody> {
@@ -102,7 +116,6 @@ pub fn listed(store: &dyn ServerStore, tenant: &str, tool: &str) -> Vec<String> 
     let list = store.list_sessions(&q).expect("list");
     list.iter().map(|r| r.id.clone()).collect()
 }
-
 
 /// Checks that the filter finds what [`mixed`] proposed (so a comparison
 /// with the scan is not vacuous).

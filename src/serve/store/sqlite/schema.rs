@@ -72,9 +72,17 @@ CREATE TABLE events (
 macro_rules! proposed_tool {
     ($line:literal) => {
         concat!(
-            "instr(", $line, ", 'proposed') > 0 AND json_valid(", $line, ") ",
-            "AND json_extract(", $line, ", '$.kind') = 'proposed' ",
-            "AND json_type(", $line, ", '$.tool') = 'text'"
+            "instr(",
+            $line,
+            ", 'proposed') > 0 AND json_valid(",
+            $line,
+            ") ",
+            "AND json_extract(",
+            $line,
+            ", '$.kind') = 'proposed' ",
+            "AND json_type(",
+            $line,
+            ", '$.tool') = 'text'"
         )
     };
 }

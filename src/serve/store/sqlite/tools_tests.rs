@@ -18,7 +18,8 @@ struct TempDir(PathBuf);
 
 impl TempDir {
     fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("lt-sqlite-tools-{name}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("lt-sqlite-tools-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("mkdir");
         TempDir(dir)
@@ -91,7 +92,8 @@ fn a_version_1_file_is_migrated_and_its_tools_indexed() {
     {
         let conn = Connection::open(&path).expect("create");
         conn.execute_batch(SCHEMA_V1_FOR_TESTS).expect("schema 1");
-        conn.pragma_update(None, "user_version", 1).expect("version");
+        conn.pragma_update(None, "user_version", 1)
+            .expect("version");
         conn.execute("ATTACH ?1 AS src", [source.display().to_string()])
             .expect("attach");
         conn.execute_batch(
