@@ -17,7 +17,9 @@ adds to `lt run` (issue 27). Figures go to docs/performance.md.
     ((b): `traverse` over `range 0 1000` calling a `fixed` executor), as a
     whole process, without and with `--otlp-endpoint` (a local receiver in
     this script answering 200), and with `--log FILE` with and without
-    OTLP; runs alternate, medians reported.
+    OTLP; runs alternate, medians reported, of the wall time and of the
+    CPU time (user + system) the process used: on a loaded machine the
+    wall time is mostly waiting for a core.
 
     python3 bench/console_otlp.py --lt target/release/lt            # both
     python3 bench/console_otlp.py --lt target/release/lt --only a   # or b
@@ -29,6 +31,7 @@ import http.server
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import sqlite3
@@ -177,10 +180,13 @@ def workload_a(lt, runs):
 class Receiver(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     spans = 0
+    requests = 0
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("content-length", 0)))
-        Receiver.spans += body.count(b'"spanId"')
+        # One per execute_tool span, in OTLP/JSON and in protobuf alike.
+        Receiver.spans += body.count(b"gen_ai.tool.call.id")
+        Receiver.requests += 1
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", "2")
@@ -215,21 +221,28 @@ def workload_b(lt, runs):
             "--otlp-endpoint --otlp-payloads": ["--otlp-endpoint", url, "--otlp-payloads"],
         }
         times = {k: [] for k in variants}
+        cpu = {k: [] for k in variants}
         for _ in range(runs):
             for name, extra in variants.items():
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t = time.perf_counter()
                 r = subprocess.run([lt, "run", prog, "--executors", tools, *extra],
                                    capture_output=True, text=True)
                 times[name].append((time.perf_counter() - t) * 1000)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu[name].append((after.ru_utime - before.ru_utime
+                                  + after.ru_stime - before.ru_stime) * 1000)
                 assert r.returncode == 0 and r.stdout.strip() == "1000", (name, r)
         base = statistics.median(times["no log, no OTLP"])
         logged = statistics.median(times["--log, no OTLP"])
         print(f"(b) lt run, 1,000 calls to a fixed executor, whole process ({lt}), {runs} runs each; "
-              f"{Receiver.spans} spans received")
-        print(f"    {'variant':36} {'median ms':>10} {'min':>7}  vs no log / vs --log")
+              f"{Receiver.spans} execute_tool spans received in {Receiver.requests} requests")
+        print(f"    {'variant':36} {'median ms':>10} {'min':>7}  vs no log / vs --log  "
+              f"{'CPU ms':>7} (user + system, median)")
         for name, ts in times.items():
             m = statistics.median(ts)
-            print(f"    {name:36} {m:10.2f} {min(ts):7.2f}  {m / base:5.2f} / {m / logged:5.2f}")
+            print(f"    {name:36} {m:10.2f} {min(ts):7.2f}  {m / base:5.2f} / {m / logged:5.2f}"
+                  f"         {statistics.median(cpu[name]):7.2f}")
         return {k: statistics.median(v) for k, v in times.items()}
     finally:
         server.shutdown()

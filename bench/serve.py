@@ -24,6 +24,7 @@ a time (p50/p99 over 300 after 20 warm-up sessions). CPU is read from
     python3 bench/serve.py                   # everything (~3 minutes after the builds)
     python3 bench/serve.py --quick           # 3 s windows, 50 sequential sessions
     python3 bench/serve.py --only lt         # lt alone (also: lt-pg, floor, dbos, restate; comma-separated)
+    python3 bench/serve.py --only lt,lt-otlp # lt without and with --otlp-endpoint (a receiver here)
     python3 bench/serve.py --json out.json   # also write every record
     python3 bench/serve.py --no-build        # use the binaries already built
     python3 bench/serve.py --wait-quiet 600  # before each run, wait (≤ 600 s) for other builds to end
@@ -35,6 +36,7 @@ others still run. Any failed session fails the run (exit 1).
 """
 import argparse
 import hashlib
+import http.server as http_server
 import json
 import os
 import shutil
@@ -42,6 +44,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -276,6 +279,29 @@ def fresh_pg_database(server_url):
     return f"{head}/{name}" + (f"?{query}" if query else ""), None
 
 
+class OtlpReceiver(http_server.BaseHTTPRequestHandler):
+    """An OTLP/HTTP receiver that reads each request and answers 200."""
+    protocol_version = "HTTP/1.1"
+    requests = 0
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        OtlpReceiver.requests += 1
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def start_otlp_receiver():
+    """A receiver on a free port, on threads of this process; its URL."""
+    server = http_server.ThreadingHTTPServer(("127.0.0.1", 0), OtlpReceiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/v1/traces"
+
+
 def lt_folder(name):
     """A fresh folder under WORK with the benchmark's serve.toml, tools and
     program (the same for every lt run)."""
@@ -307,8 +333,11 @@ def bench_lt(opts, lt, load_bin, engine="lt"):
         store, why = fresh_pg_database(server_url)
         if why:
             return [{"engine": engine, "missing": f"cannot create a database: {why}"}]
+    otlp = []
+    if engine == "lt-otlp":
+        otlp = ["--otlp-endpoint", start_otlp_receiver()]
     server = subprocess.Popen([lt, "serve", "--config", str(d / "serve.toml"), "--listen", f"127.0.0.1:{port}",
-                               "--store", store], stdout=log, stderr=subprocess.STDOUT)
+                               "--store", store] + otlp, stdout=log, stderr=subprocess.STDOUT)
     records = []
     try:
         why = wait_http(f"{url}/healthz", server)
@@ -334,6 +363,8 @@ def bench_lt(opts, lt, load_bin, engine="lt"):
     finally:
         stop(server)
         log.close()
+    if engine == "lt-otlp":
+        say(f"  the OTLP receiver got {OtlpReceiver.requests} requests")
     return records
 
 
@@ -503,7 +534,7 @@ def restate_server():
 
 # ---------------------------------------------------------------- report
 
-NAMES = {"lt": "lt serve (SQLite)", "lt-pg": "lt serve (PostgreSQL)", "floor": "SQLite floor, 3 fsyncs", "dbos": "DBOS / SQLite",
+NAMES = {"lt": "lt serve (SQLite)", "lt-otlp": "lt serve (SQLite), --otlp-endpoint", "lt-pg": "lt serve (PostgreSQL)", "floor": "SQLite floor, 3 fsyncs", "dbos": "DBOS / SQLite",
          "restate": "Restate + Python SDK"}
 
 
@@ -611,7 +642,7 @@ def main():
     if unknown:
         sys.exit(f"--only: unknown engine(s) {', '.join(sorted(unknown))}; known: {', '.join(NAMES)}")
 
-    need_load = "lt" in engines or "lt-pg" in engines or "restate" in engines
+    need_load = bool({"lt", "lt-otlp", "lt-pg", "restate"} & set(engines))
     lt, load_bin = build(opts.no_build) if need_load else (None, None)
     WORK.mkdir(parents=True, exist_ok=True)
     start = machine()
@@ -620,7 +651,7 @@ def main():
            if start["build_procs"] else ""))
     records = []
     for engine in engines:
-        if engine in ("lt", "lt-pg"):
+        if engine in ("lt", "lt-otlp", "lt-pg"):
             records += bench_lt(opts, lt, load_bin, engine)
         elif engine == "floor":
             records += bench_floor(opts)

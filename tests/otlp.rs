@@ -1,7 +1,8 @@
 //! `--otlp-endpoint URL`: a session of the support example exported as an
-//! OpenTelemetry trace over OTLP/HTTP (JSON) by `lt serve`, `lt run` and
-//! `lt agent`, received by a small HTTP server in this test that decodes
-//! what arrives: the span names, their parents, the GenAI attributes, the
+//! OpenTelemetry trace over OTLP/HTTP (protobuf) by `lt serve`, `lt run`
+//! and `lt agent`, received by a small HTTP server in this test that
+//! decodes what arrives (with `opentelemetry-proto` and `prost`, into the
+//! shape of OTLP/JSON, which the checks read): the span names, their parents, the GenAI attributes, the
 //! log's seq and hash that link each span to the verifiable log, and the
 //! arguments and results only with `--otlp-payloads`, cut to the limit.
 
@@ -13,14 +14,66 @@ mod serve_support;
 mod support;
 
 use console_support::*;
-use serde_json::Value;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{any_value, KeyValue};
+use prost::Message;
+use serde_json::{json, Value};
 use serve_support::Server;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// An OTLP/HTTP receiver: every body posted to it, as JSON.
+/// The attributes as OTLP/JSON writes them.
+fn attributes(kvs: &[KeyValue]) -> Value {
+    kvs.iter()
+        .map(|kv| {
+            let value = match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+                Some(any_value::Value::StringValue(s)) => json!({"stringValue": s}),
+                Some(any_value::Value::IntValue(n)) => json!({"intValue": n.to_string()}),
+                other => json!({"other": format!("{other:?}")}),
+            };
+            json!({"key": kv.key, "value": value})
+        })
+        .collect()
+}
+
+/// A protobuf request in the shape of OTLP/JSON (ids in hex).
+fn to_json(r: &ExportTraceServiceRequest) -> Value {
+    let spans = |ss: &opentelemetry_proto::tonic::trace::v1::ScopeSpans| -> Value {
+        ss.spans
+            .iter()
+            .map(|s| {
+                json!({
+                    "traceId": hex(&s.trace_id),
+                    "spanId": hex(&s.span_id),
+                    "parentSpanId": hex(&s.parent_span_id),
+                    "name": s.name,
+                    "kind": s.kind,
+                    "startTimeUnixNano": s.start_time_unix_nano.to_string(),
+                    "endTimeUnixNano": s.end_time_unix_nano.to_string(),
+                    "attributes": attributes(&s.attributes),
+                    "events": s.events.iter().map(|e| json!({
+                        "name": e.name,
+                        "timeUnixNano": e.time_unix_nano.to_string(),
+                        "attributes": attributes(&e.attributes),
+                    })).collect::<Vec<_>>(),
+                    "status": s.status.as_ref().map(|st| json!({"code": st.code, "message": st.message})),
+                })
+            })
+            .collect()
+    };
+    json!({"resourceSpans": r.resource_spans.iter().map(|rs| json!({
+        "resource": {"attributes": rs.resource.as_ref().map(|r| attributes(&r.attributes))},
+        "scopeSpans": rs.scope_spans.iter().map(|ss| json!({"spans": spans(ss)})).collect::<Vec<_>>(),
+    })).collect::<Vec<_>>()})
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// An OTLP/HTTP receiver: every body posted to it (protobuf), as OTLP/JSON.
 struct Receiver {
     url: String,
     bodies: Arc<Mutex<Vec<Value>>>,
@@ -44,6 +97,7 @@ impl Receiver {
                             return;
                         }
                         let mut length = 0usize;
+                        let mut protobuf = false;
                         loop {
                             let mut h = String::new();
                             if reader.read_line(&mut h).unwrap_or(0) == 0 {
@@ -57,15 +111,22 @@ impl Receiver {
                                 if k.eq_ignore_ascii_case("content-length") {
                                     length = v.trim().parse().unwrap_or(0);
                                 }
+                                if k.eq_ignore_ascii_case("content-type") {
+                                    protobuf = v.trim() == "application/x-protobuf";
+                                }
                             }
                         }
                         let mut body = vec![0u8; length];
                         if reader.read_exact(&mut body).is_err() {
                             return;
                         }
-                        let v: Value = serde_json::from_slice(&body).unwrap_or_else(
-                            |e| serde_json::json!({"undecodable": e.to_string(), "request": line}),
-                        );
+                        let v = match ExportTraceServiceRequest::decode(body.as_slice()) {
+                            Ok(r) if protobuf => to_json(&r),
+                            Ok(_) => {
+                                json!({"undecodable": "not application/x-protobuf", "request": line})
+                            }
+                            Err(e) => json!({"undecodable": e.to_string(), "request": line}),
+                        };
                         keep.lock().expect("lock").push(v);
                         let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}");
                     }
@@ -79,6 +140,7 @@ impl Receiver {
     fn services(&self) -> Vec<String> {
         let mut out = Vec::new();
         for b in self.bodies.lock().expect("lock").iter() {
+            assert!(b.get("undecodable").is_none(), "{b}");
             for rs in b["resourceSpans"].as_array().into_iter().flatten() {
                 out.extend(attr(&rs["resource"], "service.name"));
             }

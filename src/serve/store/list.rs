@@ -1,7 +1,8 @@
 //! The `WHERE … ORDER BY … LIMIT` of [`ServerStore::list_sessions`]
 //! (`super::ServerStore`), built once for both stores: they differ only
-//! in how a parameter is written (`?1`, `$1`) and how a log line's JSON
-//! field is read.
+//! in how a parameter is written (`?1`, `$1`). The tool filter reads the
+//! `session_tools` index (the tools each session proposed, written with
+//! its events: the stores' schema.rs), not the events.
 
 use super::ListQuery;
 
@@ -18,25 +19,16 @@ pub enum Arg {
 pub struct Dialect {
     /// The `n`th parameter (1-based): `?n` or `$n`.
     pub param: fn(usize) -> String,
-    /// The expression reading field `field` of the JSON text in column
-    /// `col`.
-    pub json_field: fn(col: &str, field: &str) -> String,
-    /// Whether the text in column `col` contains parameter `p`'s text.
-    pub contains: fn(col: &str, p: &str) -> String,
 }
 
-/// SQLite: `?n`, `json_extract`.
+/// SQLite: `?n`.
 pub const SQLITE: Dialect = Dialect {
     param: |n| format!("?{n}"),
-    json_field: |col, field| format!("json_extract({col}, '$.{field}')"),
-    contains: |col, p| format!("instr({col}, {p}) > 0"),
 };
 
-/// PostgreSQL: `$n`, `->>` on the line cast to `jsonb`.
+/// PostgreSQL: `$n`.
 pub const POSTGRES: Dialect = Dialect {
     param: |n| format!("${n}"),
-    json_field: |col, field| format!("(({col})::jsonb ->> '{field}')"),
-    contains: |col, p| format!("strpos({col}, {p}) > 0"),
 };
 
 /// The filter of `q` over table `sessions`, newest first, with its
@@ -74,15 +66,10 @@ pub fn filter(q: &ListQuery, d: &Dialect) -> (String, Vec<Arg>) {
         });
     }
     if let Some(tool) = &q.tool {
-        // The text search first: it spares parsing the lines that do not
-        // hold the name at all (most of them, for a rare tool).
-        let kind = (d.json_field)("e.line", "kind");
-        let name = (d.json_field)("e.line", "tool");
+        // The sessions that proposed the tool, from the index by tool: a
+        // rare tool's few, not every session's events.
         and(&mut sql, &mut args, Arg::Text(tool.clone()), &|p| {
-            format!(
-                "EXISTS (SELECT 1 FROM events e WHERE e.session = sessions.id AND {} AND {kind} = 'proposed' AND {name} = {p})",
-                (d.contains)("e.line", &p)
-            )
+            format!("id IN (SELECT t.session FROM session_tools t WHERE t.tool = {p})")
         });
     }
     if let Some((ms, id)) = &q.before {

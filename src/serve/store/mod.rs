@@ -34,6 +34,8 @@ pub mod postgres;
 mod queue;
 mod sink;
 pub mod sqlite;
+#[cfg(test)]
+mod tools_fixture;
 
 use crate::log::{EventStore, StoreError};
 use serde_json::Value as Json;

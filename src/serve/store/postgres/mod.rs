@@ -35,6 +35,8 @@ mod writer;
 mod tests;
 #[cfg(test)]
 mod tests_cut;
+#[cfg(test)]
+mod tools_tests;
 
 pub use schema::SCHEMA_VERSION;
 pub use url::{redact_url, OpenError};

@@ -15,6 +15,11 @@
 //!   the trigger also reads the session's lease (FOR KEY SHARE) and refuses
 //!   an event whose epoch is not the lease's: SQLSTATE LT002 (fenced)
 //! mailbox   (id, session, kind, body)      deliveries to another worker
+//! version 3:
+//! session_tools (session, tool, PRIMARY KEY (session, tool))
+//!   index (tool, session)                  list_sessions?tool=
+//!   trigger lt_events_tools AFTER INSERT ON events: a `proposed` event's
+//!   tool, in the event's transaction; backfilled by the migration
 //! ```
 //!
 //! Invariant: a database whose version is newer than [`SCHEMA_VERSION`]
@@ -27,7 +32,7 @@ use super::url::OpenError;
 use postgres::Client;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// The SQLSTATE the chain trigger raises.
 pub const CHAIN_BROKEN: &str = "LT001";
@@ -40,7 +45,7 @@ pub const FENCED: &str = "LT002";
 const MIGRATION_LOCK: i64 = 0x6c74_0001;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     r#"
 CREATE TABLE sessions (
     id              text PRIMARY KEY,
@@ -128,6 +133,54 @@ BEGIN
     RETURN NEW;
 END
 $$;
+"#,
+    r#"
+CREATE TABLE session_tools (
+    session text NOT NULL,
+    tool    text NOT NULL,
+    PRIMARY KEY (session, tool)
+);
+CREATE INDEX session_tools_by_tool ON session_tools (tool, session);
+-- The tool of a `proposed` event line, else NULL (a line that is not
+-- JSON included: its insert must not fail here).
+CREATE FUNCTION lt_proposed_tool(line text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    doc jsonb;
+BEGIN
+    IF strpos(line, 'proposed') = 0 THEN
+        RETURN NULL;
+    END IF;
+    BEGIN
+        doc := line::jsonb;
+    EXCEPTION WHEN others THEN
+        RETURN NULL;
+    END;
+    IF jsonb_typeof(doc) <> 'object' OR doc ->> 'kind' IS DISTINCT FROM 'proposed'
+       OR jsonb_typeof(doc -> 'tool') IS DISTINCT FROM 'string' THEN
+        RETURN NULL;
+    END IF;
+    RETURN doc ->> 'tool';
+END
+$$;
+CREATE FUNCTION lt_events_tools() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    tool text := lt_proposed_tool(NEW.line);
+BEGIN
+    IF tool IS NOT NULL THEN
+        INSERT INTO session_tools (session, tool) VALUES (NEW.session, tool)
+            ON CONFLICT DO NOTHING;
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER lt_events_tools AFTER INSERT ON events
+    FOR EACH ROW EXECUTE FUNCTION lt_events_tools();
+INSERT INTO session_tools (session, tool)
+    SELECT DISTINCT session, tool
+    FROM (SELECT session, lt_proposed_tool(line) AS tool FROM events
+          WHERE strpos(line, 'proposed') > 0) AS proposed
+    WHERE tool IS NOT NULL
+    ON CONFLICT DO NOTHING;
 "#,
 ];
 

@@ -40,6 +40,8 @@ mod writer;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tools_tests;
 
 pub use schema::SCHEMA_VERSION;
 

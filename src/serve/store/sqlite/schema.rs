@@ -11,6 +11,12 @@
 //!   index (tenant, status, created_ms DESC, id DESC)   list_sessions?status=
 //!   index (status, created_ms, id)                     unfinished
 //! events   (session, seq, hash, prev, line, PRIMARY KEY (session, seq))
+//! version 2:
+//! session_tools (session, tool, PRIMARY KEY (session, tool))
+//!   index (tool, session)                            list_sessions?tool=
+//!   trigger events_tools AFTER INSERT ON events: a `proposed` event's
+//!   tool, in the same transaction as the event; backfilled by the
+//!   migration from the events already stored
 //! ```
 //!
 //! Invariant: a file whose `user_version` is newer than [`SCHEMA_VERSION`]
@@ -25,14 +31,14 @@ use std::path::Path;
 use std::time::Duration;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// How long a statement waits for another connection's lock before
 /// failing with `SQLITE_BUSY`.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The schema of [`SCHEMA_VERSION`] (run in one transaction).
-const SCHEMA: &str = "
+/// The schema of version 1 (run in one transaction).
+const SCHEMA_V1: &str = "
 CREATE TABLE sessions (
     id              TEXT PRIMARY KEY NOT NULL,
     tenant          TEXT NOT NULL,
@@ -59,6 +65,47 @@ CREATE TABLE events (
     PRIMARY KEY (session, seq)
 );
 ";
+
+/// Which tool an event line calls: the `tool` of a `proposed` event. The
+/// text search first spares parsing most lines; `json_valid` keeps a line
+/// that is not JSON from failing its insert.
+macro_rules! proposed_tool {
+    ($line:literal) => {
+        concat!(
+            "instr(",
+            $line,
+            ", 'proposed') > 0 AND json_valid(",
+            $line,
+            ") ",
+            "AND json_extract(",
+            $line,
+            ", '$.kind') = 'proposed' ",
+            "AND json_type(",
+            $line,
+            ", '$.tool') = 'text'"
+        )
+    };
+}
+
+/// Migration `i` takes the schema from version `i + 1` to `i + 2`.
+const MIGRATIONS: [&str; 1] = [concat!(
+    "CREATE TABLE session_tools (
+    session TEXT NOT NULL,
+    tool    TEXT NOT NULL,
+    PRIMARY KEY (session, tool)
+) WITHOUT ROWID;
+CREATE INDEX session_tools_by_tool ON session_tools (tool, session);
+CREATE TRIGGER events_tools AFTER INSERT ON events WHEN ",
+    proposed_tool!("NEW.line"),
+    " BEGIN
+    INSERT OR IGNORE INTO session_tools (session, tool)
+        VALUES (NEW.session, json_extract(NEW.line, '$.tool'));
+END;
+INSERT OR IGNORE INTO session_tools (session, tool)
+    SELECT session, json_extract(line, '$.tool') FROM events WHERE ",
+    proposed_tool!("line"),
+    ";"
+)];
 
 /// Why the file could not be opened as a store.
 #[derive(Debug)]
@@ -139,9 +186,9 @@ pub fn connect(path: &Path, role: Role) -> Result<Connection, OpenError> {
 }
 
 /// Checks the schema version of `conn`'s database, creating the schema in
-/// a new (empty) file. Errors: a newer version, another program's
-/// database, SQLite.
-pub fn migrate(conn: &mut Connection) -> Result<(), OpenError> {
+/// a new (empty) file and migrating an older one; the version found
+/// before. Errors: a newer version, another program's database, SQLite.
+pub fn migrate(conn: &mut Connection) -> Result<i64, OpenError> {
     // IMMEDIATE: two servers opening a new file at once create it once.
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
@@ -149,21 +196,30 @@ pub fn migrate(conn: &mut Connection) -> Result<(), OpenError> {
         return Err(OpenError::Newer(version));
     }
     if version == SCHEMA_VERSION {
-        return Ok(());
+        return Ok(version);
     }
-    let tables: i64 = tx.query_row(
-        "SELECT count(*) FROM sqlite_schema WHERE type = 'table'",
-        [],
-        |r| r.get(0),
-    )?;
-    if tables > 0 {
-        return Err(OpenError::Foreign);
+    if version == 0 {
+        let tables: i64 = tx.query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table'",
+            [],
+            |r| r.get(0),
+        )?;
+        if tables > 0 {
+            return Err(OpenError::Foreign);
+        }
+        tx.execute_batch(SCHEMA_V1)?;
     }
-    tx.execute_batch(SCHEMA)?;
+    for migration in MIGRATIONS.iter().skip((version.max(1) - 1) as usize) {
+        tx.execute_batch(migration)?;
+    }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()?;
-    Ok(())
+    Ok(version)
 }
+
+/// The schema of version 1, for the tests of the migration.
+#[cfg(test)]
+pub const SCHEMA_V1_FOR_TESTS: &str = SCHEMA_V1;
 
 /// The columns of a session record, in [`RawRecord::read`]'s order.
 ///

@@ -1,0 +1,251 @@
+//! A session's log exported as an OpenTelemetry trace over OTLP/HTTP
+//! (protobuf): what `lt run`, `lt agent` and `lt serve` do with
+//! `--otlp-endpoint URL`. The trace is built from the log's lines once the
+//! log is over (`spans.rs`, with the `opentelemetry-proto` crate's types),
+//! so the session engine is not touched; a thread of the exporter's own
+//! encodes and posts it:
+//!
+//! ```text
+//! export(id, lines) ─▶ spans::trace (the caller's thread) ─▶ channel ─▶
+//!   exporter thread: the traces that come within LINGER of the first
+//!   (whole, up to MAX_SPANS a request unless one trace is bigger) ─▶ one
+//!   ExportTraceServiceRequest, prost ─▶
+//!   POST application/x-protobuf (ureq for http://; reqwest on a
+//!   current-thread runtime for https://)
+//! shutdown() ─▶ the channel closed ─▶ the thread posts what is left ─▶ joined:
+//!   the first failure, if any
+//! ```
+//!
+//! Why not the SDK's tracer and batch processor: building each span
+//! through them, JSON, and one POST per 512 spans cost `lt run` about
+//! 0.15 ms a span (docs/performance.md, issue 27). Arguments and results
+//! are exported only when asked ([`Settings::payloads`]), each cut to a
+//! size limit.
+
+mod spans;
+
+pub use spans::cut;
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::trace::v1::ResourceSpans;
+use prost::Message;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The size limit of an exported argument or result when none is given
+/// (`--otlp-payload-limit`), in bytes.
+pub const DEFAULT_PAYLOAD_LIMIT: usize = 4096;
+
+/// The spans one request carries at most, unless one trace alone has
+/// more (a trace is never split).
+const MAX_SPANS: usize = 8192;
+
+/// How long the exporter's thread waits for more traces to send in the
+/// same request as the first (`lt serve`: fewer, larger requests; a
+/// command's shutdown does not wait).
+const LINGER: Duration = Duration::from_millis(200);
+
+/// How long a POST may take.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the command line asks of the exporter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// The URL spans are posted to, e.g. `http://127.0.0.1:4318/v1/traces`.
+    pub endpoint: String,
+    /// `Some(limit)`: export each call's argument and result as attributes,
+    /// each cut to `limit` bytes (`--otlp-payloads`); `None`: never.
+    pub payloads: Option<usize>,
+}
+
+/// An exporter: a thread posting traces to one endpoint. Clones share it.
+#[derive(Clone)]
+pub struct Exporter {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    service: &'static str,
+    payloads: Option<usize>,
+    endpoint: String,
+    traces: Mutex<Option<Sender<ResourceSpans>>>,
+    thread: Mutex<Option<JoinHandle<Option<String>>>>,
+}
+
+impl Exporter {
+    /// The exporter of `settings`, its spans' resource named `service`
+    /// (`lt run`, `lt agent`, `lt serve`). Errors: a message naming the
+    /// endpoint.
+    pub fn new(service: &'static str, settings: &Settings) -> Result<Exporter, String> {
+        let endpoint = settings.endpoint.clone();
+        if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+            return Err(format!(
+                "--otlp-endpoint {endpoint:?} is not an http:// or https:// URL"
+            ));
+        }
+        let (tx, rx) = channel();
+        let (to, name) = (endpoint.clone(), service);
+        let thread = std::thread::Builder::new()
+            .name("lt-otlp".into())
+            .spawn(move || run(&to, name, &rx))
+            .map_err(|e| format!("cannot start the OTLP exporter for {endpoint}: {e}"))?;
+        Ok(Exporter {
+            inner: Arc::new(Inner {
+                service,
+                payloads: settings.payloads,
+                endpoint,
+                traces: Mutex::new(Some(tx)),
+                thread: Mutex::new(Some(thread)),
+            }),
+        })
+    }
+
+    /// Sends what is waiting and stops the exporter (a command does this
+    /// before it exits). Errors: why a trace could not be sent (the
+    /// first failure).
+    pub fn shutdown(&self) -> Result<(), String> {
+        let x = &self.inner;
+        drop(
+            x.traces
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
+        let thread = x
+            .thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match thread.map(JoinHandle::join) {
+            None | Some(Ok(None)) => Ok(()),
+            Some(Ok(Some(e))) => Err(format!("cannot export the trace to {}: {e}", x.endpoint)),
+            Some(Err(_)) => Err(format!("the OTLP exporter for {} stopped", x.endpoint)),
+        }
+    }
+
+    /// Exports the trace of session `id` from its log `lines`, if its log
+    /// is over (an agent's log: at `agent_ended`, not at its runs' ends).
+    /// Returns whether it did (queued it for the exporter's thread).
+    pub fn export(&self, id: &str, lines: &[String]) -> bool {
+        let x = &self.inner;
+        let Some(trace) = spans::trace(x.service, id, lines, x.payloads) else {
+            return false;
+        };
+        let traces = x.traces.lock().unwrap_or_else(PoisonError::into_inner);
+        traces.as_ref().is_some_and(|tx| tx.send(trace).is_ok())
+    }
+}
+
+/// The exporter's thread: posts the traces of `rx` to `endpoint` until
+/// the channel closes; the first failure. `lt serve` (which stops it only
+/// at exit) also notes each failure after a success on stderr.
+fn run(endpoint: &str, service: &str, rx: &Receiver<ResourceSpans>) -> Option<String> {
+    let mut client = Client::new(endpoint);
+    let mut first_error = None;
+    let mut failing = false;
+    while let Ok(trace) = rx.recv() {
+        let mut spans = count(&trace);
+        let mut batch = vec![trace];
+        // The traces that come within LINGER go in the same request; a
+        // closed channel (shutdown) sends at once.
+        let until = Instant::now() + LINGER;
+        while spans < MAX_SPANS {
+            let wait = until.saturating_duration_since(Instant::now());
+            let Ok(more) = rx.recv_timeout(wait) else {
+                break;
+            };
+            spans += count(&more);
+            batch.push(more);
+        }
+        let body = ExportTraceServiceRequest {
+            resource_spans: batch,
+        }
+        .encode_to_vec();
+        match client.post(endpoint, body) {
+            Ok(()) => failing = false,
+            Err(e) => {
+                if service == "lt serve" && !failing {
+                    eprintln!("lt serve: otlp: cannot export to {endpoint}: {e}");
+                }
+                failing = true;
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    first_error
+}
+
+fn count(trace: &ResourceSpans) -> usize {
+    trace.scope_spans.iter().map(|s| s.spans.len()).sum()
+}
+
+/// A blocking HTTP client for one endpoint: ureq for `http://` (no
+/// runtime, no TLS set up), reqwest on a current-thread runtime for
+/// `https://`, made on first use.
+enum Client {
+    Plain(ureq::Agent),
+    Tls(Option<(tokio::runtime::Runtime, reqwest::Client)>),
+}
+
+impl Client {
+    fn new(endpoint: &str) -> Client {
+        if endpoint.starts_with("http://") {
+            Client::Plain(ureq::AgentBuilder::new().timeout(TIMEOUT).build())
+        } else {
+            Client::Tls(None)
+        }
+    }
+
+    fn post(&mut self, endpoint: &str, body: Vec<u8>) -> Result<(), String> {
+        const PROTOBUF: &str = "application/x-protobuf";
+        match self {
+            Client::Plain(agent) => match agent
+                .post(endpoint)
+                .set("Content-Type", PROTOBUF)
+                .send_bytes(&body)
+            {
+                Ok(r) => {
+                    // Read whole, so the connection is kept for the next.
+                    let _ = r.into_string();
+                    Ok(())
+                }
+                Err(ureq::Error::Status(code, r)) => {
+                    Err(format!("the receiver answered {code} {}", r.status_text()))
+                }
+                Err(e) => Err(e.to_string()),
+            },
+            Client::Tls(made) => {
+                if made.is_none() {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .map_err(|e| e.to_string())?;
+                    let client = reqwest::Client::builder()
+                        .timeout(TIMEOUT)
+                        .build()
+                        .map_err(|e| e.to_string())?;
+                    *made = Some((runtime, client));
+                }
+                let Some((runtime, client)) = made.as_ref() else {
+                    return Err("no HTTP client".into());
+                };
+                runtime.block_on(async {
+                    let r = client
+                        .post(endpoint)
+                        .header("Content-Type", PROTOBUF)
+                        .body(body)
+                        .send()
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    if r.status().is_success() {
+                        Ok(())
+                    } else {
+                        Err(format!("the receiver answered {}", r.status()))
+                    }
+                })
+            }
+        }
+    }
+}
