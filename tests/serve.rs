@@ -357,6 +357,10 @@ fn bad_requests_get_a_status_and_an_error_naming_the_problem(backend: Backend) {
     assert_eq!(status, 404);
     let (status, _) = server.call("GET", "/v1/nowhere", Some(ACME), None);
     assert_eq!(status, 404);
+    // A method a route does not take: 405 with a JSON error, not an empty body.
+    let (status, v) = server.call("DELETE", "/v1/sessions", Some(ACME), None);
+    assert_eq!(status, 405, "{v}");
+    assert_eq!(v["error"]["code"], "method_not_allowed", "{v}");
     // The server is still well.
     let (status, _) = server.call("GET", "/healthz", None, None);
     assert_eq!(status, 200);
@@ -771,6 +775,15 @@ fn a_client_venue_call_is_streamed_and_its_outcome_applied_once(backend: Backend
         v["status"] == "waiting_client"
     });
     assert_eq!(v["status"], "waiting_client");
+    // A session that has not ended is not replayed ("cut short" it is not).
+    let (status, r) = server.call(
+        "POST",
+        &format!("/v1/sessions/{id}/replay"),
+        Some(ACME),
+        None,
+    );
+    assert_eq!(status, 409, "{r}");
+    assert!(r.to_string().contains("has not ended"), "{r}");
     let path = format!("/v1/sessions/{id}/outcomes");
     let (status, _) = server.call(
         "POST",

@@ -114,6 +114,14 @@ pub fn router(state: Arc<AppState>, max_body: usize) -> Router {
             ApiError::new(StatusCode::NOT_FOUND, "no_route", "no such route")
                 .hint("the routes are listed in /v1/openapi.json")
         })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "this route does not take that method",
+            )
+            .hint("the routes and their methods are listed in /v1/openapi.json")
+        })
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(state)
         .merge(console)
@@ -706,7 +714,14 @@ async fn replay(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let t = tenant(&state, &headers)?;
-    record(&state, t, &id)?;
+    let rec = record(&state, t, &id)?;
+    if !rec.status.is_final() {
+        return Err(ApiError::conflict(format!(
+            "session {id} has not ended (status {}): a replay checks a whole log",
+            rec.status.as_str()
+        ))
+        .hint("replay it once it has ended; GET …/log reads the log so far"));
+    }
     let (reply, answer) = tokio::sync::oneshot::channel();
     let st = Arc::clone(&state);
     state

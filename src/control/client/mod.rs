@@ -545,6 +545,10 @@ impl ClientChannel {
                     stderr: None,
                     kind: failure,
                     message: match wire {
+                        // A message that already names the tool (an
+                        // executor's, as `lt run --server` reports them) is
+                        // the program's as it is: the same Err as a local run.
+                        Wire::Lt if error.starts_with(&format!("tool {tool} ")) => error,
                         Wire::Lt => format!("tool {tool} failed in the client: {error}"),
                         // λ-Tool gives the program the host's message as it is.
                         Wire::LambdaTool => error,
