@@ -14,6 +14,7 @@ import asyncio
 import atexit
 import functools
 import os
+import threading
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
 from . import _lt
@@ -228,6 +229,37 @@ def run(
     return _result(_unwrap(_lt.run(**args)))
 
 
+def _on_thread(loop: "asyncio.AbstractEventLoop", call: Any) -> "asyncio.Future[Any]":
+    """Runs ``call`` on a daemon thread of its own and settles a future of
+    ``loop`` with its result or exception. Not the loop's default executor:
+    its few threads would be held by sessions while their tools'
+    ``asyncio.to_thread`` waited behind them (a deadlock from about six
+    sessions on), and Python's exit joins that executor's threads before
+    lt's own exit hook can cancel the sessions."""
+    done: "asyncio.Future[Any]" = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if done.cancelled():
+            return
+        if ok:
+            done.set_result(value)
+        else:
+            done.set_exception(value)
+
+    def work() -> None:
+        try:
+            ok, value = True, call()
+        except BaseException as e:  # handed to the awaiting task as it is
+            ok, value = False, e
+        try:
+            loop.call_soon_threadsafe(settle, ok, value)
+        except RuntimeError:
+            pass  # the loop is closed: nobody awaits the session any more
+
+    threading.Thread(target=work, name="lt-run-async", daemon=True).start()
+    return done
+
+
 async def run_async(
     source: str,
     tools: Tools = None,
@@ -246,7 +278,7 @@ async def run_async(
     loop = asyncio.get_running_loop()
     args = _run_args(source, tools, declarations, profile, limits, log, force, loop)
     handle = _lt.RunHandle()
-    done = loop.run_in_executor(None, functools.partial(_lt.run, **args, handle=handle))
+    done = _on_thread(loop, functools.partial(_lt.run, **args, handle=handle))
     try:
         report = await asyncio.shield(done)
     except asyncio.CancelledError:

@@ -5,6 +5,7 @@ a stopped session's log ends with a cancelled ``session_ended``."""
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -71,6 +72,51 @@ def test_python_exiting_with_a_run_in_a_daemon_thread(tmp_path, kind):
     assert "FATAL" not in out.stderr and "exiting" in out.stdout
     assert took < 10
     assert_ended_cancelled(log)
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_python_exiting_with_a_run_async_in_a_daemon_thread(tmp_path):
+    log = tmp_path / "s.jsonl"
+    out, took = run_script(
+        f"""
+        started = threading.Event()
+        async def stuck(arg):
+            started.set()
+            await asyncio.sleep(1000)
+            return 1
+        def bg():
+            asyncio.run(lt.run_async({ONE!r}, tools={{"slow": stuck}}, log={str(log)!r}))
+        threading.Thread(target=bg, daemon=True).start()
+        assert started.wait(10)
+        print("exiting", flush=True)
+        """
+    )
+    assert out.returncode == 0, (out.returncode, out.stderr)
+    assert "exiting" in out.stdout
+    assert took < 10
+    assert_ended_cancelled(log)
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_many_run_async_sessions_whose_tools_use_to_thread_all_end():
+    # The loop's default executor has min(32, cpus + 4) threads: sessions
+    # held them while their tools' to_thread work queued behind them.
+    source = "tool t: Int -{}-> Int;\nmatch exec tool t 1 { Ok(n) => n, Err(e) => 0 - 1 }"
+
+    def blocking(a):
+        time.sleep(0.05)
+        return a + 1
+
+    async def t(a):
+        return await asyncio.to_thread(blocking, a)
+
+    async def main():
+        n = (os.cpu_count() or 1) + 12
+        runs = [lt.run_async(source, tools={"t": t}) for _ in range(n)]
+        return await asyncio.wait_for(asyncio.gather(*runs), 30)
+
+    results = asyncio.run(main())
+    assert [r.value for r in results] == [2] * len(results)
 
 
 @pytest.mark.timeout(60, method="thread")
