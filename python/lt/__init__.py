@@ -75,6 +75,13 @@ def _declarations(declarations: Optional[Union[str, "os.PathLike[str]"]]) -> Opt
     (a ``pathlib.Path``, or a one-line ``str`` ending ``.lt``)."""
     if declarations is None:
         return None
+    if isinstance(declarations, str) and _names_file(declarations, ".toml"):
+        raise ConfigError(
+            f"declarations= is {declarations}, a tools.toml: declarations are lt text (tool …: … -{{…}}-> …;)",
+            "a tools.toml maps tools to executors: pass it to lt.run as tools=; the declarations go in declarations=",
+            "input",
+            declarations,
+        )
     if isinstance(declarations, str) and not _names_file(declarations, ".lt"):
         return ("<tools>", declarations)
     if not isinstance(declarations, (str, os.PathLike)):
@@ -315,6 +322,11 @@ def prompt(tools: Union[str, "os.PathLike[str]"]) -> str:
     for models, then the declarations of ``tools`` (their text, or a
     ``pathlib.Path``). Raises :class:`CheckError` when they have errors."""
     decls = _declarations(tools)
-    assert decls is not None
+    if decls is None:
+        raise ConfigError(
+            "lt.prompt needs the tools' declarations, not None",
+            'e.g. lt.prompt("tool lookup: {id: String} -{Read}-> {tier: String};") or lt.prompt(pathlib.Path("tools.lt"))',
+            "input",
+        )
     v = _unwrap(_lt.prompt(decls[1]))
     return str(v["prompt"])

@@ -116,7 +116,12 @@ def _declarations(decls: Union[str, "os.PathLike[str]"]) -> Tuple[str, str]:
     from . import _declarations as read
 
     d = read(decls)
-    assert d is not None
+    if d is None:
+        raise ConfigError(
+            "the declarations to export are None",
+            'give their text or a .lt file, e.g. lt.tools.to_openai(pathlib.Path("tools.lt"))',
+            "input",
+        )
     return d
 
 

@@ -46,9 +46,14 @@ def test_a_value_of_the_wrong_kind_is_a_config_error(tmp_path):
     with pytest.raises(lt.ConfigError) as e:
         lt.check(BODY, tools=DECLS)
     assert "declarations=" in str(e.value)
-    with pytest.raises(lt.ConfigError) as e:
-        lt.check(BODY, declarations=pathlib.Path("tools.toml"))
-    assert "lt.run as tools=" in str(e.value)
+    for toml in (pathlib.Path("tools.toml"), "tools.toml"):
+        with pytest.raises(lt.ConfigError) as e:
+            lt.check(BODY, declarations=toml)
+        assert "lt.run as tools=" in str(e.value)
+    with pytest.raises(lt.ConfigError):
+        lt.prompt(None)  # type: ignore[arg-type]
+    with pytest.raises(lt.ConfigError):
+        lt.tools.to_openai(None)  # type: ignore[arg-type]
     with pytest.raises(lt.ConfigError):
         lt.check(BODY, declarations=42)  # type: ignore[arg-type]
 
