@@ -995,7 +995,11 @@ on_both_stores!(
 
 /// `lt serve --config EMPTY ARGS…` as a process: its exit code and stderr.
 fn serve_exit(s: &Scratch, args: &[&str]) -> (i32, String) {
-    let config = s.write("empty-serve.toml", "");
+    serve_with(&s.write("empty-serve.toml", ""), args)
+}
+
+/// `lt serve --config CONFIG ARGS…` as a process: its exit code and stderr.
+fn serve_with(config: &Path, args: &[&str]) -> (i32, String) {
     let mut all = vec!["serve", "--config", config.to_str().expect("path")];
     all.extend_from_slice(args);
     let (code, _, err) = lt(&all);
@@ -1045,13 +1049,7 @@ fn a_client_that_never_finishes_its_headers_is_cut_off_and_frees_its_slot() {
     let text = std::fs::read_to_string(&config).expect("config");
     let shared = text.replace(&sha256_line(GLOBEX), &sha256_line(ACME));
     std::fs::write(&config, shared).expect("config");
-    let (code, _, err) = lt(&[
-        "serve",
-        "--config",
-        config.to_str().expect("path"),
-        "--listen",
-        "127.0.0.1:0",
-    ]);
+    let (code, err) = serve_with(&config, &["--listen", "127.0.0.1:0"]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("a key of tenant acme is also a key of tenant globex"),
@@ -1059,13 +1057,7 @@ fn a_client_that_never_finishes_its_headers_is_cut_off_and_frees_its_slot() {
     );
     // A zero cap is a configuration error naming the key and its line.
     let (_s2, config, _) = setup_with(Backend::Sqlite, "zero-cap", 0, "max_connections = 0\n", "");
-    let (code, _, err) = lt(&[
-        "serve",
-        "--config",
-        config.to_str().expect("path"),
-        "--listen",
-        "127.0.0.1:0",
-    ]);
+    let (code, err) = serve_with(&config, &["--listen", "127.0.0.1:0"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("server.max_connections = 0"), "{err}");
 }

@@ -75,15 +75,9 @@ def _declarations(declarations: Optional[Union[str, "os.PathLike[str]"]]) -> Opt
     (a ``pathlib.Path``, or a one-line ``str`` ending ``.lt``)."""
     if declarations is None:
         return None
-    if isinstance(declarations, str) and _names_file(declarations, ".toml"):
-        raise ConfigError(
-            f"declarations= is {declarations}, a tools.toml: declarations are lt text (tool …: … -{{…}}-> …;)",
-            "a tools.toml maps tools to executors: pass it to lt.run as tools=; the declarations go in declarations=",
-            "input",
-            declarations,
-        )
-    if isinstance(declarations, str) and not _names_file(declarations, ".lt"):
-        return ("<tools>", declarations)
+    text = isinstance(declarations, str) and not _names_file(declarations, ".lt")
+    if text and not _names_file(str(declarations), ".toml"):
+        return ("<tools>", str(declarations))
     if not isinstance(declarations, (str, os.PathLike)):
         raise ConfigError(
             f"declarations= is a {type(declarations).__name__}: give the declarations' text or a .lt file's path",

@@ -37,7 +37,9 @@ pub trait LogReads {
     fn clock(&self) -> Option<fn() -> String>;
 
     /// The committed lines of `session` with `seq > after`, in order.
-    fn lines(&self, session: &str, after: Option<u64>) -> Result<Vec<String>, StoreError>;
+    fn lines(&self, session: &str, after: Option<u64>) -> Result<Vec<String>, StoreError> {
+        self.lines_page(session, after, usize::MAX)
+    }
 
     /// As [`LogReads::lines`], at most `limit` of them.
     fn lines_page(

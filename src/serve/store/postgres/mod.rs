@@ -283,18 +283,6 @@ impl LogReads for PostgresStore {
         self.clock
     }
 
-    fn lines(&self, session: &str, after: Option<u64>) -> Result<Vec<String>, StoreError> {
-        let after = after.map_or(-1, queue::to_i64);
-        let session = session.to_string();
-        self.readers.read("cannot read a log", move |c| {
-            let rows = c.query(
-                "SELECT line FROM events WHERE session = $1 AND seq > $2 ORDER BY seq",
-                &[&session, &after],
-            )?;
-            rows.iter().map(|r| r.try_get(0)).collect()
-        })
-    }
-
     fn lines_page(
         &self,
         session: &str,

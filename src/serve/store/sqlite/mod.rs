@@ -278,17 +278,6 @@ impl LogReads for SqliteStore {
         self.clock
     }
 
-    fn lines(&self, session: &str, after: Option<u64>) -> Result<Vec<String>, StoreError> {
-        let after = after.map_or(-1, queue::to_i64);
-        self.read("cannot read a log", |c| {
-            c.prepare_cached(
-                "SELECT line FROM events WHERE session = ?1 AND seq > ?2 ORDER BY seq",
-            )?
-            .query_map(params![session, after], |r| r.get(0))?
-            .collect()
-        })
-    }
-
     fn lines_page(
         &self,
         session: &str,
