@@ -9,6 +9,9 @@ one runs, and its latency runs from submission to the final result:
   sequence, matching each result (Ok/Err), and returns the last `tx_id`.
   The client is `benches/serve_load.rs` (Rust, one thread): POST
   /v1/sessions, then the session's Server-Sent Events to `event: output`.
+* **lt, one request** (`lt-wait`): the same server, each session one
+  `POST /v1/sessions` with `Prefer: wait=60`, answered with the ended
+  session's value: the request/response Restate's ingress gives.
 * **SQLite floor**: 3 commits per session, each fsynced (WAL,
   synchronous=FULL), one connection per client thread, no group commit:
   what durability costs at least without batching (bench/serve_peers/).
@@ -25,6 +28,7 @@ a time (p50/p99 over 300 after 20 warm-up sessions). CPU is read from
     python3 bench/serve.py --quick           # 3 s windows, 50 sequential sessions
     python3 bench/serve.py --only lt         # lt alone (also: lt-pg, floor, dbos, restate; comma-separated)
     python3 bench/serve.py --only lt,lt-otlp # lt without and with --otlp-endpoint (a receiver here)
+    python3 bench/serve.py --only lt-wait    # lt, a session per request (Prefer: wait)
     python3 bench/serve.py --json out.json   # also write every record
     python3 bench/serve.py --no-build        # use the binaries already built
     python3 bench/serve.py --wait-quiet 600  # before each run, wait (≤ 600 s) for other builds to end
@@ -348,6 +352,8 @@ def bench_lt(opts, lt, load_bin, engine="lt"):
             return [{"engine": engine, "missing": f"a first session failed: {why}; see {d / 'server.log'}"}]
         common = ["--url", url, "--key", KEY, "--program", d / "program.lt", "--profile", "bench",
                   "--expect", json.dumps(EXPECTED), "--pid", server.pid]
+        if engine == "lt-wait":
+            common.append("--wait")
         for clients in plan(opts):
             before = wait_quiet()
             if clients is None:
@@ -534,7 +540,7 @@ def restate_server():
 
 # ---------------------------------------------------------------- report
 
-NAMES = {"lt": "lt serve (SQLite)", "lt-otlp": "lt serve (SQLite), --otlp-endpoint", "lt-pg": "lt serve (PostgreSQL)", "floor": "SQLite floor, 3 fsyncs", "dbos": "DBOS / SQLite",
+NAMES = {"lt": "lt serve (SQLite)", "lt-wait": "lt serve (SQLite), one request (Prefer: wait)", "lt-otlp": "lt serve (SQLite), --otlp-endpoint", "lt-pg": "lt serve (PostgreSQL)", "floor": "SQLite floor, 3 fsyncs", "dbos": "DBOS / SQLite",
          "restate": "Restate + Python SDK"}
 
 
@@ -583,19 +589,22 @@ def find(records, engine, clients):
 def verdicts(records, opts):
     lines = []
     top = max(opts.clients)
-    lt_top, lt_seq = find(records, "lt", top), find(records, "lt", None)
-    for peer in ("restate", "dbos", "floor"):
-        p = find(records, peer, top)
-        if lt_top and p and p["sessions_per_s"]:
-            ratio = lt_top["sessions_per_s"] / p["sessions_per_s"]
-            target = "  (target ≥ 10×: " + ("met" if ratio >= 10 else "NOT met") + ")" if peer == "restate" else ""
-            lines.append(f"lt / {NAMES[peer]}, sessions/s at {top} clients: {ratio:.1f}×{target}")
-        elif peer == "restate":
-            lines.append(f"lt / Restate at {top} clients: n/a (a figure is missing)")
-    if lt_seq:
-        p50 = lt_seq["p50_ms"]
-        lines.append(f"lt one at a time: p50 {p50:.2f} ms, p99 {lt_seq['p99_ms']:.2f} ms  "
-                     f"(target p50 < 2 ms: {'met' if p50 < 2 else 'NOT met'})")
+    for mine in ("lt", "lt-wait"):
+        lt_top, lt_seq = find(records, mine, top), find(records, mine, None)
+        if not lt_top and not lt_seq:
+            continue
+        for peer in ("restate", "dbos", "floor"):
+            p = find(records, peer, top)
+            if lt_top and p and p["sessions_per_s"]:
+                ratio = lt_top["sessions_per_s"] / p["sessions_per_s"]
+                target = "  (target ≥ 10×: " + ("met" if ratio >= 10 else "NOT met") + ")" if peer == "restate" else ""
+                lines.append(f"{mine} / {NAMES[peer]}, sessions/s at {top} clients: {ratio:.1f}×{target}")
+            elif peer == "restate":
+                lines.append(f"{mine} / Restate at {top} clients: n/a (a figure is missing)")
+        if lt_seq:
+            p50 = lt_seq["p50_ms"]
+            lines.append(f"{mine} one at a time: p50 {p50:.2f} ms, p99 {lt_seq['p99_ms']:.2f} ms  "
+                         f"(target p50 < 2 ms: {'met' if p50 < 2 else 'NOT met'})")
     return "\n".join(lines)
 
 
@@ -618,7 +627,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="3 s windows and 50 sequential sessions: a smoke run")
-    ap.add_argument("--only", default="lt,floor,dbos,restate", help="engines, comma-separated")
+    ap.add_argument("--only", default="lt,lt-wait,floor,dbos,restate", help="engines, comma-separated")
     ap.add_argument("--clients", default="16,64", help="concurrent clients per run, comma-separated")
     ap.add_argument("--seconds", type=float, help="each concurrent window (default 15; --quick 3)")
     ap.add_argument("--runs", type=int, help="sequential sessions measured (default 300; --quick 50)")
@@ -642,7 +651,7 @@ def main():
     if unknown:
         sys.exit(f"--only: unknown engine(s) {', '.join(sorted(unknown))}; known: {', '.join(NAMES)}")
 
-    need_load = bool({"lt", "lt-otlp", "lt-pg", "restate"} & set(engines))
+    need_load = bool({"lt", "lt-wait", "lt-otlp", "lt-pg", "restate"} & set(engines))
     lt, load_bin = build(opts.no_build) if need_load else (None, None)
     WORK.mkdir(parents=True, exist_ok=True)
     start = machine()
@@ -651,7 +660,7 @@ def main():
            if start["build_procs"] else ""))
     records = []
     for engine in engines:
-        if engine in ("lt", "lt-otlp", "lt-pg"):
+        if engine in ("lt", "lt-wait", "lt-otlp", "lt-pg"):
             records += bench_lt(opts, lt, load_bin, engine)
         elif engine == "floor":
             records += bench_floor(opts)

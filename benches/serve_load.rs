@@ -5,12 +5,16 @@
 //!            --clients N --seconds S            # N clients in a loop for S seconds
 //!            [--sequential --runs R]            # or R sessions one at a time
 //!            [--warmup W] [--expect JSON] [--pid PID]... [--threads T]
+//!            [--wait]                           # one POST with `Prefer: wait=60`
 //! serve_load --call URL --body JSON ...         # a durable call answered when done (Restate)
 //! ```
 //!
 //! A *session* is `POST /v1/sessions` (`{"program", "profile"}`), then
 //! `GET /v1/sessions/{id}/events` read as Server-Sent Events until `event:
 //! output`; its latency runs from the POST's submission to that event. With
+//! `--wait` a session is one `POST /v1/sessions` with `Prefer: wait=60`,
+//! answered with the ended session's view (`status`, `value`): the
+//! request/response a service consumer makes, as Restate's ingress is. With
 //! `--call URL` a session is one `POST URL` answered when the work is done
 //! (Restate's ingress), so a peer is driven by the same client.
 //!
@@ -41,7 +45,7 @@ use std::time::{Duration, Instant};
 
 const USAGE: &str = "usage: serve_load --url URL --key KEY --program FILE --profile P \
 [--clients N --seconds S | --sequential --runs R] [--warmup W] [--expect JSON] [--pid PID]... \
-[--threads T] [--timeout-s T]\n       serve_load --call URL --body JSON [same options]\n\
+[--threads T] [--timeout-s T] [--wait]\n       serve_load --call URL --body JSON [same options]\n\
 (bench/serve.py starts a server and runs this against it)";
 
 /// Stop a run after this many errors: the server is down or refusing.
@@ -55,6 +59,8 @@ enum Protocol {
         url: String,
         key: String,
         body: Vec<u8>,
+        /// One POST with `Prefer: wait=60` instead of a POST and a stream.
+        wait: bool,
     },
     /// One POST answered when the work is done.
     Call { url: String, body: Vec<u8> },
@@ -80,6 +86,7 @@ fn parse_args() -> Result<Option<Args>, String> {
     let mut program = None;
     let mut profile = None;
     let mut body = None;
+    let mut wait = false;
     let mut args = Args {
         protocol: Protocol::Call {
             url: String::new(),
@@ -103,6 +110,10 @@ fn parse_args() -> Result<Option<Args>, String> {
         }
         if flag == "--sequential" {
             args.sequential = true;
+            continue;
+        }
+        if flag == "--wait" {
+            wait = true;
             continue;
         }
         if flag == "-h" || flag == "--help" {
@@ -158,6 +169,7 @@ fn parse_args() -> Result<Option<Args>, String> {
                 url,
                 key,
                 body: body.into_bytes(),
+                wait,
             }
         }
         (None, Some(url)) => Protocol::Call {
@@ -325,6 +337,50 @@ async fn lt_session(
     .ok_or_else(|| format!("the events of {id} ended without an output"))
 }
 
+/// A session in one request: `POST /v1/sessions` with `Prefer: wait=60`,
+/// whose answer is the ended session's view.
+async fn lt_waited(
+    client: &reqwest::Client,
+    url: &str,
+    key: &str,
+    body: &[u8],
+    expect: Option<&Json>,
+) -> SessionResult {
+    let t0 = Instant::now();
+    let resp = client
+        .post(format!("{url}/v1/sessions"))
+        .bearer_auth(key)
+        .header("content-type", "application/json")
+        .header("prefer", "wait=60")
+        .body(body.to_vec())
+        .send()
+        .await
+        .map_err(|e| format!("POST /v1/sessions: {e}"))?;
+    let status = resp.status();
+    let text = resp
+        .bytes()
+        .await
+        .map_err(|e| format!("POST /v1/sessions: reading the answer: {e}"))?;
+    let at = t0.elapsed();
+    if !status.is_success() {
+        return Err(format!(
+            "POST /v1/sessions: {status}: {}",
+            String::from_utf8_lossy(&text[..text.len().min(300)])
+        ));
+    }
+    let view: Json = serde_json::from_slice(&text)
+        .map_err(|e| format!("POST /v1/sessions: the answer is not JSON: {e}"))?;
+    if view.get("status").and_then(Json::as_str) != Some("ended") {
+        return Err(format!("the session did not end within the wait: {view}"));
+    }
+    check_value(view.get("value"), expect)?;
+    Ok(Done {
+        latency: at,
+        created: Some(at),
+        events: view.get("events").and_then(Json::as_u64).unwrap_or(0) as usize,
+    })
+}
+
 async fn call_session(
     client: &reqwest::Client,
     url: &str,
@@ -366,9 +422,18 @@ async fn call_session(
 async fn one(client: &reqwest::Client, args: &Args) -> SessionResult {
     let work = async {
         match &args.protocol {
-            Protocol::Session { url, key, body } => {
-                lt_session(client, url, key, body, args.expect.as_ref()).await
-            }
+            Protocol::Session {
+                url,
+                key,
+                body,
+                wait: false,
+            } => lt_session(client, url, key, body, args.expect.as_ref()).await,
+            Protocol::Session {
+                url,
+                key,
+                body,
+                wait: true,
+            } => lt_waited(client, url, key, body, args.expect.as_ref()).await,
             Protocol::Call { url, body } => {
                 call_session(client, url, body, args.expect.as_ref()).await
             }

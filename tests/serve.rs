@@ -975,8 +975,91 @@ allow = ["lookup_account"]
     }
 }
 
+/// `POST /v1/sessions` with `Prefer: wait=N` as raw HTTP: status, the
+/// `Preference-Applied` header, the body.
+fn post_waiting(
+    server: &Server,
+    key: &str,
+    prefer: &str,
+    body: &Value,
+    idempotency_key: Option<&str>,
+) -> (u16, Option<String>, Value) {
+    let mut req = ureq::post(&format!("{}/v1/sessions", server.url))
+        .timeout(Duration::from_secs(90))
+        .set("Authorization", &format!("Bearer {key}"))
+        .set("Prefer", prefer);
+    if let Some(k) = idempotency_key {
+        req = req.set("Idempotency-Key", k);
+    }
+    let req = req.set("Content-Type", "application/json");
+    let resp = match req.send_string(&body.to_string()) {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("POST /v1/sessions: {e}"),
+    };
+    let status = resp.status();
+    let applied = resp.header("Preference-Applied").map(str::to_string);
+    let v = serde_json::from_str(&resp.into_string().unwrap_or_default()).unwrap_or(Value::Null);
+    (status, applied, v)
+}
+
+fn prefer_wait_answers_with_the_session_once_over_or_its_status_when_the_wait_runs_out(
+    backend: Backend,
+) {
+    // The reply tool sleeps 3 s: a 1 s wait runs out, a 60 s one does not.
+    let (s, config, store) = setup(backend, "prefer-wait", true, "");
+    let server = Server::start(&config, &store);
+    let body = json!({"program": support_program(), "profile": "support"});
+    let (status, applied, v) = post_waiting(&server, ACME, "wait=1", &body, None);
+    assert_eq!((status, applied.as_deref()), (201, Some("wait=1")), "{v}");
+    assert_eq!(v["status"], "running", "{v}");
+    assert!(v.get("value").is_none(), "{v}");
+    let first = v["id"].as_str().expect("id").to_string();
+    // Other preferences beside it are ignored; the answer is the view of
+    // the ended session, as GET /v1/sessions/{id} shows it (another
+    // tenant: its own database, where nothing was refunded yet).
+    let (status, applied, v) = post_waiting(
+        &server,
+        GLOBEX,
+        "respond-async, wait=60",
+        &body,
+        Some("order-9"),
+    );
+    assert_eq!((status, applied.as_deref()), (201, Some("wait=60")), "{v}");
+    assert_eq!(v["status"], "ended", "{v}");
+    assert_eq!(v["value"], json!(REFUNDED), "{v}");
+    assert_eq!(v["calls"], 3, "{v}");
+    let id = v["id"].as_str().expect("id").to_string();
+    let (_, shown) = server.call("GET", &format!("/v1/sessions/{id}"), Some(GLOBEX), None);
+    assert_eq!(shown["value"], v["value"]);
+    assert_eq!(shown["events"], v["events"]);
+    // The same Idempotency-Key: 200, the same session, not run again.
+    let (status, _, again) = post_waiting(&server, GLOBEX, "wait=60", &body, Some("order-9"));
+    assert_eq!(
+        (status, &again["id"], &again["status"]),
+        (200, &v["id"], &v["status"])
+    );
+    // A wait that is not seconds is refused before anything runs.
+    for bad in ["wait=soon", "wait", "wait=-1"] {
+        let (status, _, e) = post_waiting(&server, ACME, bad, &body, None);
+        assert_eq!(status, 400, "{bad}: {e}");
+        assert!(
+            e["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("wait"),
+            "{e}"
+        );
+    }
+    let v = server.wait_final(ACME, &first, Duration::from_secs(30));
+    assert_eq!(v["value"], json!(REFUNDED), "{v}");
+    assert_eq!(rows(&s.path("acme.db"), "refunds"), 1);
+    assert_eq!(rows(&s.path("globex.db"), "refunds"), 1);
+}
+
 on_both_stores!(
     a_server_venue_session_runs_end_to_end_and_its_log_verifies_and_replays,
+    prefer_wait_answers_with_the_session_once_over_or_its_status_when_the_wait_runs_out,
     a_tenant_cannot_see_or_touch_another_tenants_session,
     an_idempotency_key_returns_the_same_session_and_runs_it_once,
     bad_requests_get_a_status_and_an_error_naming_the_problem,

@@ -320,6 +320,7 @@ async fn create(
         .hint("retry against another worker, or after the restart"));
     }
     let req: CreateBody = body(raw)?;
+    let wait = preferred_wait(&headers)?;
     profile_of(&state, &tenant_name, &req.profile)?;
     if !state.hub.has_room() {
         let mut r = ApiError::new(
@@ -343,7 +344,7 @@ async fn create(
                 idempotency_key,
             };
             let capabilities = req.capabilities.as_ref().map(|c| &c.tools[..]);
-            return super::task::create(&state, &tenant_name, task, capabilities).await;
+            return super::task::create(&state, &tenant_name, task, capabilities, wait).await;
         }
         (Some(_), Some(_)) => return Err(ApiError::bad("give `program` or `task`, not both")),
         (None, None) => return Err(ApiError::bad("the body needs a `program` (or a `task`)")),
@@ -374,11 +375,58 @@ async fn create(
         .start(&tenant_name, request)
         .await
         .map_err(ApiError::store)?;
-    Ok(started_response(
+    answer_start(
+        &state,
+        &tenant_name,
         started,
+        wait,
         "the program was refused before it ran; `output` says why",
         "fix the program as the diagnostics say, and send it again",
-    ))
+    )
+    .await
+}
+
+/// The `Prefer: wait=N` of a start (`super::wait`). Errors: 400.
+pub fn preferred_wait(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+    super::wait::preferred_wait(headers)
+        .map_err(|(message, hint)| ApiError::bad(message).hint(hint))
+}
+
+/// The answer to a start: [`started_response`], or, when the client asked
+/// to wait `Some(N)` seconds and a session runs, the same status code with
+/// the session's view (`GET /v1/sessions/{id}`'s body) once it is over or
+/// N seconds passed, and `Preference-Applied: wait=N`. Errors: 503 from the
+/// store when the session cannot be read back.
+pub async fn answer_start(
+    state: &AppState,
+    tenant: &str,
+    started: Started,
+    wait: Option<u64>,
+    message: &str,
+    hint: &str,
+) -> Result<Response, ApiError> {
+    let (id, status) = match (&started, wait) {
+        (Started::New(id), Some(_)) => (id.clone(), StatusCode::CREATED),
+        (Started::Existing(id), Some(_)) => (id.clone(), StatusCode::OK),
+        _ => return Ok(started_response(started, message, hint)),
+    };
+    let seconds = wait.unwrap_or(0);
+    super::wait::wait_for_end(
+        &state.hub,
+        tenant,
+        &id,
+        std::time::Duration::from_secs(seconds),
+    )
+    .await;
+    let rec = record(state, tenant, &id)?;
+    let mut response = (status, Json(view(state, &rec))).into_response();
+    if let Ok(applied) = header::HeaderValue::from_str(&format!("wait={seconds}")) {
+        response.headers_mut().insert(
+            header::HeaderName::from_static("preference-applied"),
+            applied,
+        );
+    }
+    Ok(response)
 }
 
 /// The answer to a start: 201 `{id}` for a new session, 200 `{id}` for the

@@ -40,6 +40,7 @@ pub mod sse;
 pub mod store;
 pub mod task;
 pub mod threads;
+pub mod wait;
 pub mod workers;
 
 use config::ServeConfig;

@@ -50,12 +50,15 @@ pub fn is_task(rec: &SessionRecord) -> bool {
 }
 
 /// `POST /v1/sessions` with a `task`: checks it, starts the session, and
-/// answers as for a program (201 `{id}`, 200 for a known idempotency key).
+/// answers as for a program (201 `{id}`, 200 for a known idempotency key;
+/// with `wait`, `Prefer: wait=N`'s seconds, the session's view once it is
+/// over or N seconds passed: `super::api::answer_start`).
 pub async fn create(
     state: &Arc<AppState>,
     tenant: &str,
     req: TaskRequest,
     capabilities: Option<&[String]>,
+    wait: Option<u64>,
 ) -> Result<Response, ApiError> {
     let has_model = state
         .hub
@@ -93,11 +96,15 @@ pub async fn create(
     let started = answer
         .await
         .map_err(|_| ApiError::store("the session's thread ended before answering"))?;
-    Ok(super::api::started_response(
+    super::api::answer_start(
+        state,
+        tenant,
         started,
+        wait,
         "the task session was refused before it started; `output` says why",
         "pick a profile under which the model's settings can be met, or fix the tenant's configuration",
-    ))
+    )
+    .await
 }
 
 /// The output of a session that could not start: `lt agent --json`'s
