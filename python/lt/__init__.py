@@ -257,7 +257,8 @@ def run(
     the session's event log. The GIL is released while no Python tool runs.
     Raises :class:`CheckError` (nothing ran), :class:`ConfigError`,
     :class:`RunStopped`; Ctrl-C cancels the session and raises
-    ``KeyboardInterrupt``."""
+    ``KeyboardInterrupt``, and so does a tool raising ``KeyboardInterrupt``
+    or ``SystemExit`` (that exception is raised)."""
     args = _run_args(source, tools, declarations, profile, limits, log, force, None)
     return _result(_unwrap(_lt.run(**args)))
 

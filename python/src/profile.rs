@@ -28,6 +28,18 @@ impl ProfileArg {
             ProfileArg::Path(path) => Profile::load(Path::new(path))?,
             ProfileArg::Table(table) => {
                 let origin = "<profile dict>";
+                if let Some(key) = none_at(table, String::new()) {
+                    return Err(ConfigError {
+                        path: origin.into(),
+                        line: None,
+                        column: None,
+                        message: format!("profile{key} is None, which a profile has no use for"),
+                        help: Some(
+                            "leave the key out, or give a str, int, float, bool, list or dict"
+                                .into(),
+                        ),
+                    });
+                }
                 let text = toml::to_string(&serde_json::json!({ "profile": table })).map_err(
                     |e| ConfigError {
                         path: origin.into(),
@@ -146,5 +158,21 @@ fn parse_keys(s: &str) -> (Vec<String>, &str) {
             Some(more) => rest = more.trim_start(),
             None => return (keys, after),
         }
+    }
+}
+
+/// The key of the first `None` (JSON `null`) in `v`, below `at`: TOML has
+/// no such value.
+fn none_at(v: &serde_json::Value, at: String) -> Option<String> {
+    match v {
+        serde_json::Value::Null => Some(at),
+        serde_json::Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| none_at(item, format!("{at}[{i}]"))),
+        serde_json::Value::Object(map) => map
+            .iter()
+            .find_map(|(k, item)| none_at(item, format!("{at}[{k:?}]"))),
+        _ => None,
     }
 }

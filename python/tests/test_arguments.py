@@ -93,6 +93,9 @@ def test_an_error_in_a_profile_dict_names_its_key():
     with pytest.raises(lt.ConfigError) as e:
         lt.check(LOOKUP, profile={"effects": "Read"})
     assert 'profile["effects"]: ' in str(e.value) and e.value.line is None
+    with pytest.raises(lt.ConfigError) as e:
+        lt.check(LOOKUP, profile={"tools": {"lookup": {"timeout_ms": None}}})
+    assert 'profile["tools"]["lookup"]["timeout_ms"] is None' in str(e.value)
 
 
 def test_timeout_ms_zero_means_no_limit_as_on_the_command_line():
