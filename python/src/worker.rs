@@ -130,7 +130,7 @@ impl Work {
         time_left: Option<Duration>,
     ) -> Vec<Outcome> {
         match self {
-            Work::One(t) => vec![Err(failure(kind, message(&**t, time_left)))],
+            Work::One(t) => vec![Err(failure(kind, message(t, time_left)))],
             Work::Batch(calls) => calls
                 .iter()
                 .map(|(t, left)| Err(failure(kind, message(t, *left))))
