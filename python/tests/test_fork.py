@@ -94,3 +94,27 @@ def test_a_fork_while_other_threads_run_sessions():
     codes = json.loads(out.stdout.strip().splitlines()[-1])
     assert [c for c, _ in codes] == [0] * 5, (codes, out.stderr)
     assert max(t for _, t in codes) < 10, codes
+
+
+@pytest.mark.timeout(90, method="thread")
+def test_a_multiprocessing_fork_pool_runs_python_tools():
+    out, took = run_script(
+        """
+        import multiprocessing
+
+        def tool(n):
+            return n * 10
+
+        def one(k):
+            # 5 s at most: a call lost to the parent's pool waits for it.
+            return lt.run(ONE, tools={"t": tool}, limits={"timeout_ms": 5000}).value
+
+        if __name__ == "__main__":
+            assert lt.run(ONE, tools={"t": tool}).value == 11
+            with multiprocessing.get_context("fork").Pool(2) as pool:
+                print(json.dumps(pool.map(one, range(4))), flush=True)
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [11] * 4
+    assert took < 20, took
