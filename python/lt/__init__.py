@@ -30,6 +30,15 @@ __version__: str = _lt.__version__
 # finalization (python/src/gate.rs).
 atexit.register(_lt.python_exiting)
 
+# A forked child has only the thread that forked: the pool of tool threads,
+# the gate and the runs in flight are reset there (python/src/fork.rs).
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=_lt.before_fork,
+        after_in_parent=_lt.after_fork_in_parent,
+        after_in_child=_lt.after_fork_in_child,
+    )
+
 __all__ = [
     "check",
     "run",
@@ -62,12 +71,32 @@ def _unwrap(v: Any) -> Dict[str, Any]:
     return v
 
 
+def _fspath(value: Any, keyword: str, what: str) -> str:
+    """``value``, a file's path (a ``str`` or ``os.PathLike``), as a
+    ``str``; a value of another type is a ``TypeError`` naming ``keyword``."""
+    if isinstance(value, (str, os.PathLike)):
+        path = os.fspath(value)
+        if isinstance(path, str):
+            return path
+    raise TypeError(f"{keyword} is a {type(value).__name__}: give {what} (a str or os.PathLike)")
+
+
 def _profile(profile: Profile) -> Tuple[Optional[str], Optional[Mapping[str, Any]]]:
     if profile is None:
         return None, None
     if isinstance(profile, Mapping):
         return None, dict(profile)
-    return os.fspath(profile), None
+    return _fspath(profile, "profile=", "a [profile] file's path or a dict of its keys"), None
+
+
+def _limits(limits: Optional[Mapping[str, int]]) -> Optional[Dict[str, int]]:
+    if limits is None:
+        return None
+    if not isinstance(limits, Mapping):
+        raise TypeError(
+            f"limits= is a {type(limits).__name__}: give a dict, e.g. limits={{\"max_calls\": 10, \"timeout_ms\": 5000}}"
+        )
+    return dict(limits)
 
 
 def _declarations(declarations: Optional[Union[str, "os.PathLike[str]"]]) -> Optional[Tuple[str, str]]:
@@ -164,6 +193,7 @@ def _run_args(
     path, table = _profile(profile)
     functions = None
     batch = None
+    async_tools = None
     executors = None
     if isinstance(tools, Mapping):
         for name, f in tools.items():
@@ -176,6 +206,7 @@ def _run_args(
         dispatch = Dispatch(tools, loop)
         functions = dispatch.functions()
         batch = dispatch.batch if dispatch.any_async else None
+        async_tools = dispatch.async_names() if dispatch.any_async else None
     elif tools is not None:
         executors = _executors(tools)
     return dict(
@@ -183,11 +214,12 @@ def _run_args(
         declarations=_declarations(declarations),
         tools=functions,
         batch=batch,
+        async_tools=async_tools,
         executors=executors,
         profile_path=path,
         profile_table=table,
-        limits=dict(limits) if limits is not None else None,
-        log=os.fspath(log) if log is not None else None,
+        limits=_limits(limits),
+        log=_fspath(log, "log=", "the event log's path") if log is not None else None,
         force=force,
     )
 
@@ -225,7 +257,8 @@ def run(
     the session's event log. The GIL is released while no Python tool runs.
     Raises :class:`CheckError` (nothing ran), :class:`ConfigError`,
     :class:`RunStopped`; Ctrl-C cancels the session and raises
-    ``KeyboardInterrupt``."""
+    ``KeyboardInterrupt``, and so does a tool raising ``KeyboardInterrupt``
+    or ``SystemExit`` (that exception is raised)."""
     args = _run_args(source, tools, declarations, profile, limits, log, force, None)
     return _result(_unwrap(_lt.run(**args)))
 
@@ -299,7 +332,7 @@ def replay(log: PathLike) -> ReplayResult:
     whether the program made exactly the recorded calls and reached the
     recorded ending (``lt replay``). Raises :class:`LogError` for a log
     that cannot be read or does not verify."""
-    v = _unwrap(_lt.replay(os.fspath(log)))
+    v = _unwrap(_lt.replay(_fspath(log, "log", "the event log's path")))
     return ReplayResult(
         ok=bool(v.get("ok")),
         calls=v.get("calls", 0),

@@ -21,7 +21,7 @@ from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Tupl
 from . import _lt
 
 Tool = Callable[[Any], Any]
-Outcome = Tuple[bool, Any]
+Outcome = Tuple[Optional[bool], Any]
 
 # Results that are certainly not awaitable (the common case, checked first).
 _PLAIN = frozenset({dict, list, str, int, float, bool, tuple, type(None)})
@@ -33,16 +33,38 @@ def _raised(tool: str, e: BaseException) -> str:
     return f"tool {tool} raised {name}: {msg}" if msg else f"tool {tool} raised {name}"
 
 
+class _Stop:
+    """A ``KeyboardInterrupt`` or ``SystemExit`` an ``async`` tool raised,
+    carried out of its task as a value: raised inside a task, asyncio
+    would re-raise it out of the event loop (the host's, under
+    ``lt.run_async``) instead of the awaiting code. Re-raised on the pool
+    thread, where ``job.fail`` stops the run with it."""
+
+    def __init__(self, e: BaseException) -> None:
+        self.e = e
+
+
 async def _await(x: Awaitable[Any]) -> Any:
-    return await x
+    try:
+        return await x
+    except (KeyboardInterrupt, SystemExit) as e:
+        return _Stop(e)
+
+
+def _value(r: Any) -> Any:
+    """``r``, or the exception a ``_Stop`` carries, raised."""
+    if isinstance(r, _Stop):
+        raise r.e
+    return r
 
 
 def _work() -> None:
     """A pool thread: runs the jobs of every session, one after another.
     The tool is called from these Python frames, never under a Rust frame
     (Python's exit may end this thread while it runs)."""
+    next_job = _lt.next_job
     while True:
-        f, arg, job = _lt.next_job()
+        f, arg, job = next_job()
         try:
             result = f(arg, job)
         except BaseException as e:  # a raising tool is the call's Err
@@ -64,7 +86,7 @@ def _run_here(coro: Awaitable[Any], job: Any) -> Any:
     try:
         task = loop.create_task(_await(coro))
         job.on_cancel(lambda: loop.call_soon_threadsafe(task.cancel))
-        return loop.run_until_complete(task)
+        return _value(loop.run_until_complete(task))
     finally:
         try:
             loop.run_until_complete(loop.shutdown_asyncgens())
@@ -88,7 +110,7 @@ class Dispatch:
         if self.loop is not None:
             fut = asyncio.run_coroutine_threadsafe(_await(result), self.loop)
             job.on_cancel(fut.cancel)
-            return fut.result()
+            return _value(fut.result())
         return _run_here(result, job)
 
     def wrap(self, name: str, f: Tool) -> Callable[[Any, Any], Any]:
@@ -104,12 +126,19 @@ class Dispatch:
     def functions(self) -> Dict[str, Callable[[Any, Any], Any]]:
         return {name: self.wrap(name, f) for name, f in self.tools.items()}
 
-    def batch(self, calls: List[Tuple[str, Any]], job: Any) -> List[Outcome]:
-        """Every call of a batch: sync ones in turn, then the awaitables of
-        all the async ones together."""
+    def async_names(self) -> List[str]:
+        """The tools whose functions are ``async`` (a batch runs their
+        calls together)."""
+        return [name for name, f in self.tools.items() if inspect.iscoroutinefunction(f)]
+
+    def batch(self, calls: List[Tuple[str, Any, Optional[float]]], job: Any) -> List[Outcome]:
+        """The ``async`` calls of a batch, awaited together, each within its
+        own timeout (seconds; ``None``: none): an outcome per call,
+        ``(None, None)`` for one that timed out. A ``KeyboardInterrupt`` or
+        ``SystemExit`` in any of them is raised (it stops the run)."""
         outcomes: List[Optional[Outcome]] = [None] * len(calls)
         pending: List[Tuple[int, str, Awaitable[Any]]] = []
-        for i, (name, arg) in enumerate(calls):
+        for i, (name, arg, timeout) in enumerate(calls):
             f = self.tools.get(name)
             if f is None:
                 outcomes[i] = (False, f"tool {name} has no in-process function")
@@ -120,7 +149,7 @@ class Dispatch:
                 outcomes[i] = (False, _raised(name, e))
                 continue
             if inspect.isawaitable(r):
-                pending.append((i, name, r))
+                pending.append((i, name, _within(name, r, timeout)))
             else:
                 outcomes[i] = (True, r)
         if pending:
@@ -135,8 +164,38 @@ class Dispatch:
             else:
                 results = _run_here(together(), job)
             for (i, name, _), r in zip(pending, results):
-                if isinstance(r, BaseException):
+                if isinstance(r, _Stop):
+                    raise r.e
+                if isinstance(r, _TimedOut):
+                    outcomes[i] = (None, None)
+                elif isinstance(r, BaseException):
                     outcomes[i] = (False, _raised(name, r))
                 else:
-                    outcomes[i] = (True, r)
+                    outcomes[i] = r
         return [o if o is not None else (False, "no outcome") for o in outcomes]
+
+
+class _TimedOut:
+    """A batch's call that outlived its own timeout."""
+
+
+async def _within(name: str, aw: Awaitable[Any], timeout: Optional[float]) -> Any:
+    """``(True, value)`` or ``(False, message)`` of ``aw``, ``_TimedOut()``
+    past ``timeout`` (its task then cancelled), or ``_Stop`` for a
+    ``KeyboardInterrupt`` or ``SystemExit``. A ``TimeoutError`` the tool
+    raises itself is its ``Err``, not a timeout."""
+
+    async def settled() -> Outcome:
+        try:
+            return (True, await aw)
+        except Exception as e:  # a raising tool is the call's Err
+            return (False, _raised(name, e))
+
+    try:
+        if timeout is None:
+            return await settled()
+        return await asyncio.wait_for(settled(), timeout)
+    except asyncio.TimeoutError:
+        return _TimedOut()
+    except (KeyboardInterrupt, SystemExit) as e:
+        return _Stop(e)

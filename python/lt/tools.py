@@ -66,9 +66,39 @@ def _imported(v: Dict[str, Any]) -> Imported:
     )
 
 
+# The deepest definitions converted to JSON text (json.dumps would raise
+# RecursionError, or ValueError for a cycle, far below Python's limit).
+_MAX_DEPTH = 200
+
+
+def _too_deep(value: Any) -> Optional[str]:
+    """The path of the first part of ``value`` nested deeper than
+    ``_MAX_DEPTH`` (or in a cycle), e.g. ``defs[0]["function"]…``; ``None``
+    when there is none. Iterative: never a RecursionError itself."""
+    stack: List[Tuple[Any, str, int]] = [(value, "defs", 0)]
+    while stack:
+        v, path, depth = stack.pop()
+        if depth > _MAX_DEPTH:
+            return path
+        if isinstance(v, dict):
+            stack.extend((item, f"{path}[{json.dumps(k)}]", depth + 1) for k, item in v.items())
+        elif isinstance(v, (list, tuple)):
+            stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in enumerate(v))
+    return None
+
+
 def _text(defs: Definitions) -> str:
     if isinstance(defs, str):
         return defs
+    deep = _too_deep(defs)
+    if deep is not None:
+        if len(deep) > 200:
+            deep = deep[:150] + "…" + deep[-40:]
+        raise ConfigError(
+            f"the definitions are nested more than {_MAX_DEPTH} levels deep (a cycle?) at {deep}",
+            "give tool definitions as parsed JSON (lists, dicts) or its text",
+            "input",
+        )
     try:
         return json.dumps(defs)
     except (TypeError, ValueError) as e:
@@ -107,9 +137,24 @@ def from_mcp(
     if command is not None:
         if isinstance(command, str):
             raise ConfigError("command= is a list of the program and its arguments, not a str", 'e.g. command=["uvx", "mcp-server-time"]', "input")
-        return _imported(_unwrap(_lt.import_server([os.fspath(c) for c in command], int(timeout_ms))))
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int):
+            raise TypeError(f"timeout_ms= is a {type(timeout_ms).__name__}: give an int of milliseconds")
+        if not 0 < timeout_ms < 2**63:
+            raise ConfigError(
+                f"timeout_ms={timeout_ms} is out of range: give the milliseconds to wait for the server, at least 1",
+                "e.g. timeout_ms=60000 (the default)",
+                "input",
+            )
+        return _imported(_unwrap(_lt.import_server([_arg(c) for c in command], timeout_ms)))
     assert tools_list is not None
     return _imported(_unwrap(_lt.import_tools(_text(tools_list), "mcp")))
+
+
+def _arg(c: Any) -> str:
+    """One item of ``command=``, as a ``str``."""
+    from . import _fspath
+
+    return _fspath(c, "an item of command=", "the program or an argument")
 
 
 def _declarations(decls: Union[str, "os.PathLike[str]"]) -> Tuple[str, str]:

@@ -42,6 +42,37 @@ pub fn analyse(
     }
 }
 
+/// Refuses declarations that hold more than declarations (an expression
+/// after them, which `--tools` files of the command line may have and
+/// which is dropped there): `declarations=` takes tool, type and effect
+/// declarations only. A `ConfigError` pointing at the expression.
+pub fn declarations_only(declarations: &Declarations) -> Result<(), Failure> {
+    let Some((name, text)) = declarations else {
+        return Ok(());
+    };
+    let (program, has_expression, diags) = lt::syntax::parse_declarations(text);
+    if !has_expression || !diags.is_empty() {
+        // Syntax errors are the check's to report, in the declarations.
+        return Ok(());
+    }
+    let file = SourceFile::new(name.clone(), text.clone());
+    let at = file.line_col(program.body.span.start);
+    let end = (program.body.span.end as usize).min(text.len());
+    let start = (program.body.span.start as usize).min(end);
+    let shown: String = text
+        .get(start..end)
+        .unwrap_or("")
+        .chars()
+        .take(40)
+        .collect();
+    Err(Failure::new(
+        "ConfigError",
+        format!("declarations= holds an expression ({shown:?}) after its declarations: it takes tool, type and effect declarations only"),
+        json!({"stage": "input", "file": name, "line": at.line, "column": at.column,
+               "help": "the program goes in source (lt.run's or lt.check's first argument); declarations= holds `tool name: In -{E}-> Out;` lines"}),
+    ))
+}
+
 /// The check report of a declarations file with errors (`ok` false, no
 /// type), each diagnostic `rendered`.
 pub fn declarations_report(
@@ -103,6 +134,7 @@ pub fn check(
     profile: &ProfileArg,
 ) -> Result<Json, Failure> {
     let profile = profile.load().map_err(|e| config_error(&e))?;
+    declarations_only(declarations)?;
     let (file, mut analysis) = match analyse("<program>", source, declarations) {
         Ok(x) => x,
         Err(report) => return Ok(report),

@@ -25,31 +25,33 @@
 use lt::runtime::cancel::Cancel;
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-#[derive(Default)]
-struct Gate {
-    /// `atexit` has run: no thread may take the GIL from here on, but the
-    /// one that ran it (the thread that finalizes, which is never ended).
-    closed: bool,
+/// The gate's state that changes once a run, under a lock.
+pub(crate) struct Gate {
+    /// The thread that ran `atexit` (the thread that finalizes, which is
+    /// never ended): it may still pass the closed gate.
     closer: Option<std::thread::ThreadId>,
-    /// Threads between passing the gate and holding the GIL (or inside an
-    /// [`attach`]).
-    inside: usize,
     /// The sessions in flight, by id.
     sessions: BTreeMap<u64, Cancel>,
     next_id: u64,
 }
 
 static GATE: Mutex<Gate> = Mutex::new(Gate {
-    closed: false,
     closer: None,
-    inside: 0,
     sessions: BTreeMap::new(),
     next_id: 0,
 });
 static CHANGED: Condvar = Condvar::new();
+/// `atexit` has run: no thread may take the GIL from here on, but the
+/// closer. Read on every pass (each tool call passes twice), so an atomic,
+/// not the lock.
+static CLOSED: AtomicBool = AtomicBool::new(false);
+/// Threads between passing the gate and holding the GIL (or inside an
+/// [`attach`]).
+static INSIDE: AtomicUsize = AtomicUsize::new(0);
 
 /// How long `atexit` waits for the cancelled sessions to end.
 const SESSION_GRACE: Duration = Duration::from_secs(5);
@@ -59,19 +61,36 @@ fn gate() -> MutexGuard<'static, Gate> {
 }
 
 /// Passes the gate (the caller is about to take the GIL), or `false` when
-/// it is closed.
+/// it is closed. `INSIDE` is raised before `CLOSED` is read, and `atexit`
+/// sets `CLOSED` before it reads `INSIDE` (both `SeqCst`): a thread either
+/// sees the gate closed or is waited for.
 fn enter() -> bool {
-    let mut g = gate();
-    if g.closed && g.closer != Some(std::thread::current().id()) {
+    INSIDE.fetch_add(1, Ordering::SeqCst);
+    if CLOSED.load(Ordering::SeqCst) && gate().closer != Some(std::thread::current().id()) {
+        leave();
         return false;
     }
-    g.inside += 1;
     true
 }
 
 fn leave() {
-    gate().inside -= 1;
-    CHANGED.notify_all();
+    if INSIDE.fetch_sub(1, Ordering::SeqCst) == 1 && CLOSED.load(Ordering::SeqCst) {
+        // `atexit` may be waiting for the last one out.
+        let _g = gate();
+        CHANGED.notify_all();
+    }
+}
+
+/// The gate, locked by the thread about to `fork` ([`crate::fork`]).
+pub(crate) fn hold_for_fork() -> MutexGuard<'static, Gate> {
+    gate()
+}
+
+/// In a forked child, the gate held across the fork: the parent's
+/// sessions and the threads inside the gate do not exist here.
+pub(crate) fn reset_in_child(mut g: MutexGuard<'static, Gate>) {
+    std::mem::forget(std::mem::take(&mut g.sessions));
+    INSIDE.store(0, Ordering::SeqCst);
 }
 
 /// `py.detach(f)`, except that the thread takes the GIL back only while
@@ -114,7 +133,7 @@ pub struct Registered(u64);
 /// start).
 pub fn register(cancel: &Cancel) -> Option<Registered> {
     let mut g = gate();
-    if g.closed {
+    if CLOSED.load(Ordering::SeqCst) {
         return None;
     }
     g.next_id += 1;
@@ -138,16 +157,19 @@ pub fn python_exiting(py: Python<'_>) -> usize {
     let me = std::thread::current().id();
     py.detach(move || {
         let mut g = gate();
-        g.closed = true;
         g.closer = Some(me);
+        CLOSED.store(true, Ordering::SeqCst);
         let sessions: Vec<Cancel> = g.sessions.values().cloned().collect();
         drop(g);
         for c in &sessions {
             c.cancel("Python is exiting");
         }
         let mut g = gate();
-        while g.inside > 0 {
-            g = CHANGED.wait(g).unwrap_or_else(PoisonError::into_inner);
+        while INSIDE.load(Ordering::SeqCst) > 0 {
+            g = CHANGED
+                .wait_timeout(g, Duration::from_millis(10))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
         let until = Instant::now() + SESSION_GRACE;
         while !g.sessions.is_empty() {

@@ -13,6 +13,7 @@
 mod check;
 mod convert;
 mod errors;
+mod fork;
 mod gate;
 mod profile;
 mod run;
@@ -93,10 +94,12 @@ fn py_check(
     to_py(py, &v)
 }
 
-/// `run(source, declarations, tools, batch, executors, profile_path,
-/// profile_table, limits, log, force)`: a session's report.
+/// `run(source, declarations, tools, batch, async_tools, executors,
+/// profile_path, profile_table, limits, log, force, handle)`: a session's
+/// report. `batch` performs the calls of a batch to the tools named in
+/// `async_tools` together.
 #[pyfunction]
-#[pyo3(name = "run", signature = (source, declarations=None, tools=None, batch=None, executors=None,
+#[pyo3(name = "run", signature = (source, declarations=None, tools=None, batch=None, async_tools=None, executors=None,
                     profile_path=None, profile_table=None, limits=None, log=None, force=false, handle=None))]
 #[allow(clippy::too_many_arguments)]
 fn py_run(
@@ -105,6 +108,7 @@ fn py_run(
     declarations: Option<(String, String)>,
     tools: Option<Bound<'_, PyDict>>,
     batch: Option<Py<PyAny>>,
+    async_tools: Option<Vec<String>>,
     executors: Option<String>,
     profile_path: Option<String>,
     profile_table: Option<Bound<'_, PyAny>>,
@@ -144,7 +148,7 @@ fn py_run(
             source,
             declarations,
             tools,
-            batch,
+            batch: batch.map(|b| (b, async_tools.unwrap_or_default())),
             executors,
             profile,
             limits,
@@ -279,6 +283,9 @@ fn _lt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(export_tools, m)?)?;
     m.add_function(wrap_pyfunction!(worker::next_job, m)?)?;
     m.add_function(wrap_pyfunction!(gate::python_exiting, m)?)?;
+    m.add_function(wrap_pyfunction!(fork::before_fork, m)?)?;
+    m.add_function(wrap_pyfunction!(fork::after_fork_in_parent, m)?)?;
+    m.add_function(wrap_pyfunction!(fork::after_fork_in_child, m)?)?;
     m.add_class::<run::RunHandle>()?;
     m.add_class::<worker::Job>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -22,9 +22,10 @@
 //! with a session in flight (a daemon thread), `atexit` cancels it
 //! ([`crate::gate`]).
 
-use crate::check::{analyse, analysis_json, Declarations};
+use crate::check::{analyse, analysis_json, declarations_only, Declarations};
 use crate::errors::{config_error, internal, panic_text, start_failure, Failure};
 use crate::profile::ProfileArg;
+use crate::worker::RunState;
 use lt::control::approver::FixedApprover;
 use lt::control::report::RunErrorReport;
 use lt::control::session::{
@@ -36,7 +37,7 @@ use lt::source::SourceFile;
 use pyo3::prelude::*;
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 /// Everything one run needs, moved to the session's thread.
@@ -47,8 +48,8 @@ pub struct RunArgs {
     pub declarations: Declarations,
     /// Python functions as tools (name → callable), or `None`.
     pub tools: Option<Vec<(String, Py<PyAny>)>>,
-    /// The batch function of an asyncio host.
-    pub batch: Option<Py<PyAny>>,
+    /// The batch function of the `async` tools, and their names.
+    pub batch: Option<(Py<PyAny>, Vec<String>)>,
     /// A tools.toml path.
     pub executors: Option<String>,
     /// The profile.
@@ -100,6 +101,8 @@ const SIGNAL_POLL: Duration = Duration::from_millis(50);
 /// (`KeyboardInterrupt`).
 pub fn run(py: Python<'_>, args: RunArgs) -> PyResult<Json> {
     let cancel = args.cancel.clone();
+    let state = RunState::new(cancel.clone());
+    let shared = state.clone();
     let Some(registered) = crate::gate::register(&cancel) else {
         return Ok(Failure::new(
             "RunStopped",
@@ -110,7 +113,8 @@ pub fn run(py: Python<'_>, args: RunArgs) -> PyResult<Json> {
     };
     let (tx, rx) = mpsc::channel::<Json>();
     let spawned = spawn("lt-python-session", move || {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| session(args)));
+        let result =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| session(args, shared)));
         let json = match result {
             Ok(Ok(v)) => v,
             Ok(Err(f)) => f.into_json(),
@@ -133,10 +137,11 @@ pub fn run(py: Python<'_>, args: RunArgs) -> PyResult<Json> {
             Err(_) => Err(mpsc::RecvTimeoutError::Disconnected),
         }) {
             Ok(v) => {
-                return match interrupted {
+                // Ctrl-C, else a tool's KeyboardInterrupt or SystemExit.
+                return match interrupted.or_else(|| state.take_escaped()) {
                     Some(e) => Err(e),
                     None => Ok(v),
-                }
+                };
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 return Ok(internal("the session's thread ended without a report").into_json())
@@ -156,8 +161,9 @@ pub fn run(py: Python<'_>, args: RunArgs) -> PyResult<Json> {
 }
 
 /// The session itself, on its own thread.
-fn session(args: RunArgs) -> Result<Json, Failure> {
+fn session(args: RunArgs, state: Arc<RunState>) -> Result<Json, Failure> {
     let cancel = args.cancel.clone();
+    declarations_only(&args.declarations)?;
     let (file, analysis) = match analyse("<program>", &args.source, &args.declarations) {
         Ok(x) => x,
         Err(report) => return Err(rejected(report)),
@@ -178,7 +184,7 @@ fn session(args: RunArgs) -> Result<Json, Failure> {
     }
     let executors = match (args.tools, &args.executors) {
         (Some(tools), _) => {
-            let host = crate::tools::host(tools, args.batch, cancel.clone());
+            let host = crate::tools::host(tools, args.batch, state);
             let missing = host.missing(called_tools(&ir));
             if let Some(tool) = missing.first() {
                 return Err(Failure::new(

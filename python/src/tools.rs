@@ -10,14 +10,15 @@
 //! its deadline is a `timed_out` `Err`.
 
 use crate::convert::{from_py, type_name};
-use crate::worker::{perform, Work};
+use crate::worker::{perform, submit, timed_out_message, RunState, Work};
 use lt::exec::in_process::{BatchFn, InProcessCall, InProcessHost, ToolFn};
-use lt::runtime::cancel::Cancel;
 use lt::runtime::host::{FailureKind, Outcome, ToolFailure};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use serde_json::Value as Json;
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 fn failure(kind: FailureKind, message: String) -> ToolFailure {
     ToolFailure {
@@ -54,27 +55,27 @@ pub fn outcome(tool: &str, obj: &Bound<'_, PyAny>) -> Outcome {
 }
 
 /// The host of `tools` (name → Python callable taking the argument and
-/// the job); `batch`, when given, performs each `gather`/`fan_out` batch:
-/// it is called with a list of `(tool, argument)` pairs (and the job) and
-/// returns one `(ok, value_or_message)` pair per call, in order. Every call
-/// stops waiting when `cancel` is cancelled.
+/// the job). `batch`, when given, performs the calls of a `gather` or
+/// `fan_out` batch to the functions named in `async_tools`, together: it
+/// is called with a list of `(tool, argument, timeout_s)` triples (and the
+/// job) and returns one `(ok, value_or_message)` pair per call, in order
+/// (`ok` is `None` for a call that timed out). The batch's other calls are
+/// performed one by one meanwhile. Every call stops waiting when the run
+/// is cancelled.
 pub fn host(
     tools: Vec<(String, Py<PyAny>)>,
-    batch: Option<Py<PyAny>>,
-    cancel: Cancel,
+    batch: Option<(Py<PyAny>, Vec<String>)>,
+    run: Arc<RunState>,
 ) -> InProcessHost<'static> {
     let mut host = InProcessHost::new();
+    let mut functions = BTreeMap::new();
     for (name, f) in tools {
         let f = Arc::new(f);
-        let cancel = cancel.clone();
+        functions.insert(name.clone(), f.clone());
+        let run = run.clone();
+        let tool: Arc<str> = Arc::from(name.as_str());
         let f: ToolFn<'static> = Box::new(move |call| {
-            let mut out = perform(
-                &f,
-                call.arg,
-                Work::One(call.tool.to_string()),
-                call.time_left,
-                &cancel,
-            );
+            let mut out = perform(&f, call.arg, Work::One(tool.clone()), call.time_left, &run);
             out.pop().unwrap_or_else(|| {
                 Err(failure(
                     FailureKind::Unavailable,
@@ -84,34 +85,103 @@ pub fn host(
         });
         host = host.tool(name, f);
     }
-    if let Some(b) = batch {
+    if let Some((b, async_tools)) = batch {
         let b = Arc::new(b);
-        let f: BatchFn<'static> = Box::new(move |calls| call_batch(&b, calls, &cancel));
+        let f: BatchFn<'static> =
+            Box::new(move |calls| call_batch(&b, &async_tools, &functions, calls, &run));
         host = host.with_batch(f);
     }
     host
 }
 
-fn call_batch(b: &Arc<Py<PyAny>>, calls: Vec<InProcessCall<'_>>, cancel: &Cancel) -> Vec<Outcome> {
-    let time_left = calls.iter().filter_map(|c| c.time_left).min();
-    let tools = calls.iter().map(|c| c.tool.to_string()).collect();
-    let arg = Json::Array(
-        calls
-            .into_iter()
-            .map(|c| Json::Array(vec![Json::from(c.tool), c.arg]))
-            .collect(),
-    );
-    perform(b, arg, Work::Batch(tools), time_left, cancel)
+/// A batch: its `async` calls handed to the batch function at once (each
+/// with its own time left), its other calls performed one by one
+/// meanwhile, then the batch waited for until its last deadline.
+fn call_batch(
+    b: &Arc<Py<PyAny>>,
+    async_tools: &[String],
+    functions: &BTreeMap<String, Arc<Py<PyAny>>>,
+    calls: Vec<InProcessCall<'_>>,
+    run: &Arc<RunState>,
+) -> Vec<Outcome> {
+    let n = calls.len();
+    let mut outcomes: Vec<Option<Outcome>> = (0..n).map(|_| None).collect();
+    let mut together = Vec::new();
+    let mut alone = Vec::new();
+    for (i, c) in calls.into_iter().enumerate() {
+        if async_tools.iter().any(|t| t == c.tool) {
+            together.push((i, c));
+        } else {
+            alone.push((i, c));
+        }
+    }
+    let pending = (!together.is_empty()).then(|| {
+        let every_left: Option<Vec<Duration>> = together.iter().map(|(_, c)| c.time_left).collect();
+        let time_left = every_left.and_then(|l| l.into_iter().max());
+        let work = Work::Batch(
+            together
+                .iter()
+                .map(|(_, c)| (c.tool.to_string(), c.time_left))
+                .collect(),
+        );
+        let at: Vec<usize> = together.iter().map(|(i, _)| *i).collect();
+        let arg = Json::Array(
+            together
+                .into_iter()
+                .map(|(_, c)| {
+                    let timeout = c.time_left.map(|t| Json::from(t.as_secs_f64()));
+                    Json::Array(vec![
+                        Json::from(c.tool),
+                        c.arg,
+                        timeout.unwrap_or(Json::Null),
+                    ])
+                })
+                .collect(),
+        );
+        (at, submit(b, arg, work, time_left, run))
+    });
+    for (i, c) in alone {
+        outcomes[i] = Some(match functions.get(c.tool) {
+            Some(f) => perform(f, c.arg, Work::One(Arc::from(c.tool)), c.time_left, run)
+                .pop()
+                .unwrap_or_else(|| {
+                    Err(failure(
+                        FailureKind::Unavailable,
+                        format!("tool {}: no outcome", c.tool),
+                    ))
+                }),
+            None => Err(failure(
+                FailureKind::Unavailable,
+                format!("tool {} has no in-process function", c.tool),
+            )),
+        });
+    }
+    if let Some((at, submitted)) = pending {
+        let answered = match submitted {
+            Ok(p) => p.wait(),
+            Err(outcomes) => outcomes,
+        };
+        for (i, o) in at.into_iter().zip(answered) {
+            outcomes[i] = Some(o);
+        }
+    }
+    outcomes
+        .into_iter()
+        .map(|o| o.unwrap_or_else(|| Err(failure(FailureKind::Unavailable, "no outcome".into()))))
+        .collect()
 }
 
 /// The outcomes of a batch function's answer: one `(ok, value)` pair per
-/// call of `tools`, in order.
-pub fn batch_outcomes(tools: &[String], answered: &Bound<'_, PyAny>) -> Vec<Outcome> {
-    tools
+/// call (tool, time left), in order.
+pub fn batch_outcomes(
+    calls: &[(String, Option<Duration>)],
+    answered: &Bound<'_, PyAny>,
+) -> Vec<Outcome> {
+    calls
         .iter()
         .enumerate()
-        .map(|(i, tool)| match answered.get_item(i) {
-            Ok(pair) => pair_outcome(tool, &pair),
+        .map(|(i, (tool, left))| match answered.get_item(i) {
+            Ok(pair) => pair_outcome(tool, *left, &pair),
             Err(e) => Err(failure(
                 FailureKind::Failed,
                 format!("tool {tool}: no outcome: {e}"),
@@ -120,8 +190,9 @@ pub fn batch_outcomes(tools: &[String], answered: &Bound<'_, PyAny>) -> Vec<Outc
         .collect()
 }
 
-/// `(True, value)` → the value; `(False, message)` → a failure.
-fn pair_outcome(tool: &str, pair: &Bound<'_, PyAny>) -> Outcome {
+/// `(True, value)` → the value; `(False, message)` → a failure; `(None,
+/// _)` → the call timed out (after `left`).
+fn pair_outcome(tool: &str, left: Option<Duration>, pair: &Bound<'_, PyAny>) -> Outcome {
     let Ok(t) = pair.cast::<PyTuple>() else {
         return Err(failure(
             FailureKind::Failed,
@@ -131,7 +202,16 @@ fn pair_outcome(tool: &str, pair: &Bound<'_, PyAny>) -> Outcome {
             ),
         ));
     };
-    let ok = t.get_item(0).and_then(|o| o.is_truthy()).unwrap_or(false);
+    let ok = match t.get_item(0) {
+        Ok(o) if o.is_none() => {
+            return Err(failure(
+                FailureKind::TimedOut,
+                timed_out_message(tool, left.unwrap_or_default()),
+            ))
+        }
+        Ok(o) => o.is_truthy().unwrap_or(false),
+        Err(_) => false,
+    };
     let value = match t.get_item(1) {
         Ok(v) => v,
         Err(e) => return Err(failure(FailureKind::Failed, format!("tool {tool}: {e}"))),

@@ -22,11 +22,21 @@
 //! and later calls go to other threads (the pool grows when no thread is
 //! idle). While the function runs, its thread holds no Rust frame, so
 //! Python's exit may end it like any daemon thread ([`crate::gate`]).
+//!
+//! A function that raises `KeyboardInterrupt` or `SystemExit` stops the
+//! run as Ctrl-C does: the session is cancelled and the exception is
+//! raised by `lt.run` ([`RunState::take_escaped`]), whether the function
+//! was sync, `async`, or part of a batch.
+//!
+//! The hand-off costs two wake-ups a call at most: a thread about to wait
+//! first yields its core for a while ([`SPIN`]), and a condition variable
+//! is signalled only when a thread sleeps on it.
 
 use crate::convert::to_py;
 use crate::gate;
 use lt::runtime::cancel::Cancel;
 use lt::runtime::host::{FailureKind, Outcome, ToolFailure};
+use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
 use pyo3::prelude::*;
 use serde_json::Value as Json;
 use std::collections::VecDeque;
@@ -34,13 +44,120 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+/// What one run's calls share: its cancellation, and the
+/// `KeyboardInterrupt` / `SystemExit` a tool raised, to raise from
+/// `lt.run`.
+pub struct RunState {
+    /// The session's cancellation.
+    pub cancel: Cancel,
+    escaped: Mutex<Option<PyErr>>,
+}
+
+impl RunState {
+    /// The state of a run cancelled by `cancel`.
+    pub fn new(cancel: Cancel) -> Arc<RunState> {
+        Arc::new(RunState {
+            cancel,
+            escaped: Mutex::new(None),
+        })
+    }
+
+    /// The `KeyboardInterrupt` or `SystemExit` a tool raised (the first),
+    /// which cancelled the session.
+    pub fn take_escaped(&self) -> Option<PyErr> {
+        self.escaped
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    /// Records `err`, raised by `tool`, and cancels the session.
+    fn escape(&self, py: Python<'_>, tool: &str, err: PyErr) {
+        let ty = err
+            .get_type(py)
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        {
+            let mut e = self.escaped.lock().unwrap_or_else(PoisonError::into_inner);
+            if e.is_none() {
+                *e = Some(err);
+            }
+        }
+        self.cancel.cancel(format!("tool {tool} raised {ty}"));
+    }
+}
+
+/// Whether `e` stops the run rather than failing the call.
+fn stops_the_run(e: &Bound<'_, PyAny>) -> bool {
+    e.is_instance_of::<PyKeyboardInterrupt>() || e.is_instance_of::<PySystemExit>()
+}
+
 /// What a job computes, and how its Python result becomes outcomes.
 pub enum Work {
-    /// One call of `tool`: the function takes the argument.
-    One(String),
-    /// A batch (`gather`, `fan_out`) of calls of these tools: the function
-    /// takes a list of `(tool, argument)` pairs.
-    Batch(Vec<String>),
+    /// One call of the tool: the function takes the argument.
+    One(Arc<str>),
+    /// A batch (the `async` calls of a `gather` or `fan_out`): the
+    /// function takes a list of `(tool, argument, timeout_s)` triples.
+    /// Each call's tool and time left.
+    Batch(Vec<(String, Option<Duration>)>),
+}
+
+impl Work {
+    fn len(&self) -> usize {
+        match self {
+            Work::One(_) => 1,
+            Work::Batch(calls) => calls.len(),
+        }
+    }
+
+    fn label(&self) -> String {
+        match self {
+            Work::One(t) => t.to_string(),
+            Work::Batch(calls) => calls
+                .iter()
+                .map(|c| c.0.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+
+    /// Every call's `Err` of `kind`: `message(tool, time_left)`.
+    fn all(
+        &self,
+        kind: FailureKind,
+        message: impl Fn(&str, Option<Duration>) -> String,
+        time_left: Option<Duration>,
+    ) -> Vec<Outcome> {
+        match self {
+            Work::One(t) => vec![Err(failure(kind, message(t, time_left)))],
+            Work::Batch(calls) => calls
+                .iter()
+                .map(|(t, left)| Err(failure(kind, message(t, *left))))
+                .collect(),
+        }
+    }
+
+    fn cancelled(&self) -> Vec<Outcome> {
+        self.all(
+            FailureKind::Unavailable,
+            |t, _| format!("tool {t}: the session was cancelled"),
+            None,
+        )
+    }
+
+    fn timed_out(&self, time_left: Option<Duration>) -> Vec<Outcome> {
+        self.all(
+            FailureKind::TimedOut,
+            |t, left| timed_out_message(t, left.unwrap_or_default()),
+            time_left,
+        )
+    }
+}
+
+/// `tool T timed out after N ms`, every executor's words.
+pub fn timed_out_message(tool: &str, after: Duration) -> String {
+    format!("tool {tool} timed out after {} ms", after.as_millis())
 }
 
 #[derive(Default)]
@@ -48,11 +165,14 @@ struct SlotState {
     outcomes: Option<Vec<Outcome>>,
     abandoned: bool,
     canceller: Option<Py<PyAny>>,
+    /// The session's thread sleeps on `done`: signal it.
+    sleeping: bool,
 }
 
-/// Where a job's outcome goes.
-#[derive(Default)]
+/// One job's work and where its outcome goes.
 struct Slot {
+    work: Work,
+    run: Arc<RunState>,
     state: Mutex<SlotState>,
     done: Condvar,
     /// The outcomes are in `state` (read without the lock while spinning).
@@ -68,20 +188,22 @@ impl Slot {
 struct Queued {
     f: Arc<Py<PyAny>>,
     arg: Json,
-    work: Arc<Work>,
     slot: Arc<Slot>,
 }
 
-#[derive(Default)]
-struct Queue {
+/// The jobs not yet taken, and the pool's threads.
+pub(crate) struct Queue {
     jobs: VecDeque<Queued>,
-    /// Threads waiting in `next_job`.
+    /// Threads waiting in `next_job` (spinning or sleeping).
     idle: usize,
+    /// Of those, the threads sleeping on [`QUEUED`].
+    sleeping: usize,
 }
 
 static QUEUE: Mutex<Queue> = Mutex::new(Queue {
     jobs: VecDeque::new(),
     idle: 0,
+    sleeping: 0,
 });
 static QUEUED: Condvar = Condvar::new();
 /// `QUEUE.jobs.len()`, read without the lock while spinning.
@@ -97,6 +219,9 @@ const SPIN: Duration = Duration::from_micros(200);
 
 /// Yields until `done()` or [`SPIN`] has passed.
 fn spin(done: impl Fn() -> bool) {
+    if done() {
+        return;
+    }
     let until = Instant::now() + SPIN;
     while !done() && Instant::now() < until {
         std::thread::yield_now();
@@ -107,12 +232,26 @@ fn queue() -> MutexGuard<'static, Queue> {
     QUEUE.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// The queue, locked by the thread about to `fork` ([`crate::fork`]).
+pub(crate) fn hold_for_fork() -> MutexGuard<'static, Queue> {
+    queue()
+}
+
+/// In a forked child, the queue held across the fork: the parent's jobs
+/// and threads do not exist here. Its jobs are forgotten (their sessions'
+/// threads are gone too), no thread is idle.
+pub(crate) fn reset_in_child(mut q: MutexGuard<'static, Queue>) {
+    std::mem::forget(std::mem::take(&mut q.jobs));
+    q.idle = 0;
+    q.sleeping = 0;
+    PENDING.store(0, Ordering::Release);
+}
+
 /// One call (or batch) handed to a Python thread.
 #[pyclass(frozen, module = "lt._lt")]
 pub struct Job {
     f: Arc<Py<PyAny>>,
     arg: Json,
-    work: Arc<Work>,
     slot: Arc<Slot>,
 }
 
@@ -132,21 +271,29 @@ impl Job {
 
     /// The function returned `result`.
     fn done(&self, result: &Bound<'_, PyAny>) {
-        let outcomes = match &*self.work {
+        let outcomes = match &self.slot.work {
             Work::One(tool) => vec![crate::tools::outcome(tool, result)],
-            Work::Batch(tools) => crate::tools::batch_outcomes(tools, result),
+            Work::Batch(calls) => crate::tools::batch_outcomes(calls, result),
         };
         self.finish(outcomes);
     }
 
-    /// The function raised `e`.
+    /// The function raised `e`. `KeyboardInterrupt` and `SystemExit` stop
+    /// the run (the session is cancelled; `lt.run` raises them).
     fn fail(&self, e: &Bound<'_, PyAny>) {
+        let py = e.py();
         let err = PyErr::from_value(e.clone());
-        let outcomes = match &*self.work {
-            Work::One(tool) => vec![Err(crate::tools::raised(e.py(), tool, &err))],
-            Work::Batch(tools) => tools
+        let work = &self.slot.work;
+        if stops_the_run(e) {
+            self.slot.run.escape(py, &work.label(), err);
+            self.finish(work.cancelled());
+            return;
+        }
+        let outcomes = match work {
+            Work::One(tool) => vec![Err(crate::tools::raised(py, tool, &err))],
+            Work::Batch(calls) => calls
                 .iter()
-                .map(|t| {
+                .map(|(t, _)| {
                     Err(failure(
                         FailureKind::Failed,
                         format!("tool {t}: the batch raised: {err}"),
@@ -177,7 +324,9 @@ impl Job {
         if !s.abandoned {
             s.outcomes = Some(outcomes);
             self.slot.ready.store(true, Ordering::Release);
-            self.slot.done.notify_all();
+            if s.sleeping {
+                self.slot.done.notify_one();
+            }
         }
     }
 }
@@ -203,7 +352,9 @@ pub fn next_job(py: Python<'_>) -> PyResult<(Py<PyAny>, Bound<'_, PyAny>, Py<Job
             spin(|| PENDING.load(Ordering::Acquire) > 0);
             q = queue();
             if q.jobs.is_empty() {
+                q.sleeping += 1;
                 q = QUEUED.wait(q).unwrap_or_else(PoisonError::into_inner);
+                q.sleeping -= 1;
             }
             q.idle -= 1;
         }
@@ -215,7 +366,6 @@ pub fn next_job(py: Python<'_>) -> PyResult<(Py<PyAny>, Bound<'_, PyAny>, Py<Job
         Job {
             f: q.f,
             arg: q.arg,
-            work: q.work,
             slot: q.slot,
         },
     )?;
@@ -233,60 +383,49 @@ fn failure(kind: FailureKind, message: String) -> ToolFailure {
 /// How often a waiting call looks at the session's cancellation.
 const CANCEL_POLL: Duration = Duration::from_millis(10);
 
-/// Runs `work` (`f` with `arg`) on a Python thread and waits for its
-/// outcomes, at most `time_left`, until `cancel` is cancelled. `label`
-/// names the call in failures. Never needs the GIL, except to start a
-/// thread when none is idle and to cancel an abandoned `async` call.
-pub fn perform(
+/// A job handed to the pool, not yet waited for ([`Pending::wait`]).
+pub struct Pending {
+    slot: Arc<Slot>,
+    began: Instant,
+    time_left: Option<Duration>,
+}
+
+/// Hands `work` (`f` with `arg`) to a Python thread; it may take
+/// `time_left`. `Err`: its outcomes already (the deadline has passed, the
+/// session is cancelled, no thread can run it). Never needs the GIL,
+/// except to start a thread when none is idle.
+pub fn submit(
     f: &Arc<Py<PyAny>>,
     arg: Json,
     work: Work,
     time_left: Option<Duration>,
-    cancel: &Cancel,
-) -> Vec<Outcome> {
-    let n = match &work {
-        Work::One(_) => 1,
-        Work::Batch(t) => t.len(),
-    };
-    let label = match &work {
-        Work::One(t) => t.clone(),
-        Work::Batch(t) => t.join(", "),
-    };
-    let all = |kind: FailureKind, message: String| -> Vec<Outcome> {
-        (0..n)
-            .map(|_| Err(failure(kind, message.clone())))
-            .collect()
-    };
-    let timed_out = |t: Duration| {
-        all(
-            FailureKind::TimedOut,
-            format!("tool {label} timed out after {} ms", t.as_millis()),
-        )
-    };
-    let cancelled = || {
-        all(
-            FailureKind::Unavailable,
-            format!("tool {label}: the session was cancelled"),
-        )
-    };
+    run: &Arc<RunState>,
+) -> Result<Pending, Vec<Outcome>> {
     if let Some(t) = time_left.filter(|t| t.is_zero()) {
-        return timed_out(t);
+        return Err(work.timed_out(Some(t)));
     }
-    if cancel.is_cancelled() {
-        return cancelled();
+    if run.cancel.is_cancelled() {
+        return Err(work.cancelled());
     }
     let began = Instant::now();
-    let slot = Arc::new(Slot::default());
+    let slot = Arc::new(Slot {
+        work,
+        run: run.clone(),
+        state: Mutex::default(),
+        done: Condvar::new(),
+        ready: AtomicBool::new(false),
+    });
     let spawn = {
         let mut q = queue();
         q.jobs.push_back(Queued {
             f: f.clone(),
             arg,
-            work: Arc::new(work),
             slot: slot.clone(),
         });
         PENDING.store(q.jobs.len(), Ordering::Release);
-        QUEUED.notify_one();
+        if q.sleeping > 0 {
+            QUEUED.notify_one();
+        }
         q.jobs.len() > q.idle
     };
     if spawn {
@@ -301,36 +440,75 @@ pub fn perform(
         };
         if let Some(why) = why {
             abandon(&slot);
-            return all(FailureKind::Unavailable, format!("tool {label}: {why}"));
+            let label = slot.work.label();
+            return Err((0..slot.work.len())
+                .map(|_| {
+                    Err(failure(
+                        FailureKind::Unavailable,
+                        format!("tool {label}: {why}"),
+                    ))
+                })
+                .collect());
         }
     }
-    let deadline = time_left.map(|t| began + t);
-    spin(|| slot.ready.load(Ordering::Acquire) || cancel.is_cancelled());
-    let mut s = slot.lock();
-    loop {
-        if let Some(outcomes) = s.outcomes.take() {
-            return outcomes;
-        }
-        let now = Instant::now();
-        let stop = if cancel.is_cancelled() {
-            Some(cancelled())
-        } else {
-            match (deadline, time_left) {
-                (Some(d), Some(t)) if now >= d => Some(timed_out(t)),
-                _ => None,
+    Ok(Pending {
+        slot,
+        began,
+        time_left,
+    })
+}
+
+impl Pending {
+    /// Waits for the job's outcomes, at most its time left, until the
+    /// session is cancelled; an unfinished job is then abandoned.
+    pub fn wait(self) -> Vec<Outcome> {
+        let slot = &self.slot;
+        let cancel = &slot.run.cancel;
+        let deadline = self.time_left.map(|t| self.began + t);
+        spin(|| slot.ready.load(Ordering::Acquire) || cancel.is_cancelled());
+        let mut s = slot.lock();
+        loop {
+            if let Some(outcomes) = s.outcomes.take() {
+                return outcomes;
             }
-        };
-        if let Some(outcomes) = stop {
-            drop(s);
-            abandon(&slot);
-            return outcomes;
+            let now = Instant::now();
+            let stop = if cancel.is_cancelled() {
+                Some(slot.work.cancelled())
+            } else {
+                match deadline {
+                    Some(d) if now >= d => Some(slot.work.timed_out(self.time_left)),
+                    _ => None,
+                }
+            };
+            if let Some(outcomes) = stop {
+                drop(s);
+                abandon(slot);
+                return outcomes;
+            }
+            let wait = deadline.map_or(CANCEL_POLL, |d| (d - now).min(CANCEL_POLL));
+            s.sleeping = true;
+            s = slot
+                .done
+                .wait_timeout(s, wait)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+            s.sleeping = false;
         }
-        let wait = deadline.map_or(CANCEL_POLL, |d| (d - now).min(CANCEL_POLL));
-        s = slot
-            .done
-            .wait_timeout(s, wait)
-            .unwrap_or_else(PoisonError::into_inner)
-            .0;
+    }
+}
+
+/// Runs `work` on a Python thread and waits for its outcomes
+/// ([`submit`], then [`Pending::wait`]).
+pub fn perform(
+    f: &Arc<Py<PyAny>>,
+    arg: Json,
+    work: Work,
+    time_left: Option<Duration>,
+    run: &Arc<RunState>,
+) -> Vec<Outcome> {
+    match submit(f, arg, work, time_left, run) {
+        Ok(pending) => pending.wait(),
+        Err(outcomes) => outcomes,
     }
 }
 

@@ -1,0 +1,113 @@
+"""Arguments lt cannot use (break-it pass of issue 28): an argument of the
+wrong Python type is a `TypeError` naming its keyword; a value lt cannot
+use (an expression in `declarations=`, a number out of range, definitions
+nested absurdly deep, a bad key in a profile dict) is an `lt.ConfigError`
+that says where, never a `RecursionError` or `OverflowError` from inside."""
+
+import pytest
+
+import lt
+from conftest import LOOKUP, lookup
+
+DECLS = "tool t: Int -{}-> Int;\n"
+BODY = "match exec tool t 1 { Ok(n) => n, Err(e) => 0 }"
+
+
+@pytest.mark.parametrize("call", ["check", "run"])
+def test_declarations_holding_an_expression_are_refused_with_its_place(call):
+    f = {"check": lambda d: lt.check(BODY, declarations=d), "run": lambda d: lt.run(BODY, tools={"t": abs}, declarations=d)}[call]
+    with pytest.raises(lt.ConfigError) as e:
+        f("1 + 1")
+    assert (e.value.line, e.value.column, e.value.stage) == (1, 1, "input")
+    assert "declarations=" in e.value.message and "1 + 1" in e.value.message
+    with pytest.raises(lt.ConfigError) as e:
+        f(DECLS + "\n  t 1")
+    assert (e.value.file, e.value.line, e.value.column) == ("<tools>", 3, 3)
+    assert f(DECLS) is not None  # declarations alone are fine
+
+
+@pytest.mark.parametrize(
+    "kwargs,keyword",
+    [
+        ({"limits": 5}, "limits="),
+        ({"limits": [("max_calls", 1)]}, "limits="),
+        ({"log": 5}, "log="),
+        ({"profile": 5}, "profile="),
+    ],
+)
+def test_a_wrong_type_is_a_type_error_naming_the_keyword(kwargs, keyword):
+    with pytest.raises(TypeError) as e:
+        lt.run(LOOKUP, tools={"lookup": lookup}, **kwargs)
+    assert keyword in str(e.value)
+
+
+def test_replay_of_a_wrong_type_names_the_argument():
+    with pytest.raises(TypeError) as e:
+        lt.replay(5)  # type: ignore[arg-type]
+    assert "log" in str(e.value)
+
+
+def test_numbers_out_of_range_are_config_errors():
+    with pytest.raises(lt.ConfigError) as e:
+        lt.run(LOOKUP, tools={"lookup": lookup}, limits={"max_calls": 10**30})
+    assert 'limits["max_calls"]' in str(e.value)
+    for bad in (10**30, -1, 0):
+        with pytest.raises(lt.ConfigError) as e:
+            lt.tools.from_mcp(command=["true"], timeout_ms=bad)
+        assert "timeout_ms=" in str(e.value)
+    with pytest.raises(TypeError) as e:
+        lt.tools.from_mcp(command=["true"], timeout_ms="60000")  # type: ignore[arg-type]
+    assert "timeout_ms=" in str(e.value)
+    with pytest.raises(TypeError) as e:
+        lt.tools.from_mcp(command=["true", 5])  # type: ignore[list-item]
+    assert "command=" in str(e.value)
+
+
+def test_definitions_nested_too_deep_or_cyclic_are_config_errors():
+    deep = {"type": "object"}
+    for _ in range(5000):
+        deep = {"type": "object", "properties": {"x": deep}}
+    defs = [{"type": "function", "function": {"name": "f", "parameters": deep}}]
+    with pytest.raises(lt.ConfigError) as e:
+        lt.tools.from_openai(defs)
+    assert e.value.stage == "input" and 'defs[0]["function"]["parameters"]["properties"]' in str(e.value)
+    cyclic = {"name": "f", "input_schema": {"type": "object"}}
+    cyclic["input_schema"]["properties"] = {"me": cyclic["input_schema"]}
+    with pytest.raises(lt.ConfigError):
+        lt.tools.from_anthropic([cyclic])
+
+
+def test_a_tool_result_nested_too_deep_is_the_calls_err():
+    deep: list = []
+    for _ in range(100000):
+        deep = [deep]
+    r = lt.run("tool t: Int -{}-> Int;\nmatch exec tool t 1 { Ok(n) => \"ok\", Err(e) => e }", tools={"t": lambda n: deep})
+    assert "nested more than" in r.value
+
+
+def test_an_error_in_a_profile_dict_names_its_key():
+    with pytest.raises(lt.ConfigError) as e:
+        lt.run(LOOKUP, tools={"lookup": lookup}, profile={"tools": {"lookup": {"timeout_ms": "soon"}}})
+    assert e.value.file == "<profile dict>" and e.value.line is None and e.value.column is None
+    assert str(e.value).startswith('<profile dict>: profile["tools"]["lookup"]["timeout_ms"]: '), str(e.value)
+    with pytest.raises(lt.ConfigError) as e:
+        lt.check(LOOKUP, profile={"effects": "Read"})
+    assert 'profile["effects"]: ' in str(e.value) and e.value.line is None
+    with pytest.raises(lt.ConfigError) as e:
+        lt.check(LOOKUP, profile={"tools": {"lookup": {"timeout_ms": None}}})
+    assert 'profile["tools"]["lookup"]["timeout_ms"] is None' in str(e.value)
+
+
+def test_timeout_ms_zero_means_no_limit_as_on_the_command_line():
+    # `lt run --timeout-ms 0` is no deadline; limits={"timeout_ms": 0} too
+    # (docs/python.md says so).
+    r = lt.run(LOOKUP, tools={"lookup": lookup}, limits={"timeout_ms": 0})
+    assert r.value == "gold"
+    with open(_docs(), encoding="utf-8") as f:
+        assert "`timeout_ms` 0 is no deadline" in f.read()
+
+
+def _docs():
+    import pathlib
+
+    return pathlib.Path(__file__).resolve().parents[2] / "docs" / "python.md"

@@ -1,0 +1,88 @@
+"""Timeouts inside a batch (break-it pass of issue 28): a `gather` with
+`async` tools runs them together, yet each call keeps its own deadline;
+the one that outlives it is the only `Err` (it used to fail every call of
+the batch)."""
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+import lt
+
+SOURCE = """
+tool fast: {n: Int} -{Read}-> Int;
+tool slow: {n: Int} -{Read}-> Int;
+let g = gather { a = exec tool fast {n = 1}, b = exec tool slow {n = 2}, c = exec tool fast {n = 3} } in
+match g.a {
+  Ok(a) => match g.c { Ok(c) => match g.b { Ok(b) => "all ok", Err(e) => e }, Err(e) => "c: " ++ e },
+  Err(e) => "a: " ++ e
+}
+"""
+PROFILE = {"tools": {"slow": {"timeout_ms": 200}}}
+
+
+def fast_sync(arg):
+    return arg["n"]
+
+
+async def fast_async(arg):
+    await asyncio.sleep(0.01)
+    return arg["n"]
+
+
+async def slow_async(arg):
+    await asyncio.sleep(5)
+    return arg["n"]
+
+
+release = threading.Event()
+
+
+def slow_sync(arg):
+    release.wait(5)
+    return arg["n"]
+
+
+COMBOS = {
+    "async slow, async fast": (fast_async, slow_async),
+    "async slow, sync fast": (fast_sync, slow_async),
+    "sync slow, async fast": (fast_async, slow_sync),
+}
+
+
+@pytest.mark.timeout(30, method="thread")
+@pytest.mark.parametrize("combo", list(COMBOS))
+def test_only_the_call_past_its_timeout_fails(combo):
+    fast, slow = COMBOS[combo]
+    began = time.monotonic()
+    r = lt.run(SOURCE, tools={"fast": fast, "slow": slow}, profile=PROFILE)
+    assert r.value == "tool slow timed out after 200 ms", r.value
+    assert time.monotonic() - began < 3
+
+
+@pytest.mark.timeout(30, method="thread")
+@pytest.mark.parametrize("combo", list(COMBOS))
+def test_only_the_call_past_its_timeout_fails_under_run_async(combo):
+    fast, slow = COMBOS[combo]
+
+    async def main():
+        return await lt.run_async(SOURCE, tools={"fast": fast, "slow": slow}, profile=PROFILE)
+
+    began = time.monotonic()
+    assert asyncio.run(main()).value == "tool slow timed out after 200 ms"
+    assert time.monotonic() - began < 3
+
+
+@pytest.mark.timeout(30, method="thread")
+def test_a_tool_raising_timeout_error_itself_is_its_err_not_a_timeout():
+    async def slow(arg):
+        raise TimeoutError("the database did not answer")
+
+    r = lt.run(SOURCE, tools={"fast": fast_async, "slow": slow}, profile=PROFILE)
+    assert r.value == "tool slow raised TimeoutError: the database did not answer"
+
+
+def teardown_module():
+    release.set()
