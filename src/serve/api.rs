@@ -418,8 +418,16 @@ pub async fn answer_start(
         std::time::Duration::from_secs(seconds),
     )
     .await;
-    let rec = record(state, tenant, &id)?;
-    let mut response = (status, Json(view(state, &rec))).into_response();
+    // Ended here: its record is known without reading it back.
+    let known = state
+        .hub
+        .final_record(&id)
+        .filter(|r| r.tenant == tenant && r.status.is_final());
+    let body = match known {
+        Some(rec) => view(state, &rec),
+        None => view(state, &record(state, tenant, &id)?),
+    };
+    let mut response = (status, Json(body)).into_response();
     if let Ok(applied) = header::HeaderValue::from_str(&format!("wait={seconds}")) {
         response.headers_mut().insert(
             header::HeaderName::from_static("preference-applied"),

@@ -22,6 +22,7 @@
 //! than past a gap. An entry lives while a stream follows it, while its
 //! session runs here (pinned), or among the last FINISHED ended ones.
 
+use super::store::SessionRecord;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::watch;
@@ -43,6 +44,8 @@ struct Followed {
     pinned: bool,
     /// Its final output (JSON text), once its final status committed.
     end: Option<Arc<str>>,
+    /// Its record then, when this server could tell it without a read.
+    record: Option<Arc<SessionRecord>>,
 }
 
 impl Followed {
@@ -53,6 +56,7 @@ impl Followed {
             base,
             pinned,
             end: None,
+            record: None,
         }
     }
 
@@ -111,11 +115,18 @@ impl Followers {
     /// stopped running here without one. Its entry is kept among the last
     /// [`FINISHED`] ended sessions.
     pub fn ended(&self, id: &str, output: Option<Arc<str>>) {
+        self.ended_as(id, output, None);
+    }
+
+    /// [`Followers::ended`], keeping `record`, the session's final record,
+    /// with its output (for [`Followers::final_record`]).
+    pub fn ended_as(&self, id: &str, output: Option<Arc<str>>, record: Option<SessionRecord>) {
         let mut map = self.map();
         let Some(f) = map.get_mut(id) else {
             return;
         };
         f.pinned = false;
+        f.record = output.as_ref().and(record).map(Arc::new);
         f.end = output;
         f.changes.send_modify(|n| *n += 1);
         if f.end.is_none() {
@@ -132,6 +143,7 @@ impl Followers {
             };
             if let Some(f) = map.get_mut(&old) {
                 f.end = None;
+                f.record = None;
                 if f.idle() {
                     map.remove(&old);
                 }
@@ -142,6 +154,12 @@ impl Followers {
     /// Session `id`'s final output (JSON text) when it ended here lately.
     pub fn end_of(&self, id: &str) -> Option<Arc<str>> {
         self.map().get(id).and_then(|f| f.end.clone())
+    }
+
+    /// Session `id`'s final record when it ended here lately and was kept
+    /// ([`Followers::ended_as`]): what the store holds for it, unread.
+    pub fn final_record(&self, id: &str) -> Option<Arc<SessionRecord>> {
+        self.map().get(id).and_then(|f| f.record.clone())
     }
 
     /// Tells session `id`'s followers (every follower with `None`) that

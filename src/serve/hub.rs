@@ -281,6 +281,7 @@ impl Hub {
             created_ms: now_ms(),
         };
         let live = self.register(&id, tenant_name);
+        live.started_fresh(&new.profile, new.created_ms);
         if new.idempotency_key.is_none() {
             // Nothing of it is committed yet: followed from seq 0 on.
             self.followers.pin(&id);
@@ -464,7 +465,12 @@ impl Hub {
                     dropped_bytes: r.dropped_bytes,
                 },
             ),
-            None => match self.store.create(&id) {
+            None => match if live.started_here() {
+                // Its id was minted a moment ago: no log to look for.
+                self.store.create_minted(&id)
+            } else {
+                self.store.create(&id)
+            } {
                 Ok(sink) => engine
                     .id(id.clone())
                     .log(LogTarget::Sink(Box::new(narrate(sink))))
@@ -525,7 +531,8 @@ impl Hub {
             }
         }
         self.store.let_go(id, false);
-        if let Some(l) = self.live_map().get(id) {
+        let live = self.live_map().get(id).cloned();
+        if let Some(l) = &live {
             self.metrics
                 .finished
                 .with_label_values(&[&l.tenant, status.as_str()])
@@ -533,10 +540,20 @@ impl Hub {
         }
         self.unregister(id);
         // Kept for its streams only once the store holds it as final.
-        let end = recorded
-            .ok()
-            .map(|()| Arc::from(output.to_string().as_str()));
-        self.followers.ended(id, end);
+        let (end, record) = match recorded {
+            Ok(at_ms) => (
+                Some(Arc::from(output.to_string().as_str())),
+                live.and_then(|l| l.final_record(status, output, calls, at_ms)),
+            ),
+            Err(_) => (None, None),
+        };
+        self.followers.ended_as(id, end, record);
+    }
+
+    /// Session `id`'s final record if it ended here lately and this
+    /// server could tell it without a read ([`Followers::final_record`]).
+    pub fn final_record(&self, id: &str) -> Option<Arc<super::store::SessionRecord>> {
+        self.followers.final_record(id)
     }
 
     /// Session `id`'s final output (JSON text) if it ended here lately

@@ -17,7 +17,7 @@
 //! moment it commits is never told the call or request is unknown.
 
 use super::metrics::Metrics;
-use super::store::{ServerStore, SessionStatus};
+use super::store::{ServerStore, SessionRecord, SessionStatus};
 use crate::control::approver::{ApprovalAnswer, ApprovalQuestion, Approver};
 use crate::log::{Decision, EventBody, EventSink};
 use crate::runtime::cancel::Cancel;
@@ -56,6 +56,11 @@ struct State {
     /// Approval requests: `None` while unanswered.
     approvals: HashMap<String, Option<ApprovalAnswer>>,
     calls: u64,
+    /// Started here from its first event: its profile and `created_ms`
+    /// (`None`: resumed, or a task session).
+    fresh: Option<(String, i64)>,
+    /// Events its sink took (with `fresh`: every event of its log).
+    events: u64,
 }
 
 /// Why a posted outcome or answer was not taken.
@@ -96,6 +101,46 @@ impl Live {
     /// Tool calls ended so far.
     pub fn calls(&self) -> u64 {
         self.state().calls
+    }
+
+    /// The session starts here with an empty log, recorded with `profile`
+    /// at `created_ms`: its final record can be told without a read
+    /// ([`Live::final_record`]).
+    pub fn started_fresh(&self, profile: &str, created_ms: i64) {
+        self.state().fresh = Some((profile.to_string(), created_ms));
+    }
+
+    /// Whether the session was minted here ([`Live::started_fresh`]).
+    pub fn started_here(&self) -> bool {
+        self.state().fresh.is_some()
+    }
+
+    /// The session's record once its final `status`, `output` and `calls`
+    /// committed at `updated_ms`, from what this server knows (the same
+    /// fields the store reads back; `request` and `idempotency_key` are
+    /// left out: `None` unless [`Live::started_fresh`]).
+    pub fn final_record(
+        &self,
+        status: SessionStatus,
+        output: &serde_json::Value,
+        calls: u64,
+        updated_ms: i64,
+    ) -> Option<SessionRecord> {
+        let st = self.state();
+        let (profile, created_ms) = st.fresh.clone()?;
+        Some(SessionRecord {
+            id: self.id.clone(),
+            tenant: self.tenant.clone(),
+            profile,
+            status,
+            request: serde_json::Value::Null,
+            idempotency_key: None,
+            created_ms,
+            updated_ms,
+            output: Some(output.clone()),
+            calls,
+            events: st.events,
+        })
     }
 
     /// A resumed session's count of the calls its log already ended (the
@@ -329,6 +374,7 @@ impl EventSink for Narrated {
             _ => {}
         }
         self.inner.append(body)?;
+        self.live.state().events += 1;
         if let Some(s) = after {
             self.set_status(s);
         }

@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! create(id)  ─▶ claim id in `writing` ─▶ refuse an id with events ─▶ StoreSink
+//! create_minted(id) ─▶ claim ─▶ StoreSink (an id just minted has no events)
 //! load(id)    ─▶ lines ─▶ read_prefix (verified prefix + report); NotFound if unknown
 //! reopen(id)  ─▶ flush ─▶ load ─▶ claim ─▶ refuse empty / ended / broken / extended
 //!             ─▶ StoreSink continuing the chain
@@ -114,6 +115,18 @@ pub fn create(
     if store.has_events(session)? {
         return Err(StoreError::Conflict(taken()));
     }
+    Ok(Box::new(sink(store, log, claim)?))
+}
+
+/// [`super::ServerStore::create_minted`]: [`create`] without the read that
+/// refuses an id with events. Errors: the id is being written here.
+pub fn create_minted(
+    store: &impl LogReads,
+    session: &str,
+) -> Result<Box<dyn EventSink + Send>, StoreError> {
+    let log = MemoryLog::new(session).map_err(StoreError::Io)?;
+    let taken = format!("session {session} already has a log; a new session needs a new id");
+    let claim = claim(store, session, taken)?;
     Ok(Box::new(sink(store, log, claim)?))
 }
 

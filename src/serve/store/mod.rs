@@ -37,7 +37,7 @@ pub mod sqlite;
 #[cfg(test)]
 mod tools_fixture;
 
-use crate::log::{EventStore, StoreError};
+use crate::log::{EventSink, EventStore, StoreError};
 use serde_json::Value as Json;
 use std::time::Duration;
 
@@ -279,6 +279,16 @@ pub trait ServerStore: EventStore {
         done(self.create_session(s));
     }
 
+    /// The log of a session whose id this server has just minted
+    /// ([`crate::log::new_session_id`]: 80 random bits) and recorded:
+    /// [`EventStore::create`] without its read for events already stored,
+    /// which such an id cannot have. Should one be there all the same, the
+    /// store still refuses the first append, whose `seq` 0 does not
+    /// continue the stored chain. Errors: as `create`.
+    fn create_minted(&self, id: &str) -> Result<Box<dyn EventSink + Send>, StoreError> {
+        self.create(id)
+    }
+
     /// Waits until everything sent to the store before this call is
     /// committed (a dropped sink's buffered events included), so a read
     /// sees it.
@@ -294,14 +304,14 @@ pub trait ServerStore: EventStore {
     /// Sets a session's status (and, once it is over, its final output)
     /// and its call count. A final status ([`SessionStatus::is_final`])
     /// never changes again. Errors: `NotFound`; `Conflict` when the
-    /// session is already over.
+    /// session is already over. `Ok`: the `updated_ms` it recorded.
     fn set_status(
         &self,
         id: &str,
         status: SessionStatus,
         output: Option<&Json>,
         calls: u64,
-    ) -> Result<(), StoreError>;
+    ) -> Result<i64, StoreError>;
 
     /// Every session of every tenant whose status is not final, oldest
     /// first: what a restarted server resumes.

@@ -532,14 +532,14 @@ impl Queue<'_> {
         }
     }
 
-    /// [`super::ServerStore::set_status`].
+    /// [`super::ServerStore::set_status`]; `Ok`: the `updated_ms` recorded.
     pub fn set_status(
         &self,
         id: &str,
         status: SessionStatus,
         output: Option<&serde_json::Value>,
         calls: u64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<i64, StoreError> {
         let id = id.to_string();
         let output = output.map(serde_json::Value::to_string);
         let at_ms = now_ms();
@@ -558,6 +558,7 @@ impl Queue<'_> {
             epoch,
             reply,
         })
+        .map(|()| at_ms)
     }
 
     /// [`super::ServerStore::observe_commits`].

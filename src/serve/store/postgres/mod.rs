@@ -47,7 +47,7 @@ use super::{
     CommitObserver, Committed, Created, CreatedThen, LeaseHooks, ListQuery, NewSession,
     ServerStore, SessionRecord, SessionStatus, StoreOptions,
 };
-use crate::log::StoreError;
+use crate::log::{EventSink, StoreError};
 use postgres::types::ToSql;
 use readers::Readers;
 use serde_json::Value as Json;
@@ -330,6 +330,10 @@ impl LogReads for PostgresStore {
 }
 
 impl ServerStore for PostgresStore {
+    fn create_minted(&self, id: &str) -> Result<Box<dyn EventSink + Send>, StoreError> {
+        super::logs::create_minted(self, id)
+    }
+
     fn create_session(&self, s: &NewSession) -> Result<Created, StoreError> {
         self.hold_new(&s.id);
         let created = self.queue().create_session(s);
@@ -381,7 +385,7 @@ impl ServerStore for PostgresStore {
         status: SessionStatus,
         output: Option<&Json>,
         calls: u64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<i64, StoreError> {
         self.queue().set_status(id, status, output, calls)
     }
 

@@ -51,7 +51,7 @@ use super::{
     CommitObserver, Committed, Created, CreatedThen, ListQuery, NewSession, ServerStore,
     SessionRecord, SessionStatus,
 };
-use crate::log::StoreError;
+use crate::log::{EventSink, StoreError};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, OptionalExtension};
 use schema::{record_of, OpenError, RawRecord, Role, RECORD_COLUMNS};
@@ -320,6 +320,10 @@ impl LogReads for SqliteStore {
 }
 
 impl ServerStore for SqliteStore {
+    fn create_minted(&self, id: &str) -> Result<Box<dyn EventSink + Send>, StoreError> {
+        super::logs::create_minted(self, id)
+    }
+
     fn create_session(&self, s: &NewSession) -> Result<Created, StoreError> {
         self.queue().create_session(s)
     }
@@ -355,7 +359,7 @@ impl ServerStore for SqliteStore {
         status: SessionStatus,
         output: Option<&Json>,
         calls: u64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<i64, StoreError> {
         self.queue().set_status(id, status, output, calls)
     }
 
