@@ -96,9 +96,11 @@ def fill(store):
                                "ts": "2026-12-06T00:00:00.000Z", **body,
                                "prev": "0" * 64, "hash": f"{seq:064x}"})
             events.append((sid, seq, f"{seq:064x}", "0" * 64, line))
-    db.executemany("INSERT INTO sessions (id, tenant, profile, status, request, idempotency_key, "
-                   "created_ms, updated_ms, output, calls, events) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                   sessions)
+    # Schema 3: the request in `requests`, out of the session's row.
+    db.executemany("INSERT INTO sessions (id, tenant, profile, status, idempotency_key, "
+                   "created_ms, updated_ms, output, calls, events) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                   [s[:4] + s[5:] for s in sessions])
+    db.executemany("INSERT INTO requests (id, request) VALUES (?,?)", [(s[0], s[4]) for s in sessions])
     db.executemany("INSERT INTO events (session, seq, hash, prev, line) VALUES (?,?,?,?,?)", events)
     db.commit()
     db.close()

@@ -1,11 +1,11 @@
 //! Tests of the SQLite store's index of the tools each session proposed
 //! (`session_tools`, schema version 2): `?tool=` answers as the scan of
 //! every session's events it replaced did, and a file written by schema
-//! version 1 is migrated (the index backfilled) and then kept by new
-//! events.
+//! version 1 is migrated (the index backfilled; version 3's requests
+//! moved out of the session rows) and then kept by new events.
 
 use super::super::tools_fixture::{check_listed, id, listed, write_mixed, TOOLS};
-use super::super::ServerStore;
+use super::super::{ListQuery, ServerStore};
 use super::schema::SCHEMA_V1_FOR_TESTS;
 use super::{SqliteStore, SCHEMA_VERSION};
 use crate::log::{EventBody, EventStore};
@@ -56,6 +56,15 @@ fn scanned(conn: &Connection, tenant: &str, tool: &str) -> Vec<String> {
     rows.map(|r| r.expect("row")).collect()
 }
 
+/// Every session of `tenant` (up to 1000).
+fn all_of(tenant: &str) -> ListQuery {
+    ListQuery {
+        tenant: tenant.into(),
+        limit: 1000,
+        ..ListQuery::default()
+    }
+}
+
 fn check_against_the_scan(store: &SqliteStore, path: &Path) {
     let conn = Connection::open(path).expect("open");
     for tenant in ["acme", "globex"] {
@@ -86,6 +95,8 @@ fn a_version_1_file_is_migrated_and_its_tools_indexed() {
     let source = dir.0.join("source.db");
     let store = open(&source);
     write_mixed(&store);
+    let before = store.list_sessions(&all_of("acme")).expect("list");
+    assert!(!before.is_empty());
     drop(store);
     // ...copied into a file of schema version 1, as an older lt left it.
     let path = dir.0.join("lt.db");
@@ -97,7 +108,11 @@ fn a_version_1_file_is_migrated_and_its_tools_indexed() {
         conn.execute("ATTACH ?1 AS src", [source.display().to_string()])
             .expect("attach");
         conn.execute_batch(
-            "INSERT INTO sessions SELECT * FROM src.sessions;
+            "INSERT INTO sessions (id, tenant, profile, status, request, idempotency_key, \
+                                   created_ms, updated_ms, output, calls, events) \
+                 SELECT s.id, s.tenant, s.profile, s.status, r.request, s.idempotency_key, \
+                        s.created_ms, s.updated_ms, s.output, s.calls, s.events \
+                 FROM src.sessions s JOIN src.requests r ON r.id = s.id;
              INSERT INTO events SELECT * FROM src.events;",
         )
         .expect("copy");
@@ -109,6 +124,16 @@ fn a_version_1_file_is_migrated_and_its_tools_indexed() {
         .expect("version");
     assert_eq!(version, SCHEMA_VERSION);
     check_against_the_scan(&store, &path);
+    // Every record, its request included, reads as it was written.
+    assert_eq!(store.list_sessions(&all_of("acme")).expect("list"), before);
+    let column: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM pragma_table_info('sessions') WHERE name = 'request'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("columns");
+    assert_eq!(column, 0, "the request left the session rows");
     // An event written after the migration is indexed too.
     let mut sink = store.reopen(&id(6)).expect("reopen").sink;
     sink.append(EventBody::Proposed {

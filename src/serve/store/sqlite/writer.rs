@@ -5,7 +5,8 @@
 //! ```text
 //! BEGIN IMMEDIATE
 //!   each append: chain check (seq = stored next, prev = stored last hash) ─▶ INSERT
-//!   each create_session: INSERT … ON CONFLICT (tenant, idempotency_key) DO NOTHING
+//!   each create_session: INSERT … ON CONFLICT (tenant, idempotency_key) DO NOTHING,
+//!                        then its request INSERTed into `requests`
 //!   each set_status: UPDATE
 //! COMMIT (fsynced: synchronous=FULL) ─▶ kick the checkpointer (checkpoint.rs)
 //! ```
@@ -195,9 +196,9 @@ fn create_session(
 ) -> rusqlite::Result<Result<Created, StoreError>> {
     let inserted = tx
         .prepare_cached(
-            "INSERT INTO sessions (id, tenant, profile, status, request, idempotency_key, \
+            "INSERT INTO sessions (id, tenant, profile, status, idempotency_key, \
              created_ms, updated_ms, output, calls, events) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, NULL, 0, \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, NULL, 0, \
                      (SELECT count(*) FROM events WHERE session = ?1)) \
              ON CONFLICT (tenant, idempotency_key) DO NOTHING",
         )?
@@ -206,12 +207,17 @@ fn create_session(
             new.tenant,
             new.profile,
             SessionStatus::Running.as_str(),
-            request,
             new.idempotency_key,
             new.created_ms,
         ]);
     match inserted {
-        Ok(1) => return Ok(Ok(Created::New)),
+        Ok(1) => {
+            // In the same transaction: a session is never without it (a
+            // stray row of the same id, in a damaged file, is replaced).
+            tx.prepare_cached("INSERT OR REPLACE INTO requests (id, request) VALUES (?1, ?2)")?
+                .execute(params![new.id, request])?;
+            return Ok(Ok(Created::New));
+        }
         Ok(_) => {}
         Err(e) if is_constraint(&e) => {
             return Ok(Err(StoreError::Conflict(format!(
