@@ -9,6 +9,7 @@
 //! load / reopen / events_after / session / list_sessions / unfinished / health
 //!     ── readers.rs: reader threads, a connection each
 //! schema.rs: versioned migrations, the chain trigger     url.rs: the URL, errors
+//! rows.rs: a batch's sessions rows     prepared.rs: statements prepared once
 //! leases.rs: the lease thread (renew, claim, let go, mailbox) of this worker
 //! ```
 //!
@@ -25,7 +26,9 @@
 
 mod bulk;
 mod leases;
+mod prepared;
 mod readers;
+mod rows;
 mod schema;
 pub mod scratch;
 mod url;
@@ -157,6 +160,7 @@ impl PostgresStore {
                         target,
                         worker,
                         shared: Arc::clone(&shared),
+                        prepared: prepared::Prepared::default(),
                     };
                     queue::run(db, &shared, queue);
                 }
