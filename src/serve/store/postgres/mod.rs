@@ -35,6 +35,8 @@ mod url;
 mod writer;
 
 #[cfg(test)]
+mod checks_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_cut;
