@@ -293,7 +293,7 @@ fn pg_a_batch_of_new_sessions_and_statuses_answers_as_one_statement_each_would()
     let (a, b, d) = (id(1), id(2), id(4));
     let (a, b, d) = (a.as_str(), b.as_str(), d.as_str());
     let statuses = [
-        status(a, SessionStatus::Waiting, Some(1)),
+        status(a, SessionStatus::WaitingClient, Some(1)),
         status(a, SessionStatus::Ended, Some(1)),
         status(b, SessionStatus::Ended, Some(2)),
         status(a, SessionStatus::Running, Some(1)),

@@ -53,7 +53,7 @@ use super::{
     ServerStore, SessionRecord, SessionStatus, StoreOptions,
 };
 use crate::log::StoreError;
-use postgres::types::ToSql;
+use postgres::types::{ToSql, Type};
 use readers::Readers;
 use serde_json::Value as Json;
 use std::io;
@@ -139,6 +139,11 @@ impl PostgresStore {
         let target = Target::parse(url)?;
         let mut client = target.connect()?;
         schema::migrate(&mut client, &target.name)?;
+        writer::by_key(&mut client).map_err(|e| OpenError {
+            message: format!("the store {}: {}", target.name, target.scrub(&e)),
+            hint: None,
+            usage: false,
+        })?;
         let worker = Worker::new(options.lease);
         let first_reader = target.connect()?;
         let shared = Arc::new(Shared::new(target.name.clone()));
@@ -276,6 +281,9 @@ impl Drop for PostgresStore {
     }
 }
 
+/// The reads of every session (its log, whether it exists) go as
+/// `query_typed`: parse, bind and run in one round trip, where `query`
+/// prepares the statement first (two).
 impl LogReads for PostgresStore {
     fn shared(&self) -> &Arc<Shared> {
         &self.shared
@@ -299,9 +307,13 @@ impl LogReads for PostgresStore {
         let limit = queue::to_i64(u64::try_from(limit).unwrap_or(u64::MAX));
         let session = session.to_string();
         self.readers.read("cannot read a log", move |c| {
-            let rows = c.query(
+            let rows = c.query_typed(
                 "SELECT line FROM events WHERE session = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-                &[&session, &after, &limit],
+                &[
+                    (&session, Type::TEXT),
+                    (&after, Type::INT8),
+                    (&limit, Type::INT8),
+                ],
             )?;
             rows.iter().map(|r| r.try_get(0)).collect()
         })
@@ -310,10 +322,10 @@ impl LogReads for PostgresStore {
     fn recorded(&self, session: &str) -> Result<bool, StoreError> {
         let session = session.to_string();
         self.readers.read("cannot read the sessions", move |c| {
-            Ok(c.query_one(
+            Ok(c.query_typed_one(
                 "SELECT EXISTS (SELECT 1 FROM sessions WHERE id = $1) \
                  OR EXISTS (SELECT 1 FROM events WHERE session = $1)",
-                &[&session],
+                &[(&session, Type::TEXT)],
             )?
             .get(0))
         })
@@ -322,9 +334,9 @@ impl LogReads for PostgresStore {
     fn has_events(&self, session: &str) -> Result<bool, StoreError> {
         let session = session.to_string();
         self.readers.read("cannot read a log", move |c| {
-            Ok(c.query_opt(
+            Ok(c.query_typed_opt(
                 "SELECT 1 FROM events WHERE session = $1 LIMIT 1",
-                &[&session],
+                &[(&session, Type::TEXT)],
             )?
             .is_some())
         })

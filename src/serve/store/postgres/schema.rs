@@ -204,7 +204,11 @@ DROP TRIGGER IF EXISTS lt_events_chain ON events;
 DROP FUNCTION IF EXISTS lt_events_chain();
 DROP TRIGGER IF EXISTS lt_events_tools ON events;
 DROP TRIGGER IF EXISTS lt_events_checked ON events;
-CREATE OR REPLACE FUNCTION lt_events_checked() RETURNS trigger LANGUAGE plpgsql AS $$
+-- SET enable_seqscan: every query here looks rows up by key, a few per
+-- statement; planned once per connection on a new table (no statistics
+-- yet) a sequential scan would be kept while the table grows.
+CREATE OR REPLACE FUNCTION lt_events_checked() RETURNS trigger LANGUAGE plpgsql
+SET enable_seqscan = off AS $$
 DECLARE
     bad record;
 BEGIN
@@ -228,10 +232,11 @@ BEGIN
     -- commit (a claim takes it FOR UPDATE: it waits for this transaction,
     -- or this lock waits for the claim and reads the new epoch).
     FOR bad IN
-        SELECT n.session, n.epoch AS wrote, l.epoch AS held
-        FROM (SELECT DISTINCT t.session, t.epoch FROM lt_new t) n
-        JOIN leases l ON l.session = n.session
-        ORDER BY n.session
+        SELECT l.session, n.epoch AS wrote, l.epoch AS held
+        FROM leases l
+        JOIN (SELECT DISTINCT t.session, t.epoch FROM lt_new t) n ON n.session = l.session
+        WHERE l.session = ANY (ARRAY(SELECT DISTINCT t.session FROM lt_new t))
+        ORDER BY l.session
         FOR KEY SHARE OF l
     LOOP
         IF bad.held <> bad.wrote THEN

@@ -162,10 +162,11 @@ impl PgWriter {
         if self.client.as_ref().is_none_or(Client::is_closed) {
             self.client = None;
             self.prepared.clear();
-            let fresh = self
+            let mut fresh = self
                 .target
                 .connect()
                 .map_err(|e| BatchError(e.to_string()))?;
+            by_key(&mut fresh).map_err(|e| BatchError(self.target.scrub(&e)))?;
             self.client = Some(fresh);
         }
         match self.client.as_mut() {
@@ -173,6 +174,14 @@ impl PgWriter {
             None => Err(BatchError("no connection".into())),
         }
     }
+}
+
+/// Makes `client` plan by index: every statement of the writer finds its
+/// rows by key (a batch's few sessions); planned on a table without
+/// statistics yet (a new database) and kept prepared, a sequential scan
+/// would cost more and more as the table grows.
+pub(super) fn by_key(client: &mut Client) -> Result<(), postgres::Error> {
+    client.batch_execute("SET enable_seqscan = off")
 }
 
 /// The writer's connection and the statements prepared on it.
