@@ -5,10 +5,11 @@
 //! lease epoch it no longer has fails whole), each session's lease stays
 //! locked against a claim until the commit, a version 3 database is
 //! migrated; and a batch's new sessions and statuses, one statement each,
-//! answer as one statement per request would.
+//! answer as one statement per request would; a new session's log over one
+//! stored past `lt serve` is refused by the database.
 
 use super::super::queue::Shared;
-use super::super::{Created, NewSession, SessionStatus};
+use super::super::{Created, NewSession, ServerStore, SessionStatus};
 use super::prepared::Prepared;
 use super::rows::{create_sessions, set_statuses, Create, Status};
 use super::schema::{migrate_to, CHAIN_BROKEN, FENCED};
@@ -333,4 +334,43 @@ fn pg_a_batch_of_new_sessions_and_statuses_answers_as_one_statement_each_would()
         rows,
         [want(a, "ended"), want(b, "running"), want(d, "failed")]
     );
+}
+
+#[test]
+fn pg_a_new_sessions_log_over_one_stored_past_lt_serve_is_refused_at_its_first_commit() {
+    use super::tests::{call, ended, started};
+    use crate::log::EventStore;
+    let Some(url) = database("pg_v4_orphan") else {
+        return;
+    };
+    let store = PostgresStore::open(&url).expect("open");
+    let s = id(5);
+    assert_eq!(
+        store.create_session(&new_session(5, None)).expect("create"),
+        Created::New
+    );
+    // A log of the same id written straight to the table, under the lease.
+    let mut c = Client::connect(&url, NoTls).expect("connect");
+    assert_eq!(
+        insert(&mut c, &[(s.as_str(), 0, "orphan", ZERO_HASH, 1)]),
+        None
+    );
+    // The sink opens without a read (the session is this process's new
+    // one); its event 0 is refused by the database, and nothing is added.
+    let mut sink = store.create(&s).expect("sink");
+    let mut failed = Vec::new();
+    for body in [vec![started()], call(0), vec![ended()]].concat() {
+        if let Err(e) = sink.append(body) {
+            failed.push(e.to_string());
+        }
+    }
+    drop(sink);
+    store.flush();
+    assert!(
+        failed
+            .first()
+            .is_some_and(|e| e.contains("extended by another writer")),
+        "{failed:?}"
+    );
+    assert_eq!(count(&mut c, &s), 1);
 }
