@@ -17,12 +17,14 @@
 //!
 //! One statement instead of one per event: the writer's round trips to
 //! the server, not the server's work, bounded the PostgreSQL store's
-//! throughput (docs/performance.md). The chain trigger still checks every
-//! row: a row-level BEFORE trigger sees the rows the same statement
-//! inserted before it (PostgreSQL, "Visibility of Data Changes"), so a
-//! session's consecutive events in one batch chain onto each other.
+//! throughput (docs/performance.md). The statement trigger (schema.rs,
+//! version 4) checks every row once the statement inserted them all: a
+//! session's consecutive events in one batch chain onto each other (the
+//! row of seq n-1 in the statement's own rows), the first onto the stored
+//! log, and each session's lease is read once for all its rows.
 
 use super::super::queue::{to_i64, Append};
+use super::prepared::Prepared;
 use super::schema::{CHAIN_BROKEN, FENCED};
 use postgres::Transaction;
 use std::collections::HashSet;
@@ -37,9 +39,19 @@ pub(super) enum Bulk {
     ChainBroken,
 }
 
+/// The events of a batch, in the batch's order.
+const INSERT: &str = "INSERT INTO events (session, seq, hash, prev, line, epoch) \
+     SELECT s, q, h, p, l, e \
+     FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[]) \
+          WITH ORDINALITY AS t(s, q, h, p, l, e, n) \
+     ORDER BY n \
+     ON CONFLICT (session, seq) DO NOTHING \
+     RETURNING session, seq";
+
 /// Inserts `appends` (in order) in one statement.
 pub(super) fn insert(
     tx: &mut Transaction<'_>,
+    prepared: &mut Prepared,
     appends: &[&Append],
 ) -> Result<Bulk, postgres::Error> {
     let sessions: Vec<&str> = appends.iter().map(|a| a.session.as_str()).collect();
@@ -48,17 +60,12 @@ pub(super) fn insert(
     let prevs: Vec<&str> = appends.iter().map(|a| a.prev.as_str()).collect();
     let lines: Vec<&str> = appends.iter().map(|a| a.line.as_str()).collect();
     let epochs: Vec<i64> = appends.iter().map(|a| a.epoch).collect();
-    let rows = tx.query(
-        "INSERT INTO events (session, seq, hash, prev, line, epoch) \
-         SELECT s, q, h, p, l, e \
-         FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], \
-                     $6::bigint[]) \
-              WITH ORDINALITY AS t(s, q, h, p, l, e, n) \
-         ORDER BY n \
-         ON CONFLICT (session, seq) DO NOTHING \
-         RETURNING session, seq",
-        &[&sessions, &seqs, &hashes, &prevs, &lines, &epochs],
-    );
+    let rows = prepared.get(tx, INSERT).and_then(|statement| {
+        tx.query(
+            &statement,
+            &[&sessions, &seqs, &hashes, &prevs, &lines, &epochs],
+        )
+    });
     match rows {
         Ok(rows) => rows
             .iter()

@@ -9,6 +9,7 @@
 //! load / reopen / events_after / session / list_sessions / unfinished / health
 //!     ── readers.rs: reader threads, a connection each
 //! schema.rs: versioned migrations, the chain trigger     url.rs: the URL, errors
+//! rows.rs: a batch's sessions rows     prepared.rs: statements prepared once
 //! leases.rs: the lease thread (renew, claim, let go, mailbox) of this worker
 //! ```
 //!
@@ -25,12 +26,16 @@
 
 mod bulk;
 mod leases;
+mod prepared;
 mod readers;
+mod rows;
 mod schema;
 pub mod scratch;
 mod url;
 mod writer;
 
+#[cfg(test)]
+mod checks_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -48,7 +53,7 @@ use super::{
     ServerStore, SessionRecord, SessionStatus, StoreOptions,
 };
 use crate::log::{EventSink, StoreError};
-use postgres::types::ToSql;
+use postgres::types::{ToSql, Type};
 use readers::Readers;
 use serde_json::Value as Json;
 use std::io;
@@ -134,6 +139,11 @@ impl PostgresStore {
         let target = Target::parse(url)?;
         let mut client = target.connect()?;
         schema::migrate(&mut client, &target.name)?;
+        writer::by_key(&mut client).map_err(|e| OpenError {
+            message: format!("the store {}: {}", target.name, target.scrub(&e)),
+            hint: None,
+            usage: false,
+        })?;
         let worker = Worker::new(options.lease);
         let first_reader = target.connect()?;
         let shared = Arc::new(Shared::new(target.name.clone()));
@@ -157,6 +167,7 @@ impl PostgresStore {
                         target,
                         worker,
                         shared: Arc::clone(&shared),
+                        prepared: prepared::Prepared::default(),
                     };
                     queue::run(db, &shared, queue);
                 }
@@ -270,6 +281,9 @@ impl Drop for PostgresStore {
     }
 }
 
+/// The reads of every session (its log, whether it exists) go as
+/// `query_typed`: parse, bind and run in one round trip, where `query`
+/// prepares the statement first (two).
 impl LogReads for PostgresStore {
     fn shared(&self) -> &Arc<Shared> {
         &self.shared
@@ -293,9 +307,13 @@ impl LogReads for PostgresStore {
         let limit = queue::to_i64(u64::try_from(limit).unwrap_or(u64::MAX));
         let session = session.to_string();
         self.readers.read("cannot read a log", move |c| {
-            let rows = c.query(
+            let rows = c.query_typed(
                 "SELECT line FROM events WHERE session = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-                &[&session, &after, &limit],
+                &[
+                    (&session, Type::TEXT),
+                    (&after, Type::INT8),
+                    (&limit, Type::INT8),
+                ],
             )?;
             rows.iter().map(|r| r.try_get(0)).collect()
         })
@@ -304,21 +322,29 @@ impl LogReads for PostgresStore {
     fn recorded(&self, session: &str) -> Result<bool, StoreError> {
         let session = session.to_string();
         self.readers.read("cannot read the sessions", move |c| {
-            Ok(c.query_one(
+            Ok(c.query_typed_one(
                 "SELECT EXISTS (SELECT 1 FROM sessions WHERE id = $1) \
                  OR EXISTS (SELECT 1 FROM events WHERE session = $1)",
-                &[&session],
+                &[(&session, Type::TEXT)],
             )?
             .get(0))
         })
     }
 
+    /// A session this process records (`create_session` took its lease
+    /// at epoch 1 before queueing its row) has no log yet, without a read:
+    /// its id is new, and a log needs its lease. Were one stored anyway
+    /// (written past `lt serve`), the database refuses the new log's
+    /// event 0 at its first commit (`PRIMARY KEY (session, seq)`).
     fn has_events(&self, session: &str) -> Result<bool, StoreError> {
+        if self.shared.leases().get(session) == Some(&1) {
+            return Ok(false);
+        }
         let session = session.to_string();
         self.readers.read("cannot read a log", move |c| {
-            Ok(c.query_opt(
+            Ok(c.query_typed_opt(
                 "SELECT 1 FROM events WHERE session = $1 LIMIT 1",
-                &[&session],
+                &[(&session, Type::TEXT)],
             )?
             .is_some())
         })

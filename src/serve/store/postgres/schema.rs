@@ -20,7 +20,22 @@
 //!   index (tool, session)                  list_sessions?tool=
 //!   trigger lt_events_tools AFTER INSERT ON events: a `proposed` event's
 //!   tool, in the event's transaction; backfilled by the migration
+//! version 4 (the checks once per statement, not once per row):
+//!   the row triggers lt_events_chain and lt_events_tools become statement
+//!   triggers AFTER INSERT with the statement's rows as a transition table
+//!   (lt_new): lt_events_checked raises LT001 when a row does not continue
+//!   the chain (the statement's own row of seq n-1, else the stored one)
+//!   and LT002 when the lease of a session it writes is at another epoch
+//!   (each session's lease row read FOR KEY SHARE once per statement);
+//!   lt_events_tools indexes the statement's `proposed` tools in one INSERT
 //! ```
+//!
+//! Why version 4: a row trigger in PL/pgSQL ran three queries per event
+//! (the chain, the lease, the tools); a batch of a hundred events paid it
+//! a hundred times, the writer's INSERT was most of PostgreSQL's CPU per
+//! session (docs/performance.md). The guarantees are the same: the
+//! statement that breaks the chain or is fenced fails whole, before its
+//! transaction can commit.
 //!
 //! Invariant: a database whose version is newer than [`SCHEMA_VERSION`]
 //! is refused and never written; a schema that holds `sessions` or
@@ -32,7 +47,7 @@ use super::url::OpenError;
 use postgres::Client;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// The SQLSTATE the chain trigger raises.
 pub const CHAIN_BROKEN: &str = "LT001";
@@ -45,7 +60,7 @@ pub const FENCED: &str = "LT002";
 const MIGRATION_LOCK: i64 = 0x6c74_0001;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     r#"
 CREATE TABLE sessions (
     id              text PRIMARY KEY,
@@ -182,12 +197,87 @@ INSERT INTO session_tools (session, tool)
     WHERE tool IS NOT NULL
     ON CONFLICT DO NOTHING;
 "#,
+    r#"
+-- Version 4: the events' checks once per statement (transition tables)
+-- instead of once per row: the chain, the lease's fence, the tools' index.
+DROP TRIGGER IF EXISTS lt_events_chain ON events;
+DROP FUNCTION IF EXISTS lt_events_chain();
+DROP TRIGGER IF EXISTS lt_events_tools ON events;
+DROP TRIGGER IF EXISTS lt_events_checked ON events;
+-- SET enable_seqscan: every query here looks rows up by key, a few per
+-- statement; planned once per connection on a new table (no statistics
+-- yet) a sequential scan would be kept while the table grows.
+CREATE OR REPLACE FUNCTION lt_events_checked() RETURNS trigger LANGUAGE plpgsql
+SET enable_seqscan = off AS $$
+DECLARE
+    bad record;
+BEGIN
+    -- The chain: seq 0 continues 64 zeros; seq n the hash of n-1, the
+    -- statement's own row when it holds n-1 (lag), else the stored one.
+    SELECT w.session, w.seq INTO bad
+    FROM (SELECT n.session, n.seq, n.prev,
+                 lag(n.seq) OVER s AS pseq, lag(n.hash) OVER s AS phash
+          FROM lt_new n WINDOW s AS (PARTITION BY n.session ORDER BY n.seq)) w
+    WHERE CASE WHEN w.seq = 0 THEN w.prev <> repeat('0', 64)
+               WHEN w.pseq = w.seq - 1 THEN w.phash <> w.prev
+               ELSE NOT EXISTS (SELECT 1 FROM events e
+                                WHERE e.session = w.session AND e.seq = w.seq - 1
+                                  AND e.hash = w.prev) END
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'session %: event % does not continue the stored chain', bad.session, bad.seq
+            USING ERRCODE = 'LT001';
+    END IF;
+    -- Fencing: each session's lease row once, FOR KEY SHARE until the
+    -- commit (a claim takes it FOR UPDATE: it waits for this transaction,
+    -- or this lock waits for the claim and reads the new epoch).
+    FOR bad IN
+        SELECT l.session, n.epoch AS wrote, l.epoch AS held
+        FROM leases l
+        JOIN (SELECT DISTINCT t.session, t.epoch FROM lt_new t) n ON n.session = l.session
+        WHERE l.session = ANY (ARRAY(SELECT DISTINCT t.session FROM lt_new t))
+        ORDER BY l.session
+        FOR KEY SHARE OF l
+    LOOP
+        IF bad.held <> bad.wrote THEN
+            RAISE EXCEPTION 'session %: events were written under lease epoch %, and the lease is at epoch %',
+                bad.session, bad.wrote, bad.held
+                USING ERRCODE = 'LT002';
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER lt_events_checked AFTER INSERT ON events
+    REFERENCING NEW TABLE AS lt_new
+    FOR EACH STATEMENT EXECUTE FUNCTION lt_events_checked();
+CREATE OR REPLACE FUNCTION lt_events_tools() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO session_tools (session, tool)
+        SELECT DISTINCT p.session, p.tool
+        FROM (SELECT n.session, lt_proposed_tool(n.line) AS tool FROM lt_new n
+              WHERE strpos(n.line, 'proposed') > 0) AS p
+        WHERE p.tool IS NOT NULL
+        ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER lt_events_tools AFTER INSERT ON events
+    REFERENCING NEW TABLE AS lt_new
+    FOR EACH STATEMENT EXECUTE FUNCTION lt_events_tools();
+"#,
 ];
 
 /// Brings the schema of `client`'s database (its current schema) to
 /// [`SCHEMA_VERSION`]; the version found before. Errors: newer, another
 /// program's tables, the database failed.
 pub fn migrate(client: &mut Client, name: &str) -> Result<i32, OpenError> {
+    migrate_to(client, name, SCHEMA_VERSION)
+}
+
+/// [`migrate`] up to version `to` only (tests: a database as an older lt
+/// left it). A database already past `to` is left as it is.
+pub(super) fn migrate_to(client: &mut Client, name: &str, to: i32) -> Result<i32, OpenError> {
     let failed = |e: postgres::Error| OpenError {
         message: format!("the store {name}: cannot create or check its schema: {e}"),
         hint: Some("the user needs CREATE on the database's schema".into()),
@@ -235,16 +325,18 @@ pub fn migrate(client: &mut Client, name: &str) -> Result<i32, OpenError> {
             usage: false,
         });
     }
-    for migration in MIGRATIONS.iter().skip(version.max(0) as usize) {
+    let to = to.clamp(0, SCHEMA_VERSION);
+    for migration in MIGRATIONS
+        .iter()
+        .take(to as usize)
+        .skip(version.max(0) as usize)
+    {
         tx.batch_execute(migration).map_err(failed)?;
     }
-    if version < SCHEMA_VERSION {
+    if version < to {
         tx.execute("DELETE FROM lt_schema", &[]).map_err(failed)?;
-        tx.execute(
-            "INSERT INTO lt_schema (version) VALUES ($1)",
-            &[&SCHEMA_VERSION],
-        )
-        .map_err(failed)?;
+        tx.execute("INSERT INTO lt_schema (version) VALUES ($1)", &[&to])
+            .map_err(failed)?;
     }
     tx.commit().map_err(failed)?;
     Ok(version)

@@ -154,12 +154,16 @@ fn the_database_refuses_an_event_that_does_not_continue_the_chain() {
     let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
     let insert =
         "INSERT INTO events (session, seq, hash, prev, line) VALUES ($1, $2, 'h', $3, '{}')";
-    for (seq, prev) in [
-        (5_i64, "not-the-last-hash"),
-        (0, "not-zeros"),
-        (9, ZERO_HASH),
+    // (A seq already taken is the primary key's to refuse, below.)
+    let other = id(2);
+    for (session, seq, prev) in [
+        (&s, 5_i64, "not-the-last-hash"),
+        (&other, 0, "not-zeros"),
+        (&s, 9, ZERO_HASH),
     ] {
-        let e = c.execute(insert, &[&s, &seq, &prev]).expect_err("refused");
+        let e = c
+            .execute(insert, &[session, &seq, &prev])
+            .expect_err("refused");
         assert_eq!(e.code().map(|c| c.code()), Some(CHAIN_BROKEN), "{e}");
     }
     // A second event with a taken seq: the primary key.

@@ -4,19 +4,22 @@
 //!
 //! ```text
 //! BEGIN
-//!   each create_session: INSERT … ON CONFLICT DO NOTHING with, in the same
-//!                        statement, a new session's lease row (this worker,
-//!                        epoch 1); else the tenant's session of that
-//!                        idempotency key
-//!   each set_status: one statement: the lease's epoch (FOR KEY SHARE) must be
-//!                    the one this worker holds, and UPDATE … WHERE status is
-//!                    not final
+//!   the create_sessions: one INSERT of them all with, in the same statement,
+//!                        the new sessions' lease rows (this worker, epoch 1);
+//!                        else the tenant's session of that idempotency key
+//!                        (rows.rs)
+//!   the set_statuses: one statement: the leases' epochs (FOR KEY SHARE) must
+//!                     be the ones this worker holds, and UPDATE … WHERE the
+//!                     status is not final (rows.rs)
 //!   the events: one INSERT of them all (bulk.rs); when one breaks the chain,
 //!     ROLLBACK, and the batch again, its events one at a time (a savepoint each):
 //!     INSERT … SELECT … WHERE <prev is the stored hash of seq-1>
 //!     ON CONFLICT (session, seq) DO NOTHING      0 rows: refused
 //! COMMIT (durable: the server's synchronous_commit)
 //! ```
+//!
+//! The statements that run in every batch are prepared once per connection
+//! (prepared.rs): one round trip each, no parsing.
 //!
 //! The conditional insert is the trigger's check (`schema.rs`) made
 //! per-request: a refused event writes nothing and fails only its own
@@ -37,9 +40,11 @@
 use super::super::queue::{
     extended_by_another, to_i64, Append, Outcome, Request, Shared, Transact,
 };
-use super::super::{Created, NewSession, SessionStatus};
+use super::super::Created;
 use super::bulk::{self, Bulk};
-use super::schema::{record_of, FENCED, RECORD_COLUMNS};
+use super::prepared::Prepared;
+use super::rows::{self, Create, Status};
+use super::schema::FENCED;
 use super::url::Target;
 use crate::log::{StoreError, ZERO_HASH};
 use postgres::{Client, Transaction};
@@ -54,6 +59,8 @@ pub(super) struct PgWriter {
     /// This worker's id and lease length (new sessions' lease rows).
     pub worker: super::Worker,
     pub shared: Arc<Shared>,
+    /// The statements prepared on `client`.
+    pub prepared: Prepared,
 }
 
 /// A batch's failure: the database's error (without the password).
@@ -81,11 +88,13 @@ impl Transact for PgWriter {
             attempt += 1;
             let shared = Arc::clone(&self.shared);
             let worker = self.worker.clone();
-            let client = self.connected()?;
-            let ran = match apply(client, &shared, &worker, batch, Events::AllInOne) {
-                Ok(None) => apply(client, &shared, &worker, batch, Events::OneAtATime),
+            let (client, prepared) = self.connected()?;
+            let mut conn = Conn { client, prepared };
+            let ran = match apply(&mut conn, &shared, &worker, batch, Events::AllInOne) {
+                Ok(None) => apply(&mut conn, &shared, &worker, batch, Events::OneAtATime),
                 ran => ran,
             };
+            let client = conn.client;
             let failed = match ran {
                 Ok(Some(outcomes)) => return Ok(outcomes),
                 Ok(None) => {
@@ -131,7 +140,7 @@ impl PgWriter {
         let since = Instant::now();
         loop {
             let target = self.target.clone();
-            let client = self.connected()?;
+            let (client, _) = self.connected()?;
             let status = client
                 .query_one("SELECT txid_status($1)", &[&xid])
                 .map_err(|e| BatchError(target.scrub(&e)))?;
@@ -147,20 +156,38 @@ impl PgWriter {
         }
     }
 
-    /// The live connection, made anew when there is none or it was lost.
-    fn connected(&mut self) -> Result<&mut Client, BatchError> {
+    /// The live connection and its prepared statements, made anew when
+    /// there is none or it was lost.
+    fn connected(&mut self) -> Result<(&mut Client, &mut Prepared), BatchError> {
         if self.client.as_ref().is_none_or(Client::is_closed) {
             self.client = None;
-            let fresh = self
+            self.prepared.clear();
+            let mut fresh = self
                 .target
                 .connect()
                 .map_err(|e| BatchError(e.to_string()))?;
+            by_key(&mut fresh).map_err(|e| BatchError(self.target.scrub(&e)))?;
             self.client = Some(fresh);
         }
-        self.client
-            .as_mut()
-            .ok_or_else(|| BatchError("no connection".into()))
+        match self.client.as_mut() {
+            Some(client) => Ok((client, &mut self.prepared)),
+            None => Err(BatchError("no connection".into())),
+        }
     }
+}
+
+/// Makes `client` plan by index: every statement of the writer finds its
+/// rows by key (a batch's few sessions); planned on a table without
+/// statistics yet (a new database) and kept prepared, a sequential scan
+/// would cost more and more as the table grows.
+pub(super) fn by_key(client: &mut Client) -> Result<(), postgres::Error> {
+    client.batch_execute("SET enable_seqscan = off")
+}
+
+/// The writer's connection and the statements prepared on it.
+struct Conn<'a> {
+    client: &'a mut Client,
+    prepared: &'a mut Prepared,
 }
 
 /// A batch that did not commit (or may have).
@@ -185,7 +212,7 @@ enum Events {
 /// Runs `batch` in one transaction and commits it. `Ok(None)`: an event
 /// of `Events::AllInOne` broke the chain; rolled back, nothing written.
 fn apply(
-    client: &mut Client,
+    conn: &mut Conn<'_>,
     shared: &Shared,
     worker: &super::Worker,
     batch: &[Request],
@@ -195,20 +222,18 @@ fn apply(
         error,
         in_commit: None,
     };
-    let mut tx = client.transaction().map_err(before)?;
-    // The sessions' rows first, in order (their outcomes are final); then
-    // every event of the batch in one statement (bulk.rs).
-    let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(batch.len());
+    let prepared = &mut *conn.prepared;
+    let mut tx = conn.client.transaction().map_err(before)?;
+    // The sessions' rows first, in one statement each (rows.rs; their
+    // outcomes are final); then every event of the batch in one statement
+    // (bulk.rs).
     let mut appends: Vec<&Append> = Vec::new();
+    let mut creates: Vec<Create<'_>> = Vec::new();
+    let mut statuses: Vec<Status<'_>> = Vec::new();
     for req in batch {
-        let outcome = match req {
-            Request::Append(a) => {
-                appends.push(a);
-                None
-            }
-            Request::CreateSession { new, request, .. } => Some(Outcome::Created(
-                create_session(&mut tx, shared, worker, new, request).map_err(before)?,
-            )),
+        match req {
+            Request::Append(a) => appends.push(a),
+            Request::CreateSession { new, request, .. } => creates.push(Create { new, request }),
             Request::SetStatus {
                 id,
                 status,
@@ -217,26 +242,26 @@ fn apply(
                 at_ms,
                 epoch,
                 ..
-            } => Some(Outcome::Status(
-                set_status(
-                    &mut tx,
-                    shared,
-                    id,
-                    *epoch,
-                    (*status, output.as_deref(), *calls, *at_ms),
-                )
-                .map_err(before)?,
-            )),
-            Request::Flush(_) | Request::Release(_) => Some(Outcome::Flushed),
+            } => statuses.push(Status {
+                id,
+                status: *status,
+                output: output.as_deref(),
+                calls: *calls,
+                at_ms: *at_ms,
+                epoch: *epoch,
+            }),
+            Request::Flush(_) | Request::Release(_) => {}
             #[cfg(test)]
-            Request::Stop => Some(Outcome::Flushed),
-        };
-        outcomes.push(outcome);
+            Request::Stop => {}
+        }
     }
+    let created =
+        rows::create_sessions(&mut tx, prepared, shared, worker, &creates).map_err(before)?;
+    let set = rows::set_statuses(&mut tx, prepared, shared, &statuses).map_err(before)?;
     let mut appended = Vec::with_capacity(appends.len());
     let bulk = match (appends.is_empty(), events) {
         (true, _) => Bulk::Inserted(HashSet::new()),
-        (false, Events::AllInOne) => bulk::insert(&mut tx, &appends).map_err(before)?,
+        (false, Events::AllInOne) => bulk::insert(&mut tx, prepared, &appends).map_err(before)?,
         (false, Events::OneAtATime) => Bulk::ChainBroken,
     };
     match bulk {
@@ -263,22 +288,11 @@ fn apply(
     }
     let xid = match appends.is_empty() {
         true => tx.query_one("SELECT txid_current()", &[]),
-        false => notify_events(&mut tx, &appends),
+        false => notify_events(&mut tx, prepared, &appends),
     }
     .and_then(|row| row.try_get::<_, i64>(0))
     .map_err(before)?;
-    let mut appended = appended.into_iter();
-    let outcomes = outcomes
-        .into_iter()
-        .map(|o| match o {
-            Some(o) => o,
-            None => Outcome::Appended(
-                appended
-                    .next()
-                    .unwrap_or_else(|| Err("the event's outcome went missing".into())),
-            ),
-        })
-        .collect();
+    let outcomes = outcomes(batch, shared, appended, created, set);
     match tx.commit() {
         Ok(()) => Ok(Some(outcomes)),
         Err(error) => Err(Failed {
@@ -288,6 +302,40 @@ fn apply(
     }
 }
 
+/// The batch's outcomes in its order, from those of its appends, its
+/// new sessions and its statuses (each in the batch's order).
+fn outcomes(
+    batch: &[Request],
+    shared: &Shared,
+    appended: Vec<Result<(), String>>,
+    created: Vec<Result<Created, StoreError>>,
+    set: Vec<Result<(), StoreError>>,
+) -> Vec<Outcome> {
+    let (mut appended, mut created, mut set) =
+        (appended.into_iter(), created.into_iter(), set.into_iter());
+    let missing = "the request's outcome went missing";
+    batch
+        .iter()
+        .map(|req| match req {
+            Request::Append(_) => {
+                Outcome::Appended(appended.next().unwrap_or_else(|| Err(missing.into())))
+            }
+            Request::CreateSession { .. } => Outcome::Created(
+                created
+                    .next()
+                    .unwrap_or_else(|| Err(shared.error("a new session", missing))),
+            ),
+            Request::SetStatus { .. } => Outcome::Status(
+                set.next()
+                    .unwrap_or_else(|| Err(shared.error("a status update", missing))),
+            ),
+            Request::Flush(_) | Request::Release(_) => Outcome::Flushed,
+            #[cfg(test)]
+            Request::Stop => Outcome::Flushed,
+        })
+        .collect()
+}
+
 /// Tells the other workers (`LISTEN lt_events`, leases.rs) which
 /// sessions' logs this batch extends, so that their streams read them now;
 /// sent with the commit (PostgreSQL delivers a notice only if it commits).
@@ -295,6 +343,7 @@ fn apply(
 /// round trip; see the module note).
 fn notify_events(
     tx: &mut Transaction<'_>,
+    prepared: &mut Prepared,
     appends: &[&Append],
 ) -> Result<postgres::Row, postgres::Error> {
     let mut sessions: Vec<&str> = appends.iter().map(|a| a.session.as_str()).collect();
@@ -303,10 +352,8 @@ fn notify_events(
     // A notice's payload holds under 8000 bytes.
     let mut chunks = sessions.chunks(200);
     let first = chunks.next().unwrap_or_default().join(",");
-    let row = tx.query_one(
-        "SELECT txid_current(), pg_notify('lt_events', $1)",
-        &[&first],
-    )?;
+    let statement = prepared.get(tx, "SELECT txid_current(), pg_notify('lt_events', $1)")?;
+    let row = tx.query_one(&statement, &[&first])?;
     for chunk in chunks {
         tx.execute("SELECT pg_notify('lt_events', $1)", &[&chunk.join(",")])?;
     }
@@ -368,7 +415,13 @@ fn fence(
 
 /// The refusal of a write under `epoch` when the lease is at `now`
 /// (`None`: the same epoch); the session is lost to this worker.
-fn fenced(shared: &Shared, session: &str, epoch: i64, now: i64, owner: String) -> Option<String> {
+pub(super) fn fenced(
+    shared: &Shared,
+    session: &str,
+    epoch: i64,
+    now: i64,
+    owner: String,
+) -> Option<String> {
     if now == epoch {
         return None;
     }
@@ -406,103 +459,4 @@ fn refused(
         u64::try_from(held).unwrap_or(0),
         a.seq,
     )))
-}
-
-/// Records a new session, or finds the tenant's session with the same
-/// idempotency key (the UNIQUE constraint decides, inside the transaction).
-/// A new session's lease is this worker's, at epoch 1.
-fn create_session(
-    tx: &mut Transaction<'_>,
-    shared: &Shared,
-    worker: &super::Worker,
-    new: &NewSession,
-    request: &str,
-) -> Result<Result<Created, StoreError>, postgres::Error> {
-    // The session and its lease in one statement (one round trip).
-    let inserted: i64 = tx
-        .query_one(
-            "WITH s AS (INSERT INTO sessions (id, tenant, profile, status, request, \
-                        idempotency_key, created_ms, updated_ms, output, calls) \
-                        VALUES ($1, $2, $3, $4, $5, $6, $7, $7, NULL, 0) \
-                        ON CONFLICT DO NOTHING RETURNING id), \
-             l AS (INSERT INTO leases (session, owner, epoch, expires) \
-                   SELECT id, $8, 1, clock_timestamp() + $9::bigint * interval '1 millisecond' \
-                   FROM s ON CONFLICT (session) DO NOTHING) \
-             SELECT count(*) FROM s",
-            &[
-                &new.id,
-                &new.tenant,
-                &new.profile,
-                &SessionStatus::Running.as_str(),
-                &request,
-                &new.idempotency_key,
-                &new.created_ms,
-                &worker.id,
-                &worker.lease_ms,
-            ],
-        )?
-        .try_get(0)?;
-    if inserted == 1 {
-        return Ok(Ok(Created::New));
-    }
-    let existing = match &new.idempotency_key {
-        Some(key) => tx.query_opt(
-            &format!(
-                "SELECT {RECORD_COLUMNS} FROM sessions WHERE tenant = $1 AND idempotency_key = $2"
-            ),
-            &[&new.tenant, key],
-        )?,
-        None => None,
-    };
-    Ok(match existing {
-        Some(row) => record_of(&row)
-            .map(Created::Existing)
-            .map_err(|e| shared.error("a damaged session record", e)),
-        None => Err(StoreError::Conflict(format!(
-            "session {} already exists; a new session needs a new id",
-            new.id
-        ))),
-    })
-}
-
-/// Sets a session's status, output (when given) and call count, in one
-/// statement with its fence: with `epoch` (a lease held), the lease row is
-/// read `FOR KEY SHARE` and the update refused when the lease moved on.
-fn set_status(
-    tx: &mut Transaction<'_>,
-    shared: &Shared,
-    id: &str,
-    epoch: Option<i64>,
-    (status, output, calls, at_ms): (SessionStatus, Option<&str>, i64, i64),
-) -> Result<Result<(), StoreError>, postgres::Error> {
-    // A final status is final: a late update must not move it back. The
-    // last SELECT sees the row as before the update (one snapshot).
-    let row = tx.query_one(
-        "WITH l AS (SELECT epoch, coalesce(owner, '') AS owner FROM leases \
-                    WHERE session = $1 AND $6::bigint IS NOT NULL FOR KEY SHARE), \
-         u AS (UPDATE sessions SET status = $2, output = coalesce($3, output), calls = $4, \
-               updated_ms = $5 WHERE id = $1 AND status NOT IN ('ended', 'failed', 'cancelled') \
-               AND NOT EXISTS (SELECT 1 FROM l WHERE l.epoch <> $6) RETURNING 1) \
-         SELECT (SELECT epoch FROM l), (SELECT owner FROM l), (SELECT count(*) FROM u), \
-                (SELECT status FROM sessions WHERE id = $1)",
-        &[&id, &status.as_str(), &output, &calls, &at_ms, &epoch],
-    )?;
-    let (now, owner, changed, was): (Option<i64>, Option<String>, i64, Option<String>) = (
-        row.try_get(0)?,
-        row.try_get(1)?,
-        row.try_get(2)?,
-        row.try_get(3)?,
-    );
-    if let (Some(epoch), Some(now)) = (epoch, now) {
-        if let Some(why) = fenced(shared, id, epoch, now, owner.unwrap_or_default()) {
-            return Ok(Err(StoreError::Conflict(why)));
-        }
-    }
-    Ok(match (changed, was) {
-        (1.., _) => Ok(()),
-        (_, None) => Err(StoreError::NotFound(id.to_string())),
-        (_, Some(was)) => Err(StoreError::Conflict(format!(
-            "session {id} is already over ({was}); its status stays"
-        ))),
-    })
 }
