@@ -256,18 +256,23 @@ fn check_value(value: Option<&Json>, expect: Option<&Json>) -> Result<(), String
     }
 }
 
-async fn lt_session(
+/// `POST /v1/sessions` (with `Prefer: prefer` when given): the answer's
+/// JSON. Errors: no answer, a non-2xx status, a body that is not JSON.
+async fn post_session(
     client: &reqwest::Client,
     url: &str,
     key: &str,
     body: &[u8],
-    expect: Option<&Json>,
-) -> SessionResult {
-    let t0 = Instant::now();
-    let resp = client
+    prefer: Option<&str>,
+) -> Result<Json, String> {
+    let mut req = client
         .post(format!("{url}/v1/sessions"))
         .bearer_auth(key)
-        .header("content-type", "application/json")
+        .header("content-type", "application/json");
+    if let Some(p) = prefer {
+        req = req.header("prefer", p);
+    }
+    let resp = req
         .body(body.to_vec())
         .send()
         .await
@@ -283,8 +288,27 @@ async fn lt_session(
             String::from_utf8_lossy(&text[..text.len().min(300)])
         ));
     }
-    let created: Json = serde_json::from_slice(&text)
-        .map_err(|e| format!("POST /v1/sessions: the answer is not JSON: {e}"))?;
+    serde_json::from_slice(&text)
+        .map_err(|e| format!("POST /v1/sessions: the answer is not JSON: {e}"))
+}
+
+/// A session: with `wait`, one `POST /v1/sessions` with `Prefer: wait=60`
+/// whose answer is the ended session's view; else a POST, then its event
+/// stream to `event: output`.
+async fn lt_session(
+    client: &reqwest::Client,
+    url: &str,
+    key: &str,
+    body: &[u8],
+    expect: Option<&Json>,
+    wait: bool,
+) -> SessionResult {
+    let t0 = Instant::now();
+    if wait {
+        let view = post_session(client, url, key, body, Some("wait=60")).await?;
+        return waited(view, t0.elapsed(), expect);
+    }
+    let created = post_session(client, url, key, body, None).await?;
     let created_at = t0.elapsed();
     let id = created
         .get("id")
@@ -337,39 +361,9 @@ async fn lt_session(
     .ok_or_else(|| format!("the events of {id} ended without an output"))
 }
 
-/// A session in one request: `POST /v1/sessions` with `Prefer: wait=60`,
-/// whose answer is the ended session's view.
-async fn lt_waited(
-    client: &reqwest::Client,
-    url: &str,
-    key: &str,
-    body: &[u8],
-    expect: Option<&Json>,
-) -> SessionResult {
-    let t0 = Instant::now();
-    let resp = client
-        .post(format!("{url}/v1/sessions"))
-        .bearer_auth(key)
-        .header("content-type", "application/json")
-        .header("prefer", "wait=60")
-        .body(body.to_vec())
-        .send()
-        .await
-        .map_err(|e| format!("POST /v1/sessions: {e}"))?;
-    let status = resp.status();
-    let text = resp
-        .bytes()
-        .await
-        .map_err(|e| format!("POST /v1/sessions: reading the answer: {e}"))?;
-    let at = t0.elapsed();
-    if !status.is_success() {
-        return Err(format!(
-            "POST /v1/sessions: {status}: {}",
-            String::from_utf8_lossy(&text[..text.len().min(300)])
-        ));
-    }
-    let view: Json = serde_json::from_slice(&text)
-        .map_err(|e| format!("POST /v1/sessions: the answer is not JSON: {e}"))?;
+/// The session a `Prefer: wait` answer shows, answered `at` after its
+/// submission: done if it ended with the expected value.
+fn waited(view: Json, at: Duration, expect: Option<&Json>) -> SessionResult {
     if view.get("status").and_then(Json::as_str) != Some("ended") {
         return Err(format!("the session did not end within the wait: {view}"));
     }
@@ -426,14 +420,8 @@ async fn one(client: &reqwest::Client, args: &Args) -> SessionResult {
                 url,
                 key,
                 body,
-                wait: false,
-            } => lt_session(client, url, key, body, args.expect.as_ref()).await,
-            Protocol::Session {
-                url,
-                key,
-                body,
-                wait: true,
-            } => lt_waited(client, url, key, body, args.expect.as_ref()).await,
+                wait,
+            } => lt_session(client, url, key, body, args.expect.as_ref(), *wait).await,
             Protocol::Call { url, body } => {
                 call_session(client, url, body, args.expect.as_ref()).await
             }

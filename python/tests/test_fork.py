@@ -45,6 +45,14 @@ ONE = "tool t: Int -{}-> Int;\\nmatch exec tool t 1 { Ok(n) => n + 1, Err(e) => 
 """
 
 
+def children_exited_at_once(out, n):
+    """The script's last line lists `n` children, each exited 0 within 10 s."""
+    assert out.returncode == 0, out.stderr
+    codes = json.loads(out.stdout.strip().splitlines()[-1])
+    assert [c for c, _ in codes] == [0] * n, (codes, out.stderr)
+    assert max(t for _, t in codes) < 10, codes
+
+
 @pytest.mark.timeout(90, method="thread")
 @pytest.mark.parametrize("kind", ["sync", "async"])
 def test_a_forked_child_runs_python_tools(kind):
@@ -61,10 +69,7 @@ def test_a_forked_child_runs_python_tools(kind):
         print(json.dumps(codes), flush=True)
         """
     )
-    assert out.returncode == 0, out.stderr
-    codes = json.loads(out.stdout.strip().splitlines()[-1])
-    assert [c for c, _ in codes] == [0, 0, 0], (codes, out.stderr)
-    assert max(t for _, t in codes) < 10, codes
+    children_exited_at_once(out, 3)
 
 
 @pytest.mark.timeout(90, method="thread")
@@ -90,10 +95,7 @@ def test_a_fork_while_other_threads_run_sessions():
         print(json.dumps(codes), flush=True)
         """
     )
-    assert out.returncode == 0, out.stderr
-    codes = json.loads(out.stdout.strip().splitlines()[-1])
-    assert [c for c, _ in codes] == [0] * 5, (codes, out.stderr)
-    assert max(t for _, t in codes) < 10, codes
+    children_exited_at_once(out, 5)
 
 
 @pytest.mark.timeout(90, method="thread")
