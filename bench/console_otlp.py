@@ -102,6 +102,9 @@ def fill(store):
                    [s[:4] + s[5:] for s in sessions])
     db.executemany("INSERT INTO requests (id, request) VALUES (?,?)", [(s[0], s[4]) for s in sessions])
     db.executemany("INSERT INTO events (session, seq, hash, prev, line) VALUES (?,?,?,?,?)", events)
+    # ...and each proposed tool in `session_tools`, as lt's writer does with the event.
+    db.executemany("INSERT OR IGNORE INTO session_tools (session, tool) VALUES (?,?)",
+                   [(e[0], json.loads(e[4])["tool"]) for e in events if '"proposed"' in e[4]])
     db.commit()
     db.close()
     return t0

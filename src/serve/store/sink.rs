@@ -108,6 +108,10 @@ impl EventSink for StoreSink {
             )));
         }
         let commit = commit_point(&body) == WriteAhead::Commit;
+        let tool = match &body {
+            EventBody::Proposed { tool, .. } => Some(tool.clone()),
+            _ => None,
+        };
         let (event, line) = self.log.seal(body);
         let Event {
             seq,
@@ -131,6 +135,7 @@ impl EventSink for StoreSink {
             prev,
             hash,
             line,
+            tool,
             epoch: self.epoch,
             reply,
             failed: Arc::clone(&self.failed),

@@ -23,6 +23,9 @@
 //!   session's row is rewritten with each status change, and without the
 //!   program in it the rows of the sessions in flight fill a few pages,
 //!   not dozens, so a group commit writes fewer pages to the WAL
+//!   trigger events_tools dropped: the writer inserts a `proposed`
+//!   event's tool into session_tools itself, from the event it appends
+//!   (the trigger scanned every line it inserted for "proposed")
 //! ```
 //!
 //! Invariant: a file whose `user_version` is newer than [`SCHEMA_VERSION`]
@@ -120,6 +123,7 @@ CREATE TABLE requests (
 ) WITHOUT ROWID;
 INSERT INTO requests (id, request) SELECT id, request FROM sessions;
 ALTER TABLE sessions DROP COLUMN request;
+DROP TRIGGER events_tools;
 ",
 ];
 

@@ -5,6 +5,7 @@
 //! ```text
 //! BEGIN IMMEDIATE
 //!   each append: chain check (seq = stored next, prev = stored last hash) ─▶ INSERT
+//!                (a `proposed` event: its tool INSERT OR IGNOREd into session_tools)
 //!   each create_session: INSERT … ON CONFLICT (tenant, idempotency_key) DO NOTHING,
 //!                        then its request INSERTed into `requests`
 //!   each set_status: UPDATE
@@ -180,6 +181,12 @@ fn append(
             )))
         }
         Err(e) => return Err(e),
+    }
+    if let Some(tool) = &a.tool {
+        // The index of the tools each session proposed (`?tool=`), in the
+        // event's transaction.
+        tx.prepare_cached("INSERT OR IGNORE INTO session_tools (session, tool) VALUES (?1, ?2)")?
+            .execute(params![a.session, tool])?;
     }
     tail.next += 1;
     tail.last.clone_from(&a.hash);
