@@ -412,7 +412,7 @@ impl Hub {
 
     /// Runs (or resumes) a session on this thread, then records its end.
     fn run(
-        &self,
+        self: &Arc<Self>,
         tenant: &TenantRuntime,
         live: Arc<Live>,
         file: &SourceFile,
@@ -517,12 +517,41 @@ impl Hub {
         };
         let calls = live.calls();
         drop(result);
-        self.finish(&id, status, &output, calls);
+        self.finish_then(&id, status, output, calls);
+    }
+
+    /// [`Hub::finish`] without waiting for the commit: the rest runs on the
+    /// store's answering thread once the final status committed, and the
+    /// session's thread goes back to the pool at once (it would only have
+    /// slept until then).
+    fn finish_then(self: &Arc<Self>, id: &str, status: SessionStatus, output: Json, calls: u64) {
+        let hub = Arc::clone(self);
+        let session = id.to_string();
+        let output = Arc::new(output);
+        let kept = Arc::clone(&output);
+        let done = move |recorded: Result<i64, StoreError>| {
+            hub.finished(&session, status, &kept, calls, recorded);
+        };
+        self.store
+            .set_status_then(id, status, Some(&output), calls, Box::new(done));
     }
 
     /// Records the end of session `id` and forgets it.
     pub(super) fn finish(&self, id: &str, status: SessionStatus, output: &Json, calls: u64) {
         let recorded = self.store.set_status(id, status, Some(output), calls);
+        self.finished(id, status, output, calls, recorded);
+    }
+
+    /// What follows the final status's commit (`recorded`: its
+    /// `updated_ms`, or why it was not recorded).
+    fn finished(
+        &self,
+        id: &str,
+        status: SessionStatus,
+        output: &Json,
+        calls: u64,
+        recorded: Result<i64, StoreError>,
+    ) {
         if let Err(StoreError::Conflict(why)) = &recorded {
             if !self.store.holds(id) {
                 // Its last events and its end were refused: another

@@ -143,6 +143,10 @@ pub struct SessionRecord {
     pub events: u64,
 }
 
+/// What [`ServerStore::set_status_then`] calls with the result: the
+/// `updated_ms` recorded, or why not.
+pub type StatusThen = Box<dyn FnOnce(Result<i64, StoreError>) + Send>;
+
 /// What [`ServerStore::create_session`] did.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Created {
@@ -312,6 +316,20 @@ pub trait ServerStore: EventStore {
         output: Option<&Json>,
         calls: u64,
     ) -> Result<i64, StoreError>;
+
+    /// [`ServerStore::set_status`] without waiting: `done` gets its result
+    /// once the status committed (or failed), on the store's answering
+    /// thread, so it must not block; the caller's thread goes on at once.
+    fn set_status_then(
+        &self,
+        id: &str,
+        status: SessionStatus,
+        output: Option<&Json>,
+        calls: u64,
+        done: StatusThen,
+    ) {
+        done(self.set_status(id, status, output, calls));
+    }
 
     /// Every session of every tenant whose status is not final, oldest
     /// first: what a restarted server resumes.

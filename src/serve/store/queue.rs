@@ -187,7 +187,7 @@ pub enum Request {
         /// The lease epoch this worker holds the session under (`None`:
         /// no lease, nothing to check).
         epoch: Option<i64>,
-        reply: Reply<Result<(), StoreError>>,
+        reply: StatusReply,
     },
     /// Answered once everything queued before it is committed.
     Flush(Reply<()>),
@@ -211,6 +211,27 @@ impl CreateReply {
                 let _ = reply.send(r);
             }
             CreateReply::Then(done) => done(r),
+        }
+    }
+}
+
+/// Where the answer to a `SetStatus` goes.
+pub enum StatusReply {
+    /// A caller blocked on it.
+    Wait(Reply<Result<(), StoreError>>),
+    /// Called on the answering thread after the commit (nobody blocks, but
+    /// the batch commits at once all the same: a session's end is waited
+    /// for by its clients).
+    Then(Box<dyn FnOnce(Result<(), StoreError>) + Send>),
+}
+
+impl StatusReply {
+    pub fn send(self, r: Result<(), StoreError>) {
+        match self {
+            StatusReply::Wait(reply) => {
+                let _ = reply.send(r);
+            }
+            StatusReply::Then(done) => done(r),
         }
     }
 }
@@ -396,9 +417,7 @@ fn answer(shared: &Shared, w: Written) {
         match (req, outcome) {
             (Request::Append(a), Outcome::Appended(r)) => answer_append(a.reply, &a.failed, r),
             (Request::CreateSession { reply, .. }, Outcome::Created(r)) => reply.send(r),
-            (Request::SetStatus { reply, .. }, Outcome::Status(r)) => {
-                let _ = reply.send(r);
-            }
+            (Request::SetStatus { reply, .. }, Outcome::Status(r)) => reply.send(r),
             (Request::Flush(reply), Outcome::Flushed) => {
                 let _ = reply.send(());
             }
@@ -428,7 +447,7 @@ fn fail_all(batch: Vec<Request>, why: &str) {
             }
             Request::Release(claim) => drop(claim),
             Request::SetStatus { reply, .. } => {
-                let _ = reply.send(Err(StoreError::Io(io::Error::other(why))));
+                reply.send(Err(StoreError::Io(io::Error::other(why))));
             }
             Request::Flush(reply) => {
                 let _ = reply.send(());
@@ -543,16 +562,53 @@ impl Queue<'_> {
         output: Option<&serde_json::Value>,
         calls: u64,
     ) -> Result<i64, StoreError> {
+        let (reply, answer) = std::sync::mpsc::sync_channel(1);
+        self.send_status(
+            id,
+            status,
+            output,
+            calls,
+            Box::new(move |r| {
+                let _ = reply.send(r);
+            }),
+        );
+        answer.recv().map_err(|_| self.gone())?
+    }
+
+    /// [`super::ServerStore::set_status_then`]: `done` gets what
+    /// [`Queue::set_status`] returns, on the answering thread.
+    pub fn set_status_then(
+        &self,
+        id: &str,
+        status: SessionStatus,
+        output: Option<&serde_json::Value>,
+        calls: u64,
+        done: super::StatusThen,
+    ) {
+        self.send_status(id, status, output, calls, done);
+    }
+
+    fn send_status(
+        &self,
+        id: &str,
+        status: SessionStatus,
+        output: Option<&serde_json::Value>,
+        calls: u64,
+        done: super::StatusThen,
+    ) {
         let id = id.to_string();
         let output = output.map(serde_json::Value::to_string);
         let at_ms = now_ms();
         if self.shared.lost().contains(&id) {
-            return Err(StoreError::Conflict(format!(
+            return done(Err(StoreError::Conflict(format!(
                 "session {id} is no longer this worker's (its lease was taken over); its status is not set here"
-            )));
+            ))));
         }
         let epoch = self.shared.leases().get(&id).copied();
-        self.call(|reply| Request::SetStatus {
+        let reply = StatusReply::Then(Box::new(move |r: Result<(), StoreError>| {
+            done(r.map(|()| at_ms));
+        }));
+        let request = Request::SetStatus {
             id,
             status,
             output,
@@ -560,8 +616,18 @@ impl Queue<'_> {
             at_ms,
             epoch,
             reply,
-        })
-        .map(|()| at_ms)
+        };
+        let unsent = match self.requests {
+            Some(requests) => match requests.send(request) {
+                Ok(()) => return,
+                Err(std::sync::mpsc::SendError(request)) => request,
+            },
+            None => request,
+        };
+        // The writer is gone: answered here, on the caller's thread.
+        if let Request::SetStatus { reply, .. } = unsent {
+            reply.send(Err(self.gone()));
+        }
     }
 
     /// [`super::ServerStore::observe_commits`].

@@ -363,6 +363,18 @@ impl ServerStore for SqliteStore {
         self.queue().set_status(id, status, output, calls)
     }
 
+    fn set_status_then(
+        &self,
+        id: &str,
+        status: SessionStatus,
+        output: Option<&Json>,
+        calls: u64,
+        done: super::StatusThen,
+    ) {
+        self.queue()
+            .set_status_then(id, status, output, calls, done);
+    }
+
     fn unfinished(&self) -> Result<Vec<SessionRecord>, StoreError> {
         let open: Vec<String> = SessionStatus::ALL
             .iter()
