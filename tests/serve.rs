@@ -943,11 +943,53 @@ fn past_max_sessions_a_new_session_is_refused_with_retry_after(backend: Backend)
         }
         other => panic!("expected 503, got {other:?}"),
     }
+    // A body that can never start is refused for what it is, busy or not.
+    let (status, v) = server.call(
+        "POST",
+        "/v1/sessions",
+        Some(ACME),
+        Some(&json!({"profile": "support"})),
+    );
+    assert_eq!(status, 400, "{v}");
     server.wait_final(ACME, &id, Duration::from_secs(30));
     let id2 = server.submit(ACME, &support_program(), "support");
     assert_eq!(
         server.wait_final(ACME, &id2, Duration::from_secs(30))["status"],
         "ended"
+    );
+    // Starts sent at once: the last place is taken once (the check and
+    // the count were apart: 60 of 120 got in under max_sessions = 50).
+    let body = json!({"program": support_program(), "profile": "support"}).to_string();
+    let url = format!("{}/v1/sessions", server.url);
+    let answers: Vec<u16> = std::thread::scope(|scope| {
+        let posts: Vec<_> = (0..12)
+            .map(|_| {
+                scope.spawn(|| {
+                    match ureq::post(&url)
+                        .set("Authorization", &format!("Bearer {ACME}"))
+                        .send_string(&body)
+                    {
+                        Ok(r) => r.status(),
+                        Err(ureq::Error::Status(code, _)) => code,
+                        Err(e) => panic!("POST: {e}"),
+                    }
+                })
+            })
+            .collect();
+        posts
+            .into_iter()
+            .map(|p| p.join().expect("a post"))
+            .collect()
+    });
+    assert_eq!(
+        answers.iter().filter(|c| **c == 201).count(),
+        1,
+        "{answers:?}"
+    );
+    assert_eq!(
+        answers.iter().filter(|c| **c == 503).count(),
+        11,
+        "{answers:?}"
     );
 }
 

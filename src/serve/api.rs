@@ -322,7 +322,15 @@ async fn create(
     let req: CreateBody = body(raw)?;
     let wait = preferred_wait(&headers)?;
     profile_of(&state, &tenant_name, &req.profile)?;
-    if !state.hub.has_room() {
+    let idempotency_key = idempotency_key(&headers)?;
+    match (&req.program, &req.task) {
+        (Some(_), Some(_)) => return Err(ApiError::bad("give `program` or `task`, not both")),
+        (None, None) => return Err(ApiError::bad("the body needs a `program` (or a `task`)")),
+        _ => {}
+    }
+    // Held until the start is answered: concurrent starts cannot both take
+    // the last place.
+    let Some(admission) = state.hub.admit() else {
         let mut r = ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "busy",
@@ -333,10 +341,8 @@ async fn create(
         r.headers_mut()
             .insert(header::RETRY_AFTER, header::HeaderValue::from_static("2"));
         return Ok(r);
-    }
-    let idempotency_key = idempotency_key(&headers)?;
+    };
     let program = match (req.program, req.task) {
-        (Some(p), None) => p,
         (None, Some(task)) => {
             let task = super::task::TaskRequest {
                 task,
@@ -344,9 +350,10 @@ async fn create(
                 idempotency_key,
             };
             let capabilities = req.capabilities.as_ref().map(|c| &c.tools[..]);
-            return super::task::create(&state, &tenant_name, task, capabilities, wait).await;
+            return super::task::create(&state, &tenant_name, task, capabilities, wait, admission)
+                .await;
         }
-        (Some(_), Some(_)) => return Err(ApiError::bad("give `program` or `task`, not both")),
+        (Some(p), _) => p,
         (None, None) => return Err(ApiError::bad("the body needs a `program` (or a `task`)")),
     };
     if program.len() > crate::frontend::MAX_SOURCE_BYTES {
@@ -375,6 +382,8 @@ async fn create(
         .start(&tenant_name, request)
         .await
         .map_err(ApiError::store)?;
+    // Started (in the live map) or not: its place is the live map's now.
+    drop(admission);
     answer_start(
         &state,
         &tenant_name,

@@ -38,7 +38,12 @@ impl Keys {
     /// The tenant whose key `header` (an `Authorization` value) carries,
     /// if any. Every digest is compared, matched or not.
     pub fn tenant(&self, header: Option<&str>) -> Option<&str> {
-        let key = header?.strip_prefix("Bearer ")?.trim();
+        // The scheme is case-insensitive (RFC 9110 §11.1).
+        let (scheme, key) = header?.split_once(' ')?;
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return None;
+        }
+        let key = key.trim();
         if key.is_empty() {
             return None;
         }
@@ -67,6 +72,10 @@ mod tests {
         assert_eq!(keys.tenant(Some("Bearer acme-dev-ke")), None);
         assert_eq!(keys.tenant(Some("acme-dev-key")), None);
         assert_eq!(keys.tenant(Some("Bearer ")), None);
+        // The scheme in any case; no other scheme.
+        assert_eq!(keys.tenant(Some("bearer acme-dev-key")), Some("acme"));
+        assert_eq!(keys.tenant(Some("BEARER acme-dev-key")), Some("acme"));
+        assert_eq!(keys.tenant(Some("Basic acme-dev-key")), None);
         assert_eq!(keys.tenant(None), None);
     }
 

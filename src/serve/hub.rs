@@ -43,7 +43,7 @@ use crate::runtime::limits::RunErrorKind;
 use crate::source::SourceFile;
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, oneshot, watch};
@@ -127,6 +127,19 @@ pub struct Hub {
     accepting: AtomicBool,
     /// Sessions that may run at once.
     pub(super) max_sessions: usize,
+    /// Starts admitted and not yet registered in `live` ([`Hub::admit`]).
+    admitted: Arc<AtomicUsize>,
+}
+
+/// A start's place under `max_sessions` ([`Hub::admit`]): held until the
+/// start is answered (by then the session is in the live map, or it never
+/// ran); dropping it gives the place back.
+pub struct Admission(Arc<AtomicUsize>);
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Now, in milliseconds since the Unix epoch.
@@ -156,13 +169,27 @@ impl Hub {
             stopping: watch::channel(false).0,
             accepting: AtomicBool::new(true),
             max_sessions,
+            admitted: Arc::new(AtomicUsize::new(0)),
         }
     }
 
-    /// Whether another session may start now (fewer than `max_sessions`
-    /// run).
-    pub fn has_room(&self) -> bool {
-        self.live_map().len() < self.max_sessions
+    /// A place for a new session under `max_sessions`, counting the
+    /// sessions that run and the starts admitted before it (`None`: no
+    /// room). Concurrent starts cannot both take the last place.
+    pub fn admit(&self) -> Option<Admission> {
+        loop {
+            let pending = self.admitted.load(Ordering::SeqCst);
+            if self.live_map().len() + pending >= self.max_sessions {
+                return None;
+            }
+            if self
+                .admitted
+                .compare_exchange(pending, pending + 1, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                return Some(Admission(Arc::clone(&self.admitted)));
+            }
+        }
     }
 
     /// A receiver that changes whenever an event of session `id` commits

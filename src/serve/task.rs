@@ -59,6 +59,7 @@ pub async fn create(
     req: TaskRequest,
     capabilities: Option<&[String]>,
     wait: Option<u64>,
+    admission: super::hub::Admission,
 ) -> Result<Response, ApiError> {
     let has_model = state
         .hub
@@ -96,6 +97,8 @@ pub async fn create(
     let started = answer
         .await
         .map_err(|_| ApiError::store("the session's thread ended before answering"))?;
+    // Started (in the live map) or not: its place is the live map's now.
+    drop(admission);
     super::api::answer_start(
         state,
         tenant,

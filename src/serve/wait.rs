@@ -35,9 +35,10 @@ const RECHECK: Duration = Duration::from_secs(1);
 /// that is not a whole number of seconds, as `(message, hint)` (the API
 /// answers 400).
 pub fn preferred_wait(headers: &HeaderMap) -> Result<Option<u64>, (String, String)> {
-    let mut wait = None;
     for field in headers.get_all("prefer") {
-        let text = field.to_str().unwrap_or("");
+        // A byte that is not ASCII elsewhere in the field does not hide
+        // the `wait` in it.
+        let text = String::from_utf8_lossy(field.as_bytes());
         for pref in text.split(',') {
             // `token [= word] *( ";" parameter )`: the parameters of a
             // preference do not concern `wait`.
@@ -49,16 +50,24 @@ pub fn preferred_wait(headers: &HeaderMap) -> Result<Option<u64>, (String, Strin
             if !name.eq_ignore_ascii_case("wait") {
                 continue;
             }
-            let seconds = value.and_then(|v| v.parse::<u64>().ok()).ok_or_else(|| {
-                (
-                    format!("the Prefer header's `{head}` is not a wait in seconds"),
-                    format!("send `Prefer: wait=N` with N whole seconds (at most {MAX_WAIT_S})"),
-                )
-            })?;
-            wait = Some(seconds.min(MAX_WAIT_S));
+            // `delta-seconds` (RFC 9110 §5.6.4: digits only); more than
+            // the cap is the cap, however many digits.
+            let seconds = value
+                .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                .map(|v| v.parse::<u64>().map_or(MAX_WAIT_S, |n| n.min(MAX_WAIT_S)))
+                .ok_or_else(|| {
+                    (
+                        format!("the Prefer header's `{head}` is not a wait in seconds"),
+                        format!(
+                            "send `Prefer: wait=N` with N whole seconds (at most {MAX_WAIT_S})"
+                        ),
+                    )
+                })?;
+            // The first `wait` is the one that counts (RFC 7240 §2).
+            return Ok(Some(seconds));
         }
     }
-    Ok(wait)
+    Ok(None)
 }
 
 /// Returns once session `id` is not live on `hub`'s server and its record
@@ -92,4 +101,53 @@ fn ended(hub: &Hub, tenant: &str, id: &str) -> bool {
         return true;
     }
     matches!(hub.store.session(tenant, id), Ok(Some(r)) if r.status.is_final())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn wait_of(fields: &[&[u8]]) -> Result<Option<u64>, (String, String)> {
+        let mut headers = HeaderMap::new();
+        for f in fields {
+            headers.append(
+                "prefer",
+                HeaderValue::from_bytes(f).expect("a header value"),
+            );
+        }
+        preferred_wait(&headers)
+    }
+
+    #[test]
+    fn the_first_wait_counts_and_others_are_ignored() {
+        assert_eq!(wait_of(&[b"wait=2", b"wait=7"]), Ok(Some(2)));
+        assert_eq!(wait_of(&[b"wait=5,wait=7"]), Ok(Some(5)));
+        assert_eq!(wait_of(&[b"respond-async, Wait = 05; foo"]), Ok(Some(5)));
+        assert_eq!(wait_of(&[b"wait=\"5\""]), Ok(Some(5)));
+        assert_eq!(wait_of(&[b"return=minimal"]), Ok(None));
+        assert_eq!(wait_of(&[]), Ok(None));
+    }
+
+    #[test]
+    fn a_wait_past_the_cap_is_the_cap_and_a_wait_that_is_not_digits_is_refused() {
+        assert_eq!(wait_of(&[b"wait=61"]), Ok(Some(MAX_WAIT_S)));
+        assert_eq!(
+            wait_of(&[b"wait=99999999999999999999"]),
+            Ok(Some(MAX_WAIT_S))
+        );
+        for bad in [
+            &b"wait="[..],
+            b"wait",
+            b"wait=-1",
+            b"wait=+5",
+            b"wait=1e3",
+            b"wait=5.0",
+        ] {
+            assert!(wait_of(&[bad]).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+        // A byte that is not ASCII elsewhere does not hide a bad wait.
+        assert!(wait_of(&[b"foo=\xe9, wait=abc"]).is_err());
+        assert_eq!(wait_of(&[b"foo=\xe9, wait=3"]), Ok(Some(3)));
+    }
 }

@@ -192,16 +192,46 @@ impl SqliteStore {
     }
 
     /// Session records matching `filter` (SQL after `WHERE`, with `args`).
-    fn records(&self, filter: &str, args: Vec<SqlValue>) -> Result<Vec<SessionRecord>, StoreError> {
+    /// The rows of the sessions `filter` selects, as stored.
+    fn raw_records(&self, filter: &str, args: Vec<SqlValue>) -> Result<Vec<RawRecord>, StoreError> {
         let sql = format!("SELECT {RECORD_COLUMNS} FROM sessions WHERE {filter}");
-        let raws = self.read("cannot read the sessions", |c| {
+        self.read("cannot read the sessions", |c| {
             c.prepare_cached(&sql)?
                 .query_map(rusqlite::params_from_iter(args), RawRecord::read)?
                 .collect::<rusqlite::Result<Vec<_>>>()
-        })?;
+        })
+    }
+
+    fn records(&self, filter: &str, args: Vec<SqlValue>) -> Result<Vec<SessionRecord>, StoreError> {
+        let raws = self.raw_records(filter, args)?;
         raws.into_iter()
             .map(|r| record_of(r).map_err(|e| self.shared.error("a damaged session record", e)))
             .collect()
+    }
+
+    /// [`SqliteStore::records`] without the rows that cannot be read as
+    /// records (a file edited by hand): each is named on stderr and left
+    /// out, so one damaged row does not hide a tenant's other sessions or
+    /// stop the server's start.
+    fn readable_records(
+        &self,
+        filter: &str,
+        args: Vec<SqlValue>,
+    ) -> Result<Vec<SessionRecord>, StoreError> {
+        let raws = self.raw_records(filter, args)?;
+        Ok(raws
+            .into_iter()
+            .filter_map(|r| match record_of(r) {
+                Ok(rec) => Some(rec),
+                Err(e) => {
+                    eprintln!(
+                        "lt serve: {}; left out (repair or delete its rows in the file)",
+                        self.shared.error("a damaged session record", e)
+                    );
+                    None
+                }
+            })
+            .collect())
     }
 }
 
@@ -350,7 +380,7 @@ impl ServerStore for SqliteStore {
                 super::list::Arg::Int(n) => SqlValue::Integer(n),
             })
             .collect();
-        self.records(&filter, args)
+        self.readable_records(&filter, args)
     }
 
     fn set_status(
@@ -382,7 +412,7 @@ impl ServerStore for SqliteStore {
             .map(|s| format!("'{}'", s.as_str()))
             .collect();
         let filter = format!("status IN ({}) ORDER BY created_ms, id", open.join(", "));
-        self.records(&filter, Vec::new())
+        self.readable_records(&filter, Vec::new())
     }
 
     fn events_after(&self, id: &str, after: Option<u64>) -> Result<Vec<String>, StoreError> {

@@ -717,3 +717,34 @@ fn a_dead_writer_fails_writes_instead_of_hanging() {
     // Reads still answer.
     assert_eq!(store.load(&id(1)).expect("load").events.len(), 1);
 }
+
+#[test]
+fn a_damaged_row_is_left_out_of_lists_and_resumes_and_refused_alone() {
+    let dir = TempDir::new("damaged");
+    let store = open(&dir.db());
+    for n in 1..=3 {
+        store
+            .create_session(&new_session(n, "acme", 1_000 + i64::from(n), None))
+            .expect("create");
+    }
+    // Session 2 loses its request (a file edited by hand).
+    let conn = rusqlite::Connection::open(dir.db()).expect("open");
+    conn.execute("DELETE FROM requests WHERE id = ?1", [id(2)])
+        .expect("delete");
+    assert_eq!(
+        ids(&store
+            .list_sessions(&query("acme", None, 100))
+            .expect("list")),
+        [id(3), id(1)]
+    );
+    assert_eq!(
+        ids(&store.unfinished().expect("unfinished")),
+        [id(1), id(3)]
+    );
+    let e = store.session("acme", &id(2)).expect_err("a damaged record");
+    assert!(e.to_string().contains("has no recorded request"), "{e}");
+    assert_eq!(
+        store.session("acme", &id(1)).expect("read").map(|r| r.id),
+        Some(id(1))
+    );
+}
