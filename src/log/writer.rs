@@ -34,6 +34,17 @@ pub trait EventSink {
     fn records(&self) -> bool {
         true
     }
+
+    /// Whether [`EventSink::last`] gives the event just appended, with its
+    /// hash (the file writer: a tap links to the log with it).
+    fn keeps_last(&self) -> bool {
+        false
+    }
+
+    /// The event last appended, when the sink [keeps it](EventSink::keeps_last).
+    fn last(&self) -> Option<&Event> {
+        None
+    }
 }
 
 /// A sink that keeps nothing: a session without `--log`.
@@ -58,6 +69,14 @@ impl<S: EventSink + ?Sized> EventSink for &mut S {
     fn records(&self) -> bool {
         (**self).records()
     }
+
+    fn keeps_last(&self) -> bool {
+        (**self).keeps_last()
+    }
+
+    fn last(&self) -> Option<&Event> {
+        (**self).last()
+    }
 }
 
 impl<S: EventSink + ?Sized> EventSink for Box<S> {
@@ -67,6 +86,14 @@ impl<S: EventSink + ?Sized> EventSink for Box<S> {
 
     fn records(&self) -> bool {
         (**self).records()
+    }
+
+    fn keeps_last(&self) -> bool {
+        (**self).keeps_last()
+    }
+
+    fn last(&self) -> Option<&Event> {
+        (**self).last()
     }
 }
 
@@ -583,6 +610,14 @@ impl Drop for LogWriter {
 impl EventSink for LogWriter {
     fn append(&mut self, body: EventBody) -> io::Result<()> {
         LogWriter::append(self, body).map(|_| ())
+    }
+
+    fn keeps_last(&self) -> bool {
+        true
+    }
+
+    fn last(&self) -> Option<&Event> {
+        LogWriter::last(self)
     }
 }
 
