@@ -13,7 +13,8 @@
 //! inner sink is one that keeps its last event ([`EventSink::last`]),
 //! and `None` otherwise (no verifiable log to link to). A tapped sink
 //! always [`EventSink::records`]: the events are built even when the
-//! inner sink discards them.
+//! inner sink discards them, as outlines (without their JSON payloads,
+//! [`EventSink::payloads`]) when the tap does not read those.
 
 use super::event::EventBody;
 use super::writer::EventSink;
@@ -24,6 +25,13 @@ pub trait EventTap {
     /// Event `seq` of session `session` was recorded: `body`, and its
     /// `hash` when the log keeps one.
     fn recorded(&mut self, session: &str, seq: u64, hash: Option<&str>, body: &EventBody);
+
+    /// Whether the tap reads the events' JSON payloads (a call's argument,
+    /// output, result value). When neither it nor the inner sink does, the
+    /// events it sees are outlines ([`EventSink::payloads`]).
+    fn payloads(&self) -> bool {
+        true
+    }
 }
 
 /// A sink that hands each event to a tap as its inner sink records it.
@@ -78,6 +86,10 @@ impl EventSink for Tapped<'_> {
     fn records(&self) -> bool {
         true
     }
+
+    fn payloads(&self) -> bool {
+        (self.inner.records() && self.inner.payloads()) || self.tap.payloads()
+    }
 }
 
 #[cfg(test)]
@@ -94,6 +106,29 @@ mod tests {
         }
     }
 
+    /// A tap that reads no payloads.
+    struct Outline;
+
+    impl EventTap for Outline {
+        fn recorded(&mut self, _: &str, _: u64, _: Option<&str>, _: &EventBody) {}
+
+        fn payloads(&self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn events_are_outlines_only_when_neither_the_log_nor_the_tap_reads_payloads() {
+        let mut tap = Outline;
+        assert!(!Tapped::new(Box::new(Discard), &mut tap, "s", 0).payloads());
+        let path = std::env::temp_dir().join(format!("lt-tap-o-{}.jsonl", std::process::id()));
+        let writer = LogWriter::create(&path, crate::log::new_session_id()).expect("create");
+        let mut tap = Outline;
+        let logged = Tapped::new(Box::new(writer), &mut tap, "s", 0).payloads();
+        let _ = std::fs::remove_file(&path);
+        assert!(logged, "a log keeps every payload");
+    }
+
     fn annotation(id: &str) -> EventBody {
         EventBody::AnnotationEnded {
             annotation_id: id.into(),
@@ -107,6 +142,10 @@ mod tests {
         let mut seen = Seen::default();
         let mut sink = Tapped::new(Box::new(Discard), &mut seen, "s", 0);
         assert!(sink.records(), "the events are built for the tap");
+        assert!(
+            sink.payloads(),
+            "a tap reads the payloads unless it says not"
+        );
         sink.append(annotation("a")).expect("append");
         sink.append(annotation("b")).expect("append");
         drop(sink);

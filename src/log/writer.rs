@@ -35,6 +35,15 @@ pub trait EventSink {
         true
     }
 
+    /// Whether the events' JSON payloads are kept: a call's argument, its
+    /// output and the value of its result. `false` only for a sink that
+    /// keeps no log and hands the events to a tap that needs none of them
+    /// ([`super::tap`]): the control plane then builds outline events,
+    /// those fields `null` (a result keeps whether it is `Ok` or `Err`).
+    fn payloads(&self) -> bool {
+        true
+    }
+
     /// Whether [`EventSink::last`] gives the event just appended, with its
     /// hash (the file writer: a tap links to the log with it).
     fn keeps_last(&self) -> bool {
@@ -70,6 +79,10 @@ impl<S: EventSink + ?Sized> EventSink for &mut S {
         (**self).records()
     }
 
+    fn payloads(&self) -> bool {
+        (**self).payloads()
+    }
+
     fn keeps_last(&self) -> bool {
         (**self).keeps_last()
     }
@@ -86,6 +99,10 @@ impl<S: EventSink + ?Sized> EventSink for Box<S> {
 
     fn records(&self) -> bool {
         (**self).records()
+    }
+
+    fn payloads(&self) -> bool {
+        (**self).payloads()
     }
 
     fn keeps_last(&self) -> bool {

@@ -249,7 +249,12 @@ impl TraceBuilder {
             key: u64::from_be_bytes(key),
             resource,
             scope,
-            out: vec![0; room],
+            out: {
+                // Room for a few hundred spans before the first copy.
+                let mut out = Vec::with_capacity(room + (64 << 10));
+                out.resize(room, 0);
+                out
+            },
             room,
             spans: 0,
             approvals: Vec::new(),

@@ -211,8 +211,34 @@ fn emit(
 }
 
 impl EventTap for Recorder {
+    /// Arguments and results are read only when they are exported.
+    fn payloads(&self) -> bool {
+        self.payloads.is_some()
+    }
+
     fn recorded(&mut self, session: &str, seq: u64, hash: Option<&str>, body: &EventBody) {
-        let at = now();
+        // The clock is read only for the events that open or close a row.
+        let at = match body {
+            EventBody::Decided {
+                decision: crate::log::Decision::Allow,
+                ..
+            } => 0,
+            EventBody::SessionStarted { .. }
+            | EventBody::AgentStarted { .. }
+            | EventBody::Proposed { .. }
+            | EventBody::ApprovalRequested { .. }
+            | EventBody::ModelRequested { .. }
+            | EventBody::Decided { .. }
+            | EventBody::Completed { .. }
+            | EventBody::Failed { .. }
+            | EventBody::TimedOut { .. }
+            | EventBody::ApprovalDecided { .. }
+            | EventBody::ModelReplied { .. }
+            | EventBody::ModelFailed { .. }
+            | EventBody::SessionEnded { .. }
+            | EventBody::AgentEnded { .. } => now(),
+            _ => 0,
+        };
         let call = Some(SpanKind::Tool);
         match body {
             EventBody::SessionStarted { .. } | EventBody::AgentStarted { .. } => {
