@@ -144,8 +144,9 @@ pub(super) struct SpanRow<'a> {
     pub outcome: &'a str,
     /// The decision on it, as text in pieces (`allow (rule: reason)`).
     pub decision: &'a [&'a str],
-    /// The argument's and the result's text (exported only with payloads).
+    /// The argument's text (exported only with payloads).
     pub argument: Option<&'a str>,
+    /// The result's text, or a failure's message (only with payloads).
     pub result: Option<&'a str>,
 }
 

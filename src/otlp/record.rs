@@ -241,12 +241,13 @@ impl EventTap for Recorder {
         };
         let call = Some(SpanKind::Tool);
         match body {
-            EventBody::SessionStarted { .. } | EventBody::AgentStarted { .. } => {
-                if self.trace.is_none() {
-                    self.agent = matches!(body, EventBody::AgentStarted { .. });
-                    self.start = at;
-                    self.trace = Some(TraceBuilder::new(self.service, session, self.payloads));
-                }
+            // The first start: an agent's runs start within its log.
+            EventBody::SessionStarted { .. } | EventBody::AgentStarted { .. }
+                if self.trace.is_none() =>
+            {
+                self.agent = matches!(body, EventBody::AgentStarted { .. });
+                self.start = at;
+                self.trace = Some(TraceBuilder::new(self.service, session, self.payloads));
             }
             EventBody::Proposed {
                 call_id,
