@@ -12,8 +12,8 @@
 //! exporter thread: the traces that come within LINGER of the first (whole,
 //!   up to MAX_SPANS a request unless one trace is bigger), their encoded
 //!   entries joined into one ExportTraceServiceRequest ─▶
-//!   POST application/x-protobuf (http.rs for http://: head and body in
-//!   two writes; reqwest on a current-thread runtime for https://)
+//!   POST application/x-protobuf (ureq for http://; reqwest on a
+//!   current-thread runtime for https://)
 //! shutdown() ─▶ the channel closed ─▶ the thread posts what is left ─▶ joined:
 //!   the first failure, if any
 //! ```
@@ -29,7 +29,6 @@
 //! allows (docs/performance.md). Arguments and results are exported only
 //! when asked ([`Settings::payloads`]), each cut to a size limit.
 
-mod http;
 mod proto;
 mod record;
 mod spans;
@@ -206,18 +205,18 @@ fn run(endpoint: &str, service: &str, rx: &Receiver<Encoded>) -> Option<String> 
     first_error
 }
 
-/// A blocking HTTP client for one endpoint: `http.rs` for `http://` (no
+/// A blocking HTTP client for one endpoint: ureq for `http://` (no
 /// runtime, no TLS set up), reqwest on a current-thread runtime for
 /// `https://`, made on first use.
 enum Client {
-    Plain(http::Plain),
+    Plain(ureq::Agent),
     Tls(Option<(tokio::runtime::Runtime, reqwest::Client)>),
 }
 
 impl Client {
     fn new(endpoint: &str) -> Client {
         if endpoint.starts_with("http://") {
-            Client::Plain(http::Plain::new(endpoint, TIMEOUT))
+            Client::Plain(ureq::AgentBuilder::new().timeout(TIMEOUT).build())
         } else {
             Client::Tls(None)
         }
@@ -226,7 +225,21 @@ impl Client {
     fn post(&mut self, endpoint: &str, body: &[u8]) -> Result<(), String> {
         const PROTOBUF: &str = "application/x-protobuf";
         match self {
-            Client::Plain(c) => c.post(PROTOBUF, body),
+            Client::Plain(agent) => match agent
+                .post(endpoint)
+                .set("Content-Type", PROTOBUF)
+                .send_bytes(body)
+            {
+                Ok(r) => {
+                    // Read whole, so the connection is kept for the next.
+                    let _ = r.into_string();
+                    Ok(())
+                }
+                Err(ureq::Error::Status(code, r)) => {
+                    Err(format!("the receiver answered {code} {}", r.status_text()))
+                }
+                Err(e) => Err(e.to_string()),
+            },
             Client::Tls(made) => {
                 if made.is_none() {
                     let runtime = tokio::runtime::Builder::new_current_thread()
