@@ -1,12 +1,13 @@
 //! A session exported as an OpenTelemetry trace over OTLP/HTTP
 //! (protobuf): what `lt run`, `lt agent` and `lt serve` do with
-//! `--otlp-endpoint URL`. A trace is encoded once, span by span, straight
-//! into protobuf (`proto.rs`), from one of two sources:
+//! `--otlp-endpoint URL`. A trace is built span by span as
+//! `opentelemetry-proto` messages and encoded once by `prost` (`proto.rs`),
+//! from one of two sources:
 //!
 //! ```text
 //! lt run:    Session::tap(Recorder) ─ each typed event as it is recorded
-//!            (record.rs) ─▶ a span encoded as its call ends ─▶ session_ended:
-//!            the trace ─▶ channel
+//!            (record.rs) ─▶ a span built as its call ends ─▶ session_ended:
+//!            the trace encoded ─▶ channel
 //! lt serve, lt agent:  export(id, lines): the log read back ─▶
 //!            log::timeline's rows (spans.rs) ─▶ encoded ─▶ channel
 //! exporter thread: the traces that come within LINGER of the first (whole,
@@ -23,10 +24,9 @@
 //! log (`lt run` without `--log` keeps none: its spans carry the seq the
 //! event would have had, and no hash).
 //!
-//! Why not the SDK's tracer and batch processor, nor even prost's message
-//! structs: building each span through them, and reading the log back to
-//! find the spans, cost `lt run` far more than the 5% of its run issue 27
-//! allows (docs/performance.md). Arguments and results are exported only
+//! Why not the SDK's tracer and batch processor: building each span
+//! through them, and reading the log back to find the spans, cost `lt run`
+//! far more than the 5% of its run issue 27 asks for (docs/performance.md). Arguments and results are exported only
 //! when asked ([`Settings::payloads`]), each cut to a size limit.
 
 mod proto;

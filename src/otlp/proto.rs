@@ -1,119 +1,75 @@
-//! A trace encoded as OTLP protobuf as its spans end: each span written
-//! once, straight into the request's bytes, with no message structs in
-//! between (the field numbers are `opentelemetry-proto`'s, whose types the
-//! tests decode it with).
+//! A trace built as its spans end, with `opentelemetry-proto`'s message
+//! types, and encoded once by `prost` when the session's span closes it.
 //!
 //! ```text
 //! TraceBuilder::new(service, session, payloads)
 //!   .span(&SpanRow)      an execute_tool or chat span, a child of the session's
 //!   .approval(&Approval) a span event of the session's span
-//!   .finish(&Root)       the session's span ─▶ Encoded: one ResourceSpans entry
-//!                        of an ExportTraceServiceRequest (field 1, framed)
+//!   .finish(&Root)       the session's span ─▶ Encoded: one ResourceSpans as the
+//!                        one entry of an ExportTraceServiceRequest (field 1)
 //! ```
 //!
-//! The request's head (the entry's tag and length, the resource, the
-//! scope) is written last, into room kept before the spans, so the spans
-//! are never copied. Ids are derived, not drawn: the trace id is the
-//! session id's 16 bytes (a session id is 32 hex digits; another id is
-//! hashed), a span id a mix of the session id's hash and the seq of the
-//! span's first event: a trace names its session, and exporting a log
-//! twice sends the same spans.
+//! An entry is a whole request, and entries concatenated are one request
+//! (protobuf merges a repeated field's entries), so the exporter's thread
+//! joins traces without decoding them. Each span is a `Span` pushed as its
+//! row ends; the request is encoded into a buffer of its exact length.
+//! Ids are derived, not drawn: the trace id is the session id's 16 bytes
+//! (a session id is 32 hex digits; another id is hashed), a span id a mix
+//! of the session id's hash and the seq of the span's first event: a trace
+//! names its session, and exporting a log twice sends the same spans.
 
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::span::{self, Event};
+use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Status};
+use prost::Message;
 use sha2::{Digest, Sha256};
 
-/// Protobuf wire types.
-const VARINT: u8 = 0;
-const FIXED64: u8 = 1;
-const LEN: u8 = 2;
-
-/// `SpanKind::Internal`, `StatusCode::Error`.
-const KIND_INTERNAL: u64 = 1;
-const STATUS_ERROR: u64 = 2;
-
-fn tag(out: &mut Vec<u8>, field: u8, wire: u8) {
-    out.push((field << 3) | wire);
-}
-
-fn varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn varint_len(v: u64) -> usize {
-    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
-}
-
-/// A length-delimited field of `len` bytes (its tag and length; the
-/// bytes are the caller's to write).
-fn head(out: &mut Vec<u8>, field: u8, len: usize) {
-    tag(out, field, LEN);
-    varint(out, len as u64);
-}
-
-fn field_len(len: usize) -> usize {
-    1 + varint_len(len as u64) + len
-}
-
-fn bytes(out: &mut Vec<u8>, field: u8, b: &[u8]) {
-    head(out, field, b.len());
-    out.extend_from_slice(b);
-}
-
-fn fixed64(out: &mut Vec<u8>, field: u8, v: u64) {
-    tag(out, field, FIXED64);
-    out.extend_from_slice(&v.to_le_bytes());
-}
-
-fn uint(out: &mut Vec<u8>, field: u8, v: u64) {
-    tag(out, field, VARINT);
-    varint(out, v);
-}
-
-/// A `KeyValue` (as field `field`) whose value is the string made of
-/// `pieces`.
-fn text(out: &mut Vec<u8>, field: u8, key: &str, pieces: &[&str]) {
-    let s: usize = pieces.iter().map(|p| p.len()).sum();
-    let any = field_len(s); // AnyValue.string_value = 1
-    head(out, field, field_len(key.len()) + field_len(any));
-    bytes(out, 1, key.as_bytes());
-    head(out, 2, any);
-    head(out, 1, s);
-    for p in pieces {
-        out.extend_from_slice(p.as_bytes());
+/// An attribute whose value is the string `v`.
+fn text(key: &str, v: impl Into<String>) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(v.into())),
+        }),
+        ..KeyValue::default()
     }
 }
 
-/// A `KeyValue` (as field `field`) whose value is the integer `v`.
-fn int(out: &mut Vec<u8>, field: u8, key: &str, v: u64) {
-    let v = v.min(i64::MAX as u64);
-    let any = 1 + varint_len(v); // AnyValue.int_value = 3
-    head(out, field, field_len(key.len()) + field_len(any));
-    bytes(out, 1, key.as_bytes());
-    head(out, 2, any);
-    uint(out, 3, v);
+/// An attribute whose value is the integer `v` (at most `i64::MAX`).
+fn int(key: &str, v: u64) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::IntValue(
+                i64::try_from(v).unwrap_or(i64::MAX),
+            )),
+        }),
+        ..KeyValue::default()
+    }
 }
 
-/// `s` cut to at most `limit` bytes (on a character boundary), and
-/// whether it was cut (then `…` follows it).
-fn cut_at(s: &str, limit: usize) -> (&str, &'static str) {
-    if s.len() <= limit {
-        return (s, "");
-    }
-    let mut end = limit;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    (&s[..end], "…")
+/// An error status with `message`.
+fn error(message: String) -> Option<Status> {
+    Some(Status {
+        message,
+        code: StatusCode::Error as i32,
+    })
 }
 
 /// `s` cut to at most `limit` bytes (on a character boundary), with `…`
 /// after a cut.
 pub fn cut(s: &str, limit: usize) -> String {
-    let (kept, mark) = cut_at(s, limit);
-    format!("{kept}{mark}")
+    if s.len() <= limit {
+        return s.to_string();
+    }
+    let mut end = limit;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
 }
 
 /// What a span is.
@@ -173,13 +129,12 @@ pub(super) struct Root<'a> {
     pub status: &'a str,
 }
 
-/// A trace, encoded: `bytes[start..]` is one `ResourceSpans` entry of an
+/// A trace, encoded: `entry()` is one `ResourceSpans` entry of an
 /// `ExportTraceServiceRequest` (field 1, framed), so entries concatenated
 /// are a request.
 #[derive(Debug)]
 pub struct Encoded {
     pub(super) bytes: Vec<u8>,
-    pub(super) start: usize,
     /// How many spans it holds.
     pub(super) spans: usize,
 }
@@ -187,30 +142,22 @@ pub struct Encoded {
 impl Encoded {
     /// The entry's bytes.
     pub fn entry(&self) -> &[u8] {
-        &self.bytes[self.start..]
+        &self.bytes
     }
 }
 
-/// A trace being encoded (see the module's note).
+/// A trace being built (see the module's note).
 pub(super) struct TraceBuilder {
+    service: String,
     session: String,
     payloads: Option<usize>,
     trace_id: [u8; 16],
     /// The session id's hash, mixed with a seq into a span id.
     key: u64,
-    /// The head's bytes: the resource and the scope, as fields of
-    /// `ResourceSpans` and `ScopeSpans`.
-    resource: Vec<u8>,
-    scope: Vec<u8>,
-    /// Room for the head, then the spans (each a `ScopeSpans.spans` entry).
-    out: Vec<u8>,
-    room: usize,
-    spans: usize,
-    /// The approvals (`Span.events` entries of the session's span).
-    approvals: Vec<u8>,
-    /// One span's fields, then its framing.
-    scratch: Vec<u8>,
-    event: Vec<u8>,
+    /// The spans ended so far, in the order they ended.
+    spans: Vec<Span>,
+    /// The approvals: events of the session's span.
+    approvals: Vec<Event>,
 }
 
 impl TraceBuilder {
@@ -232,35 +179,15 @@ impl TraceBuilder {
         };
         let mut key = [0u8; 8];
         key.copy_from_slice(&digest[16..24]);
-        let mut attrs = Vec::new();
-        text(&mut attrs, 1, "service.name", &[service]);
-        let mut resource = Vec::new();
-        bytes(&mut resource, 1, &attrs); // ResourceSpans.resource
-        let mut scope_fields = Vec::new();
-        bytes(&mut scope_fields, 1, b"lt");
-        bytes(&mut scope_fields, 2, env!("CARGO_PKG_VERSION").as_bytes());
-        let mut scope = Vec::new();
-        bytes(&mut scope, 1, &scope_fields); // ScopeSpans.scope
-                                             // Two tags and two lengths of at most 10 bytes each.
-        let room = resource.len() + scope.len() + 22;
         TraceBuilder {
+            service: service.to_string(),
             session: session.to_string(),
             payloads,
             trace_id,
             key: u64::from_be_bytes(key),
-            resource,
-            scope,
-            out: {
-                // Room for a few hundred spans before the first copy.
-                let mut out = Vec::with_capacity(room + (64 << 10));
-                out.resize(room, 0);
-                out
-            },
-            room,
-            spans: 0,
+            // A few hundred spans before the first reallocation.
+            spans: Vec::with_capacity(256),
             approvals: Vec::new(),
-            scratch: Vec::with_capacity(512),
-            event: Vec::with_capacity(256),
         }
     }
 
@@ -278,138 +205,148 @@ impl TraceBuilder {
         id
     }
 
-    /// The export of `s`, cut to the payload limit, as pieces.
-    fn payload<'s>(&self, s: Option<&'s str>) -> Option<(&'s str, &'static str)> {
-        Some(cut_at(s?, self.payloads?))
+    /// The export of `s`, cut to the payload limit.
+    fn payload(&self, s: Option<&str>) -> Option<String> {
+        Some(cut(s?, self.payloads?))
     }
 
     /// Adds an `execute_tool` or `chat` span.
     pub(super) fn span(&mut self, r: &SpanRow<'_>) {
-        let mut f = std::mem::take(&mut self.scratch);
-        f.clear();
-        bytes(&mut f, 1, &self.trace_id);
-        bytes(&mut f, 2, &self.span_id(Some(r.seqs.0)));
-        bytes(&mut f, 4, &self.span_id(None));
         let name = match r.kind {
             SpanKind::Tool => "execute_tool",
             SpanKind::Chat => "chat",
         };
-        bytes(&mut f, 5, name.as_bytes());
-        uint(&mut f, 6, KIND_INTERNAL);
-        fixed64(&mut f, 7, r.times.0);
-        fixed64(&mut f, 8, r.times.1.max(r.times.0));
-        text(&mut f, 9, "gen_ai.operation.name", &[name]);
+        let mut attributes = Vec::with_capacity(10);
+        attributes.push(text("gen_ai.operation.name", name));
         match r.kind {
             SpanKind::Tool => {
-                text(&mut f, 9, "gen_ai.tool.name", &[r.tool]);
-                text(&mut f, 9, "gen_ai.tool.call.id", &[r.id]);
-                text(&mut f, 9, "gen_ai.tool.type", &["function"]);
-                text(&mut f, 9, "lt.call.venue", &[r.venue]);
+                attributes.push(text("gen_ai.tool.name", r.tool));
+                attributes.push(text("gen_ai.tool.call.id", r.id));
+                attributes.push(text("gen_ai.tool.type", "function"));
+                attributes.push(text("lt.call.venue", r.venue));
             }
-            SpanKind::Chat => text(&mut f, 9, "lt.model.request_id", &[r.id]),
+            SpanKind::Chat => attributes.push(text("lt.model.request_id", r.id)),
         }
-        text(&mut f, 9, "lt.call.outcome", &[r.outcome]);
-        int(&mut f, 9, "lt.log.seq", r.seqs.1);
+        attributes.push(text("lt.call.outcome", r.outcome));
+        attributes.push(int("lt.log.seq", r.seqs.1));
         if let Some(h) = r.hash {
-            text(&mut f, 9, "lt.log.hash", &[h]);
+            attributes.push(text("lt.log.hash", h));
         }
         if r.kind == SpanKind::Tool {
-            if let Some((s, mark)) = self.payload(r.argument) {
-                text(&mut f, 9, "gen_ai.tool.call.arguments", &[s, mark]);
+            if let Some(s) = self.payload(r.argument) {
+                attributes.push(text("gen_ai.tool.call.arguments", s));
             }
-            if let Some((s, mark)) = self.payload(r.result) {
-                text(&mut f, 9, "gen_ai.tool.call.result", &[s, mark]);
+            if let Some(s) = self.payload(r.result) {
+                attributes.push(text("gen_ai.tool.call.result", s));
             }
         }
-        if !r.decision.is_empty() {
-            let e = &mut self.event;
-            e.clear();
-            fixed64(e, 1, r.times.0);
-            bytes(e, 2, b"decision");
-            text(e, 3, "lt.decision", r.decision);
-            bytes(&mut f, 11, e);
-        }
-        if matches!(r.outcome, "err" | "failed" | "timed_out" | "denied") {
-            let m = field_len(r.outcome.len()) + 2;
-            head(&mut f, 15, m);
-            bytes(&mut f, 2, r.outcome.as_bytes());
-            uint(&mut f, 3, STATUS_ERROR);
-        }
-        bytes(&mut self.out, 2, &f); // ScopeSpans.spans
-        self.scratch = f;
-        self.spans += 1;
+        let events = if r.decision.is_empty() {
+            Vec::new()
+        } else {
+            vec![Event {
+                time_unix_nano: r.times.0,
+                name: "decision".into(),
+                attributes: vec![text("lt.decision", r.decision.concat())],
+                ..Event::default()
+            }]
+        };
+        let failed = matches!(r.outcome, "err" | "failed" | "timed_out" | "denied");
+        self.spans.push(Span {
+            trace_id: self.trace_id.to_vec(),
+            span_id: self.span_id(Some(r.seqs.0)).to_vec(),
+            parent_span_id: self.span_id(None).to_vec(),
+            name: name.into(),
+            kind: span::SpanKind::Internal as i32,
+            start_time_unix_nano: r.times.0,
+            end_time_unix_nano: r.times.1.max(r.times.0),
+            attributes,
+            events,
+            status: if failed {
+                error(r.outcome.to_string())
+            } else {
+                None
+            },
+            ..Span::default()
+        });
     }
 
     /// Adds an approval (an event of the session's span).
     pub(super) fn approval(&mut self, a: &Approval<'_>) {
-        let e = &mut self.event;
-        e.clear();
-        fixed64(e, 1, a.time);
-        bytes(e, 2, b"approval");
-        text(e, 3, "gen_ai.tool.name", &[a.tool]);
-        text(e, 3, "lt.approval.id", &[a.id]);
-        text(e, 3, "lt.approval.outcome", &[a.outcome]);
-        int(e, 3, "lt.log.seq", a.seq);
+        let mut attributes = Vec::with_capacity(6);
+        attributes.push(text("gen_ai.tool.name", a.tool));
+        attributes.push(text("lt.approval.id", a.id));
+        attributes.push(text("lt.approval.outcome", a.outcome));
+        attributes.push(int("lt.log.seq", a.seq));
         if let Some(h) = a.hash {
-            text(e, 3, "lt.log.hash", &[h]);
+            attributes.push(text("lt.log.hash", h));
         }
-        if let Some((s, mark)) = a.argument.and_then(|s| Some(cut_at(s, self.payloads?))) {
-            text(e, 3, "gen_ai.tool.call.arguments", &[s, mark]);
+        if let Some(s) = self.payload(a.argument) {
+            attributes.push(text("gen_ai.tool.call.arguments", s));
         }
-        bytes(&mut self.approvals, 11, e); // Span.events
+        self.approvals.push(Event {
+            time_unix_nano: a.time,
+            name: "approval".into(),
+            attributes,
+            ..Event::default()
+        });
     }
 
-    /// Adds the session's span and frames the whole.
+    /// Adds the session's span and encodes the whole.
     pub(super) fn finish(mut self, root: &Root<'_>) -> Encoded {
-        let mut f = std::mem::take(&mut self.scratch);
-        f.clear();
-        bytes(&mut f, 1, &self.trace_id);
-        bytes(&mut f, 2, &self.span_id(None));
-        bytes(&mut f, 5, b"invoke_workflow");
-        uint(&mut f, 6, KIND_INTERNAL);
-        fixed64(&mut f, 7, root.times.0);
-        fixed64(&mut f, 8, root.times.1.max(root.times.0));
-        text(&mut f, 9, "gen_ai.operation.name", &["invoke_workflow"]);
-        text(&mut f, 9, "lt.session.id", &[&self.session]);
-        int(&mut f, 9, "lt.log.seq", root.seq);
+        let mut attributes = Vec::with_capacity(5);
+        attributes.push(text("gen_ai.operation.name", "invoke_workflow"));
+        attributes.push(text("lt.session.id", self.session.as_str()));
+        attributes.push(int("lt.log.seq", root.seq));
         if let Some(h) = root.hash {
-            text(&mut f, 9, "lt.log.hash", &[h]);
+            attributes.push(text("lt.log.hash", h));
         }
-        text(&mut f, 9, "lt.session.status", &[root.status]);
-        f.extend_from_slice(&self.approvals);
-        if root.status == "error" || root.status == "gave_up" {
-            let message = ["the session ended with status ", root.status];
-            let m = field_len(message[0].len() + message[1].len()) + 2;
-            head(&mut f, 15, m);
-            head(&mut f, 2, message[0].len() + message[1].len());
-            f.extend_from_slice(message[0].as_bytes());
-            f.extend_from_slice(message[1].as_bytes());
-            uint(&mut f, 3, STATUS_ERROR);
-        }
-        bytes(&mut self.out, 2, &f);
-        self.spans += 1;
-        // The head, written just before the spans.
-        let spans_len = self.out.len() - self.room;
-        let scope_spans = self.scope.len() + spans_len;
-        let resource_spans = self.resource.len() + field_len(scope_spans);
-        let mut h = Vec::with_capacity(self.room);
-        head(&mut h, 1, resource_spans); // ExportTraceServiceRequest.resource_spans
-        h.extend_from_slice(&self.resource);
-        head(&mut h, 2, scope_spans); // ResourceSpans.scope_spans
-        h.extend_from_slice(&self.scope);
-        let start = self.room - h.len();
-        self.out[start..self.room].copy_from_slice(&h);
+        attributes.push(text("lt.session.status", root.status));
+        let failed = root.status == "error" || root.status == "gave_up";
+        self.spans.push(Span {
+            trace_id: self.trace_id.to_vec(),
+            span_id: self.span_id(None).to_vec(),
+            name: "invoke_workflow".into(),
+            kind: span::SpanKind::Internal as i32,
+            start_time_unix_nano: root.times.0,
+            end_time_unix_nano: root.times.1.max(root.times.0),
+            attributes,
+            events: std::mem::take(&mut self.approvals),
+            status: if failed {
+                error(format!("the session ended with status {}", root.status))
+            } else {
+                None
+            },
+            ..Span::default()
+        });
+        let spans = self.spans.len();
+        let request = ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                resource: Some(Resource {
+                    attributes: vec![text("service.name", self.service)],
+                    ..Resource::default()
+                }),
+                scope_spans: vec![ScopeSpans {
+                    scope: Some(InstrumentationScope {
+                        name: "lt".into(),
+                        version: env!("CARGO_PKG_VERSION").into(),
+                        ..InstrumentationScope::default()
+                    }),
+                    spans: self.spans,
+                    ..ScopeSpans::default()
+                }],
+                ..ResourceSpans::default()
+            }],
+        };
         Encoded {
-            bytes: self.out,
-            start,
-            spans: self.spans,
+            bytes: request.encode_to_vec(),
+            spans,
         }
     }
 }
 
 #[cfg(test)]
 pub(super) mod tests {
-    use super::{cut, varint, varint_len, Encoded, TraceBuilder};
+    use super::{cut, Approval, Encoded, Root, SpanKind, SpanRow, TraceBuilder};
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
     use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
     use opentelemetry_proto::tonic::common::v1::KeyValue;
@@ -444,13 +381,97 @@ pub(super) mod tests {
         assert_eq!(cut("", 0), "");
     }
 
+    /// A trace of one call and one approval, of session `id`.
+    fn one_call(id: &str) -> Encoded {
+        let mut t = TraceBuilder::new("lt run", id, Some(3));
+        t.span(&SpanRow {
+            kind: SpanKind::Tool,
+            seqs: (2, 4),
+            hash: Some("h4"),
+            times: (10, 20),
+            tool: "lookup",
+            id: "c1",
+            venue: "local",
+            outcome: "denied",
+            decision: &["deny", " (", "r", ": ", "no", ")"],
+            argument: Some("{\"k\": 1}"),
+            result: None,
+        });
+        t.approval(&Approval {
+            seq: 6,
+            hash: None,
+            time: 30,
+            tool: "lookup",
+            id: "a1",
+            outcome: "approved",
+            argument: Some("ab"),
+        });
+        t.finish(&Root {
+            seq: 7,
+            hash: Some("h7"),
+            times: (5, 40),
+            status: "error",
+        })
+    }
+
     #[test]
-    fn varints_are_as_long_as_written() {
-        for v in [0, 1, 127, 128, 16_383, 16_384, u64::MAX] {
-            let mut out = Vec::new();
-            varint(&mut out, v);
-            assert_eq!(out.len(), varint_len(v), "{v}");
-        }
+    fn a_trace_is_one_entry_and_entries_join_into_one_request() {
+        let a = one_call("0123456789abcdef0123456789abcdef");
+        let rs = decode(&a);
+        let scope = rs.scope_spans[0].scope.as_ref().expect("a scope");
+        assert_eq!(scope.name, "lt");
+        let resource = rs.resource.as_ref().expect("a resource");
+        assert_eq!(
+            attr(&resource.attributes, "service.name").as_deref(),
+            Some("lt run")
+        );
+        let [call, root] = &rs.scope_spans[0].spans[..] else {
+            panic!("two spans");
+        };
+        assert_eq!(call.name, "execute_tool");
+        assert_eq!(call.parent_span_id, root.span_id);
+        assert!(root.parent_span_id.is_empty());
+        assert_eq!(
+            (call.start_time_unix_nano, call.end_time_unix_nano),
+            (10, 20)
+        );
+        let a_ = |k| attr(&call.attributes, k);
+        assert_eq!(a_("gen_ai.tool.call.arguments").as_deref(), Some("{\"k…"));
+        assert_eq!(a_("gen_ai.tool.call.result"), None);
+        assert_eq!(a_("lt.log.seq").as_deref(), Some("4"));
+        assert_eq!(a_("lt.log.hash").as_deref(), Some("h4"));
+        assert_eq!(call.events[0].name, "decision");
+        assert_eq!(
+            attr(&call.events[0].attributes, "lt.decision").as_deref(),
+            Some("deny (r: no)")
+        );
+        assert_eq!(
+            call.status.as_ref().map(|s| s.message.as_str()),
+            Some("denied")
+        );
+        let approval = &root.events[0];
+        assert_eq!(
+            (approval.name.as_str(), approval.time_unix_nano),
+            ("approval", 30)
+        );
+        assert_eq!(attr(&approval.attributes, "lt.log.hash"), None);
+        assert_eq!(
+            attr(&approval.attributes, "gen_ai.tool.call.arguments").as_deref(),
+            Some("ab")
+        );
+        assert_eq!(
+            root.status.as_ref().map(|s| s.message.as_str()),
+            Some("the session ended with status error")
+        );
+        // Two traces' entries, concatenated, are one request of both.
+        let b = one_call("agent-1");
+        let joined: Vec<u8> = [a.entry(), b.entry()].concat();
+        let r = ExportTraceServiceRequest::decode(&joined[..]).expect("a request");
+        assert_eq!(r.resource_spans.len(), 2);
+        assert_ne!(
+            r.resource_spans[0].scope_spans[0].spans[0].trace_id,
+            r.resource_spans[1].scope_spans[0].spans[0].trace_id
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The spans of a session built as it runs: a [`Recorder`] is the
 //! session's [`EventTap`] (`Session::tap`), so each typed event is seen
 //! once, as it is recorded; nothing is read back, parsed, or kept beyond
-//! the calls still open. A span is encoded (`proto.rs`) when its call
+//! the calls still open. A span is built (`proto.rs`) when its call
 //! ends, and the whole trace is handed to the exporter's thread when the
 //! session ends (`session_ended`, or `agent_ended` for an agent's log).
 //!
@@ -17,7 +17,8 @@
 //! from the same clock microseconds before).
 //!
 //! The strings of a closed row are kept for the next one: a run of many
-//! calls allocates for its first few only.
+//! calls allocates the open rows for its first few only (each span owns
+//! copies in its message).
 
 use super::proto::{Approval, Encoded, Root, SpanKind, SpanRow, TraceBuilder};
 use super::Exporter;
@@ -168,7 +169,7 @@ fn payload(s: &str) -> Option<&str> {
     (!s.is_empty()).then_some(s)
 }
 
-/// Encodes closed row `o` into `t`.
+/// Adds closed row `o` to `t`.
 fn emit(
     t: &mut TraceBuilder,
     o: &Open,

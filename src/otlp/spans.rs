@@ -1,7 +1,7 @@
 //! A session's log, read back from its lines, as one OTLP trace: the
-//! rows of its timeline (`log::timeline`) encoded by `proto.rs`, as a
-//! [`Recorder`](super::Recorder) encodes the typed events of a running
-//! session. `lt serve` (which reads each ended session's log from its
+//! rows of its timeline (`log::timeline`) built into spans by `proto.rs`,
+//! as a [`Recorder`](super::Recorder) builds them from the typed events of
+//! a running session. `lt serve` (which reads each ended session's log from its
 //! store) and `lt agent` export this way:
 //!
 //! ```text
