@@ -354,6 +354,93 @@ fn lt_run_exports_the_support_example_as_a_trace_linked_to_its_log() {
     }
 }
 
+/// The seq, the name, the call id and the hash (if any) of each
+/// `execute_tool` span, the root's seq and hash, and the parents checked.
+#[allow(clippy::type_complexity)]
+fn links(
+    spans: &[Value],
+) -> (
+    Vec<(String, String, String, Option<String>)>,
+    (String, Option<String>),
+) {
+    let (root, tools) = children(spans, "execute_tool");
+    let calls = tools
+        .iter()
+        .map(|t| {
+            (
+                attr(t, "lt.log.seq").expect("seq"),
+                attr(t, "gen_ai.tool.name").expect("tool"),
+                attr(t, "gen_ai.tool.call.id").expect("call id"),
+                attr(t, "lt.log.hash"),
+            )
+        })
+        .collect();
+    (
+        calls,
+        (
+            attr(root, "lt.log.seq").expect("seq"),
+            attr(root, "lt.log.hash"),
+        ),
+    )
+}
+
+#[test]
+fn without_a_log_the_spans_carry_the_seq_the_log_would_have_and_no_hash() {
+    // With a log: the seqs and hashes of its events.
+    let receiver = Receiver::start();
+    let dir = support::TempDir::new("otlp", "seq-logged");
+    let out = lt_run(
+        &dir,
+        &["--otlp-endpoint", &receiver.url, "--log", "run.jsonl"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let events = events_of(&std::fs::read_to_string(dir.path("run.jsonl")).expect("log"));
+    let (logged, (root_seq, root_hash)) = links(&receiver.spans());
+    assert_eq!(logged.len(), 3, "{logged:?}");
+    for (seq, tool, call, hash) in &logged {
+        let e = &events[seq.parse::<usize>().expect("a number")];
+        assert_eq!(e["kind"], "completed", "{e}");
+        assert_eq!(e["call_id"].as_str(), Some(call.as_str()));
+        assert_eq!(hash.as_deref(), e["hash"].as_str(), "{tool}");
+    }
+    assert_eq!(root_seq, (events.len() - 1).to_string());
+    assert_eq!(
+        root_hash.as_deref(),
+        events[events.len() - 1]["hash"].as_str()
+    );
+    // Without: the same calls at the same seqs, and no hash anywhere.
+    let receiver = Receiver::start();
+    let dir = support::TempDir::new("otlp", "seq-unlogged");
+    let out = lt_run(&dir, &["--otlp-endpoint", &receiver.url]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let spans = receiver.spans();
+    assert_eq!(receiver.services(), ["lt run"]);
+    let (unlogged, (seq, hash)) = links(&spans);
+    let strip = |v: &[(String, String, String, Option<String>)]| -> Vec<(String, String, String)> {
+        v.iter()
+            .map(|(s, t, c, _)| (s.clone(), t.clone(), c.clone()))
+            .collect()
+    };
+    assert_eq!(strip(&unlogged), strip(&logged));
+    assert!(
+        unlogged.iter().all(|(_, _, _, h)| h.is_none()),
+        "{unlogged:?}"
+    );
+    assert_eq!((seq, hash), (root_seq, None));
+    for s in &spans {
+        assert_eq!(attr(s, "lt.log.hash"), None, "{s}");
+        for e in s["events"].as_array().into_iter().flatten() {
+            assert_eq!(attr(e, "lt.log.hash"), None, "{e}");
+        }
+    }
+    let (root, _) = children(&spans, "execute_tool");
+    assert_eq!(attr(root, "lt.session.status").as_deref(), Some("ok"));
+    assert_eq!(
+        attr(root, "gen_ai.operation.name").as_deref(),
+        Some("invoke_workflow")
+    );
+}
+
 #[test]
 fn arguments_and_results_are_exported_only_when_asked_and_cut_to_the_limit() {
     let receiver = Receiver::start();

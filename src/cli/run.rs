@@ -106,9 +106,9 @@ pub fn run(opts: &RunOptions) -> u8 {
             )
         }
     };
-    // Without --log, a traced session logs to memory: the trace is built
-    // from the log's lines.
-    let memory = crate::log::MemoryStore::new();
+    // The trace is built from the events as the session records them, and
+    // handed to the exporter's thread as the session ends.
+    let mut recorder = exporter.as_ref().map(crate::otlp::Exporter::recorder);
     let mut verbose = Verbose {
         ir: &ir,
         limits: &opts.limits,
@@ -123,47 +123,35 @@ pub fn run(opts: &RunOptions) -> u8 {
             Ok(s) => s,
             Err(f) => return fail_usage(opts, &f),
         };
-    let session = session
-        .log(match &opts.log {
-            Some(path) => LogTarget::File(path.clone()),
-            None if exporter.is_some() => LogTarget::Store(&memory),
-            None => LogTarget::None,
-        })
-        .inputs(
-            [
-                Some(&opts.file),
-                opts.tools.as_ref(),
-                opts.executors.as_ref(),
-                opts.profile.as_ref(),
-            ]
-            .into_iter()
-            .flatten()
-            .cloned()
-            .collect(),
-        );
-    match session.run(&ir) {
-        Ok(report) => {
-            if let Some(x) = &exporter {
-                trace(x, opts, &memory, &report.id);
-            }
-            finish(opts, &file, &ir, report, runtime, &cancel, &stdout)
-        }
-        Err(f) => fail_usage(opts, &f),
+    let mut session = session.log(match &opts.log {
+        Some(path) => LogTarget::File(path.clone()),
+        None => LogTarget::None,
+    });
+    if let Some(r) = recorder.as_mut() {
+        session = session.tap(r);
     }
-}
-
-/// Exports session `id`'s trace from its log (`--log`'s file, else
-/// `memory`) and waits for it to be sent; a failure is a note on stderr,
-/// not the run's.
-fn trace(x: &crate::otlp::Exporter, opts: &RunOptions, memory: &crate::log::MemoryStore, id: &str) {
-    let text = match &opts.log {
-        Some(path) => std::fs::read_to_string(path).unwrap_or_default(),
-        None => memory.to_jsonl(id),
-    };
-    let lines: Vec<String> = text.lines().map(str::to_string).collect();
-    x.export(id, &lines);
-    if let Err(e) = x.shutdown() {
+    let session = session.inputs(
+        [
+            Some(&opts.file),
+            opts.tools.as_ref(),
+            opts.executors.as_ref(),
+            opts.profile.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect(),
+    );
+    let result = session.run(&ir);
+    drop(recorder);
+    // The trace left with session_ended: wait for it to be sent; a failure
+    // is a note on stderr, not the run's.
+    if let Some(Err(e)) = exporter.as_ref().map(crate::otlp::Exporter::shutdown) {
         err!("lt: otlp: {e}");
+    }
+    match result {
+        Ok(report) => finish(opts, &file, &ir, report, runtime, &cancel, &stdout),
+        Err(f) => fail_usage(opts, &f),
     }
 }
 

@@ -154,6 +154,14 @@ fn unavailable(message: String) -> ToolFailure {
 /// The program's view of an outcome, as logged in `result`: exactly what
 /// the interpreter gives the program under `limits`.
 pub fn result_json(tool: &ToolSig, outcome: &Outcome, limits: &Limits) -> Json {
+    result_of(tool, outcome, limits, true)
+}
+
+/// [`result_json`]; without `value`, `{"Ok": null}` in place of the value
+/// (an outline event: [`EventSink::payloads`]).
+fn result_of(tool: &ToolSig, outcome: &Outcome, limits: &Limits, value: bool) -> Json {
+    // Built in place: `json!` would copy the value by serializing it.
+    let one = |key: &str, v: Json| Json::Object(serde_json::Map::from_iter([(key.to_string(), v)]));
     match outcome {
         Ok(json) => match boundary::program_result(
             &tool.name,
@@ -162,10 +170,11 @@ pub fn result_json(tool: &ToolSig, outcome: &Outcome, limits: &Limits) -> Json {
             limits.max_list_len,
             limits.max_value_nodes,
         ) {
-            Ok(v) => json!({ "Ok": v.to_json() }),
-            Err(msg) => json!({ "Err": msg }),
+            Ok(v) if value => one("Ok", v.to_json()),
+            Ok(_) => one("Ok", Json::Null),
+            Err(msg) => one("Err", Json::String(msg)),
         },
-        Err(f) => json!({ "Err": f.message }),
+        Err(f) => one("Err", Json::String(f.message.clone())),
     }
 }
 
@@ -212,12 +221,20 @@ enum Prepared<'r, 't> {
 }
 
 /// The event that records a dispatched call's outcome.
-fn outcome_event(tool: &ToolSig, call_id: String, outcome: &Outcome, limits: &Limits) -> EventBody {
-    let result = result_json(tool, outcome, limits);
+/// `payloads`: the sink keeps the output and the result's value
+/// ([`EventSink::payloads`]); else they are `null`.
+fn outcome_event(
+    tool: &ToolSig,
+    call_id: String,
+    outcome: &Outcome,
+    limits: &Limits,
+    payloads: bool,
+) -> EventBody {
+    let result = result_of(tool, outcome, limits, payloads);
     match outcome {
         Ok(output) => EventBody::Completed {
             call_id,
-            output: output.clone(),
+            output: if payloads { output.clone() } else { Json::Null },
             result,
         },
         Err(f) if f.kind == FailureKind::TimedOut => EventBody::TimedOut {
@@ -441,6 +458,7 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
         let mut reported: Vec<usize> = Vec::new();
         if !requests.is_empty() {
             let recording = self.sink.records();
+            let payloads = self.sink.payloads();
             let limits = self.limits.clone();
             let sink = &mut self.sink;
             let log_error = &mut self.log_error;
@@ -461,7 +479,8 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
                     crate::runtime::host::BatchEvent::Done(j, outcome) => {
                         if recording {
                             let (call_id, tool) = &finishing[j];
-                            let body = outcome_event(tool, call_id.clone(), outcome, &limits);
+                            let body =
+                                outcome_event(tool, call_id.clone(), outcome, &limits, payloads);
                             let _ = record_to(sink, log_error, body);
                         }
                         events(crate::runtime::host::BatchEvent::Done(index[j], outcome));
@@ -579,7 +598,7 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
     /// Records the outcome of a dispatched call.
     fn finish(&mut self, tool: &ToolSig, call_id: String, outcome: &Outcome) {
         if self.sink.records() {
-            let body = outcome_event(tool, call_id, outcome, &self.limits);
+            let body = outcome_event(tool, call_id, outcome, &self.limits, self.sink.payloads());
             // The outcome happened: it is returned even if it cannot be
             // logged (the caller reports the log failure and ends the session).
             let _ = self.record(body);
@@ -614,10 +633,15 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
         // a log the policy still applies, at the cost of the pipeline alone.
         let recording = self.sink.records();
         if recording && recorded < Recorded::Proposed {
+            let argument = if self.sink.payloads() {
+                request.arg.clone()
+            } else {
+                Json::Null
+            };
             log(self.record(EventBody::Proposed {
                 call_id: call_id.clone(),
                 tool: request.tool.to_string(),
-                argument: request.arg.clone(),
+                argument,
             }))?;
         }
         let decision = self.pipeline.decide(tool, &request.arg);
@@ -693,7 +717,8 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
                 }))?;
             }
             if recording {
-                let body = outcome_event(tool, call_id, &outcome, &self.limits);
+                let body =
+                    outcome_event(tool, call_id, &outcome, &self.limits, self.sink.payloads());
                 log(self.record(body))?;
             }
             return Err(outcome);

@@ -52,7 +52,8 @@
 //! depth, repeated keys rejected), [`writer`] (appending: a file or memory;
 //! reopening a file to continue it), [`mod@verify`] (the checks), [`read`]
 //! (verified reading), [`show`] (the `lt log show` text), [`timeline`] (a
-//! log as rows: calls, approvals, model requests).
+//! log as rows: calls, approvals, model requests), [`tap`] (each event
+//! handed to an observer as it is recorded).
 
 pub mod event;
 mod json;
@@ -60,6 +61,7 @@ mod parse;
 pub mod read;
 pub mod show;
 pub mod store;
+pub mod tap;
 pub mod timeline;
 pub mod verify;
 pub mod write_ahead;
@@ -72,6 +74,7 @@ pub use event::{
 pub use read::{read_log, read_prefix, LogError};
 pub use show::timeline;
 pub use store::{EventStore, JsonlFile, Loaded, MemoryStore, ReopenedLog, StoreError};
+pub use tap::{EventTap, Tapped};
 pub use verify::{verify, Problem, ProblemKind, VerifyReport};
 pub use writer::{
     new_session_id, now_timestamp, Discard, EventSink, LogWriter, MemoryLog, ReopenError, Reopened,

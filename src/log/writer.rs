@@ -34,6 +34,26 @@ pub trait EventSink {
     fn records(&self) -> bool {
         true
     }
+
+    /// Whether the events' JSON payloads are kept: a call's argument, its
+    /// output and the value of its result. `false` only for a sink that
+    /// keeps no log and hands the events to a tap that needs none of them
+    /// ([`super::tap`]): the control plane then builds outline events,
+    /// those fields `null` (a result keeps whether it is `Ok` or `Err`).
+    fn payloads(&self) -> bool {
+        true
+    }
+
+    /// Whether [`EventSink::last`] gives the event just appended, with its
+    /// hash (the file writer: a tap links to the log with it).
+    fn keeps_last(&self) -> bool {
+        false
+    }
+
+    /// The event last appended, when the sink [keeps it](EventSink::keeps_last).
+    fn last(&self) -> Option<&Event> {
+        None
+    }
 }
 
 /// A sink that keeps nothing: a session without `--log`.
@@ -58,6 +78,18 @@ impl<S: EventSink + ?Sized> EventSink for &mut S {
     fn records(&self) -> bool {
         (**self).records()
     }
+
+    fn payloads(&self) -> bool {
+        (**self).payloads()
+    }
+
+    fn keeps_last(&self) -> bool {
+        (**self).keeps_last()
+    }
+
+    fn last(&self) -> Option<&Event> {
+        (**self).last()
+    }
 }
 
 impl<S: EventSink + ?Sized> EventSink for Box<S> {
@@ -67,6 +99,18 @@ impl<S: EventSink + ?Sized> EventSink for Box<S> {
 
     fn records(&self) -> bool {
         (**self).records()
+    }
+
+    fn payloads(&self) -> bool {
+        (**self).payloads()
+    }
+
+    fn keeps_last(&self) -> bool {
+        (**self).keeps_last()
+    }
+
+    fn last(&self) -> Option<&Event> {
+        (**self).last()
     }
 }
 
@@ -583,6 +627,14 @@ impl Drop for LogWriter {
 impl EventSink for LogWriter {
     fn append(&mut self, body: EventBody) -> io::Result<()> {
         LogWriter::append(self, body).map(|_| ())
+    }
+
+    fn keeps_last(&self) -> bool {
+        true
+    }
+
+    fn last(&self) -> Option<&Event> {
+        LogWriter::last(self)
     }
 }
 

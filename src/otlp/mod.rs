@@ -1,39 +1,45 @@
-//! A session's log exported as an OpenTelemetry trace over OTLP/HTTP
+//! A session exported as an OpenTelemetry trace over OTLP/HTTP
 //! (protobuf): what `lt run`, `lt agent` and `lt serve` do with
-//! `--otlp-endpoint URL`. The trace is built from the log's lines once the
-//! log is over (`spans.rs`, with the `opentelemetry-proto` crate's types),
-//! so the session engine is not touched; a thread of the exporter's own
-//! encodes and posts it:
+//! `--otlp-endpoint URL`. A trace is built span by span as
+//! `opentelemetry-proto` messages and encoded once by `prost` (`proto.rs`),
+//! from one of two sources:
 //!
 //! ```text
-//! export(id, lines) ─▶ spans::trace (the caller's thread) ─▶ channel ─▶
-//!   exporter thread: the traces that come within LINGER of the first
-//!   (whole, up to MAX_SPANS a request unless one trace is bigger) ─▶ one
-//!   ExportTraceServiceRequest, prost ─▶
+//! lt run:    Session::tap(Recorder) ─ each typed event as it is recorded
+//!            (record.rs) ─▶ a span built as its call ends ─▶ session_ended:
+//!            the trace encoded ─▶ channel
+//! lt serve, lt agent:  export(id, lines): the log read back ─▶
+//!            log::timeline's rows (spans.rs) ─▶ encoded ─▶ channel
+//! exporter thread: the traces that come within LINGER of the first (whole,
+//!   up to MAX_SPANS a request unless one trace is bigger), their encoded
+//!   entries joined into one ExportTraceServiceRequest ─▶
 //!   POST application/x-protobuf (ureq for http://; reqwest on a
 //!   current-thread runtime for https://)
 //! shutdown() ─▶ the channel closed ─▶ the thread posts what is left ─▶ joined:
 //!   the first failure, if any
 //! ```
 //!
+//! Spans link to the log: each carries `lt.log.seq`, the seq of its last
+//! event, and `lt.log.hash`, that event's hash, when the session keeps a
+//! log (`lt run` without `--log` keeps none: its spans carry the seq the
+//! event would have had, and no hash).
+//!
 //! Why not the SDK's tracer and batch processor: building each span
-//! through them, JSON, and one POST per 512 spans cost `lt run` about
-//! 0.15 ms a span (docs/performance.md, issue 27). Arguments and results
-//! are exported only when asked ([`Settings::payloads`]), each cut to a
-//! size limit.
+//! through them, and reading the log back to find the spans, cost `lt run`
+//! far more than the 5% of its run issue 27 asks for (docs/performance.md). Arguments and results are exported only
+//! when asked ([`Settings::payloads`]), each cut to a size limit.
 
+mod proto;
+mod record;
 mod spans;
 
-pub use spans::cut;
+pub use proto::{cut, Encoded};
+pub use record::Recorder;
 
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::trace::v1::ResourceSpans;
-use prost::Message;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
 /// The size limit of an exported argument or result when none is given
 /// (`--otlp-payload-limit`), in bytes.
 pub const DEFAULT_PAYLOAD_LIMIT: usize = 4096;
@@ -70,7 +76,7 @@ struct Inner {
     service: &'static str,
     payloads: Option<usize>,
     endpoint: String,
-    traces: Mutex<Option<Sender<ResourceSpans>>>,
+    traces: Mutex<Option<Sender<Encoded>>>,
     thread: Mutex<Option<JoinHandle<Option<String>>>>,
 }
 
@@ -130,10 +136,23 @@ impl Exporter {
     /// Returns whether it did (queued it for the exporter's thread).
     pub fn export(&self, id: &str, lines: &[String]) -> bool {
         let x = &self.inner;
-        let Some(trace) = spans::trace(x.service, id, lines, x.payloads) else {
-            return false;
-        };
-        let traces = x.traces.lock().unwrap_or_else(PoisonError::into_inner);
+        spans::trace(x.service, id, lines, x.payloads).is_some_and(|t| self.send(t))
+    }
+
+    /// A recorder of a session's trace ([`Recorder`], the session's tap),
+    /// which hands it to this exporter as the session ends.
+    pub fn recorder(&self) -> Recorder {
+        Recorder::new(Some(self.clone()), self.inner.service, self.inner.payloads)
+    }
+
+    /// Queues an encoded trace for the exporter's thread; whether it was
+    /// (not after [`Exporter::shutdown`]).
+    pub fn send(&self, trace: Encoded) -> bool {
+        let traces = self
+            .inner
+            .traces
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         traces.as_ref().is_some_and(|tx| tx.send(trace).is_ok())
     }
 }
@@ -141,12 +160,12 @@ impl Exporter {
 /// The exporter's thread: posts the traces of `rx` to `endpoint` until
 /// the channel closes; the first failure. `lt serve` (which stops it only
 /// at exit) also notes each failure after a success on stderr.
-fn run(endpoint: &str, service: &str, rx: &Receiver<ResourceSpans>) -> Option<String> {
+fn run(endpoint: &str, service: &str, rx: &Receiver<Encoded>) -> Option<String> {
     let mut client = Client::new(endpoint);
     let mut first_error = None;
     let mut failing = false;
     while let Ok(trace) = rx.recv() {
-        let mut spans = count(&trace);
+        let mut spans = trace.spans;
         let mut batch = vec![trace];
         // The traces that come within LINGER go in the same request; a
         // closed channel (shutdown) sends at once.
@@ -156,13 +175,22 @@ fn run(endpoint: &str, service: &str, rx: &Receiver<ResourceSpans>) -> Option<St
             let Ok(more) = rx.recv_timeout(wait) else {
                 break;
             };
-            spans += count(&more);
+            spans += more.spans;
             batch.push(more);
         }
-        let body = ExportTraceServiceRequest {
-            resource_spans: batch,
-        }
-        .encode_to_vec();
+        // Each trace is a whole entry of the request: joined, they are it.
+        let joined;
+        let body = match batch.as_slice() {
+            [one] => one.entry(),
+            many => {
+                joined = many
+                    .iter()
+                    .flat_map(Encoded::entry)
+                    .copied()
+                    .collect::<Vec<u8>>();
+                &joined[..]
+            }
+        };
         match client.post(endpoint, body) {
             Ok(()) => failing = false,
             Err(e) => {
@@ -175,10 +203,6 @@ fn run(endpoint: &str, service: &str, rx: &Receiver<ResourceSpans>) -> Option<St
         }
     }
     first_error
-}
-
-fn count(trace: &ResourceSpans) -> usize {
-    trace.scope_spans.iter().map(|s| s.spans.len()).sum()
 }
 
 /// A blocking HTTP client for one endpoint: ureq for `http://` (no
@@ -198,13 +222,13 @@ impl Client {
         }
     }
 
-    fn post(&mut self, endpoint: &str, body: Vec<u8>) -> Result<(), String> {
+    fn post(&mut self, endpoint: &str, body: &[u8]) -> Result<(), String> {
         const PROTOBUF: &str = "application/x-protobuf";
         match self {
             Client::Plain(agent) => match agent
                 .post(endpoint)
                 .set("Content-Type", PROTOBUF)
-                .send_bytes(&body)
+                .send_bytes(body)
             {
                 Ok(r) => {
                     // Read whole, so the connection is kept for the next.
@@ -235,7 +259,7 @@ impl Client {
                     let r = client
                         .post(endpoint)
                         .header("Content-Type", PROTOBUF)
-                        .body(body)
+                        .body(body.to_vec())
                         .send()
                         .await
                         .map_err(|e| e.to_string())?;

@@ -128,4 +128,8 @@ impl EventSink for Guarded<'_> {
     fn records(&self) -> bool {
         self.inner.records()
     }
+
+    fn payloads(&self) -> bool {
+        self.inner.payloads()
+    }
 }

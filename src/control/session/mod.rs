@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! Session::new(&file)  .executors(…) .profile(…) .limits(…) .log(…) .client(…)
-//!                      .approver(…) .cancel(…) .runtime(handle) .observer(…)
+//!                      .approver(…) .cancel(…) .runtime(handle) .observer(…) .tap(…)
 //!   run(&ir):    executors loaded and matched ─▶ profile ─▶ runtime ─▶ log opened
 //!                ─▶ client channel ─▶ session_started ─▶ interpreter under the
 //!                ControlPlane ─▶ session_ended ─▶ executors shut down ─▶ report
@@ -49,7 +49,7 @@ use super::resume::ResumeHost;
 use super::{ControlPlane, Venue};
 use crate::exec::ExecutorHost;
 use crate::ir::Ir;
-use crate::log::{new_session_id, EventBody, EventSink, EventStore, ReopenedLog};
+use crate::log::{new_session_id, EventBody, EventSink, EventStore, EventTap, ReopenedLog, Tapped};
 use crate::runtime::cancel::Cancel;
 use crate::runtime::eval::{self, RunStats};
 use crate::runtime::host::Host;
@@ -156,6 +156,7 @@ pub struct Session<'a> {
     cancel: Cancel,
     runtime: Option<tokio::runtime::Handle>,
     observer: Option<&'a mut dyn CallObserver>,
+    tap: Option<&'a mut dyn EventTap>,
     id: Option<String>,
     pipeline: Option<Pipeline>,
 }
@@ -304,6 +305,7 @@ impl<'a> Session<'a> {
             cancel: Cancel::new(),
             runtime: None,
             observer: None,
+            tap: None,
             id: None,
             pipeline: None,
         }
@@ -369,6 +371,15 @@ impl<'a> Session<'a> {
     /// Told of each call as it ends.
     pub fn observer(mut self, observer: &'a mut dyn CallObserver) -> Self {
         self.observer = Some(observer);
+        self
+    }
+
+    /// Handed each event as the log records it, with its seq and (when the
+    /// log is a file) its hash; the events are built even without a log
+    /// ([`crate::log::tap`]). The OTLP exporter of `lt run` builds its
+    /// spans so.
+    pub fn tap(mut self, tap: &'a mut dyn EventTap) -> Self {
+        self.tap = Some(tap);
         self
     }
 
@@ -486,6 +497,16 @@ impl<'a> Session<'a> {
                 let sink = prepare::open_log(target, &self.inputs, &id)?;
                 (id, sink, None, 0)
             }
+        };
+        let sink = match self.tap.take() {
+            Some(tap) => {
+                let next = events
+                    .as_ref()
+                    .and_then(|e| e.last())
+                    .map_or(0, |e| e.seq + 1);
+                Box::new(Tapped::new(sink, tap, &id, next)) as Box<dyn EventSink + 'a>
+            }
+            None => sink,
         };
         // From here the session records its interruption and settles.
         self.cancel.will_settle();

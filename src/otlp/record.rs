@@ -1,0 +1,575 @@
+//! The spans of a session built as it runs: a [`Recorder`] is the
+//! session's [`EventTap`] (`Session::tap`), so each typed event is seen
+//! once, as it is recorded; nothing is read back, parsed, or kept beyond
+//! the calls still open. A span is built (`proto.rs`) when its call
+//! ends, and the whole trace is handed to the exporter's thread when the
+//! session ends (`session_ended`, or `agent_ended` for an agent's log).
+//!
+//! Rows as `log::timeline` makes them from a log's lines: a call from
+//! `proposed` to its outcome (`completed`, `failed`, `timed_out`, or a
+//! denying `decided`), an approval from `approval_requested` to
+//! `approval_decided`, a model request from `model_requested` to
+//! `model_replied` or `model_failed`. Each span carries the seq of its
+//! last event (`lt.log.seq`) and, when the session's log is a file,
+//! that event's hash as the writer computed it (`lt.log.hash`); without
+//! a log there is no verifiable record to link to, and no hash. Times are
+//! the clock's when the tap sees each event (the log's `ts` are stamped
+//! from the same clock microseconds before).
+//!
+//! The strings of a closed row are kept for the next one: a run of many
+//! calls allocates the open rows for its first few only (each span owns
+//! copies in its message).
+
+use super::proto::{Approval, Encoded, Root, SpanKind, SpanRow, TraceBuilder};
+use super::Exporter;
+use crate::log::{EventBody, EventTap};
+use std::time::SystemTime;
+
+/// A row still open: a call, an approval or a model request.
+#[derive(Default)]
+struct Open {
+    kind: Option<SpanKind>,
+    id: String,
+    tool: String,
+    venue: String,
+    first_seq: u64,
+    /// The seq of its last event so far.
+    last_seq: u64,
+    start: u64,
+    /// The decision's pieces: decision, rule, reason.
+    decision: Option<(&'static str, String, String)>,
+    argument: String,
+}
+
+/// The session's trace, built as its events are recorded; sent to the
+/// exporter (when there is one) as the session ends, else kept for
+/// [`Recorder::take`].
+pub struct Recorder {
+    exporter: Option<Exporter>,
+    service: &'static str,
+    payloads: Option<usize>,
+    trace: Option<TraceBuilder>,
+    /// Calls and model requests (`kind` set) and approvals (`kind`
+    /// `None`) still open, in the order they opened.
+    open: Vec<Open>,
+    free: Vec<Open>,
+    start: u64,
+    agent: bool,
+    done: Option<Encoded>,
+    result: String,
+}
+
+/// Now, in nanoseconds since the epoch.
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+impl Recorder {
+    /// A recorder whose spans' resource is named `service`, exporting
+    /// arguments and results cut to `payloads` bytes when that is given.
+    /// With an `exporter`, the trace is sent as the session ends.
+    pub fn new(
+        exporter: Option<Exporter>,
+        service: &'static str,
+        payloads: Option<usize>,
+    ) -> Recorder {
+        Recorder {
+            exporter,
+            service,
+            payloads,
+            trace: None,
+            open: Vec::new(),
+            free: Vec::new(),
+            start: 0,
+            agent: false,
+            done: None,
+            result: String::new(),
+        }
+    }
+
+    /// The trace of a session that ended and was not sent (no exporter).
+    pub fn take(&mut self) -> Option<Encoded> {
+        self.done.take()
+    }
+
+    fn opened(&mut self, kind: Option<SpanKind>, id: &str, tool: &str, seq: u64, at: u64) {
+        let mut o = self.free.pop().unwrap_or_default();
+        o.kind = kind;
+        o.id.clear();
+        o.id.push_str(id);
+        o.tool.clear();
+        o.tool.push_str(tool);
+        o.venue.clear();
+        o.venue.push_str("none");
+        o.first_seq = seq;
+        o.last_seq = seq;
+        o.start = at;
+        o.decision = None;
+        o.argument.clear();
+        self.open.push(o);
+    }
+
+    fn find(&self, kind: Option<SpanKind>, id: &str) -> Option<usize> {
+        self.open.iter().rposition(|o| o.kind == kind && o.id == id)
+    }
+
+    /// Closes open row `i` as `outcome` at `at`, its last event `seq`.
+    fn close(&mut self, i: usize, outcome: &str, seq: u64, hash: Option<&str>, at: u64) {
+        let o = self.open.remove(i);
+        if let Some(t) = &mut self.trace {
+            emit(t, &o, outcome, seq, hash, at, &self.result);
+        }
+        self.free.push(o);
+    }
+
+    /// The argument of the row just opened, kept when payloads are asked for.
+    fn argument(&mut self, v: &serde_json::Value) {
+        if self.payloads.is_some() {
+            if let Some(o) = self.open.last_mut() {
+                o.argument = v.to_string();
+            }
+        }
+    }
+
+    fn ended(&mut self, status: &str, seq: u64, hash: Option<&str>, at: u64) {
+        let Some(mut t) = self.trace.take() else {
+            return;
+        };
+        self.result.clear();
+        // What is still open ends with the session, as the log leaves it.
+        for o in std::mem::take(&mut self.open) {
+            let outcome = if o.kind.is_some() {
+                "running"
+            } else {
+                "waiting"
+            };
+            let seq = o.last_seq;
+            emit(&mut t, &o, outcome, seq, None, at, "");
+            self.free.push(o);
+        }
+        let encoded = t.finish(&Root {
+            seq,
+            hash,
+            times: (self.start, at),
+            status,
+        });
+        match &self.exporter {
+            Some(x) => {
+                x.send(encoded);
+            }
+            None => self.done = Some(encoded),
+        }
+    }
+}
+
+/// A payload kept (an empty text: none).
+fn payload(s: &str) -> Option<&str> {
+    (!s.is_empty()).then_some(s)
+}
+
+/// Adds closed row `o` to `t`.
+fn emit(
+    t: &mut TraceBuilder,
+    o: &Open,
+    outcome: &str,
+    seq: u64,
+    hash: Option<&str>,
+    at: u64,
+    result: &str,
+) {
+    match o.kind {
+        Some(kind) => {
+            let decision = o
+                .decision
+                .as_ref()
+                .map(|(d, rule, reason)| [*d, " (", rule.as_str(), ": ", reason.as_str(), ")"]);
+            t.span(&SpanRow {
+                kind,
+                seqs: (o.first_seq, seq),
+                hash,
+                times: (o.start, at),
+                tool: &o.tool,
+                id: &o.id,
+                venue: &o.venue,
+                outcome,
+                decision: decision.as_ref().map_or(&[], |d| &d[..]),
+                argument: payload(&o.argument),
+                result: payload(result),
+            });
+        }
+        None => t.approval(&Approval {
+            seq,
+            hash,
+            time: at,
+            tool: &o.tool,
+            id: &o.id,
+            outcome,
+            argument: payload(&o.argument),
+        }),
+    }
+}
+
+impl EventTap for Recorder {
+    /// Arguments and results are read only when they are exported.
+    fn payloads(&self) -> bool {
+        self.payloads.is_some()
+    }
+
+    fn recorded(&mut self, session: &str, seq: u64, hash: Option<&str>, body: &EventBody) {
+        // The clock is read only for the events that open or close a row.
+        let at = match body {
+            EventBody::Decided {
+                decision: crate::log::Decision::Allow,
+                ..
+            } => 0,
+            EventBody::SessionStarted { .. }
+            | EventBody::AgentStarted { .. }
+            | EventBody::Proposed { .. }
+            | EventBody::ApprovalRequested { .. }
+            | EventBody::ModelRequested { .. }
+            | EventBody::Decided { .. }
+            | EventBody::Completed { .. }
+            | EventBody::Failed { .. }
+            | EventBody::TimedOut { .. }
+            | EventBody::ApprovalDecided { .. }
+            | EventBody::ModelReplied { .. }
+            | EventBody::ModelFailed { .. }
+            | EventBody::SessionEnded { .. }
+            | EventBody::AgentEnded { .. } => now(),
+            _ => 0,
+        };
+        let call = Some(SpanKind::Tool);
+        match body {
+            // The first start: an agent's runs start within its log.
+            EventBody::SessionStarted { .. } | EventBody::AgentStarted { .. }
+                if self.trace.is_none() =>
+            {
+                self.agent = matches!(body, EventBody::AgentStarted { .. });
+                self.start = at;
+                self.trace = Some(TraceBuilder::new(self.service, session, self.payloads));
+            }
+            EventBody::Proposed {
+                call_id,
+                tool,
+                argument,
+            } => {
+                self.opened(call, call_id, tool, seq, at);
+                self.argument(argument);
+            }
+            EventBody::ApprovalRequested {
+                approval_id,
+                tool,
+                argument,
+            } => {
+                self.opened(None, approval_id, tool, seq, at);
+                self.argument(argument);
+            }
+            EventBody::ModelRequested { request_id, .. } => {
+                self.opened(Some(SpanKind::Chat), request_id, "", seq, at);
+            }
+            EventBody::Decided {
+                call_id,
+                decision,
+                rule,
+                reason,
+            } => {
+                let Some(i) = self.find(call, call_id) else {
+                    return;
+                };
+                let o = &mut self.open[i];
+                o.last_seq = seq;
+                match &mut o.decision {
+                    Some((d, r, why)) => {
+                        *d = decision.as_str();
+                        r.clone_from(rule);
+                        why.clone_from(reason);
+                    }
+                    None => o.decision = Some((decision.as_str(), rule.clone(), reason.clone())),
+                }
+                if *decision == crate::log::Decision::Deny {
+                    self.result.clear();
+                    self.close(i, "denied", seq, hash, at);
+                }
+            }
+            EventBody::Scheduled { call_id, venue, .. } => {
+                if let Some(i) = self.find(call, call_id) {
+                    let o = &mut self.open[i];
+                    o.last_seq = seq;
+                    o.venue.clone_from(venue);
+                }
+            }
+            EventBody::Completed {
+                call_id, result, ..
+            } => {
+                let Some(i) = self.find(call, call_id) else {
+                    return;
+                };
+                let outcome = if result.get("Err").is_some() {
+                    "err"
+                } else {
+                    "ok"
+                };
+                self.result.clear();
+                if self.payloads.is_some() {
+                    self.result = result.to_string();
+                }
+                self.close(i, outcome, seq, hash, at);
+            }
+            EventBody::Failed {
+                call_id, message, ..
+            }
+            | EventBody::TimedOut {
+                call_id, message, ..
+            } => {
+                let Some(i) = self.find(call, call_id) else {
+                    return;
+                };
+                let outcome = body.kind();
+                self.result.clear();
+                if self.payloads.is_some() {
+                    self.result.push_str(message);
+                }
+                self.close(i, outcome, seq, hash, at);
+            }
+            EventBody::ApprovalDecided {
+                approval_id,
+                decision,
+                ..
+            } => {
+                let Some(i) = self.find(None, approval_id) else {
+                    return;
+                };
+                let outcome = if *decision == crate::log::Decision::Allow {
+                    "approved"
+                } else {
+                    "refused"
+                };
+                self.close(i, outcome, seq, hash, at);
+            }
+            EventBody::ModelReplied { request_id, .. }
+            | EventBody::ModelFailed { request_id, .. } => {
+                let Some(i) = self.find(Some(SpanKind::Chat), request_id) else {
+                    return;
+                };
+                let outcome = if matches!(body, EventBody::ModelReplied { .. }) {
+                    "answered"
+                } else {
+                    "failed"
+                };
+                self.result.clear();
+                self.close(i, outcome, seq, hash, at);
+            }
+            EventBody::SessionEnded { status, .. } if !self.agent => {
+                self.ended(status, seq, hash, at);
+            }
+            EventBody::AgentEnded { status, .. } => self.ended(status, seq, hash, at),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::proto::tests::{attr, decode};
+    use super::Recorder;
+    use crate::log::{Decision, Discard, EventBody, EventSink, LogWriter, Tapped};
+    use serde_json::json;
+
+    const ID: &str = "0123456789abcdef0123456789abcdef";
+
+    /// A session: one call allowed and completed, an approval refused,
+    /// one call denied, ended with an error.
+    fn events() -> Vec<EventBody> {
+        let proposed = |id: &str, tool: &str, argument| EventBody::Proposed {
+            call_id: id.into(),
+            tool: tool.into(),
+            argument,
+        };
+        let decided = |id: &str, decision| EventBody::Decided {
+            call_id: id.into(),
+            decision,
+            rule: "r".into(),
+            reason: "because".into(),
+        };
+        vec![
+            EventBody::SessionStarted {
+                lt_version: "0".into(),
+                program: "p".into(),
+                program_hash: "h".into(),
+                profile: json!({}),
+                registry_hash: "h".into(),
+                limits: json!({}),
+            },
+            proposed("n1", "lookup", json!({"id": 1})),
+            decided("n1", Decision::Allow),
+            EventBody::Scheduled {
+                call_id: "n1".into(),
+                tool: "lookup".into(),
+                venue: "local".into(),
+                idempotency_key: "k".into(),
+            },
+            EventBody::Completed {
+                call_id: "n1".into(),
+                output: json!(2),
+                result: json!({"Ok": 2}),
+            },
+            EventBody::ApprovalRequested {
+                approval_id: "a1".into(),
+                tool: "refund".into(),
+                argument: json!(5),
+            },
+            EventBody::ApprovalDecided {
+                approval_id: "a1".into(),
+                decision: Decision::Deny,
+                by: "x".into(),
+                reason: "no".into(),
+                token: json!(null),
+            },
+            proposed("n2", "refund", json!(5)),
+            decided("n2", Decision::Deny),
+            EventBody::SessionEnded {
+                status: "error".into(),
+                value: None,
+                r#type: None,
+                error: None,
+                calls: 2,
+                steps: 3,
+            },
+        ]
+    }
+
+    /// The spans recorded from `sink`'s tap, after `events()`.
+    fn record(
+        inner: Box<dyn EventSink + '_>,
+        payloads: Option<usize>,
+    ) -> opentelemetry_proto::tonic::trace::v1::ResourceSpans {
+        let mut r = Recorder::new(None, "lt run", payloads);
+        let mut sink = Tapped::new(inner, &mut r, ID, 0);
+        for e in events() {
+            sink.append(e).expect("append");
+        }
+        drop(sink);
+        decode(&r.take().expect("a trace at session_ended"))
+    }
+
+    #[test]
+    fn a_session_is_recorded_as_spans_with_seqs_and_no_hash_without_a_log() {
+        let rs = record(Box::new(Discard), Some(3));
+        let spans = &rs.scope_spans[0].spans;
+        let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["execute_tool", "execute_tool", "invoke_workflow"]);
+        let (ok, denied, root) = (&spans[0], &spans[1], &spans[2]);
+        assert!(root.parent_span_id.is_empty());
+        assert_eq!(hex::encode(&root.trace_id), ID);
+        assert_eq!(attr(&root.attributes, "lt.log.seq").as_deref(), Some("9"));
+        assert_eq!(attr(&root.attributes, "lt.session.id").as_deref(), Some(ID));
+        assert_eq!(
+            attr(&root.attributes, "lt.session.status").as_deref(),
+            Some("error")
+        );
+        assert_eq!(root.status.as_ref().map(|s| s.code), Some(2));
+        assert!(root.end_time_unix_nano >= root.start_time_unix_nano);
+        assert!(root.start_time_unix_nano > 0);
+        let approval = &root.events[0];
+        assert_eq!(approval.name, "approval");
+        assert_eq!(
+            attr(&approval.attributes, "lt.approval.outcome").as_deref(),
+            Some("refused")
+        );
+        assert_eq!(
+            attr(&approval.attributes, "lt.log.seq").as_deref(),
+            Some("6")
+        );
+        for s in [ok, denied] {
+            assert_eq!(s.trace_id, root.trace_id);
+            assert_eq!(s.parent_span_id, root.span_id);
+            assert_eq!(s.events[0].name, "decision");
+        }
+        assert_ne!(ok.span_id, denied.span_id);
+        assert_eq!(
+            attr(&ok.events[0].attributes, "lt.decision").as_deref(),
+            Some("allow (r: because)")
+        );
+        assert_eq!(
+            attr(&ok.attributes, "gen_ai.tool.name").as_deref(),
+            Some("lookup")
+        );
+        assert_eq!(
+            attr(&ok.attributes, "gen_ai.tool.call.id").as_deref(),
+            Some("n1")
+        );
+        assert_eq!(
+            attr(&ok.attributes, "lt.call.venue").as_deref(),
+            Some("local")
+        );
+        assert_eq!(attr(&ok.attributes, "lt.log.seq").as_deref(), Some("4"));
+        assert_eq!(
+            attr(&ok.attributes, "lt.call.outcome").as_deref(),
+            Some("ok")
+        );
+        assert_eq!(
+            attr(&ok.attributes, "gen_ai.tool.call.arguments").as_deref(),
+            Some("{\"i…")
+        );
+        assert_eq!(
+            attr(&ok.attributes, "gen_ai.tool.call.result").as_deref(),
+            Some("{\"O…")
+        );
+        assert!(ok.status.is_none());
+        assert_eq!(attr(&denied.attributes, "lt.log.seq").as_deref(), Some("8"));
+        assert_eq!(
+            attr(&denied.attributes, "lt.call.outcome").as_deref(),
+            Some("denied")
+        );
+        assert_eq!(denied.status.as_ref().map(|s| s.code), Some(2));
+        // No log: no hash anywhere.
+        for s in spans {
+            assert_eq!(attr(&s.attributes, "lt.log.hash"), None, "{s:?}");
+        }
+        assert_eq!(attr(&approval.attributes, "lt.log.hash"), None);
+        // Without payloads: no argument, no result.
+        let rs = record(Box::new(Discard), None);
+        let ok = &rs.scope_spans[0].spans[0];
+        assert_eq!(attr(&ok.attributes, "gen_ai.tool.call.arguments"), None);
+        assert_eq!(attr(&ok.attributes, "gen_ai.tool.call.result"), None);
+    }
+
+    #[test]
+    fn with_a_log_file_each_span_carries_its_last_events_hash() {
+        let path = std::env::temp_dir().join(format!("lt-record-{}.jsonl", std::process::id()));
+        let writer = LogWriter::create(&path, ID).expect("create");
+        let rs = record(Box::new(writer), None);
+        let text = std::fs::read_to_string(&path).expect("log");
+        let _ = std::fs::remove_file(&path);
+        let hashes: Vec<String> = text
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).expect("json");
+                v["hash"].as_str().expect("hash").to_string()
+            })
+            .collect();
+        assert_eq!(hashes.len(), 10);
+        let spans = &rs.scope_spans[0].spans;
+        for (s, seq) in spans.iter().zip([4, 8, 9]) {
+            assert_eq!(
+                attr(&s.attributes, "lt.log.seq"),
+                Some(seq.to_string()),
+                "{}",
+                s.name
+            );
+            assert_eq!(
+                attr(&s.attributes, "lt.log.hash"),
+                Some(hashes[seq].clone()),
+                "{}",
+                s.name
+            );
+        }
+        let approval = &spans[2].events[0];
+        assert_eq!(
+            attr(&approval.attributes, "lt.log.hash"),
+            Some(hashes[6].clone())
+        );
+    }
+}
