@@ -563,7 +563,7 @@ impl Queue<'_> {
         calls: u64,
     ) -> Result<i64, StoreError> {
         let (reply, answer) = std::sync::mpsc::sync_channel(1);
-        self.send_status(
+        self.set_status_then(
             id,
             status,
             output,
@@ -576,19 +576,9 @@ impl Queue<'_> {
     }
 
     /// [`super::ServerStore::set_status_then`]: `done` gets what
-    /// [`Queue::set_status`] returns, on the answering thread.
+    /// [`Queue::set_status`] returns, on the answering thread (on the
+    /// caller's when the writer is gone or the lease was lost).
     pub fn set_status_then(
-        &self,
-        id: &str,
-        status: SessionStatus,
-        output: Option<&serde_json::Value>,
-        calls: u64,
-        done: super::StatusThen,
-    ) {
-        self.send_status(id, status, output, calls, done);
-    }
-
-    fn send_status(
         &self,
         id: &str,
         status: SessionStatus,
