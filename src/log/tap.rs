@@ -92,6 +92,20 @@ impl EventSink for Tapped<'_> {
     }
 }
 
+/// The `hash` of each line of the log file at `path`, which is removed
+/// (tests of what a tap saw against what the writer wrote).
+#[cfg(test)]
+pub(crate) fn hashes_of_log(path: &std::path::Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).expect("log");
+    let _ = std::fs::remove_file(path);
+    text.lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("json");
+            v["hash"].as_str().expect("hash").to_string()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::{EventTap, Tapped};
@@ -165,15 +179,7 @@ mod tests {
         sink.append(annotation("a")).expect("append");
         sink.append(annotation("b")).expect("append");
         drop(sink);
-        let text = std::fs::read_to_string(&path).expect("log");
-        let _ = std::fs::remove_file(&path);
-        let hashes: Vec<String> = text
-            .lines()
-            .map(|l| {
-                let v: serde_json::Value = serde_json::from_str(l).expect("json");
-                v["hash"].as_str().expect("hash").to_string()
-            })
-            .collect();
+        let hashes = super::hashes_of_log(&path);
         assert_eq!(hashes.len(), 2);
         assert_eq!(
             seen.0,

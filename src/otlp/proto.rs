@@ -364,6 +364,14 @@ pub(super) mod tests {
     }
 
     /// Attribute `key`'s value as text.
+    /// Asserts that each `(key, value)` of `expected` is an attribute of
+    /// `kvs` with that value (as [`attr`] renders it).
+    pub(in crate::otlp) fn assert_attrs(kvs: &[KeyValue], expected: &[(&str, &str)]) {
+        for (key, value) in expected {
+            assert_eq!(attr(kvs, key).as_deref(), Some(*value), "attribute {key}");
+        }
+    }
+
     pub(in crate::otlp) fn attr(kvs: &[KeyValue], key: &str) -> Option<String> {
         let kv = kvs.iter().find(|kv| kv.key == key)?;
         match kv.value.as_ref()?.value.as_ref()? {

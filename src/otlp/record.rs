@@ -372,7 +372,7 @@ impl EventTap for Recorder {
 
 #[cfg(test)]
 mod tests {
-    use super::super::proto::tests::{attr, decode};
+    use super::super::proto::tests::{assert_attrs, attr, decode};
     use super::Recorder;
     use crate::log::{Decision, Discard, EventBody, EventSink, LogWriter, Tapped};
     use serde_json::json;
@@ -474,13 +474,9 @@ mod tests {
         assert!(root.start_time_unix_nano > 0);
         let approval = &root.events[0];
         assert_eq!(approval.name, "approval");
-        assert_eq!(
-            attr(&approval.attributes, "lt.approval.outcome").as_deref(),
-            Some("refused")
-        );
-        assert_eq!(
-            attr(&approval.attributes, "lt.log.seq").as_deref(),
-            Some("6")
+        assert_attrs(
+            &approval.attributes,
+            &[("lt.approval.outcome", "refused"), ("lt.log.seq", "6")],
         );
         for s in [ok, denied] {
             assert_eq!(s.trace_id, root.trace_id);
@@ -492,36 +488,22 @@ mod tests {
             attr(&ok.events[0].attributes, "lt.decision").as_deref(),
             Some("allow (r: because)")
         );
-        assert_eq!(
-            attr(&ok.attributes, "gen_ai.tool.name").as_deref(),
-            Some("lookup")
-        );
-        assert_eq!(
-            attr(&ok.attributes, "gen_ai.tool.call.id").as_deref(),
-            Some("n1")
-        );
-        assert_eq!(
-            attr(&ok.attributes, "lt.call.venue").as_deref(),
-            Some("local")
-        );
-        assert_eq!(attr(&ok.attributes, "lt.log.seq").as_deref(), Some("4"));
-        assert_eq!(
-            attr(&ok.attributes, "lt.call.outcome").as_deref(),
-            Some("ok")
-        );
-        assert_eq!(
-            attr(&ok.attributes, "gen_ai.tool.call.arguments").as_deref(),
-            Some("{\"i…")
-        );
-        assert_eq!(
-            attr(&ok.attributes, "gen_ai.tool.call.result").as_deref(),
-            Some("{\"O…")
+        assert_attrs(
+            &ok.attributes,
+            &[
+                ("gen_ai.tool.name", "lookup"),
+                ("gen_ai.tool.call.id", "n1"),
+                ("lt.call.venue", "local"),
+                ("lt.log.seq", "4"),
+                ("lt.call.outcome", "ok"),
+                ("gen_ai.tool.call.arguments", "{\"i…"),
+                ("gen_ai.tool.call.result", "{\"O…"),
+            ],
         );
         assert!(ok.status.is_none());
-        assert_eq!(attr(&denied.attributes, "lt.log.seq").as_deref(), Some("8"));
-        assert_eq!(
-            attr(&denied.attributes, "lt.call.outcome").as_deref(),
-            Some("denied")
+        assert_attrs(
+            &denied.attributes,
+            &[("lt.log.seq", "8"), ("lt.call.outcome", "denied")],
         );
         assert_eq!(denied.status.as_ref().map(|s| s.code), Some(2));
         // No log: no hash anywhere.
@@ -541,15 +523,7 @@ mod tests {
         let path = std::env::temp_dir().join(format!("lt-record-{}.jsonl", std::process::id()));
         let writer = LogWriter::create(&path, ID).expect("create");
         let rs = record(Box::new(writer), None);
-        let text = std::fs::read_to_string(&path).expect("log");
-        let _ = std::fs::remove_file(&path);
-        let hashes: Vec<String> = text
-            .lines()
-            .map(|l| {
-                let v: serde_json::Value = serde_json::from_str(l).expect("json");
-                v["hash"].as_str().expect("hash").to_string()
-            })
-            .collect();
+        let hashes = crate::log::tap::hashes_of_log(&path);
         assert_eq!(hashes.len(), 10);
         let spans = &rs.scope_spans[0].spans;
         for (s, seq) in spans.iter().zip([4, 8, 9]) {

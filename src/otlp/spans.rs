@@ -145,7 +145,7 @@ pub(super) fn trace(
 
 #[cfg(test)]
 mod tests {
-    use super::super::proto::tests::{attr, decode};
+    use super::super::proto::tests::{assert_attrs, attr, decode};
     use super::trace;
     use opentelemetry_proto::tonic::trace::v1::Span;
     use serde_json::json;
@@ -195,11 +195,13 @@ mod tests {
         let root = &spans[2];
         assert!(root.parent_span_id.is_empty());
         assert_eq!(hex::encode(&root.trace_id), id);
-        assert_eq!(attr(&root.attributes, "lt.log.seq").as_deref(), Some("8"));
-        assert_eq!(attr(&root.attributes, "lt.log.hash").as_deref(), Some("h8"));
-        assert_eq!(
-            attr(&root.attributes, "lt.session.status").as_deref(),
-            Some("error")
+        assert_attrs(
+            &root.attributes,
+            &[
+                ("lt.log.seq", "8"),
+                ("lt.log.hash", "h8"),
+                ("lt.session.status", "error"),
+            ],
         );
         assert_eq!(root.status.as_ref().map(|s| s.code), Some(2));
         assert_eq!(
@@ -209,13 +211,9 @@ mod tests {
         // The approval: an event of the session's span.
         let approval = &root.events[0];
         assert_eq!(approval.name, "approval");
-        assert_eq!(
-            attr(&approval.attributes, "lt.approval.outcome").as_deref(),
-            Some("refused")
-        );
-        assert_eq!(
-            attr(&approval.attributes, "lt.log.seq").as_deref(),
-            Some("5")
+        assert_attrs(
+            &approval.attributes,
+            &[("lt.approval.outcome", "refused"), ("lt.log.seq", "5")],
         );
         let (ok, denied) = (&spans[0], &spans[1]);
         for s in [ok, denied] {
@@ -224,19 +222,15 @@ mod tests {
             assert_eq!(s.events[0].name, "decision");
         }
         assert_ne!(ok.span_id, denied.span_id);
-        assert_eq!(
-            attr(&ok.attributes, "gen_ai.tool.name").as_deref(),
-            Some("lookup")
-        );
-        assert_eq!(
-            attr(&ok.attributes, "gen_ai.tool.call.id").as_deref(),
-            Some("n1")
-        );
-        assert_eq!(attr(&ok.attributes, "lt.log.seq").as_deref(), Some("3"));
-        assert_eq!(attr(&ok.attributes, "lt.log.hash").as_deref(), Some("h3"));
-        assert_eq!(
-            attr(&ok.attributes, "lt.call.outcome").as_deref(),
-            Some("ok")
+        assert_attrs(
+            &ok.attributes,
+            &[
+                ("gen_ai.tool.name", "lookup"),
+                ("gen_ai.tool.call.id", "n1"),
+                ("lt.log.seq", "3"),
+                ("lt.log.hash", "h3"),
+                ("lt.call.outcome", "ok"),
+            ],
         );
         // Cut to 3 bytes.
         assert_eq!(
