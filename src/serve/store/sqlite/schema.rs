@@ -5,7 +5,7 @@
 //! ```text
 //! sessions (id PK, tenant, profile, status, request, idempotency_key,
 //!           created_ms, updated_ms, output, calls, events (unused: see
-//!           RECORD_COLUMNS),
+//!           RECORD_COLUMNS; dropped in version 4),
 //!           UNIQUE (tenant, idempotency_key))
 //!   index (tenant, created_ms DESC, id DESC)           list_sessions
 //!   index (tenant, status, created_ms DESC, id DESC)   list_sessions?status=
@@ -26,6 +26,13 @@
 //!   trigger events_tools dropped: the writer inserts a `proposed`
 //!   event's tool into session_tools itself, from the event it appends
 //!   (the trigger scanned every line it inserted for "proposed")
+//! version 4:
+//! events   (session, seq, line, PRIMARY KEY (session, seq))
+//!   the `hash` and `prev` columns dropped: each line holds both (the
+//!   writer reads a session's last hash from its last line, once per
+//!   session it has not written since it started); a fifth of an event's
+//!   row, written to the WAL, copied by the checkpoint
+//!   sessions.events dropped (unused since version 1: RECORD_COLUMNS)
 //! ```
 //!
 //! Invariant: a file whose `user_version` is newer than [`SCHEMA_VERSION`]
@@ -40,7 +47,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// How long a statement waits for another connection's lock before
 /// failing with `SQLITE_BUSY`.
@@ -97,7 +104,7 @@ macro_rules! proposed_tool {
 }
 
 /// Migration `i` takes the schema from version `i + 1` to `i + 2`.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     concat!(
         "CREATE TABLE session_tools (
     session TEXT NOT NULL,
@@ -124,6 +131,18 @@ CREATE TABLE requests (
 INSERT INTO requests (id, request) SELECT id, request FROM sessions;
 ALTER TABLE sessions DROP COLUMN request;
 DROP TRIGGER events_tools;
+",
+    "
+CREATE TABLE events_v4 (
+    session TEXT NOT NULL,
+    seq     INTEGER NOT NULL CHECK (seq >= 0),
+    line    TEXT NOT NULL,
+    PRIMARY KEY (session, seq)
+);
+INSERT INTO events_v4 (session, seq, line) SELECT session, seq, line FROM events;
+DROP TABLE events;
+ALTER TABLE events_v4 RENAME TO events;
+ALTER TABLE sessions DROP COLUMN events;
 ",
 ];
 
@@ -245,9 +264,9 @@ pub const SCHEMA_V1_FOR_TESTS: &str = SCHEMA_V1;
 ///
 /// The request is read from `requests` (schema version 3). The event
 /// count is read from `events` (its last `seq` + 1: seqs run
-/// from 0 without a gap), not from the `sessions.events` column, which is
-/// written only when the row is made: updating it with every group commit
-/// rewrote the row of every running session each time.
+/// from 0 without a gap): a `sessions` column updated with every group
+/// commit rewrote the row of every running session each time (version 1
+/// had one, written only when the row was made; version 4 drops it).
 pub const RECORD_COLUMNS: &str = "id, tenant, profile, status, \
      (SELECT r.request FROM requests r WHERE r.id = sessions.id), idempotency_key, \
      created_ms, updated_ms, output, calls, \

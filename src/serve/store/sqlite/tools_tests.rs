@@ -111,9 +111,12 @@ fn a_version_1_file_is_migrated_and_its_tools_indexed() {
             "INSERT INTO sessions (id, tenant, profile, status, request, idempotency_key, \
                                    created_ms, updated_ms, output, calls, events) \
                  SELECT s.id, s.tenant, s.profile, s.status, r.request, s.idempotency_key, \
-                        s.created_ms, s.updated_ms, s.output, s.calls, s.events \
+                        s.created_ms, s.updated_ms, s.output, s.calls, 0 \
                  FROM src.sessions s JOIN src.requests r ON r.id = s.id;
-             INSERT INTO events SELECT * FROM src.events;",
+             INSERT INTO events (session, seq, hash, prev, line) \
+                 SELECT session, seq, json_extract(line, '$.hash'), \
+                        json_extract(line, '$.prev'), line \
+                 FROM src.events;",
         )
         .expect("copy");
     }
@@ -134,6 +137,14 @@ fn a_version_1_file_is_migrated_and_its_tools_indexed() {
         )
         .expect("columns");
     assert_eq!(column, 0, "the request left the session rows");
+    let columns: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM pragma_table_info('events') WHERE name IN ('hash', 'prev')",
+            [],
+            |r| r.get(0),
+        )
+        .expect("columns");
+    assert_eq!(columns, 0, "each line holds its hash and prev (schema 4)");
     // An event written after the migration is indexed too.
     let mut sink = store.reopen(&id(6)).expect("reopen").sink;
     sink.append(EventBody::Proposed {

@@ -5,6 +5,7 @@
 //! ```text
 //! BEGIN IMMEDIATE
 //!   each append: chain check (seq = stored next, prev = stored last hash) ─▶ INSERT
+//!                (session, seq, line: the line holds its hash and prev)
 //!                (a `proposed` event: its tool INSERT OR IGNOREd into session_tools)
 //!   each create_session: INSERT … ON CONFLICT (tenant, idempotency_key) DO NOTHING,
 //!                        then its request INSERTed into `requests`
@@ -143,16 +144,19 @@ fn append(
         tails.insert(a.session.clone(), tail.clone());
     }
     if !tails.contains_key(&a.session) {
-        let stored: Option<(i64, String)> = tx
+        // The last line's own hash (schema 4 keeps no column of it); a
+        // line that is not JSON gives none, and no append continues it.
+        let stored: Option<(i64, Option<String>)> = tx
             .prepare_cached(
-                "SELECT seq, hash FROM events WHERE session = ?1 ORDER BY seq DESC LIMIT 1",
+                "SELECT seq, CASE WHEN json_valid(line) THEN json_extract(line, '$.hash') END \
+                 FROM events WHERE session = ?1 ORDER BY seq DESC LIMIT 1",
             )?
             .query_row([&a.session], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?;
         let tail = match stored {
             Some((seq, hash)) => Tail {
                 next: u64::try_from(seq).unwrap_or(0).saturating_add(1),
-                last: hash,
+                last: hash.unwrap_or_default(),
             },
             None => Tail {
                 next: 0,
@@ -168,10 +172,8 @@ fn append(
         return Ok(Err(extended_by_another(&a.session, tail.next, a.seq)));
     }
     let inserted = tx
-        .prepare_cached(
-            "INSERT INTO events (session, seq, hash, prev, line) VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?
-        .execute(params![a.session, to_i64(a.seq), a.hash, a.prev, a.line]);
+        .prepare_cached("INSERT INTO events (session, seq, line) VALUES (?1, ?2, ?3)")?
+        .execute(params![a.session, to_i64(a.seq), a.line]);
     match inserted {
         Ok(_) => {}
         Err(e) if is_constraint(&e) => {
@@ -204,9 +206,8 @@ fn create_session(
     let inserted = tx
         .prepare_cached(
             "INSERT INTO sessions (id, tenant, profile, status, idempotency_key, \
-             created_ms, updated_ms, output, calls, events) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, NULL, 0, \
-                     (SELECT count(*) FROM events WHERE session = ?1)) \
+             created_ms, updated_ms, output, calls) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, NULL, 0) \
              ON CONFLICT (tenant, idempotency_key) DO NOTHING",
         )?
         .execute(params![
