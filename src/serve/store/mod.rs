@@ -28,6 +28,7 @@
 //! `prev` is the stored last hash, its `seq` the next number).
 
 mod claim;
+mod durable;
 mod list;
 mod logs;
 pub mod postgres;

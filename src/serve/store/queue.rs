@@ -9,9 +9,10 @@
 //!   ─▶ release the claims of the batch's dropped sinks
 //!   ─▶ Transact::after_batch (SQLite: kick the checkpointer)
 //!   ─▶ hand the batch to the answering thread, take the next one
-//! answering thread (lt-store-answer), batch after batch in commit order:
-//!   broadcast Committed {session, seq, line} ─▶ answer every waiter
-//!   ─▶ observer(took, events)
+//! answering thread (lt-store-answer), in commit order: the batches
+//!   waiting ─▶ one durable::Sync (SQLite: fsync the WAL; durable.rs)
+//!   ─▶ for each: broadcast Committed {session, seq, line} ─▶ answer
+//!   every waiter ─▶ observer(took, events)
 //! ```
 //!
 //! Why a thread for the answers: waking a hundred waiting session threads
@@ -27,11 +28,13 @@
 //! concurrent transactions). A batch with a waiter never waits.
 //!
 //! Invariant: nothing is answered `Ok` before the transaction holding it
-//! has committed; when the commit fails every request of the batch is
+//! has committed and (with a [`durable::Sync`]) been synced; when the
+//! commit or the sync fails every request of the batch is
 //! answered with the error. A request's own failure (a broken chain, a
 //! taken id) fails that request alone and writes nothing for it.
 
 use super::claim::Claim;
+use super::durable::{self, Durability};
 use super::{CommitObserver, Committed, Created, NewSession, SessionStatus};
 use crate::log::StoreError;
 use std::collections::{HashMap, HashSet};
@@ -73,6 +76,8 @@ pub struct Shared {
     /// Sessions whose lease this worker lost (taken over, or a write
     /// fenced): their status is not this worker's to set any more.
     pub lost: Mutex<HashSet<String>>,
+    /// The batches numbered and synced ([`Durability`]).
+    pub durable: Durability,
 }
 
 impl Shared {
@@ -87,6 +92,7 @@ impl Shared {
             sinks: AtomicUsize::new(0),
             leases: Mutex::new(HashMap::new()),
             lost: Mutex::new(HashSet::new()),
+            durable: Durability::default(),
         }
     }
 
@@ -282,19 +288,37 @@ struct Written {
     batch: Vec<Request>,
     outcomes: Result<Vec<Outcome>, String>,
     took: Duration,
+    /// Its number ([`Durability::begin_batch`]).
+    number: u64,
 }
 
+/// The database's [`durable::Sync`], shared by the answering thread and
+/// (should that thread not start) the writer.
+type SyncSlot = Arc<Mutex<Option<Box<dyn durable::Sync>>>>;
+
 /// Runs the writer until every sender is gone (the store and its sinks);
-/// returns once every batch is answered.
-pub fn run<T: Transact>(mut db: T, shared: &Arc<Shared>, requests: Receiver<Request>) {
+/// returns once every batch is answered. With `sync` (SQLite: its WAL), a
+/// batch is answered only once `sync` made it durable (`durable.rs`);
+/// without, once it committed (PostgreSQL: a commit is durable).
+pub fn run<T: Transact>(
+    mut db: T,
+    shared: &Arc<Shared>,
+    requests: Receiver<Request>,
+    sync: Option<Box<dyn durable::Sync>>,
+) {
+    let sync: SyncSlot = Arc::new(Mutex::new(sync));
     let (written, answers) = std::sync::mpsc::channel::<Written>();
     let answering = {
         let shared = Arc::clone(shared);
+        let sync = Arc::clone(&sync);
         std::thread::Builder::new()
             .name("lt-store-answer".into())
             .spawn(move || {
-                for w in answers {
-                    answer(&shared, w);
+                while let Ok(w) = answers.recv() {
+                    // Every batch waiting: one sync for all of them.
+                    let mut ready = vec![w];
+                    ready.extend(answers.try_iter());
+                    answer_synced(&shared, ready, &sync);
                 }
             })
     };
@@ -303,7 +327,7 @@ pub fn run<T: Transact>(mut db: T, shared: &Arc<Shared>, requests: Receiver<Requ
         Ok(handle) => (Some(written), Some(handle)),
         Err(_) => (None, None),
     };
-    writer_loop(&mut db, shared, &requests, written.as_ref());
+    writer_loop(&mut db, shared, &requests, written.as_ref(), &sync);
     drop(written);
     if let Some(handle) = answering {
         let _ = handle.join();
@@ -316,6 +340,7 @@ fn writer_loop<T: Transact>(
     shared: &Shared,
     requests: &Receiver<Request>,
     written: Option<&std::sync::mpsc::Sender<Written>>,
+    sync: &SyncSlot,
 ) {
     while let Ok(first) = requests.recv() {
         let mut batch = vec![first];
@@ -335,15 +360,25 @@ fn writer_loop<T: Transact>(
         if batch.iter().any(|r| matches!(r, Request::Stop)) {
             return;
         }
-        let w = write_batch(db, shared, batch);
+        let number = shared.durable.begin_batch();
+        let w = match shared.durable.failed() {
+            // After a failed sync nothing more is written (durable.rs).
+            Some(why) => Written {
+                batch,
+                outcomes: Err(why),
+                took: Duration::ZERO,
+                number,
+            },
+            None => write_batch(db, shared, batch, number),
+        };
         db.after_batch();
         match written {
             Some(to_answer) => {
                 if let Err(std::sync::mpsc::SendError(w)) = to_answer.send(w) {
-                    answer(shared, w);
+                    answer_synced(shared, vec![w], sync);
                 }
             }
-            None => answer(shared, w),
+            None => answer_synced(shared, vec![w], sync),
         }
     }
 }
@@ -360,7 +395,12 @@ fn drain(requests: &Receiver<Request>, batch: &mut Vec<Request>) {
 
 /// Writes `batch` in one transaction and lets the claims of its dropped
 /// sinks go (the writer's own state); the answers are [`answer`]'s.
-fn write_batch<T: Transact>(db: &mut T, shared: &Shared, mut batch: Vec<Request>) -> Written {
+fn write_batch<T: Transact>(
+    db: &mut T,
+    shared: &Shared,
+    mut batch: Vec<Request>,
+    number: u64,
+) -> Written {
     let started = Instant::now();
     let result = db.apply(&batch);
     let took = started.elapsed();
@@ -372,6 +412,7 @@ fn write_batch<T: Transact>(db: &mut T, shared: &Shared, mut batch: Vec<Request>
                 batch,
                 outcomes: Err(why),
                 took,
+                number,
             };
         }
     };
@@ -385,6 +426,36 @@ fn write_batch<T: Transact>(db: &mut T, shared: &Shared, mut batch: Vec<Request>
         batch,
         outcomes: Ok(outcomes),
         took,
+        number,
+    }
+}
+
+/// Makes `ready` (written batches, in commit order) durable with one sync,
+/// then answers each ([`answer`]); when the sync fails (now or before),
+/// answers every request with why (`durable.rs`: a failed sync is final).
+fn answer_synced(shared: &Shared, ready: Vec<Written>, sync: &SyncSlot) {
+    let last = ready.iter().map(|w| w.number).max().unwrap_or(0);
+    let mut slot = sync.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(s) = slot.as_mut() {
+        if shared.durable.failed().is_none() {
+            if let Err(e) = s.sync() {
+                shared.durable.fail(format!(
+                    "the store {} could not make its log durable (fsync: {e}); nothing more is written to it",
+                    shared.name
+                ));
+            }
+        }
+    }
+    drop(slot);
+    if let Some(why) = shared.durable.failed() {
+        for w in ready {
+            fail_all(w.batch, &why);
+        }
+        return;
+    }
+    shared.durable.synced_through(last);
+    for w in ready {
+        answer(shared, w);
     }
 }
 
@@ -395,6 +466,7 @@ fn answer(shared: &Shared, w: Written) {
         batch,
         outcomes,
         took,
+        ..
     } = w;
     let outcomes = match outcomes {
         Ok(outcomes) => outcomes,

@@ -169,7 +169,7 @@ impl PostgresStore {
                         shared: Arc::clone(&shared),
                         prepared: prepared::Prepared::default(),
                     };
-                    queue::run(db, &shared, queue);
+                    queue::run(db, &shared, queue, None);
                 }
             })
             .map_err(thread_failed)?;

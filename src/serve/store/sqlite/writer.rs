@@ -10,7 +10,8 @@
 //!   each create_session: INSERT … ON CONFLICT (tenant, idempotency_key) DO NOTHING,
 //!                        then its request INSERTed into `requests`
 //!   each set_status: UPDATE
-//! COMMIT (fsynced: synchronous=FULL) ─▶ kick the checkpointer (checkpoint.rs)
+//! COMMIT (written, not fsynced: synchronous=NORMAL; the answering thread
+//!        syncs the WAL before answering: ../durable.rs) ─▶ kick the checkpointer
 //! ```
 //!
 //! A request's own failure (a broken chain, a taken id) fails that request
