@@ -331,15 +331,7 @@ impl LogReads for PostgresStore {
         })
     }
 
-    /// A session this process records (`create_session` took its lease
-    /// at epoch 1 before queueing its row) has no log yet, without a read:
-    /// its id is new, and a log needs its lease. Were one stored anyway
-    /// (written past `lt serve`), the database refuses the new log's
-    /// event 0 at its first commit (`PRIMARY KEY (session, seq)`).
     fn has_events(&self, session: &str) -> Result<bool, StoreError> {
-        if self.shared.leases().get(session) == Some(&1) {
-            return Ok(false);
-        }
         let session = session.to_string();
         self.readers.read("cannot read a log", move |c| {
             Ok(c.query_typed_opt(
