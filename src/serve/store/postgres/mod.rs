@@ -46,13 +46,13 @@ mod tools_tests;
 pub use schema::SCHEMA_VERSION;
 pub use url::{redact_url, OpenError};
 
-use super::logs::{self, LogReads};
+use super::logs::LogReads;
 use super::queue::{self, Queue, Request, Shared};
 use super::{
-    CommitObserver, Committed, Created, CreatedThen, LeaseHooks, ListQuery, NewSession,
-    ServerStore, SessionRecord, SessionStatus, StoreOptions,
+    Created, CreatedThen, LeaseHooks, ListQuery, NewSession, ServerStore, SessionRecord,
+    SessionStatus, StoreOptions,
 };
-use crate::log::{EventSink, StoreError};
+use crate::log::StoreError;
 use postgres::types::{ToSql, Type};
 use readers::Readers;
 use serde_json::Value as Json;
@@ -61,7 +61,6 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use tokio::sync::broadcast;
 use url::Target;
 
 /// This worker as the leases name it.
@@ -348,9 +347,7 @@ impl LogReads for PostgresStore {
 }
 
 impl ServerStore for PostgresStore {
-    fn create_minted(&self, id: &str) -> Result<Box<dyn EventSink + Send>, StoreError> {
-        super::logs::create_minted(self, id)
-    }
+    queued_store_methods!();
 
     fn create_session(&self, s: &NewSession) -> Result<Created, StoreError> {
         self.hold_new(&s.id);
@@ -376,10 +373,6 @@ impl ServerStore for PostgresStore {
         );
     }
 
-    fn flush(&self) {
-        self.queue().flush();
-    }
-
     fn session(&self, tenant: &str, id: &str) -> Result<Option<SessionRecord>, StoreError> {
         let args = vec![Param::Text(id.into()), Param::Text(tenant.into())];
         Ok(self.records("id = $1 AND tenant = $2", args)?.pop())
@@ -397,28 +390,6 @@ impl ServerStore for PostgresStore {
         self.records(&filter, args)
     }
 
-    fn set_status(
-        &self,
-        id: &str,
-        status: SessionStatus,
-        output: Option<&Json>,
-        calls: u64,
-    ) -> Result<i64, StoreError> {
-        self.queue().set_status(id, status, output, calls)
-    }
-
-    fn set_status_then(
-        &self,
-        id: &str,
-        status: SessionStatus,
-        output: Option<&Json>,
-        calls: u64,
-        done: super::StatusThen,
-    ) {
-        self.queue()
-            .set_status_then(id, status, output, calls, done);
-    }
-
     fn unfinished(&self) -> Result<Vec<SessionRecord>, StoreError> {
         let open: Vec<String> = SessionStatus::ALL
             .iter()
@@ -429,23 +400,6 @@ impl ServerStore for PostgresStore {
         self.records(&filter, Vec::new())
     }
 
-    fn events_after(&self, id: &str, after: Option<u64>) -> Result<Vec<String>, StoreError> {
-        logs::events_after(self, id, after)
-    }
-
-    fn events_page(
-        &self,
-        id: &str,
-        after: Option<u64>,
-        limit: usize,
-    ) -> Result<Vec<String>, StoreError> {
-        logs::events_page(self, id, after, limit)
-    }
-
-    fn subscribe(&self) -> broadcast::Receiver<Committed> {
-        self.shared.commits.subscribe()
-    }
-
     fn health(&self) -> Result<(), StoreError> {
         if self.writer.as_ref().is_none_or(JoinHandle::is_finished) {
             return Err(StoreError::Io(io::Error::other(self.shared.writer_gone())));
@@ -453,10 +407,6 @@ impl ServerStore for PostgresStore {
         self.readers.read("does not answer", |c| {
             c.query_one("SELECT 1", &[]).map(|_| ())
         })
-    }
-
-    fn observe_commits(&self, observer: CommitObserver) {
-        self.queue().observe_commits(observer);
     }
 
     fn describe(&self) -> Json {

@@ -45,24 +45,21 @@ mod tools_tests;
 
 pub use schema::SCHEMA_VERSION;
 
-use super::logs::{self, LogReads};
+use super::logs::LogReads;
 use super::queue::{self, Queue, Request, Shared};
 use super::{
-    CommitObserver, Committed, Created, CreatedThen, ListQuery, NewSession, ServerStore,
-    SessionRecord, SessionStatus,
+    Created, CreatedThen, ListQuery, NewSession, ServerStore, SessionRecord, SessionStatus,
 };
-use crate::log::{EventSink, StoreError};
+use crate::log::StoreError;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, OptionalExtension};
 use schema::{record_of, OpenError, RawRecord, Role, RECORD_COLUMNS};
-use serde_json::Value as Json;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use tokio::sync::broadcast;
 
 /// Reader connections kept open between reads.
 const READERS: usize = 4;
@@ -350,9 +347,7 @@ impl LogReads for SqliteStore {
 }
 
 impl ServerStore for SqliteStore {
-    fn create_minted(&self, id: &str) -> Result<Box<dyn EventSink + Send>, StoreError> {
-        super::logs::create_minted(self, id)
-    }
+    queued_store_methods!();
 
     fn create_session(&self, s: &NewSession) -> Result<Created, StoreError> {
         self.queue().create_session(s)
@@ -360,10 +355,6 @@ impl ServerStore for SqliteStore {
 
     fn create_session_then(&self, s: &NewSession, done: CreatedThen) {
         self.queue().create_session_then(s, done);
-    }
-
-    fn flush(&self) {
-        self.queue().flush();
     }
 
     fn session(&self, tenant: &str, id: &str) -> Result<Option<SessionRecord>, StoreError> {
@@ -383,28 +374,6 @@ impl ServerStore for SqliteStore {
         self.readable_records(&filter, args)
     }
 
-    fn set_status(
-        &self,
-        id: &str,
-        status: SessionStatus,
-        output: Option<&Json>,
-        calls: u64,
-    ) -> Result<i64, StoreError> {
-        self.queue().set_status(id, status, output, calls)
-    }
-
-    fn set_status_then(
-        &self,
-        id: &str,
-        status: SessionStatus,
-        output: Option<&Json>,
-        calls: u64,
-        done: super::StatusThen,
-    ) {
-        self.queue()
-            .set_status_then(id, status, output, calls, done);
-    }
-
     fn unfinished(&self) -> Result<Vec<SessionRecord>, StoreError> {
         let open: Vec<String> = SessionStatus::ALL
             .iter()
@@ -415,23 +384,6 @@ impl ServerStore for SqliteStore {
         self.readable_records(&filter, Vec::new())
     }
 
-    fn events_after(&self, id: &str, after: Option<u64>) -> Result<Vec<String>, StoreError> {
-        logs::events_after(self, id, after)
-    }
-
-    fn events_page(
-        &self,
-        id: &str,
-        after: Option<u64>,
-        limit: usize,
-    ) -> Result<Vec<String>, StoreError> {
-        logs::events_page(self, id, after, limit)
-    }
-
-    fn subscribe(&self) -> broadcast::Receiver<Committed> {
-        self.shared.commits.subscribe()
-    }
-
     fn health(&self) -> Result<(), StoreError> {
         if self.writer.as_ref().is_none_or(JoinHandle::is_finished) {
             return Err(StoreError::Io(io::Error::other(self.shared.writer_gone())));
@@ -439,10 +391,6 @@ impl ServerStore for SqliteStore {
         self.read("does not answer", |c| {
             c.query_row("SELECT 1", [], |_| Ok(()))
         })
-    }
-
-    fn observe_commits(&self, observer: CommitObserver) {
-        self.queue().observe_commits(observer);
     }
 
     fn describe(&self) -> serde_json::Value {
