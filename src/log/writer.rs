@@ -70,49 +70,35 @@ impl EventSink for Discard {
     }
 }
 
-impl<S: EventSink + ?Sized> EventSink for &mut S {
-    fn append(&mut self, body: EventBody) -> io::Result<()> {
-        (**self).append(body)
-    }
+/// `EventSink` for a pointer to a sink (`&mut S`, `Box<S>`): every method
+/// forwarded to the sink it points at.
+macro_rules! forward_sink {
+    ($($pointer:ty),+) => {$(
+        impl<S: EventSink + ?Sized> EventSink for $pointer {
+            fn append(&mut self, body: EventBody) -> io::Result<()> {
+                (**self).append(body)
+            }
 
-    fn records(&self) -> bool {
-        (**self).records()
-    }
+            fn records(&self) -> bool {
+                (**self).records()
+            }
 
-    fn payloads(&self) -> bool {
-        (**self).payloads()
-    }
+            fn payloads(&self) -> bool {
+                (**self).payloads()
+            }
 
-    fn keeps_last(&self) -> bool {
-        (**self).keeps_last()
-    }
+            fn keeps_last(&self) -> bool {
+                (**self).keeps_last()
+            }
 
-    fn last(&self) -> Option<&Event> {
-        (**self).last()
-    }
+            fn last(&self) -> Option<&Event> {
+                (**self).last()
+            }
+        }
+    )+};
 }
 
-impl<S: EventSink + ?Sized> EventSink for Box<S> {
-    fn append(&mut self, body: EventBody) -> io::Result<()> {
-        (**self).append(body)
-    }
-
-    fn records(&self) -> bool {
-        (**self).records()
-    }
-
-    fn payloads(&self) -> bool {
-        (**self).payloads()
-    }
-
-    fn keeps_last(&self) -> bool {
-        (**self).keeps_last()
-    }
-
-    fn last(&self) -> Option<&Event> {
-        (**self).last()
-    }
-}
+forward_sink!(&mut S, Box<S>);
 
 /// A new session id: 32 lowercase hex digits (128 bits), ordered by time
 /// like a UUIDv7 (RFC 9562 §5.7): the first 12 digits are the Unix time in
