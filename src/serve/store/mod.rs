@@ -96,6 +96,7 @@ macro_rules! queued_store_methods {
 }
 
 mod claim;
+mod damage;
 mod list;
 mod logs;
 pub mod postgres;

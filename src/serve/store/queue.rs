@@ -73,6 +73,8 @@ pub struct Shared {
     /// Sessions whose lease this worker lost (taken over, or a write
     /// fenced): their status is not this worker's to set any more.
     pub lost: Mutex<HashSet<String>>,
+    /// Damaged session records already named on stderr (`damage.rs`).
+    pub damaged: Mutex<HashSet<String>>,
 }
 
 impl Shared {
@@ -87,6 +89,7 @@ impl Shared {
             sinks: AtomicUsize::new(0),
             leases: Mutex::new(HashMap::new()),
             lost: Mutex::new(HashSet::new()),
+            damaged: Mutex::new(HashSet::new()),
         }
     }
 

@@ -231,20 +231,36 @@ impl PostgresStore {
     }
 
     /// Session records matching `filter` (SQL after `WHERE`, with `args`).
+    /// Errors: a row that cannot be read as a record (`Damaged`).
     fn records(&self, filter: &str, args: Vec<Param>) -> Result<Vec<SessionRecord>, StoreError> {
+        self.rows(filter, args)?
+            .iter()
+            .map(|r| schema::record_of(r).map_err(|e| self.shared.damaged(e)))
+            .collect()
+    }
+
+    /// [`PostgresStore::records`] without the rows that cannot be read as
+    /// records (a table edited past `lt serve`): each is left out and named
+    /// on stderr once ([`Shared::readable`]), as SQLite does.
+    fn readable_records(
+        &self,
+        filter: &str,
+        args: Vec<Param>,
+    ) -> Result<Vec<SessionRecord>, StoreError> {
+        let rows = self.rows(filter, args)?;
+        Ok(self.shared.readable(rows.iter().map(schema::record_of)))
+    }
+
+    /// The rows of the sessions `filter` selects, as stored.
+    fn rows(&self, filter: &str, args: Vec<Param>) -> Result<Vec<postgres::Row>, StoreError> {
         let sql = format!(
             "SELECT {} FROM sessions WHERE {filter}",
             schema::RECORD_COLUMNS
         );
-        let rows = self.readers.read("cannot read the sessions", move |c| {
+        self.readers.read("cannot read the sessions", move |c| {
             let params: Vec<&(dyn ToSql + Sync)> = args.iter().map(Param::as_sql).collect();
             c.query(&sql, &params)
-        })?;
-        rows.iter()
-            .map(|r| {
-                schema::record_of(r).map_err(|e| self.shared.error("a damaged session record", e))
-            })
-            .collect()
+        })
     }
 }
 
@@ -387,7 +403,7 @@ impl ServerStore for PostgresStore {
                 super::list::Arg::Int(n) => Param::Int(n),
             })
             .collect();
-        self.records(&filter, args)
+        self.readable_records(&filter, args)
     }
 
     fn unfinished(&self) -> Result<Vec<SessionRecord>, StoreError> {
@@ -397,7 +413,7 @@ impl ServerStore for PostgresStore {
             .map(|s| format!("'{}'", s.as_str()))
             .collect();
         let filter = format!("status IN ({}) ORDER BY created_ms, id", open.join(", "));
-        self.records(&filter, Vec::new())
+        self.readable_records(&filter, Vec::new())
     }
 
     fn health(&self) -> Result<(), StoreError> {

@@ -202,33 +202,21 @@ impl SqliteStore {
     fn records(&self, filter: &str, args: Vec<SqlValue>) -> Result<Vec<SessionRecord>, StoreError> {
         let raws = self.raw_records(filter, args)?;
         raws.into_iter()
-            .map(|r| record_of(r).map_err(|e| self.shared.error("a damaged session record", e)))
+            .map(|r| record_of(r).map_err(|e| self.shared.damaged(e)))
             .collect()
     }
 
     /// [`SqliteStore::records`] without the rows that cannot be read as
-    /// records (a file edited by hand): each is named on stderr and left
-    /// out, so one damaged row does not hide a tenant's other sessions or
-    /// stop the server's start.
+    /// records (a file edited by hand): each is left out and named on
+    /// stderr once ([`Shared::readable`]), so one damaged row does not hide
+    /// a tenant's other sessions or stop the server's start.
     fn readable_records(
         &self,
         filter: &str,
         args: Vec<SqlValue>,
     ) -> Result<Vec<SessionRecord>, StoreError> {
         let raws = self.raw_records(filter, args)?;
-        Ok(raws
-            .into_iter()
-            .filter_map(|r| match record_of(r) {
-                Ok(rec) => Some(rec),
-                Err(e) => {
-                    eprintln!(
-                        "lt serve: {}; left out (repair or delete its rows in the file)",
-                        self.shared.error("a damaged session record", e)
-                    );
-                    None
-                }
-            })
-            .collect())
+        Ok(self.shared.readable(raws.into_iter().map(record_of)))
     }
 }
 

@@ -1,0 +1,135 @@
+//! `lt serve` at its edges, end to end (the real binary on 127.0.0.1, on
+//! both stores): a session record the store cannot read, a `Last-Event-ID`
+//! the server never sent, a waiting start whose client leaves, and SIGTERM
+//! with tens of sessions running.
+//!
+//! The tools are small shell commands: `quick` answers at once, `nap`
+//! sleeps first, `ask` runs on the client (a session calling it waits for
+//! the client until it is cancelled).
+
+#[macro_use]
+#[path = "support/serve.rs"]
+mod serve_support;
+
+use serde_json::{json, Value};
+use serve_support::{sha256_line, Backend, Scratch, Server};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+const ACME: &str = "acme-dev-key";
+
+const DECLS: &str = "tool quick: String -{Read}-> String;
+tool nap: String -{Read}-> String;
+tool ask: {question: String} -{Read}-> {yes: Bool};
+";
+
+fn program(tool: &str) -> String {
+    format!("{DECLS}match exec tool {tool} \"hi\" {{ Ok(s) => s, Err(e) => \"failed: \" ++ e }}")
+}
+
+/// A scratch folder with a serve.toml of one tenant (acme, profile `edge`),
+/// `nap` sleeping `nap_s` seconds, and `server` as the `[server]` lines.
+fn setup(backend: Backend, name: &str, nap_s: u32, server: &str) -> (Scratch, PathBuf, String) {
+    let s = Scratch::new(name);
+    let decls = s.write("tools.lt", DECLS);
+    s.write(
+        "tools.toml",
+        &format!(
+            "[tools.quick]\ncommand = [\"cat\"]\nidempotent = true\n\n\
+             [tools.nap]\ncommand = [\"sh\", \"-c\", \"sleep {nap_s}; cat\"]\ntimeout_ms = 120000\nidempotent = true\n\n\
+             [tools.ask]\nvenue = \"client\"\n"
+        ),
+    );
+    let config = s.write(
+        "serve.toml",
+        &format!(
+            "[server]\n{server}\n\n[tenants.acme]\nkeys = [\"{}\"]\ndeclarations = \"{}\"\nexecutors = \"tools.toml\"\n\
+             [tenants.acme.profiles.edge]\nallow = [\"quick\", \"nap\", \"ask\"]\n",
+            sha256_line(ACME),
+            decls.display()
+        ),
+    );
+    let store = backend.store(&s, name);
+    (s, config, store)
+}
+
+/// Runs `sql` (one statement, `$1` the session id) on the store.
+fn store_sql(store: &str, sql: &str, id: &str) {
+    if let Some(path) = store.strip_prefix("sqlite:") {
+        let out = Command::new("python3")
+            .arg("-c")
+            .arg(format!(
+                "import sqlite3,sys; c=sqlite3.connect(sys.argv[1], timeout=30); c.execute({:?}, (sys.argv[2],)); c.commit()",
+                sql.replace("$1", "?")
+            ))
+            .arg(path)
+            .arg(id)
+            .output()
+            .expect("python3");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    } else {
+        let mut c = ::postgres::Client::connect(store, ::postgres::NoTls).expect("connect");
+        c.execute(sql, &[&id]).expect("the statement");
+    }
+}
+
+fn ids(v: &Value) -> Vec<String> {
+    v["sessions"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|s| s["id"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn a_damaged_record_is_a_500_named_once_and_hides_no_other_session(backend: Backend) {
+    let (_s, config, store) = setup(backend, "damaged", 0, "");
+    let server = Server::start(&config, &store);
+    let hurt = server.submit(ACME, &program("quick"), "edge");
+    let well = server.submit(ACME, &program("quick"), "edge");
+    for id in [&hurt, &well] {
+        assert_eq!(
+            server.wait_final(ACME, id, Duration::from_secs(30))["value"],
+            "hi"
+        );
+    }
+    // A row changed past lt serve: its output is no longer JSON.
+    store_sql(
+        &store,
+        "UPDATE sessions SET output = '{not json' WHERE id = $1",
+        &hurt,
+    );
+    // The list leaves it out and shows the other one.
+    for _ in 0..2 {
+        let (status, v) = server.call("GET", "/v1/sessions", Some(ACME), None);
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(ids(&v), [well.clone()], "{v}");
+    }
+    for _ in 0..2 {
+        let (status, v) = server.call("GET", &format!("/v1/sessions/{hurt}"), Some(ACME), None);
+        assert_eq!(status, 500, "not a retryable 503: {v}");
+        assert_eq!(v["error"]["code"], "record_damaged", "{v}");
+        assert_eq!(v["error"]["session"], json!(hurt), "{v}");
+        assert!(v["error"]["hint"].as_str().is_some(), "{v}");
+    }
+    let (status, v) = server.call("GET", &format!("/v1/sessions/{well}"), Some(ACME), None);
+    assert_eq!((status, &v["value"]), (200, &json!("hi")), "{v}");
+    // Named on stderr, once.
+    let err = server.stderr_text();
+    let named = err
+        .lines()
+        .filter(|l| l.contains("a damaged session record") && l.contains(&hurt))
+        .count();
+    assert_eq!(named, 1, "{err}");
+}
+
+on_both_stores!(
+    a_damaged_record_is_a_500_named_once_and_hides_no_other_session,
+);
