@@ -130,6 +130,41 @@ fn a_damaged_record_is_a_500_named_once_and_hides_no_other_session(backend: Back
     assert_eq!(named, 1, "{err}");
 }
 
+fn a_last_event_id_the_server_never_sent_is_refused_with_a_hint(backend: Backend) {
+    let (_s, config, store) = setup(backend, "event-ids", 0, "");
+    let server = Server::start(&config, &store);
+    let id = server.submit(ACME, &program("quick"), "edge");
+    let all = server.all_events(ACME, &id);
+    let output = all.last().expect("events");
+    assert_eq!(output.event, "output", "{all:?}");
+    let last = output.id.clone().expect("an id");
+    let path = format!("/v1/sessions/{id}/events");
+    let get = |last_event_id: &str| {
+        server.call_with(
+            "GET",
+            &path,
+            Some(ACME),
+            None,
+            &[("Last-Event-ID", last_event_id)],
+        )
+    };
+    // Ids it sent: a log event's seq, and the output's `N.1`.
+    let (status, v) = get("1");
+    assert_eq!(status, 200, "{v}");
+    let (status, v) = get(&last);
+    assert_eq!(status, 200, "{v}");
+    // `N.1` of an event that has no `.1` (not a client_dispatched one, not
+    // the last of a session that is over), and spellings it never sends.
+    for never in ["0.1", "1.1", "+1", "01", "1.2", "1.1.1", "1.", "-1"] {
+        let (status, v) = get(never);
+        assert_eq!(status, 400, "Last-Event-ID {never:?}: {v}");
+        assert_eq!(v["error"]["code"], "bad_request", "{v}");
+        let hint = v["error"]["hint"].as_str().unwrap_or("");
+        assert!(hint.contains("N.1"), "Last-Event-ID {never:?}: {v}");
+    }
+}
+
 on_both_stores!(
     a_damaged_record_is_a_500_named_once_and_hides_no_other_session,
+    a_last_event_id_the_server_never_sent_is_refused_with_a_hint,
 );
