@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use serve_support::{sha256_line, Backend, Scratch, Server};
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const ACME: &str = "acme-dev-key";
 
@@ -26,6 +26,12 @@ tool ask: {question: String} -{Read}-> {yes: Bool};
 
 fn program(tool: &str) -> String {
     format!("{DECLS}match exec tool {tool} \"hi\" {{ Ok(s) => s, Err(e) => \"failed: \" ++ e }}")
+}
+
+fn asking() -> String {
+    format!(
+        "{DECLS}match exec tool ask {{question = \"ok?\"}} {{ Ok(c) => if c.yes then \"yes\" else \"no\", Err(e) => e }}"
+    )
 }
 
 /// A scratch folder with a serve.toml of one tenant (acme, profile `edge`),
@@ -164,7 +170,79 @@ fn a_last_event_id_the_server_never_sent_is_refused_with_a_hint(backend: Backend
     }
 }
 
+/// `lt_waiting_starts{tenant="acme"}` in the server's metrics.
+fn waiting_starts(server: &Server) -> Option<i64> {
+    let (_, v) = server.call("GET", "/metrics", Some(ACME), None);
+    let text = v["text"].as_str().unwrap_or("").to_string();
+    text.lines()
+        .find(|l| l.starts_with("lt_waiting_starts{tenant=\"acme\"}"))
+        .and_then(|l| l.split_whitespace().last()?.parse().ok())
+}
+
+/// Waits (up to `within`) until [`waiting_starts`] is `n`; whether it got there.
+fn waiting_becomes(server: &Server, n: i64, within: Duration) -> bool {
+    let until = Instant::now() + within;
+    while Instant::now() < until {
+        if waiting_starts(server) == Some(n) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+fn a_waiting_start_whose_client_leaves_waits_no_more(backend: Backend) {
+    use std::io::Write;
+    let (_s, config, store) = setup(backend, "wait-gone", 0, "");
+    let server = Server::start(&config, &store);
+    assert_eq!(waiting_starts(&server), Some(0));
+    // A session that waits for the client (it never answers), started
+    // with `Prefer: wait=60` on a connection of its own.
+    let body = json!({"program": asking(), "profile": "edge", "capabilities": {"tools": ["ask"]}})
+        .to_string();
+    let addr = server.url.trim_start_matches("http://").to_string();
+    let mut conn = std::net::TcpStream::connect(&addr).expect("connect");
+    write!(
+        conn,
+        "POST /v1/sessions HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {ACME}\r\n\
+         Prefer: wait=60\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("the request");
+    assert!(
+        waiting_becomes(&server, 1, Duration::from_secs(30)),
+        "the start waits: {:?}",
+        waiting_starts(&server)
+    );
+    // The client leaves: the wait ends long before its 60 s.
+    drop(conn);
+    assert!(
+        waiting_becomes(&server, 0, Duration::from_secs(20)),
+        "a wait whose client left is still counted: {:?}",
+        waiting_starts(&server)
+    );
+    // Its session runs on, waiting for the client; cancelled, it ends.
+    let (_, v) = server.call("GET", "/v1/sessions", Some(ACME), None);
+    let id = ids(&v).pop().expect("the session");
+    let v = server.wait_for(ACME, &id, Duration::from_secs(30), |v| {
+        v["status"] == "waiting_client"
+    });
+    assert_eq!(v["status"], "waiting_client", "{v}");
+    let (status, v) = server.call(
+        "POST",
+        &format!("/v1/sessions/{id}/cancel"),
+        Some(ACME),
+        None,
+    );
+    assert_eq!(status, 202, "{v}");
+    assert_eq!(
+        server.wait_final(ACME, &id, Duration::from_secs(30))["status"],
+        "cancelled"
+    );
+}
+
 on_both_stores!(
     a_damaged_record_is_a_500_named_once_and_hides_no_other_session,
     a_last_event_id_the_server_never_sent_is_refused_with_a_hint,
+    a_waiting_start_whose_client_leaves_waits_no_more,
 );
