@@ -748,10 +748,10 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(2));
         let b = new_session_id();
         assert!(a < b, "{a} then {b}");
-        let millis = u64::from_str_radix(&a[..12], 16).unwrap();
+        let millis = u64::from_str_radix(&a[..12], 16).expect("hex digits");
         let now = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap()
+            .expect("after 1970")
             .as_millis() as u64;
         assert!(now - millis < 60_000, "{a}: {millis} vs {now}");
     }
