@@ -30,9 +30,11 @@
 /// The [`ServerStore`] methods both database stores answer alike, in one
 /// place: the log of a minted id, statuses, flushes and the commit observer
 /// through the writer's queue (`queue.rs`), log pages through [`LogReads`]
-/// (`logs.rs`), commits from the shared broadcast. Expands inside `impl
-/// ServerStore for T` where `T: LogReads` has an inherent `queue()`
-/// returning a [`queue::Queue`] and a `shared: Arc<Shared>` field.
+/// (`logs.rs`), commits from the shared broadcast, the unfinished sessions
+/// through `readable_records` (damaged rows left out, `damage.rs`).
+/// Expands inside `impl ServerStore for T` where `T: LogReads` has an
+/// inherent `queue()` returning a [`queue::Queue`], an inherent
+/// `readable_records(filter, args)` and a `shared: Arc<Shared>` field.
 macro_rules! queued_store_methods {
     () => {
         fn create_minted(
@@ -91,6 +93,12 @@ macro_rules! queued_store_methods {
 
         fn observe_commits(&self, observer: $crate::serve::store::CommitObserver) {
             self.queue().observe_commits(observer);
+        }
+
+        fn unfinished(
+            &self,
+        ) -> Result<Vec<$crate::serve::store::SessionRecord>, $crate::log::StoreError> {
+            self.readable_records(&$crate::serve::store::list::unfinished(), Vec::new())
         }
     };
 }

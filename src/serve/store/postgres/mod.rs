@@ -50,7 +50,7 @@ use super::logs::LogReads;
 use super::queue::{self, Queue, Request, Shared};
 use super::{
     Created, CreatedThen, LeaseHooks, ListQuery, NewSession, ServerStore, SessionRecord,
-    SessionStatus, StoreOptions,
+    StoreOptions,
 };
 use crate::log::StoreError;
 use postgres::types::{ToSql, Type};
@@ -404,16 +404,6 @@ impl ServerStore for PostgresStore {
             })
             .collect();
         self.readable_records(&filter, args)
-    }
-
-    fn unfinished(&self) -> Result<Vec<SessionRecord>, StoreError> {
-        let open: Vec<String> = SessionStatus::ALL
-            .iter()
-            .filter(|s| !s.is_final())
-            .map(|s| format!("'{}'", s.as_str()))
-            .collect();
-        let filter = format!("status IN ({}) ORDER BY created_ms, id", open.join(", "));
-        self.readable_records(&filter, Vec::new())
     }
 
     fn health(&self) -> Result<(), StoreError> {

@@ -47,9 +47,7 @@ pub use schema::SCHEMA_VERSION;
 
 use super::logs::LogReads;
 use super::queue::{self, Queue, Request, Shared};
-use super::{
-    Created, CreatedThen, ListQuery, NewSession, ServerStore, SessionRecord, SessionStatus,
-};
+use super::{Created, CreatedThen, ListQuery, NewSession, ServerStore, SessionRecord};
 use crate::log::StoreError;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -360,16 +358,6 @@ impl ServerStore for SqliteStore {
             })
             .collect();
         self.readable_records(&filter, args)
-    }
-
-    fn unfinished(&self) -> Result<Vec<SessionRecord>, StoreError> {
-        let open: Vec<String> = SessionStatus::ALL
-            .iter()
-            .filter(|s| !s.is_final())
-            .map(|s| format!("'{}'", s.as_str()))
-            .collect();
-        let filter = format!("status IN ({}) ORDER BY created_ms, id", open.join(", "));
-        self.readable_records(&filter, Vec::new())
     }
 
     fn health(&self) -> Result<(), StoreError> {
