@@ -57,6 +57,9 @@ pub enum StoreError {
     /// One writer per session: the id is taken, or another writer is
     /// appending to it.
     Conflict(String),
+    /// A stored record cannot be read as one (the store was changed past
+    /// `lt`): retrying does not help; the text names the record and why.
+    Damaged(String),
 }
 
 impl fmt::Display for StoreError {
@@ -65,7 +68,7 @@ impl fmt::Display for StoreError {
             StoreError::NotFound(s) => write!(f, "no log for session {s}"),
             StoreError::Io(e) => write!(f, "{e}"),
             StoreError::Reopen(e) => write!(f, "{e}"),
-            StoreError::Conflict(why) => write!(f, "{why}"),
+            StoreError::Conflict(why) | StoreError::Damaged(why) => write!(f, "{why}"),
         }
     }
 }

@@ -70,49 +70,35 @@ impl EventSink for Discard {
     }
 }
 
-impl<S: EventSink + ?Sized> EventSink for &mut S {
-    fn append(&mut self, body: EventBody) -> io::Result<()> {
-        (**self).append(body)
-    }
+/// `EventSink` for a pointer to a sink (`&mut S`, `Box<S>`): every method
+/// forwarded to the sink it points at.
+macro_rules! forward_sink {
+    ($($pointer:ty),+) => {$(
+        impl<S: EventSink + ?Sized> EventSink for $pointer {
+            fn append(&mut self, body: EventBody) -> io::Result<()> {
+                (**self).append(body)
+            }
 
-    fn records(&self) -> bool {
-        (**self).records()
-    }
+            fn records(&self) -> bool {
+                (**self).records()
+            }
 
-    fn payloads(&self) -> bool {
-        (**self).payloads()
-    }
+            fn payloads(&self) -> bool {
+                (**self).payloads()
+            }
 
-    fn keeps_last(&self) -> bool {
-        (**self).keeps_last()
-    }
+            fn keeps_last(&self) -> bool {
+                (**self).keeps_last()
+            }
 
-    fn last(&self) -> Option<&Event> {
-        (**self).last()
-    }
+            fn last(&self) -> Option<&Event> {
+                (**self).last()
+            }
+        }
+    )+};
 }
 
-impl<S: EventSink + ?Sized> EventSink for Box<S> {
-    fn append(&mut self, body: EventBody) -> io::Result<()> {
-        (**self).append(body)
-    }
-
-    fn records(&self) -> bool {
-        (**self).records()
-    }
-
-    fn payloads(&self) -> bool {
-        (**self).payloads()
-    }
-
-    fn keeps_last(&self) -> bool {
-        (**self).keeps_last()
-    }
-
-    fn last(&self) -> Option<&Event> {
-        (**self).last()
-    }
-}
+forward_sink!(&mut S, Box<S>);
 
 /// A new session id: 32 lowercase hex digits (128 bits), ordered by time
 /// like a UUIDv7 (RFC 9562 §5.7): the first 12 digits are the Unix time in
@@ -762,10 +748,10 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(2));
         let b = new_session_id();
         assert!(a < b, "{a} then {b}");
-        let millis = u64::from_str_radix(&a[..12], 16).unwrap();
+        let millis = u64::from_str_radix(&a[..12], 16).expect("hex digits");
         let now = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap()
+            .expect("after 1970")
             .as_millis() as u64;
         assert!(now - millis < 60_000, "{a}: {millis} vs {now}");
     }

@@ -10,6 +10,7 @@ use super::hub::{Hub, StartRequest, Started};
 use super::listing::Filters;
 use super::store::{SessionRecord, SessionStatus};
 use crate::control::approver::ApprovalAnswer;
+use crate::log::StoreError;
 use crate::source::SourceFile;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -40,6 +41,8 @@ pub struct ApiError {
     code: &'static str,
     message: String,
     hint: Option<String>,
+    /// The session the error is about, where the code needs it named.
+    session: Option<String>,
 }
 
 impl ApiError {
@@ -50,6 +53,7 @@ impl ApiError {
             code,
             message: message.into(),
             hint: None,
+            session: None,
         }
     }
 
@@ -76,6 +80,19 @@ impl ApiError {
         ApiError::new(StatusCode::CONFLICT, "conflict", message)
     }
 
+    /// A 500 `record_damaged`: session `id`'s record cannot be read
+    /// (`why`); not retryable.
+    fn damaged(id: &str, why: &str) -> ApiError {
+        let mut e = ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "record_damaged",
+            format!("the record of session {id} cannot be read: {why}"),
+        )
+        .hint("the store was changed past lt serve; a retry gets the same answer: repair or delete the session's row (the server's stderr names it)");
+        e.session = Some(id.to_string());
+        e
+    }
+
     /// A 503: the store (or a session's thread) failed.
     pub fn store(e: impl std::fmt::Display) -> ApiError {
         ApiError::new(
@@ -88,8 +105,11 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body =
+        let mut body =
             json!({"error": {"code": self.code, "message": self.message, "hint": self.hint}});
+        if let Some(id) = self.session {
+            body["error"]["session"] = json!(id);
+        }
         (self.status, Json(body)).into_response()
     }
 }
@@ -142,11 +162,13 @@ pub fn tenant<'a>(state: &'a AppState, headers: &HeaderMap) -> Result<&'a str, A
     })
 }
 
-/// The session `id` of `tenant`. Errors: 404 (also for another tenant's).
+/// The session `id` of `tenant`. Errors: 404 (also for another tenant's),
+/// 500 `record_damaged` (its row cannot be read), 503 (the store failed).
 pub fn record(state: &AppState, tenant: &str, id: &str) -> Result<SessionRecord, ApiError> {
     match state.hub.store.session(tenant, id) {
         Ok(Some(r)) => Ok(r),
         Ok(None) => Err(ApiError::not_found(id)),
+        Err(StoreError::Damaged(why)) => Err(ApiError::damaged(id, &why)),
         Err(e) => Err(ApiError::store(e)),
     }
 }

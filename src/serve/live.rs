@@ -23,6 +23,7 @@ use crate::log::{Decision, EventBody, EventSink};
 use crate::runtime::cancel::Cancel;
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -40,6 +41,9 @@ pub struct Live {
     pub cancel: Cancel,
     state: Mutex<State>,
     changed: Condvar,
+    /// Events its sink took (with [`Live::started_fresh`]: every event of
+    /// its log); counted without the state's lock, once per event.
+    events: AtomicU64,
 }
 
 #[derive(Default)]
@@ -59,8 +63,6 @@ struct State {
     /// Started here from its first event: its profile and `created_ms`
     /// (`None`: resumed, or a task session).
     fresh: Option<(String, i64)>,
-    /// Events its sink took (with `fresh`: every event of its log).
-    events: u64,
 }
 
 /// Why a posted outcome or answer was not taken.
@@ -86,6 +88,7 @@ impl Live {
                 ..State::default()
             }),
             changed: Condvar::new(),
+            events: AtomicU64::new(0),
         }
     }
 
@@ -139,7 +142,7 @@ impl Live {
             updated_ms,
             output: Some(output.clone()),
             calls,
-            events: st.events,
+            events: self.events.load(Ordering::Relaxed),
         })
     }
 
@@ -374,7 +377,7 @@ impl EventSink for Narrated {
             _ => {}
         }
         self.inner.append(body)?;
-        self.live.state().events += 1;
+        self.live.events.fetch_add(1, Ordering::Relaxed);
         if let Some(s) = after {
             self.set_status(s);
         }

@@ -10,6 +10,7 @@
 //! | `lt_tool_call_duration_seconds` | histogram | `tenant`, `tool`: from `scheduled` to the outcome |
 //! | `lt_store_commit_duration_seconds` | histogram | one per group commit, fsync included |
 //! | `lt_store_commit_events` | histogram | events per group commit |
+//! | `lt_waiting_starts` | gauge | `tenant`: `POST /v1/sessions` requests waiting for their session's end (`Prefer: wait`) |
 //!
 //! Every value is counted where the events pass (the session's sink), so
 //! it counts what the log records, nothing else. A tenant's key reads its
@@ -40,6 +41,8 @@ pub struct Metrics {
     pub commit_seconds: Histogram,
     /// Events per group commit.
     pub commit_events: Histogram,
+    /// Start requests waiting for their session's end (`Prefer: wait`).
+    pub waiting: IntGaugeVec,
 }
 
 fn buckets() -> Vec<f64> {
@@ -99,6 +102,13 @@ impl Metrics {
                 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 1024.0,
             ]),
         )?;
+        let waiting = IntGaugeVec::new(
+            Opts::new(
+                "lt_waiting_starts",
+                "Start requests waiting for their session's end (Prefer: wait)",
+            ),
+            &["tenant"],
+        )?;
         registry.register(Box::new(sessions.clone()))?;
         registry.register(Box::new(started.clone()))?;
         registry.register(Box::new(finished.clone()))?;
@@ -107,6 +117,7 @@ impl Metrics {
         registry.register(Box::new(call_seconds.clone()))?;
         registry.register(Box::new(commit_seconds.clone()))?;
         registry.register(Box::new(commit_events.clone()))?;
+        registry.register(Box::new(waiting.clone()))?;
         Ok(Metrics {
             registry,
             sessions,
@@ -117,6 +128,7 @@ impl Metrics {
             call_seconds,
             commit_seconds,
             commit_events,
+            waiting,
         })
     }
 
@@ -127,6 +139,7 @@ impl Metrics {
             self.sessions.with_label_values(&[tenant, s]).set(0);
         }
         self.started.with_label_values(&[tenant]).inc_by(0);
+        self.waiting.with_label_values(&[tenant]).set(0);
     }
 
     /// The text exposition format of what `tenant` may see: its own

@@ -178,7 +178,7 @@ fn start(hub: Arc<Hub>, tenant_name: &str, req: TaskRequest, reply: oneshot::Sen
     }
     hub.metrics.started.with_label_values(&[tenant_name]).inc();
     let _ = reply.send(Started::New(id.clone()));
-    let sink = match hub.store.create(&id) {
+    let sink = match hub.store.create_minted(&id) {
         Ok(s) => s,
         Err(e) => {
             let out = refusal("log", format!("cannot open the session's log: {e}"));

@@ -22,6 +22,7 @@
 use super::hub::Hub;
 use axum::http::HeaderMap;
 use std::time::Duration;
+use tokio::sync::watch;
 
 /// The longest a request waits for its session (seconds).
 pub const MAX_WAIT_S: u64 = 60;
@@ -70,12 +71,45 @@ pub fn preferred_wait(headers: &HeaderMap) -> Result<Option<u64>, (String, Strin
     Ok(None)
 }
 
+/// A start waiting for its session: counted in `lt_waiting_starts` and
+/// following the session until dropped, at the wait's end or with its
+/// request's future (hyper drops it when the client closes the connection
+/// mid-request), so a client that leaves leaves nothing waiting behind.
+struct Waiting<'a> {
+    hub: &'a Hub,
+    tenant: &'a str,
+    id: &'a str,
+    changes: Option<watch::Receiver<u64>>,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.hub
+            .metrics
+            .waiting
+            .with_label_values(&[self.tenant])
+            .dec();
+        if let Some(changes) = self.changes.take() {
+            self.hub.release(self.id, changes);
+        }
+    }
+}
+
 /// Returns once session `id` is not live on `hub`'s server and its record
 /// is final, `within` passed, or the server began to stop.
 pub async fn wait_for_end(hub: &Hub, tenant: &str, id: &str, within: Duration) {
     let deadline = tokio::time::Instant::now() + within;
+    hub.metrics.waiting.with_label_values(&[tenant]).inc();
     // Watched before the first look: nothing ends unseen between.
-    let mut changes = hub.watch(id);
+    let mut waiting = Waiting {
+        hub,
+        tenant,
+        id,
+        changes: Some(hub.watch(id)),
+    };
+    let Some(changes) = waiting.changes.as_mut() else {
+        return;
+    };
     let mut stopping = hub.stopping();
     loop {
         if *stopping.borrow() || ended(hub, tenant, id) {
@@ -88,7 +122,6 @@ pub async fn wait_for_end(hub: &Hub, tenant: &str, id: &str, within: Duration) {
             _ = stopping.changed() => break,
         }
     }
-    hub.release(id, changes);
 }
 
 /// Whether session `id` is over: not live on this server (a live one is

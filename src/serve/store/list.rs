@@ -4,7 +4,18 @@
 //! `session_tools` index (the tools each session proposed, written with
 //! its events: the stores' schema.rs), not the events.
 
-use super::ListQuery;
+use super::{ListQuery, SessionStatus};
+
+/// The `WHERE … ORDER BY` of [`ServerStore::unfinished`](super::ServerStore::unfinished):
+/// every session whose status is not final, oldest first.
+pub fn unfinished() -> String {
+    let open: Vec<String> = SessionStatus::ALL
+        .iter()
+        .filter(|s| !s.is_final())
+        .map(|s| format!("'{}'", s.as_str()))
+        .collect();
+    format!("status IN ({}) ORDER BY created_ms, id", open.join(", "))
+}
 
 /// A parameter of the built query.
 #[derive(Clone, Debug, PartialEq)]

@@ -27,7 +27,84 @@
 //! written, and an append must continue the chain the store holds (its
 //! `prev` is the stored last hash, its `seq` the next number).
 
+/// The [`ServerStore`] methods both database stores answer alike, in one
+/// place: the log of a minted id, statuses, flushes and the commit observer
+/// through the writer's queue (`queue.rs`), log pages through [`LogReads`]
+/// (`logs.rs`), commits from the shared broadcast, the unfinished sessions
+/// through `readable_records` (damaged rows left out, `damage.rs`).
+/// Expands inside `impl ServerStore for T` where `T: LogReads` has an
+/// inherent `queue()` returning a [`queue::Queue`], an inherent
+/// `readable_records(filter, args)` and a `shared: Arc<Shared>` field.
+macro_rules! queued_store_methods {
+    () => {
+        fn create_minted(
+            &self,
+            id: &str,
+        ) -> Result<Box<dyn $crate::log::EventSink + Send>, $crate::log::StoreError> {
+            $crate::serve::store::logs::create_minted(self, id)
+        }
+
+        fn flush(&self) {
+            self.queue().flush();
+        }
+
+        fn set_status(
+            &self,
+            id: &str,
+            status: $crate::serve::store::SessionStatus,
+            output: Option<&serde_json::Value>,
+            calls: u64,
+        ) -> Result<i64, $crate::log::StoreError> {
+            self.queue().set_status(id, status, output, calls)
+        }
+
+        fn set_status_then(
+            &self,
+            id: &str,
+            status: $crate::serve::store::SessionStatus,
+            output: Option<&serde_json::Value>,
+            calls: u64,
+            done: $crate::serve::store::StatusThen,
+        ) {
+            self.queue()
+                .set_status_then(id, status, output, calls, done);
+        }
+
+        fn events_after(
+            &self,
+            id: &str,
+            after: Option<u64>,
+        ) -> Result<Vec<String>, $crate::log::StoreError> {
+            $crate::serve::store::logs::events_after(self, id, after)
+        }
+
+        fn events_page(
+            &self,
+            id: &str,
+            after: Option<u64>,
+            limit: usize,
+        ) -> Result<Vec<String>, $crate::log::StoreError> {
+            $crate::serve::store::logs::events_page(self, id, after, limit)
+        }
+
+        fn subscribe(&self) -> tokio::sync::broadcast::Receiver<$crate::serve::store::Committed> {
+            self.shared.commits.subscribe()
+        }
+
+        fn observe_commits(&self, observer: $crate::serve::store::CommitObserver) {
+            self.queue().observe_commits(observer);
+        }
+
+        fn unfinished(
+            &self,
+        ) -> Result<Vec<$crate::serve::store::SessionRecord>, $crate::log::StoreError> {
+            self.readable_records(&$crate::serve::store::list::unfinished(), Vec::new())
+        }
+    };
+}
+
 mod claim;
+mod damage;
 mod durable;
 mod list;
 mod logs;
@@ -290,14 +367,12 @@ pub trait ServerStore: EventStore {
     /// which such an id cannot have. Should one be there all the same, the
     /// store still refuses the first append, whose `seq` 0 does not
     /// continue the stored chain. Errors: as `create`.
-    fn create_minted(&self, id: &str) -> Result<Box<dyn EventSink + Send>, StoreError> {
-        self.create(id)
-    }
+    fn create_minted(&self, id: &str) -> Result<Box<dyn EventSink + Send>, StoreError>;
 
     /// Waits until everything sent to the store before this call is
     /// committed (a dropped sink's buffered events included), so a read
     /// sees it.
-    fn flush(&self) {}
+    fn flush(&self);
 
     /// The session `id` of `tenant` (`None` when it does not exist or is
     /// another tenant's).
@@ -328,9 +403,7 @@ pub trait ServerStore: EventStore {
         output: Option<&Json>,
         calls: u64,
         done: StatusThen,
-    ) {
-        done(self.set_status(id, status, output, calls));
-    }
+    );
 
     /// Every session of every tenant whose status is not final, oldest
     /// first: what a restarted server resumes.

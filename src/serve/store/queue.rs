@@ -78,6 +78,8 @@ pub struct Shared {
     pub lost: Mutex<HashSet<String>>,
     /// The batches numbered and synced ([`Durability`]).
     pub durable: Durability,
+    /// Damaged session records already named on stderr (`damage.rs`).
+    pub damaged: Mutex<HashSet<String>>,
 }
 
 impl Shared {
@@ -93,6 +95,7 @@ impl Shared {
             leases: Mutex::new(HashMap::new()),
             lost: Mutex::new(HashSet::new()),
             durable: Durability::default(),
+            damaged: Mutex::new(HashSet::new()),
         }
     }
 

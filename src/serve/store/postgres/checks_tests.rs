@@ -339,7 +339,6 @@ fn pg_a_batch_of_new_sessions_and_statuses_answers_as_one_statement_each_would()
 #[test]
 fn pg_a_new_sessions_log_over_one_stored_past_lt_serve_is_refused_at_its_first_commit() {
     use super::tests::{call, ended, started};
-    use crate::log::EventStore;
     let Some(url) = database("pg_v4_orphan") else {
         return;
     };
@@ -355,9 +354,10 @@ fn pg_a_new_sessions_log_over_one_stored_past_lt_serve_is_refused_at_its_first_c
         insert(&mut c, &[(s.as_str(), 0, "orphan", ZERO_HASH, 1)]),
         None
     );
-    // The sink opens without a read (the session is this process's new
-    // one); its event 0 is refused by the database, and nothing is added.
-    let mut sink = store.create(&s).expect("sink");
+    // The sink opens without a read (`create_minted`: the session is this
+    // process's new one); its event 0 is refused by the database, and
+    // nothing is added.
+    let mut sink = store.create_minted(&s).expect("sink");
     let mut failed = Vec::new();
     for body in [vec![started()], call(0), vec![ended()]].concat() {
         if let Err(e) = sink.append(body) {

@@ -304,7 +304,7 @@ impl Leases {
             ),
             &[&ids],
         )?;
-        let records = rows.iter().filter_map(|r| record_of(r).ok()).collect();
+        let records = self.shared.readable(rows.iter().map(record_of));
         (self.hooks.claimed)(records);
         Ok(claimed.len())
     }

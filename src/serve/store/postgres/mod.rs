@@ -46,13 +46,13 @@ mod tools_tests;
 pub use schema::SCHEMA_VERSION;
 pub use url::{redact_url, OpenError};
 
-use super::logs::{self, LogReads};
+use super::logs::LogReads;
 use super::queue::{self, Queue, Request, Shared};
 use super::{
-    CommitObserver, Committed, Created, CreatedThen, LeaseHooks, ListQuery, NewSession,
-    ServerStore, SessionRecord, SessionStatus, StoreOptions,
+    Created, CreatedThen, LeaseHooks, ListQuery, NewSession, ServerStore, SessionRecord,
+    StoreOptions,
 };
-use crate::log::{EventSink, StoreError};
+use crate::log::StoreError;
 use postgres::types::{ToSql, Type};
 use readers::Readers;
 use serde_json::Value as Json;
@@ -61,7 +61,6 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use tokio::sync::broadcast;
 use url::Target;
 
 /// This worker as the leases name it.
@@ -232,20 +231,36 @@ impl PostgresStore {
     }
 
     /// Session records matching `filter` (SQL after `WHERE`, with `args`).
+    /// Errors: a row that cannot be read as a record (`Damaged`).
     fn records(&self, filter: &str, args: Vec<Param>) -> Result<Vec<SessionRecord>, StoreError> {
+        self.rows(filter, args)?
+            .iter()
+            .map(|r| schema::record_of(r).map_err(|e| self.shared.damaged(e)))
+            .collect()
+    }
+
+    /// [`PostgresStore::records`] without the rows that cannot be read as
+    /// records (a table edited past `lt serve`): each is left out and named
+    /// on stderr once ([`Shared::readable`]), as SQLite does.
+    fn readable_records(
+        &self,
+        filter: &str,
+        args: Vec<Param>,
+    ) -> Result<Vec<SessionRecord>, StoreError> {
+        let rows = self.rows(filter, args)?;
+        Ok(self.shared.readable(rows.iter().map(schema::record_of)))
+    }
+
+    /// The rows of the sessions `filter` selects, as stored.
+    fn rows(&self, filter: &str, args: Vec<Param>) -> Result<Vec<postgres::Row>, StoreError> {
         let sql = format!(
             "SELECT {} FROM sessions WHERE {filter}",
             schema::RECORD_COLUMNS
         );
-        let rows = self.readers.read("cannot read the sessions", move |c| {
+        self.readers.read("cannot read the sessions", move |c| {
             let params: Vec<&(dyn ToSql + Sync)> = args.iter().map(Param::as_sql).collect();
             c.query(&sql, &params)
-        })?;
-        rows.iter()
-            .map(|r| {
-                schema::record_of(r).map_err(|e| self.shared.error("a damaged session record", e))
-            })
-            .collect()
+        })
     }
 }
 
@@ -331,15 +346,7 @@ impl LogReads for PostgresStore {
         })
     }
 
-    /// A session this process records (`create_session` took its lease
-    /// at epoch 1 before queueing its row) has no log yet, without a read:
-    /// its id is new, and a log needs its lease. Were one stored anyway
-    /// (written past `lt serve`), the database refuses the new log's
-    /// event 0 at its first commit (`PRIMARY KEY (session, seq)`).
     fn has_events(&self, session: &str) -> Result<bool, StoreError> {
-        if self.shared.leases().get(session) == Some(&1) {
-            return Ok(false);
-        }
         let session = session.to_string();
         self.readers.read("cannot read a log", move |c| {
             Ok(c.query_typed_opt(
@@ -356,9 +363,7 @@ impl LogReads for PostgresStore {
 }
 
 impl ServerStore for PostgresStore {
-    fn create_minted(&self, id: &str) -> Result<Box<dyn EventSink + Send>, StoreError> {
-        super::logs::create_minted(self, id)
-    }
+    queued_store_methods!();
 
     fn create_session(&self, s: &NewSession) -> Result<Created, StoreError> {
         self.hold_new(&s.id);
@@ -384,10 +389,6 @@ impl ServerStore for PostgresStore {
         );
     }
 
-    fn flush(&self) {
-        self.queue().flush();
-    }
-
     fn session(&self, tenant: &str, id: &str) -> Result<Option<SessionRecord>, StoreError> {
         let args = vec![Param::Text(id.into()), Param::Text(tenant.into())];
         Ok(self.records("id = $1 AND tenant = $2", args)?.pop())
@@ -402,56 +403,7 @@ impl ServerStore for PostgresStore {
                 super::list::Arg::Int(n) => Param::Int(n),
             })
             .collect();
-        self.records(&filter, args)
-    }
-
-    fn set_status(
-        &self,
-        id: &str,
-        status: SessionStatus,
-        output: Option<&Json>,
-        calls: u64,
-    ) -> Result<i64, StoreError> {
-        self.queue().set_status(id, status, output, calls)
-    }
-
-    fn set_status_then(
-        &self,
-        id: &str,
-        status: SessionStatus,
-        output: Option<&Json>,
-        calls: u64,
-        done: super::StatusThen,
-    ) {
-        self.queue()
-            .set_status_then(id, status, output, calls, done);
-    }
-
-    fn unfinished(&self) -> Result<Vec<SessionRecord>, StoreError> {
-        let open: Vec<String> = SessionStatus::ALL
-            .iter()
-            .filter(|s| !s.is_final())
-            .map(|s| format!("'{}'", s.as_str()))
-            .collect();
-        let filter = format!("status IN ({}) ORDER BY created_ms, id", open.join(", "));
-        self.records(&filter, Vec::new())
-    }
-
-    fn events_after(&self, id: &str, after: Option<u64>) -> Result<Vec<String>, StoreError> {
-        logs::events_after(self, id, after)
-    }
-
-    fn events_page(
-        &self,
-        id: &str,
-        after: Option<u64>,
-        limit: usize,
-    ) -> Result<Vec<String>, StoreError> {
-        logs::events_page(self, id, after, limit)
-    }
-
-    fn subscribe(&self) -> broadcast::Receiver<Committed> {
-        self.shared.commits.subscribe()
+        self.readable_records(&filter, args)
     }
 
     fn health(&self) -> Result<(), StoreError> {
@@ -461,10 +413,6 @@ impl ServerStore for PostgresStore {
         self.readers.read("does not answer", |c| {
             c.query_one("SELECT 1", &[]).map(|_| ())
         })
-    }
-
-    fn observe_commits(&self, observer: CommitObserver) {
-        self.queue().observe_commits(observer);
     }
 
     fn describe(&self) -> Json {

@@ -48,24 +48,19 @@ mod tools_tests;
 pub use schema::SCHEMA_VERSION;
 
 use super::durable::WalFile;
-use super::logs::{self, LogReads};
+use super::logs::LogReads;
 use super::queue::{self, Queue, Request, Shared};
-use super::{
-    CommitObserver, Committed, Created, CreatedThen, ListQuery, NewSession, ServerStore,
-    SessionRecord, SessionStatus,
-};
-use crate::log::{EventSink, StoreError};
+use super::{Created, CreatedThen, ListQuery, NewSession, ServerStore, SessionRecord};
+use crate::log::StoreError;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, OptionalExtension};
 use schema::{record_of, OpenError, RawRecord, Role, RECORD_COLUMNS};
-use serde_json::Value as Json;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use tokio::sync::broadcast;
 
 /// Reader connections kept open between reads.
 const READERS: usize = 4;
@@ -229,33 +224,21 @@ impl SqliteStore {
     fn records(&self, filter: &str, args: Vec<SqlValue>) -> Result<Vec<SessionRecord>, StoreError> {
         let raws = self.raw_records(filter, args)?;
         raws.into_iter()
-            .map(|r| record_of(r).map_err(|e| self.shared.error("a damaged session record", e)))
+            .map(|r| record_of(r).map_err(|e| self.shared.damaged(e)))
             .collect()
     }
 
     /// [`SqliteStore::records`] without the rows that cannot be read as
-    /// records (a file edited by hand): each is named on stderr and left
-    /// out, so one damaged row does not hide a tenant's other sessions or
-    /// stop the server's start.
+    /// records (a file edited by hand): each is left out and named on
+    /// stderr once ([`Shared::readable`]), so one damaged row does not hide
+    /// a tenant's other sessions or stop the server's start.
     fn readable_records(
         &self,
         filter: &str,
         args: Vec<SqlValue>,
     ) -> Result<Vec<SessionRecord>, StoreError> {
         let raws = self.raw_records(filter, args)?;
-        Ok(raws
-            .into_iter()
-            .filter_map(|r| match record_of(r) {
-                Ok(rec) => Some(rec),
-                Err(e) => {
-                    eprintln!(
-                        "lt serve: {}; left out (repair or delete its rows in the file)",
-                        self.shared.error("a damaged session record", e)
-                    );
-                    None
-                }
-            })
-            .collect())
+        Ok(self.shared.readable(raws.into_iter().map(record_of)))
     }
 }
 
@@ -374,9 +357,7 @@ impl LogReads for SqliteStore {
 }
 
 impl ServerStore for SqliteStore {
-    fn create_minted(&self, id: &str) -> Result<Box<dyn EventSink + Send>, StoreError> {
-        super::logs::create_minted(self, id)
-    }
+    queued_store_methods!();
 
     fn create_session(&self, s: &NewSession) -> Result<Created, StoreError> {
         self.queue().create_session(s)
@@ -384,10 +365,6 @@ impl ServerStore for SqliteStore {
 
     fn create_session_then(&self, s: &NewSession, done: CreatedThen) {
         self.queue().create_session_then(s, done);
-    }
-
-    fn flush(&self) {
-        self.queue().flush();
     }
 
     fn session(&self, tenant: &str, id: &str) -> Result<Option<SessionRecord>, StoreError> {
@@ -407,55 +384,6 @@ impl ServerStore for SqliteStore {
         self.readable_records(&filter, args)
     }
 
-    fn set_status(
-        &self,
-        id: &str,
-        status: SessionStatus,
-        output: Option<&Json>,
-        calls: u64,
-    ) -> Result<i64, StoreError> {
-        self.queue().set_status(id, status, output, calls)
-    }
-
-    fn set_status_then(
-        &self,
-        id: &str,
-        status: SessionStatus,
-        output: Option<&Json>,
-        calls: u64,
-        done: super::StatusThen,
-    ) {
-        self.queue()
-            .set_status_then(id, status, output, calls, done);
-    }
-
-    fn unfinished(&self) -> Result<Vec<SessionRecord>, StoreError> {
-        let open: Vec<String> = SessionStatus::ALL
-            .iter()
-            .filter(|s| !s.is_final())
-            .map(|s| format!("'{}'", s.as_str()))
-            .collect();
-        let filter = format!("status IN ({}) ORDER BY created_ms, id", open.join(", "));
-        self.readable_records(&filter, Vec::new())
-    }
-
-    fn events_after(&self, id: &str, after: Option<u64>) -> Result<Vec<String>, StoreError> {
-        logs::events_after(self, id, after)
-    }
-
-    fn events_page(
-        &self,
-        id: &str,
-        after: Option<u64>,
-        limit: usize,
-    ) -> Result<Vec<String>, StoreError> {
-        logs::events_page(self, id, after, limit)
-    }
-
-    fn subscribe(&self) -> broadcast::Receiver<Committed> {
-        self.shared.commits.subscribe()
-    }
-
     fn health(&self) -> Result<(), StoreError> {
         if self.writer.as_ref().is_none_or(JoinHandle::is_finished) {
             return Err(StoreError::Io(io::Error::other(self.shared.writer_gone())));
@@ -463,10 +391,6 @@ impl ServerStore for SqliteStore {
         self.read("does not answer", |c| {
             c.query_row("SELECT 1", [], |_| Ok(()))
         })
-    }
-
-    fn observe_commits(&self, observer: CommitObserver) {
-        self.queue().observe_commits(observer);
     }
 
     fn describe(&self) -> serde_json::Value {

@@ -1,0 +1,295 @@
+//! `lt serve` at its edges, end to end (the real binary on 127.0.0.1, on
+//! both stores): a session record the store cannot read, a `Last-Event-ID`
+//! the server never sent, a waiting start whose client leaves, and SIGTERM
+//! with tens of sessions running.
+//!
+//! The tools are small shell commands: `quick` answers at once, `nap`
+//! sleeps first, `ask` runs on the client (a session calling it waits for
+//! the client until it is cancelled).
+
+#[macro_use]
+#[path = "support/serve.rs"]
+mod serve_support;
+
+use serde_json::{json, Value};
+use serve_support::{sha256_line, Backend, Scratch, Server};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const ACME: &str = "acme-dev-key";
+
+const DECLS: &str = "tool quick: String -{Read}-> String;
+tool nap: String -{Read}-> String;
+tool ask: {question: String} -{Read}-> {yes: Bool};
+";
+
+fn program(tool: &str) -> String {
+    format!("{DECLS}match exec tool {tool} \"hi\" {{ Ok(s) => s, Err(e) => \"failed: \" ++ e }}")
+}
+
+fn asking() -> String {
+    format!(
+        "{DECLS}match exec tool ask {{question = \"ok?\"}} {{ Ok(c) => if c.yes then \"yes\" else \"no\", Err(e) => e }}"
+    )
+}
+
+/// A scratch folder with a serve.toml of one tenant (acme, profile `edge`),
+/// `nap` sleeping `nap_s` seconds, and `server` as the `[server]` lines.
+fn setup(backend: Backend, name: &str, nap_s: u32, server: &str) -> (Scratch, PathBuf, String) {
+    let s = Scratch::new(name);
+    let decls = s.write("tools.lt", DECLS);
+    s.write(
+        "tools.toml",
+        &format!(
+            "[tools.quick]\ncommand = [\"cat\"]\nidempotent = true\n\n\
+             [tools.nap]\ncommand = [\"sh\", \"-c\", \"sleep {nap_s}; cat\"]\ntimeout_ms = 120000\nidempotent = true\n\n\
+             [tools.ask]\nvenue = \"client\"\n"
+        ),
+    );
+    let config = s.write(
+        "serve.toml",
+        &format!(
+            "[server]\n{server}\n\n[tenants.acme]\nkeys = [\"{}\"]\ndeclarations = \"{}\"\nexecutors = \"tools.toml\"\n\
+             [tenants.acme.profiles.edge]\nallow = [\"quick\", \"nap\", \"ask\"]\n",
+            sha256_line(ACME),
+            decls.display()
+        ),
+    );
+    let store = backend.store(&s, name);
+    (s, config, store)
+}
+
+/// Runs `sql` (one statement, `$1` the session id) on the store.
+fn store_sql(store: &str, sql: &str, id: &str) {
+    if let Some(path) = store.strip_prefix("sqlite:") {
+        let out = Command::new("python3")
+            .arg("-c")
+            .arg(format!(
+                "import sqlite3,sys; c=sqlite3.connect(sys.argv[1], timeout=30); c.execute({:?}, (sys.argv[2],)); c.commit()",
+                sql.replace("$1", "?")
+            ))
+            .arg(path)
+            .arg(id)
+            .output()
+            .expect("python3");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    } else {
+        let mut c = ::postgres::Client::connect(store, ::postgres::NoTls).expect("connect");
+        c.execute(sql, &[&id]).expect("the statement");
+    }
+}
+
+fn ids(v: &Value) -> Vec<String> {
+    v["sessions"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|s| s["id"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn a_damaged_record_is_a_500_named_once_and_hides_no_other_session(backend: Backend) {
+    let (_s, config, store) = setup(backend, "damaged", 0, "");
+    let server = Server::start(&config, &store);
+    let hurt = server.submit(ACME, &program("quick"), "edge");
+    let well = server.submit(ACME, &program("quick"), "edge");
+    for id in [&hurt, &well] {
+        assert_eq!(
+            server.wait_final(ACME, id, Duration::from_secs(30))["value"],
+            "hi"
+        );
+    }
+    // A row changed past lt serve: its output is no longer JSON.
+    store_sql(
+        &store,
+        "UPDATE sessions SET output = '{not json' WHERE id = $1",
+        &hurt,
+    );
+    // The list leaves it out and shows the other one.
+    for _ in 0..2 {
+        let (status, v) = server.call("GET", "/v1/sessions", Some(ACME), None);
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(ids(&v), std::slice::from_ref(&well), "{v}");
+    }
+    for _ in 0..2 {
+        let (status, v) = server.call("GET", &format!("/v1/sessions/{hurt}"), Some(ACME), None);
+        assert_eq!(status, 500, "not a retryable 503: {v}");
+        assert_eq!(v["error"]["code"], "record_damaged", "{v}");
+        assert_eq!(v["error"]["session"], json!(hurt), "{v}");
+        assert!(v["error"]["hint"].as_str().is_some(), "{v}");
+    }
+    let (status, v) = server.call("GET", &format!("/v1/sessions/{well}"), Some(ACME), None);
+    assert_eq!((status, &v["value"]), (200, &json!("hi")), "{v}");
+    // Named on stderr, once.
+    let err = server.stderr_text();
+    let named = err
+        .lines()
+        .filter(|l| l.contains("a damaged session record") && l.contains(&hurt))
+        .count();
+    assert_eq!(named, 1, "{err}");
+}
+
+fn a_last_event_id_the_server_never_sent_is_refused_with_a_hint(backend: Backend) {
+    let (_s, config, store) = setup(backend, "event-ids", 0, "");
+    let server = Server::start(&config, &store);
+    let id = server.submit(ACME, &program("quick"), "edge");
+    let all = server.all_events(ACME, &id);
+    let output = all.last().expect("events");
+    assert_eq!(output.event, "output", "{all:?}");
+    let last = output.id.clone().expect("an id");
+    let path = format!("/v1/sessions/{id}/events");
+    let get = |last_event_id: &str| {
+        server.call_with(
+            "GET",
+            &path,
+            Some(ACME),
+            None,
+            &[("Last-Event-ID", last_event_id)],
+        )
+    };
+    // Ids it sent: a log event's seq, and the output's `N.1`.
+    let (status, v) = get("1");
+    assert_eq!(status, 200, "{v}");
+    let (status, v) = get(&last);
+    assert_eq!(status, 200, "{v}");
+    // `N.1` of an event that has no `.1` (not a client_dispatched one, not
+    // the last of a session that is over), and spellings it never sends.
+    for never in ["0.1", "1.1", "+1", "01", "1.2", "1.1.1", "1.", "-1"] {
+        let (status, v) = get(never);
+        assert_eq!(status, 400, "Last-Event-ID {never:?}: {v}");
+        assert_eq!(v["error"]["code"], "bad_request", "{v}");
+        let hint = v["error"]["hint"].as_str().unwrap_or("");
+        assert!(hint.contains("N.1"), "Last-Event-ID {never:?}: {v}");
+    }
+}
+
+/// `lt_waiting_starts{tenant="acme"}` in the server's metrics.
+fn waiting_starts(server: &Server) -> Option<i64> {
+    let (_, v) = server.call("GET", "/metrics", Some(ACME), None);
+    let text = v["text"].as_str().unwrap_or("").to_string();
+    text.lines()
+        .find(|l| l.starts_with("lt_waiting_starts{tenant=\"acme\"}"))
+        .and_then(|l| l.split_whitespace().last()?.parse().ok())
+}
+
+/// Waits (up to `within`) until [`waiting_starts`] is `n`; whether it got there.
+fn waiting_becomes(server: &Server, n: i64, within: Duration) -> bool {
+    let until = Instant::now() + within;
+    while Instant::now() < until {
+        if waiting_starts(server) == Some(n) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+fn a_waiting_start_whose_client_leaves_waits_no_more(backend: Backend) {
+    use std::io::Write;
+    let (_s, config, store) = setup(backend, "wait-gone", 0, "");
+    let server = Server::start(&config, &store);
+    assert_eq!(waiting_starts(&server), Some(0));
+    // A session that waits for the client (it never answers), started
+    // with `Prefer: wait=60` on a connection of its own.
+    let body = json!({"program": asking(), "profile": "edge", "capabilities": {"tools": ["ask"]}})
+        .to_string();
+    let addr = server.url.trim_start_matches("http://").to_string();
+    let mut conn = std::net::TcpStream::connect(&addr).expect("connect");
+    write!(
+        conn,
+        "POST /v1/sessions HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {ACME}\r\n\
+         Prefer: wait=60\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("the request");
+    assert!(
+        waiting_becomes(&server, 1, Duration::from_secs(30)),
+        "the start waits: {:?}",
+        waiting_starts(&server)
+    );
+    // The client leaves: the wait ends long before its 60 s.
+    drop(conn);
+    assert!(
+        waiting_becomes(&server, 0, Duration::from_secs(20)),
+        "a wait whose client left is still counted: {:?}",
+        waiting_starts(&server)
+    );
+    // Its session runs on, waiting for the client; cancelled, it ends.
+    let (_, v) = server.call("GET", "/v1/sessions", Some(ACME), None);
+    let id = ids(&v).pop().expect("the session");
+    let v = server.wait_for(ACME, &id, Duration::from_secs(30), |v| {
+        v["status"] == "waiting_client"
+    });
+    assert_eq!(v["status"], "waiting_client", "{v}");
+    let (status, v) = server.call(
+        "POST",
+        &format!("/v1/sessions/{id}/cancel"),
+        Some(ACME),
+        None,
+    );
+    assert_eq!(status, 202, "{v}");
+    assert_eq!(
+        server.wait_final(ACME, &id, Duration::from_secs(30))["status"],
+        "cancelled"
+    );
+}
+
+fn sigterm_with_tens_of_sessions_running_stops_soon_after_the_grace_and_leaves_them_resumable(
+    backend: Backend,
+) {
+    const GRACE_MS: u64 = 500;
+    const SESSIONS: usize = 40;
+    let (_s, config, store) = setup(
+        backend,
+        "drain-many",
+        6,
+        &format!("shutdown_grace_ms = {GRACE_MS}"),
+    );
+    let mut server = Server::start(&config, &store);
+    let ids: Vec<String> = (0..SESSIONS)
+        .map(|_| server.submit(ACME, &program("nap"), "edge"))
+        .collect();
+    // Every session is in its call (`scheduled` is event 3).
+    for id in &ids {
+        server.wait_for(ACME, id, Duration::from_secs(60), |v| {
+            v["events"].as_u64().is_some_and(|n| n >= 4)
+        });
+    }
+    let sent = Instant::now();
+    let status = server.terminate(Duration::from_secs(60)).expect("it stops");
+    let took = sent.elapsed();
+    assert!(status.success(), "{status:?}: {}", server.stderr_text());
+    // Past the grace, the calls are abandoned at once: a bound a loaded
+    // machine keeps (the grace and 3 s), not a measurement.
+    eprintln!("stopped {took:?} after SIGTERM (grace {GRACE_MS} ms)");
+    assert!(
+        took < Duration::from_millis(GRACE_MS) + Duration::from_secs(3),
+        "SIGTERM with {SESSIONS} sessions running took {took:?} (grace {GRACE_MS} ms): {}",
+        server.stderr_text()
+    );
+    // Every one is resumed after a restart, and ends.
+    let server = server.restart();
+    let err = server.stderr_text();
+    assert!(
+        err.contains(&format!("{SESSIONS} unfinished sessions resumed")),
+        "{err}"
+    );
+    for id in &ids {
+        let v = server.wait_final(ACME, id, Duration::from_secs(120));
+        assert_eq!(v["value"], "hi", "{v}");
+    }
+}
+
+on_both_stores!(
+    a_damaged_record_is_a_500_named_once_and_hides_no_other_session,
+    a_last_event_id_the_server_never_sent_is_refused_with_a_hint,
+    a_waiting_start_whose_client_leaves_waits_no_more,
+    sigterm_with_tens_of_sessions_running_stops_soon_after_the_grace_and_leaves_them_resumable,
+);
