@@ -105,7 +105,6 @@ macro_rules! queued_store_methods {
 
 mod claim;
 mod damage;
-mod durable;
 mod list;
 mod logs;
 pub mod postgres;

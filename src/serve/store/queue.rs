@@ -9,10 +9,9 @@
 //!   ─▶ release the claims of the batch's dropped sinks
 //!   ─▶ Transact::after_batch (SQLite: kick the checkpointer)
 //!   ─▶ hand the batch to the answering thread, take the next one
-//! answering thread (lt-store-answer), in commit order: the batches
-//!   waiting ─▶ one durable::Sync (SQLite: fsync the WAL; durable.rs)
-//!   ─▶ for each: broadcast Committed {session, seq, line} ─▶ answer
-//!   every waiter ─▶ observer(took, events)
+//! answering thread (lt-store-answer), batch after batch in commit order:
+//!   broadcast Committed {session, seq, line} ─▶ answer every waiter
+//!   ─▶ observer(took, events)
 //! ```
 //!
 //! Why a thread for the answers: waking a hundred waiting session threads
@@ -28,13 +27,11 @@
 //! concurrent transactions). A batch with a waiter never waits.
 //!
 //! Invariant: nothing is answered `Ok` before the transaction holding it
-//! has committed and (with a [`durable::Sync`]) been synced; when the
-//! commit or the sync fails every request of the batch is
+//! has committed; when the commit fails every request of the batch is
 //! answered with the error. A request's own failure (a broken chain, a
 //! taken id) fails that request alone and writes nothing for it.
 
 use super::claim::Claim;
-use super::durable::{self, Durability};
 use super::{CommitObserver, Committed, Created, NewSession, SessionStatus};
 use crate::log::StoreError;
 use std::collections::{HashMap, HashSet};
@@ -76,8 +73,6 @@ pub struct Shared {
     /// Sessions whose lease this worker lost (taken over, or a write
     /// fenced): their status is not this worker's to set any more.
     pub lost: Mutex<HashSet<String>>,
-    /// The batches numbered and synced ([`Durability`]).
-    pub durable: Durability,
     /// Damaged session records already named on stderr (`damage.rs`).
     pub damaged: Mutex<HashSet<String>>,
 }
@@ -94,7 +89,6 @@ impl Shared {
             sinks: AtomicUsize::new(0),
             leases: Mutex::new(HashMap::new()),
             lost: Mutex::new(HashSet::new()),
-            durable: Durability::default(),
             damaged: Mutex::new(HashSet::new()),
         }
     }
@@ -291,37 +285,19 @@ struct Written {
     batch: Vec<Request>,
     outcomes: Result<Vec<Outcome>, String>,
     took: Duration,
-    /// Its number ([`Durability::begin_batch`]).
-    number: u64,
 }
 
-/// The database's [`durable::Sync`], shared by the answering thread and
-/// (should that thread not start) the writer.
-type SyncSlot = Arc<Mutex<Option<Box<dyn durable::Sync>>>>;
-
 /// Runs the writer until every sender is gone (the store and its sinks);
-/// returns once every batch is answered. With `sync` (SQLite: its WAL), a
-/// batch is answered only once `sync` made it durable (`durable.rs`);
-/// without, once it committed (PostgreSQL: a commit is durable).
-pub fn run<T: Transact>(
-    mut db: T,
-    shared: &Arc<Shared>,
-    requests: Receiver<Request>,
-    sync: Option<Box<dyn durable::Sync>>,
-) {
-    let sync: SyncSlot = Arc::new(Mutex::new(sync));
+/// returns once every batch is answered.
+pub fn run<T: Transact>(mut db: T, shared: &Arc<Shared>, requests: Receiver<Request>) {
     let (written, answers) = std::sync::mpsc::channel::<Written>();
     let answering = {
         let shared = Arc::clone(shared);
-        let sync = Arc::clone(&sync);
         std::thread::Builder::new()
             .name("lt-store-answer".into())
             .spawn(move || {
-                while let Ok(w) = answers.recv() {
-                    // Every batch waiting: one sync for all of them.
-                    let mut ready = vec![w];
-                    ready.extend(answers.try_iter());
-                    answer_synced(&shared, ready, &sync);
+                for w in answers {
+                    answer(&shared, w);
                 }
             })
     };
@@ -330,7 +306,7 @@ pub fn run<T: Transact>(
         Ok(handle) => (Some(written), Some(handle)),
         Err(_) => (None, None),
     };
-    writer_loop(&mut db, shared, &requests, written.as_ref(), &sync);
+    writer_loop(&mut db, shared, &requests, written.as_ref());
     drop(written);
     if let Some(handle) = answering {
         let _ = handle.join();
@@ -343,7 +319,6 @@ fn writer_loop<T: Transact>(
     shared: &Shared,
     requests: &Receiver<Request>,
     written: Option<&std::sync::mpsc::Sender<Written>>,
-    sync: &SyncSlot,
 ) {
     while let Ok(first) = requests.recv() {
         let mut batch = vec![first];
@@ -363,25 +338,15 @@ fn writer_loop<T: Transact>(
         if batch.iter().any(|r| matches!(r, Request::Stop)) {
             return;
         }
-        let number = shared.durable.begin_batch();
-        let w = match shared.durable.failed() {
-            // After a failed sync nothing more is written (durable.rs).
-            Some(why) => Written {
-                batch,
-                outcomes: Err(why),
-                took: Duration::ZERO,
-                number,
-            },
-            None => write_batch(db, shared, batch, number),
-        };
+        let w = write_batch(db, shared, batch);
         db.after_batch();
         match written {
             Some(to_answer) => {
                 if let Err(std::sync::mpsc::SendError(w)) = to_answer.send(w) {
-                    answer_synced(shared, vec![w], sync);
+                    answer(shared, w);
                 }
             }
-            None => answer_synced(shared, vec![w], sync),
+            None => answer(shared, w),
         }
     }
 }
@@ -398,12 +363,7 @@ fn drain(requests: &Receiver<Request>, batch: &mut Vec<Request>) {
 
 /// Writes `batch` in one transaction and lets the claims of its dropped
 /// sinks go (the writer's own state); the answers are [`answer`]'s.
-fn write_batch<T: Transact>(
-    db: &mut T,
-    shared: &Shared,
-    mut batch: Vec<Request>,
-    number: u64,
-) -> Written {
+fn write_batch<T: Transact>(db: &mut T, shared: &Shared, mut batch: Vec<Request>) -> Written {
     let started = Instant::now();
     let result = db.apply(&batch);
     let took = started.elapsed();
@@ -415,7 +375,6 @@ fn write_batch<T: Transact>(
                 batch,
                 outcomes: Err(why),
                 took,
-                number,
             };
         }
     };
@@ -429,36 +388,6 @@ fn write_batch<T: Transact>(
         batch,
         outcomes: Ok(outcomes),
         took,
-        number,
-    }
-}
-
-/// Makes `ready` (written batches, in commit order) durable with one sync,
-/// then answers each ([`answer`]); when the sync fails (now or before),
-/// answers every request with why (`durable.rs`: a failed sync is final).
-fn answer_synced(shared: &Shared, ready: Vec<Written>, sync: &SyncSlot) {
-    let last = ready.iter().map(|w| w.number).max().unwrap_or(0);
-    let mut slot = sync.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(s) = slot.as_mut() {
-        if shared.durable.failed().is_none() {
-            if let Err(e) = s.sync() {
-                shared.durable.fail(format!(
-                    "the store {} could not make its log durable (fsync: {e}); nothing more is written to it",
-                    shared.name
-                ));
-            }
-        }
-    }
-    drop(slot);
-    if let Some(why) = shared.durable.failed() {
-        for w in ready {
-            fail_all(w.batch, &why);
-        }
-        return;
-    }
-    shared.durable.synced_through(last);
-    for w in ready {
-        answer(shared, w);
     }
 }
 
@@ -469,7 +398,6 @@ fn answer(shared: &Shared, w: Written) {
         batch,
         outcomes,
         took,
-        ..
     } = w;
     let outcomes = match outcomes {
         Ok(outcomes) => outcomes,

@@ -168,7 +168,7 @@ impl PostgresStore {
                         shared: Arc::clone(&shared),
                         prepared: prepared::Prepared::default(),
                     };
-                    queue::run(db, &shared, queue, None);
+                    queue::run(db, &shared, queue);
                 }
             })
             .map_err(thread_failed)?;

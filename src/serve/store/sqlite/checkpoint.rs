@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 /// Checkpoints run at most this often. A page that commits rewrite (the
 /// last page of each table and index) is copied once per checkpoint, not
-/// once per commit: at 50 ms the checkpointer took twice the CPU per
-/// session it takes at 250 ms; the WAL stays a few MiB under load.
+/// once per commit: at 50 ms the checkpointer took about three times the
+/// CPU per session it takes at 250 ms; the WAL stays a few MiB under load.
 const PERIOD: Duration = Duration::from_millis(250);
 
 /// The writer connection's `wal_autocheckpoint` (pages of 4 KiB: 32 MiB):

@@ -20,7 +20,7 @@
 //! lets it go; nobody waits for it).
 //!
 //! Guarantees: an event that [`commit_point`] says is `Commit` is in the
-//! file and fsynced (the WAL, by the answering thread: `../durable.rs`), and its [`Committed`] notice
+//! file and fsynced (`synchronous=FULL`), and its [`Committed`] notice
 //! sent, when `append` returns; a `Buffer` event is committed with the
 //! next request somebody waits for (its session's next `Commit` event, its
 //! final status, any other session's) or after the writer's short gather
@@ -39,15 +39,12 @@ mod schema;
 mod writer;
 
 #[cfg(test)]
-mod durable_tests;
-#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tools_tests;
 
 pub use schema::SCHEMA_VERSION;
 
-use super::durable::WalFile;
 use super::logs::LogReads;
 use super::queue::{self, Queue, Request, Shared};
 use super::{Created, CreatedThen, ListQuery, NewSession, ServerStore, SessionRecord};
@@ -87,31 +84,17 @@ impl SqliteStore {
     /// cannot be created or opened, it is not an `lt` store, or a newer
     /// `lt` wrote it ([`SCHEMA_VERSION`]).
     pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
-        SqliteStore::open_locked(path, true, None)
-    }
-
-    /// [`SqliteStore::open`] with `sync` in place of the WAL's fsync, to
-    /// test what is held back until it returns.
-    #[cfg(test)]
-    pub(super) fn open_with_sync(
-        path: &Path,
-        sync: Box<dyn super::durable::Sync>,
-    ) -> Result<SqliteStore, StoreError> {
-        SqliteStore::open_locked(path, true, Some(sync))
+        SqliteStore::open_locked(path, true)
     }
 
     /// [`SqliteStore::open`] without the writer's lock: two stores on one
     /// file, to test what the chain check stops.
     #[cfg(test)]
     pub(super) fn open_unlocked(path: &Path) -> Result<SqliteStore, StoreError> {
-        SqliteStore::open_locked(path, false, None)
+        SqliteStore::open_locked(path, false)
     }
 
-    fn open_locked(
-        path: &Path,
-        exclusive: bool,
-        sync: Option<Box<dyn super::durable::Sync>>,
-    ) -> Result<SqliteStore, StoreError> {
+    fn open_locked(path: &Path, exclusive: bool) -> Result<SqliteStore, StoreError> {
         let named = |e: &dyn std::fmt::Display| {
             StoreError::Io(io::Error::other(format!(
                 "the store {} cannot be opened: {e}",
@@ -137,14 +120,13 @@ impl SqliteStore {
             .spawn(move || checkpoint::run(checkpointer, kicks))
             .map_err(|e| named(&e))?;
         let (requests, queue) = mpsc::channel();
-        let sync = sync.unwrap_or_else(|| Box::new(WalFile::of(path)));
         let writer = std::thread::Builder::new()
             .name("lt-store-writer".into())
             .spawn({
                 let shared = Arc::clone(&shared);
                 move || {
                     let db = writer::SqliteWriter::new(conn, Arc::clone(&shared), kick);
-                    queue::run(db, &shared, queue, Some(sync));
+                    queue::run(db, &shared, queue);
                     // The lock goes after the connection closed.
                     drop(lock);
                 }
@@ -188,13 +170,7 @@ impl SqliteStore {
             None => schema::connect(&self.path, Role::Reader)
                 .map_err(|e: OpenError| self.shared.error(what, e))?,
         };
-        // Nothing read goes out before it is durable (durable.rs).
-        let result = f(&conn)
-            .map_err(|e| self.shared.error(what, e))
-            .and_then(|v| match self.shared.durable.wait_read() {
-                Ok(()) => Ok(v),
-                Err(why) => Err(StoreError::Io(io::Error::other(why))),
-            });
+        let result = f(&conn).map_err(|e| self.shared.error(what, e));
         let mut readers = self.readers.lock().unwrap_or_else(PoisonError::into_inner);
         if readers.len() < READERS {
             readers.push(conn);

@@ -1,4 +1,4 @@
-//! The database file: opening a connection (WAL, `synchronous=NORMAL`, a
+//! The database file: opening a connection (WAL, `synchronous=FULL`, a
 //! busy timeout) and the schema, created on first open and versioned by
 //! `PRAGMA user_version`.
 //!
@@ -196,9 +196,8 @@ pub enum Role {
 }
 
 /// Opens a connection to the store at `path` with the busy timeout; the
-/// writer's puts the file in WAL mode (checked) with `synchronous=NORMAL`
-/// (a commit is written, not fsynced: the store's answering thread syncs
-/// the WAL before anything of it is answered; `../durable.rs`).
+/// writer's puts the file in WAL mode (checked) with `synchronous=FULL` (a
+/// commit is fsynced before it returns).
 pub fn connect(path: &Path, role: Role) -> Result<Connection, OpenError> {
     let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     if role == Role::Writer {
@@ -214,11 +213,7 @@ pub fn connect(path: &Path, role: Role) -> Result<Connection, OpenError> {
             if !mode.eq_ignore_ascii_case("wal") {
                 return Err(OpenError::NotWal(mode));
             }
-            // A commit writes the WAL without an fsync: the store's
-            // answering thread syncs it before anything of the commit is
-            // answered, announced or read (`../durable.rs`), while this
-            // connection writes the next batch.
-            conn.pragma_update(None, "synchronous", "NORMAL")?;
+            conn.pragma_update(None, "synchronous", "FULL")?;
             conn.pragma_update(None, "wal_autocheckpoint", super::checkpoint::AUTO_PAGES)?;
             // SQLite's default cache (2 MiB) holds the pages a group commit
             // touches; a larger one cost each commit a walk of its whole

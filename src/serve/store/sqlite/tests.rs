@@ -18,10 +18,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A folder of its own under the temp folder, removed when dropped.
-pub(super) struct TempDir(pub(super) PathBuf);
+struct TempDir(PathBuf);
 
 impl TempDir {
-    pub(super) fn new(name: &str) -> TempDir {
+    fn new(name: &str) -> TempDir {
         static N: AtomicUsize = AtomicUsize::new(0);
         let n = N.fetch_add(1, Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("lt-sqlite-{name}-{}-{n}", std::process::id()));
@@ -30,7 +30,7 @@ impl TempDir {
     }
 
     /// The database file (its folder is created by the store).
-    pub(super) fn db(&self) -> PathBuf {
+    fn db(&self) -> PathBuf {
         self.0.join("data").join("lt.db")
     }
 }
@@ -48,15 +48,15 @@ fn open(path: &Path) -> SqliteStore {
     }
 }
 
-pub(super) fn fixed() -> String {
+fn fixed() -> String {
     "2026-11-29T21:04:05.123Z".to_string()
 }
 
-pub(super) fn id(n: u32) -> String {
+fn id(n: u32) -> String {
     format!("{n:032x}")
 }
 
-pub(super) fn started() -> EventBody {
+fn started() -> EventBody {
     EventBody::SessionStarted {
         lt_version: "0.1.0".into(),
         program: "exec tool ping 1".into(),
@@ -68,7 +68,7 @@ pub(super) fn started() -> EventBody {
 }
 
 /// `proposed` and `decided` (buffered), `scheduled` and `completed`.
-pub(super) fn call(n: u32) -> Vec<EventBody> {
+fn call(n: u32) -> Vec<EventBody> {
     let call_id = format!("n5[n3:{n}]");
     vec![
         EventBody::Proposed {

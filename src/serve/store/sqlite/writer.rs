@@ -10,8 +10,7 @@
 //!   each create_session: INSERT … ON CONFLICT (tenant, idempotency_key) DO NOTHING,
 //!                        then its request INSERTed into `requests`
 //!   each set_status: UPDATE
-//! COMMIT (written, not fsynced: synchronous=NORMAL; the answering thread
-//!        syncs the WAL before answering: ../durable.rs) ─▶ kick the checkpointer
+//! COMMIT (fsynced: synchronous=FULL) ─▶ kick the checkpointer (checkpoint.rs)
 //! ```
 //!
 //! A request's own failure (a broken chain, a taken id) fails that request
