@@ -1,9 +1,12 @@
 //! A batch's events in one statement: the group commit's fast path.
 //!
 //! ```text
-//! INSERT INTO events SELECT … FROM unnest(sessions[], seqs[], hashes[],
-//!        prevs[], lines[]) WITH ORDINALITY ORDER BY n
-//!        ON CONFLICT (session, seq) DO NOTHING RETURNING session, seq
+//! WITH ins AS (INSERT INTO events SELECT … FROM unnest(sessions[], seqs[],
+//!        hashes[], prevs[], lines[]) WITH ORDINALITY ORDER BY n
+//!        ON CONFLICT (session, seq) DO NOTHING RETURNING session, seq),
+//!      tools AS (INSERT INTO session_tools the (session, tool) of each
+//!        `proposed` event ins inserted, from unnest(…) of those alone)
+//! SELECT session, seq FROM ins
 //!   ok:    an event not returned had its seq taken: refused (or the same
 //!          event, stored already: appended)
 //!   LT001, LT002: the transaction is aborted; the writer rolls it back and
@@ -11,6 +14,11 @@
 //!          which refuses exactly the events that break the chain or are
 //!          fenced (written under a lease epoch no longer held)
 //! ```
+//!
+//! The tools' index (`?tool=`) is written here, from `Append::tool` (the
+//! sink knows the event it appends): no trigger parses a line as JSON
+//! (schema version 5). Only the rows inserted are indexed: an event
+//! refused because its seq was taken adds no tool to the session.
 //!
 //! No savepoint around it: SAVEPOINT and RELEASE were two round trips of
 //! every batch, for a case (a broken chain, a fenced worker) that is rare.
@@ -39,14 +47,23 @@ pub(super) enum Bulk {
     ChainBroken,
 }
 
-/// The events of a batch, in the batch's order.
-const INSERT: &str = "INSERT INTO events (session, seq, hash, prev, line, epoch) \
-     SELECT s, q, h, p, l, e \
-     FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[]) \
-          WITH ORDINALITY AS t(s, q, h, p, l, e, n) \
-     ORDER BY n \
-     ON CONFLICT (session, seq) DO NOTHING \
-     RETURNING session, seq";
+/// The events of a batch, in the batch's order, and the tools of its
+/// `proposed` events ($7, $8, $9: their session, seq and tool).
+const INSERT: &str = "WITH ins AS (\
+       INSERT INTO events (session, seq, hash, prev, line, epoch) \
+       SELECT s, q, h, p, l, e \
+       FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[]) \
+            WITH ORDINALITY AS t(s, q, h, p, l, e, n) \
+       ORDER BY n \
+       ON CONFLICT (session, seq) DO NOTHING \
+       RETURNING session, seq), \
+     tools AS (\
+       INSERT INTO session_tools (session, tool) \
+       SELECT DISTINCT ins.session, u.tool \
+       FROM ins JOIN unnest($7::text[], $8::bigint[], $9::text[]) AS u(s, q, tool) \
+            ON u.s = ins.session AND u.q = ins.seq \
+       ON CONFLICT DO NOTHING) \
+     SELECT session, seq FROM ins";
 
 /// Inserts `appends` (in order) in one statement.
 pub(super) fn insert(
@@ -60,10 +77,27 @@ pub(super) fn insert(
     let prevs: Vec<&str> = appends.iter().map(|a| a.prev.as_str()).collect();
     let lines: Vec<&str> = appends.iter().map(|a| a.line.as_str()).collect();
     let epochs: Vec<i64> = appends.iter().map(|a| a.epoch).collect();
+    let proposed: Vec<(&str, i64, &str)> = appends
+        .iter()
+        .filter_map(|a| Some((a.session.as_str(), to_i64(a.seq), a.tool.as_deref()?)))
+        .collect();
+    let tool_sessions: Vec<&str> = proposed.iter().map(|p| p.0).collect();
+    let tool_seqs: Vec<i64> = proposed.iter().map(|p| p.1).collect();
+    let tools: Vec<&str> = proposed.iter().map(|p| p.2).collect();
     let rows = prepared.get(tx, INSERT).and_then(|statement| {
         tx.query(
             &statement,
-            &[&sessions, &seqs, &hashes, &prevs, &lines, &epochs],
+            &[
+                &sessions,
+                &seqs,
+                &hashes,
+                &prevs,
+                &lines,
+                &epochs,
+                &tool_sessions,
+                &tool_seqs,
+                &tools,
+            ],
         )
     });
     match rows {

@@ -336,11 +336,12 @@ fn outcomes(
         .collect()
 }
 
-/// Tells the other workers (`LISTEN lt_events`, leases.rs) which
-/// sessions' logs this batch extends, so that their streams read them now;
-/// sent with the commit (PostgreSQL delivers a notice only if it commits).
-/// The row holds the transaction's id (`txid_current()`, read in the same
-/// round trip; see the module note).
+/// Tells the workers whose streams follow a session this batch extends
+/// (`LISTEN lt_events`, leases.rs; the `followers` rows, followers.rs) to
+/// read it now: no notice when nobody elsewhere follows them. Sent with
+/// the commit (PostgreSQL delivers a notice only if it commits). The row
+/// holds the transaction's id (`txid_current()`, read in the same round
+/// trip; see the module note).
 fn notify_events(
     tx: &mut Transaction<'_>,
     prepared: &mut Prepared,
@@ -349,15 +350,8 @@ fn notify_events(
     let mut sessions: Vec<&str> = appends.iter().map(|a| a.session.as_str()).collect();
     sessions.sort_unstable();
     sessions.dedup();
-    // A notice's payload holds under 8000 bytes.
-    let mut chunks = sessions.chunks(200);
-    let first = chunks.next().unwrap_or_default().join(",");
-    let statement = prepared.get(tx, "SELECT txid_current(), pg_notify('lt_events', $1)")?;
-    let row = tx.query_one(&statement, &[&first])?;
-    for chunk in chunks {
-        tx.execute("SELECT pg_notify('lt_events', $1)", &[&chunk.join(",")])?;
-    }
-    Ok(row)
+    let statement = prepared.get(tx, super::followers::NOTIFY_FOLLOWED)?;
+    tx.query_one(&statement, &[&sessions])
 }
 
 /// Inserts one event if it continues the session's chain as stored and
@@ -383,6 +377,16 @@ fn append(
     );
     match inserted {
         Ok(n) => {
+            if n == 1 {
+                // The tools' index, with the event (bulk.rs does the same).
+                if let Some(tool) = &a.tool {
+                    sp.execute(
+                        "INSERT INTO session_tools (session, tool) VALUES ($1, $2) \
+                         ON CONFLICT DO NOTHING",
+                        &[&a.session, tool],
+                    )?;
+                }
+            }
             sp.commit()?;
             if n == 1 {
                 return Ok(Ok(()));
