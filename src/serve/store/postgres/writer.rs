@@ -11,7 +11,8 @@
 //!   the set_statuses: one statement: the leases' epochs (FOR KEY SHARE) must
 //!                     be the ones this worker holds, and UPDATE … WHERE the
 //!                     status is not final (rows.rs)
-//!   the events: one INSERT of them all (bulk.rs); when one breaks the chain,
+//!   the events: one INSERT of them all, with their tools (bulk.rs); when one
+//!     breaks the chain, is fenced or finds its seq taken,
 //!     ROLLBACK, and the batch again, its events one at a time (a savepoint each):
 //!     INSERT … SELECT … WHERE <prev is the stored hash of seq-1>
 //!     ON CONFLICT (session, seq) DO NOTHING      0 rows: refused
@@ -48,7 +49,6 @@ use super::schema::FENCED;
 use super::url::Target;
 use crate::log::{StoreError, ZERO_HASH};
 use postgres::{Client, Transaction};
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -260,21 +260,12 @@ fn apply(
     let set = rows::set_statuses(&mut tx, prepared, shared, &statuses).map_err(before)?;
     let mut appended = Vec::with_capacity(appends.len());
     let bulk = match (appends.is_empty(), events) {
-        (true, _) => Bulk::Inserted(HashSet::new()),
+        (true, _) => Bulk::Inserted,
         (false, Events::AllInOne) => bulk::insert(&mut tx, prepared, &appends).map_err(before)?,
         (false, Events::OneAtATime) => Bulk::ChainBroken,
     };
     match bulk {
-        Bulk::Inserted(inserted) => {
-            for a in &appends {
-                appended.push(
-                    match inserted.contains(&(a.session.clone(), to_i64(a.seq))) {
-                        true => Ok(()),
-                        false => refused(&mut tx, shared, a).map_err(before)?,
-                    },
-                );
-            }
-        }
+        Bulk::Inserted => appended.extend(appends.iter().map(|_| Ok(()))),
         Bulk::ChainBroken if events == Events::AllInOne => {
             tx.rollback().map_err(before)?;
             return Ok(None);
