@@ -93,12 +93,16 @@ impl Followers {
 
     /// A stream of session `id` stops following it (`rx` from
     /// [`Followers::watch`]); the entry goes when nobody needs it.
-    pub fn release(&self, id: &str, rx: watch::Receiver<u64>) {
+    /// `true`: no stream here watches the session any more.
+    pub fn release(&self, id: &str, rx: watch::Receiver<u64>) -> bool {
         drop(rx);
         let mut map = self.map();
-        if map.get(id).is_some_and(Followed::idle) {
+        let Some(f) = map.get(id) else { return true };
+        let unwatched = f.changes.receiver_count() == 0;
+        if f.idle() {
             map.remove(id);
         }
+        unwatched
     }
 
     /// Session `id` starts here with no event yet: its ring is complete

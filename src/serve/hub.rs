@@ -195,6 +195,7 @@ impl Hub {
     /// A receiver that changes whenever an event of session `id` commits
     /// or its record becomes final (it may also change for no reason).
     pub fn watch(&self, id: &str) -> watch::Receiver<u64> {
+        self.store.follow(id, true);
         self.followers.watch(id)
     }
 
@@ -620,7 +621,9 @@ impl Hub {
 
     /// A stream of session `id` stops following it ([`Followers::release`]).
     pub fn release(&self, id: &str, rx: watch::Receiver<u64>) {
-        self.followers.release(id, rx);
+        if self.followers.release(id, rx) {
+            self.store.follow(id, false);
+        }
     }
 
     /// Cancels `tenant`'s live session `id`. `false`: it is not running here.

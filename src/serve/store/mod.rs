@@ -459,6 +459,12 @@ pub trait ServerStore: EventStore {
     /// the lease is simply no longer renewed.
     fn let_go(&self, _id: &str, _abandoned: bool) {}
 
+    /// A stream on this server follows session `id` (`on`), or none does
+    /// any more: a store shared by many workers asks the session's writer,
+    /// wherever it runs, to tell this worker when its events commit
+    /// (PostgreSQL: `followers.rs`). Nothing for a store of one server.
+    fn follow(&self, _id: &str, _on: bool) {}
+
     /// Posts `kind`/`body` for session `id`, which runs on another worker
     /// ([`Delivery`]). `Ok(false)`: this store has no mailbox.
     fn deliver(&self, _id: &str, _kind: &str, _body: &Json) -> Result<bool, StoreError> {

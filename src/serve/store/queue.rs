@@ -157,7 +157,8 @@ pub struct Append {
     /// Its line (`docs/log-format.md`, no `\n`).
     pub line: String,
     /// The tool a `proposed` event calls (`None` for any other event): the
-    /// SQLite writer records it in `session_tools` with the event.
+    /// writer (SQLite and PostgreSQL) records it in `session_tools` with
+    /// the event.
     pub tool: Option<String>,
     /// The lease epoch it is written under (0 without leases).
     pub epoch: i64,

@@ -1,16 +1,27 @@
 //! A batch's events in one statement: the group commit's fast path.
 //!
 //! ```text
-//! INSERT INTO events SELECT … FROM unnest(sessions[], seqs[], hashes[],
-//!        prevs[], lines[]) WITH ORDINALITY ORDER BY n
-//!        ON CONFLICT (session, seq) DO NOTHING RETURNING session, seq
-//!   ok:    an event not returned had its seq taken: refused (or the same
-//!          event, stored already: appended)
-//!   LT001, LT002: the transaction is aborted; the writer rolls it back and
-//!          runs the batch again appending one event at a time (writer.rs),
-//!          which refuses exactly the events that break the chain or are
-//!          fenced (written under a lease epoch no longer held)
+//! WITH ins AS (INSERT INTO events SELECT … FROM unnest(sessions[], seqs[],
+//!        hashes[], prevs[], lines[], epochs[]) WITH ORDINALITY ORDER BY n)
+//! INSERT INTO session_tools SELECT DISTINCT … FROM unnest(the `proposed`
+//!        events' sessions[], tools[]) ON CONFLICT DO NOTHING
+//!   ok:    every event inserted, and the tools of the proposed ones
+//!   LT001, LT002, 23505 (a seq taken already): the transaction is
+//!          aborted; the writer rolls it back and runs the batch again
+//!          appending one event at a time (writer.rs), which refuses exactly
+//!          the events that break the chain, are fenced (written under a
+//!          lease epoch no longer held) or whose seq is taken (or counts one
+//!          stored already with the same hash as appended)
 //! ```
+//!
+//! The tools' index (`?tool=`) is written here, from `Append::tool` (the
+//! sink knows the event it appends): no trigger parses a line as JSON
+//! (schema version 5). The two inserts are one statement: both or neither.
+//!
+//! No `ON CONFLICT` on the events: its speculative insertion (a probe of
+//! the primary key before each row, then the row confirmed) was paid on
+//! every row of every batch, for a case (a seq taken: another writer, a
+//! batch run again) that is rare and now takes the slow path.
 //!
 //! No savepoint around it: SAVEPOINT and RELEASE were two round trips of
 //! every batch, for a case (a broken chain, a fenced worker) that is rare.
@@ -27,26 +38,27 @@ use super::super::queue::{to_i64, Append};
 use super::prepared::Prepared;
 use super::schema::{CHAIN_BROKEN, FENCED};
 use postgres::Transaction;
-use std::collections::HashSet;
 
 /// What the one statement did.
 pub(super) enum Bulk {
-    /// Committed to the savepoint: the `(session, seq)` of each event
-    /// inserted (an event missing had its seq taken already).
-    Inserted(HashSet<(String, i64)>),
-    /// An event broke the chain or was fenced: nothing was inserted, and
-    /// the transaction is aborted.
+    /// Every event was inserted (to be committed with the transaction).
+    Inserted,
+    /// An event broke the chain, was fenced or found its seq taken:
+    /// nothing was inserted, and the transaction is aborted.
     ChainBroken,
 }
 
-/// The events of a batch, in the batch's order.
-const INSERT: &str = "INSERT INTO events (session, seq, hash, prev, line, epoch) \
-     SELECT s, q, h, p, l, e \
-     FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[]) \
-          WITH ORDINALITY AS t(s, q, h, p, l, e, n) \
-     ORDER BY n \
-     ON CONFLICT (session, seq) DO NOTHING \
-     RETURNING session, seq";
+/// The events of a batch, in the batch's order, and the tools of its
+/// `proposed` events ($7, $8: their session and tool).
+const INSERT: &str = "WITH ins AS (\
+       INSERT INTO events (session, seq, hash, prev, line, epoch) \
+       SELECT s, q, h, p, l, e \
+       FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[]) \
+            WITH ORDINALITY AS t(s, q, h, p, l, e, n) \
+       ORDER BY n) \
+     INSERT INTO session_tools (session, tool) \
+     SELECT DISTINCT u.s, u.tool FROM unnest($7::text[], $8::text[]) AS u(s, tool) \
+     ON CONFLICT DO NOTHING";
 
 /// Inserts `appends` (in order) in one statement.
 pub(super) fn insert(
@@ -60,21 +72,39 @@ pub(super) fn insert(
     let prevs: Vec<&str> = appends.iter().map(|a| a.prev.as_str()).collect();
     let lines: Vec<&str> = appends.iter().map(|a| a.line.as_str()).collect();
     let epochs: Vec<i64> = appends.iter().map(|a| a.epoch).collect();
-    let rows = prepared.get(tx, INSERT).and_then(|statement| {
-        tx.query(
+    let (tool_sessions, tools): (Vec<&str>, Vec<&str>) = appends
+        .iter()
+        .filter_map(|a| Some((a.session.as_str(), a.tool.as_deref()?)))
+        .unzip();
+    let done = prepared.get(tx, INSERT).and_then(|statement| {
+        tx.execute(
             &statement,
-            &[&sessions, &seqs, &hashes, &prevs, &lines, &epochs],
+            &[
+                &sessions,
+                &seqs,
+                &hashes,
+                &prevs,
+                &lines,
+                &epochs,
+                &tool_sessions,
+                &tools,
+            ],
         )
     });
-    match rows {
-        Ok(rows) => rows
-            .iter()
-            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
-            .collect::<Result<_, postgres::Error>>()
-            .map(Bulk::Inserted),
-        Err(e) if matches!(e.code().map(|c| c.code()), Some(CHAIN_BROKEN | FENCED)) => {
+    match done {
+        Ok(_) => Ok(Bulk::Inserted),
+        Err(e)
+            if matches!(
+                e.code().map(|c| c.code()),
+                Some(CHAIN_BROKEN | FENCED | TAKEN)
+            ) =>
+        {
             Ok(Bulk::ChainBroken)
         }
         Err(e) => Err(e),
     }
 }
+
+/// The SQLSTATE of a unique violation: an event's `(session, seq)` is
+/// stored already.
+const TAKEN: &str = "23505";

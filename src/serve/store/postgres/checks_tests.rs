@@ -199,10 +199,11 @@ fn pg_a_version_3_database_is_migrated_to_the_statement_checks() {
     };
     assert_eq!(
         (version, row_triggers, statement_triggers),
-        (SCHEMA_VERSION, 0, 2)
+        (SCHEMA_VERSION, 0, 1)
     );
-    // The chain goes on from the rows written before; it is still checked,
-    // and the tools of new events are still indexed.
+    // The chain goes on from the rows written before; it is still checked.
+    // The tools of new events are the writer's to index since version 5
+    // (bulk.rs): an INSERT of another program's is not indexed.
     assert_eq!(
         insert(&mut c, &[("a", 2, "h2", "nope", 1)]),
         Some(CHAIN_BROKEN.to_string())
@@ -222,7 +223,7 @@ fn pg_a_version_3_database_is_migrated_to_the_statement_checks() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(tools, ["refund"]);
+    assert!(tools.is_empty(), "{tools:?}");
     drop(store);
 }
 

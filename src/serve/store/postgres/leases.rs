@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! every round (lease_renew_ms, or at once on a NOTIFY lt_mailbox; a NOTIFY
-//! lt_events only wakes the event streams here):
+//! lt_events, sent only for sessions a stream here follows (followers.rs),
+//! only wakes the event streams here):
 //!   renew:  UPDATE leases SET expires = now + lease
 //!           WHERE (session, epoch) is one this worker holds AND owner = me
 //!           ── a held session not renewed was taken over: lost(id)
@@ -74,7 +75,10 @@ impl Leases {
             let started = Instant::now();
             if client.as_ref().is_none_or(Client::is_closed) {
                 client = match target.connect() {
-                    Ok(mut c) => match c.batch_execute("LISTEN lt_mailbox; LISTEN lt_events") {
+                    Ok(mut c) => match c
+                        .batch_execute("LISTEN lt_mailbox; LISTEN lt_events")
+                        .and_then(|()| c.batch_execute(super::followers::FORGET_THE_GONE))
+                    {
                         Ok(()) => Some(c),
                         Err(e) => {
                             self.complain(&mut complained, &target.scrub(&e));
@@ -129,8 +133,9 @@ impl Leases {
     }
 
     /// Waits for the next round: until `renew` after `started`, or a
-    /// mailbox notice. An `lt_events` notice (sent with every batch any
-    /// worker commits) only wakes the streams here: a round per batch was
+    /// mailbox notice. An `lt_events` notice (sent with a batch that
+    /// extends a session a stream here follows) only wakes the streams
+    /// here: a round per batch was
     /// PostgreSQL's second busiest backend under load (its claim and
     /// mailbox queries read the sessions table).
     fn wait(&self, c: &mut Client, started: Instant) {

@@ -11,6 +11,7 @@
 //! schema.rs: versioned migrations, the chain trigger     url.rs: the URL, errors
 //! rows.rs: a batch's sessions rows     prepared.rs: statements prepared once
 //! leases.rs: the lease thread (renew, claim, let go, mailbox) of this worker
+//! followers.rs: the sessions streams here follow on other workers (notices)
 //! ```
 //!
 //! The driver is synchronous and runs its own runtime inside each call, so
@@ -25,6 +26,7 @@
 //! from extending another's log. Any number of servers share a database.
 
 mod bulk;
+mod followers;
 mod leases;
 mod prepared;
 mod readers;
@@ -36,6 +38,8 @@ mod writer;
 
 #[cfg(test)]
 mod checks_tests;
+#[cfg(test)]
+mod followers_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -97,6 +101,9 @@ pub struct PostgresStore {
     options: StoreOptions,
     /// The lease thread's queue, once [`ServerStore::lease`] started it.
     let_go: Mutex<Option<Sender<leases::LetGo>>>,
+    /// The sessions a stream here follows while another worker writes
+    /// them (followers.rs).
+    following: followers::Following,
 }
 
 /// What `--migrate-only` did: the schema version before and after.
@@ -182,6 +189,7 @@ impl PostgresStore {
             worker,
             options: options.clone(),
             let_go: Mutex::new(None),
+            following: followers::Following::default(),
         })
     }
 
@@ -462,6 +470,10 @@ impl ServerStore for PostgresStore {
             false => leases::LetGo::Ended(id.to_string()),
         };
         self.send_let_go(what);
+    }
+
+    fn follow(&self, id: &str, on: bool) {
+        self.follow_session(id, on);
     }
 
     fn deliver(&self, id: &str, kind: &str, body: &Json) -> Result<bool, StoreError> {

@@ -11,7 +11,8 @@
 //!   the set_statuses: one statement: the leases' epochs (FOR KEY SHARE) must
 //!                     be the ones this worker holds, and UPDATE … WHERE the
 //!                     status is not final (rows.rs)
-//!   the events: one INSERT of them all (bulk.rs); when one breaks the chain,
+//!   the events: one INSERT of them all, with their tools (bulk.rs); when one
+//!     breaks the chain, is fenced or finds its seq taken,
 //!     ROLLBACK, and the batch again, its events one at a time (a savepoint each):
 //!     INSERT … SELECT … WHERE <prev is the stored hash of seq-1>
 //!     ON CONFLICT (session, seq) DO NOTHING      0 rows: refused
@@ -48,7 +49,6 @@ use super::schema::FENCED;
 use super::url::Target;
 use crate::log::{StoreError, ZERO_HASH};
 use postgres::{Client, Transaction};
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -260,21 +260,12 @@ fn apply(
     let set = rows::set_statuses(&mut tx, prepared, shared, &statuses).map_err(before)?;
     let mut appended = Vec::with_capacity(appends.len());
     let bulk = match (appends.is_empty(), events) {
-        (true, _) => Bulk::Inserted(HashSet::new()),
+        (true, _) => Bulk::Inserted,
         (false, Events::AllInOne) => bulk::insert(&mut tx, prepared, &appends).map_err(before)?,
         (false, Events::OneAtATime) => Bulk::ChainBroken,
     };
     match bulk {
-        Bulk::Inserted(inserted) => {
-            for a in &appends {
-                appended.push(
-                    match inserted.contains(&(a.session.clone(), to_i64(a.seq))) {
-                        true => Ok(()),
-                        false => refused(&mut tx, shared, a).map_err(before)?,
-                    },
-                );
-            }
-        }
+        Bulk::Inserted => appended.extend(appends.iter().map(|_| Ok(()))),
         Bulk::ChainBroken if events == Events::AllInOne => {
             tx.rollback().map_err(before)?;
             return Ok(None);
@@ -336,11 +327,12 @@ fn outcomes(
         .collect()
 }
 
-/// Tells the other workers (`LISTEN lt_events`, leases.rs) which
-/// sessions' logs this batch extends, so that their streams read them now;
-/// sent with the commit (PostgreSQL delivers a notice only if it commits).
-/// The row holds the transaction's id (`txid_current()`, read in the same
-/// round trip; see the module note).
+/// Tells the workers whose streams follow a session this batch extends
+/// (`LISTEN lt_events`, leases.rs; the `followers` rows, followers.rs) to
+/// read it now: no notice when nobody elsewhere follows them. Sent with
+/// the commit (PostgreSQL delivers a notice only if it commits). The row
+/// holds the transaction's id (`txid_current()`, read in the same round
+/// trip; see the module note).
 fn notify_events(
     tx: &mut Transaction<'_>,
     prepared: &mut Prepared,
@@ -349,15 +341,8 @@ fn notify_events(
     let mut sessions: Vec<&str> = appends.iter().map(|a| a.session.as_str()).collect();
     sessions.sort_unstable();
     sessions.dedup();
-    // A notice's payload holds under 8000 bytes.
-    let mut chunks = sessions.chunks(200);
-    let first = chunks.next().unwrap_or_default().join(",");
-    let statement = prepared.get(tx, "SELECT txid_current(), pg_notify('lt_events', $1)")?;
-    let row = tx.query_one(&statement, &[&first])?;
-    for chunk in chunks {
-        tx.execute("SELECT pg_notify('lt_events', $1)", &[&chunk.join(",")])?;
-    }
-    Ok(row)
+    let statement = prepared.get(tx, super::followers::NOTIFY_FOLLOWED)?;
+    tx.query_one(&statement, &[&sessions])
 }
 
 /// Inserts one event if it continues the session's chain as stored and
@@ -383,6 +368,16 @@ fn append(
     );
     match inserted {
         Ok(n) => {
+            if n == 1 {
+                // The tools' index, with the event (bulk.rs does the same).
+                if let Some(tool) = &a.tool {
+                    sp.execute(
+                        "INSERT INTO session_tools (session, tool) VALUES ($1, $2) \
+                         ON CONFLICT DO NOTHING",
+                        &[&a.session, tool],
+                    )?;
+                }
+            }
             sp.commit()?;
             if n == 1 {
                 return Ok(Ok(()));
