@@ -38,6 +38,8 @@ mod batch;
 mod proto;
 mod record;
 mod spans;
+#[cfg(test)]
+mod tests;
 
 pub use proto::{cut, Encoded};
 pub use record::Recorder;

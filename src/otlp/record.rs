@@ -206,6 +206,18 @@ impl Recorder {
     }
 }
 
+/// A session that did not end (its log could not be written, the command
+/// stopped): the rows that ended are sent all the same.
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        if let (Some(x), Some(b)) = (&self.exporter, self.batch.take()) {
+            if b.len() > 0 {
+                x.send_rows(b);
+            }
+        }
+    }
+}
+
 /// A payload kept (an empty text: none).
 fn payload(s: &str) -> Option<&str> {
     (!s.is_empty()).then_some(s)
