@@ -88,6 +88,18 @@ impl Batch {
         }
     }
 
+    /// The next batch of the same trace, room made for as much as this
+    /// one holds.
+    pub(super) fn next(&self) -> Batch {
+        Batch {
+            trace: self.trace,
+            session: self.session.clone(),
+            text: String::with_capacity(self.text.len()),
+            rows: Vec::with_capacity(self.rows.len()),
+            end: None,
+        }
+    }
+
     /// How many rows it holds.
     pub(super) fn len(&self) -> usize {
         self.rows.len()

@@ -168,7 +168,7 @@ impl Recorder {
             return;
         };
         if !b.ends() {
-            self.batch = Some(Batch::new(self.trace, b.session.clone()));
+            self.batch = Some(b.next());
         }
         match &self.exporter {
             Some(x) => {
