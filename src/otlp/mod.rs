@@ -329,7 +329,15 @@ enum Client {
 impl Client {
     fn new(endpoint: &str) -> Client {
         if endpoint.starts_with("http://") {
-            Client::Plain(ureq::AgentBuilder::new().timeout(TIMEOUT).build())
+            // A connection per request: a run posts several, and a kept
+            // connection's later requests met the delayed ACK of a receiver
+            // that answers in two writes (Python's http.server): 40 ms each.
+            Client::Plain(
+                ureq::AgentBuilder::new()
+                    .timeout(TIMEOUT)
+                    .max_idle_connections(0)
+                    .build(),
+            )
         } else {
             Client::Tls(None)
         }
@@ -344,7 +352,6 @@ impl Client {
                 .send_bytes(body)
             {
                 Ok(r) => {
-                    // Read whole, so the connection is kept for the next.
                     let _ = r.into_string();
                     Ok(())
                 }
