@@ -6,17 +6,22 @@
 //!
 //! ```text
 //! lt run:    Session::tap(Recorder) ─ each typed event as it is recorded
-//!            (record.rs) ─▶ a span built as its call ends ─▶ session_ended:
-//!            the trace encoded ─▶ channel
+//!            (record.rs) ─▶ a compact row as its call ends (batch.rs) ─▶
+//!            channel, ROWS rows at a time; session_ended: the rows left and
+//!            the session's span
 //! lt serve, lt agent:  export(id, lines): the log read back ─▶
 //!            log::timeline's rows (spans.rs) ─▶ encoded ─▶ channel
-//! exporter thread: the traces that come within LINGER of the first (whole,
-//!   up to MAX_SPANS a request unless one trace is bigger), their encoded
-//!   entries joined into one ExportTraceServiceRequest ─▶
-//!   POST application/x-protobuf (ureq for http://; reqwest on a
-//!   current-thread runtime for https://)
-//! shutdown() ─▶ the channel closed ─▶ the thread posts what is left ─▶ joined:
-//!   the first failure, if any
+//! exporter thread:
+//!   rows ─▶ spans encoded (proto.rs) ─▶ POSTed as soon as BATCH_SPANS wait,
+//!     or the trace ended (a run's spans go out while it runs, in several
+//!     requests, the session's span in the last)
+//!   traces ─▶ the ones that come within LINGER of the first (whole, up to
+//!     MAX_SPANS a request unless one trace is bigger), joined into one
+//!     ExportTraceServiceRequest
+//!   ─▶ POST application/x-protobuf (ureq for http://; reqwest on a
+//!     current-thread runtime for https://)
+//! shutdown() ─▶ the channel closed ─▶ the thread posts what is left (the
+//!   spans of a trace that did not end too) ─▶ joined: the first failure, if any
 //! ```
 //!
 //! Spans link to the log: each carries `lt.log.seq`, the seq of its last
@@ -29,14 +34,20 @@
 //! far more than the 5% of its run issue 27 asks for (docs/performance.md). Arguments and results are exported only
 //! when asked ([`Settings::payloads`]), each cut to a size limit.
 
+mod batch;
 mod proto;
 mod record;
 mod spans;
+#[cfg(test)]
+mod tests;
 
 pub use proto::{cut, Encoded};
 pub use record::Recorder;
 
-use std::sync::mpsc::{channel, Receiver, Sender};
+use batch::Batch;
+use proto::TraceBuilder;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -47,6 +58,11 @@ pub const DEFAULT_PAYLOAD_LIMIT: usize = 4096;
 /// The spans one request carries at most, unless one trace alone has
 /// more (a trace is never split).
 const MAX_SPANS: usize = 8192;
+
+/// The spans of a running session's trace the exporter's thread posts
+/// in one request as soon as it has them (OpenTelemetry's batch span
+/// processor's default `max_export_batch_size`).
+const BATCH_SPANS: usize = 512;
 
 /// How long the exporter's thread waits for more traces to send in the
 /// same request as the first (`lt serve`: fewer, larger requests; a
@@ -76,7 +92,9 @@ struct Inner {
     service: &'static str,
     payloads: Option<usize>,
     endpoint: String,
-    traces: Mutex<Option<Sender<Encoded>>>,
+    traces: Mutex<Option<Sender<Job>>>,
+    /// The number of the next recorder's trace.
+    recorders: AtomicU64,
     thread: Mutex<Option<JoinHandle<Option<String>>>>,
 }
 
@@ -92,10 +110,10 @@ impl Exporter {
             ));
         }
         let (tx, rx) = channel();
-        let (to, name) = (endpoint.clone(), service);
+        let (to, name, payloads) = (endpoint.clone(), service, settings.payloads);
         let thread = std::thread::Builder::new()
             .name("lt-otlp".into())
-            .spawn(move || run(&to, name, &rx))
+            .spawn(move || run(&to, name, payloads, &rx))
             .map_err(|e| format!("cannot start the OTLP exporter for {endpoint}: {e}"))?;
         Ok(Exporter {
             inner: Arc::new(Inner {
@@ -103,6 +121,7 @@ impl Exporter {
                 payloads: settings.payloads,
                 endpoint,
                 traces: Mutex::new(Some(tx)),
+                recorders: AtomicU64::new(1),
                 thread: Mutex::new(Some(thread)),
             }),
         })
@@ -140,47 +159,141 @@ impl Exporter {
     }
 
     /// A recorder of a session's trace ([`Recorder`], the session's tap),
-    /// which hands it to this exporter as the session ends.
+    /// which hands its spans to this exporter as they end.
     pub fn recorder(&self) -> Recorder {
-        Recorder::new(Some(self.clone()), self.inner.service, self.inner.payloads)
+        let trace = self.inner.recorders.fetch_add(1, Ordering::Relaxed);
+        Recorder::new(
+            Some((self.clone(), trace)),
+            self.inner.service,
+            self.inner.payloads,
+        )
     }
 
     /// Queues an encoded trace for the exporter's thread; whether it was
     /// (not after [`Exporter::shutdown`]).
     pub fn send(&self, trace: Encoded) -> bool {
+        self.queue(Job::Trace(trace))
+    }
+
+    /// Queues a recorder's rows for the exporter's thread.
+    fn send_rows(&self, rows: Batch) -> bool {
+        self.queue(Job::Rows(rows))
+    }
+
+    fn queue(&self, job: Job) -> bool {
         let traces = self
             .inner
             .traces
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        traces.as_ref().is_some_and(|tx| tx.send(trace).is_ok())
+        traces.as_ref().is_some_and(|tx| tx.send(job).is_ok())
     }
 }
 
-/// The exporter's thread: posts the traces of `rx` to `endpoint` until
-/// the channel closes; the first failure. `lt serve` (which stops it only
-/// at exit) also notes each failure after a success on stderr.
-fn run(endpoint: &str, service: &str, rx: &Receiver<Encoded>) -> Option<String> {
-    let mut client = Client::new(endpoint);
-    let mut first_error = None;
-    let mut failing = false;
-    while let Ok(trace) = rx.recv() {
-        let mut spans = trace.spans;
-        let mut batch = vec![trace];
-        // The traces that come within LINGER go in the same request; a
-        // closed channel (shutdown) sends at once.
-        let until = Instant::now() + LINGER;
-        while spans < MAX_SPANS {
-            let wait = until.saturating_duration_since(Instant::now());
-            let Ok(more) = rx.recv_timeout(wait) else {
-                break;
-            };
-            spans += more.spans;
-            batch.push(more);
+/// What the exporter's thread is handed.
+enum Job {
+    /// A whole trace, encoded (`lt serve`, `lt agent`).
+    Trace(Encoded),
+    /// Rows of a running session's trace (`lt run`).
+    Rows(Batch),
+}
+
+/// The exporter's thread: posts the traces and rows of `rx` to
+/// `endpoint` until the channel closes; the first failure. `lt serve`
+/// (which stops it only at exit) also notes each failure after a success
+/// on stderr.
+fn run(
+    endpoint: &str,
+    service: &'static str,
+    payloads: Option<usize>,
+    rx: &Receiver<Job>,
+) -> Option<String> {
+    let mut post = Post {
+        client: Client::new(endpoint),
+        endpoint,
+        service,
+        first_error: None,
+        failing: false,
+    };
+    // Entries waiting to go in one request, their spans, and until when
+    // more may join them.
+    let mut waiting: Vec<Encoded> = Vec::new();
+    let mut spans = 0;
+    let mut until: Option<Instant> = None;
+    // The traces being recorded, by the recorder's number.
+    let mut open: Vec<(u64, TraceBuilder)> = Vec::new();
+    loop {
+        let job = match until {
+            None => rx.recv().ok(),
+            Some(t) => match rx.recv_timeout(t.saturating_duration_since(Instant::now())) {
+                Ok(job) => Some(job),
+                Err(RecvTimeoutError::Timeout) => {
+                    post.send(&mut waiting);
+                    (spans, until) = (0, None);
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => None,
+            },
+        };
+        // A closed channel (shutdown): what is left goes at once.
+        let Some(job) = job else {
+            break;
+        };
+        match job {
+            Job::Trace(e) => {
+                spans += e.spans;
+                waiting.push(e);
+                until.get_or_insert_with(|| Instant::now() + LINGER);
+                if spans < MAX_SPANS {
+                    continue;
+                }
+            }
+            Job::Rows(rows) => {
+                let i = match open.iter().position(|(n, _)| *n == rows.trace) {
+                    Some(i) => i,
+                    None => {
+                        let t = TraceBuilder::new(service, &rows.session, payloads);
+                        open.push((rows.trace, t));
+                        open.len() - 1
+                    }
+                };
+                let ended = rows.replay(&mut open[i].1);
+                if !ended && open[i].1.pending() < BATCH_SPANS {
+                    continue;
+                }
+                waiting.extend(open[i].1.flush());
+                if ended {
+                    open.swap_remove(i);
+                }
+            }
         }
-        // Each trace is a whole entry of the request: joined, they are it.
+        post.send(&mut waiting);
+        (spans, until) = (0, None);
+    }
+    // The spans of traces that did not end are sent too.
+    for (_, mut t) in open {
+        waiting.extend(t.flush());
+    }
+    post.send(&mut waiting);
+    post.first_error
+}
+
+/// Posting entries, and what became of it.
+struct Post<'a> {
+    client: Client,
+    endpoint: &'a str,
+    service: &'static str,
+    first_error: Option<String>,
+    failing: bool,
+}
+
+impl Post<'_> {
+    /// Posts `entries` (emptied) as one request, if there are any.
+    fn send(&mut self, entries: &mut Vec<Encoded>) {
+        // Each entry is a whole entry of the request: joined, they are it.
         let joined;
-        let body = match batch.as_slice() {
+        let body = match entries.as_slice() {
+            [] => return,
             [one] => one.entry(),
             many => {
                 joined = many
@@ -191,18 +304,18 @@ fn run(endpoint: &str, service: &str, rx: &Receiver<Encoded>) -> Option<String> 
                 &joined[..]
             }
         };
-        match client.post(endpoint, body) {
-            Ok(()) => failing = false,
+        match self.client.post(self.endpoint, body) {
+            Ok(()) => self.failing = false,
             Err(e) => {
-                if service == "lt serve" && !failing {
-                    eprintln!("lt serve: otlp: cannot export to {endpoint}: {e}");
+                if self.service == "lt serve" && !self.failing {
+                    eprintln!("lt serve: otlp: cannot export to {}: {e}", self.endpoint);
                 }
-                failing = true;
-                first_error.get_or_insert(e);
+                self.failing = true;
+                self.first_error.get_or_insert(e);
             }
         }
+        entries.clear();
     }
-    first_error
 }
 
 /// A blocking HTTP client for one endpoint: ureq for `http://` (no
@@ -216,7 +329,15 @@ enum Client {
 impl Client {
     fn new(endpoint: &str) -> Client {
         if endpoint.starts_with("http://") {
-            Client::Plain(ureq::AgentBuilder::new().timeout(TIMEOUT).build())
+            // A connection per request: a run posts several, and a kept
+            // connection's later requests met the delayed ACK of a receiver
+            // that answers in two writes (Python's http.server): 40 ms each.
+            Client::Plain(
+                ureq::AgentBuilder::new()
+                    .timeout(TIMEOUT)
+                    .max_idle_connections(0)
+                    .build(),
+            )
         } else {
             Client::Tls(None)
         }
@@ -231,7 +352,6 @@ impl Client {
                 .send_bytes(body)
             {
                 Ok(r) => {
-                    // Read whole, so the connection is kept for the next.
                     let _ = r.into_string();
                     Ok(())
                 }

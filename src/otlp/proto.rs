@@ -1,24 +1,34 @@
-//! A trace built as its spans end, with `opentelemetry-proto`'s message
-//! types, and encoded once by `prost` when the session's span closes it.
+//! A trace encoded span by span with `opentelemetry-proto`'s message
+//! types and `prost`, as its spans end.
 //!
 //! ```text
 //! TraceBuilder::new(service, session, payloads)
-//!   .span(&SpanRow)      an execute_tool or chat span, a child of the session's
-//!   .approval(&Approval) a span event of the session's span
-//!   .finish(&Root)       the session's span ─▶ Encoded: one ResourceSpans as the
-//!                        one entry of an ExportTraceServiceRequest (field 1)
+//!   .span(&SpanRow)      an execute_tool or chat span, a child of the session's:
+//!                        encoded at once (one Span message, reused)
+//!   .approval(&Approval) a span event of the session's span (kept)
+//!   .end(&Root)          the session's span, with the approvals, encoded
+//!   .flush()             the spans encoded since the last flush ─▶ Encoded: one
+//!                        ResourceSpans as the one entry of an
+//!                        ExportTraceServiceRequest (field 1)
+//!   .finish(&Root)       end, then flush: the whole trace as one entry
 //! ```
 //!
 //! An entry is a whole request, and entries concatenated are one request
 //! (protobuf merges a repeated field's entries), so the exporter's thread
-//! joins traces without decoding them. Each span is a `Span` pushed as its
-//! row ends; the request is encoded into a buffer of its exact length.
+//! joins entries without decoding them, and a trace may go out in several
+//! entries (`lt run` posts its spans in batches as they end, the session's
+//! span last). Each span is filled into one `Span` message whose strings
+//! and vectors are kept from span to span, and prost encodes it as a
+//! length-delimited `ScopeSpans.spans` entry (field 2) onto the spans
+//! encoded so far; `flush` puts the `ResourceSpans` and `ScopeSpans`
+//! headers, each encoded by prost without its spans, in front of them. A
+//! trace of many spans thus allocates for its first span only.
+//!
 //! Ids are derived, not drawn: the trace id is the session id's 16 bytes
 //! (a session id is 32 hex digits; another id is hashed), a span id a mix
 //! of the session id's hash and the seq of the span's first event: a trace
 //! names its session, and exporting a log twice sends the same spans.
 
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::span::{self, Event};
@@ -27,47 +37,114 @@ use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Sta
 use prost::Message;
 use sha2::{Digest, Sha256};
 
-/// An attribute whose value is the string `v`.
-fn text(key: &str, v: impl Into<String>) -> KeyValue {
-    KeyValue {
-        key: key.into(),
-        value: Some(AnyValue {
-            value: Some(any_value::Value::StringValue(v.into())),
-        }),
-        ..KeyValue::default()
+/// The key of `ExportTraceServiceRequest.resource_spans` (field 1,
+/// length-delimited), of `ResourceSpans.scope_spans` (field 2) and of
+/// `ScopeSpans.spans` (field 2): what frames an encoded message as an
+/// entry of the one that holds it.
+const RESOURCE_SPANS: u8 = 1 << 3 | 2;
+const SCOPE_SPANS: u8 = 2 << 3 | 2;
+const SPANS: u8 = 2 << 3 | 2;
+
+/// Sets the next attribute of `kvs` (number `*n`) to key `key`, keeping
+/// the strings of the attribute that was there; its value to fill.
+fn slot<'a>(kvs: &'a mut Vec<KeyValue>, n: &mut usize, key: &str) -> &'a mut Option<AnyValue> {
+    if *n == kvs.len() {
+        kvs.push(KeyValue::default());
+    }
+    let i = *n;
+    *n += 1;
+    let kv = &mut kvs[i];
+    if kv.key != key {
+        kv.key.clear();
+        kv.key.push_str(key);
+    }
+    &mut kv.value
+}
+
+/// Sets `value` to a string filled by `fill`, keeping the string that
+/// was there.
+fn put_string(value: &mut Option<AnyValue>, fill: impl FnOnce(&mut String)) {
+    let mut s = match value.take() {
+        Some(AnyValue {
+            value: Some(any_value::Value::StringValue(s)),
+        }) => s,
+        _ => String::new(),
+    };
+    s.clear();
+    fill(&mut s);
+    *value = Some(AnyValue {
+        value: Some(any_value::Value::StringValue(s)),
+    });
+}
+
+/// Sets the next attribute to the text of `pieces`, concatenated.
+fn put_text(kvs: &mut Vec<KeyValue>, n: &mut usize, key: &str, pieces: &[&str]) {
+    put_string(slot(kvs, n, key), |s| {
+        for p in pieces {
+            s.push_str(p);
+        }
+    });
+}
+
+/// Sets the next attribute to `v` cut to `limit` bytes ([`cut`]).
+fn put_cut(kvs: &mut Vec<KeyValue>, n: &mut usize, key: &str, v: &str, limit: usize) {
+    put_string(slot(kvs, n, key), |s| {
+        let end = cut_at(v, limit);
+        s.push_str(&v[..end]);
+        if end < v.len() {
+            s.push('…');
+        }
+    });
+}
+
+/// Sets the next attribute to the integer `v` (at most `i64::MAX`).
+fn put_int(kvs: &mut Vec<KeyValue>, n: &mut usize, key: &str, v: u64) {
+    *slot(kvs, n, key) = Some(AnyValue {
+        value: Some(any_value::Value::IntValue(
+            i64::try_from(v).unwrap_or(i64::MAX),
+        )),
+    });
+}
+
+/// Sets `status` to an error with message `message` (`None`: unset),
+/// keeping its string.
+fn put_status(status: &mut Option<Status>, message: Option<&[&str]>) {
+    let Some(pieces) = message else {
+        *status = None;
+        return;
+    };
+    let s = status.get_or_insert_with(Status::default);
+    s.code = StatusCode::Error as i32;
+    s.message.clear();
+    for p in pieces {
+        s.message.push_str(p);
     }
 }
 
-/// An attribute whose value is the integer `v` (at most `i64::MAX`).
-fn int(key: &str, v: u64) -> KeyValue {
-    KeyValue {
-        key: key.into(),
-        value: Some(AnyValue {
-            value: Some(any_value::Value::IntValue(
-                i64::try_from(v).unwrap_or(i64::MAX),
-            )),
-        }),
-        ..KeyValue::default()
-    }
+/// Sets `to` to `bytes`, keeping its buffer.
+fn put_bytes(to: &mut Vec<u8>, bytes: &[u8]) {
+    to.clear();
+    to.extend_from_slice(bytes);
 }
 
-/// An error status with `message`.
-fn error(message: String) -> Option<Status> {
-    Some(Status {
-        message,
-        code: StatusCode::Error as i32,
-    })
+/// Where `s` is cut to at most `limit` bytes (on a character boundary).
+fn cut_at(s: &str, limit: usize) -> usize {
+    if s.len() <= limit {
+        return s.len();
+    }
+    let mut end = limit;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    end
 }
 
 /// `s` cut to at most `limit` bytes (on a character boundary), with `…`
 /// after a cut.
 pub fn cut(s: &str, limit: usize) -> String {
-    if s.len() <= limit {
+    let end = cut_at(s, limit);
+    if end == s.len() {
         return s.to_string();
-    }
-    let mut end = limit;
-    while !s.is_char_boundary(end) {
-        end -= 1;
     }
     format!("{}…", &s[..end])
 }
@@ -129,7 +206,7 @@ pub(super) struct Root<'a> {
     pub status: &'a str,
 }
 
-/// A trace, encoded: `entry()` is one `ResourceSpans` entry of an
+/// Spans encoded: `entry()` is one `ResourceSpans` entry of an
 /// `ExportTraceServiceRequest` (field 1, framed), so entries concatenated
 /// are a request.
 #[derive(Debug)]
@@ -151,11 +228,17 @@ pub(super) struct TraceBuilder {
     service: String,
     session: String,
     payloads: Option<usize>,
-    trace_id: [u8; 16],
     /// The session id's hash, mixed with a seq into a span id.
     key: u64,
-    /// The spans ended so far, in the order they ended.
-    spans: Vec<Span>,
+    /// The spans encoded since the last flush, each a framed
+    /// `ScopeSpans.spans` entry, in the order they ended.
+    spans: Vec<u8>,
+    /// How many.
+    count: usize,
+    /// The message each span is filled into before it is encoded.
+    scratch: Span,
+    /// A decision event kept while a span has none.
+    spare: Option<Event>,
     /// The approvals: events of the session's span.
     approvals: Vec<Event>,
 }
@@ -183,10 +266,15 @@ impl TraceBuilder {
             service: service.to_string(),
             session: session.to_string(),
             payloads,
-            trace_id,
             key: u64::from_be_bytes(key),
-            // A few hundred spans before the first reallocation.
-            spans: Vec::with_capacity(256),
+            spans: Vec::new(),
+            count: 0,
+            scratch: Span {
+                trace_id: trace_id.to_vec(),
+                kind: span::SpanKind::Internal as i32,
+                ..Span::default()
+            },
+            spare: None,
             approvals: Vec::new(),
         }
     }
@@ -205,9 +293,17 @@ impl TraceBuilder {
         id
     }
 
-    /// The export of `s`, cut to the payload limit.
-    fn payload(&self, s: Option<&str>) -> Option<String> {
-        Some(cut(s?, self.payloads?))
+    /// How many spans wait for [`TraceBuilder::flush`].
+    pub(super) fn pending(&self) -> usize {
+        self.count
+    }
+
+    /// Encodes the span filled in `scratch` after the others.
+    fn push_scratch(&mut self) {
+        self.spans.push(SPANS);
+        // A Vec grows as needed: encoding into it cannot run short.
+        let _ = self.scratch.encode_length_delimited(&mut self.spans);
+        self.count += 1;
     }
 
     /// Adds an `execute_tool` or `chat` span.
@@ -216,72 +312,73 @@ impl TraceBuilder {
             SpanKind::Tool => "execute_tool",
             SpanKind::Chat => "chat",
         };
-        let mut attributes = Vec::with_capacity(10);
-        attributes.push(text("gen_ai.operation.name", name));
+        let (id, parent) = (self.span_id(Some(r.seqs.0)), self.span_id(None));
+        let s = &mut self.scratch;
+        put_bytes(&mut s.span_id, &id);
+        put_bytes(&mut s.parent_span_id, &parent);
+        s.name.clear();
+        s.name.push_str(name);
+        s.start_time_unix_nano = r.times.0;
+        s.end_time_unix_nano = r.times.1.max(r.times.0);
+        let (kvs, n) = (&mut s.attributes, &mut 0);
+        put_text(kvs, n, "gen_ai.operation.name", &[name]);
         match r.kind {
             SpanKind::Tool => {
-                attributes.push(text("gen_ai.tool.name", r.tool));
-                attributes.push(text("gen_ai.tool.call.id", r.id));
-                attributes.push(text("gen_ai.tool.type", "function"));
-                attributes.push(text("lt.call.venue", r.venue));
+                put_text(kvs, n, "gen_ai.tool.name", &[r.tool]);
+                put_text(kvs, n, "gen_ai.tool.call.id", &[r.id]);
+                put_text(kvs, n, "gen_ai.tool.type", &["function"]);
+                put_text(kvs, n, "lt.call.venue", &[r.venue]);
             }
-            SpanKind::Chat => attributes.push(text("lt.model.request_id", r.id)),
+            SpanKind::Chat => put_text(kvs, n, "lt.model.request_id", &[r.id]),
         }
-        attributes.push(text("lt.call.outcome", r.outcome));
-        attributes.push(int("lt.log.seq", r.seqs.1));
+        put_text(kvs, n, "lt.call.outcome", &[r.outcome]);
+        put_int(kvs, n, "lt.log.seq", r.seqs.1);
         if let Some(h) = r.hash {
-            attributes.push(text("lt.log.hash", h));
+            put_text(kvs, n, "lt.log.hash", &[h]);
         }
-        if r.kind == SpanKind::Tool {
-            if let Some(s) = self.payload(r.argument) {
-                attributes.push(text("gen_ai.tool.call.arguments", s));
+        if let (SpanKind::Tool, Some(limit)) = (r.kind, self.payloads) {
+            if let Some(a) = r.argument {
+                put_cut(kvs, n, "gen_ai.tool.call.arguments", a, limit);
             }
-            if let Some(s) = self.payload(r.result) {
-                attributes.push(text("gen_ai.tool.call.result", s));
+            if let Some(v) = r.result {
+                put_cut(kvs, n, "gen_ai.tool.call.result", v, limit);
             }
         }
-        let events = if r.decision.is_empty() {
-            Vec::new()
+        kvs.truncate(*n);
+        if r.decision.is_empty() {
+            if let Some(e) = s.events.pop() {
+                self.spare = Some(e);
+            }
         } else {
-            vec![Event {
-                time_unix_nano: r.times.0,
-                name: "decision".into(),
-                attributes: vec![text("lt.decision", r.decision.concat())],
-                ..Event::default()
-            }]
-        };
+            if s.events.is_empty() {
+                s.events.push(self.spare.take().unwrap_or_default());
+            }
+            let e = &mut s.events[0];
+            e.time_unix_nano = r.times.0;
+            if e.name != "decision" {
+                e.name = "decision".into();
+            }
+            let n = &mut 0;
+            put_text(&mut e.attributes, n, "lt.decision", r.decision);
+            e.attributes.truncate(*n);
+        }
         let failed = matches!(r.outcome, "err" | "failed" | "timed_out" | "denied");
-        self.spans.push(Span {
-            trace_id: self.trace_id.to_vec(),
-            span_id: self.span_id(Some(r.seqs.0)).to_vec(),
-            parent_span_id: self.span_id(None).to_vec(),
-            name: name.into(),
-            kind: span::SpanKind::Internal as i32,
-            start_time_unix_nano: r.times.0,
-            end_time_unix_nano: r.times.1.max(r.times.0),
-            attributes,
-            events,
-            status: if failed {
-                error(r.outcome.to_string())
-            } else {
-                None
-            },
-            ..Span::default()
-        });
+        put_status(&mut s.status, failed.then_some(&[r.outcome][..]));
+        self.push_scratch();
     }
 
     /// Adds an approval (an event of the session's span).
     pub(super) fn approval(&mut self, a: &Approval<'_>) {
-        let mut attributes = Vec::with_capacity(6);
-        attributes.push(text("gen_ai.tool.name", a.tool));
-        attributes.push(text("lt.approval.id", a.id));
-        attributes.push(text("lt.approval.outcome", a.outcome));
-        attributes.push(int("lt.log.seq", a.seq));
+        let (mut attributes, n) = (Vec::with_capacity(6), &mut 0);
+        put_text(&mut attributes, n, "gen_ai.tool.name", &[a.tool]);
+        put_text(&mut attributes, n, "lt.approval.id", &[a.id]);
+        put_text(&mut attributes, n, "lt.approval.outcome", &[a.outcome]);
+        put_int(&mut attributes, n, "lt.log.seq", a.seq);
         if let Some(h) = a.hash {
-            attributes.push(text("lt.log.hash", h));
+            put_text(&mut attributes, n, "lt.log.hash", &[h]);
         }
-        if let Some(s) = self.payload(a.argument) {
-            attributes.push(text("gen_ai.tool.call.arguments", s));
+        if let (Some(limit), Some(arg)) = (self.payloads, a.argument) {
+            put_cut(&mut attributes, n, "gen_ai.tool.call.arguments", arg, limit);
         }
         self.approvals.push(Event {
             time_unix_nano: a.time,
@@ -291,56 +388,88 @@ impl TraceBuilder {
         });
     }
 
-    /// Adds the session's span and encodes the whole.
-    pub(super) fn finish(mut self, root: &Root<'_>) -> Encoded {
-        let mut attributes = Vec::with_capacity(5);
-        attributes.push(text("gen_ai.operation.name", "invoke_workflow"));
-        attributes.push(text("lt.session.id", self.session.as_str()));
-        attributes.push(int("lt.log.seq", root.seq));
+    /// Adds the session's span (the approvals its events).
+    pub(super) fn end(&mut self, root: &Root<'_>) {
+        let id = self.span_id(None);
+        let s = &mut self.scratch;
+        put_bytes(&mut s.span_id, &id);
+        s.parent_span_id.clear();
+        s.name.clear();
+        s.name.push_str("invoke_workflow");
+        s.start_time_unix_nano = root.times.0;
+        s.end_time_unix_nano = root.times.1.max(root.times.0);
+        let (kvs, n) = (&mut s.attributes, &mut 0);
+        put_text(kvs, n, "gen_ai.operation.name", &["invoke_workflow"]);
+        put_text(kvs, n, "lt.session.id", &[&self.session]);
+        put_int(kvs, n, "lt.log.seq", root.seq);
         if let Some(h) = root.hash {
-            attributes.push(text("lt.log.hash", h));
+            put_text(kvs, n, "lt.log.hash", &[h]);
         }
-        attributes.push(text("lt.session.status", root.status));
+        put_text(kvs, n, "lt.session.status", &[root.status]);
+        kvs.truncate(*n);
         let failed = root.status == "error" || root.status == "gave_up";
-        self.spans.push(Span {
-            trace_id: self.trace_id.to_vec(),
-            span_id: self.span_id(None).to_vec(),
-            name: "invoke_workflow".into(),
-            kind: span::SpanKind::Internal as i32,
-            start_time_unix_nano: root.times.0,
-            end_time_unix_nano: root.times.1.max(root.times.0),
-            attributes,
-            events: std::mem::take(&mut self.approvals),
-            status: if failed {
-                error(format!("the session ended with status {}", root.status))
-            } else {
-                None
-            },
-            ..Span::default()
-        });
-        let spans = self.spans.len();
-        let request = ExportTraceServiceRequest {
-            resource_spans: vec![ResourceSpans {
-                resource: Some(Resource {
-                    attributes: vec![text("service.name", self.service)],
-                    ..Resource::default()
-                }),
-                scope_spans: vec![ScopeSpans {
-                    scope: Some(InstrumentationScope {
-                        name: "lt".into(),
-                        version: env!("CARGO_PKG_VERSION").into(),
-                        ..InstrumentationScope::default()
-                    }),
-                    spans: self.spans,
-                    ..ScopeSpans::default()
-                }],
-                ..ResourceSpans::default()
-            }],
-        };
-        Encoded {
-            bytes: request.encode_to_vec(),
-            spans,
+        put_status(
+            &mut s.status,
+            failed.then_some(&["the session ended with status ", root.status][..]),
+        );
+        let decision = std::mem::replace(&mut s.events, std::mem::take(&mut self.approvals));
+        self.push_scratch();
+        self.scratch.events = decision;
+    }
+
+    /// The spans encoded since the last flush, as one entry (`None`: no
+    /// span).
+    pub(super) fn flush(&mut self) -> Option<Encoded> {
+        if self.count == 0 {
+            return None;
         }
+        // The headers, each encoded without its spans; the spans after.
+        let scope = ScopeSpans {
+            scope: Some(InstrumentationScope {
+                name: "lt".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                ..InstrumentationScope::default()
+            }),
+            ..ScopeSpans::default()
+        }
+        .encode_to_vec();
+        let resource = ResourceSpans {
+            resource: Some(Resource {
+                attributes: {
+                    let (mut kvs, n) = (Vec::with_capacity(1), &mut 0);
+                    put_text(&mut kvs, n, "service.name", &[&self.service]);
+                    kvs
+                },
+                ..Resource::default()
+            }),
+            ..ResourceSpans::default()
+        }
+        .encode_to_vec();
+        let scope_len = scope.len() + self.spans.len();
+        let resource_len = resource.len() + 1 + prost::length_delimiter_len(scope_len) + scope_len;
+        let mut bytes =
+            Vec::with_capacity(resource_len + 1 + prost::length_delimiter_len(resource_len));
+        // Lengths written into a Vec cannot run short either.
+        bytes.push(RESOURCE_SPANS);
+        let _ = prost::encode_length_delimiter(resource_len, &mut bytes);
+        bytes.extend_from_slice(&resource);
+        bytes.push(SCOPE_SPANS);
+        let _ = prost::encode_length_delimiter(scope_len, &mut bytes);
+        bytes.extend_from_slice(&scope);
+        bytes.extend_from_slice(&self.spans);
+        self.spans.clear();
+        let spans = std::mem::take(&mut self.count);
+        Some(Encoded { bytes, spans })
+    }
+
+    /// Adds the session's span and encodes what is left of the trace
+    /// (the whole trace, if nothing was flushed before).
+    pub(super) fn finish(mut self, root: &Root<'_>) -> Encoded {
+        self.end(root);
+        self.flush().unwrap_or(Encoded {
+            bytes: Vec::new(),
+            spans: 0,
+        })
     }
 }
 
@@ -486,9 +615,9 @@ pub(super) mod tests {
     fn a_session_id_is_its_trace_id_and_span_ids_differ() {
         let id = "0123456789abcdef0123456789abcdef";
         let t = TraceBuilder::new("lt run", id, None);
-        assert_eq!(hex::encode(t.trace_id), id);
+        assert_eq!(hex::encode(&t.scratch.trace_id), id);
         let other = TraceBuilder::new("lt run", "agent-1", None);
-        assert_ne!(other.trace_id, [0; 16]);
+        assert_ne!(other.scratch.trace_id, [0; 16]);
         assert_ne!(t.span_id(None), t.span_id(Some(0)));
         let ids: std::collections::HashSet<[u8; 8]> =
             (0..10_000).map(|s| t.span_id(Some(s))).collect();

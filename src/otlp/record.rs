@@ -1,9 +1,12 @@
-//! The spans of a session built as it runs: a [`Recorder`] is the
+//! The spans of a session recorded as it runs: a [`Recorder`] is the
 //! session's [`EventTap`] (`Session::tap`), so each typed event is seen
 //! once, as it is recorded; nothing is read back, parsed, or kept beyond
-//! the calls still open. A span is built (`proto.rs`) when its call
-//! ends, and the whole trace is handed to the exporter's thread when the
-//! session ends (`session_ended`, or `agent_ended` for an agent's log).
+//! the calls still open. When a call ends, the recorder copies it as a
+//! compact row into a [`Batch`] (`batch.rs`); every [`ROWS`] rows the
+//! batch goes to the exporter's thread, which builds, encodes and posts
+//! the spans while the session runs (as OpenTelemetry's batch span
+//! processor does); the session's span goes last, with the rows left,
+//! at `session_ended` (or `agent_ended` for an agent's log).
 //!
 //! Rows as `log::timeline` makes them from a log's lines: a call from
 //! `proposed` to its outcome (`completed`, `failed`, `timed_out`, or a
@@ -17,13 +20,20 @@
 //! from the same clock microseconds before).
 //!
 //! The strings of a closed row are kept for the next one: a run of many
-//! calls allocates the open rows for its first few only (each span owns
-//! copies in its message).
+//! calls allocates the open rows for its first few only, and a batch's
+//! texts are one buffer.
 
-use super::proto::{Approval, Encoded, Root, SpanKind, SpanRow, TraceBuilder};
+use super::batch::{Batch, Ended};
+use super::proto::{Encoded, SpanKind, TraceBuilder};
 use super::Exporter;
 use crate::log::{EventBody, EventTap};
+use std::sync::Arc;
 use std::time::SystemTime;
+
+/// The rows a batch carries to the exporter's thread: small enough that
+/// the thread keeps up with the run and little is left to do as it ends,
+/// large enough that handing it over costs little a row.
+pub const ROWS: usize = 64;
 
 /// A row still open: a call, an approval or a model request.
 #[derive(Default)]
@@ -41,21 +51,28 @@ struct Open {
     argument: String,
 }
 
-/// The session's trace, built as its events are recorded; sent to the
-/// exporter (when there is one) as the session ends, else kept for
+/// The session's trace, recorded as its events are; its rows sent to the
+/// exporter (when there is one) in batches as they end, else kept for
 /// [`Recorder::take`].
 pub struct Recorder {
     exporter: Option<Exporter>,
+    /// Which trace of the exporter's this is.
+    trace: u64,
     service: &'static str,
     payloads: Option<usize>,
-    trace: Option<TraceBuilder>,
+    /// The rows not yet sent (`None`: the session has not started, or has
+    /// ended).
+    batch: Option<Batch>,
     /// Calls and model requests (`kind` set) and approvals (`kind`
     /// `None`) still open, in the order they opened.
     open: Vec<Open>,
     free: Vec<Open>,
     start: u64,
     agent: bool,
-    done: Option<Encoded>,
+    /// The batches of a recorder without an exporter.
+    kept: Vec<Batch>,
+    /// The session's id, once it started.
+    session: Option<Arc<str>>,
     result: String,
 }
 
@@ -69,29 +86,45 @@ fn now() -> u64 {
 impl Recorder {
     /// A recorder whose spans' resource is named `service`, exporting
     /// arguments and results cut to `payloads` bytes when that is given.
-    /// With an `exporter`, the trace is sent as the session ends.
-    pub fn new(
-        exporter: Option<Exporter>,
+    /// With an `exporter`, the rows are sent to it as they end (`trace`:
+    /// the exporter's number for this trace).
+    pub(super) fn new(
+        exporter: Option<(Exporter, u64)>,
         service: &'static str,
         payloads: Option<usize>,
     ) -> Recorder {
+        let (exporter, trace) = match exporter {
+            Some((x, trace)) => (Some(x), trace),
+            None => (None, 0),
+        };
         Recorder {
             exporter,
+            trace,
             service,
             payloads,
-            trace: None,
+            batch: None,
             open: Vec::new(),
             free: Vec::new(),
             start: 0,
             agent: false,
-            done: None,
+            kept: Vec::new(),
+            session: None,
             result: String::new(),
         }
     }
 
-    /// The trace of a session that ended and was not sent (no exporter).
+    /// The trace of a session that ended, when there is no exporter to
+    /// send it to: the whole trace as one entry.
     pub fn take(&mut self) -> Option<Encoded> {
-        self.done.take()
+        let session = self.session.as_ref()?;
+        if !self.kept.last().is_some_and(Batch::ends) {
+            return None;
+        }
+        let mut t = TraceBuilder::new(self.service, session, self.payloads);
+        for b in std::mem::take(&mut self.kept) {
+            b.replay(&mut t);
+        }
+        t.flush()
     }
 
     fn opened(&mut self, kind: Option<SpanKind>, id: &str, tool: &str, seq: u64, at: u64) {
@@ -115,13 +148,34 @@ impl Recorder {
         self.open.iter().rposition(|o| o.kind == kind && o.id == id)
     }
 
-    /// Closes open row `i` as `outcome` at `at`, its last event `seq`.
-    fn close(&mut self, i: usize, outcome: &str, seq: u64, hash: Option<&str>, at: u64) {
+    /// Closes open row `i` as `outcome` at `at`, its last event `seq`;
+    /// sends the batch when it is full.
+    fn close(&mut self, i: usize, outcome: &'static str, seq: u64, hash: Option<&str>, at: u64) {
         let o = self.open.remove(i);
-        if let Some(t) = &mut self.trace {
-            emit(t, &o, outcome, seq, hash, at, &self.result);
+        if let Some(b) = &mut self.batch {
+            add(b, &o, outcome, (seq, hash), at, &self.result);
+            if b.len() >= ROWS {
+                self.send();
+            }
         }
         self.free.push(o);
+    }
+
+    /// Sends the batch (or keeps it, without an exporter); a new one
+    /// follows unless it ended the trace.
+    fn send(&mut self) {
+        let Some(b) = self.batch.take() else {
+            return;
+        };
+        if !b.ends() {
+            self.batch = Some(b.next());
+        }
+        match &self.exporter {
+            Some(x) => {
+                x.send_rows(b);
+            }
+            None => self.kept.push(b),
+        }
     }
 
     /// The argument of the row just opened, kept when payloads are asked for.
@@ -134,10 +188,9 @@ impl Recorder {
     }
 
     fn ended(&mut self, status: &str, seq: u64, hash: Option<&str>, at: u64) {
-        let Some(mut t) = self.trace.take() else {
+        let Some(b) = &mut self.batch else {
             return;
         };
-        self.result.clear();
         // What is still open ends with the session, as the log leaves it.
         for o in std::mem::take(&mut self.open) {
             let outcome = if o.kind.is_some() {
@@ -145,21 +198,22 @@ impl Recorder {
             } else {
                 "waiting"
             };
-            let seq = o.last_seq;
-            emit(&mut t, &o, outcome, seq, None, at, "");
+            add(b, &o, outcome, (o.last_seq, None), at, "");
             self.free.push(o);
         }
-        let encoded = t.finish(&Root {
-            seq,
-            hash,
-            times: (self.start, at),
-            status,
-        });
-        match &self.exporter {
-            Some(x) => {
-                x.send(encoded);
+        b.end(seq, hash, (self.start, at), status);
+        self.send();
+    }
+}
+
+/// A session that did not end (its log could not be written, the command
+/// stopped): the rows that ended are sent all the same.
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        if let (Some(x), Some(b)) = (&self.exporter, self.batch.take()) {
+            if b.len() > 0 {
+                x.send_rows(b);
             }
-            None => self.done = Some(encoded),
         }
     }
 }
@@ -169,45 +223,34 @@ fn payload(s: &str) -> Option<&str> {
     (!s.is_empty()).then_some(s)
 }
 
-/// Adds closed row `o` to `t`.
-fn emit(
-    t: &mut TraceBuilder,
+/// Adds closed row `o` to `b`: `outcome` at `at`, its last event's seq
+/// and hash `last`.
+fn add(
+    b: &mut Batch,
     o: &Open,
-    outcome: &str,
-    seq: u64,
-    hash: Option<&str>,
+    outcome: &'static str,
+    last: (u64, Option<&str>),
     at: u64,
     result: &str,
 ) {
+    let e = Ended {
+        seqs: (o.first_seq, last.0),
+        times: (o.start, at),
+        hash: last.1,
+        tool: &o.tool,
+        id: &o.id,
+        venue: &o.venue,
+        outcome,
+        decision: o
+            .decision
+            .as_ref()
+            .map(|(d, rule, reason)| (*d, rule.as_str(), reason.as_str())),
+        argument: payload(&o.argument),
+        result: payload(result),
+    };
     match o.kind {
-        Some(kind) => {
-            let decision = o
-                .decision
-                .as_ref()
-                .map(|(d, rule, reason)| [*d, " (", rule.as_str(), ": ", reason.as_str(), ")"]);
-            t.span(&SpanRow {
-                kind,
-                seqs: (o.first_seq, seq),
-                hash,
-                times: (o.start, at),
-                tool: &o.tool,
-                id: &o.id,
-                venue: &o.venue,
-                outcome,
-                decision: decision.as_ref().map_or(&[], |d| &d[..]),
-                argument: payload(&o.argument),
-                result: payload(result),
-            });
-        }
-        None => t.approval(&Approval {
-            seq,
-            hash,
-            time: at,
-            tool: &o.tool,
-            id: &o.id,
-            outcome,
-            argument: payload(&o.argument),
-        }),
+        Some(kind) => b.call(kind, &e),
+        None => b.approval(&e),
     }
 }
 
@@ -244,11 +287,13 @@ impl EventTap for Recorder {
         match body {
             // The first start: an agent's runs start within its log.
             EventBody::SessionStarted { .. } | EventBody::AgentStarted { .. }
-                if self.trace.is_none() =>
+                if self.batch.is_none() =>
             {
                 self.agent = matches!(body, EventBody::AgentStarted { .. });
                 self.start = at;
-                self.trace = Some(TraceBuilder::new(self.service, session, self.payloads));
+                let session: Arc<str> = Arc::from(session);
+                self.session = Some(session.clone());
+                self.batch = Some(Batch::new(self.trace, session));
             }
             EventBody::Proposed {
                 call_id,
