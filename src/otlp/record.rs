@@ -439,14 +439,7 @@ mod tests {
             reason: "because".into(),
         };
         vec![
-            EventBody::SessionStarted {
-                lt_version: "0".into(),
-                program: "p".into(),
-                program_hash: "h".into(),
-                profile: json!({}),
-                registry_hash: "h".into(),
-                limits: json!({}),
-            },
+            crate::otlp::tests::started(),
             proposed("n1", "lookup", json!({"id": 1})),
             decided("n1", Decision::Allow),
             EventBody::Scheduled {

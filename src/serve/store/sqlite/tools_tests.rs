@@ -129,22 +129,21 @@ fn a_version_1_file_is_migrated_and_its_tools_indexed() {
     check_against_the_scan(&store, &path);
     // Every record, its request included, reads as it was written.
     assert_eq!(store.list_sessions(&all_of("acme")).expect("list"), before);
-    let column: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM pragma_table_info('sessions') WHERE name = 'request'",
-            [],
-            |r| r.get(0),
-        )
-        .expect("columns");
-    assert_eq!(column, 0, "the request left the session rows");
-    let columns: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM pragma_table_info('events') WHERE name IN ('hash', 'prev')",
-            [],
-            |r| r.get(0),
-        )
-        .expect("columns");
-    assert_eq!(columns, 0, "each line holds its hash and prev (schema 4)");
+    // The columns a `WHERE` on `pragma_table_info(table)` selects.
+    let columns = |table: &str, filter: &str| -> i64 {
+        let sql = format!("SELECT count(*) FROM pragma_table_info('{table}') WHERE {filter}");
+        conn.query_row(&sql, [], |r| r.get(0)).expect("columns")
+    };
+    assert_eq!(
+        columns("sessions", "name = 'request'"),
+        0,
+        "the request left the session rows"
+    );
+    assert_eq!(
+        columns("events", "name IN ('hash', 'prev')"),
+        0,
+        "each line holds its hash and prev (schema 4)"
+    );
     // An event written after the migration is indexed too.
     let mut sink = store.reopen(&id(6)).expect("reopen").sink;
     sink.append(EventBody::Proposed {
