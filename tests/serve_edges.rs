@@ -98,9 +98,13 @@ fn ids(v: &Value) -> Vec<String> {
 fn a_damaged_record_is_a_500_named_once_and_hides_no_other_session(backend: Backend) {
     let (_s, config, store) = setup(backend, "damaged", 0, "");
     let server = Server::start(&config, &store);
-    let hurt = server.submit(ACME, &program("quick"), "edge");
-    let well = server.submit(ACME, &program("quick"), "edge");
-    for id in [&hurt, &well] {
+    // Created a few milliseconds apart: the list's order is theirs.
+    let submit = || {
+        std::thread::sleep(Duration::from_millis(5));
+        server.submit(ACME, &program("quick"), "edge")
+    };
+    let (old, hurt, well) = (submit(), submit(), submit());
+    for id in [&old, &hurt, &well] {
         assert_eq!(
             server.wait_final(ACME, id, Duration::from_secs(30))["value"],
             "hi"
@@ -112,12 +116,27 @@ fn a_damaged_record_is_a_500_named_once_and_hides_no_other_session(backend: Back
         "UPDATE sessions SET output = '{not json' WHERE id = $1",
         &hurt,
     );
-    // The list leaves it out and shows the other one.
+    // The list leaves it out and shows the others.
     for _ in 0..2 {
         let (status, v) = server.call("GET", "/v1/sessions", Some(ACME), None);
         assert_eq!(status, 200, "{v}");
-        assert_eq!(ids(&v), std::slice::from_ref(&well), "{v}");
+        assert_eq!(ids(&v), [well.clone(), old.clone()], "{v}");
     }
+    // Page by page, the page that would have held it reads on past it:
+    // nothing older is lost behind it.
+    let mut paged = Vec::new();
+    let mut path = "/v1/sessions?limit=1".to_string();
+    loop {
+        let (status, v) = server.call("GET", &path, Some(ACME), None);
+        assert_eq!(status, 200, "{v}");
+        paged.extend(ids(&v));
+        match v["next_cursor"].as_str() {
+            Some(c) => path = format!("/v1/sessions?limit=1&cursor={c}"),
+            None => break,
+        }
+        assert!(paged.len() < 10, "paging does not end: {paged:?}");
+    }
+    assert_eq!(paged, [well.clone(), old.clone()]);
     for _ in 0..2 {
         let (status, v) = server.call("GET", &format!("/v1/sessions/{hurt}"), Some(ACME), None);
         assert_eq!(status, 500, "not a retryable 503: {v}");

@@ -4,7 +4,8 @@
 //! `session_tools` index (the tools each session proposed, written with
 //! its events: the stores' schema.rs), not the events.
 
-use super::{ListQuery, SessionStatus};
+use super::{ListQuery, SessionRecord, SessionStatus};
+use crate::log::StoreError;
 
 /// The `WHERE … ORDER BY` of [`ServerStore::unfinished`](super::ServerStore::unfinished):
 /// every session whose status is not final, oldest first.
@@ -16,6 +17,37 @@ pub fn unfinished() -> String {
         .collect();
     format!("status IN ({}) ORDER BY created_ms, id", open.join(", "))
 }
+
+/// One page of `q` with the damaged rows left out, read on past them: a
+/// page that held one would otherwise come back short, and the API would
+/// take it for the last (its `next_cursor` is set only on a full page).
+/// `fetch(q)` reads one page: the readable records, how many rows it
+/// read, and the last row's key (`created_ms`, `id`).
+pub fn readable_page(
+    q: &ListQuery,
+    mut fetch: impl FnMut(&ListQuery) -> Result<FetchedPage, StoreError>,
+) -> Result<Vec<SessionRecord>, StoreError> {
+    let total = q.limit;
+    let mut q = q.clone();
+    let mut out = Vec::new();
+    loop {
+        let (kept, fetched, last) = fetch(&q)?;
+        let asked = q.limit;
+        out.extend(kept);
+        match last {
+            // A full page that lost rows to damage: read on past its last.
+            Some(key) if fetched == asked && out.len() < total => {
+                q.limit = total - out.len();
+                q.before = Some(key);
+            }
+            _ => return Ok(out),
+        }
+    }
+}
+
+/// What one read of a page gave: its readable records, the rows read,
+/// and the last row's key.
+pub type FetchedPage = (Vec<SessionRecord>, usize, Option<(i64, String)>);
 
 /// A parameter of the built query.
 #[derive(Clone, Debug, PartialEq)]

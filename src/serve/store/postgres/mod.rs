@@ -403,15 +403,21 @@ impl ServerStore for PostgresStore {
     }
 
     fn list_sessions(&self, q: &ListQuery) -> Result<Vec<SessionRecord>, StoreError> {
-        let (filter, args) = super::list::filter(q, &super::list::POSTGRES);
-        let args = args
-            .into_iter()
-            .map(|a| match a {
-                super::list::Arg::Text(s) => Param::Text(s),
-                super::list::Arg::Int(n) => Param::Int(n),
-            })
-            .collect();
-        self.readable_records(&filter, args)
+        super::list::readable_page(q, |q| {
+            let (filter, args) = super::list::filter(q, &super::list::POSTGRES);
+            let args = args
+                .into_iter()
+                .map(|a| match a {
+                    super::list::Arg::Text(s) => Param::Text(s),
+                    super::list::Arg::Int(n) => Param::Int(n),
+                })
+                .collect();
+            let rows = self.rows(&filter, args)?;
+            let last = rows.last().and_then(schema::list_key);
+            let fetched = rows.len();
+            let kept = self.shared.readable(rows.iter().map(schema::record_of));
+            Ok((kept, fetched, last))
+        })
     }
 
     fn health(&self) -> Result<(), StoreError> {

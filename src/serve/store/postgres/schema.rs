@@ -373,6 +373,12 @@ pub const RECORD_COLUMNS: &str = "id, tenant, profile, status, request, idempote
      created_ms, updated_ms, output, calls, \
      COALESCE((SELECT max(e.seq) + 1 FROM events e WHERE e.session = sessions.id), 0)";
 
+/// A row's place in a list (`created_ms`, `id`: a page's cursor), if
+/// those two columns read.
+pub fn list_key(row: &postgres::Row) -> Option<(i64, String)> {
+    Some((row.try_get(6).ok()?, row.try_get(0).ok()?))
+}
+
 /// The record of a row of [`RECORD_COLUMNS`]. Errors: a column of
 /// another type, a status or JSON text the store does not write (the
 /// table was edited).

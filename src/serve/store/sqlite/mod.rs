@@ -349,15 +349,21 @@ impl ServerStore for SqliteStore {
     }
 
     fn list_sessions(&self, q: &ListQuery) -> Result<Vec<SessionRecord>, StoreError> {
-        let (filter, args) = super::list::filter(q, &super::list::SQLITE);
-        let args = args
-            .into_iter()
-            .map(|a| match a {
-                super::list::Arg::Text(s) => SqlValue::Text(s),
-                super::list::Arg::Int(n) => SqlValue::Integer(n),
-            })
-            .collect();
-        self.readable_records(&filter, args)
+        super::list::readable_page(q, |q| {
+            let (filter, args) = super::list::filter(q, &super::list::SQLITE);
+            let args = args
+                .into_iter()
+                .map(|a| match a {
+                    super::list::Arg::Text(s) => SqlValue::Text(s),
+                    super::list::Arg::Int(n) => SqlValue::Integer(n),
+                })
+                .collect();
+            let raws = self.raw_records(&filter, args)?;
+            let last = raws.last().map(RawRecord::key);
+            let fetched = raws.len();
+            let kept = self.shared.readable(raws.into_iter().map(record_of));
+            Ok((kept, fetched, last))
+        })
     }
 
     fn health(&self) -> Result<(), StoreError> {

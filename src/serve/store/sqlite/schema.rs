@@ -292,6 +292,11 @@ pub struct RawRecord {
 }
 
 impl RawRecord {
+    /// Its place in a list (`created_ms`, `id`): a page's cursor.
+    pub fn key(&self) -> (i64, String) {
+        (self.created_ms, self.id.clone())
+    }
+
     /// Reads the [`RECORD_COLUMNS`] of `row`.
     pub fn read(row: &Row<'_>) -> rusqlite::Result<RawRecord> {
         Ok(RawRecord {
