@@ -555,6 +555,57 @@ fn an_approval_posted_to_another_worker_reaches_the_session_waiting_for_it() {
 }
 
 #[test]
+fn a_forwarded_answer_for_an_unknown_id_holds_back_no_other_and_is_refused_once_overdue() {
+    if !Backend::Postgres.available("unknown_forwarded") {
+        return;
+    }
+    let (s, config, store) = setup("unknown_forwarded", 3000, 500, "0", 1);
+    let deleted = with_approvals(&s, &config);
+    let a = Server::start(&config, &store);
+    let b = Server::start(&config, &store);
+    let waiting = |server: &Server| {
+        let id = server.submit(ACME, APPROVED_DELETE, "supervised");
+        let v = server.wait_for(ACME, &id, Duration::from_secs(30), |v| {
+            v["status"] == "waiting_approval"
+        });
+        let approval = v["pending_approvals"][0]
+            .as_str()
+            .expect("a pending approval")
+            .to_string();
+        (id, approval)
+    };
+    let forward = |id: &str, approval: &str| {
+        let (status, r) = b.call(
+            "POST",
+            &approval_path(id, approval),
+            Some(ACME),
+            Some(&json!({"decision": "allow"})),
+        );
+        assert_eq!((status, r["forwarded"].clone()), (202, json!(true)), "{r}");
+    };
+    // An answer for an id the session never asked for, then the right one:
+    // the right one is not held back behind it.
+    let (id, approval) = waiting(&a);
+    forward(&id, "no-such-approval");
+    forward(&id, &approval);
+    // Within store::OVERDUE (10 s), before the unknown one is refused.
+    let v = b.wait_final(ACME, &id, Duration::from_secs(8));
+    assert_eq!(v["value"], json!("deleted ok"), "{v}");
+    // Alone, it is refused (and said so) once overdue, not kept forever.
+    let (id, approval) = waiting(&a);
+    forward(&id, "never-asked");
+    wait_stderr(&a, Duration::from_secs(60), "the overdue refusal", |e| {
+        e.lines()
+            .any(|l| l.contains(&id) && l.contains("forwarded approval refused"))
+    });
+    forward(&id, &approval);
+    let v = b.wait_final(ACME, &id, Duration::from_secs(20));
+    assert_eq!(v["value"], json!("deleted ok"), "{v}");
+    let recorded = std::fs::read_to_string(&deleted).expect("the tool ran");
+    assert_eq!(recorded.lines().filter(|l| !l.is_empty()).count(), 2);
+}
+
+#[test]
 fn an_approval_forwarded_before_its_session_starts_on_the_claiming_worker_is_kept() {
     if !Backend::Postgres.available("early_approval") {
         return;

@@ -95,7 +95,9 @@ impl Hub {
     /// A client outcome, approval or cancel posted to another worker for a
     /// session this worker holds. `false`: not yet (the session was claimed
     /// but does not run here yet, or has not asked for it yet, as when it
-    /// is resuming): it stays in the mailbox for the next round.
+    /// is resuming): it stays in the mailbox for the next round, until it
+    /// is overdue (`store::OVERDUE`): then an id the session does not know
+    /// is refused, as the worker running it refuses one posted to it.
     fn delivered(&self, d: &Delivery) -> bool {
         let Some(live) = self.live_map().get(&d.session).cloned() else {
             return false;
@@ -112,8 +114,10 @@ impl Hub {
                 live.cancel.cancel("cancelled through the API");
                 None
             }
-            "outcome" if !live.knows_call(&text("call_id")) => return false,
-            "approval" if !live.knows_approval(&text("approval_id")) => return false,
+            // Not asked for yet (the session may be resuming): kept, until
+            // overdue; then refused as an unknown id, and logged.
+            "outcome" if !d.overdue && !live.knows_call(&text("call_id")) => return false,
+            "approval" if !d.overdue && !live.knows_approval(&text("approval_id")) => return false,
             "outcome" => live.report(&text("call_id"), &text("line")).err(),
             "approval" => live
                 .answer(

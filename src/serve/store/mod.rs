@@ -321,7 +321,16 @@ pub struct Delivery {
     pub kind: String,
     /// Its content.
     pub body: Json,
+    /// It has waited in the mailbox past [`OVERDUE`] for its session to
+    /// ask for it: an outcome or approval of an id the session does not
+    /// know is now refused (and logged) rather than kept.
+    pub overdue: bool,
 }
+
+/// How long a forwarded outcome or approval waits for its session to know
+/// its id (a session resuming on the claiming worker asks again soon)
+/// before it is taken as an unknown id and refused.
+pub const OVERDUE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Told that a session this worker held was taken over: its id and why.
 pub type LostHook = Box<dyn Fn(&str, &str) + Send>;

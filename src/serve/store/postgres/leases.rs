@@ -29,7 +29,7 @@
 //! worker whose lease was taken over is fenced at its next write, whatever
 //! its clock says.
 
-use super::super::{Delivery, LeaseHooks};
+use super::super::{Delivery, LeaseHooks, OVERDUE};
 use super::schema::{record_of, RECORD_COLUMNS};
 use super::url::Target;
 use super::Worker;
@@ -60,6 +60,8 @@ pub(super) struct Leases {
     pub let_go: Receiver<LetGo>,
     /// Told how many sessions the first round claimed (then `None`).
     pub first: Option<SyncSender<usize>>,
+    /// When each mailbox row left waiting was first read (by its id).
+    pub waiting_since: HashMap<i64, Instant>,
 }
 
 /// The final statuses, as SQL.
@@ -315,9 +317,10 @@ impl Leases {
     }
 
     /// Hands the hub the deliveries for held sessions, in the order they
-    /// were posted, and deletes those it took; a session's deliveries after
-    /// one it left wait with it (their order kept). Then drops those of
-    /// ended sessions.
+    /// were posted, and deletes those it took; a session's deliveries for a
+    /// call or approval after one it left wait with it (their order kept),
+    /// and one left past [`OVERDUE`] is handed on as overdue (refused as an
+    /// unknown id). Then drops those of ended sessions.
     fn read_mailbox(&mut self, c: &mut Client) -> Result<(), postgres::Error> {
         let held: Vec<String> = self.shared.leases().keys().cloned().collect();
         if !held.is_empty() {
@@ -326,30 +329,48 @@ impl Leases {
                 &[&held],
             )?;
             let mut taken: Vec<i64> = Vec::new();
-            let mut waiting: HashSet<String> = HashSet::new();
+            // What waits: a delivery waits behind an earlier one of the
+            // same session for the same call or approval (their order
+            // kept), not behind another id's (one that never comes would
+            // hold every later one back).
+            let mut waiting: HashSet<(String, String)> = HashSet::new();
+            let now = Instant::now();
             for r in &rows {
-                let (session, id): (String, i64) = (r.get(0), r.get(3));
-                if waiting.contains(&session) {
-                    continue;
-                }
+                let (session, kind, id): (String, String, i64) = (r.get(0), r.get(1), r.get(3));
                 let body: String = r.get(2);
-                let Ok(body) = serde_json::from_str(&body) else {
+                let Ok(body) = serde_json::from_str::<serde_json::Value>(&body) else {
                     // Not JSON (never written by deliver): nothing to do with it.
                     taken.push(id);
                     continue;
                 };
+                let of = ["call_id", "approval_id"]
+                    .iter()
+                    .find_map(|k| body.get(*k).and_then(serde_json::Value::as_str))
+                    .unwrap_or("")
+                    .to_string();
+                let key = (session.clone(), format!("{kind}:{of}"));
+                if waiting.contains(&key) {
+                    continue;
+                }
+                let since = *self.waiting_since.entry(id).or_insert(now);
                 let d = Delivery {
                     session,
-                    kind: r.get(1),
+                    kind,
                     body,
+                    overdue: now.duration_since(since) >= OVERDUE,
                 };
                 match (self.hooks.delivered)(&d) {
                     true => taken.push(id),
                     false => {
-                        waiting.insert(d.session);
+                        waiting.insert(key);
                     }
                 }
             }
+            for id in &taken {
+                self.waiting_since.remove(id);
+            }
+            let read: HashSet<i64> = rows.iter().map(|r| r.get::<_, i64>(3)).collect();
+            self.waiting_since.retain(|id, _| read.contains(id));
             if !taken.is_empty() {
                 c.execute("DELETE FROM mailbox WHERE id = ANY($1)", &[&taken])?;
             }

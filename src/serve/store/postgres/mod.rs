@@ -453,6 +453,7 @@ impl ServerStore for PostgresStore {
             hooks,
             let_go: rx,
             first: Some(first_tx),
+            waiting_since: std::collections::HashMap::new(),
         };
         let started = std::thread::Builder::new()
             .name("lt-pg-leases".into())
