@@ -306,6 +306,33 @@ fn sigterm_with_tens_of_sessions_running_stops_soon_after_the_grace_and_leaves_t
     }
 }
 
+/// A body that never finishes (its `Content-Length` promises more than
+/// comes) is answered 408 once the headers' deadline passes, and the
+/// connection is not held: the break-it pass found it held past 120 s.
+#[test]
+fn a_request_body_that_never_finishes_is_answered_408_within_the_deadline() {
+    use std::io::{Read, Write};
+    let (_s, config, store) = setup(Backend::Sqlite, "slow-body", 0, "header_timeout_ms = 1000");
+    let server = Server::start(&config, &store);
+    let addr = server.url.trim_start_matches("http://").to_string();
+    let mut conn = std::net::TcpStream::connect(&addr).expect("connect");
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let head = format!(
+        "POST /v1/sessions HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {ACME}\r\n\
+         Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n{{\"pro"
+    );
+    conn.write_all(head.as_bytes()).expect("send");
+    let mut answer = Vec::new();
+    let _ = conn.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("body_timeout"), "{answer}");
+    // The server goes on serving.
+    let (status, _) = server.call("GET", "/healthz", None, None);
+    assert_eq!(status, 200);
+}
+
 on_both_stores!(
     a_damaged_record_is_a_500_named_once_and_hides_no_other_session,
     a_last_event_id_the_server_never_sent_is_refused_with_a_hint,

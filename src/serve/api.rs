@@ -23,6 +23,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// What the handlers share.
 pub struct AppState {
@@ -115,7 +116,7 @@ impl IntoResponse for ApiError {
 }
 
 /// The router, with a body limit of `max_body` bytes.
-pub fn router(state: Arc<AppState>, max_body: usize) -> Router {
+pub fn router(state: Arc<AppState>, max_body: usize, body_timeout: Duration) -> Router {
     let console = super::console::router(Arc::clone(&state));
     Router::new()
         .route("/healthz", get(healthz))
@@ -145,6 +146,10 @@ pub fn router(state: Arc<AppState>, max_body: usize) -> Router {
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(state)
         .merge(console)
+        // Every route's body (the console's forms too) within the deadline.
+        .layer(axum::middleware::from_fn(move |req, next| {
+            super::body::within(body_timeout, max_body, req, next)
+        }))
 }
 
 /// The tenant whose key the request carries. Errors: 401.

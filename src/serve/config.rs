@@ -10,6 +10,7 @@
 //! max_connections = 4096           # HTTP connections open at once (default: 4096, or
 //!                                  # half the file-descriptor limit when lower)
 //! header_timeout_ms = 10000        # a request's headers must arrive within this
+//!                                  # (then its body within as long again: 408)
 //! lease_ms = 10000                 # PostgreSQL: a claimed session's lease
 //! lease_renew_ms = 2000            # … renewed (and sessions claimed) this often
 //! pool_size = 4                    # … read connections (+1 writer, +1 lease thread)
@@ -68,7 +69,7 @@ pub struct ServeConfig {
     /// one waits to be accepted.
     pub max_connections: usize,
     /// How long a client has to send a request's headers (a connection
-    /// that does not is closed).
+    /// that does not is closed), and then its body (`body.rs`: 408).
     pub header_timeout: Duration,
     /// Leases and connections of a shared (PostgreSQL) store.
     pub store_options: super::store::StoreOptions,

@@ -23,6 +23,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod body;
 pub mod check;
 pub mod client;
 pub mod config;
@@ -293,7 +294,7 @@ pub fn run(opts: &ServeOptions, ready: impl FnOnce(&str, usize, usize)) -> Resul
         hub: Arc::clone(&hub),
         keys,
     });
-    let app = api::router(state, config.max_body_bytes);
+    let app = api::router(state, config.max_body_bytes, config.header_timeout);
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind(&config.listen))
         .map_err(|e| ServeError {
