@@ -320,6 +320,19 @@ fn a_task_is_refused_without_a_model_and_when_malformed(backend: Backend) {
             .contains("[tenants.globex.model]"),
         "{v}"
     );
+    // A task that could never start is a 400 before the model is looked
+    // for (docs/api.md: an empty task is a 400).
+    let (status, v) = server.call(
+        "POST",
+        "/v1/sessions",
+        Some(GLOBEX),
+        Some(&json!({"task": " ", "profile": "support"})),
+    );
+    assert_eq!(
+        (status, &v["error"]["code"]),
+        (400, &json!("bad_request")),
+        "{v}"
+    );
     let (_, v) = server.call("GET", "/v1/sessions", Some(GLOBEX), None);
     assert_eq!(v["sessions"], json!([]), "nothing was recorded: {v}");
     for (body, says) in [

@@ -4,7 +4,7 @@
 //! `lt agent` ([`crate::agent::task::run_task`]).
 //!
 //! ```text
-//! create ─▶ no model: 501 no_model · empty task, capabilities: 400
+//! create ─▶ empty task, capabilities: 400 · then no model: 501 no_model
 //!        ─▶ session thread: tool list, trace check (422), proposer
 //!        ─▶ store.create_session (request {"task", "profile"}; Idempotency-Key)
 //!        ─▶ reply {id} ─▶ run_task(host: the tenant's, cancel: the session's,
@@ -61,6 +61,18 @@ pub async fn create(
     wait: Option<u64>,
     admission: super::hub::Admission,
 ) -> Result<Response, ApiError> {
+    // A body that could never start is a 400 first, whatever the tenant.
+    if req.task.trim().is_empty() {
+        return Err(ApiError::bad("the task is empty").hint(
+            "say what the model should do: {\"task\": \"Refund the last charge of cust_1\"}",
+        ));
+    }
+    if capabilities.is_some() {
+        return Err(ApiError::bad(
+            "a task session runs only server-venue tools; `capabilities` does not apply to it",
+        )
+        .hint("leave `capabilities` out, or send a `program` that calls the client's tools"));
+    }
     let has_model = state
         .hub
         .tenants
@@ -75,17 +87,6 @@ pub async fn create(
         .hint(format!(
             "send a `program` instead, or configure the tenant's model provider ([tenants.{tenant}.model] in serve.toml; docs/api.md)"
         )));
-    }
-    if req.task.trim().is_empty() {
-        return Err(ApiError::bad("the task is empty").hint(
-            "say what the model should do: {\"task\": \"Refund the last charge of cust_1\"}",
-        ));
-    }
-    if capabilities.is_some() {
-        return Err(ApiError::bad(
-            "a task session runs only server-venue tools; `capabilities` does not apply to it",
-        )
-        .hint("leave `capabilities` out, or send a `program` that calls the client's tools"));
     }
     let (reply, answer) = oneshot::channel();
     let hub = Arc::clone(&state.hub);
