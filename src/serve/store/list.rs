@@ -58,6 +58,17 @@ pub enum Arg {
     Int(i64),
 }
 
+impl Arg {
+    /// The store's own parameter value: `text` of a text, `int` of an
+    /// integer.
+    pub fn into_sql<P>(self, text: impl FnOnce(String) -> P, int: impl FnOnce(i64) -> P) -> P {
+        match self {
+            Arg::Text(s) => text(s),
+            Arg::Int(n) => int(n),
+        }
+    }
+}
+
 /// How a store writes its SQL.
 pub struct Dialect {
     /// The `n`th parameter (1-based): `?n` or `$n`.

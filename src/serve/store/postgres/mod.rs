@@ -407,10 +407,7 @@ impl ServerStore for PostgresStore {
             let (filter, args) = super::list::filter(q, &super::list::POSTGRES);
             let args = args
                 .into_iter()
-                .map(|a| match a {
-                    super::list::Arg::Text(s) => Param::Text(s),
-                    super::list::Arg::Int(n) => Param::Int(n),
-                })
+                .map(|a| a.into_sql(Param::Text, Param::Int))
                 .collect();
             let rows = self.rows(&filter, args)?;
             let last = rows.last().and_then(schema::list_key);

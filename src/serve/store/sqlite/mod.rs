@@ -353,10 +353,7 @@ impl ServerStore for SqliteStore {
             let (filter, args) = super::list::filter(q, &super::list::SQLITE);
             let args = args
                 .into_iter()
-                .map(|a| match a {
-                    super::list::Arg::Text(s) => SqlValue::Text(s),
-                    super::list::Arg::Int(n) => SqlValue::Integer(n),
-                })
+                .map(|a| a.into_sql(SqlValue::Text, SqlValue::Integer))
                 .collect();
             let raws = self.raw_records(&filter, args)?;
             let last = raws.last().map(RawRecord::key);
