@@ -52,11 +52,28 @@ pub fn to_py<'py>(py: Python<'py>, v: &Json) -> PyResult<Bound<'py, PyAny>> {
 /// `obj` as JSON; `Err`: where and why it is not JSON (`path` names the
 /// root, e.g. `result`).
 pub fn from_py(obj: &Bound<'_, PyAny>, path: &str) -> Result<Json, String> {
-    let mut path = path.to_string();
-    convert(obj, &mut path, 0)
+    convert(obj, &Path::Root(path), 0)
 }
 
-fn convert(obj: &Bound<'_, PyAny>, path: &mut String, depth: usize) -> Result<Json, String> {
+/// Where a part sits in the value being converted, rendered only for an
+/// error (`result["items"][3]`): a call's conversion builds no string.
+enum Path<'a> {
+    Root(&'a str),
+    Key(&'a Path<'a>, &'a str),
+    Index(&'a Path<'a>, usize),
+}
+
+impl std::fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Path::Root(name) => f.write_str(name),
+            Path::Key(up, key) => write!(f, "{up}[{key:?}]"),
+            Path::Index(up, i) => write!(f, "{up}[{i}]"),
+        }
+    }
+}
+
+fn convert(obj: &Bound<'_, PyAny>, path: &Path<'_>, depth: usize) -> Result<Json, String> {
     if depth > MAX_DEPTH {
         return Err(format!(
             "{path}: nested more than {MAX_DEPTH} levels deep (a cycle?)"
@@ -105,10 +122,7 @@ fn convert(obj: &Bound<'_, PyAny>, path: &mut String, depth: usize) -> Result<Js
                     type_name(&k)
                 ));
             };
-            let len = path.len();
-            path.push_str(&format!("[{key:?}]"));
-            let item = convert(&v, path, depth + 1)?;
-            path.truncate(len);
+            let item = convert(&v, &Path::Key(path, &key), depth + 1)?;
             map.insert(key, item);
         }
         return Ok(Json::Object(map));
@@ -121,15 +135,12 @@ fn convert(obj: &Bound<'_, PyAny>, path: &mut String, depth: usize) -> Result<Js
 
 fn items<'py>(
     iter: impl Iterator<Item = Bound<'py, PyAny>>,
-    path: &mut String,
+    path: &Path<'_>,
     depth: usize,
 ) -> Result<Json, String> {
     let mut out = Vec::new();
     for (i, item) in iter.enumerate() {
-        let len = path.len();
-        path.push_str(&format!("[{i}]"));
-        out.push(convert(&item, path, depth + 1)?);
-        path.truncate(len);
+        out.push(convert(&item, &Path::Index(path, i), depth + 1)?);
     }
     Ok(Json::Array(out))
 }

@@ -25,6 +25,7 @@ use crate::runtime::boundary;
 use crate::types::ToolSig;
 use rustc_hash::FxHashMap;
 use serde_json::Value as Json;
+use std::borrow::Cow;
 
 /// What the pipeline decided for one call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,9 +63,10 @@ pub struct Pipeline {
 
 /// The argument without its `!Approval` fields (what an approval approves),
 /// and the tokens those fields hold (`None` for a field that is not a string).
-fn split_approvals(tool: &ToolSig, argument: &Json) -> (Json, Vec<Option<String>>) {
+/// The argument itself, not a copy, when its tool takes no approval.
+fn split_approvals<'j>(tool: &ToolSig, argument: &'j Json) -> (Cow<'j, Json>, Vec<Option<String>>) {
     let crate::types::Type::Record(fields) = &tool.input else {
-        return (argument.clone(), Vec::new());
+        return (Cow::Borrowed(argument), Vec::new());
     };
     let names: Vec<&str> = fields
         .iter()
@@ -72,14 +74,17 @@ fn split_approvals(tool: &ToolSig, argument: &Json) -> (Json, Vec<Option<String>
         .map(|(n, _)| &**n)
         .collect();
     let Json::Object(map) = argument else {
-        return (argument.clone(), Vec::new());
+        return (Cow::Borrowed(argument), Vec::new());
     };
+    if names.is_empty() {
+        return (Cow::Borrowed(argument), Vec::new());
+    }
     let mut rest = map.clone();
     let tokens = names
         .iter()
         .map(|n| rest.remove(*n).and_then(|v| v.as_str().map(str::to_string)))
         .collect();
-    (Json::Object(rest), tokens)
+    (Cow::Owned(Json::Object(rest)), tokens)
 }
 
 impl Pipeline {
@@ -140,7 +145,7 @@ impl Pipeline {
                 Some((for_tool, _, _)) if for_tool != name => {
                     return Some(format!("the approval {t} is for {for_tool}, not {name}"))
                 }
-                Some((_, arg, _)) if *arg != approved => {
+                Some((_, arg, _)) if arg != approved.as_ref() => {
                     return Some(format!(
                         "the approval {t} is for {name} with {arg}, not with {approved}"
                     ))
@@ -232,7 +237,12 @@ impl Pipeline {
             }
         }
         self.calls += 1;
-        self.per_tool.insert(name.to_string(), used + 1);
+        match self.per_tool.get_mut(name) {
+            Some(n) => *n += 1,
+            None => {
+                self.per_tool.insert(name.to_string(), 1);
+            }
+        }
         if p.dry_run && !tool.effects.is_empty() {
             return Decision {
                 allow: true,
