@@ -333,6 +333,50 @@ fn a_request_body_that_never_finishes_is_answered_408_within_the_deadline() {
     assert_eq!(status, 200);
 }
 
+/// An id that is not UTF-8 once percent-decoded (`%FF`) needs a key
+/// first, then is a JSON 404 like any unknown id: the break-it pass found
+/// axum's text/plain 400 answered before the key was looked at.
+#[test]
+fn an_id_that_is_not_utf8_needs_a_key_then_is_a_json_404() {
+    let (_s, config, store) = setup(Backend::Sqlite, "bad-id", 0, "");
+    let server = Server::start(&config, &store);
+    let routes = [
+        ("GET", "/v1/sessions/%FF"),
+        ("GET", "/v1/sessions/%FF/events"),
+        ("GET", "/v1/sessions/%FF/log"),
+        ("POST", "/v1/sessions/%FF/cancel"),
+        ("POST", "/v1/sessions/%FF/replay"),
+    ];
+    for (method, path) in routes {
+        let (status, v) = server.call(method, path, None, None);
+        assert_eq!(status, 401, "{method} {path} without a key: {v}");
+        assert_eq!(v["error"]["code"], "unauthorized", "{v}");
+        let (status, v) = server.call(method, path, Some(ACME), None);
+        assert_eq!(status, 404, "{method} {path}: {v}");
+        assert_eq!(v["error"]["code"], "not_found", "{v}");
+        assert!(v["error"]["hint"].as_str().is_some(), "{v}");
+    }
+    // An approval id of a session that exists: no such request either.
+    let id = server.submit(ACME, &program("quick"), "edge");
+    let path = format!("/v1/sessions/{id}/approvals/a%FF");
+    let (status, v) = server.call("POST", &path, None, Some(&json!({"decision": "allow"})));
+    assert_eq!(status, 401, "{v}");
+    let (status, v) = server.call(
+        "POST",
+        &path,
+        Some(ACME),
+        Some(&json!({"decision": "allow"})),
+    );
+    assert_eq!(status, 404, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("approval"),
+        "{v}"
+    );
+}
+
 on_both_stores!(
     a_damaged_record_is_a_500_named_once_and_hides_no_other_session,
     a_last_event_id_the_server_never_sent_is_refused_with_a_hint,

@@ -7,13 +7,14 @@
 //! 422 a program the checker refused, 503 shutting down or the store down).
 
 use super::hub::{Hub, StartRequest, Started};
+use super::input::{json_body, path_ids};
 use super::listing::Filters;
 use super::store::{SessionRecord, SessionStatus};
 use crate::control::approver::ApprovalAnswer;
 use crate::log::StoreError;
 use crate::source::SourceFile;
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -188,27 +189,6 @@ pub fn known(state: &AppState, tenant: &str, id: &str) -> Result<(), ApiError> {
     record(state, tenant, id).map(drop)
 }
 
-/// Parses a JSON body into `T` (unknown fields refused). Errors: 400, 413.
-fn body<T: serde::de::DeserializeOwned>(raw: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
-    let bytes = raw.map_err(|e| {
-        let status = e.status();
-        if status == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(
-                status,
-                "too_large",
-                "the request body is larger than the server's limit",
-            )
-            .hint("max_body_bytes in serve.toml sets the limit")
-        } else {
-            ApiError::bad(format!("the body could not be read: {e}"))
-        }
-    })?;
-    serde_json::from_slice(&bytes).map_err(|e| {
-        ApiError::bad(format!("the body is not a valid request: {e}"))
-            .hint("see /v1/openapi.json for the request's fields")
-    })
-}
-
 async fn healthz(State(state): Shared) -> Response {
     // The store's kind and name (never its password), and whether it answers.
     let mut store = state.hub.store.describe();
@@ -256,7 +236,7 @@ async fn check(
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let tenant_name = tenant(&state, &headers)?.to_string();
-    let req: CheckBody = body(raw)?;
+    let req: CheckBody = json_body(&headers, raw)?;
     let t = state
         .hub
         .tenants
@@ -346,7 +326,7 @@ async fn create(
         )
         .hint("retry against another worker, or after the restart"));
     }
-    let req: CreateBody = body(raw)?;
+    let req: CreateBody = json_body(&headers, raw)?;
     let wait = preferred_wait(&headers)?;
     profile_of(&state, &tenant_name, &req.profile)?;
     let idempotency_key = idempotency_key(&headers)?;
@@ -552,9 +532,10 @@ pub fn view(state: &AppState, r: &SessionRecord) -> Value {
 async fn show(
     State(state): Shared,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, ApiError> {
     let t = tenant(&state, &headers)?;
+    let id = path_ids(path)?;
     let r = record(&state, t, &id)?;
     Ok(Json(view(&state, &r)).into_response())
 }
@@ -631,9 +612,10 @@ fn forward(
 async fn cancel(
     State(state): Shared,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, ApiError> {
     let t = tenant(&state, &headers)?;
+    let id = path_ids(path)?;
     let r = record(&state, t, &id)?;
     if state.hub.cancel(t, &id) {
         return Ok((
@@ -654,12 +636,13 @@ async fn cancel(
 async fn outcome(
     State(state): Shared,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let t = tenant(&state, &headers)?;
+    let id = path_ids(path)?;
     let r = record(&state, t, &id)?;
-    let mut v: BTreeMap<String, Value> = body(raw)?;
+    let mut v: BTreeMap<String, Value> = json_body(&headers, raw)?;
     if let Some(kind) = v.remove("type") {
         if kind != json!("tool_result") {
             return Err(ApiError::bad("`type` may only be \"tool_result\""));
@@ -730,12 +713,13 @@ struct ApproveBody {
 async fn approve(
     State(state): Shared,
     headers: HeaderMap,
-    Path((id, approval_id)): Path<(String, String)>,
+    path: Result<Path<(String, String)>, PathRejection>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let t = tenant(&state, &headers)?;
+    let (id, approval_id) = path_ids(path)?;
     let r = record(&state, t, &id)?;
-    let req: ApproveBody = body(raw)?;
+    let req: ApproveBody = json_body(&headers, raw)?;
     let granted = match req.decision.as_str() {
         "allow" => true,
         "deny" => false,
@@ -783,9 +767,10 @@ async fn approve(
 async fn log(
     State(state): Shared,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, ApiError> {
     let t = tenant(&state, &headers)?;
+    let id = path_ids(path)?;
     record(&state, t, &id)?;
     let lines = state
         .hub
@@ -803,9 +788,10 @@ async fn log(
 async fn replay(
     State(state): Shared,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, ApiError> {
     let t = tenant(&state, &headers)?;
+    let id = path_ids(path)?;
     let rec = record(&state, t, &id)?;
     if !rec.status.is_final() {
         return Err(ApiError::conflict(format!(

@@ -20,6 +20,7 @@
 
 use super::api::{known, tenant, ApiError, AppState};
 use super::store::SessionRecord;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -193,9 +194,10 @@ const PAGE: usize = 256;
 pub async fn events(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, ApiError> {
     let t = tenant(&state, &headers)?.to_string();
+    let id = super::input::path_ids(path)?;
     let cursor = parse_cursor(&headers)?;
     match cursor.seq {
         None => known(&state, &t, &id)?,

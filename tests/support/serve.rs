@@ -278,7 +278,12 @@ impl Server {
         for (h, v) in headers {
             req = req.set(h, v);
         }
+        // JSON unless the test names another Content-Type.
+        let typed = headers
+            .iter()
+            .any(|(h, _)| h.eq_ignore_ascii_case("content-type"));
         let resp = match body {
+            Some(b) if typed => req.send_string(b),
             Some(b) => req.set("Content-Type", "application/json").send_string(b),
             None => req.call(),
         };
