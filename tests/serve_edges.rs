@@ -377,6 +377,65 @@ fn an_id_that_is_not_utf8_needs_a_key_then_is_a_json_404() {
     );
 }
 
+/// A JSON body must say so (`Content-Type: application/json`, or another
+/// `+json` type): another type, or none, is a 415 with a hint, and nothing
+/// runs. The break-it pass found `text/plain` bodies accepted.
+#[test]
+fn a_body_that_is_not_said_to_be_json_is_a_415() {
+    let (_s, config, store) = setup(Backend::Sqlite, "media-type", 0, "");
+    let server = Server::start(&config, &store);
+    let start = json!({"program": program("quick"), "profile": "edge"});
+    let check = json!({"program": program("quick")});
+    for (path, body) in [("/v1/sessions", &start), ("/v1/check", &check)] {
+        for wrong in ["text/plain", "application/x-www-form-urlencoded"] {
+            let (status, v) = server.call_with(
+                "POST",
+                path,
+                Some(ACME),
+                Some(body),
+                &[("Content-Type", wrong)],
+            );
+            assert_eq!(status, 415, "{path} as {wrong}: {v}");
+            assert_eq!(v["error"]["code"], "unsupported_media_type", "{v}");
+            let hint = v["error"]["hint"].as_str().unwrap_or("");
+            assert!(hint.contains("application/json"), "{v}");
+        }
+        // No Content-Type at all.
+        let resp = ureq::post(&format!("{}{path}", server.url))
+            .set("Authorization", &format!("Bearer {ACME}"))
+            .send_string(&body.to_string());
+        match resp {
+            Err(ureq::Error::Status(415, r)) => {
+                let v: Value =
+                    serde_json::from_str(&r.into_string().unwrap_or_default()).unwrap_or_default();
+                assert_eq!(v["error"]["code"], "unsupported_media_type", "{v}");
+            }
+            other => panic!("{path} without a Content-Type: {other:?}"),
+        }
+    }
+    // Nothing was started; a JSON type with a charset is JSON.
+    let (_, v) = server.call("GET", "/v1/sessions", Some(ACME), None);
+    assert_eq!(ids(&v), Vec::<String>::new(), "{v}");
+    let (status, v) = server.call_with(
+        "POST",
+        "/v1/sessions",
+        Some(ACME),
+        Some(&start),
+        &[("Content-Type", "application/json; charset=utf-8")],
+    );
+    assert_eq!(status, 201, "{v}");
+    // A route that takes no body needs no Content-Type.
+    let id = v["id"].as_str().unwrap_or("").to_string();
+    server.wait_final(ACME, &id, Duration::from_secs(30));
+    let (status, v) = server.call(
+        "POST",
+        &format!("/v1/sessions/{id}/replay"),
+        Some(ACME),
+        None,
+    );
+    assert_eq!(status, 200, "{v}");
+}
+
 on_both_stores!(
     a_damaged_record_is_a_500_named_once_and_hides_no_other_session,
     a_last_event_id_the_server_never_sent_is_refused_with_a_hint,

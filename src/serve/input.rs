@@ -111,6 +111,15 @@ pub fn json_body<T: serde::de::DeserializeOwned>(
     headers: &HeaderMap,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<T, ApiError> {
+    if !is_json(headers) {
+        let given = headers.get(header::CONTENT_TYPE).map(|v| {
+            v.to_str().map_or_else(
+                |_| String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                str::to_string,
+            )
+        });
+        return Err(unsupported(given.as_deref()));
+    }
     let bytes = raw.map_err(|e| {
         let status = e.status();
         if status == StatusCode::PAYLOAD_TOO_LARGE {
