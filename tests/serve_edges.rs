@@ -436,6 +436,45 @@ fn a_body_that_is_not_said_to_be_json_is_a_415() {
     assert_eq!(status, 200, "{v}");
 }
 
+/// `capabilities.tools` names only the tenant's client-venue tools: an
+/// unknown tool, or one the server runs, is a 400 whose hint lists what
+/// may be named, and nothing runs. The break-it pass found both accepted.
+#[test]
+fn capabilities_name_only_the_tenants_client_venue_tools() {
+    let (_s, config, store) = setup(Backend::Sqlite, "capabilities", 0, "");
+    let server = Server::start(&config, &store);
+    let start = |tools: Value| {
+        server.call(
+            "POST",
+            "/v1/sessions",
+            Some(ACME),
+            Some(&json!({"program": program("quick"), "profile": "edge", "capabilities": {"tools": tools}})),
+        )
+    };
+    for (tools, why) in [
+        (json!(["nope"]), "does not declare"),
+        (json!(["ask", "quick"]), "server runs"),
+    ] {
+        let (status, v) = start(tools.clone());
+        assert_eq!(status, 400, "{tools}: {v}");
+        assert_eq!(v["error"]["code"], "bad_request", "{v}");
+        let message = v["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains(why), "{tools}: {v}");
+        let hint = v["error"]["hint"].as_str().unwrap_or("");
+        assert!(
+            hint.contains("ask") && !hint.contains("quick"),
+            "{tools}: {v}"
+        );
+    }
+    let (_, v) = server.call("GET", "/v1/sessions", Some(ACME), None);
+    assert_eq!(ids(&v), Vec::<String>::new(), "nothing was started: {v}");
+    // The client's own tool, or none, is taken.
+    for tools in [json!(["ask"]), json!([])] {
+        let (status, v) = start(tools.clone());
+        assert_eq!(status, 201, "{tools}: {v}");
+    }
+}
+
 on_both_stores!(
     a_damaged_record_is_a_500_named_once_and_hides_no_other_session,
     a_last_event_id_the_server_never_sent_is_refused_with_a_hint,

@@ -279,6 +279,43 @@ fn profile_of(state: &AppState, tenant: &str, name: &str) -> Result<(), ApiError
     })
 }
 
+/// Checks that each of `tools` (a request's `capabilities.tools`) is a
+/// client-venue tool of `tenant`'s tools.toml. Errors: 400 naming the
+/// first that is not (unknown, or run by the server) and, in the hint,
+/// the names that may be listed.
+fn capabilities_of(state: &AppState, tenant: &str, tools: &[String]) -> Result<(), ApiError> {
+    let t = state
+        .hub
+        .tenants
+        .get(tenant)
+        .ok_or_else(|| ApiError::bad("the tenant is not configured"))?;
+    let client = t.client_tools();
+    let Some(bad) = tools.iter().find(|name| !client.contains(name)) else {
+        return Ok(());
+    };
+    let shown = super::input::shown(bad);
+    let declared = t
+        .host
+        .as_ref()
+        .is_some_and(|h| h.registry().tool_traits().0.contains_key(bad));
+    let message = if declared {
+        format!("capabilities.tools names {shown:?}, which the server runs (its venue is not \"client\")")
+    } else {
+        format!(
+            "capabilities.tools names {shown:?}, which the tenant's tools.toml does not declare"
+        )
+    };
+    let hint = if client.is_empty() {
+        "this tenant has no client-venue tool (venue = \"client\" in its tools.toml): leave `capabilities` out".to_string()
+    } else {
+        format!(
+            "capabilities.tools lists the client-venue tools the client runs; this tenant's are: {}",
+            client.join(", ")
+        )
+    };
+    Err(ApiError::bad(message).hint(hint))
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CreateBody {
@@ -333,7 +370,12 @@ async fn create(
     match (&req.program, &req.task) {
         (Some(_), Some(_)) => return Err(ApiError::bad("give `program` or `task`, not both")),
         (None, None) => return Err(ApiError::bad("the body needs a `program` (or a `task`)")),
-        _ => {}
+        (Some(_), None) => {
+            if let Some(c) = &req.capabilities {
+                capabilities_of(&state, &tenant_name, &c.tools)?;
+            }
+        }
+        (None, Some(_)) => {}
     }
     // Held until the start is answered: concurrent starts cannot both take
     // the last place.
