@@ -475,6 +475,55 @@ fn capabilities_name_only_the_tenants_client_venue_tools() {
     }
 }
 
+/// During SIGTERM's grace `/healthz` answers 503 `shutting_down` (a load
+/// balancer stops sending work here), while the running call finishes and
+/// its session ends. The break-it pass found it answered 200 throughout.
+#[test]
+fn healthz_is_503_shutting_down_during_the_grace() {
+    let (_s, config, store) = setup(
+        Backend::Sqlite,
+        "health-drain",
+        3,
+        "shutdown_grace_ms = 30000",
+    );
+    let mut server = Server::start(&config, &store);
+    let (status, v) = server.call("GET", "/healthz", None, None);
+    assert_eq!((status, &v["ok"]), (200, &json!(true)), "{v}");
+    let id = server.submit(ACME, &program("nap"), "edge");
+    // In its call (`scheduled` is event 3).
+    server.wait_for(ACME, &id, Duration::from_secs(30), |v| {
+        v["events"].as_u64().is_some_and(|n| n >= 4)
+    });
+    server.sigterm();
+    let until = Instant::now() + Duration::from_secs(2);
+    let (status, v) = loop {
+        let (status, v) = server.call("GET", "/healthz", None, None);
+        if status != 200 || Instant::now() > until {
+            break (status, v);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status, 503, "{v}");
+    assert_eq!(v["ok"], false, "{v}");
+    assert_eq!(v["error"]["code"], "shutting_down", "{v}");
+    assert!(v["error"]["hint"].as_str().is_some(), "{v}");
+    // The running session is still served, and finishes.
+    let (status, v) = server.call("GET", &format!("/v1/sessions/{id}"), Some(ACME), None);
+    assert_eq!((status, &v["status"]), (200, &json!("running")), "{v}");
+    let status = server.terminate(Duration::from_secs(30)).expect("it stops");
+    assert!(status.success(), "{status:?}: {}", server.stderr_text());
+    let server = server.restart();
+    let v = server.wait_final(ACME, &id, Duration::from_secs(10));
+    assert_eq!(v["value"], "hi", "{v}");
+    assert!(
+        server
+            .stderr_text()
+            .contains("0 unfinished sessions resumed"),
+        "it ended within the grace: {}",
+        server.stderr_text()
+    );
+}
+
 on_both_stores!(
     a_damaged_record_is_a_500_named_once_and_hides_no_other_session,
     a_last_event_id_the_server_never_sent_is_refused_with_a_hint,

@@ -192,6 +192,21 @@ pub fn known(state: &AppState, tenant: &str, id: &str) -> Result<(), ApiError> {
 async fn healthz(State(state): Shared) -> Response {
     // The store's kind and name (never its password), and whether it answers.
     let mut store = state.hub.store.describe();
+    if !state.hub.accepting() {
+        // SIGTERM's grace: a load balancer stops sending new work here
+        // while the running sessions finish.
+        let body = json!({
+            "ok": false,
+            "shutting_down": true,
+            "store": store,
+            "error": {
+                "code": "shutting_down",
+                "message": "the server is shutting down: it takes no new session, and its running sessions finish within shutdown_grace_ms",
+                "hint": "send new sessions to another worker; this one answers the running sessions' outcomes and approvals until it stops",
+            },
+        });
+        return (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response();
+    }
     match state.hub.store.health() {
         Ok(()) => {
             store["reachable"] = json!(true);

@@ -219,12 +219,17 @@ impl Server {
         let _ = self.child.wait();
     }
 
-    /// SIGTERM, then the exit status (waits up to `within`).
-    pub fn terminate(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+    /// Sends SIGTERM, and returns at once.
+    pub fn sigterm(&self) {
         let _ = Command::new("kill")
             .arg("-TERM")
             .arg(self.child.id().to_string())
             .status();
+    }
+
+    /// SIGTERM, then the exit status (waits up to `within`).
+    pub fn terminate(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        self.sigterm();
         let until = Instant::now() + within;
         while Instant::now() < until {
             if let Ok(Some(s)) = self.child.try_wait() {
