@@ -524,6 +524,70 @@ fn healthz_is_503_shutting_down_during_the_grace() {
     );
 }
 
+/// Sets the SQLite file's `PRAGMA user_version`, as a person would by hand.
+fn set_user_version(file: &std::path::Path, version: i64) {
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(format!(
+            "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA user_version = {version}'); c.commit()"
+        ))
+        .arg(file)
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `lt serve --migrate-only --store sqlite:FILE`: its exit code and stderr.
+fn migrate_only(file: &std::path::Path) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lt"))
+        .args(["serve", "--migrate-only", "--store"])
+        .arg(format!("sqlite:{}", file.display()))
+        .output()
+        .expect("lt serve --migrate-only");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A real SQLite store whose `PRAGMA user_version` was lowered by hand is
+/// refused at start with its file, the version found, the version its
+/// tables have and what to do, and left alone; the break-it pass found a
+/// raw SQL error (`table session_tools already exists`) instead.
+#[test]
+fn a_sqlite_store_whose_version_was_lowered_by_hand_is_refused_with_a_hint() {
+    let s = Scratch::new("lowered-version");
+    let file = s.path("data/lt.db");
+    let (code, err) = migrate_only(&file);
+    assert_eq!(code, Some(0), "{err}");
+    let current = err
+        .split("schema version ")
+        .nth(1)
+        .and_then(|t| t.trim().parse::<i64>().ok())
+        .expect("the version it is at");
+    for lowered in [1, 0] {
+        set_user_version(&file, lowered);
+        let (code, err) = migrate_only(&file);
+        assert_eq!(code, Some(3), "user_version {lowered}: {err}");
+        assert!(err.contains(&file.display().to_string()), "{err}");
+        assert!(
+            err.contains(&format!("user_version is {lowered}"))
+                && err.contains(&format!("schema version {current}"))
+                && err.contains(&format!("PRAGMA user_version = {current}")),
+            "user_version {lowered}: {err}"
+        );
+        assert!(!err.contains("already exists"), "{err}");
+    }
+    // Set back as the hint says, the file opens as it was.
+    set_user_version(&file, current);
+    let (code, err) = migrate_only(&file);
+    assert_eq!(code, Some(0), "{err}");
+}
+
 on_both_stores!(
     a_damaged_record_is_a_500_named_once_and_hides_no_other_session,
     a_last_event_id_the_server_never_sent_is_refused_with_a_hint,
