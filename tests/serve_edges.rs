@@ -179,14 +179,53 @@ fn a_last_event_id_the_server_never_sent_is_refused_with_a_hint(backend: Backend
     let (status, v) = get(&last);
     assert_eq!(status, 200, "{v}");
     // `N.1` of an event that has no `.1` (not a client_dispatched one, not
-    // the last of a session that is over), and spellings it never sends.
-    for never in ["0.1", "1.1", "+1", "01", "1.2", "1.1.1", "1.", "-1"] {
+    // the last of a session that is over), spellings it never sends, ids
+    // past the log's end (past any u64 too), and a huge one: each refused
+    // with one code, one message shape and one hint (the break-it pass
+    // found three shapes, the whole huge id repeated, and no reason given
+    // for an N.1 past the end).
+    let huge = "7".repeat(4000);
+    let past_u64 = "9".repeat(25);
+    let mut hint = None;
+    for never in [
+        "0.1",
+        "1.1",
+        "+1",
+        "01",
+        "1.2",
+        "1.1.1",
+        "1.",
+        "-1",
+        "abc",
+        "99",
+        "99.1",
+        "18446744073709551615",
+        "18446744073709551615.1",
+        &past_u64,
+        &format!("{past_u64}.1"),
+        &huge,
+    ] {
         let (status, v) = get(never);
         assert_eq!(status, 400, "Last-Event-ID {never:?}: {v}");
         assert_eq!(v["error"]["code"], "bad_request", "{v}");
-        let hint = v["error"]["hint"].as_str().unwrap_or("");
-        assert!(hint.contains("N.1"), "Last-Event-ID {never:?}: {v}");
+        let message = v["error"]["message"].as_str().unwrap_or("");
+        assert!(
+            message.starts_with("Last-Event-ID \"")
+                && message.contains("\" is not an id this server sent: "),
+            "Last-Event-ID {never:?}: {v}"
+        );
+        assert!(message.len() < 400, "the id is cut short: {message}");
+        let h = v["error"]["hint"].as_str().unwrap_or("").to_string();
+        assert!(h.contains("N.1"), "Last-Event-ID {never:?}: {v}");
+        assert_eq!(
+            hint.get_or_insert_with(|| h.clone()),
+            &h,
+            "one hint for all"
+        );
     }
+    // An empty id is none: the whole log (an EventSource never sends one).
+    let (status, v) = get("");
+    assert_eq!(status, 200, "{v}");
 }
 
 /// `lt_waiting_starts{tenant="acme"}` in the server's metrics.

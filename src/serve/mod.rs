@@ -11,6 +11,7 @@
 //!                                       └▶ task.rs (sessions from a task: lt agent's loop)
 //!                                       └▶ live.rs (status, client outcomes, approvals)
 //! sse.rs     GET …/events: the log as Server-Sent Events, from the store
+//!            (event_id.rs: Last-Event-ID, read and checked against the log)
 //! check.rs   a program against a tenant (tool list, profile)
 //! replay.rs  POST …/replay     metrics.rs  GET /metrics
 //! otlp.rs    --otlp-endpoint: each ended session as an OpenTelemetry trace
@@ -28,6 +29,7 @@ pub mod check;
 pub mod client;
 pub mod config;
 pub mod console;
+pub mod event_id;
 pub mod follow;
 pub mod hub;
 pub mod input;
