@@ -13,7 +13,7 @@
 //! ```text
 //! header ─▶ parse: malformed ─▶ 400 ("neither N nor N.1")
 //!                  N, N.1 (N may overflow u64) ─▶ against the session's record:
-//!                  N past the log's end ─▶ 400 ("the log of session S ends at …")
+//!                  N past the log's end ─▶ 400 ("past the end of the log of session S, …")
 //!                  N.1 of an event with no .1 ─▶ 400 ("event N is `kind` …")
 //!                  else ─▶ Cursor
 //! ```
@@ -107,12 +107,12 @@ pub fn cursor(
     let seq = match seq {
         Some(seq) if last.is_some_and(|l| seq <= l) || (extra && seq == 0) => seq,
         _ => {
-            let ends = last.map_or("has no event yet".to_string(), |l| {
-                format!("ends at event {l}")
+            let ends = last.map_or("which has no event yet".to_string(), |l| {
+                format!("whose last event is {l}")
             });
             return Err(never_sent(
                 &text,
-                &format!("the log of session {id} {ends}"),
+                &format!("it is past the end of the log of session {id}, {ends}"),
             ));
         }
     };
@@ -160,7 +160,7 @@ fn check_extra(
         )),
         None if last.is_none() => Err(never_sent(
             text,
-            &format!("the log of session {id} has no event yet"),
+            &format!("it is past the end of the log of session {id}, which has no event yet"),
         )),
         None => Err(never_sent(
             text,
