@@ -933,6 +933,7 @@ fn past_max_sessions_a_new_session_is_refused_with_retry_after(backend: Backend)
     wait_scheduled(&server, ACME, &id, "send_reply");
     let resp = ureq::post(&format!("{}/v1/sessions", server.url))
         .set("Authorization", &format!("Bearer {ACME}"))
+        .set("Content-Type", "application/json")
         .send_string(&json!({"program": support_program(), "profile": "support"}).to_string());
     match resp {
         Err(ureq::Error::Status(503, r)) => {
@@ -967,6 +968,7 @@ fn past_max_sessions_a_new_session_is_refused_with_retry_after(backend: Backend)
                 scope.spawn(|| {
                     match ureq::post(&url)
                         .set("Authorization", &format!("Bearer {ACME}"))
+                        .set("Content-Type", "application/json")
                         .send_string(&body)
                     {
                         Ok(r) => r.status(),

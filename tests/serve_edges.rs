@@ -179,14 +179,56 @@ fn a_last_event_id_the_server_never_sent_is_refused_with_a_hint(backend: Backend
     let (status, v) = get(&last);
     assert_eq!(status, 200, "{v}");
     // `N.1` of an event that has no `.1` (not a client_dispatched one, not
-    // the last of a session that is over), and spellings it never sends.
-    for never in ["0.1", "1.1", "+1", "01", "1.2", "1.1.1", "1.", "-1"] {
+    // the last of a session that is over), spellings it never sends, ids
+    // past the log's end (past any u64 too), and a huge one: each refused
+    // with one code, one message shape and one hint (the break-it pass
+    // found three shapes, the whole huge id repeated, and no reason given
+    // for an N.1 past the end).
+    let huge = "7".repeat(4000);
+    let past_u64 = "9".repeat(25);
+    let mut hint = None;
+    for never in [
+        "0.1",
+        "1.1",
+        "+1",
+        "01",
+        "1.2",
+        "1.1.1",
+        "1.",
+        "-1",
+        "abc",
+        "99",
+        "99.1",
+        "18446744073709551615",
+        "18446744073709551615.1",
+        &past_u64,
+        &format!("{past_u64}.1"),
+        &huge,
+    ] {
         let (status, v) = get(never);
         assert_eq!(status, 400, "Last-Event-ID {never:?}: {v}");
         assert_eq!(v["error"]["code"], "bad_request", "{v}");
-        let hint = v["error"]["hint"].as_str().unwrap_or("");
-        assert!(hint.contains("N.1"), "Last-Event-ID {never:?}: {v}");
+        let message = v["error"]["message"].as_str().unwrap_or("");
+        assert!(
+            message.starts_with("Last-Event-ID \"")
+                && message.contains("\" is not an id this server sent: "),
+            "Last-Event-ID {never:?}: {v}"
+        );
+        assert!(message.len() < 400, "the id is cut short: {message}");
+        if ["99", "99.1", "18446744073709551615"].contains(&never) || never == past_u64 {
+            assert!(message.contains("past the end of the log"), "{message}");
+        }
+        let h = v["error"]["hint"].as_str().unwrap_or("").to_string();
+        assert!(h.contains("N.1"), "Last-Event-ID {never:?}: {v}");
+        assert_eq!(
+            hint.get_or_insert_with(|| h.clone()),
+            &h,
+            "one hint for all"
+        );
     }
+    // An empty id is none: the whole log (an EventSource never sends one).
+    let (status, v) = get("");
+    assert_eq!(status, 200, "{v}");
 }
 
 /// `lt_waiting_starts{tenant="acme"}` in the server's metrics.
@@ -331,6 +373,261 @@ fn a_request_body_that_never_finishes_is_answered_408_within_the_deadline() {
     // The server goes on serving.
     let (status, _) = server.call("GET", "/healthz", None, None);
     assert_eq!(status, 200);
+}
+
+/// An id that is not UTF-8 once percent-decoded (`%FF`) needs a key
+/// first, then is a JSON 404 like any unknown id: the break-it pass found
+/// axum's text/plain 400 answered before the key was looked at.
+#[test]
+fn an_id_that_is_not_utf8_needs_a_key_then_is_a_json_404() {
+    let (_s, config, store) = setup(Backend::Sqlite, "bad-id", 0, "");
+    let server = Server::start(&config, &store);
+    let routes = [
+        ("GET", "/v1/sessions/%FF"),
+        ("GET", "/v1/sessions/%FF/events"),
+        ("GET", "/v1/sessions/%FF/log"),
+        ("POST", "/v1/sessions/%FF/cancel"),
+        ("POST", "/v1/sessions/%FF/replay"),
+    ];
+    for (method, path) in routes {
+        let (status, v) = server.call(method, path, None, None);
+        assert_eq!(status, 401, "{method} {path} without a key: {v}");
+        assert_eq!(v["error"]["code"], "unauthorized", "{v}");
+        let (status, v) = server.call(method, path, Some(ACME), None);
+        assert_eq!(status, 404, "{method} {path}: {v}");
+        assert_eq!(v["error"]["code"], "not_found", "{v}");
+        assert!(v["error"]["hint"].as_str().is_some(), "{v}");
+    }
+    // An approval id of a session that exists: no such request either.
+    let id = server.submit(ACME, &program("quick"), "edge");
+    let path = format!("/v1/sessions/{id}/approvals/a%FF");
+    let (status, v) = server.call("POST", &path, None, Some(&json!({"decision": "allow"})));
+    assert_eq!(status, 401, "{v}");
+    let (status, v) = server.call(
+        "POST",
+        &path,
+        Some(ACME),
+        Some(&json!({"decision": "allow"})),
+    );
+    assert_eq!(status, 404, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("approval"),
+        "{v}"
+    );
+}
+
+/// A JSON body must say so (`Content-Type: application/json`, or another
+/// `+json` type): another type, or none, is a 415 with a hint, and nothing
+/// runs. The break-it pass found `text/plain` bodies accepted.
+#[test]
+fn a_body_that_is_not_said_to_be_json_is_a_415() {
+    let (_s, config, store) = setup(Backend::Sqlite, "media-type", 0, "");
+    let server = Server::start(&config, &store);
+    let start = json!({"program": program("quick"), "profile": "edge"});
+    let check = json!({"program": program("quick")});
+    for (path, body) in [("/v1/sessions", &start), ("/v1/check", &check)] {
+        for wrong in ["text/plain", "application/x-www-form-urlencoded"] {
+            let (status, v) = server.call_with(
+                "POST",
+                path,
+                Some(ACME),
+                Some(body),
+                &[("Content-Type", wrong)],
+            );
+            assert_eq!(status, 415, "{path} as {wrong}: {v}");
+            assert_eq!(v["error"]["code"], "unsupported_media_type", "{v}");
+            let hint = v["error"]["hint"].as_str().unwrap_or("");
+            assert!(hint.contains("application/json"), "{v}");
+        }
+        // No Content-Type at all.
+        let resp = ureq::post(&format!("{}{path}", server.url))
+            .set("Authorization", &format!("Bearer {ACME}"))
+            .send_string(&body.to_string());
+        match resp {
+            Err(ureq::Error::Status(415, r)) => {
+                let v: Value =
+                    serde_json::from_str(&r.into_string().unwrap_or_default()).unwrap_or_default();
+                assert_eq!(v["error"]["code"], "unsupported_media_type", "{v}");
+            }
+            other => panic!("{path} without a Content-Type: {other:?}"),
+        }
+    }
+    // Nothing was started; a JSON type with a charset is JSON.
+    let (_, v) = server.call("GET", "/v1/sessions", Some(ACME), None);
+    assert_eq!(ids(&v), Vec::<String>::new(), "{v}");
+    let (status, v) = server.call_with(
+        "POST",
+        "/v1/sessions",
+        Some(ACME),
+        Some(&start),
+        &[("Content-Type", "application/json; charset=utf-8")],
+    );
+    assert_eq!(status, 201, "{v}");
+    // A route that takes no body needs no Content-Type.
+    let id = v["id"].as_str().unwrap_or("").to_string();
+    server.wait_final(ACME, &id, Duration::from_secs(30));
+    let (status, v) = server.call(
+        "POST",
+        &format!("/v1/sessions/{id}/replay"),
+        Some(ACME),
+        None,
+    );
+    assert_eq!(status, 200, "{v}");
+}
+
+/// `capabilities.tools` names only the tenant's client-venue tools: an
+/// unknown tool, or one the server runs, is a 400 whose hint lists what
+/// may be named, and nothing runs. The break-it pass found both accepted.
+#[test]
+fn capabilities_name_only_the_tenants_client_venue_tools() {
+    let (_s, config, store) = setup(Backend::Sqlite, "capabilities", 0, "");
+    let server = Server::start(&config, &store);
+    let start = |tools: Value| {
+        server.call(
+            "POST",
+            "/v1/sessions",
+            Some(ACME),
+            Some(&json!({"program": program("quick"), "profile": "edge", "capabilities": {"tools": tools}})),
+        )
+    };
+    for (tools, why) in [
+        (json!(["nope"]), "does not declare"),
+        (json!(["ask", "quick"]), "server runs"),
+    ] {
+        let (status, v) = start(tools.clone());
+        assert_eq!(status, 400, "{tools}: {v}");
+        assert_eq!(v["error"]["code"], "bad_request", "{v}");
+        let message = v["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains(why), "{tools}: {v}");
+        let hint = v["error"]["hint"].as_str().unwrap_or("");
+        assert!(
+            hint.contains("ask") && !hint.contains("quick"),
+            "{tools}: {v}"
+        );
+    }
+    let (_, v) = server.call("GET", "/v1/sessions", Some(ACME), None);
+    assert_eq!(ids(&v), Vec::<String>::new(), "nothing was started: {v}");
+    // The client's own tool, or none, is taken.
+    for tools in [json!(["ask"]), json!([])] {
+        let (status, v) = start(tools.clone());
+        assert_eq!(status, 201, "{tools}: {v}");
+    }
+}
+
+/// During SIGTERM's grace `/healthz` answers 503 `shutting_down` (a load
+/// balancer stops sending work here), while the running call finishes and
+/// its session ends. The break-it pass found it answered 200 throughout.
+#[test]
+fn healthz_is_503_shutting_down_during_the_grace() {
+    let (_s, config, store) = setup(
+        Backend::Sqlite,
+        "health-drain",
+        3,
+        "shutdown_grace_ms = 30000",
+    );
+    let mut server = Server::start(&config, &store);
+    let (status, v) = server.call("GET", "/healthz", None, None);
+    assert_eq!((status, &v["ok"]), (200, &json!(true)), "{v}");
+    let id = server.submit(ACME, &program("nap"), "edge");
+    // In its call (`scheduled` is event 3).
+    server.wait_for(ACME, &id, Duration::from_secs(30), |v| {
+        v["events"].as_u64().is_some_and(|n| n >= 4)
+    });
+    server.sigterm();
+    let until = Instant::now() + Duration::from_secs(2);
+    let (status, v) = loop {
+        let (status, v) = server.call("GET", "/healthz", None, None);
+        if status != 200 || Instant::now() > until {
+            break (status, v);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status, 503, "{v}");
+    assert_eq!(v["ok"], false, "{v}");
+    assert_eq!(v["error"]["code"], "shutting_down", "{v}");
+    assert!(v["error"]["hint"].as_str().is_some(), "{v}");
+    // The running session is still served, and finishes.
+    let (status, v) = server.call("GET", &format!("/v1/sessions/{id}"), Some(ACME), None);
+    assert_eq!((status, &v["status"]), (200, &json!("running")), "{v}");
+    let status = server.terminate(Duration::from_secs(30)).expect("it stops");
+    assert!(status.success(), "{status:?}: {}", server.stderr_text());
+    let server = server.restart();
+    let v = server.wait_final(ACME, &id, Duration::from_secs(10));
+    assert_eq!(v["value"], "hi", "{v}");
+    assert!(
+        server
+            .stderr_text()
+            .contains("0 unfinished sessions resumed"),
+        "it ended within the grace: {}",
+        server.stderr_text()
+    );
+}
+
+/// Sets the SQLite file's `PRAGMA user_version`, as a person would by hand.
+fn set_user_version(file: &std::path::Path, version: i64) {
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(format!(
+            "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA user_version = {version}'); c.commit()"
+        ))
+        .arg(file)
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `lt serve --migrate-only --store sqlite:FILE`: its exit code and stderr.
+fn migrate_only(file: &std::path::Path) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lt"))
+        .args(["serve", "--migrate-only", "--store"])
+        .arg(format!("sqlite:{}", file.display()))
+        .output()
+        .expect("lt serve --migrate-only");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A real SQLite store whose `PRAGMA user_version` was lowered by hand is
+/// refused at start with its file, the version found, the version its
+/// tables have and what to do, and left alone; the break-it pass found a
+/// raw SQL error (`table session_tools already exists`) instead.
+#[test]
+fn a_sqlite_store_whose_version_was_lowered_by_hand_is_refused_with_a_hint() {
+    let s = Scratch::new("lowered-version");
+    let file = s.path("data/lt.db");
+    let (code, err) = migrate_only(&file);
+    assert_eq!(code, Some(0), "{err}");
+    let current = err
+        .split("schema version ")
+        .nth(1)
+        .and_then(|t| t.trim().parse::<i64>().ok())
+        .expect("the version it is at");
+    for lowered in [1, 0] {
+        set_user_version(&file, lowered);
+        let (code, err) = migrate_only(&file);
+        assert_eq!(code, Some(3), "user_version {lowered}: {err}");
+        assert!(err.contains(&file.display().to_string()), "{err}");
+        assert!(
+            err.contains(&format!("user_version is {lowered}"))
+                && err.contains(&format!("schema version {current}"))
+                && err.contains(&format!("PRAGMA user_version = {current}")),
+            "user_version {lowered}: {err}"
+        );
+        assert!(!err.contains("already exists"), "{err}");
+    }
+    // Set back as the hint says, the file opens as it was.
+    set_user_version(&file, current);
+    let (code, err) = migrate_only(&file);
+    assert_eq!(code, Some(0), "{err}");
 }
 
 on_both_stores!(

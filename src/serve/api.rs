@@ -7,13 +7,14 @@
 //! 422 a program the checker refused, 503 shutting down or the store down).
 
 use super::hub::{Hub, StartRequest, Started};
+use super::input::{json_body, path_ids};
 use super::listing::Filters;
 use super::store::{SessionRecord, SessionStatus};
 use crate::control::approver::ApprovalAnswer;
 use crate::log::StoreError;
 use crate::source::SourceFile;
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -188,30 +189,24 @@ pub fn known(state: &AppState, tenant: &str, id: &str) -> Result<(), ApiError> {
     record(state, tenant, id).map(drop)
 }
 
-/// Parses a JSON body into `T` (unknown fields refused). Errors: 400, 413.
-fn body<T: serde::de::DeserializeOwned>(raw: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
-    let bytes = raw.map_err(|e| {
-        let status = e.status();
-        if status == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(
-                status,
-                "too_large",
-                "the request body is larger than the server's limit",
-            )
-            .hint("max_body_bytes in serve.toml sets the limit")
-        } else {
-            ApiError::bad(format!("the body could not be read: {e}"))
-        }
-    })?;
-    serde_json::from_slice(&bytes).map_err(|e| {
-        ApiError::bad(format!("the body is not a valid request: {e}"))
-            .hint("see /v1/openapi.json for the request's fields")
-    })
-}
-
 async fn healthz(State(state): Shared) -> Response {
     // The store's kind and name (never its password), and whether it answers.
     let mut store = state.hub.store.describe();
+    if !state.hub.accepting() {
+        // SIGTERM's grace: a load balancer stops sending new work here
+        // while the running sessions finish.
+        let body = json!({
+            "ok": false,
+            "shutting_down": true,
+            "store": store,
+            "error": {
+                "code": "shutting_down",
+                "message": "the server is shutting down: it takes no new session, and its running sessions finish within shutdown_grace_ms",
+                "hint": "send new sessions to another worker; this one answers the running sessions' outcomes and approvals until it stops",
+            },
+        });
+        return (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response();
+    }
     match state.hub.store.health() {
         Ok(()) => {
             store["reachable"] = json!(true);
@@ -256,7 +251,7 @@ async fn check(
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let tenant_name = tenant(&state, &headers)?.to_string();
-    let req: CheckBody = body(raw)?;
+    let req: CheckBody = json_body(&headers, raw)?;
     let t = state
         .hub
         .tenants
@@ -297,6 +292,43 @@ fn profile_of(state: &AppState, tenant: &str, name: &str) -> Result<(), ApiError
         ApiError::bad(format!("no profile {name:?} for this tenant"))
             .hint(format!("the tenant's profiles: {}", names.join(", ")))
     })
+}
+
+/// Checks that each of `tools` (a request's `capabilities.tools`) is a
+/// client-venue tool of `tenant`'s tools.toml. Errors: 400 naming the
+/// first that is not (unknown, or run by the server) and, in the hint,
+/// the names that may be listed.
+fn capabilities_of(state: &AppState, tenant: &str, tools: &[String]) -> Result<(), ApiError> {
+    let t = state
+        .hub
+        .tenants
+        .get(tenant)
+        .ok_or_else(|| ApiError::bad("the tenant is not configured"))?;
+    let client = t.client_tools();
+    let Some(bad) = tools.iter().find(|name| !client.contains(name)) else {
+        return Ok(());
+    };
+    let shown = super::input::shown(bad);
+    let declared = t
+        .host
+        .as_ref()
+        .is_some_and(|h| h.registry().tool_traits().0.contains_key(bad));
+    let message = if declared {
+        format!("capabilities.tools names {shown:?}, which the server runs (its venue is not \"client\")")
+    } else {
+        format!(
+            "capabilities.tools names {shown:?}, which the tenant's tools.toml does not declare"
+        )
+    };
+    let hint = if client.is_empty() {
+        "this tenant has no client-venue tool (venue = \"client\" in its tools.toml): leave `capabilities` out".to_string()
+    } else {
+        format!(
+            "capabilities.tools lists the client-venue tools the client runs; this tenant's are: {}",
+            client.join(", ")
+        )
+    };
+    Err(ApiError::bad(message).hint(hint))
 }
 
 #[derive(Deserialize)]
@@ -346,14 +378,19 @@ async fn create(
         )
         .hint("retry against another worker, or after the restart"));
     }
-    let req: CreateBody = body(raw)?;
+    let req: CreateBody = json_body(&headers, raw)?;
     let wait = preferred_wait(&headers)?;
     profile_of(&state, &tenant_name, &req.profile)?;
     let idempotency_key = idempotency_key(&headers)?;
     match (&req.program, &req.task) {
         (Some(_), Some(_)) => return Err(ApiError::bad("give `program` or `task`, not both")),
         (None, None) => return Err(ApiError::bad("the body needs a `program` (or a `task`)")),
-        _ => {}
+        (Some(_), None) => {
+            if let Some(c) = &req.capabilities {
+                capabilities_of(&state, &tenant_name, &c.tools)?;
+            }
+        }
+        (None, Some(_)) => {}
     }
     // Held until the start is answered: concurrent starts cannot both take
     // the last place.
@@ -552,9 +589,10 @@ pub fn view(state: &AppState, r: &SessionRecord) -> Value {
 async fn show(
     State(state): Shared,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, ApiError> {
     let t = tenant(&state, &headers)?;
+    let id = path_ids(path)?;
     let r = record(&state, t, &id)?;
     Ok(Json(view(&state, &r)).into_response())
 }
@@ -631,9 +669,10 @@ fn forward(
 async fn cancel(
     State(state): Shared,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, ApiError> {
     let t = tenant(&state, &headers)?;
+    let id = path_ids(path)?;
     let r = record(&state, t, &id)?;
     if state.hub.cancel(t, &id) {
         return Ok((
@@ -654,12 +693,13 @@ async fn cancel(
 async fn outcome(
     State(state): Shared,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let t = tenant(&state, &headers)?;
+    let id = path_ids(path)?;
     let r = record(&state, t, &id)?;
-    let mut v: BTreeMap<String, Value> = body(raw)?;
+    let mut v: BTreeMap<String, Value> = json_body(&headers, raw)?;
     if let Some(kind) = v.remove("type") {
         if kind != json!("tool_result") {
             return Err(ApiError::bad("`type` may only be \"tool_result\""));
@@ -730,12 +770,13 @@ struct ApproveBody {
 async fn approve(
     State(state): Shared,
     headers: HeaderMap,
-    Path((id, approval_id)): Path<(String, String)>,
+    path: Result<Path<(String, String)>, PathRejection>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let t = tenant(&state, &headers)?;
+    let (id, approval_id) = path_ids(path)?;
     let r = record(&state, t, &id)?;
-    let req: ApproveBody = body(raw)?;
+    let req: ApproveBody = json_body(&headers, raw)?;
     let granted = match req.decision.as_str() {
         "allow" => true,
         "deny" => false,
@@ -783,9 +824,10 @@ async fn approve(
 async fn log(
     State(state): Shared,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, ApiError> {
     let t = tenant(&state, &headers)?;
+    let id = path_ids(path)?;
     record(&state, t, &id)?;
     let lines = state
         .hub
@@ -803,9 +845,10 @@ async fn log(
 async fn replay(
     State(state): Shared,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, ApiError> {
     let t = tenant(&state, &headers)?;
+    let id = path_ids(path)?;
     let rec = record(&state, t, &id)?;
     if !rec.status.is_final() {
         return Err(ApiError::conflict(format!(

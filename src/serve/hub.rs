@@ -64,6 +64,19 @@ impl TenantRuntime {
             .and_then(|h| h.registry().tool_traits().0.get(tool).copied())
             .unwrap_or(Venue::Server)
     }
+
+    /// The tools the tenant's tools.toml runs in the client venue: the
+    /// names a request's `capabilities.tools` may list.
+    pub fn client_tools(&self) -> Vec<String> {
+        self.host.as_ref().map_or_else(Vec::new, |h| {
+            let (venues, _) = h.registry().tool_traits();
+            venues
+                .into_iter()
+                .filter(|(_, v)| *v == Venue::Client)
+                .map(|(name, _)| name)
+                .collect()
+        })
+    }
 }
 
 /// A request to start a session from a program.

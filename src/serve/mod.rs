@@ -7,10 +7,11 @@
 //! config.rs  serve.toml: tenants (key hashes, declarations, tools.toml, profiles)
 //! model.rs   [tenants.NAME.model]: the model provider of task sessions
 //! auth.rs    Bearer keys ─▶ tenant (SHA-256, constant-time)
-//! api.rs     routes, bodies, errors ─▶ hub.rs (sessions: start, resume, cancel, drain)
+//! api.rs     routes, errors (input.rs: path ids, JSON bodies) ─▶ hub.rs (sessions: start, resume, cancel, drain)
 //!                                       └▶ task.rs (sessions from a task: lt agent's loop)
 //!                                       └▶ live.rs (status, client outcomes, approvals)
 //! sse.rs     GET …/events: the log as Server-Sent Events, from the store
+//!            (event_id.rs: Last-Event-ID, read and checked against the log)
 //! check.rs   a program against a tenant (tool list, profile)
 //! replay.rs  POST …/replay     metrics.rs  GET /metrics
 //! otlp.rs    --otlp-endpoint: each ended session as an OpenTelemetry trace
@@ -28,8 +29,10 @@ pub mod check;
 pub mod client;
 pub mod config;
 pub mod console;
+pub mod event_id;
 pub mod follow;
 pub mod hub;
+pub mod input;
 pub mod listen;
 pub mod listing;
 pub mod live;

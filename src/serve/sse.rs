@@ -16,10 +16,11 @@
 //! another worker, reads the store and shows the same events.
 //! Reconnecting with `Last-Event-ID: N` sends what follows event N (its
 //! `.1` extra included); `N.1` what follows that extra: nothing is missed,
-//! nothing is sent twice.
+//! nothing is sent twice (the id is read and checked by `event_id.rs`).
 
 use super::api::{known, tenant, ApiError, AppState};
-use super::store::SessionRecord;
+use super::event_id::{self, Cursor, Requested};
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -30,78 +31,6 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
-
-/// Where a reconnecting client left off.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Cursor {
-    /// The last event seen (`None`: none).
-    seq: Option<u64>,
-    /// Its extra (`.1`) was seen too.
-    extra: bool,
-}
-
-/// What a client is told to send instead of an id this server never sent.
-const ID_HINT: &str = "send the id of the last event received: N for a log event, N.1 only for the tool_call after a client_dispatched event N or the output after a finished session's last event N; no Last-Event-ID for the whole log";
-
-/// A `Last-Event-ID` this server never sent.
-fn never_sent(text: &str, why: &str) -> ApiError {
-    ApiError::bad(format!(
-        "Last-Event-ID {text:?} is not an id this server sent{why}"
-    ))
-    .hint(ID_HINT)
-}
-
-/// The cursor of `headers`' `Last-Event-ID`: `N` or `N.1`, N in decimal as
-/// this server writes it (no sign, no leading zero). Errors: 400.
-fn parse_cursor(headers: &HeaderMap) -> Result<Cursor, ApiError> {
-    let Some(v) = headers.get("last-event-id") else {
-        return Ok(Cursor {
-            seq: None,
-            extra: false,
-        });
-    };
-    let text = v.to_str().unwrap_or("");
-    let (n, extra) = match text.strip_suffix(".1") {
-        Some(n) => (n, true),
-        None => (text, false),
-    };
-    let canonical =
-        !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && (n == "0" || !n.starts_with('0'));
-    match n.parse::<u64>() {
-        Ok(seq) if canonical => Ok(Cursor {
-            seq: Some(seq),
-            extra,
-        }),
-        _ => Err(never_sent(text, " (N or N.1)")),
-    }
-}
-
-/// Refuses `N.1` unless the server sent that id: the tool_call after a
-/// `client_dispatched` event N, or the output after event N, the last of a
-/// session that is over (`0.1` for one over with no event). Errors: 400.
-fn check_extra(state: &AppState, id: &str, rec: &SessionRecord, seq: u64) -> Result<(), ApiError> {
-    let last = rec.events.checked_sub(1);
-    if rec.status.is_final() && (last == Some(seq) || (last.is_none() && seq == 0)) {
-        return Ok(());
-    }
-    let line = state
-        .hub
-        .store
-        .events_page(id, seq.checked_sub(1), 1)
-        .map_err(ApiError::store)?;
-    let kind = line
-        .first()
-        .and_then(|l| serde_json::from_str::<Head>(l).ok())
-        .and_then(|h| h.kind.map(|k| k.into_owned()));
-    match kind.as_deref() {
-        Some("client_dispatched") => Ok(()),
-        Some(k) => Err(never_sent(
-            &format!("{seq}.1"),
-            &format!(": event {seq} is `{k}`, which has no .1"),
-        )),
-        None => Err(never_sent(&format!("{seq}.1"), "")),
-    }
-}
 
 /// What every line is read for (other fields are skipped, not kept).
 #[derive(serde::Deserialize)]
@@ -193,26 +122,25 @@ const PAGE: usize = 256;
 pub async fn events(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, ApiError> {
     let t = tenant(&state, &headers)?.to_string();
-    let cursor = parse_cursor(&headers)?;
-    match cursor.seq {
-        None => known(&state, &t, &id)?,
-        // A reconnect: the id must be one the log has reached.
-        Some(seq) => {
-            let rec = super::api::record(&state, &t, &id)?;
-            if cursor.extra {
-                check_extra(&state, &id, &rec, seq)?;
-            } else if seq >= rec.events {
-                return Err(ApiError::bad(format!(
-                    "Last-Event-ID {seq} is past the end of the log of session {id} (its last event is {})",
-                    rec.events.checked_sub(1).map_or("none yet".to_string(), |l| l.to_string())
-                ))
-                .hint(ID_HINT));
+    let id = super::input::path_ids(path)?;
+    let wanted = event_id::requested(&headers)?;
+    let cursor = match wanted {
+        Requested::Whole => {
+            known(&state, &t, &id)?;
+            Cursor {
+                seq: None,
+                extra: false,
             }
         }
-    }
+        // A reconnect: the id must be one the log has reached.
+        wanted => {
+            let rec = super::api::record(&state, &t, &id)?;
+            event_id::cursor(&state, &id, &rec, wanted)?
+        }
+    };
     let (tx, rx) = mpsc::channel::<Event>(PAGE);
     // Watched before the first read: nothing commits unseen between.
     let changes = state.hub.watch(&id);

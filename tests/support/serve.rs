@@ -219,12 +219,17 @@ impl Server {
         let _ = self.child.wait();
     }
 
-    /// SIGTERM, then the exit status (waits up to `within`).
-    pub fn terminate(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+    /// Sends SIGTERM, and returns at once.
+    pub fn sigterm(&self) {
         let _ = Command::new("kill")
             .arg("-TERM")
             .arg(self.child.id().to_string())
             .status();
+    }
+
+    /// SIGTERM, then the exit status (waits up to `within`).
+    pub fn terminate(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        self.sigterm();
         let until = Instant::now() + within;
         while Instant::now() < until {
             if let Ok(Some(s)) = self.child.try_wait() {
@@ -278,7 +283,12 @@ impl Server {
         for (h, v) in headers {
             req = req.set(h, v);
         }
+        // JSON unless the test names another Content-Type.
+        let typed = headers
+            .iter()
+            .any(|(h, _)| h.eq_ignore_ascii_case("content-type"));
         let resp = match body {
+            Some(b) if typed => req.send_string(b),
             Some(b) => req.set("Content-Type", "application/json").send_string(b),
             None => req.call(),
         };

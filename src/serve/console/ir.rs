@@ -10,6 +10,7 @@ use super::html::{esc, layout, pct};
 use super::{error_page, page, unavailable, Shared};
 use crate::serve::check::{self, PROGRAM_NAME};
 use crate::source::SourceFile;
+use axum::extract::rejection::PathRejection;
 use axum::extract::Path;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
@@ -24,11 +25,16 @@ enum Lowered {
 }
 
 /// `GET /sessions/{id}/ir`.
-pub async fn show(state: Shared, headers: HeaderMap, Path(id): Path<String>) -> Response {
+pub async fn show(
+    state: Shared,
+    headers: HeaderMap,
+    path: Result<Path<String>, PathRejection>,
+) -> Response {
     let who = match state.viewer(&headers) {
         Ok(w) => w,
         Err(r) => return r,
     };
+    let id = super::path_id(path);
     let r = match state.app.hub.store.session(&who.tenant, &id) {
         Ok(Some(r)) => r,
         Ok(None) => return super::not_found(&id, &who),

@@ -157,6 +157,19 @@ fn forbidden(message: &str) -> Response {
     error_page(StatusCode::FORBIDDEN, "Forbidden", message, None)
 }
 
+/// The session id of a page's path, read after the login is checked: one
+/// that is not UTF-8 once percent-decoded (`/sessions/%FF`) is text no
+/// session has, so the page is the 404 of any unknown id (axum's own
+/// rejection would answer text/plain before the login).
+fn path_id(
+    path: Result<axum::extract::Path<String>, axum::extract::rejection::PathRejection>,
+) -> String {
+    match path {
+        Ok(axum::extract::Path(id)) => id,
+        Err(_) => "\u{fffd}".to_string(),
+    }
+}
+
 /// The 404 of a session that does not exist for this tenant.
 fn not_found(id: &str, who: &login::Who) -> Response {
     error_page(

@@ -14,7 +14,7 @@ use crate::control::approver::ApprovalAnswer;
 use crate::serve::api::view;
 use crate::serve::live::Refusal;
 use crate::serve::store::SessionRecord;
-use axum::extract::rejection::FormRejection;
+use axum::extract::rejection::{FormRejection, PathRejection};
 use axum::extract::{Form, Path};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
@@ -124,11 +124,16 @@ fn render(state: &Console, who: &Who, r: &SessionRecord, replayed: Option<&Value
 }
 
 /// `GET /sessions/{id}`.
-pub async fn show(state: Shared, headers: HeaderMap, Path(id): Path<String>) -> Response {
+pub async fn show(
+    state: Shared,
+    headers: HeaderMap,
+    path: Result<Path<String>, PathRejection>,
+) -> Response {
     let who = match state.viewer(&headers) {
         Ok(w) => w,
         Err(r) => return r,
     };
+    let id = super::path_id(path);
     match record(&state, &who, &id) {
         Ok(r) => render(&state, &who, &r, None),
         Err(page) => page,
@@ -144,7 +149,7 @@ pub struct ReplayForm {
 pub async fn replay(
     state: Shared,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
     form: Result<Form<ReplayForm>, FormRejection>,
 ) -> Response {
     let csrf = form.ok().and_then(|Form(f)| f.csrf);
@@ -152,6 +157,7 @@ pub async fn replay(
         Ok(w) => w,
         Err(r) => return r,
     };
+    let id = super::path_id(path);
     let r = match record(&state, &who, &id) {
         Ok(r) => r,
         Err(page) => return page,
@@ -185,7 +191,7 @@ pub struct ApproveForm {
 pub async fn approve(
     state: Shared,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
     form: Result<Form<ApproveForm>, FormRejection>,
 ) -> Response {
     let f = form.ok().map(|Form(f)| f);
@@ -193,6 +199,7 @@ pub async fn approve(
         Ok(w) => w,
         Err(r) => return r,
     };
+    let id = super::path_id(path);
     let r = match record(&state, &who, &id) {
         Ok(r) => r,
         Err(page) => return page,

@@ -38,7 +38,8 @@
 //! Invariant: a file whose `user_version` is newer than [`SCHEMA_VERSION`]
 //! is refused, never written; a file with version 0 gets the schema only
 //! when it holds no table (an empty or new file), so another program's
-//! database is not taken over.
+//! database is not taken over; a file whose `user_version` is not the
+//! version its tables have (changed by hand) is refused, never migrated.
 
 use super::super::{SessionRecord, SessionStatus};
 use rusqlite::{Connection, OpenFlags, Row, TransactionBehavior};
@@ -155,6 +156,9 @@ pub enum OpenError {
     Newer(i64),
     /// The file is another program's database.
     Foreign,
+    /// `user_version` says `recorded`, but the tables are those of
+    /// version `tables` (the version was changed by hand).
+    Mismatch { recorded: i64, tables: i64 },
     /// The file cannot be put in WAL mode (the journal mode it got).
     NotWal(String),
 }
@@ -166,6 +170,10 @@ impl std::fmt::Display for OpenError {
             OpenError::Newer(v) => write!(
                 f,
                 "its schema version is {v}, and this lt knows versions up to {SCHEMA_VERSION}: a newer lt wrote it; use that one"
+            ),
+            OpenError::Mismatch { recorded, tables } => write!(
+                f,
+                "its PRAGMA user_version is {recorded}, but its tables are those of schema version {tables} (the version was changed by hand): lt neither migrates nor writes it; back the file up, then set the version back (sqlite3 FILE 'PRAGMA user_version = {tables}') and start again"
             ),
             OpenError::Foreign => f.write_str(
                 "it holds tables but no lt schema version: it is another program's database",
@@ -237,6 +245,18 @@ pub fn migrate(conn: &mut Connection) -> Result<i64, OpenError> {
     if version > SCHEMA_VERSION {
         return Err(OpenError::Newer(version));
     }
+    // The version the tables have, which a migration starts from: a
+    // version lowered by hand would re-run migrations already applied.
+    let tables = tables_version(&tx)?;
+    match tables {
+        Some(t) if t != version => {
+            return Err(OpenError::Mismatch {
+                recorded: version,
+                tables: t,
+            })
+        }
+        _ => {}
+    }
     if version == SCHEMA_VERSION {
         return Ok(version);
     }
@@ -257,6 +277,40 @@ pub fn migrate(conn: &mut Connection) -> Result<i64, OpenError> {
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()?;
     Ok(version)
+}
+
+/// The schema version `conn`'s tables have, read from the tables and
+/// columns each migration adds or drops (`None`: no `sessions` and
+/// `events` tables, so not an lt store).
+fn tables_version(conn: &Connection) -> rusqlite::Result<Option<i64>> {
+    let table = |name: &str| -> rusqlite::Result<bool> {
+        conn.query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+            [name],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| n > 0)
+    };
+    let column = |table: &str, column: &str| -> rusqlite::Result<bool> {
+        conn.query_row(
+            "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2",
+            [table, column],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| n > 0)
+    };
+    if !table("sessions")? || !table("events")? {
+        return Ok(None);
+    }
+    Ok(Some(if !table("session_tools")? {
+        1
+    } else if !table("requests")? {
+        2
+    } else if column("events", "hash")? {
+        3
+    } else {
+        4
+    }))
 }
 
 /// The schema of version 1, for the tests of the migration.
