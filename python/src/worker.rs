@@ -209,6 +209,18 @@ static QUEUE: Mutex<Queue> = Mutex::new(Queue {
 static QUEUED: Condvar = Condvar::new();
 /// `QUEUE.jobs.len()`, read without the lock while spinning.
 static PENDING: AtomicUsize = AtomicUsize::new(0);
+/// Threads on their way to `next_job`: started and not yet in it, or back
+/// from a job (its outcome given). A submitter counts them with the idle
+/// ones: without them, a job queued the moment a thread gave its outcome
+/// started a second thread, and on a loaded machine the two then took
+/// turns spinning for jobs. Raised under [`QUEUE`]'s lock or before the
+/// outcome is published; lowered under the lock.
+static COMING: AtomicUsize = AtomicUsize::new(0);
+
+/// One thread fewer on its way (it has reached `next_job`).
+fn arrived() {
+    let _ = COMING.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+}
 
 /// How long a thread keeps looking (yielding its core between looks)
 /// before it sleeps, waiting for a job or an outcome: a call into a quick
@@ -291,6 +303,7 @@ pub(crate) fn reset_in_child(mut q: MutexGuard<'static, Queue>) {
     q.idle = 0;
     q.sleeping = 0;
     PENDING.store(0, Ordering::Release);
+    COMING.store(0, Ordering::Release);
 }
 
 /// One call (or batch) handed to a Python thread.
@@ -299,6 +312,8 @@ pub struct Job {
     f: Arc<Py<PyAny>>,
     arg: Json,
     slot: Arc<Slot>,
+    /// `done` or `fail` was called (its thread is on its way back).
+    finished: AtomicBool,
 }
 
 #[pymethods]
@@ -365,6 +380,9 @@ impl Job {
 
 impl Job {
     fn finish(&self, outcomes: Vec<Outcome>) {
+        if !self.finished.swap(true, Ordering::AcqRel) {
+            COMING.fetch_add(1, Ordering::AcqRel);
+        }
         let mut s = self.slot.lock();
         s.canceller = None;
         if !s.abandoned {
@@ -384,6 +402,7 @@ impl Job {
 pub fn next_job(py: Python<'_>) -> PyResult<(Py<PyAny>, Bound<'_, PyAny>, Py<Job>)> {
     let q = gate::detach(py, || {
         let mut q = queue();
+        arrived();
         loop {
             if let Some(job) = q.jobs.pop_front() {
                 PENDING.store(q.jobs.len(), Ordering::Release);
@@ -413,6 +432,7 @@ pub fn next_job(py: Python<'_>) -> PyResult<(Py<PyAny>, Bound<'_, PyAny>, Py<Job
             f: q.f,
             arg: q.arg,
             slot: q.slot,
+            finished: AtomicBool::new(false),
         },
     )?;
     Ok((f, arg, job))
@@ -472,7 +492,11 @@ pub fn submit(
         if q.sleeping > 0 {
             QUEUED.notify_one();
         }
-        q.jobs.len() > q.idle
+        let spawn = q.jobs.len() > q.idle + COMING.load(Ordering::Acquire);
+        if spawn {
+            COMING.fetch_add(1, Ordering::AcqRel);
+        }
+        spawn
     };
     if spawn {
         let started = gate::attach(|py| -> PyResult<()> {
@@ -485,6 +509,7 @@ pub fn submit(
             None => Some("Python is exiting".to_string()),
         };
         if let Some(why) = why {
+            arrived();
             abandon(&slot);
             let label = slot.work.label();
             return Err((0..slot.work.len())

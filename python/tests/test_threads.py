@@ -99,3 +99,28 @@ def test_ctrl_c_cancels_the_session_and_raises_keyboard_interrupt(tmp_path):
     events = [json.loads(line) for line in log.read_text().splitlines()]
     assert events[-1]["kind"] == "session_ended", events[-1]
     assert "cancel" in json.dumps(events[-1])
+
+
+def test_calls_one_after_another_keep_to_one_pool_thread():
+    # A run's calls, one at a time, are all taken by one pool thread: the
+    # thread that just gave an outcome counts as on its way back, so the
+    # next call does not start a second one (two would take turns spinning
+    # for jobs on a loaded machine). A fresh process: no threads before.
+    script = textwrap.dedent(
+        """
+        import threading, lt
+        many = '''
+        tool lookup: {id: Int} -{Read}-> {id: Int};
+        match traverse (fn i: Int => exec tool lookup {id = i}) (range 0 2000) {
+          Ok(rs) => length rs,
+          Err(e) => 0
+        }
+        '''
+        for _ in range(20):
+            assert lt.run(many, tools={"lookup": lambda a: {"id": a["id"]}}).value == 2000
+        print(sum(1 for t in threading.enumerate() if t.name == "lt-tool"))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "1", f"pool threads after 40,000 calls one at a time: {out.stdout.strip()}"
