@@ -230,27 +230,40 @@ fn arrived() {
 /// load of 12 on two cores; yielding, 12–14 µs).
 const SPIN: Duration = Duration::from_micros(200);
 
-/// How long a thread first spins on its core without yielding, when
-/// spinning has been paying off ([`Spinner`]): with both threads on cores
+/// How long a thread first spins on its core without yielding, unless
+/// the last spins missed ([`MAX_SKIP`]): with both threads on cores
 /// of their own, an answer is seen a few hundred nanoseconds after it is
 /// given, where a `sched_yield` costs a system call a look (a call went
 /// from 5.3–6.3 µs to 4.0 µs on an idle machine).
 const BUSY: Duration = Duration::from_micros(20);
 
-/// How many waits skip the busy spin after one that found nothing: the
-/// other side was not running (a loaded machine) or is slow (a tool doing
-/// real work); then a busy spin only takes a core from someone, and the
-/// waits yield at once, trying again after this many.
-const SKIP_AFTER_MISS: u32 = 64;
+/// The most waits that skip the busy spin after ones that found nothing:
+/// the other side was not running (a loaded machine) or is slow (a tool
+/// doing real work); then a busy spin only takes a core from someone, and
+/// the waits yield at once. Each miss in a row doubles the waits skipped
+/// (1, 2, 4, … up to this), a hit starts again from none: a lone miss (a
+/// new run's first call, a garbage collection) costs one wait.
+const MAX_SKIP: u32 = 64;
 
 /// Whether the waits of one side (for jobs, for outcomes) spin busily:
-/// the number of waits still to skip the busy spin.
-struct Spinner(AtomicU32);
+/// the waits still to skip the busy spin, and how many the last miss made
+/// skip.
+struct Spinner {
+    skip: AtomicU32,
+    level: AtomicU32,
+}
 
-static FOR_JOBS: Spinner = Spinner(AtomicU32::new(0));
-static FOR_OUTCOMES: Spinner = Spinner(AtomicU32::new(0));
+static FOR_JOBS: Spinner = Spinner::new();
+static FOR_OUTCOMES: Spinner = Spinner::new();
 
 impl Spinner {
+    const fn new() -> Spinner {
+        Spinner {
+            skip: AtomicU32::new(0),
+            level: AtomicU32::new(0),
+        }
+    }
+
     /// Looks until `done()`: a busy spin of [`BUSY`] unless the last ones
     /// missed, then yielding until [`SPIN`] has passed. The caller looks
     /// again under its lock, and sleeps if it is still not done.
@@ -258,29 +271,39 @@ impl Spinner {
         if done() {
             return;
         }
-        let skip = self.0.load(Ordering::Relaxed);
+        let skip = self.skip.load(Ordering::Relaxed);
         if skip > 0 {
-            self.0.store(skip - 1, Ordering::Relaxed);
+            self.skip.store(skip - 1, Ordering::Relaxed);
+        } else if self.busy(&done) {
+            self.level.store(0, Ordering::Relaxed);
+            return;
         } else {
-            let until = Instant::now() + BUSY;
-            loop {
-                for _ in 0..64 {
-                    if done() {
-                        return;
-                    }
-                    std::hint::spin_loop();
-                }
-                if Instant::now() >= until {
-                    break;
-                }
-            }
-            self.0.store(SKIP_AFTER_MISS, Ordering::Relaxed);
+            let level = (self.level.load(Ordering::Relaxed) * 2).clamp(1, MAX_SKIP);
+            self.level.store(level, Ordering::Relaxed);
+            self.skip.store(level, Ordering::Relaxed);
         }
         let until = Instant::now() + SPIN;
         while Instant::now() < until {
             std::thread::yield_now();
             if done() {
                 return;
+            }
+        }
+    }
+
+    /// Spins on the core (no system call) until `done()` or [`BUSY`] has
+    /// passed: whether it is done.
+    fn busy(&self, done: &impl Fn() -> bool) -> bool {
+        let until = Instant::now() + BUSY;
+        loop {
+            for _ in 0..64 {
+                if done() {
+                    return true;
+                }
+                std::hint::spin_loop();
+            }
+            if Instant::now() >= until {
+                return false;
             }
         }
     }
