@@ -63,20 +63,10 @@ fn setup(backend: Backend, name: &str, nap_s: u32, server: &str) -> (Scratch, Pa
 /// Runs `sql` (one statement, `$1` the session id) on the store.
 fn store_sql(store: &str, sql: &str, id: &str) {
     if let Some(path) = store.strip_prefix("sqlite:") {
-        let out = Command::new("python3")
-            .arg("-c")
-            .arg(format!(
-                "import sqlite3,sys; c=sqlite3.connect(sys.argv[1], timeout=30); c.execute({:?}, (sys.argv[2],)); c.commit()",
-                sql.replace("$1", "?")
-            ))
-            .arg(path)
-            .arg(id)
-            .output()
-            .expect("python3");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        sqlite_by_hand(
+            &format!("c.execute({:?}, (sys.argv[2],))", sql.replace("$1", "?")),
+            path.as_ref(),
+            &[id],
         );
     } else {
         let mut c = ::postgres::Client::connect(store, ::postgres::NoTls).expect("connect");
@@ -568,12 +558,24 @@ fn healthz_is_503_shutting_down_during_the_grace() {
 
 /// Sets the SQLite file's `PRAGMA user_version`, as a person would by hand.
 fn set_user_version(file: &std::path::Path, version: i64) {
+    sqlite_by_hand(
+        &format!("c.execute('PRAGMA user_version = {version}')"),
+        file,
+        &[],
+    );
+}
+
+/// Runs `statement` (Python, `c` the connection, `sys.argv[2..]` = `args`)
+/// on the SQLite file `file` with Python's `sqlite3`, as a person would by
+/// hand outside lt, and commits.
+fn sqlite_by_hand(statement: &str, file: &std::path::Path, args: &[&str]) {
     let out = Command::new("python3")
         .arg("-c")
         .arg(format!(
-            "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA user_version = {version}'); c.commit()"
+            "import sqlite3,sys; c=sqlite3.connect(sys.argv[1], timeout=30); {statement}; c.commit()"
         ))
         .arg(file)
+        .args(args)
         .output()
         .expect("python3");
     assert!(
