@@ -145,6 +145,46 @@ fn a_damaged_record_is_a_500_named_once_and_hides_no_other_session(backend: Back
     assert_eq!(named, 1, "{err}");
 }
 
+fn a_damaged_log_line_ends_the_stream_with_a_failure_not_a_gap(backend: Backend) {
+    let (_s, config, store) = setup(backend, "damaged-line", 0, "");
+    let mut server = Server::start(&config, &store);
+    let id = server.submit(ACME, &program("quick"), "edge");
+    server.wait_final(ACME, &id, Duration::from_secs(30));
+    // Event 2 of its log changed past lt serve; a restarted server reads
+    // the log from the store (not from the lines it committed lately).
+    store_sql(
+        &store,
+        "UPDATE events SET line = 'garbage' WHERE session = $1 AND seq = 2",
+        &id,
+    );
+    server.kill9();
+    let server = server.restart_here();
+    for after in [None, Some("1")] {
+        let mut stream = server.stream(ACME, &id, after);
+        let mut got = Vec::new();
+        while let Some(e) = stream.next_event() {
+            got.push(e);
+        }
+        // Events 0 and 1 (or nothing new after 1), then the failure, and
+        // nothing after it: no event 3, no output.
+        let kinds: Vec<(&str, Option<&str>)> = got
+            .iter()
+            .map(|e| (e.event.as_str(), e.id.as_deref()))
+            .collect();
+        let expected: Vec<(&str, Option<&str>)> = match after {
+            None => vec![("log", Some("0")), ("log", Some("1")), ("failure", None)],
+            Some(_) => vec![("failure", None)],
+        };
+        assert_eq!(kinds, expected, "{got:?}");
+        let v = got.last().expect("the failure").json();
+        assert_eq!(v["error"]["code"], "record_damaged", "{v}");
+        assert_eq!(v["error"]["session"], json!(id), "{v}");
+        let message = v["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains("event 2"), "{v}");
+        assert!(v["error"]["hint"].as_str().is_some(), "{v}");
+    }
+}
+
 fn a_last_event_id_the_server_never_sent_is_refused_with_a_hint(backend: Backend) {
     let (_s, config, store) = setup(backend, "event-ids", 0, "");
     let server = Server::start(&config, &store);
@@ -634,6 +674,7 @@ fn a_sqlite_store_whose_version_was_lowered_by_hand_is_refused_with_a_hint() {
 
 on_both_stores!(
     a_damaged_record_is_a_500_named_once_and_hides_no_other_session,
+    a_damaged_log_line_ends_the_stream_with_a_failure_not_a_gap,
     a_last_event_id_the_server_never_sent_is_refused_with_a_hint,
     a_waiting_start_whose_client_leaves_waits_no_more,
     sigterm_with_tens_of_sessions_running_stops_soon_after_the_grace_and_leaves_them_resumable,

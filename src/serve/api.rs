@@ -84,7 +84,7 @@ impl ApiError {
 
     /// A 500 `record_damaged`: session `id`'s record cannot be read
     /// (`why`); not retryable.
-    fn damaged(id: &str, why: &str) -> ApiError {
+    pub(crate) fn damaged(id: &str, why: &str) -> ApiError {
         let mut e = ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "record_damaged",
@@ -105,13 +105,21 @@ impl ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
+impl ApiError {
+    /// The JSON body: `{"error": {"code", "message", "hint", "session"?}}`.
+    pub fn body(&self) -> serde_json::Value {
         let mut body =
             json!({"error": {"code": self.code, "message": self.message, "hint": self.hint}});
-        if let Some(id) = self.session {
+        if let Some(id) = &self.session {
             body["error"]["session"] = json!(id);
         }
+        body
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = self.body();
         (self.status, Json(body)).into_response()
     }
 }

@@ -12,6 +12,8 @@
 //!   event: tool_call  ──▶ a task: ExecutorHost::call_async ──▶ POST …/outcomes
 //!   event: output     ──▶ the final output; calls still running are dropped
 //!                         (their tools killed)
+//!   event: failure    ──▶ a damaged record: the error (exit as for a 500);
+//!                         a failed store: reconnect, as below
 //!   stream ends or stalls ──▶ reconnect, at most RECONNECTS times in a row
 //! ```
 //!
@@ -563,6 +565,18 @@ impl Client {
                             )))
                         })?;
                         return Ok(Some(v));
+                    }
+                    // The server cannot go on with the stream: a damaged
+                    // record is final, a failed store may come back.
+                    "failure" => {
+                        let v: Json = serde_json::from_str(&e.data).unwrap_or(Json::Null);
+                        let damaged = v["error"]["code"] == "record_damaged";
+                        let e = status_error(if damaged { 500 } else { 503 }, &e.data);
+                        return Err(if damaged {
+                            Stop::Fatal(e)
+                        } else {
+                            Stop::Retry(e.to_string())
+                        });
                     }
                     _ => {}
                 }

@@ -7,6 +7,10 @@
 //! event: output     id: <seq>.1   data: the final output (lt run --json), after the
 //!                                       last event <seq> (0.1 when the log is empty);
 //!                                       then the stream ends
+//! event: failure    (no id)       data: {"error": {code, message, hint, session}}: the
+//!                                       stream cannot go on (a log line in the store
+//!                                       cannot be read: record_damaged; the store
+//!                                       failed: store); then the stream ends
 //! ```
 //!
 //! Every line sent is a committed one: read from the store, or taken from
@@ -54,6 +58,10 @@ struct Follow {
     keys: HashMap<String, Json>,
     /// `session_ended` was read: nothing follows it in the log.
     ended: bool,
+    /// Why the line read last could not be read (the store holds a
+    /// damaged line): the stream ends there with a `failure` event, never
+    /// skipping it.
+    damaged: Option<String>,
 }
 
 impl Follow {
@@ -69,16 +77,20 @@ impl Follow {
     fn events_of(&mut self, line: &str, out: &mut Vec<Event>) -> bool {
         // The head alone (no tree of the whole line, whose argument or
         // program may be large); the whole line only where it is needed.
-        let Ok(head) = serde_json::from_str::<Head>(line) else {
-            return true;
+        let head = match serde_json::from_str::<Head>(line) {
+            Ok(head) => head,
+            Err(e) => {
+                return self.damage(format!("its event {} is not a log line ({e})", self.next))
+            }
         };
         let seq = head.seq.unwrap_or(self.next);
         self.next = seq + 1;
         let kind = head.kind.as_deref().unwrap_or("");
         let call = head.call_id.as_deref().unwrap_or("").to_string();
         if kind == "proposed" || kind == "scheduled" {
-            let Ok(v) = serde_json::from_str::<Json>(line) else {
-                return true;
+            let v = match serde_json::from_str::<Json>(line) {
+                Ok(v) => v,
+                Err(e) => return self.damage(format!("its event {seq} is not a log line ({e})")),
             };
             let field = |name: &str| v.get(name).cloned().unwrap_or(Json::Null);
             if kind == "proposed" {
@@ -111,6 +123,19 @@ impl Follow {
         self.ended |= kind == "session_ended";
         kind == "session_ended"
     }
+
+    /// Notes that the line cannot be read (`why`); `true`, as at an end.
+    fn damage(&mut self, why: String) -> bool {
+        self.damaged = Some(why);
+        true
+    }
+}
+
+/// The `failure` event that ends a stream which cannot go on: `e`'s body,
+/// as the same request would have been answered (no id: a reconnect
+/// resumes after the last event sent).
+fn failure(e: &ApiError) -> Event {
+    Event::default().event("failure").data(e.body().to_string())
 }
 
 /// The most lines read from the store at once: a stream holds one page,
@@ -151,6 +176,7 @@ pub async fn events(
         proposed: HashMap::new(),
         keys: HashMap::new(),
         ended: false,
+        damaged: None,
     };
     tokio::spawn(async move {
         let (state, id) = (Arc::clone(&state), follow.id.clone());
@@ -212,7 +238,10 @@ async fn follow(
                         l.iter().map(|l| Arc::from(l.as_str())).collect(),
                         l.len() == PAGE,
                     ),
-                    Err(_) => return,
+                    Err(e) => {
+                        let _ = tx.send(failure(&ApiError::store(e))).await;
+                        return;
+                    }
                 },
             },
         };
@@ -225,6 +254,10 @@ async fn follow(
                 if tx.send(e).await.is_err() {
                     return;
                 }
+            }
+            if let Some(why) = f.damaged.take() {
+                let _ = tx.send(failure(&ApiError::damaged(&f.id, &why))).await;
+                return;
             }
         }
         if full {
@@ -247,9 +280,12 @@ async fn follow(
         // A session this server runs is not over: nothing to read.
         if check_end && state.hub.live(tenant, &f.id).is_none() {
             // Over, and every event read: the output ends the stream.
-            let rec = match state.hub.store.session(tenant, &f.id) {
-                Ok(Some(r)) => r,
-                _ => return,
+            let rec = match super::api::record(state, tenant, &f.id) {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = tx.send(failure(&e)).await;
+                    return;
+                }
             };
             if rec.status.is_final() && state.hub.live(tenant, &f.id).is_none() {
                 let more = match state
@@ -258,7 +294,10 @@ async fn follow(
                     .events_page(&f.id, f.next.checked_sub(1), PAGE)
                 {
                     Ok(l) => l,
-                    Err(_) => return,
+                    Err(e) => {
+                        let _ = tx.send(failure(&ApiError::store(e))).await;
+                        return;
+                    }
                 };
                 if !more.is_empty() {
                     // Sent next, from what was read: re-asking the ring
