@@ -185,6 +185,40 @@ fn a_damaged_log_line_ends_the_stream_with_a_failure_not_a_gap(backend: Backend)
     }
 }
 
+fn a_retried_start_whose_session_record_is_damaged_is_a_500_not_a_retryable_503(backend: Backend) {
+    let (_s, config, store) = setup(backend, "damaged-retry", 0, "");
+    let server = Server::start(&config, &store);
+    let body = json!({"program": program("quick"), "profile": "edge"});
+    let post = || {
+        server.call_with(
+            "POST",
+            "/v1/sessions",
+            Some(ACME),
+            Some(&body),
+            &[("Idempotency-Key", "retry-1")],
+        )
+    };
+    let (status, v) = post();
+    assert_eq!(status, 201, "{v}");
+    let id = v["id"].as_str().expect("id").to_string();
+    server.wait_final(ACME, &id, Duration::from_secs(30));
+    store_sql(
+        &store,
+        "UPDATE sessions SET output = '{not json' WHERE id = $1",
+        &id,
+    );
+    // The retry names the session its key started, and says a retry will
+    // not help: as GET /v1/sessions/{id} does.
+    for _ in 0..2 {
+        let (status, v) = post();
+        assert_eq!(status, 500, "not a retryable 503: {v}");
+        assert_eq!(v["error"]["code"], "record_damaged", "{v}");
+        let message = v["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains(&id), "{v}");
+        assert!(v["error"]["hint"].as_str().is_some(), "{v}");
+    }
+}
+
 fn a_last_event_id_the_server_never_sent_is_refused_with_a_hint(backend: Backend) {
     let (_s, config, store) = setup(backend, "event-ids", 0, "");
     let server = Server::start(&config, &store);
@@ -675,6 +709,7 @@ fn a_sqlite_store_whose_version_was_lowered_by_hand_is_refused_with_a_hint() {
 on_both_stores!(
     a_damaged_record_is_a_500_named_once_and_hides_no_other_session,
     a_damaged_log_line_ends_the_stream_with_a_failure_not_a_gap,
+    a_retried_start_whose_session_record_is_damaged_is_a_500_not_a_retryable_503,
     a_last_event_id_the_server_never_sent_is_refused_with_a_hint,
     a_waiting_start_whose_client_leaves_waits_no_more,
     sigterm_with_tens_of_sessions_running_stops_soon_after_the_grace_and_leaves_them_resumable,

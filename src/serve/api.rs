@@ -85,14 +85,20 @@ impl ApiError {
     /// A 500 `record_damaged`: session `id`'s record cannot be read
     /// (`why`); not retryable.
     pub(crate) fn damaged(id: &str, why: &str) -> ApiError {
-        let mut e = ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "record_damaged",
-            format!("the record of session {id} cannot be read: {why}"),
-        )
-        .hint("the store was changed past lt serve; a retry gets the same answer: repair or delete the session's row (the server's stderr names it)");
+        let mut e =
+            ApiError::damaged_record(format!("the record of session {id} cannot be read: {why}"));
         e.session = Some(id.to_string());
         e
+    }
+
+    /// A 500 `record_damaged` whose `message` names the record.
+    fn damaged_record(message: String) -> ApiError {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "record_damaged",
+            message,
+        )
+        .hint("the store was changed past lt serve; a retry gets the same answer: repair or delete the session's row (the server's stderr names it)")
     }
 
     /// A 503: the store (or a session's thread) failed.
@@ -520,8 +526,10 @@ pub async fn answer_start(
 
 /// The answer to a start: 201 `{id}` for a new session, 200 `{id}` for the
 /// one an Idempotency-Key names, 422 `{error: {code: "refused", message,
-/// hint}, output}` for a refusal, 503 `{error: {code: "store_unavailable",
-/// …}}` when the store could not record it (nothing ran; try again).
+/// hint}, output}` for a refusal, 500 `record_damaged` when the session
+/// its Idempotency-Key names cannot be read, 503 `{error: {code:
+/// "store_unavailable", …}}` when the store could not record it (nothing
+/// ran; try again).
 pub fn started_response(started: Started, message: &str, hint: &str) -> Response {
     match started {
         Started::New(id) => (StatusCode::CREATED, Json(json!({"id": id}))).into_response(),
@@ -546,6 +554,10 @@ pub fn started_response(started: Started, message: &str, hint: &str) -> Response
             })),
         )
             .into_response(),
+        Started::Damaged(why) => ApiError::damaged_record(format!(
+            "this Idempotency-Key started a session whose record cannot be read: {why}; nothing ran"
+        ))
+        .into_response(),
         Started::Unavailable(why) => (
             StatusCode::SERVICE_UNAVAILABLE,
             Json(json!({

@@ -108,6 +108,21 @@ pub enum Started {
     Refused(Json),
     /// The store could not record the session (nothing ran): why.
     Unavailable(String),
+    /// The session the idempotency key names has a record the store
+    /// cannot read (changed past lt serve; no retry mends it): why, which
+    /// names it. Nothing ran.
+    Damaged(String),
+}
+
+impl Started {
+    /// The answer when the store failed to record a start: `Damaged` for a
+    /// damaged record, else `Unavailable`.
+    pub fn store_failed(e: crate::log::StoreError) -> Started {
+        match e {
+            crate::log::StoreError::Damaged(why) => Started::Damaged(why),
+            e => Started::Unavailable(format!("the store could not record the session: {e}")),
+        }
+    }
 }
 
 /// What a start whose idempotency key the store already holds gives: that
@@ -355,9 +370,7 @@ impl Hub {
             }
             Err(e) => {
                 self.unregister(&id);
-                let _ = reply.send(Started::Unavailable(format!(
-                    "the store could not record the session: {e}"
-                )));
+                let _ = reply.send(Started::store_failed(e));
                 return;
             }
         }

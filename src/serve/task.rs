@@ -171,9 +171,7 @@ fn start(hub: Arc<Hub>, tenant_name: &str, req: TaskRequest, reply: oneshot::Sen
         }
         Err(e) => {
             hub.unregister(&id);
-            let _ = reply.send(Started::Unavailable(format!(
-                "the store could not record the session: {e}"
-            )));
+            let _ = reply.send(Started::store_failed(e));
             return;
         }
     }

@@ -154,7 +154,7 @@ fn existing(
     Ok(match existing {
         Some(row) => record_of(&row)
             .map(Created::Existing)
-            .map_err(|e| shared.error("a damaged session record", e)),
+            .map_err(|e| shared.damaged(e)),
         None => Err(StoreError::Conflict(format!(
             "session {} already exists; a new session needs a new id",
             new.id

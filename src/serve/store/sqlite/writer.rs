@@ -244,7 +244,7 @@ fn create_session(
     Ok(match raw {
         Some(raw) => record_of(raw)
             .map(Created::Existing)
-            .map_err(|e| shared.error("a damaged session record", e)),
+            .map_err(|e| shared.damaged(e)),
         None => Err(StoreError::Conflict(format!(
             "session {} was not recorded and no session has its idempotency key",
             new.id
