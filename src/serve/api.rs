@@ -74,7 +74,7 @@ impl ApiError {
         ApiError::new(
             StatusCode::NOT_FOUND,
             "not_found",
-            format!("no session {id}"),
+            format!("no session {:?}", super::input::shown(id)),
         )
     }
 

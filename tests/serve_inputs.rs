@@ -1,0 +1,121 @@
+//! `lt serve` and the ids a client makes up, end to end (the real binary
+//! on 127.0.0.1, SQLite): a refusal repeats a client's id cut and quoted,
+//! in its answer and on the server's stderr, never a 100,000-character id
+//! or a terminal's escape sequence as sent.
+//!
+//! The tenant has one tool, `ask`, run by the client: a session calling
+//! it waits for an outcome, which the test posts under ids of its own.
+
+#[macro_use]
+#[path = "support/serve.rs"]
+mod serve_support;
+
+use serde_json::{json, Value};
+use serve_support::{sha256_line, Scratch, Server};
+use std::time::Duration;
+
+const ACME: &str = "acme-dev-key";
+
+const DECLS: &str = "tool ask: {question: String} -{Read}-> {yes: Bool};\n";
+
+/// An id no session, call or approval has: long, with an escape sequence
+/// (clear the screen) and a NUL in it.
+fn made_up_id() -> String {
+    format!("n1\u{1b}[2J\u{0}{}", "x".repeat(100_000))
+}
+
+/// A refusal's message is short, and repeats no control character.
+fn assert_short_and_clean(what: &str, status: u16, v: &Value, expected: u16) {
+    assert_eq!(status, expected, "{what}: {}", v.to_string().len());
+    let message = v["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        message.chars().count() < 300,
+        "{what}: a message of {} characters: {}…",
+        message.chars().count(),
+        message.chars().take(120).collect::<String>()
+    );
+    assert!(
+        !message.chars().any(|c| c.is_control()),
+        "{what}: a control character in {message:?}"
+    );
+    assert!(message.contains("n1"), "{what}: the id is named: {message}");
+}
+
+/// The break-it pass found the outcome route's 409 and the server's stderr
+/// line repeating a 100,000-character `call_id` whole (and its escape
+/// sequences raw, written to the operator's terminal), and so the 404s of
+/// an approval id or a session id in the path.
+#[test]
+fn a_made_up_id_is_repeated_cut_and_quoted() {
+    let s = Scratch::new("inputs-ids");
+    let decls = s.write("tools.lt", DECLS);
+    s.write("tools.toml", "[tools.ask]\nvenue = \"client\"\n");
+    let config = s.write(
+        "serve.toml",
+        &format!(
+            "[tenants.acme]\nkeys = [\"{}\"]\ndeclarations = \"{}\"\nexecutors = \"tools.toml\"\n\
+             [tenants.acme.profiles.edge]\nallow = [\"ask\"]\n",
+            sha256_line(ACME),
+            decls.display()
+        ),
+    );
+    let store = format!("sqlite:{}", s.path("lt.db").display());
+    let server = Server::start(&config, &store);
+    let program = format!(
+        "{DECLS}match exec tool ask {{question = \"ok?\"}} {{ Ok(c) => if c.yes then \"yes\" else \"no\", Err(e) => e }}"
+    );
+    let (status, v) = server.call(
+        "POST",
+        "/v1/sessions",
+        Some(ACME),
+        Some(&json!({"program": program, "profile": "edge", "capabilities": {"tools": ["ask"]}})),
+    );
+    assert_eq!(status, 201, "{v}");
+    let id = v["id"].as_str().expect("id").to_string();
+    server.wait_for(ACME, &id, Duration::from_secs(30), |v| {
+        v["status"] == "waiting_client"
+    });
+    let made_up = made_up_id();
+
+    // An outcome for a call that is not waiting: 409.
+    let (status, v) = server.call(
+        "POST",
+        &format!("/v1/sessions/{id}/outcomes"),
+        Some(ACME),
+        Some(&json!({"call_id": made_up, "ok": {"yes": true}})),
+    );
+    assert_short_and_clean("an unknown call", status, &v, 409);
+
+    // The waiting call answered, then answered again: 409.
+    let outcome = json!({"call_id": "n1", "ok": {"yes": true}});
+    let path = format!("/v1/sessions/{id}/outcomes");
+    let (status, v) = server.call("POST", &path, Some(ACME), Some(&outcome));
+    assert_eq!(status, 202, "{v}");
+    let (status, v) = server.call("POST", &path, Some(ACME), Some(&outcome));
+    assert_eq!(status, 409, "{v}");
+
+    // An approval id, and a session id, that do not exist: 404.
+    let long = format!("n1{}", "x".repeat(10_000));
+    let (status, v) = server.call(
+        "POST",
+        &format!("/v1/sessions/{id}/approvals/{long}"),
+        Some(ACME),
+        Some(&json!({"decision": "allow"})),
+    );
+    assert_short_and_clean("an unknown approval", status, &v, 404);
+    let (status, v) = server.call("GET", &format!("/v1/sessions/n1{long}"), Some(ACME), None);
+    assert_short_and_clean("an unknown session", status, &v, 404);
+
+    // The server noted the refusal in one short line, with no escape.
+    let err = server.stderr_text();
+    assert!(err.contains("outcome refused"), "{err}");
+    for line in err.lines() {
+        assert!(
+            line.chars().count() < 400,
+            "a stderr line of {} characters: {}…",
+            line.chars().count(),
+            line.chars().take(120).collect::<String>()
+        );
+        assert!(!line.contains('\u{1b}'), "an escape on stderr: {line:?}");
+    }
+}
