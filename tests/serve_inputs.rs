@@ -4,7 +4,8 @@
 //! or a terminal's escape sequence as sent.
 //!
 //! The tenant has one tool, `ask`, run by the client: a session calling
-//! it waits for an outcome, which the test posts under ids of its own.
+//! it waits for an outcome, which the test posts under ids of its own, or
+//! which `lt run --server` posts from its local executor.
 
 #[macro_use]
 #[path = "support/serve.rs"]
@@ -12,11 +13,38 @@ mod serve_support;
 
 use serde_json::{json, Value};
 use serve_support::{sha256_line, Scratch, Server};
-use std::time::Duration;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 const ACME: &str = "acme-dev-key";
 
 const DECLS: &str = "tool ask: {question: String} -{Read}-> {yes: Bool};\n";
+
+/// A scratch folder with a serve.toml of one tenant (acme, profile `edge`)
+/// whose one tool, `ask`, runs on the client.
+fn setup(name: &str) -> (Scratch, Server) {
+    let s = Scratch::new(name);
+    let decls = s.write("tools.lt", DECLS);
+    s.write("tools.toml", "[tools.ask]\nvenue = \"client\"\n");
+    let config = s.write(
+        "serve.toml",
+        &format!(
+            "[tenants.acme]\nkeys = [\"{}\"]\ndeclarations = \"{}\"\nexecutors = \"tools.toml\"\n\
+             [tenants.acme.profiles.edge]\nallow = [\"ask\"]\n",
+            sha256_line(ACME),
+            decls.display()
+        ),
+    );
+    let store = format!("sqlite:{}", s.path("lt.db").display());
+    let server = Server::start(&config, &store);
+    (s, server)
+}
+
+fn asking() -> String {
+    format!(
+        "{DECLS}match exec tool ask {{question = \"ok?\"}} {{ Ok(c) => if c.yes then \"yes\" else \"no\", Err(e) => \"err: \" ++ e }}"
+    )
+}
 
 /// An id no session, call or approval has: long, with an escape sequence
 /// (clear the screen) and a NUL in it.
@@ -47,23 +75,8 @@ fn assert_short_and_clean(what: &str, status: u16, v: &Value, expected: u16) {
 /// an approval id or a session id in the path.
 #[test]
 fn a_made_up_id_is_repeated_cut_and_quoted() {
-    let s = Scratch::new("inputs-ids");
-    let decls = s.write("tools.lt", DECLS);
-    s.write("tools.toml", "[tools.ask]\nvenue = \"client\"\n");
-    let config = s.write(
-        "serve.toml",
-        &format!(
-            "[tenants.acme]\nkeys = [\"{}\"]\ndeclarations = \"{}\"\nexecutors = \"tools.toml\"\n\
-             [tenants.acme.profiles.edge]\nallow = [\"ask\"]\n",
-            sha256_line(ACME),
-            decls.display()
-        ),
-    );
-    let store = format!("sqlite:{}", s.path("lt.db").display());
-    let server = Server::start(&config, &store);
-    let program = format!(
-        "{DECLS}match exec tool ask {{question = \"ok?\"}} {{ Ok(c) => if c.yes then \"yes\" else \"no\", Err(e) => e }}"
-    );
+    let (_s, server) = setup("inputs-ids");
+    let program = asking();
     let (status, v) = server.call(
         "POST",
         "/v1/sessions",
@@ -118,4 +131,53 @@ fn a_made_up_id_is_repeated_cut_and_quoted() {
         );
         assert!(!line.contains('\u{1b}'), "an escape on stderr: {line:?}");
     }
+}
+
+/// The break-it pass found `lt run --server` hanging for good when its
+/// local executor's output made an outcome larger than the server's
+/// `max_body_bytes`: the server answered 413, the client noted it and
+/// waited, and the session waited for the client. Now the client posts a
+/// `bad_output` failure in its place: the program receives `Err`, as it
+/// does for any output it cannot take, and the run ends.
+#[test]
+fn an_outcome_larger_than_the_server_takes_is_posted_as_a_failure() {
+    let (s, server) = setup("inputs-big-outcome");
+    let program = s.write("ask.lt", &asking());
+    let local = s.write(
+        "local.toml",
+        "[tools.ask]\ncommand = [\"python3\", \"-c\", \"import json; print(json.dumps({'yes': True, 'pad': 'a' * 2000000}))\"]\n",
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lt"))
+        .args(["run", program.to_str().unwrap(), "--server", &server.url])
+        .args(["--executors", local.to_str().unwrap(), "--profile", "edge"])
+        .env("LT_API_KEY", ACME)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("lt run --server");
+    let until = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > until {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "lt run --server still runs after 60 s: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("output");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.starts_with("\"err: "), "{stdout}{stderr}");
+    assert!(stdout.contains("larger than the server takes"), "{stdout}");
+    // The server's log records the failure, and the session is over.
+    let (_, v) = server.call("GET", "/v1/sessions", Some(ACME), None);
+    let session = &v["sessions"][0];
+    assert_eq!(session["status"], "ended", "{v}");
 }

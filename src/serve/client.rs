@@ -644,16 +644,33 @@ impl Client {
     }
 
     /// Posts one outcome, retrying while the server cannot be reached or
-    /// fails (5xx). `Some`: a notice for the watcher.
+    /// fails (5xx). An outcome larger than the server takes (413) is
+    /// posted as a `bad_output` failure in its place, so that the session
+    /// does not wait for the client for good. `Some`: a notice for the
+    /// watcher.
     async fn post_outcome(&self, id: &str, call_id: &str, body: &Json) -> Option<String> {
         let path = format!("/v1/sessions/{id}/outcomes");
         let mut attempt = 0u32;
+        let mut smaller: Option<Json> = None;
         loop {
+            let sent = smaller.as_ref().unwrap_or(body);
             let why = match self
-                .send(reqwest::Method::POST, &path, Some(body), &[])
+                .send(reqwest::Method::POST, &path, Some(sent), &[])
                 .await
             {
                 Ok((202, _)) => return None,
+                Ok((413, text)) if smaller.is_none() => {
+                    smaller = Some(json!({
+                        "call_id": call_id,
+                        "error": format!(
+                            "the outcome ({} bytes of JSON) is larger than the server takes: {}",
+                            body.to_string().len(),
+                            status_error(413, &text)
+                        ),
+                        "kind": FailureKind::BadOutput.as_str(),
+                    }));
+                    continue;
+                }
                 Ok((status, text)) if status < 500 => {
                     return Some(format!(
                         "the server did not take the outcome of call {call_id}: {}",
