@@ -133,51 +133,62 @@ fn a_made_up_id_is_repeated_cut_and_quoted() {
     }
 }
 
-/// The break-it pass found `lt run --server` hanging for good when its
-/// local executor's output made an outcome larger than the server's
-/// `max_body_bytes`: the server answered 413, the client noted it and
-/// waited, and the session waited for the client. Now the client posts a
-/// `bad_output` failure in its place: the program receives `Err`, as it
-/// does for any output it cannot take, and the run ends.
+/// The break-it pass found `lt run --server` hanging for good when the
+/// server refused its local executor's outcome as a body: larger than
+/// `max_body_bytes` (413), or nested deeper than the server reads JSON
+/// (400; a local run takes it). The client noted it and waited, and the
+/// session waited for the client. Now the client posts a `bad_output`
+/// failure in its place: the program receives `Err`, and the run ends.
 #[test]
-fn an_outcome_larger_than_the_server_takes_is_posted_as_a_failure() {
+fn an_outcome_the_server_refuses_as_a_body_is_posted_as_a_failure() {
     let (s, server) = setup("inputs-big-outcome");
     let program = s.write("ask.lt", &asking());
-    let local = s.write(
-        "local.toml",
-        "[tools.ask]\ncommand = [\"python3\", \"-c\", \"import json; print(json.dumps({'yes': True, 'pad': 'a' * 2000000}))\"]\n",
-    );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lt"))
-        .args(["run", program.to_str().unwrap(), "--server", &server.url])
-        .args(["--executors", local.to_str().unwrap(), "--profile", "edge"])
-        .env("LT_API_KEY", ACME)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("lt run --server");
-    let until = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().expect("wait").is_none() {
-        if Instant::now() > until {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("output");
-            panic!(
-                "lt run --server still runs after 60 s: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+    let outputs = [
+        ("'a' * 2000000", "larger than the server takes"),
+        (
+            "[[]] * 1 and '[' * 300 + ']' * 300",
+            "the server refused it",
+        ),
+    ];
+    for (n, (pad, why)) in outputs.iter().enumerate() {
+        let local = s.write(
+            &format!("local{n}.toml"),
+            &format!(
+                "[tools.ask]\ncommand = [\"python3\", \"-c\", \"import json, sys; pad = {pad}; \
+                 sys.stdout.write('{{\\\"yes\\\": true, \\\"pad\\\": ' + (pad if pad.startswith('[') else json.dumps(pad)) + '}}')\"]\n"
+            ),
+        );
+        let mut child = Command::new(env!("CARGO_BIN_EXE_lt"))
+            .args(["run", program.to_str().unwrap(), "--server", &server.url])
+            .args(["--executors", local.to_str().unwrap(), "--profile", "edge"])
+            .env("LT_API_KEY", ACME)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("lt run --server");
+        let until = Instant::now() + Duration::from_secs(30);
+        while child.try_wait().expect("wait").is_none() {
+            if Instant::now() > until {
+                let _ = child.kill();
+                let out = child.wait_with_output().expect("output");
+                panic!(
+                    "{pad}: lt run --server still runs after 30 s: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
-        std::thread::sleep(Duration::from_millis(50));
+        let out = child.wait_with_output().expect("output");
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(0), "{pad}: {stdout}{stderr}");
+        assert!(stdout.starts_with("\"err: "), "{pad}: {stdout}{stderr}");
+        assert!(stdout.contains(why), "{pad}: {stdout}");
+        // The session is over.
+        let (_, v) = server.call("GET", "/v1/sessions?limit=1", Some(ACME), None);
+        assert_eq!(v["sessions"][0]["status"], "ended", "{v}");
     }
-    let out = child.wait_with_output().expect("output");
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
-    assert!(stdout.starts_with("\"err: "), "{stdout}{stderr}");
-    assert!(stdout.contains("larger than the server takes"), "{stdout}");
-    // The server's log records the failure, and the session is over.
-    let (_, v) = server.call("GET", "/v1/sessions", Some(ACME), None);
-    let session = &v["sessions"][0];
-    assert_eq!(session["status"], "ended", "{v}");
 }

@@ -644,9 +644,10 @@ impl Client {
     }
 
     /// Posts one outcome, retrying while the server cannot be reached or
-    /// fails (5xx). An outcome larger than the server takes (413) is
-    /// posted as a `bad_output` failure in its place, so that the session
-    /// does not wait for the client for good. `Some`: a notice for the
+    /// fails (5xx). An outcome the server refuses as a body (413: larger
+    /// than it takes; 400: nested deeper than it reads) is posted as a
+    /// `bad_output` failure in its place, so that the session does not
+    /// wait for the client for good. `Some`: a notice for the
     /// watcher.
     async fn post_outcome(&self, id: &str, call_id: &str, body: &Json) -> Option<String> {
         let path = format!("/v1/sessions/{id}/outcomes");
@@ -659,13 +660,19 @@ impl Client {
                 .await
             {
                 Ok((202, _)) => return None,
-                Ok((413, text)) if smaller.is_none() => {
+                Ok((status @ (400 | 413), text)) if smaller.is_none() => {
+                    let what = match status {
+                        413 => "is larger than the server takes",
+                        _ => {
+                            "is not one the server reads (nested too deep?): the server refused it"
+                        }
+                    };
                     smaller = Some(json!({
                         "call_id": call_id,
                         "error": format!(
-                            "the outcome ({} bytes of JSON) is larger than the server takes: {}",
+                            "the outcome ({} bytes of JSON) {what}: {}",
                             body.to_string().len(),
-                            status_error(413, &text)
+                            status_error(status, &text)
                         ),
                         "kind": FailureKind::BadOutput.as_str(),
                     }));
