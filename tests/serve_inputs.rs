@@ -5,7 +5,8 @@
 //!
 //! The tenant has one tool, `ask`, run by the client: a session calling
 //! it waits for an outcome, which the test posts under ids of its own, or
-//! which `lt run --server` posts from its local executor.
+//! which `lt run --server` posts from its local executor; and `deep`, run
+//! by the server, answers JSON nested 300 deep.
 
 #[macro_use]
 #[path = "support/serve.rs"]
@@ -18,19 +19,25 @@ use std::time::{Duration, Instant};
 
 const ACME: &str = "acme-dev-key";
 
-const DECLS: &str = "tool ask: {question: String} -{Read}-> {yes: Bool};\n";
+const DECLS: &str = "tool ask: {question: String} -{Read}-> {yes: Bool};
+tool deep: String -{Read}-> Json;
+";
 
 /// A scratch folder with a serve.toml of one tenant (acme, profile `edge`)
 /// whose one tool, `ask`, runs on the client.
 fn setup(name: &str) -> (Scratch, Server) {
     let s = Scratch::new(name);
     let decls = s.write("tools.lt", DECLS);
-    s.write("tools.toml", "[tools.ask]\nvenue = \"client\"\n");
+    s.write(
+        "tools.toml",
+        "[tools.ask]\nvenue = \"client\"\n\n[tools.deep]\n\
+         command = [\"python3\", \"-c\", \"print('[' * 300 + ']' * 300)\"]\n",
+    );
     let config = s.write(
         "serve.toml",
         &format!(
             "[tenants.acme]\nkeys = [\"{}\"]\ndeclarations = \"{}\"\nexecutors = \"tools.toml\"\n\
-             [tenants.acme.profiles.edge]\nallow = [\"ask\"]\n",
+             [tenants.acme.profiles.edge]\nallow = [\"ask\", \"deep\"]\n",
             sha256_line(ACME),
             decls.display()
         ),
@@ -191,4 +198,80 @@ fn an_outcome_the_server_refuses_as_a_body_is_posted_as_a_failure() {
         let (_, v) = server.call("GET", "/v1/sessions?limit=1", Some(ACME), None);
         assert_eq!(v["sessions"][0]["status"], "ended", "{v}");
     }
+}
+
+/// The break-it pass found a session whose value is JSON nested deeper
+/// than serde_json reads by default (128; lt takes 10,000) ended, and was
+/// then a "damaged record" for good: `GET /v1/sessions/{id}`, its log and
+/// its replay answered 500 `record_damaged` ("the store was changed past
+/// lt serve"), and lists left it out.
+#[test]
+fn a_session_whose_value_nests_deep_is_read_back_whole() {
+    let (s, server) = setup("inputs-deep-value");
+    let program =
+        format!("{DECLS}match exec tool deep \"a\" {{ Ok(j) => [j], Err(e) => []: Json }}");
+    let id = server.submit(ACME, &program, "edge");
+    // The answers are read as text: the test's serde_json reads 128 deep.
+    let text = |path: &str| {
+        let (status, v) = server.call("GET", path, Some(ACME), None);
+        (
+            status,
+            v["text"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or(v.to_string()),
+        )
+    };
+    let value = format!("[{}{}]", "[".repeat(300), "]".repeat(300));
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, body) = text(&format!("/v1/sessions/{id}"));
+        assert_eq!(status, 200, "{}", &body[..body.len().min(400)]);
+        if body.contains("\"status\":\"ended\"") {
+            assert!(body.contains(&format!("\"value\":{value}")), "{body}");
+            break;
+        }
+        assert!(Instant::now() < until, "{body}");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let (status, body) = text("/v1/sessions");
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains(&id),
+        "listed: {}",
+        &body[..body.len().min(400)]
+    );
+    // Its log verifies and replays, here and on the server.
+    let (status, log) = text(&format!("/v1/sessions/{id}/log"));
+    assert_eq!(status, 200, "{}", &log[..log.len().min(400)]);
+    let file = s.write("deep.jsonl", &log);
+    let verify = Command::new(env!("CARGO_BIN_EXE_lt"))
+        .args(["log", "verify", file.to_str().unwrap()])
+        .output()
+        .expect("lt log verify");
+    assert!(verify.status.success(), "{verify:?}");
+    let (status, v) = server.call(
+        "POST",
+        &format!("/v1/sessions/{id}/replay"),
+        Some(ACME),
+        None,
+    );
+    let body = v["text"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or(v.to_string());
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"ok\":true"), "{body}");
+    // Its event stream shows every event, then the output.
+    let events = server.all_events(ACME, &id);
+    let seqs: Vec<_> = events
+        .iter()
+        .filter(|e| e.event == "log")
+        .map(|e| e.id.clone())
+        .collect();
+    let n = log.lines().count();
+    assert_eq!(seqs.len(), n, "{seqs:?}");
+    let last = events.last().expect("events");
+    assert_eq!(last.event, "output", "{seqs:?}");
+    assert!(last.data.contains(&value), "{}", last.data);
 }
