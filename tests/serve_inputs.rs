@@ -6,7 +6,7 @@
 //! The tenant has one tool, `ask`, run by the client: a session calling
 //! it waits for an outcome, which the test posts under ids of its own, or
 //! which `lt run --server` posts from its local executor; and `deep`, run
-//! by the server, answers JSON nested 300 deep.
+//! by the server, answers JSON nested as deep as its argument says.
 
 #[macro_use]
 #[path = "support/serve.rs"]
@@ -31,7 +31,7 @@ fn setup(name: &str) -> (Scratch, Server) {
     s.write(
         "tools.toml",
         "[tools.ask]\nvenue = \"client\"\n\n[tools.deep]\n\
-         command = [\"python3\", \"-c\", \"print('[' * 300 + ']' * 300)\"]\n",
+         command = [\"python3\", \"-c\", \"import json, sys; n = int(json.load(sys.stdin)); print('[' * n + ']' * n)\"]\n",
     );
     let config = s.write(
         "serve.toml",
@@ -207,9 +207,25 @@ fn an_outcome_the_server_refuses_as_a_body_is_posted_as_a_failure() {
 /// lt serve"), and lists left it out.
 #[test]
 fn a_session_whose_value_nests_deep_is_read_back_whole() {
-    let (s, server) = setup("inputs-deep-value");
+    a_value_nested(300);
+}
+
+/// As deep as lt takes a tool's output (10,000 levels): the break-it pass
+/// found the server aborting ("thread 'lt-store-answer' has overflowed its
+/// stack") once a session that deep ended, taking every tenant's sessions
+/// down with it.
+#[test]
+fn a_session_whose_value_nests_as_deep_as_lt_takes_does_not_stop_the_server() {
+    a_value_nested(9_990);
+}
+
+/// A session whose value is `[j]`, `j` the `deep` tool's output nested
+/// `depth` levels: it ends, and is shown, listed, logged, replayed and
+/// streamed whole.
+fn a_value_nested(depth: usize) {
+    let (s, server) = setup(&format!("inputs-deep-{depth}"));
     let program =
-        format!("{DECLS}match exec tool deep \"a\" {{ Ok(j) => [j], Err(e) => []: Json }}");
+        format!("{DECLS}match exec tool deep \"{depth}\" {{ Ok(j) => [j], Err(e) => []: Json }}");
     let id = server.submit(ACME, &program, "edge");
     // The answers are read as text: the test's serde_json reads 128 deep.
     let text = |path: &str| {
@@ -222,7 +238,7 @@ fn a_session_whose_value_nests_deep_is_read_back_whole() {
                 .unwrap_or(v.to_string()),
         )
     };
-    let value = format!("[{}{}]", "[".repeat(300), "]".repeat(300));
+    let value = format!("[{}{}]", "[".repeat(depth), "]".repeat(depth));
     let until = Instant::now() + Duration::from_secs(30);
     loop {
         let (status, body) = text(&format!("/v1/sessions/{id}"));
