@@ -219,6 +219,33 @@ fn a_session_whose_value_nests_as_deep_as_lt_takes_does_not_stop_the_server() {
     a_value_nested(9_990);
 }
 
+/// `lt run --server` of such a session prints its value as a local run
+/// does: the break-it pass found it refusing the server's `output` event
+/// ("the server's answer is not lt serve's API: … recursion limit
+/// exceeded", exit 2) past 128 levels.
+#[test]
+fn the_thick_client_prints_a_value_nested_deep() {
+    let (s, server) = setup("inputs-deep-client");
+    let program = s.write(
+        "deep.lt",
+        &format!("{DECLS}match exec tool deep \"300\" {{ Ok(j) => [j], Err(e) => []: Json }}"),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_lt"))
+        .args(["run", program.to_str().unwrap(), "--server", &server.url])
+        .args(["--profile", "edge"])
+        .env("LT_API_KEY", ACME)
+        .stdin(Stdio::null())
+        .output()
+        .expect("lt run --server");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let value = format!("[{}{}]", "[".repeat(300), "]".repeat(300));
+    assert_eq!(stdout.trim(), value, "{stderr}");
+}
+
 /// A session whose value is `[j]`, `j` the `deep` tool's output nested
 /// `depth` levels: it ends, and is shown, listed, logged, replayed and
 /// streamed whole.

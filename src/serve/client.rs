@@ -26,6 +26,7 @@
 //! multi-thread (the executor host's requirement).
 
 use crate::exec::ExecutorHost;
+use crate::runtime::deep_json::parse_str;
 use crate::runtime::host::FailureKind;
 use serde_json::{json, Value as Json};
 use std::collections::{HashMap, HashSet};
@@ -542,12 +543,12 @@ impl Client {
                 }
                 match e.event.as_str() {
                     "log" => {
-                        if let Ok(v) = serde_json::from_str::<Json>(&e.data) {
+                        if let Ok(v) = parse_str(&e.data, false) {
                             watcher.log(&v);
                         }
                     }
                     "tool_call" => {
-                        let v: Json = serde_json::from_str(&e.data).map_err(|err| {
+                        let v: Json = parse_str(&e.data, false).map_err(|err| {
                             Stop::Fatal(ClientError::Protocol(format!(
                                 "a tool_call event is not JSON ({err}): {}",
                                 excerpt(&e.data)
@@ -556,7 +557,7 @@ impl Client {
                         self.dispatch(id, e.id.as_deref(), v, st);
                     }
                     "output" => {
-                        let v: Json = serde_json::from_str(&e.data).map_err(|err| {
+                        let v: Json = parse_str(&e.data, false).map_err(|err| {
                             Stop::Fatal(ClientError::Protocol(format!(
                                 "the output event is not JSON ({err}): {}",
                                 excerpt(&e.data)
