@@ -8,6 +8,8 @@
 //! which `lt run --server` posts from its local executor; and `deep`, run
 //! by the server, answers JSON nested as deep as its argument says.
 
+#[path = "support/console.rs"]
+mod console_support;
 #[macro_use]
 #[path = "support/serve.rs"]
 mod serve_support;
@@ -247,8 +249,8 @@ fn the_thick_client_prints_a_value_nested_deep() {
 }
 
 /// A session whose value is `[j]`, `j` the `deep` tool's output nested
-/// `depth` levels: it ends, and is shown, listed, logged, replayed and
-/// streamed whole.
+/// `depth` levels: it ends, and is shown, listed, logged, replayed,
+/// streamed and shown in the console whole.
 fn a_value_nested(depth: usize) {
     let (s, server) = setup(&format!("inputs-deep-{depth}"));
     let program =
@@ -317,4 +319,17 @@ fn a_value_nested(depth: usize) {
     let last = events.last().expect("events");
     assert_eq!(last.event, "output", "{seqs:?}");
     assert!(last.data.contains(&value), "{}", last.data);
+    // The console's page shows it, not indented level by level: the
+    // break-it pass found a 20 kB value shown on a 200 MB page.
+    let page = console_support::login(&server, ACME).get(&server, &format!("/sessions/{id}"));
+    assert_eq!(page.status, 200);
+    // (The test's HTTP client reads at most 10 MB: a larger page is "".)
+    assert!(page.body.contains("id=\"value\""), "a page read whole");
+    assert!(
+        page.body.len() < 1_000_000 + 40 * value.len(),
+        "a page of {} bytes for a value of {}",
+        page.body.len(),
+        value.len()
+    );
+    assert!(page.body.contains(&value), "the value shown whole");
 }

@@ -76,13 +76,13 @@ fn render(state: &Console, who: &Who, r: &SessionRecord, replayed: Option<&Value
     );
     body.push_str(&session_approvals(state, who, &r.id));
     if let Some(val) = v.get("value") {
-        let shown = serde_json::to_string_pretty(val).unwrap_or_default();
+        let shown = shown_json(val);
         body.push_str(&format!(
             "<h2>Value</h2><pre id=\"value\">{}</pre>",
             esc(&shown)
         ));
     } else if let Some(out) = v.get("output") {
-        let shown = serde_json::to_string_pretty(out).unwrap_or_default();
+        let shown = shown_json(out);
         body.push_str(&format!(
             "<h2>Output</h2><pre id=\"output\">{}</pre>",
             esc(&shown)
@@ -105,7 +105,7 @@ fn render(state: &Console, who: &Who, r: &SessionRecord, replayed: Option<&Value
     ));
     if let Some(rv) = replayed {
         let ok = rv["ok"] == Value::Bool(true);
-        let shown = serde_json::to_string_pretty(rv).unwrap_or_default();
+        let shown = shown_json(rv);
         body.push_str(&format!(
             "<div id=\"replay-result\" data-ok=\"{ok}\"><p>{}</p><pre>{}</pre></div>",
             if ok {
@@ -255,4 +255,41 @@ pub async fn approve(
         Some(b) if b.starts_with('/') && !b.starts_with("//") && !b.contains('\\') => redirect(b),
         _ => redirect(&format!("/sessions/{}", pct(&id))),
     }
+}
+
+/// The most levels a value shown on a page is indented for.
+const INDENTED_LEVELS: usize = 32;
+
+/// A JSON value as a page shows it: indented, unless it nests deeper than
+/// [`INDENTED_LEVELS`]; then compact. Each level indents every line inside
+/// it, so indented text grows with the square of the depth (20 kB nested
+/// 10,000 deep, as deep as lt takes a tool's output, would be 200 MB).
+fn shown_json(v: &Value) -> String {
+    let compact = String::from_utf8(crate::runtime::deep_json::to_compact(v)).unwrap_or_default();
+    if depth_of(&compact) <= INDENTED_LEVELS {
+        serde_json::to_string_pretty(v).unwrap_or(compact)
+    } else {
+        compact
+    }
+}
+
+/// How deep compact JSON text nests (brackets outside strings).
+fn depth_of(json: &str) -> usize {
+    let (mut depth, mut most, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for c in json.chars() {
+        match (in_string, escaped, c) {
+            (true, true, _) => escaped = false,
+            (true, false, '\\') => escaped = true,
+            (true, false, '"') => in_string = false,
+            (true, false, _) => {}
+            (false, _, '"') => in_string = true,
+            (false, _, '[' | '{') => {
+                depth += 1;
+                most = most.max(depth);
+            }
+            (false, _, ']' | '}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    most
 }
