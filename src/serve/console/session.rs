@@ -266,30 +266,9 @@ const INDENTED_LEVELS: usize = 32;
 /// 10,000 deep, as deep as lt takes a tool's output, would be 200 MB).
 fn shown_json(v: &Value) -> String {
     let compact = String::from_utf8(crate::runtime::deep_json::to_compact(v)).unwrap_or_default();
-    if depth_of(&compact) <= INDENTED_LEVELS {
+    if crate::serve::input::depth_of(compact.as_bytes()) <= INDENTED_LEVELS {
         serde_json::to_string_pretty(v).unwrap_or(compact)
     } else {
         compact
     }
-}
-
-/// How deep compact JSON text nests (brackets outside strings).
-fn depth_of(json: &str) -> usize {
-    let (mut depth, mut most, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for c in json.chars() {
-        match (in_string, escaped, c) {
-            (true, true, _) => escaped = false,
-            (true, false, '\\') => escaped = true,
-            (true, false, '"') => in_string = false,
-            (true, false, _) => {}
-            (false, _, '"') => in_string = true,
-            (false, _, '[' | '{') => {
-                depth += 1;
-                most = most.max(depth);
-            }
-            (false, _, ']' | '}') => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    most
 }
