@@ -76,10 +76,18 @@ fn assert_short_and_clean(what: &str, status: u16, v: &Value, expected: u16) {
         "{what}: a control character in {message:?}"
     );
     assert!(message.contains("n1"), "{what}: the id is named: {message}");
+    assert_hint(what, v);
 }
 
-/// The break-it pass found the outcome route's 409 and the server's stderr
-/// line repeating a 100,000-character `call_id` whole (and its escape
+/// A refusal says what to do about it.
+fn assert_hint(what: &str, v: &Value) {
+    let hint = v["error"]["hint"].as_str().unwrap_or("");
+    assert!(!hint.is_empty(), "{what}: no hint: {v}");
+}
+
+/// Each refusal has a hint (the break-it pass found none on these 404s
+/// and 409s). The break-it pass found the outcome route's 409 and the
+/// server's stderr line repeating a 100,000-character `call_id` whole (and its escape
 /// sequences raw, written to the operator's terminal), and so the 404s of
 /// an approval id or a session id in the path.
 #[test]
@@ -115,6 +123,7 @@ fn a_made_up_id_is_repeated_cut_and_quoted() {
     assert_eq!(status, 202, "{v}");
     let (status, v) = server.call("POST", &path, Some(ACME), Some(&outcome));
     assert_eq!(status, 409, "{v}");
+    assert_hint("a repeated outcome", &v);
 
     // An approval id, and a session id, that do not exist: 404.
     let long = format!("n1{}", "x".repeat(10_000));
@@ -128,6 +137,19 @@ fn a_made_up_id_is_repeated_cut_and_quoted() {
     let (status, v) = server.call("GET", &format!("/v1/sessions/n1{long}"), Some(ACME), None);
     assert_short_and_clean("an unknown session", status, &v, 404);
 
+    // Once it is over, a cancel is refused, and so is an outcome.
+    server.wait_final(ACME, &id, Duration::from_secs(30));
+    let (status, v) = server.call(
+        "POST",
+        &format!("/v1/sessions/{id}/cancel"),
+        Some(ACME),
+        None,
+    );
+    assert_eq!(status, 409, "{v}");
+    assert_hint("a cancel of an ended session", &v);
+    let (status, v) = server.call("POST", &path, Some(ACME), Some(&outcome));
+    assert_eq!(status, 409, "{v}");
+    assert_hint("an outcome for an ended session", &v);
     // The server noted the refusal in one short line, with no escape.
     let err = server.stderr_text();
     assert!(err.contains("outcome refused"), "{err}");
