@@ -74,8 +74,17 @@ impl ApiError {
         ApiError::new(
             StatusCode::NOT_FOUND,
             "not_found",
-            format!("no session {id}"),
+            format!("no session {:?}", super::input::shown(id)),
         )
+        .hint("use an id this key's tenant started (GET /v1/sessions lists them); another tenant's session is not found either")
+    }
+
+    /// A 409 for session `id`, which is over (`status`).
+    fn over(id: &str, status: &str, what: &str) -> ApiError {
+        ApiError::conflict(format!(
+            "session {id} is not running (status {status}){what}"
+        ))
+        .hint(format!("GET /v1/sessions/{id} shows how it ended"))
     }
 
     fn conflict(message: impl Into<String>) -> ApiError {
@@ -704,10 +713,7 @@ async fn cancel(
     if let Some(forwarded) = forward(&state, &r, "cancel", json!({}))? {
         return Ok(forwarded);
     }
-    Err(ApiError::conflict(format!(
-        "session {id} is not running (status {})",
-        r.status.as_str()
-    )))
+    Err(ApiError::over(&id, r.status.as_str(), ""))
 }
 
 async fn outcome(
@@ -757,10 +763,11 @@ async fn outcome(
         if let Some(forwarded) = forward(&state, &r, "outcome", body)? {
             return Ok(forwarded);
         }
-        return Err(ApiError::conflict(format!(
-            "session {id} is not running (status {}); its calls take no outcome",
-            r.status.as_str()
-        )));
+        return Err(ApiError::over(
+            &id,
+            r.status.as_str(),
+            "; its calls take no outcome",
+        ));
     };
     match live.report(&call_id, &line.to_string()) {
         Ok(()) => Ok((
@@ -769,13 +776,13 @@ async fn outcome(
         )
             .into_response()),
         Err(refusal) => {
-            let msg = match refusal {
-                super::live::Refusal::Unknown(m)
-                | super::live::Refusal::Repeated(m)
-                | super::live::Refusal::Gone(m) => m,
+            let (msg, hint) = match refusal {
+                super::live::Refusal::Unknown(m) => (m, "post the call_id of a tool_call event of this session's stream (GET …/events) that has no outcome yet"),
+                super::live::Refusal::Repeated(m) => (m, "nothing to do: the first outcome posted for a call is the one the session took"),
+                super::live::Refusal::Gone(m) => (m, "GET the session to see whether it is still running"),
             };
             eprintln!("lt serve: session {id}: outcome refused: {msg}");
-            Err(ApiError::conflict(msg))
+            Err(ApiError::conflict(msg).hint(hint))
         }
     }
 }
@@ -817,10 +824,7 @@ async fn approve(
         if let Some(forwarded) = forward(&state, &r, "approval", body)? {
             return Ok(forwarded);
         }
-        return Err(ApiError::conflict(format!(
-            "session {id} is not running (status {})",
-            r.status.as_str()
-        )));
+        return Err(ApiError::over(&id, r.status.as_str(), ""));
     };
     live.answer(
         &approval_id,
@@ -831,8 +835,12 @@ async fn approve(
         },
     )
     .map_err(|refusal| match refusal {
-        super::live::Refusal::Unknown(m) => ApiError::new(StatusCode::NOT_FOUND, "not_found", m),
-        super::live::Refusal::Repeated(m) | super::live::Refusal::Gone(m) => ApiError::conflict(m),
+        super::live::Refusal::Unknown(m) => ApiError::new(StatusCode::NOT_FOUND, "not_found", m)
+            .hint(
+            "GET the session: a running session lists the requests that wait in pending_approvals",
+        ),
+        super::live::Refusal::Repeated(m) | super::live::Refusal::Gone(m) => ApiError::conflict(m)
+            .hint("nothing to do: a request is answered once, by the first answer"),
     })?;
     Ok((
         StatusCode::ACCEPTED,

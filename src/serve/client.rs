@@ -28,6 +28,7 @@
 //! multi-thread (the executor host's requirement).
 
 use crate::exec::ExecutorHost;
+use crate::runtime::deep_json::parse_str;
 use crate::runtime::host::FailureKind;
 use serde_json::{json, Value as Json};
 use std::collections::{HashMap, HashSet};
@@ -544,12 +545,12 @@ impl Client {
                 }
                 match e.event.as_str() {
                     "log" => {
-                        if let Ok(v) = serde_json::from_str::<Json>(&e.data) {
+                        if let Ok(v) = parse_str(&e.data, false) {
                             watcher.log(&v);
                         }
                     }
                     "tool_call" => {
-                        let v: Json = serde_json::from_str(&e.data).map_err(|err| {
+                        let v: Json = parse_str(&e.data, false).map_err(|err| {
                             Stop::Fatal(ClientError::Protocol(format!(
                                 "a tool_call event is not JSON ({err}): {}",
                                 excerpt(&e.data)
@@ -558,7 +559,7 @@ impl Client {
                         self.dispatch(id, e.id.as_deref(), v, st);
                     }
                     "output" => {
-                        let v: Json = serde_json::from_str(&e.data).map_err(|err| {
+                        let v: Json = parse_str(&e.data, false).map_err(|err| {
                             Stop::Fatal(ClientError::Protocol(format!(
                                 "the output event is not JSON ({err}): {}",
                                 excerpt(&e.data)
@@ -658,16 +659,40 @@ impl Client {
     }
 
     /// Posts one outcome, retrying while the server cannot be reached or
-    /// fails (5xx). `Some`: a notice for the watcher.
+    /// fails (5xx). An outcome the server refuses as a body (413: larger
+    /// than it takes; 400: nested deeper than it reads) is posted as a
+    /// `bad_output` failure in its place, so that the session does not
+    /// wait for the client for good. `Some`: a notice for the
+    /// watcher.
     async fn post_outcome(&self, id: &str, call_id: &str, body: &Json) -> Option<String> {
         let path = format!("/v1/sessions/{id}/outcomes");
         let mut attempt = 0u32;
+        let mut smaller: Option<Json> = None;
         loop {
+            let sent = smaller.as_ref().unwrap_or(body);
             let why = match self
-                .send(reqwest::Method::POST, &path, Some(body), &[])
+                .send(reqwest::Method::POST, &path, Some(sent), &[])
                 .await
             {
                 Ok((202, _)) => return None,
+                Ok((status @ (400 | 413), text)) if smaller.is_none() => {
+                    let what = match status {
+                        413 => "is larger than the server takes",
+                        _ => {
+                            "is not one the server reads (nested too deep?): the server refused it"
+                        }
+                    };
+                    smaller = Some(json!({
+                        "call_id": call_id,
+                        "error": format!(
+                            "the outcome ({} bytes of JSON) {what}: {}",
+                            body.to_string().len(),
+                            status_error(status, &text)
+                        ),
+                        "kind": FailureKind::BadOutput.as_str(),
+                    }));
+                    continue;
+                }
                 Ok((status, text)) if status < 500 => {
                     return Some(format!(
                         "the server did not take the outcome of call {call_id}: {}",

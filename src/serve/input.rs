@@ -133,10 +133,48 @@ pub fn json_body<T: serde::de::DeserializeOwned>(
             ApiError::bad(format!("the body could not be read: {e}"))
         }
     })?;
-    serde_json::from_slice(&bytes).map_err(|e| {
+    let invalid = |e: serde_json::Error| {
         ApiError::bad(format!("the body is not a valid request: {e}"))
             .hint("see /v1/openapi.json for the request's fields")
-    })
+    };
+    // serde_json reads 128 levels; a client-venue tool's outcome may nest
+    // as deep as an executor's output (the stdio venue takes as much).
+    let depth = depth_of(&bytes);
+    if depth <= 128 {
+        return serde_json::from_slice(&bytes).map_err(invalid);
+    }
+    // An outcome's `ok` is one level in.
+    let most = crate::exec::MAX_OUTPUT_DEPTH + 1;
+    if depth > most {
+        return Err(
+            ApiError::bad(format!("the body is nested more than {most} levels deep"))
+                .hint("a tool's output may nest 10,000 levels, as lt takes it from an executor"),
+        );
+    }
+    let value = crate::runtime::deep_json::parse_slice(&bytes, false).map_err(invalid)?;
+    T::deserialize(value).map_err(invalid)
+}
+
+/// How deep JSON text nests: its brackets outside strings, counted
+/// without parsing (and without recursion).
+pub fn depth_of(json: &[u8]) -> usize {
+    let (mut depth, mut most, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &c in json {
+        match (in_string, escaped, c) {
+            (true, true, _) => escaped = false,
+            (true, false, b'\\') => escaped = true,
+            (true, false, b'"') => in_string = false,
+            (true, false, _) => {}
+            (false, _, b'"') => in_string = true,
+            (false, _, b'[' | b'{') => {
+                depth += 1;
+                most = most.max(depth);
+            }
+            (false, _, b']' | b'}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    most
 }
 
 #[cfg(test)]
@@ -150,6 +188,13 @@ mod tests {
             header::HeaderValue::from_str(content_type).expect("a header value"),
         );
         h
+    }
+
+    #[test]
+    fn depth_counts_brackets_outside_strings() {
+        assert_eq!(depth_of(b"1"), 0);
+        assert_eq!(depth_of(br#"{"a": [[1], {"b": "[[[\"]]"}]}"#), 3);
+        assert_eq!(depth_of(&[b'['; 500]), 500);
     }
 
     #[test]

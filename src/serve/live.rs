@@ -16,6 +16,7 @@
 //! before `approval_requested` is, so a client that acts on the event the
 //! moment it commits is never told the call or request is unknown.
 
+use super::input::shown;
 use super::metrics::Metrics;
 use super::store::{ServerStore, SessionRecord, SessionStatus};
 use crate::control::approver::{ApprovalAnswer, ApprovalQuestion, Approver};
@@ -199,11 +200,13 @@ impl Live {
         let mut st = self.state();
         let refusal = if st.answered.contains(call_id) {
             Some(Refusal::Repeated(format!(
-                "call {call_id} already has an outcome; an outcome is applied once"
+                "call {:?} already has an outcome; an outcome is applied once",
+                shown(call_id)
             )))
         } else if !st.waiting_calls.contains(call_id) {
             Some(Refusal::Unknown(format!(
-                "no client call {call_id} is waiting for an outcome in this session"
+                "no client call {:?} is waiting for an outcome in this session",
+                shown(call_id)
             )))
         } else {
             None
@@ -263,10 +266,12 @@ impl Live {
         let mut st = self.state();
         match st.approvals.get_mut(approval_id) {
             None => Err(Refusal::Unknown(format!(
-                "no approval request {approval_id} is waiting in this session"
+                "no approval request {:?} is waiting in this session",
+                shown(approval_id)
             ))),
             Some(Some(_)) => Err(Refusal::Repeated(format!(
-                "approval request {approval_id} was already answered"
+                "approval request {:?} was already answered",
+                shown(approval_id)
             ))),
             Some(slot) => {
                 *slot = Some(answer);

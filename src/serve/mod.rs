@@ -47,6 +47,12 @@ pub mod threads;
 pub mod wait;
 pub mod workers;
 
+/// The stack of the server's own threads (its tokio runtime's, the store's
+/// answering thread): address space enough to show, copy and drop a
+/// session's value as deep as lt takes a tool's output (10,000 levels),
+/// which serde_json and `Drop` walk recursively.
+pub const DEEP_STACK_BYTES: usize = 64 * 1024 * 1024;
+
 use config::ServeConfig;
 use hub::{Hub, TenantRuntime};
 use std::collections::BTreeMap;
@@ -235,6 +241,7 @@ pub fn run(opts: &ServeOptions, ready: impl FnOnce(&str, usize, usize)) -> Resul
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .thread_name("lt-serve")
+        .thread_stack_size(DEEP_STACK_BYTES)
         .enable_all()
         .build()
         .map_err(|e| ServeError {

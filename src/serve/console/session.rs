@@ -76,13 +76,13 @@ fn render(state: &Console, who: &Who, r: &SessionRecord, replayed: Option<&Value
     );
     body.push_str(&session_approvals(state, who, &r.id));
     if let Some(val) = v.get("value") {
-        let shown = serde_json::to_string_pretty(val).unwrap_or_default();
+        let shown = shown_json(val);
         body.push_str(&format!(
             "<h2>Value</h2><pre id=\"value\">{}</pre>",
             esc(&shown)
         ));
     } else if let Some(out) = v.get("output") {
-        let shown = serde_json::to_string_pretty(out).unwrap_or_default();
+        let shown = shown_json(out);
         body.push_str(&format!(
             "<h2>Output</h2><pre id=\"output\">{}</pre>",
             esc(&shown)
@@ -105,7 +105,7 @@ fn render(state: &Console, who: &Who, r: &SessionRecord, replayed: Option<&Value
     ));
     if let Some(rv) = replayed {
         let ok = rv["ok"] == Value::Bool(true);
-        let shown = serde_json::to_string_pretty(rv).unwrap_or_default();
+        let shown = shown_json(rv);
         body.push_str(&format!(
             "<div id=\"replay-result\" data-ok=\"{ok}\"><p>{}</p><pre>{}</pre></div>",
             if ok {
@@ -254,5 +254,21 @@ pub async fn approve(
     match f.back.as_deref() {
         Some(b) if b.starts_with('/') && !b.starts_with("//") && !b.contains('\\') => redirect(b),
         _ => redirect(&format!("/sessions/{}", pct(&id))),
+    }
+}
+
+/// The most levels a value shown on a page is indented for.
+const INDENTED_LEVELS: usize = 32;
+
+/// A JSON value as a page shows it: indented, unless it nests deeper than
+/// [`INDENTED_LEVELS`]; then compact. Each level indents every line inside
+/// it, so indented text grows with the square of the depth (20 kB nested
+/// 10,000 deep, as deep as lt takes a tool's output, would be 200 MB).
+fn shown_json(v: &Value) -> String {
+    let compact = String::from_utf8(crate::runtime::deep_json::to_compact(v)).unwrap_or_default();
+    if crate::serve::input::depth_of(compact.as_bytes()) <= INDENTED_LEVELS {
+        serde_json::to_string_pretty(v).unwrap_or(compact)
+    } else {
+        compact
     }
 }

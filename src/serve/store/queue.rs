@@ -296,6 +296,7 @@ pub fn run<T: Transact>(mut db: T, shared: &Arc<Shared>, requests: Receiver<Requ
         let shared = Arc::clone(shared);
         std::thread::Builder::new()
             .name("lt-store-answer".into())
+            .stack_size(crate::serve::DEEP_STACK_BYTES)
             .spawn(move || {
                 for w in answers {
                     answer(&shared, w);

@@ -390,7 +390,8 @@ pub fn record_of(row: &postgres::Row) -> Result<super::super::SessionRecord, Str
     let status = SessionStatus::parse(&status)
         .ok_or_else(|| format!("session {id} has an unknown status `{status}`"))?;
     let json = |text: &str, what: &str| {
-        serde_json::from_str::<serde_json::Value>(text)
+        // At any depth, as the log and the executors read JSON.
+        crate::runtime::deep_json::parse_str(text, false)
             .map_err(|e| format!("session {id}: its {what} is not JSON: {e}"))
     };
     let request = json(row.try_get(4).map_err(col)?, "request")?;

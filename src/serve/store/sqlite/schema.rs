@@ -43,7 +43,6 @@
 
 use super::super::{SessionRecord, SessionStatus};
 use rusqlite::{Connection, OpenFlags, Row, TransactionBehavior};
-use serde_json::Value as Json;
 use std::path::Path;
 use std::time::Duration;
 
@@ -375,7 +374,9 @@ pub fn record_of(raw: RawRecord) -> Result<SessionRecord, String> {
     let status = SessionStatus::parse(&raw.status)
         .ok_or_else(|| format!("session {} has an unknown status `{}`", raw.id, raw.status))?;
     let json = |text: &str, what: &str| {
-        serde_json::from_str::<Json>(text)
+        // At any depth, as the log and the executors read JSON: a value
+        // nested past serde_json's default 128 levels is a session's.
+        crate::runtime::deep_json::parse_str(text, false)
             .map_err(|e| format!("session {}: its {what} is not JSON: {e}", raw.id))
     };
     let request = json(
