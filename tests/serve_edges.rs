@@ -219,6 +219,57 @@ fn a_retried_start_whose_session_record_is_damaged_is_a_500_not_a_retryable_503(
     }
 }
 
+fn a_retried_start_is_answered_before_a_full_server_a_shutdown_or_the_check(backend: Backend) {
+    let (_s, config, store) = setup(
+        backend,
+        "retry-first",
+        3,
+        "max_sessions = 1\nshutdown_grace_ms = 30000",
+    );
+    let server = Server::start(&config, &store);
+    let post = |program: &str| {
+        server.call_with(
+            "POST",
+            "/v1/sessions",
+            Some(ACME),
+            Some(&json!({"program": program, "profile": "edge"})),
+            &[("Idempotency-Key", "nap-1")],
+        )
+    };
+    let (status, v) = post(&program("nap"));
+    assert_eq!(status, 201, "{v}");
+    let id = v["id"].clone();
+    // It holds the server's one place: a new start is refused as busy,
+    let (status, v) = server.call(
+        "POST",
+        "/v1/sessions",
+        Some(ACME),
+        Some(&json!({"program": program("quick"), "profile": "edge"})),
+    );
+    assert_eq!((status, &v["error"]["code"]), (503, &json!("busy")), "{v}");
+    // but its retry is answered with it,
+    let (status, v) = post(&program("nap"));
+    assert_eq!((status, &v["id"]), (200, &id), "{v}");
+    // and the same key with a program the checker refuses is a reused key,
+    // not a refusal (nothing is checked, nothing runs).
+    let (status, v) = post("1 +");
+    assert_eq!(status, 422, "{v}");
+    assert_eq!(v["error"]["code"], "idempotency_key_reused", "{v}");
+    assert_eq!(v["id"], id, "{v}");
+    // Shutting down, the retry is still answered with it.
+    server.sigterm();
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (status, _) = server.call("GET", "/healthz", None, None);
+        if status == 503 || Instant::now() > until {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (status, v) = post(&program("nap"));
+    assert_eq!((status, &v["id"]), (200, &id), "{v}");
+}
+
 fn a_last_event_id_the_server_never_sent_is_refused_with_a_hint(backend: Backend) {
     let (_s, config, store) = setup(backend, "event-ids", 0, "");
     let server = Server::start(&config, &store);
@@ -710,6 +761,7 @@ on_both_stores!(
     a_damaged_record_is_a_500_named_once_and_hides_no_other_session,
     a_damaged_log_line_ends_the_stream_with_a_failure_not_a_gap,
     a_retried_start_whose_session_record_is_damaged_is_a_500_not_a_retryable_503,
+    a_retried_start_is_answered_before_a_full_server_a_shutdown_or_the_check,
     a_last_event_id_the_server_never_sent_is_refused_with_a_hint,
     a_waiting_start_whose_client_leaves_waits_no_more,
     sigterm_with_tens_of_sessions_running_stops_soon_after_the_grace_and_leaves_them_resumable,

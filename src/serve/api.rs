@@ -101,7 +101,7 @@ impl ApiError {
     }
 
     /// A 500 `record_damaged` whose `message` names the record.
-    fn damaged_record(message: String) -> ApiError {
+    pub(crate) fn damaged_record(message: String) -> ApiError {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "record_damaged",
@@ -373,6 +373,24 @@ struct Capabilities {
     tools: Vec<String>,
 }
 
+/// What a start records as its request, and what a retry with the same
+/// Idempotency-Key is compared with: the program, profile and
+/// capabilities (absent ones as empty: kept as before they could be told
+/// apart, so a key's request compares equal across that change), or the
+/// task and profile.
+fn request_body(req: &CreateBody) -> serde_json::Value {
+    match (&req.program, &req.task) {
+        (None, Some(task)) => super::task::request_body(task, &req.profile),
+        (program, _) => {
+            let capabilities = match &req.capabilities {
+                Some(c) => json!(c),
+                None => json!(Capabilities::default()),
+            };
+            json!({"program": program, "profile": req.profile, "capabilities": capabilities})
+        }
+    }
+}
+
 /// The `Idempotency-Key` header, if any. Errors: 400, not 1–255 visible
 /// ASCII characters.
 fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
@@ -393,6 +411,32 @@ async fn create(
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let tenant_name = tenant(&state, &headers)?.to_string();
+    let req: CreateBody = json_body(&headers, raw)?;
+    let wait = preferred_wait(&headers)?;
+    let idempotency_key = idempotency_key(&headers)?;
+    match (&req.program, &req.task) {
+        (Some(_), Some(_)) => return Err(ApiError::bad("give `program` or `task`, not both")),
+        (None, None) => return Err(ApiError::bad("the body needs a `program` (or a `task`)")),
+        _ => {}
+    }
+    // A retry of a start its key already made is answered with that
+    // session (or as a reused key) before anything that could refuse a new
+    // one: a full server, a shutdown, the program's check.
+    if let Some(key) = &idempotency_key {
+        let found = match state.hub.store.session_by_key(&tenant_name, key) {
+            Ok(found) => found,
+            Err(StoreError::Damaged(why)) => {
+                return Err(ApiError::damaged_record(format!(
+                    "this Idempotency-Key started a session whose record cannot be read: {why}; nothing ran"
+                )))
+            }
+            Err(e) => return Err(ApiError::store(e)),
+        };
+        if let Some(rec) = found {
+            let started = super::hub::existing(rec, &request_body(&req));
+            return answer_start(&state, &tenant_name, started, wait, "", "").await;
+        }
+    }
     if !state.hub.accepting() {
         return Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -401,19 +445,9 @@ async fn create(
         )
         .hint("retry against another worker, or after the restart"));
     }
-    let req: CreateBody = json_body(&headers, raw)?;
-    let wait = preferred_wait(&headers)?;
     profile_of(&state, &tenant_name, &req.profile)?;
-    let idempotency_key = idempotency_key(&headers)?;
-    match (&req.program, &req.task) {
-        (Some(_), Some(_)) => return Err(ApiError::bad("give `program` or `task`, not both")),
-        (None, None) => return Err(ApiError::bad("the body needs a `program` (or a `task`)")),
-        (Some(_), None) => {
-            if let Some(c) = &req.capabilities {
-                capabilities_of(&state, &tenant_name, &c.tools)?;
-            }
-        }
-        (None, Some(_)) => {}
+    if let (Some(_), Some(c)) = (&req.program, &req.capabilities) {
+        capabilities_of(&state, &tenant_name, &c.tools)?;
     }
     // Held until the start is answered: concurrent starts cannot both take
     // the last place.
@@ -429,6 +463,7 @@ async fn create(
             .insert(header::RETRY_AFTER, header::HeaderValue::from_static("2"));
         return Ok(r);
     };
+    let body = request_body(&req);
     let program = match (req.program, req.task) {
         (None, Some(task)) => {
             let task = super::task::TaskRequest {
@@ -454,14 +489,11 @@ async fn create(
             ),
         ));
     }
-    // Kept as before `capabilities` could be told apart from its absence:
-    // an Idempotency-Key's request compares equal across the change.
-    let capabilities = req.capabilities.unwrap_or_default();
     let request = StartRequest {
-        body: json!({"program": program, "profile": req.profile, "capabilities": capabilities}),
+        body,
         program,
         profile: req.profile,
-        client_tools: capabilities.tools,
+        client_tools: req.capabilities.unwrap_or_default().tools,
         idempotency_key,
     };
     let started = state

@@ -44,6 +44,12 @@ pub struct TaskRequest {
     pub idempotency_key: Option<String>,
 }
 
+/// What a task session records as its request (and what a retry with the
+/// same Idempotency-Key is compared with).
+pub fn request_body(task: &str, profile: &str) -> serde_json::Value {
+    json!({"task": task, "profile": profile})
+}
+
 /// Whether a recorded session is a task session.
 pub fn is_task(rec: &SessionRecord) -> bool {
     rec.request.get("task").is_some()
@@ -158,7 +164,7 @@ fn start(hub: Arc<Hub>, tenant_name: &str, req: TaskRequest, reply: oneshot::Sen
         id: id.clone(),
         tenant: tenant_name.to_string(),
         profile: req.profile.clone(),
-        request: json!({"task": req.task, "profile": req.profile}),
+        request: request_body(&req.task, &req.profile),
         idempotency_key: req.idempotency_key.clone(),
         created_ms: super::hub::now_ms(),
     };

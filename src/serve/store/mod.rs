@@ -386,6 +386,11 @@ pub trait ServerStore: EventStore {
     /// another tenant's).
     fn session(&self, tenant: &str, id: &str) -> Result<Option<SessionRecord>, StoreError>;
 
+    /// The session of `tenant` that the Idempotency-Key `key` started
+    /// (`None`: none yet). Errors: `Damaged` when its record cannot be
+    /// read.
+    fn session_by_key(&self, tenant: &str, key: &str) -> Result<Option<SessionRecord>, StoreError>;
+
     /// A page of a tenant's sessions ([`ListQuery`]).
     fn list_sessions(&self, q: &ListQuery) -> Result<Vec<SessionRecord>, StoreError>;
 

@@ -402,6 +402,13 @@ impl ServerStore for PostgresStore {
         Ok(self.records("id = $1 AND tenant = $2", args)?.pop())
     }
 
+    fn session_by_key(&self, tenant: &str, key: &str) -> Result<Option<SessionRecord>, StoreError> {
+        let args = vec![Param::Text(tenant.into()), Param::Text(key.into())];
+        Ok(self
+            .records("tenant = $1 AND idempotency_key = $2", args)?
+            .pop())
+    }
+
     fn list_sessions(&self, q: &ListQuery) -> Result<Vec<SessionRecord>, StoreError> {
         super::list::readable_page(q, |q| {
             let (filter, args) = super::list::filter(q, &super::list::POSTGRES);
