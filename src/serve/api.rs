@@ -509,7 +509,7 @@ async fn create(
         started,
         wait,
         "the program was refused before it ran; `output` says why",
-        "fix the program as the diagnostics say, and send it again",
+        "fix what `output` names (the diagnostics of a program the checker refused, or a tool no executor runs: a client-venue tool the request did not name in `capabilities`), and send it again",
     )
     .await
 }
