@@ -58,7 +58,7 @@ pub fn is_task(rec: &SessionRecord) -> bool {
 /// `POST /v1/sessions` with a `task`: checks it, starts the session, and
 /// answers as for a program (201 `{id}`, 200 for a known idempotency key;
 /// with `wait`, `Prefer: wait=N`'s seconds, the session's view once it is
-/// over or N seconds passed: `super::api::answer_start`).
+/// over or N seconds passed: `super::start::answer_start`).
 pub async fn create(
     state: &Arc<AppState>,
     tenant: &str,
@@ -106,7 +106,7 @@ pub async fn create(
         .map_err(|_| ApiError::store("the session's thread ended before answering"))?;
     // Started (in the live map) or not: its place is the live map's now.
     drop(admission);
-    super::api::answer_start(
+    super::start::answer_start(
         state,
         tenant,
         started,
