@@ -509,13 +509,7 @@ match approve tool delete_file {path = "tmp/a.log"} {
     );
     assert_eq!(status, 201, "{v}");
     let id = v["id"].as_str().expect("id").to_string();
-    let v = server.wait_for(ACME, &id, Duration::from_secs(30), |v| {
-        v["status"] == "waiting_approval"
-    });
-    let approval = v["pending_approvals"][0]
-        .as_str()
-        .expect("a pending approval")
-        .to_string();
+    let approval = server.pending_approval(ACME, &id);
     assert!(!calls.exists(), "nothing ran before the approval");
     let encoded: String = approval
         .bytes()

@@ -525,13 +525,7 @@ fn an_approval_posted_to_another_worker_reaches_the_session_waiting_for_it() {
     let a = Server::start(&config, &store);
     let b = Server::start(&config, &store);
     let id = a.submit(ACME, program, "supervised");
-    let v = a.wait_for(ACME, &id, Duration::from_secs(30), |v| {
-        v["status"] == "waiting_approval"
-    });
-    let approval = v["pending_approvals"][0]
-        .as_str()
-        .expect("a pending approval")
-        .to_string();
+    let approval = a.pending_approval(ACME, &id);
     let path = approval_path(&id, &approval);
     let (status, r) = b.call(
         "POST",
@@ -565,13 +559,7 @@ fn a_forwarded_answer_for_an_unknown_id_holds_back_no_other_and_is_refused_once_
     let b = Server::start(&config, &store);
     let waiting = |server: &Server| {
         let id = server.submit(ACME, APPROVED_DELETE, "supervised");
-        let v = server.wait_for(ACME, &id, Duration::from_secs(30), |v| {
-            v["status"] == "waiting_approval"
-        });
-        let approval = v["pending_approvals"][0]
-            .as_str()
-            .expect("a pending approval")
-            .to_string();
+        let approval = server.pending_approval(ACME, &id);
         (id, approval)
     };
     let forward = |id: &str, approval: &str| {
@@ -618,13 +606,7 @@ fn an_approval_forwarded_before_its_session_starts_on_the_claiming_worker_is_kep
     let mut a = Server::start(&config, &store);
     let b = Server::start(&config, &store);
     let id = a.submit(ACME, APPROVED_DELETE, "supervised");
-    let v = a.wait_for(ACME, &id, Duration::from_secs(30), |v| {
-        v["status"] == "waiting_approval"
-    });
-    let approval = v["pending_approvals"][0]
-        .as_str()
-        .expect("a pending approval")
-        .to_string();
+    let approval = a.pending_approval(ACME, &id);
     // A dies; the approval goes to B while the session runs nowhere.
     a.kill9();
     let (status, r) = b.call(

@@ -354,6 +354,18 @@ impl Server {
         }
     }
 
+    /// Waits (30 s at most) until the session waits for an approval; the
+    /// id of the first approval it waits for.
+    pub fn pending_approval(&self, key: &str, id: &str) -> String {
+        let v = self.wait_for(key, id, Duration::from_secs(30), |v| {
+            v["status"] == "waiting_approval"
+        });
+        v["pending_approvals"][0]
+            .as_str()
+            .expect("a pending approval")
+            .to_string()
+    }
+
     /// Waits until `pred` holds for the session's JSON.
     pub fn wait_for(
         &self,
