@@ -6,7 +6,10 @@ The session is bench/serve.py's (3 durable tool calls; its client, tools and
 program are reused from there). For each count N of `--workers`: a fresh
 database, N `lt serve --store postgres://…` processes on it, and N
 `serve_load` processes (compiled Rust, one per worker, `--clients`/N
-clients each, started together): sessions/s is the sum of theirs. For each
+clients each, started together): sessions/s is the sum of theirs. A
+session is one `POST /v1/sessions` with `Prefer: wait` (its answer is the
+ended session), as DBOS's client starts a workflow and waits for its result;
+`--stream` makes it a POST and an event stream to the end instead. For each
 count N of `--dbos`: a fresh database, N DBOS processes of
 bench/serve_peers/dbos_workflow.py on it (`--clients`/N client threads
 each, their windows opened at the same instant). CPU over each window, in
@@ -99,7 +102,7 @@ def bench_lt_workers(opts, lt, load_bin, server_url, n, pm):
         loads = [subprocess.Popen(
             [load_bin, "--url", url, "--key", S.KEY, "--program", str(d / "program.lt"),
              "--profile", "bench", "--expect", json.dumps(S.EXPECTED), "--pid", str(server.pid),
-             "--clients", str(c), "--seconds", str(opts.seconds)],
+             "--clients", str(c), "--seconds", str(opts.seconds)] + ([] if opts.stream else ["--wait"]),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for url, server, c in zip(urls, servers, split(opts.clients, n))]
         recs = []
@@ -213,6 +216,9 @@ def main():
     ap.add_argument("--pg-data", default=str(S.ROOT / "target" / "postgres" / "data"),
                     help="the local cluster's data folder (its postmaster.pid: PostgreSQL's CPU)")
     ap.add_argument("--json", help="write every record to this file")
+    ap.add_argument("--stream", action="store_true",
+                    help="lt sessions as a POST and an event stream to the end (two requests); by default "
+                         "one POST with `Prefer: wait`, the shape of DBOS's start-and-wait in its process")
     ap.add_argument("--wait-quiet", type=float, default=0, metavar="S",
                     help="before each timed run, wait up to S seconds for other builds to end")
     opts = ap.parse_args()
