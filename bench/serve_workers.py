@@ -15,7 +15,9 @@ bench/serve_peers/dbos_workflow.py on it (`--clients`/N client threads
 each, their windows opened at the same instant). CPU over each window, in
 cores: the lt workers (each serve_load reads its worker's), the load
 generators, and the PostgreSQL cluster (the postmaster's children, read
-from /proc).
+from /proc); and the cluster's WAL flushes (pg_stat_wal, timed by the
+bench databases' backends: `track_wal_io_timing`): how many a second and
+how long each, the resource a durable commit waits for.
 
     eval "$(bash tests/fixtures/postgres/cluster.sh start)"   # or LT_BENCH_POSTGRES_URL
     python3 bench/serve_workers.py                        # 1, 2, 4 workers; DBOS 1, 2, 4
@@ -73,6 +75,43 @@ def spent(before, after):
     return after - before
 
 
+def psql(url, sql):
+    """One query's single row through psql (the distribution's), as text
+    fields, or None."""
+    bins = sorted(Path("/usr/lib/postgresql").glob("*/bin/psql"))
+    exe = S.shutil.which("psql") or (str(bins[-1]) if bins else None)
+    if not exe:
+        return None
+    p = subprocess.run([exe, url, "-Atc", sql], capture_output=True, text=True)
+    return p.stdout.strip().split("|") if p.returncode == 0 else None
+
+
+def time_wal_flushes(db_url):
+    """Backends of the database `db_url` time their WAL flushes
+    (`track_wal_io_timing`, read back in pg_stat_wal)."""
+    name = db_url.partition("?")[0].rsplit("/", 1)[1]
+    psql(db_url, f"ALTER DATABASE {name} SET track_wal_io_timing = on")
+
+
+def wal(server_url):
+    """The cluster's WAL flushes so far: (count, milliseconds timed)."""
+    row = psql(server_url, "SELECT wal_sync, wal_sync_time FROM pg_stat_wal")
+    try:
+        return int(row[0]), float(row[1])
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def wal_spent(before, after, wall):
+    """WAL flushes a second, ms each, and the share of the window a flush
+    was under way, between two `wal()` readings."""
+    if not before or not after or not wall:
+        return {}
+    n, ms = after[0] - before[0], after[1] - before[1]
+    return {"wal_flushes_per_s": round(n / wall, 1), "wal_flush_ms": round(ms / n, 2) if n else None,
+            "wal_flush_busy": round(ms / 1000 / wall, 2)}
+
+
 def split(total, n):
     return [total // n + (1 if i < total % n else 0) for i in range(n)]
 
@@ -83,6 +122,7 @@ def bench_lt_workers(opts, lt, load_bin, server_url, n, pm):
     store, why = S.fresh_pg_database(server_url)
     if why:
         return {"engine": "lt-pg", "workers": n, "missing": why}
+    time_wal_flushes(store)
     servers, urls, logs = [], [], []
     try:
         for i in range(n):
@@ -98,7 +138,7 @@ def bench_lt_workers(opts, lt, load_bin, server_url, n, pm):
             if why:
                 return {"engine": "lt-pg", "workers": n, "missing": f"{why}; see {d}"}
         before = S.wait_quiet()
-        pg0, t0 = cluster_cpu(pm), time.time()
+        pg0, wal0, t0 = cluster_cpu(pm), wal(server_url), time.time()
         loads = [subprocess.Popen(
             [load_bin, "--url", url, "--key", S.KEY, "--program", str(d / "program.lt"),
              "--profile", "bench", "--expect", json.dumps(S.EXPECTED), "--pid", str(server.pid),
@@ -112,10 +152,11 @@ def bench_lt_workers(opts, lt, load_bin, server_url, n, pm):
             if p.returncode != 0:
                 rec["failed"] = (err.strip() or f"exit {p.returncode}")[-400:]
             recs.append(rec)
-        pg, wall = spent(pg0, cluster_cpu(pm)), time.time() - t0
+        pg, wal1, wall = spent(pg0, cluster_cpu(pm)), wal(server_url), time.time() - t0
         return summed("lt-pg", n, recs, before, pg, wall,
                       server=sum(r.get("server_cpu_s") or 0 for r in recs),
-                      client=sum(r.get("client_cpu_s") or 0 for r in recs))
+                      client=sum(r.get("client_cpu_s") or 0 for r in recs),
+                      wal_use=wal_spent(wal0, wal1, wall))
     finally:
         for server in servers:
             S.stop(server)
@@ -131,6 +172,7 @@ def bench_dbos_procs(opts, server_url, n, pm):
     url, why = S.fresh_pg_database(server_url)
     if why:
         return {"engine": "dbos-pg", "workers": n, "missing": why}
+    time_wal_flushes(url)
     url = url.replace("postgres://", "postgresql://", 1)
     script = str(S.SCRIPTS / "dbos_workflow.py")
     # One process first: DBOS migrates its system database.
@@ -144,7 +186,7 @@ def bench_dbos_procs(opts, server_url, n, pm):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
              for c in split(opts.clients, n)]
     time.sleep(max(0.0, start_at - time.time()))
-    pg0, t0 = cluster_cpu(pm), time.time()
+    pg0, wal0, t0 = cluster_cpu(pm), wal(server_url), time.time()
     recs = []
     for p in procs:
         out, err = p.communicate(timeout=opts.seconds * 4 + 300)
@@ -152,13 +194,14 @@ def bench_dbos_procs(opts, server_url, n, pm):
         if p.returncode != 0 or rec.get("errors"):
             rec["failed"] = (err.strip() or f"exit {p.returncode}, {rec.get('errors')} errors")[-400:]
         recs.append(rec)
-    pg, wall = spent(pg0, cluster_cpu(pm)), time.time() - t0
+    pg, wal1, wall = spent(pg0, cluster_cpu(pm)), wal(server_url), time.time() - t0
     # The engine is a library: its CPU and its client threads' are one process's.
     return summed("dbos-pg", n, recs, before, pg, wall,
-                  server=sum(r.get("cpu_s") or 0 for r in recs), client=None)
+                  server=sum(r.get("cpu_s") or 0 for r in recs), client=None,
+                  wal_use=wal_spent(wal0, wal1, wall))
 
 
-def summed(engine, n, recs, before, pg_cpu, wall, server, client):
+def summed(engine, n, recs, before, pg_cpu, wall, server, client, wal_use):
     """One record for N processes' records: rates summed, each process's p50/p99."""
     rec = {
         "engine": engine, "workers": n,
@@ -170,26 +213,29 @@ def summed(engine, n, recs, before, pg_cpu, wall, server, client):
         "client_cores": None if client is None else round(client / wall, 2),
         "postgres_cores": round(pg_cpu / wall, 2) if wall else None,
         "machine_before": before, "machine_after": S.machine(),
+        **wal_use,
     }
     failed = [r["failed"] for r in recs if r.get("failed")]
     if failed:
         rec["failed"] = "; ".join(failed)[:800]
     S.say(f"  {engine} ×{n}: {rec.get('failed') or str(rec['sessions_per_s']) + ' sessions/s'}, "
           f"p50 {rec['p50_ms']} ms; cores: engine {rec['engine_cores']}, client {rec['client_cores']}, "
-          f"postgres {rec['postgres_cores']}  [load {before['load']} → {rec['machine_after']['load']}]")
+          f"postgres {rec['postgres_cores']}; WAL flushes {rec.get('wal_flushes_per_s')}/s, "
+          f"{rec.get('wal_flush_ms')} ms each  [load {before['load']} → {rec['machine_after']['load']}]")
     return rec
 
 
 def table(records):
     rows = ["| engine | processes | sessions/s | p50 ms (each) | p99 ms (each) | engine cores | client cores "
-            "| PostgreSQL cores | load |", "|---|---|---|---|---|---|---|---|---|"]
+            "| PostgreSQL cores | WAL flushes/s, ms each | load |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in records:
         if r.get("missing"):
-            rows.append(f"| {r['engine']} | {r['workers']} | missing: {r['missing'][:120]} | | | | | | |")
+            rows.append(f"| {r['engine']} | {r['workers']} | missing: {r['missing'][:120]} | | | | | | | |")
             continue
         rows.append(f"| {r['engine']} | {r['workers']} | {r['sessions_per_s']:,} | {r['p50_ms']} | {r['p99_ms']} "
                     f"| {r['engine_cores']} | {r['client_cores'] if r['client_cores'] is not None else 'in engine'} "
-                    f"| {r['postgres_cores']} | {r['machine_before']['load']} |")
+                    f"| {r['postgres_cores']} | {r.get('wal_flushes_per_s')}, {r.get('wal_flush_ms')} "
+                    f"| {r['machine_before']['load']} |")
     return "\n".join(rows)
 
 
