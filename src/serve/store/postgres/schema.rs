@@ -54,6 +54,7 @@
 //! servers starting together migrate once.
 
 use super::url::OpenError;
+use postgres::error::SqlState;
 use postgres::Client;
 
 /// The schema version this build writes and reads.
@@ -304,7 +305,10 @@ pub fn migrate(client: &mut Client, name: &str) -> Result<i32, OpenError> {
 /// left it). A database already past `to` is left as it is.
 pub(super) fn migrate_to(client: &mut Client, name: &str, to: i32) -> Result<i32, OpenError> {
     let failed = |e: postgres::Error| OpenError {
-        message: format!("the store {name}: cannot create or check its schema: {e}"),
+        message: format!(
+            "the store {name}: cannot create or check its schema: {}",
+            super::url::full_text(&e)
+        ),
         hint: Some("the user needs CREATE on the database's schema".into()),
         usage: false,
     };
@@ -351,12 +355,14 @@ pub(super) fn migrate_to(client: &mut Client, name: &str, to: i32) -> Result<i32
         });
     }
     let to = to.clamp(0, SCHEMA_VERSION);
-    for migration in MIGRATIONS
+    for (n, migration) in MIGRATIONS
         .iter()
+        .enumerate()
         .take(to as usize)
         .skip(version.max(0) as usize)
     {
-        tx.batch_execute(migration).map_err(failed)?;
+        tx.batch_execute(migration)
+            .map_err(|e| migration_failed(name, version, n + 1, &e))?;
     }
     if version < to {
         tx.execute("DELETE FROM lt_schema", &[]).map_err(failed)?;
@@ -365,6 +371,39 @@ pub(super) fn migrate_to(client: &mut Client, name: &str, to: i32) -> Result<i32
     }
     tx.commit().map_err(failed)?;
     Ok(version)
+}
+
+/// The error of migration `to` (from version `recorded`): the database's
+/// own words, and, when it found the objects that migration creates
+/// already there, what that means: the recorded version was lowered by
+/// hand (or the row deleted) after a later migration. Nothing of the
+/// transaction stays.
+fn migration_failed(name: &str, recorded: i32, to: usize, e: &postgres::Error) -> OpenError {
+    let text = super::url::full_text(e);
+    let duplicate = [
+        SqlState::DUPLICATE_TABLE,
+        SqlState::DUPLICATE_COLUMN,
+        SqlState::DUPLICATE_OBJECT,
+        SqlState::DUPLICATE_FUNCTION,
+    ];
+    if e.code().is_some_and(|c| duplicate.contains(c)) {
+        return OpenError {
+            message: format!(
+                "the store {name}: its lt_schema records version {recorded}, but its tables already hold what version {to} adds ({text}): the version was changed by hand; lt neither migrates nor writes it, and nothing was changed"
+            ),
+            hint: Some(format!(
+                "back the database up, then set the version back to the one its tables are at (UPDATE lt_schema SET version = N; this lt's is {SCHEMA_VERSION}) and start again"
+            )),
+            usage: false,
+        };
+    }
+    OpenError {
+        message: format!(
+            "the store {name}: cannot migrate its schema from version {recorded} to {to}: {text}; nothing was changed"
+        ),
+        hint: Some("the user needs CREATE on the database's schema".into()),
+        usage: false,
+    }
 }
 
 /// The columns of a session record, in [`record_of`]'s order (the event

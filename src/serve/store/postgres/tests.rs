@@ -236,6 +236,40 @@ fn a_newer_schema_is_refused_and_left_alone() {
         .expect("row")
         .get(0);
     assert_eq!(v, SCHEMA_VERSION + 1);
+    // A version lowered by hand (or its row deleted) under tables of a
+    // later one: refused, saying so, with the database's words; nothing
+    // changed.
+    for (edit, recorded) in [
+        ("UPDATE lt_schema SET version = 2", 2),
+        ("UPDATE lt_schema SET version = -3", -3),
+        ("DELETE FROM lt_schema", 0),
+    ] {
+        c.batch_execute(edit).expect("edit");
+        let e = PostgresStore::open(&url).err().expect("refused");
+        let says = format!(
+            "its lt_schema records version {recorded}, but its tables already hold what version"
+        );
+        assert!(e.message.contains(&says), "{edit}: {e}");
+        assert!(e.message.contains("already exists"), "{edit}: {e}");
+        assert!(
+            e.hint
+                .as_deref()
+                .is_some_and(|h| h.contains("UPDATE lt_schema SET version")),
+            "{edit}: {e:?}"
+        );
+        let rows: Vec<i32> = c
+            .query("SELECT version FROM lt_schema", &[])
+            .expect("rows")
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let left = if recorded == 0 {
+            vec![]
+        } else {
+            vec![recorded]
+        };
+        assert_eq!(rows, left, "{edit}: left as it was");
+    }
     // Another program's tables: refused too.
     let Some(other) = database("pg_foreign") else {
         return;

@@ -157,7 +157,7 @@ pub fn is_lost(e: &postgres::Error) -> bool {
 }
 
 /// `e`'s message and those of its sources, joined by `: `.
-fn full_text(e: &dyn std::error::Error) -> String {
+pub(super) fn full_text(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
