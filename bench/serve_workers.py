@@ -259,6 +259,7 @@ def main():
     ap.add_argument("--clients", type=int, default=64, help="concurrent clients in all")
     ap.add_argument("--seconds", type=float, default=10.0, help="each timed window")
     ap.add_argument("--no-build", action="store_true", help="use the release lt and serve_load already built")
+    ap.add_argument("--lt", help="this lt binary instead of the release build's (implies --no-build for lt)")
     ap.add_argument("--pg-data", default=str(S.ROOT / "target" / "postgres" / "data"),
                     help="the local cluster's data folder (its postmaster.pid: PostgreSQL's CPU)")
     ap.add_argument("--json", help="write every record to this file")
@@ -277,7 +278,8 @@ def main():
         S.say(f"WARNING: no postmaster.pid under {opts.pg_data}: PostgreSQL's CPU is not measured")
     workers = [int(x) for x in opts.workers.split(",") if x.strip()]
     dbos = [int(x) for x in opts.dbos.split(",") if x.strip()]
-    lt, load_bin = S.build(opts.no_build) if workers else (None, None)
+    lt, load_bin = S.build(opts.no_build or bool(opts.lt)) if workers else (None, None)
+    lt = opts.lt or lt
     S.WORK.mkdir(parents=True, exist_ok=True)
     start = S.machine()
     S.say(f"machine: {os.cpu_count()} cores, load {start['load']}, {start['build_procs']} build processes")
