@@ -15,14 +15,21 @@ adds to `lt run` (issue 27). Figures go to docs/performance.md.
 
 (b) **OTLP on `lt run`.** The 1,000-call benchmark of docs/performance.md
     ((b): `traverse` over `range 0 1000` calling a `fixed` executor), as a
-    whole process, without and with `--otlp-endpoint` (a local receiver in
-    this script answering 200), and with `--log FILE` with and without
-    OTLP; runs alternate, medians reported, of the wall time and of the
-    CPU time (user + system) the process used: on a loaded machine the
-    wall time is mostly waiting for a core.
+    whole process, without and with `--otlp-endpoint`, and with `--log FILE`
+    with and without OTLP; runs alternate, medians reported, of the wall
+    time and of the CPU time (user + system) the process used: on a loaded
+    machine the wall time is mostly waiting for a core. Two receivers (or
+    one, `--receiver`): a thread of this script (Python's http.server, a
+    thread per connection), and `benches/otlp_receiver.rs` in a process of
+    its own (compiled, one thread, decoding each request with prost, as a
+    collector would; built with cargo unless `--receiver-bin` names it).
+    Each receiver's count of execute_tool spans is checked against the runs
+    posted to it. `--base OLD_LT` runs a second binary, alternating with
+    `--lt` in every round (before/after on a noisy machine).
 
     python3 bench/console_otlp.py --lt target/release/lt            # both
     python3 bench/console_otlp.py --lt target/release/lt --only a   # or b
+    python3 bench/console_otlp.py --only b --lt NEW --base OLD --receiver compiled
 """
 
 import argparse
