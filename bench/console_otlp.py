@@ -15,14 +15,21 @@ adds to `lt run` (issue 27). Figures go to docs/performance.md.
 
 (b) **OTLP on `lt run`.** The 1,000-call benchmark of docs/performance.md
     ((b): `traverse` over `range 0 1000` calling a `fixed` executor), as a
-    whole process, without and with `--otlp-endpoint` (a local receiver in
-    this script answering 200), and with `--log FILE` with and without
-    OTLP; runs alternate, medians reported, of the wall time and of the
-    CPU time (user + system) the process used: on a loaded machine the
-    wall time is mostly waiting for a core.
+    whole process, without and with `--otlp-endpoint`, and with `--log FILE`
+    with and without OTLP; runs alternate, medians reported, of the wall
+    time and of the CPU time (user + system) the process used: on a loaded
+    machine the wall time is mostly waiting for a core. Two receivers (or
+    one, `--receiver`): a thread of this script (Python's http.server, a
+    thread per connection), and `benches/otlp_receiver.rs` in a process of
+    its own (compiled, one thread, decoding each request with prost, as a
+    collector would; built with cargo unless `--receiver-bin` names it).
+    Each receiver's count of execute_tool spans is checked against the runs
+    posted to it. `--base OLD_LT` runs a second binary, alternating with
+    `--lt` in every round (before/after on a noisy machine).
 
     python3 bench/console_otlp.py --lt target/release/lt            # both
     python3 bench/console_otlp.py --lt target/release/lt --only a   # or b
+    python3 bench/console_otlp.py --only b --lt NEW --base OLD --receiver compiled
 """
 
 import argparse
@@ -183,6 +190,10 @@ def workload_a(lt, runs):
 
 
 class Receiver(http.server.BaseHTTPRequestHandler):
+    """The Python receiver: a thread of this process (a thread per
+    connection). It answers in one write, as a collector does: answering in
+    two (headers, then body) without TCP_NODELAY makes a kept connection's
+    next request wait for the sender's delayed ACK (40 ms)."""
     protocol_version = "HTTP/1.1"
     spans = 0
     requests = 0
@@ -192,21 +203,70 @@ class Receiver(http.server.BaseHTTPRequestHandler):
         # One per execute_tool span, in OTLP/JSON and in protobuf alike.
         Receiver.spans += body.count(b"gen_ai.tool.call.id")
         Receiver.requests += 1
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"{}")
+        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 2\r\n\r\n{}")
 
     def log_message(self, *args):
         pass
 
 
-def workload_b(lt, runs):
+def receiver_binary():
+    """Builds the compiled receiver (benches/otlp_receiver.rs); its path."""
+    cmd = ["cargo", "build", "--release", "--bench", "otlp_receiver",
+           "--message-format=json-render-diagnostics"]
+    p = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, text=True)
+    found = None
+    for line in p.stdout:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if msg.get("reason") == "compiler-artifact" and msg.get("executable") \
+                and msg["target"]["name"] == "otlp_receiver":
+            found = msg["executable"]
+    if p.wait() != 0 or not found:
+        sys.exit(f"building the receiver failed (exit {p.returncode})")
+    return found
+
+
+class Compiled:
+    """The compiled receiver (benches/otlp_receiver.rs) in a process of its
+    own: it decodes each request with prost and counts its spans."""
+
+    def __init__(self, path):
+        self.p = subprocess.Popen([path, "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
+                                  text=True)
+        line = self.p.stdout.readline()
+        m = re.search(r"listening on (http://\S+)", line)
+        if not m:
+            sys.exit(f"the receiver did not start: {line!r}")
+        self.base = m.group(1)
+        self.url = self.base + "/v1/traces"
+
+    def counts(self):
+        addr = self.base[len("http://"):]
+        c = http.client.HTTPConnection(addr, timeout=10)
+        c.request("GET", "/count")
+        return json.loads(c.getresponse().read())
+
+    def stop(self):
+        self.p.terminate()
+        self.p.wait(timeout=10)
+
+
+def workload_b(lts, runs, receivers, receiver_bin):
+    """`lt run` of the 1,000 calls for each binary of `lts` (label, path),
+    all variants and binaries alternating in each round."""
     tmp = tempfile.mkdtemp(prefix="lt-otlp-bench-")
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/v1/traces"
+    urls = {}
+    if "python" in receivers:
+        urls["python"] = f"http://127.0.0.1:{server.server_address[1]}/v1/traces"
+    compiled = None
+    if "compiled" in receivers:
+        compiled = Compiled(receiver_bin or receiver_binary())
+        urls["compiled"] = compiled.url
     try:
         prog = os.path.join(tmp, "calls.lt")
         tools = os.path.join(tmp, "tools.toml")
@@ -218,39 +278,66 @@ def workload_b(lt, runs):
         with open(tools, "w") as f:
             f.write('[tools.lookup]\nfixed = { ok = { id = 7, name = "cust", balance = 1 } }\n')
         log = os.path.join(tmp, "run.jsonl")
-        variants = {
-            "no log, no OTLP": [],
-            "no log, --otlp-endpoint": ["--otlp-endpoint", url],
-            "--log, no OTLP": ["--log", log, "--force"],
-            "--log, --otlp-endpoint": ["--log", log, "--force", "--otlp-endpoint", url],
-            "--otlp-endpoint --otlp-payloads": ["--otlp-endpoint", url, "--otlp-payloads"],
-        }
-        times = {k: [] for k in variants}
-        cpu = {k: [] for k in variants}
+        variants = {"no log, no OTLP": ([], None)}
+        for r, url in urls.items():
+            variants[f"no log, --otlp-endpoint ({r})"] = (["--otlp-endpoint", url], r)
+        variants["--log, no OTLP"] = (["--log", log, "--force"], None)
+        for r, url in urls.items():
+            variants[f"--log, --otlp-endpoint ({r})"] = (
+                ["--log", log, "--force", "--otlp-endpoint", url], r)
+        for r, url in urls.items():
+            variants[f"--otlp-endpoint --otlp-payloads ({r})"] = (
+                ["--otlp-endpoint", url, "--otlp-payloads"], r)
+        keys = [(label, name) for label, _ in lts for name in variants]
+        times = {k: [] for k in keys}
+        cpu = {k: [] for k in keys}
+        sent = {r: 0 for r in urls}
         for _ in range(runs):
-            for name, extra in variants.items():
-                before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                t = time.perf_counter()
-                r = subprocess.run([lt, "run", prog, "--executors", tools, *extra],
-                                   capture_output=True, text=True)
-                times[name].append((time.perf_counter() - t) * 1000)
-                after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                cpu[name].append((after.ru_utime - before.ru_utime
-                                  + after.ru_stime - before.ru_stime) * 1000)
-                assert r.returncode == 0 and r.stdout.strip() == "1000", (name, r)
-        base = statistics.median(times["no log, no OTLP"])
-        logged = statistics.median(times["--log, no OTLP"])
-        print(f"(b) lt run, 1,000 calls to a fixed executor, whole process ({lt}), {runs} runs each; "
-              f"{Receiver.spans} execute_tool spans received in {Receiver.requests} requests")
-        print(f"    {'variant':36} {'median ms':>10} {'min':>7}  vs no log / vs --log  "
-              f"{'CPU ms':>7} (user + system, median)")
-        for name, ts in times.items():
-            m = statistics.median(ts)
-            print(f"    {name:36} {m:10.2f} {min(ts):7.2f}  {m / base:5.2f} / {m / logged:5.2f}"
-                  f"         {statistics.median(cpu[name]):7.2f}")
+            for name, (extra, r) in variants.items():
+                for label, lt in lts:
+                    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    t = time.perf_counter()
+                    p = subprocess.run([lt, "run", prog, "--executors", tools, *extra],
+                                       capture_output=True, text=True)
+                    times[(label, name)].append((time.perf_counter() - t) * 1000)
+                    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    cpu[(label, name)].append((after.ru_utime - before.ru_utime
+                                               + after.ru_stime - before.ru_stime) * 1000)
+                    assert p.returncode == 0 and p.stdout.strip() == "1000", (label, name, p)
+                    if r:
+                        sent[r] += 1000
+        print(f"(b) lt run, 1,000 calls to a fixed executor, whole process, {runs} rounds, "
+              f"variants and binaries alternating in each round; load average "
+              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        if "python" in urls:
+            print(f"    python receiver (a thread of this process): {Receiver.spans} execute_tool "
+                  f"spans in {Receiver.requests} requests (expected {sent['python']})")
+            assert Receiver.spans == sent["python"], (Receiver.spans, sent["python"])
+        if compiled:
+            c = compiled.counts()
+            print(f"    compiled receiver (benches/otlp_receiver.rs, its own process): "
+                  f"{c['execute_tool']} execute_tool spans of {c['spans']} decoded, in "
+                  f"{c['requests']} requests, {c['bytes']} bytes (expected {sent['compiled']})")
+            assert c["execute_tool"] == sent["compiled"] and c["undecodable"] == 0, c
+        for label, lt in lts:
+            base = statistics.median(times[(label, "no log, no OTLP")])
+            logged = statistics.median(times[(label, "--log, no OTLP")])
+            cbase = statistics.median(cpu[(label, "no log, no OTLP")])
+            clogged = statistics.median(cpu[(label, "--log, no OTLP")])
+            print(f"  {label}: {lt}")
+            print(f"    {'variant':44} {'wall ms':>8} {'min':>7} {'vs base':>8} "
+                  f"{'CPU ms':>7} {'vs base':>8}   (medians; base: the same log, no OTLP)")
+            for name in variants:
+                ts, cs = times[(label, name)], cpu[(label, name)]
+                m, c = statistics.median(ts), statistics.median(cs)
+                b, cb = (logged, clogged) if name.startswith("--log") else (base, cbase)
+                print(f"    {name:44} {m:8.2f} {min(ts):7.2f} {(m / b - 1) * 100:+7.1f}% "
+                      f"{c:7.2f} {(c / cb - 1) * 100:+7.1f}%")
         return {k: statistics.median(v) for k, v in times.items()}
     finally:
         server.shutdown()
+        if compiled:
+            compiled.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -259,13 +346,19 @@ def main():
     ap.add_argument("--lt", default=os.path.join(REPO, "target", "release", "lt"))
     ap.add_argument("--runs", type=int, default=21)
     ap.add_argument("--only", choices=["a", "b"])
+    ap.add_argument("--base", help="(b): another lt binary, run alternating with --lt (before/after)")
+    ap.add_argument("--receiver", choices=["python", "compiled", "both"], default="both",
+                    help="(b): the OTLP receiver(s) posted to (default both)")
+    ap.add_argument("--receiver-bin", help="(b): the built otlp_receiver (else cargo builds it)")
     args = ap.parse_args()
     if not os.path.exists(args.lt):
         sys.exit(f"{args.lt} does not exist: cargo build --release, or --lt PATH")
     if args.only in (None, "a"):
         workload_a(args.lt, args.runs)
     if args.only in (None, "b"):
-        workload_b(args.lt, args.runs)
+        lts = [("lt", args.lt)] if not args.base else [("base", args.base), ("new", args.lt)]
+        receivers = ["python", "compiled"] if args.receiver == "both" else [args.receiver]
+        workload_b(lts, args.runs, receivers, args.receiver_bin)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ pub mod resume;
 pub mod session;
 pub mod static_check;
 
-use crate::log::{Decision as Verdict, EventBody, EventSink};
+use crate::log::{CallEvent, Decision as Verdict, EventBody, EventSink};
 use crate::runtime::boundary;
 use crate::runtime::host::{
     AnnotationEvent, ApprovalRequest, CallRequest, FailureKind, Host, Outcome, ToolFailure,
@@ -99,6 +99,13 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
             self.log_error = Some(msg.clone());
             msg
         })
+    }
+
+    /// Records a call's `proposed`, `decided` or `scheduled`: handed
+    /// borrowed to a sink that [observes](EventSink::observes) them (no
+    /// log, a tap), else built and appended as [`ControlPlane::record`].
+    fn record_call(&mut self, event: CallEvent<'_>) -> Result<(), String> {
+        record_call_to(&mut self.sink, &mut self.log_error, event)
     }
 
     /// Appends `body`, the last event of an interrupted session
@@ -207,10 +214,10 @@ pub fn empty_json(ty: &Type) -> Json {
 enum Prepared<'r, 't> {
     /// Its outcome (denied, dry run, unknown, the log not writable).
     Done(Outcome),
-    /// Allowed: to run at `venue`, its `scheduled` event (when recording)
-    /// written just before it starts.
+    /// Allowed: to run at `venue`, its `scheduled` event (when `schedule`:
+    /// the session records) written just before it starts.
     Dispatch {
-        schedule: Option<EventBody>,
+        schedule: bool,
         venue: Venue,
         request: CallRequest<'r>,
         /// Its idempotency key (the request borrows it at dispatch).
@@ -263,6 +270,26 @@ fn record_to<S: EventSink>(
         return Err(e.clone());
     }
     sink.append(body).map_err(|e| {
+        let msg = format!("the event log could not be written: {e}");
+        *log_error = Some(msg.clone());
+        msg
+    })
+}
+
+/// [`ControlPlane::record_call`] on split borrows.
+fn record_call_to<S: EventSink>(
+    sink: &mut S,
+    log_error: &mut Option<String>,
+    event: CallEvent<'_>,
+) -> Result<(), String> {
+    if !sink.observes() {
+        let body = event.to_body(sink.payloads());
+        return record_to(sink, log_error, body);
+    }
+    if let Some(e) = log_error {
+        return Err(e.clone());
+    }
+    sink.observe(&event).map_err(|e| {
         let msg = format!("the event log could not be written: {e}");
         *log_error = Some(msg.clone());
         msg
@@ -341,8 +368,14 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
                 call_id,
                 tool,
             } => {
-                if let Some(event) = schedule {
-                    if let Err(e) = self.record(event) {
+                if schedule {
+                    let event = CallEvent::Scheduled {
+                        call_id: &call_id,
+                        tool: &tool.name,
+                        venue: venue.as_str(),
+                        idempotency_key: &key,
+                    };
+                    if let Err(e) = self.record_call(event) {
                         return Err(unavailable(e));
                     }
                 }
@@ -444,7 +477,7 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
         let mut index = Vec::with_capacity(server.len());
         let mut requests = Vec::with_capacity(server.len());
         let mut finishing: Vec<(String, &ToolSig)> = Vec::with_capacity(server.len());
-        let mut schedules: Vec<Option<EventBody>> = Vec::with_capacity(server.len());
+        let mut schedules: Vec<bool> = Vec::with_capacity(server.len());
         for ((i, r, _, id, t, schedule), key) in server.into_iter().zip(&keys) {
             index.push(i);
             requests.push(CallRequest {
@@ -471,9 +504,18 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
                         if !events(crate::runtime::host::BatchEvent::Starting(index[j])) {
                             return false;
                         }
-                        match schedules.get_mut(j).and_then(Option::take) {
-                            Some(body) => record_to(sink, log_error, body).is_ok(),
-                            None => true,
+                        match (schedules.get_mut(j), finishing.get(j), keys.get(j)) {
+                            (Some(schedule), Some((call_id, tool)), Some(key)) if *schedule => {
+                                *schedule = false;
+                                let event = CallEvent::Scheduled {
+                                    call_id,
+                                    tool: &tool.name,
+                                    venue: Venue::Server.as_str(),
+                                    idempotency_key: key,
+                                };
+                                record_call_to(sink, log_error, event).is_ok()
+                            }
+                            _ => true,
                         }
                     }
                     crate::runtime::host::BatchEvent::Done(j, outcome) => {
@@ -493,8 +535,14 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
             }
         }
         for (i, request, key, call_id, tool, schedule) in client {
-            if let Some(event) = schedule {
-                if let Err(e) = self.record(event) {
+            if schedule {
+                let event = CallEvent::Scheduled {
+                    call_id: &call_id,
+                    tool: &tool.name,
+                    venue: Venue::Client.as_str(),
+                    idempotency_key: &key,
+                };
+                if let Err(e) = self.record_call(event) {
                     out[i] = Some(Err(unavailable(e)));
                     continue;
                 }
@@ -633,28 +681,23 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
         // a log the policy still applies, at the cost of the pipeline alone.
         let recording = self.sink.records();
         if recording && recorded < Recorded::Proposed {
-            let argument = if self.sink.payloads() {
-                request.arg.clone()
-            } else {
-                Json::Null
-            };
-            log(self.record(EventBody::Proposed {
-                call_id: call_id.clone(),
-                tool: request.tool.to_string(),
-                argument,
+            log(self.record_call(CallEvent::Proposed {
+                call_id: &call_id,
+                tool: request.tool,
+                argument: &request.arg,
             }))?;
         }
         let decision = self.pipeline.decide(tool, &request.arg);
         if recording && recorded < Recorded::Decided {
-            log(self.record(EventBody::Decided {
-                call_id: call_id.clone(),
+            log(self.record_call(CallEvent::Decided {
+                call_id: &call_id,
                 decision: if decision.allow {
                     Verdict::Allow
                 } else {
                     Verdict::Deny
                 },
-                rule: decision.rule.to_string(),
-                reason: decision.reason.clone(),
+                rule: decision.rule,
+                reason: &decision.reason,
             }))?;
         }
         if !decision.allow {
@@ -709,11 +752,11 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
             if recording && recorded < Recorded::Scheduled {
                 // What the cut-short line may have said, so that the log
                 // reads as every other call that may have started.
-                log(self.record(EventBody::Scheduled {
-                    call_id: call_id.clone(),
-                    tool: request.tool.to_string(),
-                    venue: venue.as_str().to_string(),
-                    idempotency_key: key.clone(),
+                log(self.record_call(CallEvent::Scheduled {
+                    call_id: &call_id,
+                    tool: request.tool,
+                    venue: venue.as_str(),
+                    idempotency_key: &key,
                 }))?;
             }
             if recording {
@@ -724,12 +767,7 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
             return Err(outcome);
         }
         // Written just before the call starts (see `Prepared::Dispatch`).
-        let schedule = recording.then(|| EventBody::Scheduled {
-            call_id: call_id.clone(),
-            tool: request.tool.to_string(),
-            venue: venue.as_str().to_string(),
-            idempotency_key: key.clone(),
-        });
+        let schedule = recording;
         let time_left = match (request.time_left, timeout) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -74,7 +74,7 @@ pub use event::{
 pub use read::{read_log, read_prefix, LogError};
 pub use show::timeline;
 pub use store::{EventStore, JsonlFile, Loaded, MemoryStore, ReopenedLog, StoreError};
-pub use tap::{EventTap, Tapped};
+pub use tap::{CallEvent, EventTap, Tapped};
 pub use verify::{verify, Problem, ProblemKind, VerifyReport};
 pub use writer::{
     new_session_id, now_timestamp, Discard, EventSink, LogWriter, MemoryLog, ReopenError, Reopened,

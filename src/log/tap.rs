@@ -5,6 +5,8 @@
 //! ```text
 //! control plane ─append(body)─▶ Tapped ─▶ inner sink (a file, a store, Discard)
 //!                                  └─▶ tap.recorded(session, seq, hash, &body)
+//! control plane ─observe(&CallEvent)─▶ Tapped ─▶ tap.observed(session, seq, &event)
+//!                 (no log kept: a call's proposed, decided and scheduled, borrowed)
 //! ```
 //!
 //! `seq` is the event's number in the log (counted by the tap when the
@@ -14,11 +16,136 @@
 //! and `None` otherwise (no verifiable log to link to). A tapped sink
 //! always [`EventSink::records`]: the events are built even when the
 //! inner sink discards them, as outlines (without their JSON payloads,
-//! [`EventSink::payloads`]) when the tap does not read those.
+//! [`EventSink::payloads`]) when the tap does not read those; and when
+//! the inner sink keeps nothing, a call's `proposed`, `decided` and
+//! `scheduled` (three of the four events of a call) are not built at all:
+//! the sink [observes](EventSink::observes) them, and the control plane
+//! hands it their fields borrowed ([`CallEvent`]).
 
-use super::event::EventBody;
+use super::event::{Decision, EventBody};
 use super::writer::EventSink;
+use serde_json::Value as Json;
 use std::io;
+
+/// One of a call's events before it runs, its fields borrowed from the
+/// control plane: what [`EventSink::observe`] is handed instead of an
+/// [`EventBody`] being built ([`CallEvent::to_body`] builds that).
+#[derive(Clone, Copy, Debug)]
+pub enum CallEvent<'a> {
+    /// `proposed`.
+    Proposed {
+        /// The call's id.
+        call_id: &'a str,
+        /// The tool's name.
+        tool: &'a str,
+        /// The argument (a tap that reads no payloads ignores it).
+        argument: &'a Json,
+    },
+    /// `decided`.
+    Decided {
+        /// The call's id.
+        call_id: &'a str,
+        /// Allowed or denied.
+        decision: Decision,
+        /// The rule that decided.
+        rule: &'a str,
+        /// Why, in one sentence.
+        reason: &'a str,
+    },
+    /// `scheduled`.
+    Scheduled {
+        /// The call's id.
+        call_id: &'a str,
+        /// The tool's name.
+        tool: &'a str,
+        /// `server` or `client`.
+        venue: &'a str,
+        /// The key the call runs under.
+        idempotency_key: &'a str,
+    },
+}
+
+impl CallEvent<'_> {
+    /// The event as the log records it; the argument `null` unless
+    /// `payloads` (an outline, [`EventSink::payloads`]).
+    pub fn to_body(&self, payloads: bool) -> EventBody {
+        match *self {
+            CallEvent::Proposed {
+                call_id,
+                tool,
+                argument,
+            } => EventBody::Proposed {
+                call_id: call_id.to_string(),
+                tool: tool.to_string(),
+                argument: if payloads {
+                    argument.clone()
+                } else {
+                    Json::Null
+                },
+            },
+            CallEvent::Decided {
+                call_id,
+                decision,
+                rule,
+                reason,
+            } => EventBody::Decided {
+                call_id: call_id.to_string(),
+                decision,
+                rule: rule.to_string(),
+                reason: reason.to_string(),
+            },
+            CallEvent::Scheduled {
+                call_id,
+                tool,
+                venue,
+                idempotency_key,
+            } => EventBody::Scheduled {
+                call_id: call_id.to_string(),
+                tool: tool.to_string(),
+                venue: venue.to_string(),
+                idempotency_key: idempotency_key.to_string(),
+            },
+        }
+    }
+
+    /// The event of `body`, borrowed, if it is one of these.
+    pub fn of(body: &EventBody) -> Option<CallEvent<'_>> {
+        match body {
+            EventBody::Proposed {
+                call_id,
+                tool,
+                argument,
+            } => Some(CallEvent::Proposed {
+                call_id,
+                tool,
+                argument,
+            }),
+            EventBody::Decided {
+                call_id,
+                decision,
+                rule,
+                reason,
+            } => Some(CallEvent::Decided {
+                call_id,
+                decision: *decision,
+                rule,
+                reason,
+            }),
+            EventBody::Scheduled {
+                call_id,
+                tool,
+                venue,
+                idempotency_key,
+            } => Some(CallEvent::Scheduled {
+                call_id,
+                tool,
+                venue,
+                idempotency_key,
+            }),
+            _ => None,
+        }
+    }
+}
 
 /// What sees each event a [`Tapped`] sink records.
 pub trait EventTap {
@@ -31,6 +158,14 @@ pub trait EventTap {
     /// events it sees are outlines ([`EventSink::payloads`]).
     fn payloads(&self) -> bool {
         true
+    }
+
+    /// A call's event `seq` of session `session`, borrowed: the sink keeps
+    /// no log, so no event was built (and there is no hash). By default,
+    /// [`EventTap::recorded`] of the event built.
+    fn observed(&mut self, session: &str, seq: u64, event: &CallEvent<'_>) {
+        let body = event.to_body(self.payloads());
+        self.recorded(session, seq, None, &body);
     }
 }
 
@@ -90,6 +225,22 @@ impl EventSink for Tapped<'_> {
     fn payloads(&self) -> bool {
         (self.inner.records() && self.inner.payloads()) || self.tap.payloads()
     }
+
+    /// When the inner sink keeps nothing: only the tap reads a call's
+    /// events, and it reads them borrowed.
+    fn observes(&self) -> bool {
+        !self.inner.records()
+    }
+
+    fn observe(&mut self, event: &CallEvent<'_>) -> io::Result<()> {
+        if !self.observes() {
+            return self.append(event.to_body(self.payloads()));
+        }
+        let seq = self.next_seq;
+        self.tap.observed(&self.session, seq, event);
+        self.next_seq = seq + 1;
+        Ok(())
+    }
 }
 
 /// The `hash` of each line of the log file at `path`, which is removed
@@ -108,7 +259,7 @@ pub(crate) fn hashes_of_log(path: &std::path::Path) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{EventTap, Tapped};
+    use super::{CallEvent, EventTap, Tapped};
     use crate::log::{Discard, EventBody, EventSink, LogWriter};
 
     #[derive(Default)]
@@ -170,12 +321,38 @@ mod tests {
     }
 
     #[test]
+    fn a_discarding_sink_observes_a_calls_events_borrowed_numbered_with_the_others() {
+        let mut seen = Seen::default();
+        let mut sink = Tapped::new(Box::new(Discard), &mut seen, "s", 0);
+        assert!(sink.observes(), "no log: the call's events are not built");
+        sink.append(annotation("a")).expect("append");
+        let argument = serde_json::json!(1);
+        sink.observe(&CallEvent::Proposed {
+            call_id: "n1",
+            tool: "t",
+            argument: &argument,
+        })
+        .expect("observe");
+        sink.append(annotation("b")).expect("append");
+        drop(sink);
+        assert_eq!(
+            seen.0,
+            [
+                (0, None, "annotation_ended"),
+                (1, None, "proposed"),
+                (2, None, "annotation_ended")
+            ]
+        );
+    }
+
+    #[test]
     fn a_file_is_tapped_with_the_hashes_it_wrote() {
         let path = std::env::temp_dir().join(format!("lt-tap-{}.jsonl", std::process::id()));
         let id = crate::log::new_session_id();
         let writer = LogWriter::create(&path, id).expect("create");
         let mut seen = Seen::default();
         let mut sink = Tapped::new(Box::new(writer), &mut seen, "s", 0);
+        assert!(!sink.observes(), "a log keeps every event, built");
         sink.append(annotation("a")).expect("append");
         sink.append(annotation("b")).expect("append");
         drop(sink);

@@ -14,6 +14,7 @@
 use super::event::{drop_body, drop_event, encode_line, Event, EventBody, HashHex, ZERO_HASH};
 use super::parse::is_hex;
 use super::read::read_prefix;
+use super::tap::CallEvent;
 use super::verify::{Problem, ProblemKind};
 use std::fmt;
 use std::fs::{File, OpenOptions};
@@ -54,6 +55,20 @@ pub trait EventSink {
     fn last(&self) -> Option<&Event> {
         None
     }
+
+    /// Whether the sink takes a call's `proposed`, `decided` and
+    /// `scheduled` borrowed ([`EventSink::observe`]), so that the control
+    /// plane need not build them: a sink that keeps no log and hands them
+    /// to a tap ([`super::tap::Tapped`]).
+    fn observes(&self) -> bool {
+        false
+    }
+
+    /// Records a call's event given borrowed; by default, the event built
+    /// and [appended](EventSink::append).
+    fn observe(&mut self, event: &CallEvent<'_>) -> io::Result<()> {
+        self.append(event.to_body(self.payloads()))
+    }
 }
 
 /// A sink that keeps nothing: a session without `--log`.
@@ -93,6 +108,14 @@ macro_rules! forward_sink {
 
             fn last(&self) -> Option<&Event> {
                 (**self).last()
+            }
+
+            fn observes(&self) -> bool {
+                (**self).observes()
+            }
+
+            fn observe(&mut self, event: &CallEvent<'_>) -> io::Result<()> {
+                (**self).observe(event)
             }
         }
     )+};

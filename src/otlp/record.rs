@@ -26,7 +26,7 @@
 use super::batch::{Batch, Ended};
 use super::proto::{Encoded, SpanKind, TraceBuilder};
 use super::Exporter;
-use crate::log::{EventBody, EventTap};
+use crate::log::{CallEvent, Decision, EventBody, EventTap};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -46,8 +46,11 @@ struct Open {
     /// The seq of its last event so far.
     last_seq: u64,
     start: u64,
-    /// The decision's pieces: decision, rule, reason.
-    decision: Option<(&'static str, String, String)>,
+    /// The decision (`allow`, `deny`), once decided, its rule and its
+    /// reason (their strings kept from row to row).
+    decision: Option<&'static str>,
+    rule: String,
+    reason: String,
     argument: String,
 }
 
@@ -187,6 +190,50 @@ impl Recorder {
         }
     }
 
+    /// A call's `proposed`, `decided` or `scheduled`, built or borrowed.
+    fn call_event(&mut self, seq: u64, hash: Option<&str>, event: &CallEvent<'_>) {
+        let call = Some(SpanKind::Tool);
+        match *event {
+            CallEvent::Proposed {
+                call_id,
+                tool,
+                argument,
+            } => {
+                self.opened(call, call_id, tool, seq, now());
+                self.argument(argument);
+            }
+            CallEvent::Decided {
+                call_id,
+                decision,
+                rule,
+                reason,
+            } => {
+                let Some(i) = self.find(call, call_id) else {
+                    return;
+                };
+                let o = &mut self.open[i];
+                o.last_seq = seq;
+                o.decision = Some(decision.as_str());
+                o.rule.clear();
+                o.rule.push_str(rule);
+                o.reason.clear();
+                o.reason.push_str(reason);
+                if decision == Decision::Deny {
+                    self.result.clear();
+                    self.close(i, "denied", seq, hash, now());
+                }
+            }
+            CallEvent::Scheduled { call_id, venue, .. } => {
+                if let Some(i) = self.find(call, call_id) {
+                    let o = &mut self.open[i];
+                    o.last_seq = seq;
+                    o.venue.clear();
+                    o.venue.push_str(venue);
+                }
+            }
+        }
+    }
+
     fn ended(&mut self, status: &str, seq: u64, hash: Option<&str>, at: u64) {
         let Some(b) = &mut self.batch else {
             return;
@@ -241,10 +288,7 @@ fn add(
         id: &o.id,
         venue: &o.venue,
         outcome,
-        decision: o
-            .decision
-            .as_ref()
-            .map(|(d, rule, reason)| (*d, rule.as_str(), reason.as_str())),
+        decision: o.decision.map(|d| (d, o.rule.as_str(), o.reason.as_str())),
         argument: payload(&o.argument),
         result: payload(result),
     };
@@ -260,19 +304,23 @@ impl EventTap for Recorder {
         self.payloads.is_some()
     }
 
+    /// A call's event, borrowed (no log is kept): as [`Self::recorded`]
+    /// of the event, which is not built.
+    fn observed(&mut self, _: &str, seq: u64, event: &CallEvent<'_>) {
+        self.call_event(seq, None, event);
+    }
+
     fn recorded(&mut self, session: &str, seq: u64, hash: Option<&str>, body: &EventBody) {
+        if let Some(event) = CallEvent::of(body) {
+            self.call_event(seq, hash, &event);
+            return;
+        }
         // The clock is read only for the events that open or close a row.
         let at = match body {
-            EventBody::Decided {
-                decision: crate::log::Decision::Allow,
-                ..
-            } => 0,
             EventBody::SessionStarted { .. }
             | EventBody::AgentStarted { .. }
-            | EventBody::Proposed { .. }
             | EventBody::ApprovalRequested { .. }
             | EventBody::ModelRequested { .. }
-            | EventBody::Decided { .. }
             | EventBody::Completed { .. }
             | EventBody::Failed { .. }
             | EventBody::TimedOut { .. }
@@ -295,14 +343,6 @@ impl EventTap for Recorder {
                 self.session = Some(session.clone());
                 self.batch = Some(Batch::new(self.trace, session));
             }
-            EventBody::Proposed {
-                call_id,
-                tool,
-                argument,
-            } => {
-                self.opened(call, call_id, tool, seq, at);
-                self.argument(argument);
-            }
             EventBody::ApprovalRequested {
                 approval_id,
                 tool,
@@ -313,37 +353,6 @@ impl EventTap for Recorder {
             }
             EventBody::ModelRequested { request_id, .. } => {
                 self.opened(Some(SpanKind::Chat), request_id, "", seq, at);
-            }
-            EventBody::Decided {
-                call_id,
-                decision,
-                rule,
-                reason,
-            } => {
-                let Some(i) = self.find(call, call_id) else {
-                    return;
-                };
-                let o = &mut self.open[i];
-                o.last_seq = seq;
-                match &mut o.decision {
-                    Some((d, r, why)) => {
-                        *d = decision.as_str();
-                        r.clone_from(rule);
-                        why.clone_from(reason);
-                    }
-                    None => o.decision = Some((decision.as_str(), rule.clone(), reason.clone())),
-                }
-                if *decision == crate::log::Decision::Deny {
-                    self.result.clear();
-                    self.close(i, "denied", seq, hash, at);
-                }
-            }
-            EventBody::Scheduled { call_id, venue, .. } => {
-                if let Some(i) = self.find(call, call_id) {
-                    let o = &mut self.open[i];
-                    o.last_seq = seq;
-                    o.venue.clone_from(venue);
-                }
             }
             EventBody::Completed {
                 call_id, result, ..
@@ -419,7 +428,7 @@ impl EventTap for Recorder {
 mod tests {
     use super::super::proto::tests::{assert_attrs, attr, decode};
     use super::Recorder;
-    use crate::log::{Decision, Discard, EventBody, EventSink, LogWriter, Tapped};
+    use crate::log::{CallEvent, Decision, Discard, EventBody, EventSink, LogWriter, Tapped};
     use serde_json::json;
 
     const ID: &str = "0123456789abcdef0123456789abcdef";
@@ -554,6 +563,40 @@ mod tests {
         let ok = &rs.scope_spans[0].spans[0];
         assert_eq!(attr(&ok.attributes, "gen_ai.tool.call.arguments"), None);
         assert_eq!(attr(&ok.attributes, "gen_ai.tool.call.result"), None);
+    }
+
+    #[test]
+    fn a_calls_events_observed_borrowed_give_the_spans_built_ones_give() {
+        // Without a log the control plane hands a call's proposed, decided
+        // and scheduled to the tap borrowed: the same spans must come out.
+        let spans = |observe: bool| {
+            let mut r = Recorder::new(None, "lt run", Some(3));
+            let mut sink = Tapped::new(Box::new(Discard), &mut r, ID, 0);
+            let mut observed = 0;
+            for e in events() {
+                match CallEvent::of(&e) {
+                    Some(c) if observe => {
+                        sink.observe(&c).expect("observe");
+                        observed += 1;
+                    }
+                    _ => sink.append(e).expect("append"),
+                }
+            }
+            assert_eq!(observed, if observe { 5 } else { 0 });
+            drop(sink);
+            let mut rs = decode(&r.take().expect("a trace at session_ended"));
+            // The times are the clock's as the tap saw each event.
+            for s in &mut rs.scope_spans[0].spans {
+                (s.start_time_unix_nano, s.end_time_unix_nano) = (0, 0);
+                for e in &mut s.events {
+                    e.time_unix_nano = 0;
+                }
+            }
+            rs
+        };
+        let (built, borrowed) = (spans(false), spans(true));
+        assert_eq!(built.scope_spans[0].spans.len(), 3);
+        assert_eq!(built, borrowed);
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //! host notes each call it hands over ([`Cancel::note_started`]), and a
 //! client-venue call counts from its `client_dispatched`.
 
-use crate::log::{EventBody, EventSink};
+use crate::log::{CallEvent, EventBody, EventSink};
 use crate::runtime::cancel::Cancel;
 use serde_json::{json, Value as Json};
 
@@ -65,21 +65,24 @@ impl<'a> Guarded<'a> {
         )
     }
 
+    /// Call `call_id` is in flight, with idempotency key `key`.
+    fn scheduled(&mut self, call_id: &str, key: &str) {
+        // Run again after a resume: the same call, scheduled anew.
+        self.in_flight.retain(|c| c.call_id != call_id);
+        self.in_flight.push(InFlight {
+            call_id: call_id.to_string(),
+            key: key.to_string(),
+            dispatched: false,
+        });
+    }
+
     fn track(&mut self, body: &EventBody) {
         match body {
             EventBody::Scheduled {
                 call_id,
                 idempotency_key,
                 ..
-            } => {
-                // Run again after a resume: the same call, scheduled anew.
-                self.in_flight.retain(|c| c.call_id != *call_id);
-                self.in_flight.push(InFlight {
-                    call_id: call_id.clone(),
-                    key: idempotency_key.clone(),
-                    dispatched: false,
-                });
-            }
+            } => self.scheduled(call_id, idempotency_key),
             EventBody::ClientDispatched { call_id } => {
                 for c in self.in_flight.iter_mut().filter(|c| c.call_id == *call_id) {
                     c.dispatched = true;
@@ -131,5 +134,28 @@ impl EventSink for Guarded<'_> {
 
     fn payloads(&self) -> bool {
         self.inner.payloads()
+    }
+
+    fn observes(&self) -> bool {
+        self.inner.observes()
+    }
+
+    /// As [`EventSink::append`]: refused once abandoned; a `scheduled`
+    /// call is in flight.
+    fn observe(&mut self, event: &CallEvent<'_>) -> std::io::Result<()> {
+        if self.cancel.is_abandoned() {
+            return Err(std::io::Error::other(
+                "the session was abandoned; nothing more is recorded",
+            ));
+        }
+        if let CallEvent::Scheduled {
+            call_id,
+            idempotency_key,
+            ..
+        } = *event
+        {
+            self.scheduled(call_id, idempotency_key);
+        }
+        self.inner.observe(event)
     }
 }
