@@ -85,7 +85,7 @@ pub fn run_cancellable(
     };
     let result = (code.root)(&mut m)
         .and_then(|v| {
-            m.check_size(&v, ir.node(ir.root).span, "the program's value")?;
+            m.check_size(&v, ir.node(ir.root).span, &"the program's value")?;
             Ok(v)
         })
         .map_err(|e| *e);
@@ -437,7 +437,7 @@ impl<'a> Machine<'a> {
                 .with_help("raise the limit with --max-calls N"),
             ));
         }
-        self.check_size(arg, span, &format!("the argument of {}", sig.name))?;
+        self.check_size(arg, span, &format_args!("the argument of {}", sig.name))?;
         self.check_clock(id)?;
         self.calls += 1;
         let call_id = CallId {
@@ -508,7 +508,9 @@ impl<'a> Machine<'a> {
         &self.ir.tools[tool as usize].name
     }
 
-    fn check_size(&self, v: &Value, span: Span, what: &str) -> Unit {
+    /// `v` within the value-size limit; else a size error naming `what`
+    /// (formatted only then: a call's check builds no string).
+    fn check_size(&self, v: &Value, span: Span, what: &dyn std::fmt::Display) -> Unit {
         let cap = self.limits.max_value_nodes;
         match v.size_up_to(cap) {
             Some(_) => Ok(()),
