@@ -1,7 +1,7 @@
 //! The boundary contract (issue 3, item 4): a tool's JSON result is checked
 //! against the declared output type, one test per type form.
 
-use lt::runtime::boundary::{from_json, tool_result};
+use lt::runtime::boundary::{fits, from_json, tool_result};
 use lt::runtime::value::Value;
 use lt::types::{EffectSet, Type};
 use serde_json::json;
@@ -207,4 +207,78 @@ fn round_trip_through_json_keeps_the_value() {
     let json = json!({"tags": ["a", "b"], "r": {"Err": "x"}});
     let v = from_json(&json, &ty).expect("fits");
     assert_eq!(from_json(&v.to_json(), &ty), Ok(v));
+}
+
+/// `fits` (the control plane's argument check, which builds nothing)
+/// accepts exactly what `from_json` converts: every type form against
+/// every kind of JSON, nested.
+#[test]
+fn fits_agrees_with_from_json() {
+    let scalars = vec![
+        Type::Unit,
+        Type::Bool,
+        Type::Int,
+        Type::String,
+        Type::Float,
+        Type::Json,
+        Type::Approval,
+        Type::enumeration(vec!["a".into(), "b".into()]),
+        Type::fun(Type::Int, EffectSet::pure(), Type::Int),
+        Type::Error,
+    ];
+    let mut types = scalars.clone();
+    for t in &scalars {
+        types.push(Type::option(t.clone()));
+        types.push(Type::list(t.clone()));
+        types.push(Type::Linear(Box::new(t.clone())));
+        types.push(Type::result(t.clone(), Type::String));
+        types.push(Type::result(Type::Unit, t.clone()));
+        types.push(record(&[("a", t.clone()), ("b", Type::option(t.clone()))]));
+        types.push(Type::OpenRecord(vec![("a".into(), t.clone())]));
+    }
+    types.push(Type::list(record(&[("a", Type::list(Type::Int))])));
+    let leaves = vec![
+        json!(null),
+        json!(true),
+        json!(0),
+        json!(-7),
+        json!(3.0),
+        json!(2.5),
+        json!(9007199254740992.0),
+        json!(9007199254740994.0),
+        json!(1e300),
+        json!(18446744073709551615u64),
+        json!("a"),
+        json!("c"),
+        json!([]),
+        json!({}),
+    ];
+    let mut values = leaves.clone();
+    for v in &leaves {
+        values.push(json!([v, v]));
+        values.push(json!([1, v]));
+        values.push(json!({"a": v}));
+        values.push(json!({"a": v, "b": v}));
+        values.push(json!({"b": v}));
+        values.push(json!({"Ok": v}));
+        values.push(json!({"Err": v}));
+        values.push(json!({"Ok": v, "Err": v}));
+        values.push(json!([{"a": [v]}]));
+    }
+    let mut checked = 0;
+    for t in &types {
+        for v in &values {
+            let converts = from_json(v, t).is_ok();
+            assert_eq!(
+                fits(v, t),
+                converts,
+                "{v} as {t}: from_json ok = {converts}"
+            );
+            checked += usize::from(converts);
+        }
+    }
+    assert!(
+        checked > 100,
+        "only {checked} pairs fit: the cases test too little"
+    );
 }

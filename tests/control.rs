@@ -18,6 +18,8 @@ struct Tools {
     answer: Json,
     ran: Vec<String>,
     keys: Vec<Option<String>>,
+    /// Says its tools see no idempotency key.
+    keyless: bool,
 }
 
 impl Host for Tools {
@@ -25,6 +27,10 @@ impl Host for Tools {
         self.ran.push(request.tool.to_string());
         self.keys.push(request.idempotency_key.map(str::to_string));
         Ok(self.answer.clone())
+    }
+
+    fn uses_idempotency_keys(&self) -> bool {
+        !self.keyless
     }
 }
 
@@ -58,6 +64,7 @@ fn session(profile: Profile, answer: Json) -> (Value, Vec<String>, Vec<EventBody
         answer,
         ran: Vec::new(),
         keys: Vec::new(),
+        keyless: false,
     };
     let mut plane = ControlPlane::new(
         tools,
@@ -222,6 +229,7 @@ fn calls_carry_an_idempotency_key_of_session_and_call_identity() {
             answer: json!({"id": "c1", "cents": 5, "tx": "t9"}),
             ran: Vec::new(),
             keys: Vec::new(),
+            keyless: false,
         };
         let mut plane = ControlPlane::new(
             tools,
@@ -251,6 +259,75 @@ fn calls_carry_an_idempotency_key_of_session_and_call_identity() {
     for (mine, theirs) in keys.iter().zip(&other_keys) {
         assert_ne!(mine, theirs);
     }
+}
+
+/// A host whose tools see no key gets none when there is no log, and the
+/// log of a session that keeps one is the same whether its host reads keys
+/// or not; a host that reads keys gets them with or without a log.
+#[test]
+fn keys_are_built_for_a_host_without_them_only_when_logged() {
+    let checked = lt::types::check_source(PROGRAM)
+        .into_checked()
+        .expect("checked");
+    let ir = lower(&checked).expect("lowered");
+    let tools = |keyless| Tools {
+        answer: json!({"id": "c1", "cents": 5, "tx": "t9"}),
+        ran: Vec::new(),
+        keys: Vec::new(),
+        keyless,
+    };
+    let unlogged = |keyless| {
+        let mut plane = ControlPlane::new(
+            tools(keyless),
+            Profile::default(),
+            &ir.tools,
+            lt::log::Discard,
+            SESSION.into(),
+        );
+        let (result, _) = run(&ir, &mut plane, &Limits::default());
+        assert_eq!(result.expect("runs"), Value::Str(Rc::from("refunded t9")));
+        plane.inner().keys.clone()
+    };
+    let logged = |keyless| {
+        let mut plane = ControlPlane::new(
+            tools(keyless),
+            Profile::default(),
+            &ir.tools,
+            MemoryLog::new(SESSION).expect("memory log"),
+            SESSION.into(),
+        );
+        let _ = run(&ir, &mut plane, &Limits::default());
+        let events: Vec<EventBody> = plane
+            .into_sink()
+            .events()
+            .iter()
+            .map(|e| e.body.clone())
+            .collect();
+        events
+    };
+    assert_eq!(unlogged(true), vec![None, None]);
+    let keyed = unlogged(false);
+    assert!(
+        keyed
+            .iter()
+            .all(|k| k.as_deref().is_some_and(|k| k.starts_with(SESSION))),
+        "{keyed:?}"
+    );
+    let events = logged(true);
+    assert_eq!(events, logged(false));
+    let scheduled: Vec<Option<String>> = events
+        .iter()
+        .filter_map(|e| match e {
+            EventBody::Scheduled {
+                idempotency_key, ..
+            } => Some(Some(idempotency_key.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        scheduled, keyed,
+        "the log's keys are those a keyed host sees"
+    );
 }
 
 #[test]

@@ -63,15 +63,16 @@ def _work() -> None:
     The tool is called from these Python frames, never under a Rust frame
     (Python's exit may end this thread while it runs)."""
     next_job = _lt.next_job
+    job = _lt.Job()  # this thread's, given each call in turn
     while True:
-        f, arg, job = next_job()
+        f, arg = next_job(job)
         try:
             result = f(arg, job)
         except BaseException as e:  # a raising tool is the call's Err
             job.fail(e)
         else:
             job.done(result)
-        del f, arg, job
+        del f, arg
 
 
 def _start_worker() -> None:

@@ -67,7 +67,8 @@ pub fn host(
     batch: Option<(Py<PyAny>, Vec<String>)>,
     run: Arc<RunState>,
 ) -> InProcessHost<'static> {
-    let mut host = InProcessHost::new();
+    // The functions are given the argument alone: no key to build.
+    let mut host = InProcessHost::new().without_idempotency_keys();
     let mut functions = BTreeMap::new();
     for (name, f) in tools {
         let f = Arc::new(f);

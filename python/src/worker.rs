@@ -9,7 +9,8 @@
 //! by Python (`lt._tools._work`) takes the jobs: each runs
 //!
 //! ```python
-//! f, arg, job = _lt.next_job()           # waits, GIL released
+//! job = _lt.Job()                         # the thread's, for all its calls
+//! f, arg = _lt.next_job(job)              # waits, GIL released
 //! try: r = f(arg, job)                    # the tool (pure Python frames)
 //! except BaseException as e: job.fail(e)
 //! else: job.done(r)                       # the result as JSON, to the session
@@ -329,48 +330,48 @@ pub(crate) fn reset_in_child(mut q: MutexGuard<'static, Queue>) {
     COMING.store(0, Ordering::Release);
 }
 
-/// One call (or batch) handed to a Python thread.
-#[pyclass(frozen, module = "lt._lt")]
+/// The call (or batch) a pool thread is running, and where its outcome
+/// goes: one object per thread, given each call's slot in turn by
+/// [`next_job`] (no object a call). A call's first `done` or `fail`
+/// gives its outcome; later ones are ignored.
+#[pyclass(module = "lt._lt")]
 pub struct Job {
-    f: Arc<Py<PyAny>>,
-    arg: Json,
-    slot: Arc<Slot>,
-    /// `done` or `fail` was called (its thread is on its way back).
-    finished: AtomicBool,
+    /// The call's slot, from `next_job` until its `done` or `fail`.
+    slot: Option<Arc<Slot>>,
 }
 
 #[pymethods]
 impl Job {
-    /// The function to call (with `arg` and the job).
-    #[getter]
-    fn f(&self, py: Python<'_>) -> Py<PyAny> {
-        self.f.clone_ref(py)
-    }
-
-    /// The argument, as Python data.
-    #[getter]
-    fn arg<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.arg)
+    /// A job object with no call yet, for one pool thread.
+    #[new]
+    fn new() -> Job {
+        Job { slot: None }
     }
 
     /// The function returned `result`.
-    fn done(&self, result: &Bound<'_, PyAny>) {
-        let outcomes = match &self.slot.work {
+    fn done(&mut self, result: &Bound<'_, PyAny>) {
+        let Some(slot) = self.slot.take() else {
+            return;
+        };
+        let outcomes = match &slot.work {
             Work::One(tool) => vec![crate::tools::outcome(tool, result)],
             Work::Batch(calls) => crate::tools::batch_outcomes(calls, result),
         };
-        self.finish(outcomes);
+        finish(&slot, outcomes);
     }
 
     /// The function raised `e`. `KeyboardInterrupt` and `SystemExit` stop
     /// the run (the session is cancelled; `lt.run` raises them).
-    fn fail(&self, e: &Bound<'_, PyAny>) {
+    fn fail(&mut self, e: &Bound<'_, PyAny>) {
+        let Some(slot) = self.slot.take() else {
+            return;
+        };
         let py = e.py();
         let err = PyErr::from_value(e.clone());
-        let work = &self.slot.work;
+        let work = &slot.work;
         if stops_the_run(e) {
-            self.slot.run.escape(py, &work.label(), err);
-            self.finish(work.cancelled());
+            slot.run.escape(py, &work.label(), err);
+            finish(&slot, work.cancelled());
             return;
         }
         let outcomes = match work {
@@ -385,13 +386,19 @@ impl Job {
                 })
                 .collect(),
         };
-        self.finish(outcomes);
+        finish(&slot, outcomes);
     }
 
     /// `f()` stops the call (an `async` function's task): called when the
-    /// call is abandoned, at once if it already is.
-    fn on_cancel(&self, f: Bound<'_, PyAny>) {
-        let mut s = self.slot.lock();
+    /// call is abandoned, at once if it already is; ignored once the call
+    /// has its outcome.
+    fn on_cancel(slf: PyRef<'_, Self>, f: Bound<'_, PyAny>) {
+        let Some(slot) = slf.slot.clone() else {
+            return;
+        };
+        // Not borrowed while the canceller runs (it may be any code).
+        drop(slf);
+        let mut s = slot.lock();
         if s.abandoned {
             drop(s);
             let _ = f.call0();
@@ -401,28 +408,28 @@ impl Job {
     }
 }
 
-impl Job {
-    fn finish(&self, outcomes: Vec<Outcome>) {
-        if !self.finished.swap(true, Ordering::AcqRel) {
-            COMING.fetch_add(1, Ordering::AcqRel);
-        }
-        let mut s = self.slot.lock();
-        s.canceller = None;
-        if !s.abandoned {
-            s.outcomes = Some(outcomes);
-            self.slot.ready.store(true, Ordering::Release);
-            if s.sleeping {
-                self.slot.done.notify_one();
-            }
+/// Gives `slot` its `outcomes` (its thread is on its way back).
+fn finish(slot: &Slot, outcomes: Vec<Outcome>) {
+    COMING.fetch_add(1, Ordering::AcqRel);
+    let mut s = slot.lock();
+    s.canceller = None;
+    if !s.abandoned {
+        s.outcomes = Some(outcomes);
+        slot.ready.store(true, Ordering::Release);
+        if s.sleeping {
+            slot.done.notify_one();
         }
     }
 }
 
-/// `next_job()`: `(f, arg, job)` of the next job, once there is one (the
-/// GIL released while waiting). Abandoned jobs are skipped.
+/// `next_job(job)`: `(f, arg)` of the next job, once there is one (the
+/// GIL released while waiting), its outcome to go through `job` (the
+/// calling thread's). Abandoned jobs are skipped.
 #[pyfunction]
-#[allow(clippy::type_complexity)]
-pub fn next_job(py: Python<'_>) -> PyResult<(Py<PyAny>, Bound<'_, PyAny>, Py<Job>)> {
+pub fn next_job<'py>(
+    py: Python<'py>,
+    job: &Bound<'py, Job>,
+) -> PyResult<(Py<PyAny>, Bound<'py, PyAny>)> {
     let q = gate::detach(py, || {
         let mut q = queue();
         arrived();
@@ -448,17 +455,9 @@ pub fn next_job(py: Python<'_>) -> PyResult<(Py<PyAny>, Bound<'_, PyAny>, Py<Job
         }
     });
     let f = q.f.clone_ref(py);
-    let arg = to_py(py, &q.arg)?;
-    let job = Py::new(
-        py,
-        Job {
-            f: q.f,
-            arg: q.arg,
-            slot: q.slot,
-            finished: AtomicBool::new(false),
-        },
-    )?;
-    Ok((f, arg, job))
+    let arg = to_py(py, &q.arg);
+    job.borrow_mut().slot = Some(q.slot);
+    Ok((f, arg?))
 }
 
 fn failure(kind: FailureKind, message: String) -> ToolFailure {

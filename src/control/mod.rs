@@ -220,8 +220,11 @@ enum Prepared<'r, 't> {
         schedule: bool,
         venue: Venue,
         request: CallRequest<'r>,
-        /// Its idempotency key (the request borrows it at dispatch).
-        key: String,
+        /// Its idempotency key (the request borrows it at dispatch), when
+        /// the log, the venue or the host uses it ([`Host::uses_idempotency_keys`]).
+        key: Option<String>,
+        /// Its identity as text; empty when neither the log nor the key
+        /// uses it (then no event is built).
         call_id: String,
         tool: &'t ToolSig,
     },
@@ -373,14 +376,14 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
                         call_id: &call_id,
                         tool: &tool.name,
                         venue: venue.as_str(),
-                        idempotency_key: &key,
+                        idempotency_key: key.as_deref().unwrap_or_default(),
                     };
                     if let Err(e) = self.record_call(event) {
                         return Err(unavailable(e));
                     }
                 }
                 let request = CallRequest {
-                    idempotency_key: Some(&key),
+                    idempotency_key: key.as_deref(),
                     ..request
                 };
                 let outcome = self.dispatch(venue, request);
@@ -473,7 +476,7 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
             }
         }
         let limit = limit.min(self.pipeline.profile().concurrency()).max(1);
-        let keys: Vec<String> = server.iter().map(|s| s.2.clone()).collect();
+        let keys: Vec<Option<String>> = server.iter().map(|s| s.2.clone()).collect();
         let mut index = Vec::with_capacity(server.len());
         let mut requests = Vec::with_capacity(server.len());
         let mut finishing: Vec<(String, &ToolSig)> = Vec::with_capacity(server.len());
@@ -481,7 +484,7 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
         for ((i, r, _, id, t, schedule), key) in server.into_iter().zip(&keys) {
             index.push(i);
             requests.push(CallRequest {
-                idempotency_key: Some(key.as_str()),
+                idempotency_key: key.as_deref(),
                 ..r
             });
             finishing.push((id, t));
@@ -511,7 +514,7 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
                                     call_id,
                                     tool: &tool.name,
                                     venue: Venue::Server.as_str(),
-                                    idempotency_key: key,
+                                    idempotency_key: key.as_deref().unwrap_or_default(),
                                 };
                                 record_call_to(sink, log_error, event).is_ok()
                             }
@@ -540,7 +543,7 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
                     call_id: &call_id,
                     tool: &tool.name,
                     venue: Venue::Client.as_str(),
-                    idempotency_key: &key,
+                    idempotency_key: key.as_deref().unwrap_or_default(),
                 };
                 if let Err(e) = self.record_call(event) {
                     out[i] = Some(Err(unavailable(e)));
@@ -548,7 +551,7 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
                 }
             }
             let request = CallRequest {
-                idempotency_key: Some(&key),
+                idempotency_key: key.as_deref(),
                 ..request
             };
             let outcome = self.dispatch(Venue::Client, request);
@@ -668,7 +671,6 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
         request: CallRequest<'r>,
         recorded: Recorded,
     ) -> Result<Prepared<'r, 'a>, Outcome> {
-        let call_id = request.id.to_string();
         let tools = self.tools;
         let Some(tool) = tools.iter().find(|t| *t.name == *request.tool) else {
             return Err(Err(unavailable(format!(
@@ -680,6 +682,23 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
         // Events are built only when the sink keeps them (`--log`): without
         // a log the policy still applies, at the cost of the pipeline alone.
         let recording = self.sink.records();
+        let venue = self
+            .venues
+            .get(request.tool)
+            .copied()
+            .unwrap_or(Venue::Server);
+        // The call's identity as text and its idempotency key are built
+        // only when used: by the log's events, by a resumed call's checks,
+        // or by the tool (a client venue, a host whose tools see keys).
+        let named = recording
+            || recorded != Recorded::Nothing
+            || venue == Venue::Client
+            || self.inner.uses_idempotency_keys();
+        let call_id = if named {
+            request.id.to_string()
+        } else {
+            String::new()
+        };
         if recording && recorded < Recorded::Proposed {
             log(self.record_call(CallEvent::Proposed {
                 call_id: &call_id,
@@ -687,7 +706,9 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
                 argument: &request.arg,
             }))?;
         }
-        let decision = self.pipeline.decide(tool, &request.arg);
+        let decision = self
+            .pipeline
+            .decide_explaining(tool, &request.arg, recording);
         if recording && recorded < Recorded::Decided {
             log(self.record_call(CallEvent::Decided {
                 call_id: &call_id,
@@ -724,16 +745,13 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
             return Err(outcome);
         }
         let timeout = policy.and_then(|p| p.timeout);
-        let key = self.idempotency_key(&call_id);
-        let venue = self
-            .venues
-            .get(request.tool)
-            .copied()
-            .unwrap_or(Venue::Server);
+        let key = named.then(|| self.idempotency_key(&call_id));
         if recorded > Recorded::Nothing
             && recorded != Recorded::Queued
             && !self.idempotent.contains(request.tool)
         {
+            // Built: `recorded` is not `Nothing`.
+            let key = key.unwrap_or_default();
             let how = if recorded == Recorded::Scheduled {
                 format!(
                     "lt stopped after starting this call of {} and before recording how it ended",

@@ -163,6 +163,18 @@ impl Pipeline {
 
     /// Decides a call of `tool` with `argument`; an allowed call is counted.
     pub fn decide(&mut self, tool: &ToolSig, argument: &Json) -> Decision {
+        self.decide_explaining(tool, argument, true)
+    }
+
+    /// [`Pipeline::decide`], where an allowed call's `reason` is written
+    /// only when `explain_allowed` (the control plane without a log reads
+    /// the reason of a denial alone, and a call then builds no sentence).
+    pub fn decide_explaining(
+        &mut self,
+        tool: &ToolSig,
+        argument: &Json,
+        explain_allowed: bool,
+    ) -> Decision {
         let p = &self.profile;
         let name: &str = &tool.name;
         if let Some(allow) = &p.allow {
@@ -191,14 +203,18 @@ impl Pipeline {
                 );
             }
         }
-        if let Err(e) = boundary::from_json(argument, &tool.input) {
-            return Decision::deny(
-                "arguments",
-                format!(
-                    "the argument of {name} does not match its declared input {}: {e}",
-                    tool.input
-                ),
-            );
+        // Checked without building the value; converted only for the words
+        // of a denial.
+        if !boundary::fits(argument, &tool.input) {
+            if let Err(e) = boundary::from_json(argument, &tool.input) {
+                return Decision::deny(
+                    "arguments",
+                    format!(
+                        "the argument of {name} does not match its declared input {}: {e}",
+                        tool.input
+                    ),
+                );
+            }
         }
         if let Some(max) = p.max_calls {
             if self.calls >= max {
@@ -247,22 +263,32 @@ impl Pipeline {
             return Decision {
                 allow: true,
                 rule: "dry_run",
-                reason: format!(
-                    "dry run: {name} performs {} and is not executed",
-                    tool.effects
-                ),
+                reason: if explain_allowed {
+                    format!(
+                        "dry run: {name} performs {} and is not executed",
+                        tool.effects
+                    )
+                } else {
+                    String::new()
+                },
                 dry_run: true,
             };
         }
-        let with = if spent.is_empty() {
+        let reason = if !explain_allowed {
             String::new()
+        } else if spent.is_empty() {
+            format!("tool {name} is allowed by profile {}", p.name)
         } else {
-            format!(", with approval {}", spent.join(", "))
+            format!(
+                "tool {name} is allowed by profile {}, with approval {}",
+                p.name,
+                spent.join(", ")
+            )
         };
         Decision {
             allow: true,
             rule: "policy",
-            reason: format!("tool {name} is allowed by profile {}{with}", p.name),
+            reason,
             dry_run: false,
         }
     }

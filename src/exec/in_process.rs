@@ -30,7 +30,9 @@ pub struct InProcessCall<'a> {
     pub tool: &'a str,
     /// The argument as JSON.
     pub arg: Json,
-    /// The call's idempotency key, inside a session.
+    /// The call's idempotency key, inside a session (`None` for a host
+    /// built [`InProcessHost::without_idempotency_keys`] and a session
+    /// without a log).
     pub idempotency_key: Option<&'a str>,
     /// The time the call may take: the smaller of the run's time left and
     /// the profile's timeout for the tool (`None`: no limit). A closure
@@ -51,6 +53,8 @@ pub type BatchFn<'a> = Box<dyn FnMut(Vec<InProcessCall<'_>>) -> Vec<Outcome> + '
 pub struct InProcessHost<'a> {
     tools: BTreeMap<String, ToolFn<'a>>,
     batch: Option<BatchFn<'a>>,
+    /// The closures read no idempotency key.
+    keyless: bool,
 }
 
 impl<'a> InProcessHost<'a> {
@@ -59,7 +63,16 @@ impl<'a> InProcessHost<'a> {
         InProcessHost {
             tools: BTreeMap::new(),
             batch: None,
+            keyless: false,
         }
+    }
+
+    /// Tells the control plane that the closures read no idempotency key:
+    /// without a log, a call then builds none (nor the call's identity as
+    /// text), and the closures see `None`.
+    pub fn without_idempotency_keys(mut self) -> Self {
+        self.keyless = true;
+        self
     }
 
     /// Adds (or replaces) the closure of `tool`.
@@ -94,6 +107,10 @@ fn no_tool(tool: &str) -> ToolFailure {
 }
 
 impl Host for InProcessHost<'_> {
+    fn uses_idempotency_keys(&self) -> bool {
+        !self.keyless
+    }
+
     fn call(&mut self, request: CallRequest<'_>) -> Outcome {
         match self.tools.get_mut(request.tool) {
             Some(f) => f(InProcessCall {

@@ -64,8 +64,43 @@ fn kind(json: &Json) -> String {
 
 /// Converts `json` to a value of type `ty`, or says where it does not fit.
 pub fn from_json(json: &Json, ty: &Type) -> Result<Value, BoundaryError> {
-    let mut path = String::new();
-    convert(json, ty, &mut path)
+    convert(json, ty)
+}
+
+/// Whether `json` fits `ty`: exactly when [`from_json`] would succeed, with
+/// nothing built (no value, no path). The control plane's argument check
+/// asks this of every call and converts only an argument that does not
+/// fit, for the error's words.
+pub fn fits(json: &Json, ty: &Type) -> bool {
+    stacker::maybe_grow(32 * 1024, 1024 * 1024, || match (ty, json) {
+        (Type::Unit, Json::Null) => true,
+        (Type::Unit, Json::Object(m)) => m.is_empty(),
+        (Type::Bool, Json::Bool(_)) | (Type::String | Type::Approval, Json::String(_)) => true,
+        (Type::Int, Json::Number(n)) => {
+            n.as_i64().is_some()
+                || matches!(n.as_f64(), Some(f) if f.fract() == 0.0 && f.abs() <= EXACT_INT)
+        }
+        (Type::Float, Json::Number(n)) => n.as_f64().is_some_and(f64::is_finite),
+        (Type::Option(_), Json::Null) => true,
+        (Type::Option(inner) | Type::Linear(inner), _) => fits(json, inner),
+        (Type::Enum(lits), Json::String(s)) => lits.iter().any(|l| &**l == s.as_str()),
+        (Type::Json, _) => json_depth_within(json, MAX_JSON_DEPTH),
+        (Type::Record(fields) | Type::OpenRecord(fields), Json::Object(map)) => {
+            fields.iter().all(|(name, fty)| match map.get(&**name) {
+                Some(j) => fits(j, fty),
+                None => matches!(fty, Type::Option(_)),
+            })
+        }
+        (Type::List(elem), Json::Array(items)) => items.iter().all(|j| fits(j, elem)),
+        (Type::Result(ok, err), Json::Object(map)) if map.len() == 1 => {
+            match (map.get("Ok"), map.get("Err")) {
+                (Some(v), _) => fits(v, ok),
+                (_, Some(e)) => fits(e, err),
+                _ => false,
+            }
+        }
+        _ => false,
+    })
 }
 
 /// [`from_json`] for a tool's result, with the message the program sees in
@@ -143,6 +178,10 @@ pub fn parse_json_text(s: &str) -> Option<Json> {
     serde_json::from_str(s).ok()
 }
 
+/// The largest integral float read as an `Int` (2^53): beyond, a float
+/// stands for many integers.
+const EXACT_INT: f64 = 9_007_199_254_740_992.0;
+
 fn json_depth_within(json: &Json, max: usize) -> bool {
     let mut work: Vec<(&Json, usize)> = vec![(json, 1)];
     while let Some((j, d)) = work.pop() {
@@ -158,14 +197,26 @@ fn json_depth_within(json: &Json, max: usize) -> bool {
     true
 }
 
-fn mismatch(path: &str, ty: &Type, json: &Json) -> BoundaryError {
+fn mismatch(ty: &Type, json: &Json) -> BoundaryError {
     BoundaryError {
-        path: path.to_string(),
+        path: String::new(),
         problem: format!("expected {ty}, found {}", kind(json)),
     }
 }
 
-fn convert(json: &Json, ty: &Type, path: &mut String) -> Result<Value, BoundaryError> {
+impl BoundaryError {
+    /// The error of a part, seen from the value holding it at `step`
+    /// (`.field`, `[index]`, `.Ok`).
+    fn within(mut self, step: impl fmt::Display) -> BoundaryError {
+        self.path = format!("{step}{}", self.path);
+        self
+    }
+}
+
+/// `json` as a value of `ty`. An error's path is relative to `json`; each
+/// level puts its step in front as the error passes it, so a value that
+/// fits formats no path at all.
+fn convert(json: &Json, ty: &Type) -> Result<Value, BoundaryError> {
     stacker::maybe_grow(32 * 1024, 1024 * 1024, || match (ty, json) {
         (Type::Unit, Json::Null) => Ok(Value::Unit),
         (Type::Unit, Json::Object(m)) if m.is_empty() => Ok(Value::Unit),
@@ -179,33 +230,32 @@ fn convert(json: &Json, ty: &Type, path: &mut String) -> Result<Value, BoundaryE
             // long as they are exact: up to 2^53 in size. Beyond, a float
             // stands for many integers (and an integer literal outside the
             // Int range was read as one), so it is refused, never rounded.
-            const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
             match n.as_f64() {
-                Some(f) if f.fract() == 0.0 && f.abs() <= EXACT => {
+                Some(f) if f.fract() == 0.0 && f.abs() <= EXACT_INT => {
                     #[allow(clippy::cast_possible_truncation)]
                     Ok(Value::Int(f as i64))
                 }
                 _ if n.is_u64() => Err(BoundaryError {
-                    path: path.clone(),
+                    path: String::new(),
                     problem: format!("expected Int, found {n}, which is larger than {}", i64::MAX),
                 }),
                 Some(f) if f.fract() == 0.0 => Err(BoundaryError {
-                    path: path.clone(),
+                    path: String::new(),
                     problem: format!(
                         "expected Int, found a number outside the Int range ({} to {}), or a float too large to be exact (beyond 2^53): about {f:e}",
                         i64::MIN,
                         i64::MAX
                     ),
                 }),
-                _ => Err(mismatch(path, ty, json)),
+                _ => Err(mismatch(ty, json)),
             }
         }
         (Type::Float, Json::Number(n)) => match n.as_f64() {
             Some(x) if x.is_finite() => Ok(Value::Float(x)),
-            _ => Err(mismatch(path, ty, json)),
+            _ => Err(mismatch(ty, json)),
         },
         (Type::Option(_), Json::Null) => Ok(Value::None),
-        (Type::Option(inner), _) => Ok(Value::Some(Rc::new(convert(json, inner, path)?))),
+        (Type::Option(inner), _) => Ok(Value::Some(Rc::new(convert(json, inner)?))),
         (Type::Enum(lits), Json::String(s)) => {
             if lits.iter().any(|l| &**l == s.as_str()) {
                 Ok(Value::Str(Rc::from(s.as_str())))
@@ -213,7 +263,7 @@ fn convert(json: &Json, ty: &Type, path: &mut String) -> Result<Value, BoundaryE
                 let allowed: Vec<String> = lits.iter().map(|l| format!("{:?}", &**l)).collect();
                 let shown: String = s.chars().take(60).collect();
                 Err(BoundaryError {
-                    path: path.clone(),
+                    path: String::new(),
                     problem: format!("expected one of {}, found {shown:?}", allowed.join(", ")),
                 })
             }
@@ -226,7 +276,7 @@ fn convert(json: &Json, ty: &Type, path: &mut String) -> Result<Value, BoundaryE
                 Ok(Value::Json(Rc::new(json.clone())))
             } else {
                 Err(BoundaryError {
-                    path: path.clone(),
+                    path: String::new(),
                     problem: format!("JSON nested more than {MAX_JSON_DEPTH} levels deep"),
                 })
             }
@@ -234,36 +284,25 @@ fn convert(json: &Json, ty: &Type, path: &mut String) -> Result<Value, BoundaryE
         (Type::Record(fields) | Type::OpenRecord(fields), Json::Object(map)) => {
             let mut out: Vec<(Name, Value)> = Vec::with_capacity(fields.len());
             for (name, fty) in fields {
-                let len = path.len();
-                path.push('.');
-                path.push_str(name);
                 let v = match map.get(&**name) {
-                    Some(j) => convert(j, fty, path),
+                    Some(j) => convert(j, fty),
                     None if matches!(fty, Type::Option(_)) => Ok(Value::None),
                     None => Err(BoundaryError {
-                        path: path.clone(),
+                        path: String::new(),
                         problem: format!("missing (expected {fty})"),
                     }),
                 };
-                path.truncate(len);
-                out.push((name.clone(), v?));
+                out.push((
+                    name.clone(),
+                    v.map_err(|e| e.within(format_args!(".{name}")))?,
+                ));
             }
             Ok(Value::Record(out.into()))
         }
         (Type::List(elem), Json::Array(items)) => {
             let mut out = Vec::with_capacity(items.len());
             for (i, j) in items.iter().enumerate() {
-                // The index joins the path only when the element is wrong,
-                // so a valid list of a million items formats nothing.
-                match convert(j, elem, path) {
-                    Ok(v) => out.push(v),
-                    Err(mut e) => {
-                        let tail = e.path.split_off(path.len().min(e.path.len()));
-                        e.path.push_str(&format!("[{i}]"));
-                        e.path.push_str(&tail);
-                        return Err(e);
-                    }
-                }
+                out.push(convert(j, elem).map_err(|e| e.within(format_args!("[{i}]")))?);
             }
             Ok(Value::List(out.into()))
         }
@@ -271,25 +310,21 @@ fn convert(json: &Json, ty: &Type, path: &mut String) -> Result<Value, BoundaryE
             let (key, inner, inner_ty) = match (map.get("Ok"), map.get("Err")) {
                 (Some(v), _) => ("Ok", v, &**ok),
                 (_, Some(e)) => ("Err", e, &**err),
-                _ => return Err(mismatch(path, ty, json)),
+                _ => return Err(mismatch(ty, json)),
             };
-            let len = path.len();
-            path.push('.');
-            path.push_str(key);
-            let v = convert(inner, inner_ty, path);
-            path.truncate(len);
-            let v = Rc::new(v?);
+            let v =
+                Rc::new(convert(inner, inner_ty).map_err(|e| e.within(format_args!(".{key}")))?);
             Ok(if key == "Ok" {
                 Value::Ok(v)
             } else {
                 Value::Err(v)
             })
         }
-        (Type::Linear(inner), _) => convert(json, inner, path),
+        (Type::Linear(inner), _) => convert(json, inner),
         (Type::Fun(..) | Type::Meta(_) | Type::Error, _) => Err(BoundaryError {
-            path: path.clone(),
+            path: String::new(),
             problem: format!("{ty} cannot be received from a tool"),
         }),
-        _ => Err(mismatch(path, ty, json)),
+        _ => Err(mismatch(ty, json)),
     })
 }

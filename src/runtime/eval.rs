@@ -85,7 +85,7 @@ pub fn run_cancellable(
     };
     let result = (code.root)(&mut m)
         .and_then(|v| {
-            m.check_size(&v, ir.node(ir.root).span, "the program's value")?;
+            m.check_size(&v, ir.node(ir.root).span, &"the program's value")?;
             Ok(v)
         })
         .map_err(|e| *e);
@@ -177,6 +177,12 @@ impl<'a> Machine<'a> {
     }
 
     pub(super) fn check_clock(&self, id: NodeId) -> Unit {
+        self.check_clock_at(id, Instant::now)
+    }
+
+    /// [`Machine::check_clock`], the time read from `now` (called only
+    /// when the run has a deadline).
+    fn check_clock_at(&self, id: NodeId, now: impl FnOnce() -> Instant) -> Unit {
         if let Some(c) = self.cancel.filter(|c| c.is_cancelled()) {
             let why = c.reason().unwrap_or_else(|| "cancelled".to_string());
             return Err(Box::new(
@@ -189,7 +195,7 @@ impl<'a> Machine<'a> {
             ));
         }
         match (self.deadline, self.limits.timeout) {
-            (Some(d), Some(t)) if Instant::now() >= d => Err(Box::new(
+            (Some(d), Some(t)) if now() >= d => Err(Box::new(
                 RunError::new(
                     RunErrorKind::Timeout,
                     self.span(id),
@@ -437,8 +443,10 @@ impl<'a> Machine<'a> {
                 .with_help("raise the limit with --max-calls N"),
             ));
         }
-        self.check_size(arg, span, &format!("the argument of {}", sig.name))?;
-        self.check_clock(id)?;
+        self.check_size(arg, span, &format_args!("the argument of {}", sig.name))?;
+        // One reading of the clock for the deadline's check and the time left.
+        let now = self.deadline.map(|_| Instant::now());
+        self.check_clock_at(id, || now.unwrap_or_else(Instant::now))?;
         self.calls += 1;
         let call_id = CallId {
             node: id,
@@ -449,7 +457,8 @@ impl<'a> Machine<'a> {
         }
         let time_left = self
             .deadline
-            .map(|d| d.saturating_duration_since(Instant::now()));
+            .zip(now)
+            .map(|(d, now)| d.saturating_duration_since(now));
         Ok((call_id, arg.to_json(), time_left))
     }
 
@@ -508,7 +517,9 @@ impl<'a> Machine<'a> {
         &self.ir.tools[tool as usize].name
     }
 
-    fn check_size(&self, v: &Value, span: Span, what: &str) -> Unit {
+    /// `v` within the value-size limit; else a size error naming `what`
+    /// (formatted only then: a call's check builds no string).
+    fn check_size(&self, v: &Value, span: Span, what: &dyn std::fmt::Display) -> Unit {
         let cap = self.limits.max_value_nodes;
         match v.size_up_to(cap) {
             Some(_) => Ok(()),

@@ -319,6 +319,14 @@ pub trait Host {
     fn annotation(&mut self, event: AnnotationEvent<'_>) {
         let _ = event;
     }
+
+    /// Whether this host's tools see the calls' idempotency keys
+    /// ([`CallRequest::idempotency_key`]). `false`: the control plane
+    /// builds a key only for its log, and without a log passes none. The
+    /// default: they do.
+    fn uses_idempotency_keys(&self) -> bool {
+        true
+    }
 }
 
 /// A host behind a pointer (`&mut H`, `Box<H>`) is the host itself.
@@ -344,6 +352,10 @@ macro_rules! forward_host {
 
             fn approve(&mut self, request: ApprovalRequest<'_>) -> Result<String, String> {
                 (**self).approve(request)
+            }
+
+            fn uses_idempotency_keys(&self) -> bool {
+                (**self).uses_idempotency_keys()
             }
         }
     )*};
