@@ -547,6 +547,11 @@ fn a_client_venue_call_is_marked_in_the_timeline() {
             break e.json();
         }
     };
+    // The record's status follows the event by a moment (it is set once
+    // the call is handed over): waited for as the API shows it.
+    server.wait_for(ACME, &id, Duration::from_secs(30), |v| {
+        v["status"] == "waiting_client"
+    });
     let c = login(&server, ACME);
     let page = c.get(&server, &format!("/sessions/{id}"));
     assert!(
