@@ -269,10 +269,20 @@ fn record_to<S: EventSink>(
     log_error: &mut Option<String>,
     body: EventBody,
 ) -> Result<(), String> {
+    written(log_error, |sink| sink.append(body), sink)
+}
+
+/// Runs `write` on `sink` unless an earlier write failed; a failure is
+/// kept in `log_error` and every later write answers it.
+fn written<S: EventSink>(
+    log_error: &mut Option<String>,
+    write: impl FnOnce(&mut S) -> std::io::Result<()>,
+    sink: &mut S,
+) -> Result<(), String> {
     if let Some(e) = log_error {
         return Err(e.clone());
     }
-    sink.append(body).map_err(|e| {
+    write(sink).map_err(|e| {
         let msg = format!("the event log could not be written: {e}");
         *log_error = Some(msg.clone());
         msg
@@ -289,14 +299,7 @@ fn record_call_to<S: EventSink>(
         let body = event.to_body(sink.payloads());
         return record_to(sink, log_error, body);
     }
-    if let Some(e) = log_error {
-        return Err(e.clone());
-    }
-    sink.observe(&event).map_err(|e| {
-        let msg = format!("the event log could not be written: {e}");
-        *log_error = Some(msg.clone());
-        msg
-    })
+    written(log_error, |sink| sink.observe(&event), sink)
 }
 
 /// How far the log got with a call before `lt` stopped (for `lt resume`,
