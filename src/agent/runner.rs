@@ -11,6 +11,7 @@
 
 use super::feedback::{CallNotes, RunEnd};
 use super::session::{RunReport, Runner};
+use crate::control::approver::Approver;
 use crate::control::profile::Profile;
 use crate::control::session::{Executors, LogTarget, ProfileSource, Session};
 use crate::control::Pipeline;
@@ -21,6 +22,10 @@ use crate::runtime::cancel::Cancel;
 use crate::runtime::limits::Limits;
 use crate::source::SourceFile;
 use std::io;
+
+/// Makes the approver of each run (its profile's `approvals = "prompt"`
+/// or `"api"` requests).
+pub type Approvers = Box<dyn FnMut() -> Box<dyn Approver>>;
 
 /// Runs programs with the executors of a tools.toml.
 pub struct LiveRunner {
@@ -34,7 +39,7 @@ pub struct LiveRunner {
     /// session's, not one run's.
     pipeline: Option<Pipeline>,
     /// Makes each run's approver (`None`: the session engine's default).
-    approvers: Option<super::task::Approvers>,
+    approvers: Option<Approvers>,
 }
 
 impl LiveRunner {
@@ -60,7 +65,7 @@ impl LiveRunner {
 
     /// Each run's approval requests go to an approver `make` makes (a
     /// server: its API).
-    pub fn with_approvers(mut self, make: super::task::Approvers) -> Self {
+    pub fn with_approvers(mut self, make: Approvers) -> Self {
         self.approvers = Some(make);
         self
     }

@@ -20,9 +20,8 @@
 use super::config::{AgentSettings, AgentTable, Rules};
 use super::model::{Message, ModelRequest, Proposer};
 use super::prompt::{load_declarations, system_prompt, DeclarationErrors};
-use super::runner::LiveRunner;
+use super::runner::{Approvers, LiveRunner};
 use super::session::{run_agent, AgentSpec, Outcome};
-use crate::control::approver::Approver;
 use crate::control::profile::Profile;
 use crate::control::report::{Stage, StartErrorKind, StartFailure};
 use crate::exec::{ExecutorHost, Registry, Venue};
@@ -200,10 +199,6 @@ pub struct Classify<'a> {
     /// The rule table's name, for hints.
     pub origin: String,
 }
-
-/// Makes the approver of each run (its profile's `approvals = "prompt"`
-/// or `"api"` requests).
-pub type Approvers = Box<dyn FnMut() -> Box<dyn Approver>>;
 
 /// An agent session, ready to run.
 pub struct TaskRun<'a> {

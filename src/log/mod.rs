@@ -55,6 +55,7 @@
 //! log as rows: calls, approvals, model requests), [`tap`] (each event
 //! handed to an observer as it is recorded).
 
+pub mod call_event;
 pub mod event;
 mod json;
 mod parse;
@@ -67,6 +68,7 @@ pub mod verify;
 pub mod write_ahead;
 pub mod writer;
 
+pub use call_event::CallEvent;
 pub use event::{
     canonical_bytes, drop_event, sha256_hex, Decision, Event, EventBody, EventKind, KINDS,
     ZERO_HASH,
@@ -74,7 +76,7 @@ pub use event::{
 pub use read::{read_log, read_prefix, LogError};
 pub use show::timeline;
 pub use store::{EventStore, JsonlFile, Loaded, MemoryStore, ReopenedLog, StoreError};
-pub use tap::{CallEvent, EventTap, Tapped};
+pub use tap::{EventTap, Tapped};
 pub use verify::{verify, Problem, ProblemKind, VerifyReport};
 pub use writer::{
     new_session_id, now_timestamp, Discard, EventSink, LogWriter, MemoryLog, ReopenError, Reopened,

@@ -11,10 +11,10 @@
 //! [`LogWriter::reopen`] continues the log of a session that `lt` did not
 //! end (`lt resume`).
 
+use super::call_event::CallEvent;
 use super::event::{drop_body, drop_event, encode_line, Event, EventBody, HashHex, ZERO_HASH};
 use super::parse::is_hex;
 use super::read::read_prefix;
-use super::tap::CallEvent;
 use super::verify::{Problem, ProblemKind};
 use std::fmt;
 use std::fs::{File, OpenOptions};

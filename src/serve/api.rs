@@ -7,12 +7,12 @@
 //! `error.rs`'s.
 
 pub use super::error::ApiError;
-use super::hub::Hub;
 use super::input::{json_body, path_ids};
 use super::listing::Filters;
-use super::store::{SessionRecord, SessionStatus};
+use super::state::AppState;
+use super::state::{record, tenant, view};
+use super::store::SessionRecord;
 use crate::control::approver::ApprovalAnswer;
-use crate::log::StoreError;
 use crate::source::SourceFile;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
@@ -26,14 +26,6 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// What the handlers share.
-pub struct AppState {
-    /// The sessions.
-    pub hub: Arc<Hub>,
-    /// Who holds which key.
-    pub keys: super::auth::Keys,
-}
 
 type Shared = State<Arc<AppState>>;
 
@@ -72,42 +64,6 @@ pub fn router(state: Arc<AppState>, max_body: usize, body_timeout: Duration) -> 
         .layer(axum::middleware::from_fn(move |req, next| {
             super::body::within(body_timeout, max_body, req, next)
         }))
-}
-
-/// The tenant whose key the request carries. Errors: 401.
-pub fn tenant<'a>(state: &'a AppState, headers: &HeaderMap) -> Result<&'a str, ApiError> {
-    let value = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
-    state.keys.tenant(value).ok_or_else(|| {
-        ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "a valid API key is needed",
-        )
-        .hint("send it as `Authorization: Bearer KEY`")
-    })
-}
-
-/// The session `id` of `tenant`. Errors: 404 (also for another tenant's),
-/// 500 `record_damaged` (its row cannot be read), 503 (the store failed).
-pub fn record(state: &AppState, tenant: &str, id: &str) -> Result<SessionRecord, ApiError> {
-    match state.hub.store.session(tenant, id) {
-        Ok(Some(r)) => Ok(r),
-        Ok(None) => Err(ApiError::not_found(id)),
-        Err(StoreError::Damaged(why)) => Err(ApiError::damaged(id, &why)),
-        Err(e) => Err(ApiError::store(e)),
-    }
-}
-
-/// Whether `tenant` has session `id`: a live session of this server is
-/// known without a read. Errors: 404 (another tenant's is not found
-/// either), 503.
-pub fn known(state: &AppState, tenant: &str, id: &str) -> Result<(), ApiError> {
-    if state.hub.live(tenant, id).is_some() {
-        return Ok(());
-    }
-    record(state, tenant, id).map(drop)
 }
 
 async fn healthz(State(state): Shared) -> Response {
@@ -199,40 +155,6 @@ async fn check(
         .await
         .map_err(|_| ApiError::store("the checker's thread ended without an answer"))?;
     Ok(Json(report).into_response())
-}
-
-/// A session as the API shows it.
-pub fn view(state: &AppState, r: &SessionRecord) -> Value {
-    let live = state.hub.live(&r.tenant, &r.id);
-    let status = live.as_ref().map_or(r.status, |l| l.status());
-    let calls = live.as_ref().map_or(r.calls, |l| l.calls());
-    let mut v = json!({
-        "id": r.id,
-        "status": status.as_str(),
-        "profile": r.profile,
-        "created_ms": r.created_ms,
-        "updated_ms": r.updated_ms,
-        "calls": calls,
-        "events": r.events,
-    });
-    if let Some(l) = &live {
-        v["pending_approvals"] = json!(l.pending_approvals());
-    }
-    if status.is_final() {
-        if let Some(out) = &r.output {
-            if status == SessionStatus::Ended {
-                // A task session's value is the model's answer.
-                let field = if super::task::is_task(r) {
-                    "answer"
-                } else {
-                    "value"
-                };
-                v["value"] = out.get(field).cloned().unwrap_or(Value::Null);
-            }
-            v["output"] = out.clone();
-        }
-    }
-    v
 }
 
 async fn show(

@@ -10,7 +10,7 @@
 //!            ─▶ Ok: the route, with the body read   Err: 408 / 413 / 400
 //! ```
 
-use super::api::ApiError;
+use super::error::ApiError;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::StatusCode;

@@ -49,7 +49,7 @@ impl ApiError {
         ApiError::new(
             StatusCode::NOT_FOUND,
             "not_found",
-            format!("no session {:?}", super::input::shown(id)),
+            format!("no session {:?}", shown(id)),
         )
         .hint("use an id this key's tenant started (GET /v1/sessions lists them); another tenant's session is not found either")
     }
@@ -111,5 +111,17 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = self.body();
         (self.status, Json(body)).into_response()
+    }
+}
+
+/// The most characters of a client's text an error message repeats.
+const SHOWN: usize = 64;
+
+/// `text` as an error message repeats it: at most [`SHOWN`] characters,
+/// then `…`.
+pub fn shown(text: &str) -> String {
+    match text.char_indices().nth(SHOWN) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
     }
 }

@@ -7,7 +7,7 @@
 //!
 //! Every other id is refused the same way: `400 bad_request`, the message
 //! `Last-Event-ID "…" is not an id this server sent: <why>` (the id shown
-//! at most [`input::shown`]'s length, bytes that are not UTF-8 replaced),
+//! at most [`super::error::shown`]'s length, bytes that are not UTF-8 replaced),
 //! and the one hint [`ID_HINT`].
 //!
 //! ```text
@@ -18,8 +18,8 @@
 //!                  else ─▶ Cursor
 //! ```
 
-use super::api::{ApiError, AppState};
-use super::input;
+use super::error::ApiError;
+use super::state::AppState;
 use super::store::SessionRecord;
 use axum::http::HeaderMap;
 
@@ -55,7 +55,7 @@ pub enum Requested {
 fn never_sent(text: &str, why: &str) -> ApiError {
     ApiError::bad(format!(
         "Last-Event-ID {:?} is not an id this server sent: {why}",
-        input::shown(text)
+        super::error::shown(text)
     ))
     .hint(ID_HINT)
 }

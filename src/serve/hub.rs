@@ -683,8 +683,8 @@ impl Hub {
             let out = json!({"ok": false, "stage": "resume", "error": {"kind": "resume", "message": msg}});
             self.finish(&rec.id, SessionStatus::Failed, &out, rec.calls);
         };
-        if super::task::is_task(&rec) {
-            return super::task::not_resumed(&self, &rec);
+        if rec.is_task() {
+            return not_resumed(&self, &rec);
         }
         let Some(tenant) = self.tenants.get(&rec.tenant) else {
             return fail(format!("tenant {} is no longer configured", rec.tenant));
@@ -809,4 +809,22 @@ impl Hub {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
+}
+
+/// A task session found unfinished at start (the server stopped while it
+/// ran): marked `failed`, not run again. The engine does not resume agent
+/// sessions, and running the task afresh could repeat the calls its
+/// programs made; its log keeps what happened.
+fn not_resumed(hub: &Hub, rec: &super::store::SessionRecord) {
+    let out = json!({
+        "ok": false,
+        "stage": "resume",
+        "error": {
+            "kind": "not_resumable",
+            "message": "the server stopped while this task session ran; task sessions are not resumed \
+                        (its programs may have made calls, which must not be made twice): \
+                        its log holds what happened; start a new session to try the task again",
+        },
+    });
+    hub.finish(&rec.id, SessionStatus::Failed, &out, rec.calls);
 }

@@ -13,7 +13,7 @@
 //! (any parameters, e.g. `; charset=utf-8`) or a `+json` type such as
 //! `application/merge-patch+json`; another type, or none, is 415.
 
-use super::api::ApiError;
+use super::error::{shown, ApiError};
 use axum::body::Bytes;
 use axum::extract::path::ErrorKind;
 use axum::extract::rejection::{BytesRejection, PathRejection};
@@ -54,18 +54,6 @@ pub fn path_ids<T>(path: Result<Path<T>, PathRejection>) -> Result<T, ApiError> 
             rejection.body_text()
         ))
         .hint("the routes are listed in /v1/openapi.json")),
-    }
-}
-
-/// The most characters of a client's text an error message repeats.
-const SHOWN: usize = 64;
-
-/// `text` as an error message repeats it: at most [`SHOWN`] characters,
-/// then `…`.
-pub fn shown(text: &str) -> String {
-    match text.char_indices().nth(SHOWN) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
     }
 }
 

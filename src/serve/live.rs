@@ -16,7 +16,7 @@
 //! before `approval_requested` is, so a client that acts on the event the
 //! moment it commits is never told the call or request is unknown.
 
-use super::input::shown;
+use super::error::shown;
 use super::metrics::Metrics;
 use super::store::{ServerStore, SessionRecord, SessionStatus};
 use crate::control::approver::{ApprovalAnswer, ApprovalQuestion, Approver};

@@ -43,6 +43,7 @@ pub mod otlp;
 pub mod replay;
 pub mod sse;
 pub mod start;
+pub mod state;
 pub mod store;
 pub mod task;
 pub mod threads;
@@ -302,7 +303,7 @@ pub fn run(opts: &ServeOptions, ready: impl FnOnce(&str, usize, usize)) -> Resul
         help: None,
         usage: false,
     })?;
-    let state = Arc::new(api::AppState {
+    let state = Arc::new(state::AppState {
         hub: Arc::clone(&hub),
         keys,
     });

@@ -22,8 +22,9 @@
 //! `.1` extra included); `N.1` what follows that extra: nothing is missed,
 //! nothing is sent twice (the id is read and checked by `event_id.rs`).
 
-use super::api::{known, tenant, ApiError, AppState};
+use super::error::ApiError;
 use super::event_id::{self, Cursor, Requested};
+use super::state::{known, tenant, AppState};
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
@@ -162,7 +163,7 @@ pub async fn events(
         }
         // A reconnect: the id must be one the log has reached.
         wanted => {
-            let rec = super::api::record(&state, &t, &id)?;
+            let rec = super::state::record(&state, &t, &id)?;
             event_id::cursor(&state, &id, &rec, wanted)?
         }
     };
@@ -280,7 +281,7 @@ async fn follow(
         // A session this server runs is not over: nothing to read.
         if check_end && state.hub.live(tenant, &f.id).is_none() {
             // Over, and every event read: the output ends the stream.
-            let rec = match super::api::record(state, tenant, &f.id) {
+            let rec = match super::state::record(state, tenant, &f.id) {
                 Ok(r) => r,
                 Err(e) => {
                     let _ = tx.send(failure(&e)).await;

@@ -6,10 +6,10 @@
 //! runs it. `Prefer: wait=N` answers once the session is over
 //! ([`answer_start`], `wait.rs`).
 
-use super::api::{record, tenant, view, AppState};
 use super::error::ApiError;
 use super::hub::{StartRequest, Started};
 use super::input::json_body;
+use super::state::{record, tenant, view, AppState};
 use crate::log::StoreError;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -49,7 +49,7 @@ fn capabilities_of(state: &AppState, tenant: &str, tools: &[String]) -> Result<(
     let Some(bad) = tools.iter().find(|name| !client.contains(name)) else {
         return Ok(());
     };
-    let shown = super::input::shown(bad);
+    let shown = super::error::shown(bad);
     let declared = t
         .host
         .as_ref()

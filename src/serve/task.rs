@@ -18,10 +18,11 @@
 //! --log` writes: `lt log verify` and `lt replay` accept `GET …/log`.
 //! An ended session's `value` is the model's answer.
 
-use super::api::{ApiError, AppState};
+use super::error::ApiError;
 use super::hub::{Hub, Started};
 use super::live::{ApiApprover, Narrated};
-use super::store::{Created, NewSession, SessionRecord, SessionStatus};
+use super::state::AppState;
+use super::store::{Created, NewSession, SessionStatus};
 use crate::agent::session::Status;
 use crate::agent::task::{check_trace, run_task, TaskRun, ToolList};
 use crate::control::approver::Approver;
@@ -48,11 +49,6 @@ pub struct TaskRequest {
 /// same Idempotency-Key is compared with).
 pub fn request_body(task: &str, profile: &str) -> serde_json::Value {
     json!({"task": task, "profile": profile})
-}
-
-/// Whether a recorded session is a task session.
-pub fn is_task(rec: &SessionRecord) -> bool {
-    rec.request.get("task").is_some()
 }
 
 /// `POST /v1/sessions` with a `task`: checks it, starts the session, and
@@ -238,22 +234,4 @@ fn start(hub: Arc<Hub>, tenant_name: &str, req: TaskRequest, reply: oneshot::Sen
         ),
     };
     hub.finish(&id, status, &output, live.calls());
-}
-
-/// A task session found unfinished at start (the server stopped while it
-/// ran): marked `failed`, not run again. The engine does not resume agent
-/// sessions, and running the task afresh could repeat the calls its
-/// programs made; its log keeps what happened.
-pub fn not_resumed(hub: &Hub, rec: &SessionRecord) {
-    let out = json!({
-        "ok": false,
-        "stage": "resume",
-        "error": {
-            "kind": "not_resumable",
-            "message": "the server stopped while this task session ran; task sessions are not resumed \
-                        (its programs may have made calls, which must not be made twice): \
-                        its log holds what happened; start a new session to try the task again",
-        },
-    });
-    hub.finish(&rec.id, SessionStatus::Failed, &out, rec.calls);
 }

@@ -2,7 +2,14 @@
 //! through [`esc`] or [`highlight`] before it is written into a page), the
 //! layout every page shares, and a small highlighter for lt programs.
 
-use super::login::Who;
+/// A logged-in browser: its tenant and the CSRF token of its forms.
+#[derive(Clone, Debug)]
+pub struct Who {
+    /// The tenant whose key was given.
+    pub tenant: String,
+    /// The token every state-changing form must carry.
+    pub csrf: String,
+}
 
 /// `s` with `& < > " '` escaped: safe in element text and in a quoted
 /// attribute.

@@ -3,11 +3,11 @@
 //! page refreshes itself while it is open. `GET /approvals`: the approval requests waiting for an answer, each with its
 //! tool, its argument and Approve / Deny buttons.
 
+use super::html::Who;
 use super::html::{esc, layout, pct, when};
-use super::login::Who;
 use super::{error_page, page, unavailable, Console, Shared};
-use crate::serve::api::view;
 use crate::serve::listing::Filters;
+use crate::serve::state::view;
 use crate::serve::store::{ListQuery, SessionStatus};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::Query;

@@ -13,7 +13,8 @@
 //! (double submit), so another site cannot log a browser in. Failed
 //! logins are rate-limited per client address (`throttle.rs`).
 
-use super::{error_page, forbidden, html, page, redirect, secure, Console, Shared};
+use super::html::{self, Who};
+use super::{error_page, forbidden, page, redirect, secure, Console, Shared};
 use axum::extract::rejection::FormRejection;
 use axum::extract::{ConnectInfo, Form};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -38,15 +39,6 @@ pub const COOKIE: &str = "lt_console";
 
 /// The login form's double-submit cookie.
 const LOGIN_COOKIE: &str = "lt_login_csrf";
-
-/// A logged-in browser: its tenant and the CSRF token of its forms.
-#[derive(Clone, Debug)]
-pub struct Who {
-    /// The tenant whose key was given.
-    pub tenant: String,
-    /// The token every state-changing form must carry.
-    pub csrf: String,
-}
 
 struct Entry {
     who: Who,

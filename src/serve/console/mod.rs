@@ -28,7 +28,7 @@ mod session;
 mod throttle;
 pub(crate) mod timeline;
 
-use super::api::AppState;
+use super::state::AppState;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -138,12 +138,7 @@ fn asset(kind: &'static str, text: &'static str) -> Response {
 }
 
 /// An error page: `status`, a title and what to do.
-fn error_page(
-    status: StatusCode,
-    title: &str,
-    message: &str,
-    who: Option<&login::Who>,
-) -> Response {
+fn error_page(status: StatusCode, title: &str, message: &str, who: Option<&html::Who>) -> Response {
     let body = format!(
         "<h1>{}</h1><p class=\"error-message\">{}</p><p><a href=\"/\">Sessions</a> · <a href=\"/login\">Log in</a></p>",
         html::esc(title),
@@ -171,7 +166,7 @@ fn path_id(
 }
 
 /// The 404 of a session that does not exist for this tenant.
-fn not_found(id: &str, who: &login::Who) -> Response {
+fn not_found(id: &str, who: &html::Who) -> Response {
     error_page(
         StatusCode::NOT_FOUND,
         "Not found",
@@ -181,7 +176,7 @@ fn not_found(id: &str, who: &login::Who) -> Response {
 }
 
 /// A 503 page: the store failed.
-fn unavailable(why: impl std::fmt::Display, who: &login::Who) -> Response {
+fn unavailable(why: impl std::fmt::Display, who: &html::Who) -> Response {
     error_page(
         StatusCode::SERVICE_UNAVAILABLE,
         "The store did not answer",

@@ -6,13 +6,13 @@
 //! /sessions/{id}/approve` answers an approval request as the API's route
 //! does (`by: "api"` in the log).
 
+use super::html::Who;
 use super::html::{esc, highlight, layout, pct, when};
 use super::list::{badge, session_approvals};
-use super::login::Who;
 use super::{error_page, not_found, page, redirect, timeline, unavailable, Console, Shared};
 use crate::control::approver::ApprovalAnswer;
-use crate::serve::api::view;
 use crate::serve::live::Refusal;
+use crate::serve::state::view;
 use crate::serve::store::SessionRecord;
 use axum::extract::rejection::{FormRejection, PathRejection};
 use axum::extract::{Form, Path};

@@ -2,7 +2,7 @@
 //! one sink that writes the session and cleared when dropped (by the sink,
 //! or by the writer thread once the sink's last buffered events commit).
 
-use super::queue::Shared;
+use super::shared::Shared;
 use std::sync::Arc;
 
 /// A session's mark in `writing`, cleared when dropped.

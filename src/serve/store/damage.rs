@@ -11,7 +11,7 @@
 //! row neither hides a tenant's other sessions nor stops a start, and a
 //! client is not told to retry what no retry mends.
 
-use super::queue::Shared;
+use super::shared::Shared;
 use super::SessionRecord;
 use crate::log::StoreError;
 use std::sync::PoisonError;

@@ -15,7 +15,8 @@
 //! that does not continue the stored chain, whoever sends it.
 
 use super::claim::Claim;
-use super::queue::{Request, Shared};
+use super::queue::Request;
+use super::shared::Shared;
 use super::sink::StoreSink;
 use crate::log::{
     drop_event, read_prefix, Event, EventBody, EventSink, EventStore, Loaded, MemoryLog,

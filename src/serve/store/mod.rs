@@ -109,6 +109,7 @@ mod list;
 mod logs;
 pub mod postgres;
 mod queue;
+mod shared;
 mod sink;
 pub mod sqlite;
 #[cfg(test)]
@@ -218,6 +219,14 @@ pub struct SessionRecord {
     pub calls: u64,
     /// Events committed to its log.
     pub events: u64,
+}
+
+impl SessionRecord {
+    /// Whether it is a task session (`lt agent`'s loop, `serve/task.rs`):
+    /// its request has a `task` where a program session's has a `program`.
+    pub fn is_task(&self) -> bool {
+        self.request.get("task").is_some()
+    }
 }
 
 /// What [`ServerStore::set_status_then`] calls with the result: the

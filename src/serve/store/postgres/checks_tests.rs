@@ -8,7 +8,7 @@
 //! answer as one statement per request would; a new session's log over one
 //! stored past `lt serve` is refused by the database.
 
-use super::super::queue::Shared;
+use super::super::shared::Shared;
 use super::super::{Created, NewSession, ServerStore, SessionStatus};
 use super::prepared::Prepared;
 use super::rows::{create_sessions, set_statuses, Create, Status};

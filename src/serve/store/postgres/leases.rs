@@ -33,7 +33,7 @@ use super::super::{Delivery, LeaseHooks, OVERDUE};
 use super::schema::{record_of, RECORD_COLUMNS};
 use super::url::Target;
 use super::Worker;
-use crate::serve::store::queue::Shared;
+use crate::serve::store::shared::Shared;
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::Client;
 use std::collections::{HashMap, HashSet};

@@ -51,7 +51,8 @@ pub use schema::SCHEMA_VERSION;
 pub use url::{redact_url, OpenError};
 
 use super::logs::LogReads;
-use super::queue::{self, Queue, Request, Shared};
+use super::queue::{self, Queue, Request};
+use super::shared::Shared;
 use super::{
     Created, CreatedThen, LeaseHooks, ListQuery, NewSession, ServerStore, SessionRecord,
     StoreOptions,

@@ -22,11 +22,10 @@
 //! of two requests with one id (or one tenant's idempotency key) records
 //! it; the new sessions are recorded before the batch's statuses are set.
 
-use super::super::queue::Shared;
+use super::super::shared::Shared;
 use super::super::{Created, NewSession, SessionStatus};
 use super::prepared::Prepared;
 use super::schema::{record_of, RECORD_COLUMNS};
-use super::writer::fenced;
 use super::Worker;
 use crate::log::StoreError;
 use postgres::Transaction;
@@ -244,4 +243,22 @@ fn status_outcome(
             s.id
         ))),
     }
+}
+
+/// The refusal of a write under `epoch` when the lease is at `now`
+/// (`None`: the same epoch); the session is lost to this worker.
+pub(super) fn fenced(
+    shared: &Shared,
+    session: &str,
+    epoch: i64,
+    now: i64,
+    owner: String,
+) -> Option<String> {
+    if now == epoch {
+        return None;
+    }
+    shared.lose(session, epoch);
+    Some(format!(
+        "the database refused a write to session {session}: this worker held its lease at epoch {epoch}, and the lease is now at epoch {now} (worker {owner}); the session is no longer this worker's"
+    ))
 }

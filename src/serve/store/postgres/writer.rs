@@ -38,13 +38,12 @@
 //! the same hash counts as appended (the same event, written once); another
 //! hash there is a conflict, or the lease's fence.
 
-use super::super::queue::{
-    extended_by_another, to_i64, Append, Outcome, Request, Shared, Transact,
-};
+use super::super::queue::{extended_by_another, to_i64, Append, Outcome, Request, Transact};
+use super::super::shared::Shared;
 use super::super::Created;
 use super::bulk::{self, Bulk};
 use super::prepared::Prepared;
-use super::rows::{self, Create, Status};
+use super::rows::{self, fenced, Create, Status};
 use super::schema::FENCED;
 use super::url::Target;
 use crate::log::{StoreError, ZERO_HASH};
@@ -406,24 +405,6 @@ fn fence(
     )?;
     let Some(row) = held else { return Ok(None) };
     Ok(fenced(shared, session, epoch, row.get(0), row.get(1)))
-}
-
-/// The refusal of a write under `epoch` when the lease is at `now`
-/// (`None`: the same epoch); the session is lost to this worker.
-pub(super) fn fenced(
-    shared: &Shared,
-    session: &str,
-    epoch: i64,
-    now: i64,
-    owner: String,
-) -> Option<String> {
-    if now == epoch {
-        return None;
-    }
-    shared.lose(session, epoch);
-    Some(format!(
-        "the database refused a write to session {session}: this worker held its lease at epoch {epoch}, and the lease is now at epoch {now} (worker {owner}); the session is no longer this worker's"
-    ))
 }
 
 /// The refusal of `a`, which the log did not take.

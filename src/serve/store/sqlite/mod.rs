@@ -46,7 +46,8 @@ mod tools_tests;
 pub use schema::SCHEMA_VERSION;
 
 use super::logs::LogReads;
-use super::queue::{self, Queue, Request, Shared};
+use super::queue::{self, Queue, Request};
+use super::shared::Shared;
 use super::{Created, CreatedThen, ListQuery, NewSession, ServerStore, SessionRecord};
 use crate::log::StoreError;
 use rusqlite::types::Value as SqlValue;
