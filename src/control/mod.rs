@@ -17,9 +17,11 @@
 //! closed) and the failure is kept for the caller to report.
 
 pub mod approver;
+mod batch;
 pub mod client;
 pub mod pipeline;
 pub mod profile;
+mod record;
 pub mod replay;
 pub mod report;
 pub mod resume;
@@ -27,19 +29,20 @@ pub mod session;
 pub mod static_check;
 
 use crate::log::{CallEvent, Decision as Verdict, EventBody, EventSink};
-use crate::runtime::boundary;
 use crate::runtime::host::{
     AnnotationEvent, ApprovalRequest, CallRequest, FailureKind, Host, Outcome, ToolFailure,
 };
 use crate::runtime::limits::Limits;
-use crate::types::{ToolSig, Type};
+use crate::types::ToolSig;
 use profile::Profile;
-use serde_json::{json, Value as Json};
+use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub use crate::exec::Venue;
 pub use client::ClientChannel;
 pub use pipeline::Pipeline;
+pub use record::{empty_json, result_json};
+use record::{outcome_event, record_call_to, record_to, unavailable};
 
 /// A [`Host`] that applies a profile to every call and records it.
 pub struct ControlPlane<'a, H: Host, S: EventSink> {
@@ -91,14 +94,7 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
 
     /// Records an event; a failure is kept (the first one) and returned.
     pub fn record(&mut self, body: EventBody) -> Result<(), String> {
-        if let Some(e) = &self.log_error {
-            return Err(e.clone());
-        }
-        self.sink.append(body).map_err(|e| {
-            let msg = format!("the event log could not be written: {e}");
-            self.log_error = Some(msg.clone());
-            msg
-        })
+        record_to(&mut self.sink, &mut self.log_error, body)
     }
 
     /// Records a call's `proposed`, `decided` or `scheduled`: handed
@@ -150,66 +146,6 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
     }
 }
 
-fn unavailable(message: String) -> ToolFailure {
-    ToolFailure {
-        stderr: None,
-        kind: FailureKind::Unavailable,
-        message,
-    }
-}
-
-/// The program's view of an outcome, as logged in `result`: exactly what
-/// the interpreter gives the program under `limits`.
-pub fn result_json(tool: &ToolSig, outcome: &Outcome, limits: &Limits) -> Json {
-    result_of(tool, outcome, limits, true)
-}
-
-/// [`result_json`]; without `value`, `{"Ok": null}` in place of the value
-/// (an outline event: [`EventSink::payloads`]).
-fn result_of(tool: &ToolSig, outcome: &Outcome, limits: &Limits, value: bool) -> Json {
-    // Built in place: `json!` would copy the value by serializing it.
-    let one = |key: &str, v: Json| Json::Object(serde_json::Map::from_iter([(key.to_string(), v)]));
-    match outcome {
-        Ok(json) => match boundary::program_result(
-            &tool.name,
-            json,
-            &tool.output,
-            limits.max_list_len,
-            limits.max_value_nodes,
-        ) {
-            Ok(v) if value => one("Ok", v.to_json()),
-            Ok(_) => one("Ok", Json::Null),
-            Err(msg) => one("Err", Json::String(msg)),
-        },
-        Err(f) => one("Err", Json::String(f.message.clone())),
-    }
-}
-
-/// The empty value of a type, as JSON: what a dry-run call returns when the
-/// profile configures no answer.
-pub fn empty_json(ty: &Type) -> Json {
-    match ty {
-        Type::Unit => Json::Null,
-        Type::Bool => Json::Bool(false),
-        Type::Int => json!(0),
-        Type::String => json!(""),
-        Type::Float => json!(0.0),
-        Type::Json | Type::Option(_) => Json::Null,
-        Type::Approval => json!(""),
-        Type::Enum(lits) => lits.first().map_or(json!(""), |l| json!(&**l)),
-        Type::Record(fields) | Type::OpenRecord(fields) => Json::Object(
-            fields
-                .iter()
-                .map(|(n, t)| (n.to_string(), empty_json(t)))
-                .collect(),
-        ),
-        Type::List(_) => json!([]),
-        Type::Result(ok, _) => json!({ "Ok": empty_json(ok) }),
-        Type::Linear(t) => empty_json(t),
-        Type::Fun(..) | Type::Meta(_) | Type::Error => Json::Null,
-    }
-}
-
 /// A call after [`ControlPlane::prepare`]: finished, or ready to dispatch.
 enum Prepared<'r, 't> {
     /// Its outcome (denied, dry run, unknown, the log not writable).
@@ -228,78 +164,6 @@ enum Prepared<'r, 't> {
         call_id: String,
         tool: &'t ToolSig,
     },
-}
-
-/// The event that records a dispatched call's outcome.
-/// `payloads`: the sink keeps the output and the result's value
-/// ([`EventSink::payloads`]); else they are `null`.
-fn outcome_event(
-    tool: &ToolSig,
-    call_id: String,
-    outcome: &Outcome,
-    limits: &Limits,
-    payloads: bool,
-) -> EventBody {
-    let result = result_of(tool, outcome, limits, payloads);
-    match outcome {
-        Ok(output) => EventBody::Completed {
-            call_id,
-            output: if payloads { output.clone() } else { Json::Null },
-            result,
-        },
-        Err(f) if f.kind == FailureKind::TimedOut => EventBody::TimedOut {
-            call_id,
-            message: f.message.clone(),
-            result,
-            stderr: f.stderr.clone(),
-        },
-        Err(f) => EventBody::Failed {
-            call_id,
-            failure: f.kind.as_str().to_string(),
-            message: f.message.clone(),
-            result,
-            stderr: f.stderr.clone(),
-        },
-    }
-}
-
-/// [`ControlPlane::record`] on split borrows (while the inner host runs).
-fn record_to<S: EventSink>(
-    sink: &mut S,
-    log_error: &mut Option<String>,
-    body: EventBody,
-) -> Result<(), String> {
-    written(log_error, |sink| sink.append(body), sink)
-}
-
-/// Runs `write` on `sink` unless an earlier write failed; a failure is
-/// kept in `log_error` and every later write answers it.
-fn written<S: EventSink>(
-    log_error: &mut Option<String>,
-    write: impl FnOnce(&mut S) -> std::io::Result<()>,
-    sink: &mut S,
-) -> Result<(), String> {
-    if let Some(e) = log_error {
-        return Err(e.clone());
-    }
-    write(sink).map_err(|e| {
-        let msg = format!("the event log could not be written: {e}");
-        *log_error = Some(msg.clone());
-        msg
-    })
-}
-
-/// [`ControlPlane::record_call`] on split borrows.
-fn record_call_to<S: EventSink>(
-    sink: &mut S,
-    log_error: &mut Option<String>,
-    event: CallEvent<'_>,
-) -> Result<(), String> {
-    if !sink.observes() {
-        let body = event.to_body(sink.payloads());
-        return record_to(sink, log_error, body);
-    }
-    written(log_error, |sink| sink.observe(&event), sink)
 }
 
 /// How far the log got with a call before `lt` stopped (for `lt resume`,
@@ -394,185 +258,6 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
                 outcome
             }
         }
-    }
-
-    /// Performs independent calls (a `gather`, a `fan_out`): each is
-    /// proposed, decided and scheduled in request order, then the allowed
-    /// server-venue calls run concurrently (at most the profile's
-    /// `max_concurrency` at once) and each outcome is recorded as it
-    /// arrives, so the log's outcome events are in completion order (replay
-    /// matches them by call identity). Client-venue calls run after, one
-    /// at a time.
-    pub fn call_batch_from(
-        &mut self,
-        requests: Vec<CallRequest<'_>>,
-        limit: usize,
-    ) -> Vec<Outcome> {
-        let staged = requests
-            .into_iter()
-            .map(|r| (r, Recorded::Nothing))
-            .collect();
-        self.call_batch_staged(staged, limit)
-    }
-
-    /// [`ControlPlane::call_batch_from`] for a batch the log already holds
-    /// in part (`lt resume`): each call continues from its recorded stage
-    /// (see [`ControlPlane::call_from`]). The calls whose record was cut
-    /// within their proposed/decided/scheduled go first, then the ones
-    /// scheduled without an outcome, then the unrecorded ones, so that the
-    /// log reads as a batch that replay can match.
-    pub fn call_batch_staged(
-        &mut self,
-        requests: Vec<(CallRequest<'_>, Recorded)>,
-        limit: usize,
-    ) -> Vec<Outcome> {
-        self.call_batch_observed(requests, limit, &mut |_| true)
-    }
-
-    /// [`ControlPlane::call_batch_staged`], telling `events` (the caller of
-    /// [`Host::call_batch`], e.g. `--verbose`) as each server call takes its
-    /// slot (`Starting`, asked before `scheduled` is recorded: `false` and
-    /// the call does not start) and as each call finishes (`Done`, after its
-    /// outcome is recorded), with the indices of `requests`. Calls answered
-    /// without the executor (denied, dry run) and client-venue calls are
-    /// `Done` once the server calls have finished.
-    fn call_batch_observed(
-        &mut self,
-        requests: Vec<(CallRequest<'_>, Recorded)>,
-        limit: usize,
-        events: &mut dyn FnMut(crate::runtime::host::BatchEvent<'_>) -> bool,
-    ) -> Vec<Outcome> {
-        let n = requests.len();
-        let mut out: Vec<Option<Outcome>> = (0..n).map(|_| None).collect();
-        let mut server = Vec::new();
-        let mut client = Vec::new();
-        let rank = |r: Recorded| match r {
-            Recorded::Proposed | Recorded::Decided => 0,
-            Recorded::Scheduled | Recorded::Queued => 1,
-            Recorded::Nothing | Recorded::Lost => 2,
-        };
-        let mut order: Vec<(usize, CallRequest<'_>, Recorded)> = requests
-            .into_iter()
-            .enumerate()
-            .map(|(i, (r, s))| (i, r, s))
-            .collect();
-        order.sort_by_key(|(i, _, s)| (rank(*s), *i));
-        for (i, request, stage) in order {
-            match self.prepare(request, stage) {
-                Prepared::Done(o) => out[i] = Some(o),
-                Prepared::Dispatch {
-                    schedule,
-                    venue: Venue::Server,
-                    request,
-                    key,
-                    call_id,
-                    tool,
-                } => server.push((i, request, key, call_id, tool, schedule)),
-                Prepared::Dispatch {
-                    schedule,
-                    venue: Venue::Client,
-                    request,
-                    key,
-                    call_id,
-                    tool,
-                } => client.push((i, request, key, call_id, tool, schedule)),
-            }
-        }
-        let limit = limit.min(self.pipeline.profile().concurrency()).max(1);
-        let keys: Vec<Option<String>> = server.iter().map(|s| s.2.clone()).collect();
-        let mut index = Vec::with_capacity(server.len());
-        let mut requests = Vec::with_capacity(server.len());
-        let mut finishing: Vec<(String, &ToolSig)> = Vec::with_capacity(server.len());
-        let mut schedules: Vec<bool> = Vec::with_capacity(server.len());
-        for ((i, r, _, id, t, schedule), key) in server.into_iter().zip(&keys) {
-            index.push(i);
-            requests.push(CallRequest {
-                idempotency_key: key.as_deref(),
-                ..r
-            });
-            finishing.push((id, t));
-            schedules.push(schedule);
-        }
-        // The calls whose `Done` was told as they finished.
-        let mut reported: Vec<usize> = Vec::new();
-        if !requests.is_empty() {
-            let recording = self.sink.records();
-            let payloads = self.sink.payloads();
-            let limits = self.limits.clone();
-            let sink = &mut self.sink;
-            let log_error = &mut self.log_error;
-            let outcomes = self
-                .inner
-                .call_batch(requests, limit, &mut |event| match event {
-                    // `scheduled` is written (and flushed) as a call takes its
-                    // slot, before it starts; if it cannot be, it does not start.
-                    crate::runtime::host::BatchEvent::Starting(j) => {
-                        if !events(crate::runtime::host::BatchEvent::Starting(index[j])) {
-                            return false;
-                        }
-                        match (schedules.get_mut(j), finishing.get(j), keys.get(j)) {
-                            (Some(schedule), Some((call_id, tool)), Some(key)) if *schedule => {
-                                *schedule = false;
-                                let event = CallEvent::Scheduled {
-                                    call_id,
-                                    tool: &tool.name,
-                                    venue: Venue::Server.as_str(),
-                                    idempotency_key: key.as_deref().unwrap_or_default(),
-                                };
-                                record_call_to(sink, log_error, event).is_ok()
-                            }
-                            _ => true,
-                        }
-                    }
-                    crate::runtime::host::BatchEvent::Done(j, outcome) => {
-                        if recording {
-                            let (call_id, tool) = &finishing[j];
-                            let body =
-                                outcome_event(tool, call_id.clone(), outcome, &limits, payloads);
-                            let _ = record_to(sink, log_error, body);
-                        }
-                        events(crate::runtime::host::BatchEvent::Done(index[j], outcome));
-                        reported.push(index[j]);
-                        true
-                    }
-                });
-            for (j, o) in outcomes.into_iter().enumerate() {
-                out[index[j]] = Some(o);
-            }
-        }
-        for (i, request, key, call_id, tool, schedule) in client {
-            if schedule {
-                let event = CallEvent::Scheduled {
-                    call_id: &call_id,
-                    tool: &tool.name,
-                    venue: Venue::Client.as_str(),
-                    idempotency_key: key.as_deref().unwrap_or_default(),
-                };
-                if let Err(e) = self.record_call(event) {
-                    out[i] = Some(Err(unavailable(e)));
-                    continue;
-                }
-            }
-            let request = CallRequest {
-                idempotency_key: key.as_deref(),
-                ..request
-            };
-            let outcome = self.dispatch(Venue::Client, request);
-            self.finish(tool, call_id, &outcome);
-            out[i] = Some(outcome);
-        }
-        let out: Vec<Outcome> = out
-            .into_iter()
-            .map(|o| {
-                o.unwrap_or_else(|| Err(unavailable("the call was not performed".to_string())))
-            })
-            .collect();
-        for (i, o) in out.iter().enumerate() {
-            if !reported.contains(&i) {
-                events(crate::runtime::host::BatchEvent::Done(i, o));
-            }
-        }
-        out
     }
 
     /// Answers an approval request as the profile's `approvals` says

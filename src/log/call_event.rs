@@ -8,7 +8,7 @@ use super::event::{Decision, EventBody};
 use serde_json::Value as Json;
 
 /// One of a call's events before it runs, its fields borrowed from the
-/// control plane: what [`EventSink::observe`] is handed instead of an
+/// control plane: what [`super::EventSink::observe`] is handed instead of an
 /// [`EventBody`] being built ([`CallEvent::to_body`] builds that).
 #[derive(Clone, Copy, Debug)]
 pub enum CallEvent<'a> {
@@ -47,7 +47,7 @@ pub enum CallEvent<'a> {
 
 impl CallEvent<'_> {
     /// The event as the log records it; the argument `null` unless
-    /// `payloads` (an outline, [`EventSink::payloads`]).
+    /// `payloads` (an outline, [`super::EventSink::payloads`]).
     pub fn to_body(&self, payloads: bool) -> EventBody {
         match *self {
             CallEvent::Proposed {
