@@ -157,9 +157,7 @@ fn name_declarations_file(
                     p.display(),
                     p.display()
                 ),
-                None => format!(
-                    "the tools a program calls come from a declarations file: `lt tools import` writes `tools.lt` from the tools' schemas; then `--tools tools.lt`"
-                ),
+                None => "the tools a program calls come from a declarations file: `lt tools import` writes `tools.lt` from the tools' schemas; then `--tools tools.lt`".to_string(),
             },
         });
     }

@@ -84,7 +84,7 @@ pub fn offsets(raw: &str, value: &str) -> Option<Vec<usize>> {
 
 fn push(out: &mut String, map: &mut Vec<usize>, c: char, at: usize) {
     out.push(c);
-    map.extend(std::iter::repeat(at).take(c.len_utf8()));
+    map.extend(std::iter::repeat_n(at, c.len_utf8()));
 }
 
 #[cfg(test)]

@@ -139,7 +139,7 @@ fn each(
 /// `float → Int` for `round`/`floor`/`ceil`/`truncate`.
 fn to_int(m: &Machine<'_>, id: NodeId, x: f64) -> Eval {
     // i64::MAX as f64 rounds up to 2^63, which is out of range.
-    if x >= -9_223_372_036_854_775_808.0 && x < 9_223_372_036_854_775_808.0 {
+    if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&x) {
         Ok(Value::Int(x as i64))
     } else {
         Err(range_error(

@@ -79,6 +79,10 @@ impl Native {
         let mut n = 0;
         let b = self.signature.as_bytes();
         for (i, &c) in b.iter().enumerate() {
+            #[allow(
+                clippy::collapsible_match,
+                reason = "an arrow at depth > 0 must match no later arm (`>` closes a bracket)"
+            )]
             match c {
                 b'(' | b'[' | b'{' | b'<' => depth += 1,
                 b')' | b']' | b'}' => depth -= 1,

@@ -51,6 +51,10 @@ pub fn parse_signature(text: &str) -> TypeExpr {
 }
 
 /// The type variables (lowercase names) of a signature, in order of appearance.
+#[allow(
+    clippy::collapsible_match,
+    reason = "a lowercase name seen before must match no later arm"
+)]
 pub fn type_vars(t: &TypeExpr, out: &mut Vec<Name>) {
     match &t.kind {
         TypeExprKind::Named(id) if id.name.starts_with(|c: char| c.is_ascii_lowercase()) => {

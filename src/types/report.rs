@@ -211,7 +211,8 @@ impl Checker<'_> {
             }
         }
         // An `Option` field may be left out (extension): it is `None`.
-        let (omitted, missing): (Vec<&(Name, Type)>, Vec<&(Name, Type)>) = expected
+        type Fields<'f> = Vec<&'f (Name, Type)>;
+        let (omitted, missing): (Fields<'_>, Fields<'_>) = expected
             .iter()
             .filter(|(n, _)| !seen.contains(n))
             .partition(|(_, t)| matches!(*self.metas.resolve_peeled(t), Type::Option(_)));
