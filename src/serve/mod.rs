@@ -22,6 +22,7 @@
 //! client.rs  the other side: the thick client (`lt run --server`)
 //! ```
 
+pub mod answer;
 pub mod api;
 pub mod auth;
 pub mod body;

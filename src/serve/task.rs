@@ -54,7 +54,7 @@ pub fn request_body(task: &str, profile: &str) -> serde_json::Value {
 /// `POST /v1/sessions` with a `task`: checks it, starts the session, and
 /// answers as for a program (201 `{id}`, 200 for a known idempotency key;
 /// with `wait`, `Prefer: wait=N`'s seconds, the session's view once it is
-/// over or N seconds passed: `super::start::answer_start`).
+/// over or N seconds passed: `super::answer::answer_start`).
 pub async fn create(
     state: &Arc<AppState>,
     tenant: &str,
@@ -102,7 +102,7 @@ pub async fn create(
         .map_err(|_| ApiError::store("the session's thread ended before answering"))?;
     // Started (in the live map) or not: its place is the live map's now.
     drop(admission);
-    super::start::answer_start(
+    super::answer::answer_start(
         state,
         tenant,
         started,
