@@ -54,11 +54,11 @@ pub fn outcome(tool: &str, obj: &Bound<'_, PyAny>) -> Outcome {
     })
 }
 
-/// The host of `tools` (name → Python callable taking the argument and
-/// the job). `batch`, when given, performs the calls of a `gather` or
-/// `fan_out` batch to the functions named in `async_tools`, together: it
-/// is called with a list of `(tool, argument, timeout_s)` triples (and the
-/// job) and returns one `(ok, value_or_message)` pair per call, in order
+/// The host of `tools` (name → the Python function, taking the argument).
+/// `batch`, when given, performs the calls of a `gather` or `fan_out`
+/// batch to the functions named in `async_tools`, together: it is called
+/// on a pool thread with a list of `(tool, argument, timeout_s)` triples
+/// and returns one `(ok, value_or_message)` pair per call, in order
 /// (`ok` is `None` for a call that timed out). The batch's other calls are
 /// performed one by one meanwhile. Every call stops waiting when the run
 /// is cancelled.

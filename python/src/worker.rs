@@ -11,10 +11,17 @@
 //! ```python
 //! job = _lt.Job()                         # the thread's, for all its calls
 //! f, arg = _lt.next_job(job)              # waits, GIL released
-//! try: r = f(arg, job)                    # the tool (pure Python frames)
+//! try:
+//!     r = f(arg)                          # the user's function (pure Python frames)
+//!     settle = job.done(r)                # plain data: as JSON, to the session
+//!     if settle is not None:              # else (an awaitable): the run's settle
+//!         job.done(settle(r, job))
 //! except BaseException as e: job.fail(e)
-//! else: job.done(r)                       # the result as JSON, to the session
 //! ```
+//!
+//! No Python wrapper runs around the function: `done` tells a result of a
+//! plain type (`dict`, `list`, `str`, `int`, `float`, `bool`, `tuple`,
+//! `None`, by an exact type check) from one to settle first.
 //!
 //! A call that times out or is cancelled is abandoned: its `Err` goes to
 //! the program at once; an `async` function's task is cancelled (the
@@ -40,6 +47,7 @@ use lt::runtime::cancel::Cancel;
 use lt::runtime::host::{FailureKind, Outcome, ToolFailure};
 use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::Value as Json;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
@@ -52,14 +60,20 @@ use std::time::{Duration, Instant};
 pub struct RunState {
     /// The session's cancellation.
     pub cancel: Cancel,
+    /// `settle(result, job)`: the value of a function's result that is
+    /// not of a plain type (an awaitable, awaited); `None`: such a result
+    /// is converted as it is.
+    settle: Option<Py<PyAny>>,
     escaped: Mutex<Option<PyErr>>,
 }
 
 impl RunState {
-    /// The state of a run cancelled by `cancel`.
-    pub fn new(cancel: Cancel) -> Arc<RunState> {
+    /// The state of a run cancelled by `cancel`, whose results not of a
+    /// plain type go through `settle` first.
+    pub fn new(cancel: Cancel, settle: Option<Py<PyAny>>) -> Arc<RunState> {
         Arc::new(RunState {
             cancel,
+            settle,
             escaped: Mutex::new(None),
         })
     }
@@ -338,6 +352,23 @@ pub(crate) fn reset_in_child(mut q: MutexGuard<'static, Queue>) {
 pub struct Job {
     /// The call's slot, from `next_job` until its `done` or `fail`.
     slot: Option<Arc<Slot>>,
+    /// `done` handed the result to the run's `settle`: the next `done` is
+    /// given its value, converted whatever its type.
+    settling: bool,
+}
+
+/// Whether `obj`'s type is exactly one that is plain data (never
+/// awaitable): `dict`, `list`, `str`, `int`, `float`, `bool`, `tuple` or
+/// `None`.
+fn plain(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_exact_instance_of::<PyDict>()
+        || obj.is_exact_instance_of::<PyInt>()
+        || obj.is_exact_instance_of::<PyString>()
+        || obj.is_exact_instance_of::<PyList>()
+        || obj.is_none()
+        || obj.is_exact_instance_of::<PyFloat>()
+        || obj.is_exact_instance_of::<PyBool>()
+        || obj.is_exact_instance_of::<PyTuple>()
 }
 
 #[pymethods]
@@ -345,24 +376,36 @@ impl Job {
     /// A job object with no call yet, for one pool thread.
     #[new]
     fn new() -> Job {
-        Job { slot: None }
+        Job {
+            slot: None,
+            settling: false,
+        }
     }
 
-    /// The function returned `result`.
-    fn done(&mut self, result: &Bound<'_, PyAny>) {
-        let Some(slot) = self.slot.take() else {
-            return;
-        };
+    /// The function returned `result`: its outcome, unless `result` is not
+    /// of a plain type and the run settles such results; then the run's
+    /// `settle`, to call with `(result, job)` and give its value to `done`.
+    fn done(&mut self, result: &Bound<'_, PyAny>) -> Option<Py<PyAny>> {
+        let slot = self.slot.as_ref()?;
+        if !std::mem::take(&mut self.settling) && !plain(result) {
+            if let Some(settle) = &slot.run.settle {
+                self.settling = true;
+                return Some(settle.clone_ref(result.py()));
+            }
+        }
+        let slot = self.slot.take()?;
         let outcomes = match &slot.work {
             Work::One(tool) => vec![crate::tools::outcome(tool, result)],
             Work::Batch(calls) => crate::tools::batch_outcomes(calls, result),
         };
         finish(&slot, outcomes);
+        None
     }
 
     /// The function raised `e`. `KeyboardInterrupt` and `SystemExit` stop
     /// the run (the session is cancelled; `lt.run` raises them).
     fn fail(&mut self, e: &Bound<'_, PyAny>) {
+        self.settling = false;
         let Some(slot) = self.slot.take() else {
             return;
         };
@@ -456,7 +499,9 @@ pub fn next_job<'py>(
     });
     let f = q.f.clone_ref(py);
     let arg = to_py(py, &q.arg);
-    job.borrow_mut().slot = Some(q.slot);
+    let mut job = job.borrow_mut();
+    job.slot = Some(q.slot);
+    job.settling = false;
     Ok((f, arg?))
 }
 
