@@ -76,13 +76,7 @@ pub fn host(
         let run = run.clone();
         let tool: Arc<str> = Arc::from(name.as_str());
         let f: ToolFn<'static> = Box::new(move |call| {
-            let mut out = perform(&f, call.arg, Work::One(tool.clone()), call.time_left, &run);
-            out.pop().unwrap_or_else(|| {
-                Err(failure(
-                    FailureKind::Unavailable,
-                    format!("tool {}: no outcome", call.tool),
-                ))
-            })
+            perform(&f, call.arg, Work::One(tool.clone()), call.time_left, &run).one(call.tool)
         });
         host = host.tool(name, f);
     }
@@ -143,14 +137,9 @@ fn call_batch(
     });
     for (i, c) in alone {
         outcomes[i] = Some(match functions.get(c.tool) {
-            Some(f) => perform(f, c.arg, Work::One(Arc::from(c.tool)), c.time_left, run)
-                .pop()
-                .unwrap_or_else(|| {
-                    Err(failure(
-                        FailureKind::Unavailable,
-                        format!("tool {}: no outcome", c.tool),
-                    ))
-                }),
+            Some(f) => {
+                perform(f, c.arg, Work::One(Arc::from(c.tool)), c.time_left, run).one(c.tool)
+            }
             None => Err(failure(
                 FailureKind::Unavailable,
                 format!("tool {} has no in-process function", c.tool),
@@ -161,7 +150,8 @@ fn call_batch(
         let answered = match submitted {
             Ok(p) => p.wait(),
             Err(outcomes) => outcomes,
-        };
+        }
+        .into_vec();
         for (i, o) in at.into_iter().zip(answered) {
             outcomes[i] = Some(o);
         }

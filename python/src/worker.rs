@@ -120,13 +120,6 @@ pub enum Work {
 }
 
 impl Work {
-    fn len(&self) -> usize {
-        match self {
-            Work::One(_) => 1,
-            Work::Batch(calls) => calls.len(),
-        }
-    }
-
     fn label(&self) -> String {
         match self {
             Work::One(t) => t.to_string(),
@@ -144,17 +137,19 @@ impl Work {
         kind: FailureKind,
         message: impl Fn(&str, Option<Duration>) -> String,
         time_left: Option<Duration>,
-    ) -> Vec<Outcome> {
+    ) -> Outcomes {
         match self {
-            Work::One(t) => vec![Err(failure(kind, message(t, time_left)))],
-            Work::Batch(calls) => calls
-                .iter()
-                .map(|(t, left)| Err(failure(kind, message(t, *left))))
-                .collect(),
+            Work::One(t) => Outcomes::One(Err(failure(kind, message(t, time_left)))),
+            Work::Batch(calls) => Outcomes::Batch(
+                calls
+                    .iter()
+                    .map(|(t, left)| Err(failure(kind, message(t, *left))))
+                    .collect(),
+            ),
         }
     }
 
-    fn cancelled(&self) -> Vec<Outcome> {
+    fn cancelled(&self) -> Outcomes {
         self.all(
             FailureKind::Unavailable,
             |t, _| format!("tool {t}: the session was cancelled"),
@@ -162,12 +157,44 @@ impl Work {
         )
     }
 
-    fn timed_out(&self, time_left: Option<Duration>) -> Vec<Outcome> {
+    fn timed_out(&self, time_left: Option<Duration>) -> Outcomes {
         self.all(
             FailureKind::TimedOut,
             |t, left| timed_out_message(t, left.unwrap_or_default()),
             time_left,
         )
+    }
+}
+
+/// A job's outcomes: its one call's, or its batch's, one per call in
+/// order (a single call allocates no vector).
+pub enum Outcomes {
+    /// The outcome of a [`Work::One`].
+    One(Outcome),
+    /// The outcomes of a [`Work::Batch`].
+    Batch(Vec<Outcome>),
+}
+
+impl Outcomes {
+    /// The outcome of a single call of `tool` (a batch's first).
+    pub fn one(self, tool: &str) -> Outcome {
+        match self {
+            Outcomes::One(o) => o,
+            Outcomes::Batch(v) => v.into_iter().next().unwrap_or_else(|| {
+                Err(failure(
+                    FailureKind::Unavailable,
+                    format!("tool {tool}: no outcome"),
+                ))
+            }),
+        }
+    }
+
+    /// Every outcome, in order.
+    pub fn into_vec(self) -> Vec<Outcome> {
+        match self {
+            Outcomes::One(o) => vec![o],
+            Outcomes::Batch(v) => v,
+        }
     }
 }
 
@@ -178,7 +205,7 @@ pub fn timed_out_message(tool: &str, after: Duration) -> String {
 
 #[derive(Default)]
 struct SlotState {
-    outcomes: Option<Vec<Outcome>>,
+    outcomes: Option<Outcomes>,
     abandoned: bool,
     canceller: Option<Py<PyAny>>,
     /// The session's thread sleeps on `done`: signal it.
@@ -395,8 +422,8 @@ impl Job {
         }
         let slot = self.slot.take()?;
         let outcomes = match &slot.work {
-            Work::One(tool) => vec![crate::tools::outcome(tool, result)],
-            Work::Batch(calls) => crate::tools::batch_outcomes(calls, result),
+            Work::One(tool) => Outcomes::One(crate::tools::outcome(tool, result)),
+            Work::Batch(calls) => Outcomes::Batch(crate::tools::batch_outcomes(calls, result)),
         };
         finish(&slot, outcomes);
         None
@@ -418,16 +445,18 @@ impl Job {
             return;
         }
         let outcomes = match work {
-            Work::One(tool) => vec![Err(crate::tools::raised(py, tool, &err))],
-            Work::Batch(calls) => calls
-                .iter()
-                .map(|(t, _)| {
-                    Err(failure(
-                        FailureKind::Failed,
-                        format!("tool {t}: the batch raised: {err}"),
-                    ))
-                })
-                .collect(),
+            Work::One(tool) => Outcomes::One(Err(crate::tools::raised(py, tool, &err))),
+            Work::Batch(calls) => Outcomes::Batch(
+                calls
+                    .iter()
+                    .map(|(t, _)| {
+                        Err(failure(
+                            FailureKind::Failed,
+                            format!("tool {t}: the batch raised: {err}"),
+                        ))
+                    })
+                    .collect(),
+            ),
         };
         finish(&slot, outcomes);
     }
@@ -452,7 +481,7 @@ impl Job {
 }
 
 /// Gives `slot` its `outcomes` (its thread is on its way back).
-fn finish(slot: &Slot, outcomes: Vec<Outcome>) {
+fn finish(slot: &Slot, outcomes: Outcomes) {
     COMING.fetch_add(1, Ordering::AcqRel);
     let mut s = slot.lock();
     s.canceller = None;
@@ -519,7 +548,8 @@ const CANCEL_POLL: Duration = Duration::from_millis(10);
 /// A job handed to the pool, not yet waited for ([`Pending::wait`]).
 pub struct Pending {
     slot: Arc<Slot>,
-    began: Instant,
+    /// When its time is up (read from the clock only when it has a limit).
+    deadline: Option<Instant>,
     time_left: Option<Duration>,
 }
 
@@ -533,14 +563,14 @@ pub fn submit(
     work: Work,
     time_left: Option<Duration>,
     run: &Arc<RunState>,
-) -> Result<Pending, Vec<Outcome>> {
+) -> Result<Pending, Outcomes> {
     if let Some(t) = time_left.filter(|t| t.is_zero()) {
         return Err(work.timed_out(Some(t)));
     }
     if run.cancel.is_cancelled() {
         return Err(work.cancelled());
     }
-    let began = Instant::now();
+    let deadline = time_left.map(|t| Instant::now() + t);
     let slot = Arc::new(Slot {
         work,
         run: run.clone(),
@@ -579,19 +609,16 @@ pub fn submit(
             arrived();
             abandon(&slot);
             let label = slot.work.label();
-            return Err((0..slot.work.len())
-                .map(|_| {
-                    Err(failure(
-                        FailureKind::Unavailable,
-                        format!("tool {label}: {why}"),
-                    ))
-                })
-                .collect());
+            return Err(slot.work.all(
+                FailureKind::Unavailable,
+                |_, _| format!("tool {label}: {why}"),
+                None,
+            ));
         }
     }
     Ok(Pending {
         slot,
-        began,
+        deadline,
         time_left,
     })
 }
@@ -599,10 +626,10 @@ pub fn submit(
 impl Pending {
     /// Waits for the job's outcomes, at most its time left, until the
     /// session is cancelled; an unfinished job is then abandoned.
-    pub fn wait(self) -> Vec<Outcome> {
+    pub fn wait(self) -> Outcomes {
         let slot = &self.slot;
         let cancel = &slot.run.cancel;
-        let deadline = self.time_left.map(|t| self.began + t);
+        let deadline = self.deadline;
         FOR_OUTCOMES.spin(|| slot.ready.load(Ordering::Acquire) || cancel.is_cancelled());
         let mut s = slot.lock();
         loop {
@@ -643,7 +670,7 @@ pub fn perform(
     work: Work,
     time_left: Option<Duration>,
     run: &Arc<RunState>,
-) -> Vec<Outcome> {
+) -> Outcomes {
     match submit(f, arg, work, time_left, run) {
         Ok(pending) => pending.wait(),
         Err(outcomes) => outcomes,
