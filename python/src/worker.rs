@@ -41,7 +41,7 @@
 //! paying off), then yields it for a while ([`SPIN`]), and a condition
 //! variable is signalled only when a thread sleeps on it.
 
-use crate::convert::to_py;
+use crate::convert::{to_py_keyed, Keys};
 use crate::gate;
 use lt::runtime::cancel::Cancel;
 use lt::runtime::host::{FailureKind, Outcome, ToolFailure};
@@ -382,6 +382,8 @@ pub struct Job {
     /// `done` handed the result to the run's `settle`: the next `done` is
     /// given its value, converted whatever its type.
     settling: bool,
+    /// The `str` keys of this thread's arguments' dicts.
+    keys: Keys,
 }
 
 /// Whether `obj`'s type is exactly one that is plain data (never
@@ -406,6 +408,7 @@ impl Job {
         Job {
             slot: None,
             settling: false,
+            keys: Keys::new(),
         }
     }
 
@@ -527,8 +530,8 @@ pub fn next_job<'py>(
         }
     });
     let f = q.f.clone_ref(py);
-    let arg = to_py(py, &q.arg);
     let mut job = job.borrow_mut();
+    let arg = to_py_keyed(py, &q.arg, &mut job.keys);
     job.slot = Some(q.slot);
     job.settling = false;
     Ok((f, arg?))

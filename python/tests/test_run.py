@@ -53,6 +53,23 @@ def test_results_not_of_a_plain_type_are_settled_first():
     assert "not JSON" in r.value and "set" in r.value
 
 
+def test_argument_keys_stay_exact_when_kept_keys_share_a_slot():
+    """A pool thread keeps the str keys of arguments (python/src/convert.rs,
+    Keys): keys of one length with the same first and last letters share a
+    slot, and each call still sees its own keys."""
+
+    def keys(arg):
+        return " ".join(f"{k}={v}" for k, v in sorted(arg.items()))
+
+    for a, b in [("axb", "ayb"), ("ayb", "azb"), ("axb", "azb")]:
+        src = (
+            f"tool t: {{{a}: Int, {b}: Int}} -{{}}-> String;\n"
+            f"match exec tool t {{{a} = 1, {b} = 2}} {{ Ok(s) => s, Err(e) => e }}"
+        )
+        for _ in range(3):
+            assert lt.run(src, tools={"t": keys}).value == f"{a}=1 {b}=2"
+
+
 def test_raising_tool_is_the_programs_err():
     def broken(arg):
         raise ValueError("card declined")
