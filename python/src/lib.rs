@@ -15,6 +15,7 @@ mod convert;
 mod errors;
 mod fork;
 mod gate;
+mod padded;
 mod profile;
 mod run;
 mod schemas;

@@ -43,6 +43,7 @@
 
 use crate::convert::{to_py_keyed, Keys};
 use crate::gate;
+use crate::padded::Padded;
 use lt::runtime::cancel::Cancel;
 use lt::runtime::host::{FailureKind, Outcome, ToolFailure};
 use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
@@ -212,14 +213,19 @@ struct SlotState {
     sleeping: bool,
 }
 
-/// One job's work and where its outcome goes.
+/// One job's work and where its outcome goes. In this order: the
+/// session's thread spins reading `ready` while the pool thread writes
+/// `state`, which is kept a cache line away (`_apart`) so that those
+/// writes do not take the line from the reader each time.
+#[repr(C)]
 struct Slot {
-    work: Work,
-    run: Arc<RunState>,
-    state: Mutex<SlotState>,
-    done: Condvar,
     /// The outcomes are in `state` (read without the lock while spinning).
     ready: AtomicBool,
+    work: Work,
+    run: Arc<RunState>,
+    _apart: [u8; 64],
+    state: Mutex<SlotState>,
+    done: Condvar,
 }
 
 impl Slot {
@@ -243,21 +249,22 @@ pub(crate) struct Queue {
     sleeping: usize,
 }
 
-static QUEUE: Mutex<Queue> = Mutex::new(Queue {
+// Each of these statics is alone on its cache lines ([`Padded`]).
+static QUEUE: Padded<Mutex<Queue>> = Padded(Mutex::new(Queue {
     jobs: VecDeque::new(),
     idle: 0,
     sleeping: 0,
-});
-static QUEUED: Condvar = Condvar::new();
+}));
+static QUEUED: Padded<Condvar> = Padded(Condvar::new());
 /// `QUEUE.jobs.len()`, read without the lock while spinning.
-static PENDING: AtomicUsize = AtomicUsize::new(0);
+static PENDING: Padded<AtomicUsize> = Padded(AtomicUsize::new(0));
 /// Threads on their way to `next_job`: started and not yet in it, or back
 /// from a job (its outcome given). A submitter counts them with the idle
 /// ones: without them, a job queued the moment a thread gave its outcome
 /// started a second thread, and on a loaded machine the two then took
 /// turns spinning for jobs. Raised under [`QUEUE`]'s lock or before the
 /// outcome is published; lowered under the lock.
-static COMING: AtomicUsize = AtomicUsize::new(0);
+static COMING: Padded<AtomicUsize> = Padded(AtomicUsize::new(0));
 
 /// One thread fewer on its way (it has reached `next_job`).
 fn arrived() {
@@ -295,8 +302,8 @@ struct Spinner {
     level: AtomicU32,
 }
 
-static FOR_JOBS: Spinner = Spinner::new();
-static FOR_OUTCOMES: Spinner = Spinner::new();
+static FOR_JOBS: Padded<Spinner> = Padded(Spinner::new());
+static FOR_OUTCOMES: Padded<Spinner> = Padded(Spinner::new());
 
 impl Spinner {
     const fn new() -> Spinner {
@@ -384,6 +391,10 @@ pub struct Job {
     settling: bool,
     /// The `str` keys of this thread's arguments' dicts.
     keys: Keys,
+    /// The call's function and JSON argument, dropped once its outcome is
+    /// given: then the session's thread is already on its way, where
+    /// before it waited for them to be freed.
+    spent: Option<(Arc<Py<PyAny>>, Json)>,
 }
 
 /// Whether `obj`'s type is exactly one that is plain data (never
@@ -409,6 +420,7 @@ impl Job {
             slot: None,
             settling: false,
             keys: Keys::new(),
+            spent: None,
         }
     }
 
@@ -505,6 +517,8 @@ pub fn next_job<'py>(
     py: Python<'py>,
     job: &Bound<'py, Job>,
 ) -> PyResult<(Py<PyAny>, Bound<'py, PyAny>)> {
+    // The last call's, its outcome given.
+    job.borrow_mut().spent = None;
     let q = gate::detach(py, || {
         let mut q = queue();
         arrived();
@@ -529,12 +543,14 @@ pub fn next_job<'py>(
             q.idle -= 1;
         }
     });
-    let f = q.f.clone_ref(py);
+    let Queued { f, arg, slot } = q;
+    let function = f.clone_ref(py);
     let mut job = job.borrow_mut();
-    let arg = to_py_keyed(py, &q.arg, &mut job.keys);
-    job.slot = Some(q.slot);
+    let argument = to_py_keyed(py, &arg, &mut job.keys);
+    job.slot = Some(slot);
     job.settling = false;
-    Ok((f, arg?))
+    job.spent = Some((f, arg));
+    Ok((function, argument?))
 }
 
 fn failure(kind: FailureKind, message: String) -> ToolFailure {
@@ -575,11 +591,12 @@ pub fn submit(
     }
     let deadline = time_left.map(|t| Instant::now() + t);
     let slot = Arc::new(Slot {
+        ready: AtomicBool::new(false),
         work,
         run: run.clone(),
+        _apart: [0; 64],
         state: Mutex::default(),
         done: Condvar::new(),
-        ready: AtomicBool::new(false),
     });
     let spawn = {
         let mut q = queue();
