@@ -22,7 +22,6 @@
 //! ([`crate::worker`]), whose stacks hold no Rust frame while the function
 //! runs: such a thread may be ended by finalization like any daemon thread.
 
-use crate::padded::Padded;
 use lt::runtime::cancel::Cancel;
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
@@ -40,21 +39,19 @@ pub(crate) struct Gate {
     next_id: u64,
 }
 
-// Each of these statics is alone on its cache lines ([`Padded`]): a pool
-// thread passes the gate twice a call.
-static GATE: Padded<Mutex<Gate>> = Padded(Mutex::new(Gate {
+static GATE: Mutex<Gate> = Mutex::new(Gate {
     closer: None,
     sessions: BTreeMap::new(),
     next_id: 0,
-}));
-static CHANGED: Padded<Condvar> = Padded(Condvar::new());
+});
+static CHANGED: Condvar = Condvar::new();
 /// `atexit` has run: no thread may take the GIL from here on, but the
 /// closer. Read on every pass (each tool call passes twice), so an atomic,
 /// not the lock.
-static CLOSED: Padded<AtomicBool> = Padded(AtomicBool::new(false));
+static CLOSED: AtomicBool = AtomicBool::new(false);
 /// Threads between passing the gate and holding the GIL (or inside an
 /// [`attach`]).
-static INSIDE: Padded<AtomicUsize> = Padded(AtomicUsize::new(0));
+static INSIDE: AtomicUsize = AtomicUsize::new(0);
 
 /// How long `atexit` waits for the cancelled sessions to end.
 const SESSION_GRACE: Duration = Duration::from_secs(5);

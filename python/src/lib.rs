@@ -15,7 +15,6 @@ mod convert;
 mod errors;
 mod fork;
 mod gate;
-mod padded;
 mod profile;
 mod run;
 mod schemas;

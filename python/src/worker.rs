@@ -43,7 +43,6 @@
 
 use crate::convert::{to_py_keyed, Keys};
 use crate::gate;
-use crate::padded::Padded;
 use lt::runtime::cancel::Cancel;
 use lt::runtime::host::{FailureKind, Outcome, ToolFailure};
 use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
@@ -213,19 +212,14 @@ struct SlotState {
     sleeping: bool,
 }
 
-/// One job's work and where its outcome goes. In this order: the
-/// session's thread spins reading `ready` while the pool thread writes
-/// `state`, which is kept a cache line away (`_apart`) so that those
-/// writes do not take the line from the reader each time.
-#[repr(C)]
+/// One job's work and where its outcome goes.
 struct Slot {
-    /// The outcomes are in `state` (read without the lock while spinning).
-    ready: AtomicBool,
     work: Work,
     run: Arc<RunState>,
-    _apart: [u8; 64],
     state: Mutex<SlotState>,
     done: Condvar,
+    /// The outcomes are in `state` (read without the lock while spinning).
+    ready: AtomicBool,
 }
 
 impl Slot {
@@ -249,22 +243,21 @@ pub(crate) struct Queue {
     sleeping: usize,
 }
 
-// Each of these statics is alone on its cache lines ([`Padded`]).
-static QUEUE: Padded<Mutex<Queue>> = Padded(Mutex::new(Queue {
+static QUEUE: Mutex<Queue> = Mutex::new(Queue {
     jobs: VecDeque::new(),
     idle: 0,
     sleeping: 0,
-}));
-static QUEUED: Padded<Condvar> = Padded(Condvar::new());
+});
+static QUEUED: Condvar = Condvar::new();
 /// `QUEUE.jobs.len()`, read without the lock while spinning.
-static PENDING: Padded<AtomicUsize> = Padded(AtomicUsize::new(0));
+static PENDING: AtomicUsize = AtomicUsize::new(0);
 /// Threads on their way to `next_job`: started and not yet in it, or back
 /// from a job (its outcome given). A submitter counts them with the idle
 /// ones: without them, a job queued the moment a thread gave its outcome
 /// started a second thread, and on a loaded machine the two then took
 /// turns spinning for jobs. Raised under [`QUEUE`]'s lock or before the
 /// outcome is published; lowered under the lock.
-static COMING: Padded<AtomicUsize> = Padded(AtomicUsize::new(0));
+static COMING: AtomicUsize = AtomicUsize::new(0);
 
 /// One thread fewer on its way (it has reached `next_job`).
 fn arrived() {
@@ -302,8 +295,8 @@ struct Spinner {
     level: AtomicU32,
 }
 
-static FOR_JOBS: Padded<Spinner> = Padded(Spinner::new());
-static FOR_OUTCOMES: Padded<Spinner> = Padded(Spinner::new());
+static FOR_JOBS: Spinner = Spinner::new();
+static FOR_OUTCOMES: Spinner = Spinner::new();
 
 impl Spinner {
     const fn new() -> Spinner {
@@ -392,8 +385,8 @@ pub struct Job {
     /// The `str` keys of this thread's arguments' dicts.
     keys: Keys,
     /// The call's function and JSON argument, dropped once its outcome is
-    /// given: then the session's thread is already on its way, where
-    /// before it waited for them to be freed.
+    /// given (the session's thread then goes on meanwhile), not before the
+    /// function is called.
     spent: Option<(Arc<Py<PyAny>>, Json)>,
 }
 
@@ -591,12 +584,11 @@ pub fn submit(
     }
     let deadline = time_left.map(|t| Instant::now() + t);
     let slot = Arc::new(Slot {
-        ready: AtomicBool::new(false),
         work,
         run: run.clone(),
-        _apart: [0; 64],
         state: Mutex::default(),
         done: Condvar::new(),
+        ready: AtomicBool::new(false),
     });
     let spawn = {
         let mut q = queue();
