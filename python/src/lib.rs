@@ -18,6 +18,7 @@ mod gate;
 mod profile;
 mod run;
 mod schemas;
+mod spin;
 mod tools;
 mod worker;
 

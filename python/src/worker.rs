@@ -37,12 +37,13 @@
 //! was sync, `async`, or part of a batch.
 //!
 //! The hand-off costs two wake-ups a call at most: a thread about to wait
-//! first spins on its core for a while ([`BUSY`], when that has been
-//! paying off), then yields it for a while ([`SPIN`]), and a condition
-//! variable is signalled only when a thread sleeps on it.
+//! first spins on its core for a while, then yields it for a while
+//! ([`crate::spin`]), and a condition variable is signalled only when a
+//! thread sleeps on it.
 
 use crate::convert::{to_py_keyed, Keys};
 use crate::gate;
+use crate::spin::Spinner;
 use lt::runtime::cancel::Cancel;
 use lt::runtime::host::{FailureKind, Outcome, ToolFailure};
 use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
@@ -50,7 +51,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::Value as Json;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -259,96 +260,13 @@ static PENDING: AtomicUsize = AtomicUsize::new(0);
 /// outcome is published; lowered under the lock.
 static COMING: AtomicUsize = AtomicUsize::new(0);
 
-/// One thread fewer on its way (it has reached `next_job`).
-fn arrived() {
-    let _ = COMING.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
-}
-
-/// How long a thread keeps looking (yielding its core between looks)
-/// before it sleeps, waiting for a job or an outcome: a call into a quick
-/// function then costs no wake-up of a sleeping thread (two per call).
-/// Yielding, not spinning: on a loaded machine a spinning thread takes the
-/// core the other side needs (a busy spin made a call 170–220 µs under a
-/// load of 12 on two cores; yielding, 12–14 µs).
-const SPIN: Duration = Duration::from_micros(200);
-
-/// How long a thread first spins on its core without yielding, unless
-/// the last spins missed ([`MAX_SKIP`]): with both threads on cores
-/// of their own, an answer is seen a few hundred nanoseconds after it is
-/// given, where a `sched_yield` costs a system call a look (a call went
-/// from 5.3–6.3 µs to 4.0 µs on an idle machine).
-const BUSY: Duration = Duration::from_micros(20);
-
-/// The most waits that skip the busy spin after ones that found nothing:
-/// the other side was not running (a loaded machine) or is slow (a tool
-/// doing real work); then a busy spin only takes a core from someone, and
-/// the waits yield at once. Each miss in a row doubles the waits skipped
-/// (1, 2, 4, … up to this), a hit starts again from none: a lone miss (a
-/// new run's first call, a garbage collection) costs one wait.
-const MAX_SKIP: u32 = 64;
-
-/// Whether the waits of one side (for jobs, for outcomes) spin busily:
-/// the waits still to skip the busy spin, and how many the last miss made
-/// skip.
-struct Spinner {
-    skip: AtomicU32,
-    level: AtomicU32,
-}
-
+/// The waits for jobs (pool threads) and for outcomes (sessions' threads).
 static FOR_JOBS: Spinner = Spinner::new();
 static FOR_OUTCOMES: Spinner = Spinner::new();
 
-impl Spinner {
-    const fn new() -> Spinner {
-        Spinner {
-            skip: AtomicU32::new(0),
-            level: AtomicU32::new(0),
-        }
-    }
-
-    /// Looks until `done()`: a busy spin of [`BUSY`] unless the last ones
-    /// missed, then yielding until [`SPIN`] has passed. The caller looks
-    /// again under its lock, and sleeps if it is still not done.
-    fn spin(&self, done: impl Fn() -> bool) {
-        if done() {
-            return;
-        }
-        let skip = self.skip.load(Ordering::Relaxed);
-        if skip > 0 {
-            self.skip.store(skip - 1, Ordering::Relaxed);
-        } else if self.busy(&done) {
-            self.level.store(0, Ordering::Relaxed);
-            return;
-        } else {
-            let level = (self.level.load(Ordering::Relaxed) * 2).clamp(1, MAX_SKIP);
-            self.level.store(level, Ordering::Relaxed);
-            self.skip.store(level, Ordering::Relaxed);
-        }
-        let until = Instant::now() + SPIN;
-        while Instant::now() < until {
-            std::thread::yield_now();
-            if done() {
-                return;
-            }
-        }
-    }
-
-    /// Spins on the core (no system call) until `done()` or [`BUSY`] has
-    /// passed: whether it is done.
-    fn busy(&self, done: &impl Fn() -> bool) -> bool {
-        let until = Instant::now() + BUSY;
-        loop {
-            for _ in 0..64 {
-                if done() {
-                    return true;
-                }
-                std::hint::spin_loop();
-            }
-            if Instant::now() >= until {
-                return false;
-            }
-        }
-    }
+/// One thread fewer on its way (it has reached `next_job`).
+fn arrived() {
+    let _ = COMING.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
 }
 
 fn queue() -> MutexGuard<'static, Queue> {
