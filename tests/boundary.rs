@@ -1,7 +1,7 @@
 //! The boundary contract (issue 3, item 4): a tool's JSON result is checked
 //! against the declared output type, one test per type form.
 
-use lt::runtime::boundary::{fits, from_json, tool_result};
+use lt::runtime::boundary::{check_size, fits, from_json, tool_result};
 use lt::runtime::value::Value;
 use lt::types::{EffectSet, Type};
 use serde_json::json;
@@ -281,4 +281,62 @@ fn fits_agrees_with_from_json() {
         checked > 100,
         "only {checked} pairs fit: the cases test too little"
     );
+}
+
+/// The size check's walk, as it was before flat values skipped its work
+/// list: the answer (and the error's words) of `check_size` for any value.
+fn check_size_by_walk(
+    json: &serde_json::Value,
+    max: usize,
+    max_nodes: usize,
+) -> Result<(), String> {
+    let mut work = vec![json];
+    let mut nodes = 0usize;
+    while let Some(j) = work.pop() {
+        nodes += 1;
+        if nodes > max_nodes {
+            return Err(format!("more than {max_nodes} values in all"));
+        }
+        match j {
+            serde_json::Value::Array(items) => {
+                if items.len() > max {
+                    return Err(format!(
+                        "a list of {} items, more than the limit of {max}",
+                        items.len()
+                    ));
+                }
+                work.extend(items.iter());
+            }
+            serde_json::Value::Object(map) => work.extend(map.values()),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn check_size_agrees_with_the_walk_for_flat_and_nested_values() {
+    let values = vec![
+        json!(null),
+        json!(1),
+        json!("s"),
+        json!([]),
+        json!({}),
+        json!([1, 2, 3]),
+        json!({"a": 1, "b": "x", "c": null}),
+        json!([1, [2, 3], 4]),
+        json!({"a": [1, 2], "b": {"c": 3}}),
+        json!([[1, 2, 3, 4]]),
+    ];
+    for v in &values {
+        for max in 0..5 {
+            for max_nodes in 0..7 {
+                assert_eq!(
+                    check_size(v, max, max_nodes),
+                    check_size_by_walk(v, max, max_nodes),
+                    "{v} with lists of at most {max} and {max_nodes} values"
+                );
+            }
+        }
+    }
 }

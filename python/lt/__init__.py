@@ -192,6 +192,7 @@ def _run_args(
 ) -> Dict[str, Any]:
     path, table = _profile(profile)
     functions = None
+    settle = None
     batch = None
     async_tools = None
     executors = None
@@ -204,7 +205,8 @@ def _run_args(
                     "executors",
                 )
         dispatch = Dispatch(tools, loop)
-        functions = dispatch.functions()
+        functions = dispatch.tools
+        settle = dispatch.settle
         batch = dispatch.batch if dispatch.any_async else None
         async_tools = dispatch.async_names() if dispatch.any_async else None
     elif tools is not None:
@@ -213,6 +215,7 @@ def _run_args(
         source=source,
         declarations=_declarations(declarations),
         tools=functions,
+        settle=settle,
         batch=batch,
         async_tools=async_tools,
         executors=executors,

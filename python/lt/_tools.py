@@ -16,16 +16,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Awaitable, Callable, List, Mapping, Optional, Tuple
 
 from . import _lt
 
 Tool = Callable[[Any], Any]
 Outcome = Tuple[Optional[bool], Any]
-
-# Results that are certainly not awaitable (the common case, checked first).
-_PLAIN = frozenset({dict, list, str, int, float, bool, tuple, type(None)})
-
 
 def _raised(tool: str, e: BaseException) -> str:
     msg = str(e)
@@ -58,21 +54,30 @@ def _value(r: Any) -> Any:
     return r
 
 
+_here = threading.local()  # a pool thread's job (``_here.job``), for a batch
+
+
 def _work() -> None:
     """A pool thread: runs the jobs of every session, one after another.
     The tool is called from these Python frames, never under a Rust frame
-    (Python's exit may end this thread while it runs)."""
+    (Python's exit may end this thread while it runs). The tool is the
+    user's function itself: ``job.done`` takes a result of a plain type
+    (``dict``, ``list``, ``str``, …) at once and answers ``None``; for any
+    other (an awaitable) it answers the run's ``settle``, whose value it is
+    then given."""
     next_job = _lt.next_job
     job = _lt.Job()  # this thread's, given each call in turn
+    _here.job = job
     while True:
         f, arg = next_job(job)
         try:
-            result = f(arg, job)
+            r = f(arg)
+            settle = job.done(r)
+            if settle is not None:
+                job.done(settle(r, job))
         except BaseException as e:  # a raising tool is the call's Err
             job.fail(e)
-        else:
-            job.done(result)
-        del f, arg
+        f = arg = r = settle = None
 
 
 def _start_worker() -> None:
@@ -96,16 +101,18 @@ def _run_here(coro: Awaitable[Any], job: Any) -> Any:
 
 
 class Dispatch:
-    """The functions of one run, adapted to the extension's calling
-    convention (one argument in, the result out; a batch of pairs)."""
+    """The functions of one run and what the extension needs besides them:
+    ``settle`` for a result that is not plain data, ``batch`` for the
+    ``async`` calls of a batch (pairs out)."""
 
     def __init__(self, tools: Mapping[str, Tool], loop: Optional[asyncio.AbstractEventLoop]) -> None:
         self.tools = dict(tools)
         self.loop = loop
         self.any_async = any(inspect.iscoroutinefunction(f) for f in self.tools.values())
 
-    def _finish(self, result: Any, job: Any) -> Any:
-        """The value of a result that may be awaitable."""
+    def settle(self, result: Any, job: Any) -> Any:
+        """The value of a result that may be awaitable (``job.done`` hands
+        over every result not of a plain type)."""
         if not inspect.isawaitable(result):
             return result
         if self.loop is not None:
@@ -114,29 +121,18 @@ class Dispatch:
             return _value(fut.result())
         return _run_here(result, job)
 
-    def wrap(self, name: str, f: Tool) -> Callable[[Any, Any], Any]:
-        def call(arg: Any, job: Any) -> Any:
-            result = f(arg)
-            if type(result) in _PLAIN:
-                return result
-            return self._finish(result, job)
-
-        call.__name__ = getattr(f, "__name__", name)
-        return call
-
-    def functions(self) -> Dict[str, Callable[[Any, Any], Any]]:
-        return {name: self.wrap(name, f) for name, f in self.tools.items()}
-
     def async_names(self) -> List[str]:
         """The tools whose functions are ``async`` (a batch runs their
         calls together)."""
         return [name for name, f in self.tools.items() if inspect.iscoroutinefunction(f)]
 
-    def batch(self, calls: List[Tuple[str, Any, Optional[float]]], job: Any) -> List[Outcome]:
+    def batch(self, calls: List[Tuple[str, Any, Optional[float]]]) -> List[Outcome]:
         """The ``async`` calls of a batch, awaited together, each within its
         own timeout (seconds; ``None``: none): an outcome per call,
         ``(None, None)`` for one that timed out. A ``KeyboardInterrupt`` or
-        ``SystemExit`` in any of them is raised (it stops the run)."""
+        ``SystemExit`` in any of them is raised (it stops the run). Runs on
+        a pool thread (its job cancels the batch)."""
+        job = _here.job
         outcomes: List[Optional[Outcome]] = [None] * len(calls)
         pending: List[Tuple[int, str, Awaitable[Any]]] = []
         for i, (name, arg, timeout) in enumerate(calls):

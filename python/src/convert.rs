@@ -9,6 +9,11 @@
 //! JSON`), which the engine turns into the call's `Err`, like any executor's
 //! bad output. Nesting is bounded ([`MAX_DEPTH`]): a cyclic or absurdly
 //! deep value is refused, never a stack overflow.
+//!
+//! Each call of a tool goes through both ways, so the common case is made
+//! cheap: a value's type is first compared with the plain types exactly
+//! (subclasses take the longer way), and a pool thread builds an
+//! argument's dicts with the `str` keys it made before ([`Keys`]).
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -19,6 +24,57 @@ pub const MAX_DEPTH: usize = 512;
 
 /// `v` as a Python object.
 pub fn to_py<'py>(py: Python<'py>, v: &Json) -> PyResult<Bound<'py, PyAny>> {
+    to_py_keyed(py, v, &mut Keys::none())
+}
+
+/// The Python `str` objects of the object keys met lately, by a pool
+/// thread (its `Job`'s): each call's argument then takes its dict keys
+/// from here rather than making each `str` (and its hash) anew. A few
+/// slots, each holding the last short key that fell in it.
+pub struct Keys {
+    slots: Vec<Option<(Box<str>, Py<PyString>)>>,
+}
+
+/// How many keys [`Keys`] holds at most.
+const KEY_SLOTS: usize = 64;
+/// The longest key [`Keys`] holds, in bytes.
+const KEY_MAX: usize = 64;
+
+impl Keys {
+    /// Keys kept in [`KEY_SLOTS`] slots.
+    pub fn new() -> Keys {
+        Keys {
+            slots: (0..KEY_SLOTS).map(|_| None).collect(),
+        }
+    }
+
+    /// Nothing kept: every key made anew.
+    fn none() -> Keys {
+        Keys { slots: Vec::new() }
+    }
+
+    /// `key` as a Python `str`: the one made before, if it is still held.
+    fn get<'py>(&mut self, py: Python<'py>, key: &str) -> Bound<'py, PyString> {
+        let b = key.as_bytes();
+        if self.slots.is_empty() || b.len() > KEY_MAX {
+            return PyString::new(py, key);
+        }
+        let first = usize::from(b.first().copied().unwrap_or(0));
+        let last = usize::from(b.last().copied().unwrap_or(0));
+        let i = (b.len() * 31 + first * 7 + last) % self.slots.len();
+        if let Some((k, s)) = &self.slots[i] {
+            if **k == *key {
+                return s.bind(py).clone();
+            }
+        }
+        let s = PyString::new(py, key);
+        self.slots[i] = Some((key.into(), s.clone().unbind()));
+        s
+    }
+}
+
+/// [`to_py`], the keys of its dicts taken from `keys`.
+pub fn to_py_keyed<'py>(py: Python<'py>, v: &Json, keys: &mut Keys) -> PyResult<Bound<'py, PyAny>> {
     Ok(match v {
         Json::Null => py.None().into_bound(py),
         Json::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
@@ -35,14 +91,14 @@ pub fn to_py<'py>(py: Python<'py>, v: &Json) -> PyResult<Bound<'py, PyAny>> {
         Json::Array(items) => {
             let list = PyList::empty(py);
             for item in items {
-                list.append(to_py(py, item)?)?;
+                list.append(to_py_keyed(py, item, keys)?)?;
             }
             list.into_any()
         }
         Json::Object(fields) => {
             let dict = PyDict::new(py);
             for (k, item) in fields {
-                dict.set_item(k, to_py(py, item)?)?;
+                dict.set_item(keys.get(py, k), to_py_keyed(py, item, keys)?)?;
             }
             dict.into_any()
         }
@@ -79,6 +135,20 @@ fn convert(obj: &Bound<'_, PyAny>, path: &Path<'_>, depth: usize) -> Result<Json
             "{path}: nested more than {MAX_DEPTH} levels deep (a cycle?)"
         ));
     }
+    // The plain types by an exact comparison first (a pointer each), then
+    // every type by the checks that accept subclasses.
+    if let Ok(dict) = obj.cast_exact::<PyDict>() {
+        return object(dict, path, depth);
+    }
+    if let Ok(s) = obj.cast_exact::<PyString>() {
+        return text(s, path);
+    }
+    if obj.is_exact_instance_of::<PyInt>() {
+        return int(obj, path);
+    }
+    if let Ok(list) = obj.cast_exact::<PyList>() {
+        return items(list.iter(), path, depth);
+    }
     if obj.is_none() {
         return Ok(Json::Null);
     }
@@ -86,13 +156,7 @@ fn convert(obj: &Bound<'_, PyAny>, path: &Path<'_>, depth: usize) -> Result<Json
         return Ok(Json::Bool(b.is_true()));
     }
     if obj.cast::<PyInt>().is_ok() {
-        if let Ok(i) = obj.extract::<i64>() {
-            return Ok(Json::from(i));
-        }
-        if let Ok(u) = obj.extract::<u64>() {
-            return Ok(Json::from(u));
-        }
-        return Err(format!("{path}: the integer {obj} does not fit in 64 bits"));
+        return int(obj, path);
     }
     if let Ok(f) = obj.cast::<PyFloat>() {
         let x = f.value();
@@ -101,10 +165,7 @@ fn convert(obj: &Bound<'_, PyAny>, path: &Path<'_>, depth: usize) -> Result<Json
             .ok_or_else(|| format!("{path}: the float {x} is not a JSON number"));
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return s
-            .extract::<String>()
-            .map(Json::String)
-            .map_err(|e| format!("{path}: the string is not valid UTF-8: {e}"));
+        return text(s, path);
     }
     if let Ok(list) = obj.cast::<PyList>() {
         return items(list.iter(), path, depth);
@@ -113,24 +174,44 @@ fn convert(obj: &Bound<'_, PyAny>, path: &Path<'_>, depth: usize) -> Result<Json
         return items(tuple.iter(), path, depth);
     }
     if let Ok(dict) = obj.cast::<PyDict>() {
-        let mut map = Map::new();
-        for (k, v) in dict.iter() {
-            let Ok(key) = k.extract::<String>() else {
-                return Err(format!(
-                    "{path}: the key {} is a {}, not a str (JSON object keys are strings)",
-                    repr(&k),
-                    type_name(&k)
-                ));
-            };
-            let item = convert(&v, &Path::Key(path, &key), depth + 1)?;
-            map.insert(key, item);
-        }
-        return Ok(Json::Object(map));
+        return object(dict, path, depth);
     }
     Err(format!(
         "{path}: a {} is not JSON (give None, bool, int, float, str, list, tuple or dict)",
         type_name(obj)
     ))
+}
+
+fn int(obj: &Bound<'_, PyAny>, path: &Path<'_>) -> Result<Json, String> {
+    if let Ok(i) = obj.extract::<i64>() {
+        return Ok(Json::from(i));
+    }
+    if let Ok(u) = obj.extract::<u64>() {
+        return Ok(Json::from(u));
+    }
+    Err(format!("{path}: the integer {obj} does not fit in 64 bits"))
+}
+
+fn text(s: &Bound<'_, PyString>, path: &Path<'_>) -> Result<Json, String> {
+    s.extract::<String>()
+        .map(Json::String)
+        .map_err(|e| format!("{path}: the string is not valid UTF-8: {e}"))
+}
+
+fn object(dict: &Bound<'_, PyDict>, path: &Path<'_>, depth: usize) -> Result<Json, String> {
+    let mut map = Map::new();
+    for (k, v) in dict.iter() {
+        let Ok(key) = k.extract::<String>() else {
+            return Err(format!(
+                "{path}: the key {} is a {}, not a str (JSON object keys are strings)",
+                repr(&k),
+                type_name(&k)
+            ));
+        };
+        let item = convert(&v, &Path::Key(path, &key), depth + 1)?;
+        map.insert(key, item);
+    }
+    Ok(Json::Object(map))
 }
 
 fn items<'py>(

@@ -18,6 +18,7 @@ mod gate;
 mod profile;
 mod run;
 mod schemas;
+mod spin;
 mod tools;
 mod worker;
 
@@ -94,12 +95,13 @@ fn py_check(
     to_py(py, &v)
 }
 
-/// `run(source, declarations, tools, batch, async_tools, executors,
-/// profile_path, profile_table, limits, log, force, handle)`: a session's
-/// report. `batch` performs the calls of a batch to the tools named in
-/// `async_tools` together.
+/// `run(source, declarations, tools, settle, batch, async_tools,
+/// executors, profile_path, profile_table, limits, log, force, handle)`: a
+/// session's report. `settle(result, job)` gives the value of a tool's
+/// result that is not plain data (awaits an awaitable); `batch` performs
+/// the calls of a batch to the tools named in `async_tools` together.
 #[pyfunction]
-#[pyo3(name = "run", signature = (source, declarations=None, tools=None, batch=None, async_tools=None, executors=None,
+#[pyo3(name = "run", signature = (source, declarations=None, tools=None, settle=None, batch=None, async_tools=None, executors=None,
                     profile_path=None, profile_table=None, limits=None, log=None, force=false, handle=None))]
 #[allow(clippy::too_many_arguments)]
 fn py_run(
@@ -107,6 +109,7 @@ fn py_run(
     source: String,
     declarations: Option<(String, String)>,
     tools: Option<Bound<'_, PyDict>>,
+    settle: Option<Py<PyAny>>,
     batch: Option<Py<PyAny>>,
     async_tools: Option<Vec<String>>,
     executors: Option<String>,
@@ -148,6 +151,7 @@ fn py_run(
             source,
             declarations,
             tools,
+            settle,
             batch: batch.map(|b| (b, async_tools.unwrap_or_default())),
             executors,
             profile,

@@ -48,6 +48,9 @@ pub struct RunArgs {
     pub declarations: Declarations,
     /// Python functions as tools (name → callable), or `None`.
     pub tools: Option<Vec<(String, Py<PyAny>)>>,
+    /// What settles a function's result that is not plain data (awaits
+    /// an awaitable): [`RunState::settle`].
+    pub settle: Option<Py<PyAny>>,
     /// The batch function of the `async` tools, and their names.
     pub batch: Option<(Py<PyAny>, Vec<String>)>,
     /// A tools.toml path.
@@ -99,9 +102,9 @@ const SIGNAL_POLL: Duration = Duration::from_millis(50);
 /// Runs `args` as a session and waits for it (GIL released); the report
 /// as JSON, or `{"failure": …}`. `Err`: a Python exception to raise
 /// (`KeyboardInterrupt`).
-pub fn run(py: Python<'_>, args: RunArgs) -> PyResult<Json> {
+pub fn run(py: Python<'_>, mut args: RunArgs) -> PyResult<Json> {
     let cancel = args.cancel.clone();
-    let state = RunState::new(cancel.clone());
+    let state = RunState::new(cancel.clone(), args.settle.take());
     let shared = state.clone();
     let Some(registered) = crate::gate::register(&cancel) else {
         return Ok(Failure::new(

@@ -54,11 +54,11 @@ pub fn outcome(tool: &str, obj: &Bound<'_, PyAny>) -> Outcome {
     })
 }
 
-/// The host of `tools` (name → Python callable taking the argument and
-/// the job). `batch`, when given, performs the calls of a `gather` or
-/// `fan_out` batch to the functions named in `async_tools`, together: it
-/// is called with a list of `(tool, argument, timeout_s)` triples (and the
-/// job) and returns one `(ok, value_or_message)` pair per call, in order
+/// The host of `tools` (name → the Python function, taking the argument).
+/// `batch`, when given, performs the calls of a `gather` or `fan_out`
+/// batch to the functions named in `async_tools`, together: it is called
+/// on a pool thread with a list of `(tool, argument, timeout_s)` triples
+/// and returns one `(ok, value_or_message)` pair per call, in order
 /// (`ok` is `None` for a call that timed out). The batch's other calls are
 /// performed one by one meanwhile. Every call stops waiting when the run
 /// is cancelled.
@@ -76,13 +76,7 @@ pub fn host(
         let run = run.clone();
         let tool: Arc<str> = Arc::from(name.as_str());
         let f: ToolFn<'static> = Box::new(move |call| {
-            let mut out = perform(&f, call.arg, Work::One(tool.clone()), call.time_left, &run);
-            out.pop().unwrap_or_else(|| {
-                Err(failure(
-                    FailureKind::Unavailable,
-                    format!("tool {}: no outcome", call.tool),
-                ))
-            })
+            perform(&f, call.arg, Work::One(tool.clone()), call.time_left, &run).one(call.tool)
         });
         host = host.tool(name, f);
     }
@@ -143,14 +137,9 @@ fn call_batch(
     });
     for (i, c) in alone {
         outcomes[i] = Some(match functions.get(c.tool) {
-            Some(f) => perform(f, c.arg, Work::One(Arc::from(c.tool)), c.time_left, run)
-                .pop()
-                .unwrap_or_else(|| {
-                    Err(failure(
-                        FailureKind::Unavailable,
-                        format!("tool {}: no outcome", c.tool),
-                    ))
-                }),
+            Some(f) => {
+                perform(f, c.arg, Work::One(Arc::from(c.tool)), c.time_left, run).one(c.tool)
+            }
             None => Err(failure(
                 FailureKind::Unavailable,
                 format!("tool {} has no in-process function", c.tool),
@@ -161,7 +150,8 @@ fn call_batch(
         let answered = match submitted {
             Ok(p) => p.wait(),
             Err(outcomes) => outcomes,
-        };
+        }
+        .into_vec();
         for (i, o) in at.into_iter().zip(answered) {
             outcomes[i] = Some(o);
         }

@@ -11,10 +11,17 @@
 //! ```python
 //! job = _lt.Job()                         # the thread's, for all its calls
 //! f, arg = _lt.next_job(job)              # waits, GIL released
-//! try: r = f(arg, job)                    # the tool (pure Python frames)
+//! try:
+//!     r = f(arg)                          # the user's function (pure Python frames)
+//!     settle = job.done(r)                # plain data: as JSON, to the session
+//!     if settle is not None:              # else (an awaitable): the run's settle
+//!         job.done(settle(r, job))
 //! except BaseException as e: job.fail(e)
-//! else: job.done(r)                       # the result as JSON, to the session
 //! ```
+//!
+//! No Python wrapper runs around the function: `done` tells a result of a
+//! plain type (`dict`, `list`, `str`, `int`, `float`, `bool`, `tuple`,
+//! `None`, by an exact type check) from one to settle first.
 //!
 //! A call that times out or is cancelled is abandoned: its `Err` goes to
 //! the program at once; an `async` function's task is cancelled (the
@@ -30,19 +37,21 @@
 //! was sync, `async`, or part of a batch.
 //!
 //! The hand-off costs two wake-ups a call at most: a thread about to wait
-//! first spins on its core for a while ([`BUSY`], when that has been
-//! paying off), then yields it for a while ([`SPIN`]), and a condition
-//! variable is signalled only when a thread sleeps on it.
+//! first spins on its core for a while, then yields it for a while
+//! ([`crate::spin`]), and a condition variable is signalled only when a
+//! thread sleeps on it.
 
-use crate::convert::to_py;
+use crate::convert::{to_py_keyed, Keys};
 use crate::gate;
+use crate::spin::Spinner;
 use lt::runtime::cancel::Cancel;
 use lt::runtime::host::{FailureKind, Outcome, ToolFailure};
 use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::Value as Json;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -52,14 +61,20 @@ use std::time::{Duration, Instant};
 pub struct RunState {
     /// The session's cancellation.
     pub cancel: Cancel,
+    /// `settle(result, job)`: the value of a function's result that is
+    /// not of a plain type (an awaitable, awaited); `None`: such a result
+    /// is converted as it is.
+    settle: Option<Py<PyAny>>,
     escaped: Mutex<Option<PyErr>>,
 }
 
 impl RunState {
-    /// The state of a run cancelled by `cancel`.
-    pub fn new(cancel: Cancel) -> Arc<RunState> {
+    /// The state of a run cancelled by `cancel`, whose results not of a
+    /// plain type go through `settle` first.
+    pub fn new(cancel: Cancel, settle: Option<Py<PyAny>>) -> Arc<RunState> {
         Arc::new(RunState {
             cancel,
+            settle,
             escaped: Mutex::new(None),
         })
     }
@@ -106,13 +121,6 @@ pub enum Work {
 }
 
 impl Work {
-    fn len(&self) -> usize {
-        match self {
-            Work::One(_) => 1,
-            Work::Batch(calls) => calls.len(),
-        }
-    }
-
     fn label(&self) -> String {
         match self {
             Work::One(t) => t.to_string(),
@@ -130,17 +138,19 @@ impl Work {
         kind: FailureKind,
         message: impl Fn(&str, Option<Duration>) -> String,
         time_left: Option<Duration>,
-    ) -> Vec<Outcome> {
+    ) -> Outcomes {
         match self {
-            Work::One(t) => vec![Err(failure(kind, message(t, time_left)))],
-            Work::Batch(calls) => calls
-                .iter()
-                .map(|(t, left)| Err(failure(kind, message(t, *left))))
-                .collect(),
+            Work::One(t) => Outcomes::One(Err(failure(kind, message(t, time_left)))),
+            Work::Batch(calls) => Outcomes::Batch(
+                calls
+                    .iter()
+                    .map(|(t, left)| Err(failure(kind, message(t, *left))))
+                    .collect(),
+            ),
         }
     }
 
-    fn cancelled(&self) -> Vec<Outcome> {
+    fn cancelled(&self) -> Outcomes {
         self.all(
             FailureKind::Unavailable,
             |t, _| format!("tool {t}: the session was cancelled"),
@@ -148,12 +158,44 @@ impl Work {
         )
     }
 
-    fn timed_out(&self, time_left: Option<Duration>) -> Vec<Outcome> {
+    fn timed_out(&self, time_left: Option<Duration>) -> Outcomes {
         self.all(
             FailureKind::TimedOut,
             |t, left| timed_out_message(t, left.unwrap_or_default()),
             time_left,
         )
+    }
+}
+
+/// A job's outcomes: its one call's, or its batch's, one per call in
+/// order (a single call allocates no vector).
+pub enum Outcomes {
+    /// The outcome of a [`Work::One`].
+    One(Outcome),
+    /// The outcomes of a [`Work::Batch`].
+    Batch(Vec<Outcome>),
+}
+
+impl Outcomes {
+    /// The outcome of a single call of `tool` (a batch's first).
+    pub fn one(self, tool: &str) -> Outcome {
+        match self {
+            Outcomes::One(o) => o,
+            Outcomes::Batch(v) => v.into_iter().next().unwrap_or_else(|| {
+                Err(failure(
+                    FailureKind::Unavailable,
+                    format!("tool {tool}: no outcome"),
+                ))
+            }),
+        }
+    }
+
+    /// Every outcome, in order.
+    pub fn into_vec(self) -> Vec<Outcome> {
+        match self {
+            Outcomes::One(o) => vec![o],
+            Outcomes::Batch(v) => v,
+        }
     }
 }
 
@@ -164,7 +206,7 @@ pub fn timed_out_message(tool: &str, after: Duration) -> String {
 
 #[derive(Default)]
 struct SlotState {
-    outcomes: Option<Vec<Outcome>>,
+    outcomes: Option<Outcomes>,
     abandoned: bool,
     canceller: Option<Py<PyAny>>,
     /// The session's thread sleeps on `done`: signal it.
@@ -218,96 +260,13 @@ static PENDING: AtomicUsize = AtomicUsize::new(0);
 /// outcome is published; lowered under the lock.
 static COMING: AtomicUsize = AtomicUsize::new(0);
 
-/// One thread fewer on its way (it has reached `next_job`).
-fn arrived() {
-    let _ = COMING.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
-}
-
-/// How long a thread keeps looking (yielding its core between looks)
-/// before it sleeps, waiting for a job or an outcome: a call into a quick
-/// function then costs no wake-up of a sleeping thread (two per call).
-/// Yielding, not spinning: on a loaded machine a spinning thread takes the
-/// core the other side needs (a busy spin made a call 170–220 µs under a
-/// load of 12 on two cores; yielding, 12–14 µs).
-const SPIN: Duration = Duration::from_micros(200);
-
-/// How long a thread first spins on its core without yielding, unless
-/// the last spins missed ([`MAX_SKIP`]): with both threads on cores
-/// of their own, an answer is seen a few hundred nanoseconds after it is
-/// given, where a `sched_yield` costs a system call a look (a call went
-/// from 5.3–6.3 µs to 4.0 µs on an idle machine).
-const BUSY: Duration = Duration::from_micros(20);
-
-/// The most waits that skip the busy spin after ones that found nothing:
-/// the other side was not running (a loaded machine) or is slow (a tool
-/// doing real work); then a busy spin only takes a core from someone, and
-/// the waits yield at once. Each miss in a row doubles the waits skipped
-/// (1, 2, 4, … up to this), a hit starts again from none: a lone miss (a
-/// new run's first call, a garbage collection) costs one wait.
-const MAX_SKIP: u32 = 64;
-
-/// Whether the waits of one side (for jobs, for outcomes) spin busily:
-/// the waits still to skip the busy spin, and how many the last miss made
-/// skip.
-struct Spinner {
-    skip: AtomicU32,
-    level: AtomicU32,
-}
-
+/// The waits for jobs (pool threads) and for outcomes (sessions' threads).
 static FOR_JOBS: Spinner = Spinner::new();
 static FOR_OUTCOMES: Spinner = Spinner::new();
 
-impl Spinner {
-    const fn new() -> Spinner {
-        Spinner {
-            skip: AtomicU32::new(0),
-            level: AtomicU32::new(0),
-        }
-    }
-
-    /// Looks until `done()`: a busy spin of [`BUSY`] unless the last ones
-    /// missed, then yielding until [`SPIN`] has passed. The caller looks
-    /// again under its lock, and sleeps if it is still not done.
-    fn spin(&self, done: impl Fn() -> bool) {
-        if done() {
-            return;
-        }
-        let skip = self.skip.load(Ordering::Relaxed);
-        if skip > 0 {
-            self.skip.store(skip - 1, Ordering::Relaxed);
-        } else if self.busy(&done) {
-            self.level.store(0, Ordering::Relaxed);
-            return;
-        } else {
-            let level = (self.level.load(Ordering::Relaxed) * 2).clamp(1, MAX_SKIP);
-            self.level.store(level, Ordering::Relaxed);
-            self.skip.store(level, Ordering::Relaxed);
-        }
-        let until = Instant::now() + SPIN;
-        while Instant::now() < until {
-            std::thread::yield_now();
-            if done() {
-                return;
-            }
-        }
-    }
-
-    /// Spins on the core (no system call) until `done()` or [`BUSY`] has
-    /// passed: whether it is done.
-    fn busy(&self, done: &impl Fn() -> bool) -> bool {
-        let until = Instant::now() + BUSY;
-        loop {
-            for _ in 0..64 {
-                if done() {
-                    return true;
-                }
-                std::hint::spin_loop();
-            }
-            if Instant::now() >= until {
-                return false;
-            }
-        }
-    }
+/// One thread fewer on its way (it has reached `next_job`).
+fn arrived() {
+    let _ = COMING.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
 }
 
 fn queue() -> MutexGuard<'static, Queue> {
@@ -338,6 +297,29 @@ pub(crate) fn reset_in_child(mut q: MutexGuard<'static, Queue>) {
 pub struct Job {
     /// The call's slot, from `next_job` until its `done` or `fail`.
     slot: Option<Arc<Slot>>,
+    /// `done` handed the result to the run's `settle`: the next `done` is
+    /// given its value, converted whatever its type.
+    settling: bool,
+    /// The `str` keys of this thread's arguments' dicts.
+    keys: Keys,
+    /// The call's function and JSON argument, dropped once its outcome is
+    /// given (the session's thread then goes on meanwhile), not before the
+    /// function is called.
+    spent: Option<(Arc<Py<PyAny>>, Json)>,
+}
+
+/// Whether `obj`'s type is exactly one that is plain data (never
+/// awaitable): `dict`, `list`, `str`, `int`, `float`, `bool`, `tuple` or
+/// `None`.
+fn plain(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_exact_instance_of::<PyDict>()
+        || obj.is_exact_instance_of::<PyInt>()
+        || obj.is_exact_instance_of::<PyString>()
+        || obj.is_exact_instance_of::<PyList>()
+        || obj.is_none()
+        || obj.is_exact_instance_of::<PyFloat>()
+        || obj.is_exact_instance_of::<PyBool>()
+        || obj.is_exact_instance_of::<PyTuple>()
 }
 
 #[pymethods]
@@ -345,24 +327,38 @@ impl Job {
     /// A job object with no call yet, for one pool thread.
     #[new]
     fn new() -> Job {
-        Job { slot: None }
+        Job {
+            slot: None,
+            settling: false,
+            keys: Keys::new(),
+            spent: None,
+        }
     }
 
-    /// The function returned `result`.
-    fn done(&mut self, result: &Bound<'_, PyAny>) {
-        let Some(slot) = self.slot.take() else {
-            return;
-        };
+    /// The function returned `result`: its outcome, unless `result` is not
+    /// of a plain type and the run settles such results; then the run's
+    /// `settle`, to call with `(result, job)` and give its value to `done`.
+    fn done(&mut self, result: &Bound<'_, PyAny>) -> Option<Py<PyAny>> {
+        let slot = self.slot.as_ref()?;
+        if !std::mem::take(&mut self.settling) && !plain(result) {
+            if let Some(settle) = &slot.run.settle {
+                self.settling = true;
+                return Some(settle.clone_ref(result.py()));
+            }
+        }
+        let slot = self.slot.take()?;
         let outcomes = match &slot.work {
-            Work::One(tool) => vec![crate::tools::outcome(tool, result)],
-            Work::Batch(calls) => crate::tools::batch_outcomes(calls, result),
+            Work::One(tool) => Outcomes::One(crate::tools::outcome(tool, result)),
+            Work::Batch(calls) => Outcomes::Batch(crate::tools::batch_outcomes(calls, result)),
         };
         finish(&slot, outcomes);
+        None
     }
 
     /// The function raised `e`. `KeyboardInterrupt` and `SystemExit` stop
     /// the run (the session is cancelled; `lt.run` raises them).
     fn fail(&mut self, e: &Bound<'_, PyAny>) {
+        self.settling = false;
         let Some(slot) = self.slot.take() else {
             return;
         };
@@ -375,16 +371,18 @@ impl Job {
             return;
         }
         let outcomes = match work {
-            Work::One(tool) => vec![Err(crate::tools::raised(py, tool, &err))],
-            Work::Batch(calls) => calls
-                .iter()
-                .map(|(t, _)| {
-                    Err(failure(
-                        FailureKind::Failed,
-                        format!("tool {t}: the batch raised: {err}"),
-                    ))
-                })
-                .collect(),
+            Work::One(tool) => Outcomes::One(Err(crate::tools::raised(py, tool, &err))),
+            Work::Batch(calls) => Outcomes::Batch(
+                calls
+                    .iter()
+                    .map(|(t, _)| {
+                        Err(failure(
+                            FailureKind::Failed,
+                            format!("tool {t}: the batch raised: {err}"),
+                        ))
+                    })
+                    .collect(),
+            ),
         };
         finish(&slot, outcomes);
     }
@@ -409,7 +407,7 @@ impl Job {
 }
 
 /// Gives `slot` its `outcomes` (its thread is on its way back).
-fn finish(slot: &Slot, outcomes: Vec<Outcome>) {
+fn finish(slot: &Slot, outcomes: Outcomes) {
     COMING.fetch_add(1, Ordering::AcqRel);
     let mut s = slot.lock();
     s.canceller = None;
@@ -430,6 +428,8 @@ pub fn next_job<'py>(
     py: Python<'py>,
     job: &Bound<'py, Job>,
 ) -> PyResult<(Py<PyAny>, Bound<'py, PyAny>)> {
+    // The last call's, its outcome given.
+    job.borrow_mut().spent = None;
     let q = gate::detach(py, || {
         let mut q = queue();
         arrived();
@@ -454,10 +454,14 @@ pub fn next_job<'py>(
             q.idle -= 1;
         }
     });
-    let f = q.f.clone_ref(py);
-    let arg = to_py(py, &q.arg);
-    job.borrow_mut().slot = Some(q.slot);
-    Ok((f, arg?))
+    let Queued { f, arg, slot } = q;
+    let function = f.clone_ref(py);
+    let mut job = job.borrow_mut();
+    let argument = to_py_keyed(py, &arg, &mut job.keys);
+    job.slot = Some(slot);
+    job.settling = false;
+    job.spent = Some((f, arg));
+    Ok((function, argument?))
 }
 
 fn failure(kind: FailureKind, message: String) -> ToolFailure {
@@ -474,7 +478,8 @@ const CANCEL_POLL: Duration = Duration::from_millis(10);
 /// A job handed to the pool, not yet waited for ([`Pending::wait`]).
 pub struct Pending {
     slot: Arc<Slot>,
-    began: Instant,
+    /// When its time is up (read from the clock only when it has a limit).
+    deadline: Option<Instant>,
     time_left: Option<Duration>,
 }
 
@@ -488,14 +493,14 @@ pub fn submit(
     work: Work,
     time_left: Option<Duration>,
     run: &Arc<RunState>,
-) -> Result<Pending, Vec<Outcome>> {
+) -> Result<Pending, Outcomes> {
     if let Some(t) = time_left.filter(|t| t.is_zero()) {
         return Err(work.timed_out(Some(t)));
     }
     if run.cancel.is_cancelled() {
         return Err(work.cancelled());
     }
-    let began = Instant::now();
+    let deadline = time_left.map(|t| Instant::now() + t);
     let slot = Arc::new(Slot {
         work,
         run: run.clone(),
@@ -534,19 +539,16 @@ pub fn submit(
             arrived();
             abandon(&slot);
             let label = slot.work.label();
-            return Err((0..slot.work.len())
-                .map(|_| {
-                    Err(failure(
-                        FailureKind::Unavailable,
-                        format!("tool {label}: {why}"),
-                    ))
-                })
-                .collect());
+            return Err(slot.work.all(
+                FailureKind::Unavailable,
+                |_, _| format!("tool {label}: {why}"),
+                None,
+            ));
         }
     }
     Ok(Pending {
         slot,
-        began,
+        deadline,
         time_left,
     })
 }
@@ -554,10 +556,10 @@ pub fn submit(
 impl Pending {
     /// Waits for the job's outcomes, at most its time left, until the
     /// session is cancelled; an unfinished job is then abandoned.
-    pub fn wait(self) -> Vec<Outcome> {
+    pub fn wait(self) -> Outcomes {
         let slot = &self.slot;
         let cancel = &slot.run.cancel;
-        let deadline = self.time_left.map(|t| self.began + t);
+        let deadline = self.deadline;
         FOR_OUTCOMES.spin(|| slot.ready.load(Ordering::Acquire) || cancel.is_cancelled());
         let mut s = slot.lock();
         loop {
@@ -598,7 +600,7 @@ pub fn perform(
     work: Work,
     time_left: Option<Duration>,
     run: &Arc<RunState>,
-) -> Vec<Outcome> {
+) -> Outcomes {
     match submit(f, arg, work, time_left, run) {
         Ok(pending) => pending.wait(),
         Err(outcomes) => outcomes,

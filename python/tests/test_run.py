@@ -26,6 +26,50 @@ def test_async_tools():
     assert lt.run(LOOKUP, tools={"lookup": alookup}).value == "gold"
 
 
+def test_results_not_of_a_plain_type_are_settled_first():
+    """A sync function's awaitable result is awaited, under lt.run and
+    run_async; a subclass of dict is converted as a dict; an awaitable
+    that gives a set is a wrong result, not awaited again."""
+
+    async def alookup(arg):
+        return lookup(arg)
+
+    class Later:
+        def __await__(self):
+            return alookup({"id": "c1"}).__await__()
+
+    class Row(dict):
+        pass
+
+    assert lt.run(LOOKUP, tools={"lookup": lambda a: alookup(a)}).value == "gold"
+    assert lt.run(LOOKUP, tools={"lookup": lambda a: Later()}).value == "gold"
+    assert lt.run(LOOKUP, tools={"lookup": lambda a: Row(lookup(a))}).value == "gold"
+    assert asyncio.run(lt.run_async(LOOKUP, tools={"lookup": lambda a: Later()})).value == "gold"
+
+    async def aset(arg):
+        return {1, 2}
+
+    r = lt.run(LOOKUP, tools={"lookup": lambda a: aset(a)})
+    assert "not JSON" in r.value and "set" in r.value
+
+
+def test_argument_keys_stay_exact_when_kept_keys_share_a_slot():
+    """A pool thread keeps the str keys of arguments (python/src/convert.rs,
+    Keys): keys of one length with the same first and last letters share a
+    slot, and each call still sees its own keys."""
+
+    def keys(arg):
+        return " ".join(f"{k}={v}" for k, v in sorted(arg.items()))
+
+    for a, b in [("axb", "ayb"), ("ayb", "azb"), ("axb", "azb")]:
+        src = (
+            f"tool t: {{{a}: Int, {b}: Int}} -{{}}-> String;\n"
+            f"match exec tool t {{{a} = 1, {b} = 2}} {{ Ok(s) => s, Err(e) => e }}"
+        )
+        for _ in range(3):
+            assert lt.run(src, tools={"t": keys}).value == f"{a}=1 {b}=2"
+
+
 def test_raising_tool_is_the_programs_err():
     def broken(arg):
         raise ValueError("card declined")

@@ -72,7 +72,23 @@ pub fn from_json(json: &Json, ty: &Type) -> Result<Value, BoundaryError> {
 /// asks this of every call and converts only an argument that does not
 /// fit, for the error's words.
 pub fn fits(json: &Json, ty: &Type) -> bool {
-    stacker::maybe_grow(32 * 1024, 1024 * 1024, || match (ty, json) {
+    if leaf(json, ty) {
+        return fits_here(json, ty);
+    }
+    stacker::maybe_grow(32 * 1024, 1024 * 1024, || fits_here(json, ty))
+}
+
+/// Whether `json` as `ty` is checked or converted without going a level
+/// deeper: a scalar against a type that wraps none. Such a level needs no
+/// look at the stack (`stacker`), which a call's every field paid.
+fn leaf(json: &Json, ty: &Type) -> bool {
+    !matches!(json, Json::Array(_) | Json::Object(_))
+        && !matches!(ty, Type::Option(_) | Type::Linear(_))
+}
+
+/// [`fits`] of one level (the stack already checked where it must be).
+fn fits_here(json: &Json, ty: &Type) -> bool {
+    match (ty, json) {
         (Type::Unit, Json::Null) => true,
         (Type::Unit, Json::Object(m)) => m.is_empty(),
         (Type::Bool, Json::Bool(_)) | (Type::String | Type::Approval, Json::String(_)) => true,
@@ -100,7 +116,7 @@ pub fn fits(json: &Json, ty: &Type) -> bool {
             }
         }
         _ => false,
-    })
+    }
 }
 
 /// [`from_json`] for a tool's result, with the message the program sees in
@@ -130,6 +146,10 @@ pub fn program_result(
 /// drop of a `serde_json::Value` does, and a tool result nested a million
 /// levels deep would overflow the stack).
 pub fn drop_deep(value: Json) {
+    if flat(&value) {
+        // One level of recursion at most, and no work list to allocate.
+        return drop(value);
+    }
     let mut work = vec![value];
     while let Some(v) = work.pop() {
         match v {
@@ -140,11 +160,43 @@ pub fn drop_deep(value: Json) {
     }
 }
 
+/// Whether `json` holds no array or object inside (it may be one): a
+/// tool's usual result, walked without a work list.
+fn flat(json: &Json) -> bool {
+    let scalar = |j: &Json| !matches!(j, Json::Array(_) | Json::Object(_));
+    match json {
+        Json::Array(items) => items.iter().all(scalar),
+        Json::Object(map) => map.values().all(scalar),
+        _ => true,
+    }
+}
+
 /// Checks that no array inside `json` is longer than `max` items and that
 /// it has at most `max_nodes` values in all (a tool's result is bounded
 /// before it is converted: converted values take several times the memory
 /// of their JSON text).
 pub fn check_size(json: &Json, max: usize, max_nodes: usize) -> Result<(), String> {
+    if flat(json) {
+        // The walk below, without its work list: the value itself, its
+        // length, then its items one by one.
+        let items = match json {
+            Json::Array(items) => items.len(),
+            Json::Object(map) => map.len(),
+            _ => 0,
+        };
+        if max_nodes == 0 {
+            return Err(format!("more than {max_nodes} values in all"));
+        }
+        if matches!(json, Json::Array(_)) && items > max {
+            return Err(format!(
+                "a list of {items} items, more than the limit of {max}"
+            ));
+        }
+        if 1 + items > max_nodes {
+            return Err(format!("more than {max_nodes} values in all"));
+        }
+        return Ok(());
+    }
     let mut work: Vec<&Json> = vec![json];
     let mut nodes = 0usize;
     while let Some(j) = work.pop() {
@@ -217,7 +269,15 @@ impl BoundaryError {
 /// level puts its step in front as the error passes it, so a value that
 /// fits formats no path at all.
 fn convert(json: &Json, ty: &Type) -> Result<Value, BoundaryError> {
-    stacker::maybe_grow(32 * 1024, 1024 * 1024, || match (ty, json) {
+    if leaf(json, ty) {
+        return convert_here(json, ty);
+    }
+    stacker::maybe_grow(32 * 1024, 1024 * 1024, || convert_here(json, ty))
+}
+
+/// [`convert`] of one level (the stack already checked where it must be).
+fn convert_here(json: &Json, ty: &Type) -> Result<Value, BoundaryError> {
+    match (ty, json) {
         (Type::Unit, Json::Null) => Ok(Value::Unit),
         (Type::Unit, Json::Object(m)) if m.is_empty() => Ok(Value::Unit),
         (Type::Bool, Json::Bool(b)) => Ok(Value::Bool(*b)),
@@ -326,5 +386,5 @@ fn convert(json: &Json, ty: &Type) -> Result<Value, BoundaryError> {
             problem: format!("{ty} cannot be received from a tool"),
         }),
         _ => Err(mismatch(ty, json)),
-    })
+    }
 }
