@@ -54,12 +54,16 @@ fn profile(toml: &str) -> Profile {
         .expect("a [profile] table")
 }
 
+/// PROGRAM, checked.
+fn checked() -> lt::types::CheckedProgram {
+    lt::types::check_source(PROGRAM)
+        .into_checked()
+        .expect("checked")
+}
+
 /// Runs PROGRAM under `profile`; the value, the tools that really ran, and the events.
 fn session(profile: Profile, answer: Json) -> (Value, Vec<String>, Vec<EventBody>) {
-    let checked = lt::types::check_source(PROGRAM)
-        .into_checked()
-        .expect("checked");
-    let ir = lower(&checked).expect("lowered");
+    let ir = lower(&checked()).expect("lowered");
     let tools = Tools {
         answer,
         ran: Vec::new(),
@@ -156,9 +160,7 @@ fn a_denied_tool_never_runs_and_the_program_handles_the_denial() {
 
 #[test]
 fn each_rule_of_the_pipeline() {
-    let checked = lt::types::check_source(PROGRAM)
-        .into_checked()
-        .expect("checked");
+    let checked = checked();
     let (lookup, refund) = (&checked.tools[0], &checked.tools[1]);
     let arg = json!({"id": "c1", "cents": 5});
     let decide = |toml: &str, tool, arg: &Json| Pipeline::new(profile(toml)).decide(tool, arg);
@@ -219,10 +221,7 @@ fn a_dry_run_logs_effectful_calls_without_running_them() {
 
 #[test]
 fn calls_carry_an_idempotency_key_of_session_and_call_identity() {
-    let checked = lt::types::check_source(PROGRAM)
-        .into_checked()
-        .expect("checked");
-    let ir = lower(&checked).expect("lowered");
+    let ir = lower(&checked()).expect("lowered");
     // The keys each tool call of one run of PROGRAM in `session` carries.
     let keys_in = |session: &str| {
         let tools = Tools {
@@ -266,10 +265,7 @@ fn calls_carry_an_idempotency_key_of_session_and_call_identity() {
 /// or not; a host that reads keys gets them with or without a log.
 #[test]
 fn keys_are_built_for_a_host_without_them_only_when_logged() {
-    let checked = lt::types::check_source(PROGRAM)
-        .into_checked()
-        .expect("checked");
-    let ir = lower(&checked).expect("lowered");
+    let ir = lower(&checked()).expect("lowered");
     let tools = |keyless| Tools {
         answer: json!({"id": "c1", "cents": 5, "tx": "t9"}),
         ran: Vec::new(),
