@@ -22,22 +22,26 @@ fn main() {
 
     let dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
         .join("docs/errors");
-    let mut pages: Vec<(String, PathBuf)> = fs::read_dir(&dir)
+    let mut pages: Vec<String> = fs::read_dir(&dir)
         .map(|rd| {
             rd.filter_map(Result::ok)
                 .map(|e| e.path())
                 .filter(|p| p.extension().is_some_and(|x| x == "md"))
-                .filter_map(|p| Some((p.file_stem()?.to_str()?.to_string(), p)))
-                .filter(|(stem, _)| stem.starts_with('E'))
+                .filter_map(|p| Some(p.file_stem()?.to_str()?.to_string()))
+                .filter(|stem| stem.starts_with('E'))
                 .collect()
         })
         .unwrap_or_default();
     pages.sort();
+    // Each page is named relative to the crate's root as the library is
+    // compiled, not by this run's absolute path: a target directory shared
+    // by two checkouts (CARGO_TARGET_DIR) keeps this script's output when
+    // the other checkout builds, and an absolute path would point into the
+    // first one (gone when it was a throw-away clone).
     let mut src = String::from("&[\n");
-    for (code, path) in pages {
+    for code in pages {
         src.push_str(&format!(
-            "    ({code:?}, include_str!({:?})),\n",
-            path.display().to_string()
+            "    ({code:?}, include_str!(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/docs/errors/{code}.md\"))),\n"
         ));
     }
     src.push_str("]\n");
