@@ -6,7 +6,7 @@
 //! limit and dropping the tree never overflows the stack.
 
 use super::ast::*;
-use super::token::{LexError, Tok};
+use super::tok::{LexError, Tok};
 use super::MAX_DEPTH;
 use crate::diag::{Code, Diagnostic};
 use crate::source::Span;

@@ -18,7 +18,7 @@
 
 use super::ast::*;
 use super::build::{self as b, ParseState};
-use super::token::{Spanned, Tok};
+use super::tok::{Spanned, Tok};
 
 /// Nesting (of expressions, types, unary minus) beyond which the fast path
 /// gives up, so that its recursion stays shallow; the LR parser keeps its

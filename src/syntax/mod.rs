@@ -21,6 +21,7 @@ pub mod doc;
 pub mod print;
 pub mod repair;
 mod scan;
+pub mod tok;
 pub mod token;
 
 #[allow(
@@ -38,7 +39,7 @@ use crate::diag::{Code, Diagnostic};
 use crate::source::Span;
 use ast::{Expr, Program};
 use lalrpop_util::ParseError;
-use token::{LexError, Tok};
+use tok::{LexError, Tok};
 
 /// The deepest nesting of expressions or types the parser accepts.
 pub const MAX_DEPTH: u32 = 1000;

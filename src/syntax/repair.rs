@@ -16,7 +16,7 @@
 //!   (reported here without `rec`; with it, the restriction pass reports
 //!   the `let rec`, E0302, with what to write instead).
 
-use super::token::{Spanned, Tok};
+use super::tok::{Spanned, Tok};
 use crate::diag::{Code, Diagnostic};
 use crate::source::Span;
 

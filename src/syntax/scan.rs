@@ -3,7 +3,7 @@
 //! A [`Raw`] token carries no payload (names, numbers and strings are read
 //! from the token's text by `lex`), so each step of the scanner returns a
 //! byte-sized value instead of a token copied through memory. The patterns
-//! are the language's tokens; see [`Tok`](super::token::Tok) for what each
+//! are the language's tokens; see [`Tok`](super::tok::Tok) for what each
 //! spells.
 
 use logos::Logos;

@@ -3,7 +3,7 @@
 use super::{Descent, Node};
 use crate::syntax::ast::*;
 use crate::syntax::build as b;
-use crate::syntax::token::Tok;
+use crate::syntax::tok::Tok;
 
 impl Descent<'_> {
     /// `Expr`: `let` heads, then an expression that is not a `let`.
