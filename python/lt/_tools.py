@@ -182,11 +182,17 @@ async def _within(name: str, aw: Awaitable[Any], timeout: Optional[float]) -> An
     ``KeyboardInterrupt`` or ``SystemExit``. A ``TimeoutError`` the tool
     raises itself is its ``Err``, not a timeout."""
 
-    async def settled() -> Outcome:
+    async def settled() -> Any:
+        # A `KeyboardInterrupt` or `SystemExit` is caught here, inside the
+        # task `wait_for` makes of this coroutine: raised out of a task,
+        # asyncio re-raises it out of the event loop, past the `gather`
+        # (whose task was then left pending, and destroyed pending).
         try:
             return (True, await aw)
         except Exception as e:  # a raising tool is the call's Err
             return (False, _raised(name, e))
+        except (KeyboardInterrupt, SystemExit) as e:
+            return _Stop(e)
 
     try:
         if timeout is None:
@@ -194,5 +200,3 @@ async def _within(name: str, aw: Awaitable[Any], timeout: Optional[float]) -> An
         return await asyncio.wait_for(settled(), timeout)
     except asyncio.TimeoutError:
         return _TimedOut()
-    except (KeyboardInterrupt, SystemExit) as e:
-        return _Stop(e)

@@ -7,6 +7,9 @@ directly. Other exceptions stay the call's `Err`."""
 
 import asyncio
 import json
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -81,6 +84,54 @@ def test_a_tool_raising_it_stops_lt_run_async(tmp_path, exc, kind, source, make)
     with pytest.raises(exc):
         asyncio.run(main())
     assert_ended_cancelled(log)
+
+
+@pytest.mark.timeout(30, method="thread")
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, SystemExit])
+def test_in_a_gather_it_is_raised_by_the_awaited_run_async(tmp_path, exc):
+    # Raised by `await lt.run_async(...)`, where the host can catch it: the
+    # host's event loop goes on (it used to be raised out of the loop).
+    log = tmp_path / "s.jsonl"
+
+    async def main():
+        try:
+            await lt.run_async(GATHER, tools={"t": async_tool(exc)}, log=log)
+        except exc as e:
+            return e
+        return None
+
+    caught = asyncio.run(main())
+    assert isinstance(caught, exc) and "from the tool" in str(caught), caught
+    assert_ended_cancelled(log)
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_in_a_gather_it_leaves_no_task_pending():
+    # Each call of the batch has a deadline (the run's, 300 s), so its
+    # coroutine runs as a task of `wait_for`: the exception escaped that
+    # task and the loop, and the batch's task was destroyed pending
+    # ("Task was destroyed but it is pending!" at the interpreter's exit).
+    script = textwrap.dedent(
+        """
+        import asyncio, gc, lt
+        GATHER = %r
+        async def t(n):
+            await asyncio.sleep(0)
+            if n == 2:
+                raise KeyboardInterrupt("from the tool")
+            return n
+        try:
+            lt.run(GATHER, tools={"t": t})
+        except KeyboardInterrupt as e:
+            print("raised:", e)
+        gc.collect()
+        """
+    ) % GATHER
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=40)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "raised: from the tool", out.stdout
+    assert "Task was destroyed" not in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr, out.stderr
 
 
 def test_other_exceptions_stay_the_calls_err():
