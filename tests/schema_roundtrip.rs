@@ -20,7 +20,6 @@
 use lt::schema::export::export;
 use lt::schema::import::{import_text, ImportOptions};
 use lt::schema::Dialect;
-use lt::types::combinators::is_approval;
 use lt::types::{check_declarations, Declarations, Type};
 use std::path::Path;
 
@@ -63,7 +62,7 @@ fn exported_input(t: &Type) -> Type {
         Type::Record(fields) => Type::Record(
             fields
                 .iter()
-                .filter(|(_, f)| !is_approval(f))
+                .filter(|(_, f)| !f.is_approval())
                 .cloned()
                 .collect(),
         ),

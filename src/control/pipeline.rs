@@ -70,7 +70,7 @@ fn split_approvals<'j>(tool: &ToolSig, argument: &'j Json) -> (Cow<'j, Json>, Ve
     };
     let names: Vec<&str> = fields
         .iter()
-        .filter(|(_, t)| crate::types::combinators::is_approval(t))
+        .filter(|(_, t)| t.is_approval())
         .map(|(n, _)| &**n)
         .collect();
     let Json::Object(map) = argument else {

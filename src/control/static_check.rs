@@ -91,7 +91,7 @@ pub fn objections(tool: &ToolSig, profile: &Profile) -> Vec<Objection> {
     }
     // `require_approval` on a tool whose input cannot carry an approval.
     let carries = matches!(&tool.input, crate::types::Type::Record(fs)
-        if fs.iter().any(|(_, t)| crate::types::combinators::is_approval(t)));
+        if fs.iter().any(|(_, t)| t.is_approval()));
     if profile.tools.get(name).is_some_and(|t| t.require_approval) && !carries {
         out.push(Objection {
             rule: "approval",

@@ -17,8 +17,7 @@
 //! is a lambda without a parameter annotation, the list is checked first so
 //! that the parameter gets the element type.
 
-use super::combinators::Collected;
-use super::infer::{Allowed, Checker};
+use super::checker::{Allowed, Checker, Collected};
 use super::ty::{EffectSet, Type};
 use crate::diag::{Code, Diagnostic};
 use crate::source::Span;

@@ -11,7 +11,8 @@
 //! the call runs in may undo it; for one without, a call a scope could not
 //! roll back, [`super::undo`]), and has type `Result<Out, String>`.
 
-use super::infer::{Checker, BUILTINS};
+use super::checker::Checker;
+use super::infer::BUILTINS;
 use super::ty::Type;
 use crate::diag::{did_you_mean, Code, Diagnostic};
 use crate::source::Span;

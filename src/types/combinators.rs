@@ -44,26 +44,12 @@
 //! (E0218), so it is visible in the program and the IR; the step decides to
 //! stop early with `done = true`. The result says whether it did.
 
-use super::infer::Checker;
+use super::checker::{Checker, Collected};
 use super::ty::{EffectSet, Type};
 use crate::diag::{Code, Diagnostic};
 use crate::source::Span;
 use crate::syntax::ast::{Expr, ExprKind, Ident, Name};
 use std::rc::Rc;
-
-/// What a `traverse`, `fan_out` or `gather` holds, to be checked for linear
-/// types once the program is typed (E0506).
-pub struct Collected {
-    /// The type of the values held: the results (element type or record),
-    /// or the elements a `traverse` walks.
-    pub ty: Type,
-    /// The combinator's name (or its `gather`).
-    pub span: Span,
-    /// `traverse`, `fan_out` or `gather`.
-    pub name: &'static str,
-    /// True for the elements a `traverse` walks (false for results).
-    pub elements: bool,
-}
 
 /// The largest bound a `bounded_loop` may have.
 pub const MAX_LOOP_BOUND: i64 = 10_000;
@@ -80,11 +66,6 @@ fn one_call_help(what: &str) -> String {
     )
 }
 
-/// True for the type of an approval field of a tool's input, `!Approval`.
-pub fn is_approval(t: &Type) -> bool {
-    matches!(t, Type::Linear(inner) if matches!(**inner, Type::Approval))
-}
-
 impl Checker<'_> {
     /// `approve tool NAME arg`.
     pub(super) fn approve(&mut self, tool: &Ident, arg: &Expr, span: Span) -> Type {
@@ -99,7 +80,7 @@ impl Checker<'_> {
             _ => Vec::new(),
         };
         let (approvals, rest): (Vec<_>, Vec<_>) =
-            fields.into_iter().partition(|(_, t)| is_approval(t));
+            fields.into_iter().partition(|(_, t)| t.is_approval());
         if approvals.is_empty() {
             self.synth(arg);
             self.diags.push(

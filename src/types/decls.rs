@@ -483,9 +483,9 @@ pub fn tools(decls: &[Decl], env: &TypeEnv, diags: &mut Vec<Diagnostic>) -> Vec<
         // Approvals (extension): minted by the control plane, so never in an
         // output; in an input only as a top-level `!Approval` field.
         let nested_approval = match &input {
-            Type::Record(fs) => fs.iter().any(|(_, t)| {
-                !super::combinators::is_approval(t) && t.holds(|x| matches!(x, Type::Approval))
-            }),
+            Type::Record(fs) => fs
+                .iter()
+                .any(|(_, t)| !t.is_approval() && t.holds(|x| matches!(x, Type::Approval))),
             other => other.holds(|x| matches!(x, Type::Approval)),
         };
         if output.holds(|x| matches!(x, Type::Approval)) || nested_approval {

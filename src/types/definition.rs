@@ -21,8 +21,8 @@
 //! that fails is a bug in lt, reported by lowering as an internal error and
 //! caught before release by the test `stdlib_lt_definitions_check`.
 
+use super::checker::Checker;
 use super::decls::{lower_type, TypeEnv};
-use super::infer::Checker;
 use super::natives::{parse_signature, type_vars};
 use super::ty::Type;
 use super::validate;

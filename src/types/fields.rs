@@ -6,7 +6,7 @@
 //! others, which is an error when one of them is linear (E0502) or, in a
 //! record literal, a Result (E0603).
 
-use super::infer::Checker;
+use super::checker::Checker;
 use super::ty::Type;
 use crate::diag::{did_you_mean, Code, Diagnostic};
 use crate::source::Span;

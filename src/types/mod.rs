@@ -26,6 +26,7 @@
 
 pub mod builtins;
 pub mod calls;
+pub mod checker;
 pub mod combinators;
 pub mod declarations;
 pub mod decls;
@@ -38,6 +39,7 @@ pub mod pattern;
 pub mod report;
 pub mod ty;
 pub mod undo;
+pub mod undo_vars;
 pub mod unify;
 pub mod validate;
 pub mod walk;
@@ -192,7 +194,7 @@ pub fn check_program(program: Program, mut diags: Vec<Diagnostic>) -> Analysis {
     let type_env = decls::type_env(&program.decls, &mut diags);
     let tools = decls::tools(&program.decls, &type_env, &mut diags);
 
-    let mut ck = infer::Checker::new(&tools, &type_env, &validation.recursive_refs);
+    let mut ck = checker::Checker::new(&tools, &type_env, &validation.recursive_refs);
     ck.reserve(program.binders_hint());
     let ty = ck.synth(&program.body);
     ck.check_ordered();

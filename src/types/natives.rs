@@ -14,8 +14,8 @@
 //! the application is checked against a type, the result is fixed to it
 //! first (`let s: Status = with_default "open" x`).
 
+use super::checker::Checker;
 use super::decls::{lower_type, TypeEnv};
-use super::infer::Checker;
 use super::ty::Type;
 use crate::diag::{Code, Diagnostic};
 use crate::source::Span;
@@ -165,7 +165,7 @@ impl Checker<'_> {
         for ((arg, _), p) in args.iter().zip(&params) {
             if is_lambda(arg) {
                 // Library callbacks are pure: say so, and where tool calls go.
-                self.callback_reason = Some(super::infer::Allowed {
+                self.callback_reason = Some(super::checker::Allowed {
                     set: super::ty::EffectSet::pure(),
                     span: head.span,
                     reason: format!("`{}` requires a pure callback", native.name),

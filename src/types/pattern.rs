@@ -14,7 +14,7 @@
 //! `String` with literal patterns needs a catch-all. A match that misses a
 //! case is E0607, naming what is missing.
 
-use super::infer::Checker;
+use super::checker::Checker;
 use super::ty::Type;
 use crate::diag::{Code, Diagnostic};
 use crate::source::Span;

@@ -1,7 +1,7 @@
 //! Comparing an actual type with an expected one and turning failures into
 //! diagnostics; record literals checked field by field; operators.
 
-use super::infer::Checker;
+use super::checker::Checker;
 use super::ty::Type;
 use super::unify::Mismatch;
 use crate::diag::{did_you_mean, Code, Diagnostic};

@@ -47,7 +47,7 @@ impl Clone for Type {
     /// expressions (a record literal 999 levels deep), so the copy grows
     /// the stack on demand rather than trusting the caller's thread to be
     /// large (checked at the root and every
-    /// [`STACK_CHECK_EVERY`](super::walk::STACK_CHECK_EVERY) levels).
+    /// [`STACK_CHECK_EVERY`] levels).
     fn clone(&self) -> Type {
         match self.copy_leaf() {
             Some(t) => t,
@@ -57,6 +57,11 @@ impl Clone for Type {
 }
 
 impl Type {
+    /// True for the type of an approval field of a tool's input, `!Approval`.
+    pub fn is_approval(&self) -> bool {
+        matches!(self, Type::Linear(inner) if matches!(**inner, Type::Approval))
+    }
+
     /// The copy of a type without parts (no recursion needed).
     fn copy_leaf(&self) -> Option<Type> {
         Some(match self {
@@ -79,7 +84,7 @@ impl Type {
         if let Some(t) = self.copy_leaf() {
             return t;
         }
-        super::walk::deep(depth, || self.copy_parts(depth + 1))
+        deep(depth, || self.copy_parts(depth + 1))
     }
 
     /// A type with parts, copied part by part at `depth`.
@@ -417,5 +422,20 @@ impl fmt::Display for Type {
         let mut out = String::new();
         write_type(self, &mut out, usize::MAX, &|t| t);
         f.write_str(&out)
+    }
+}
+
+/// How many levels a walk over a type descends between two stack checks
+/// (each level's frame is small: 16 of them stay far within the 32 KiB red
+/// zone the check guarantees).
+pub const STACK_CHECK_EVERY: u32 = 16;
+
+/// Runs `f`, the work at `depth` of a walk, on a stack with room for
+/// [`STACK_CHECK_EVERY`] more levels.
+pub fn deep<R>(depth: u32, f: impl FnOnce() -> R) -> R {
+    if depth.is_multiple_of(STACK_CHECK_EVERY) {
+        stacker::maybe_grow(32 * 1024, 1024 * 1024, f)
+    } else {
+        f()
     }
 }

@@ -15,7 +15,7 @@
 //! * enums (extension): `"a" | "b" ≤ "a" | "b" | "c"` and every enum `≤ String`.
 
 use super::ty::{write_type, EffectSet, Type};
-use super::undo::UndoVars;
+use super::undo_vars::UndoVars;
 use crate::source::Span;
 use crate::syntax::ast::Name;
 use std::borrow::Cow;

@@ -4,25 +4,13 @@
 //!
 //! Types can nest as deeply as the program (a record literal 999 levels
 //! deep), so every walk grows the stack on demand, checking it every
-//! [`STACK_CHECK_EVERY`] levels rather than at each node ([`deep`]).
+//! [`STACK_CHECK_EVERY`] levels rather than at each node ([`deep`], in
+//! `ty.rs`, whose copy of a type is such a walk too).
 
-use super::ty::Type;
+#[cfg(doc)]
+use super::ty::STACK_CHECK_EVERY;
+use super::ty::{deep, Type};
 use super::unify::Metas;
-
-/// How many levels a walk over a type descends between two stack checks
-/// (each level's frame is small: 16 of them stay far within the 32 KiB red
-/// zone the check guarantees).
-pub const STACK_CHECK_EVERY: u32 = 16;
-
-/// Runs `f`, the work at `depth` of a walk, on a stack with room for
-/// [`STACK_CHECK_EVERY`] more levels.
-pub fn deep<R>(depth: u32, f: impl FnOnce() -> R) -> R {
-    if depth.is_multiple_of(STACK_CHECK_EVERY) {
-        stacker::maybe_grow(32 * 1024, 1024 * 1024, f)
-    } else {
-        f()
-    }
-}
 
 impl Metas {
     /// Substitutes every solved metavariable in `t`.

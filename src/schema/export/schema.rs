@@ -7,7 +7,6 @@
 
 use super::ordered::OrderedJson as J;
 use crate::syntax::ast::{Ident, Name, TypeExpr, TypeExprKind};
-use crate::types::combinators::is_approval;
 use crate::types::decls::lower_type;
 use crate::types::{Declarations, Type};
 
@@ -151,7 +150,7 @@ impl<'a> Gen<'a> {
         let mut required: Vec<&str> = Vec::new();
         for (name, ft) in fields {
             let checked = self.checked(ft);
-            if root && is_approval(&checked) {
+            if root && checked.is_approval() {
                 self.approvals.push(name.name.clone());
                 continue;
             }
