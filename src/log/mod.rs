@@ -56,6 +56,7 @@
 //! handed to an observer as it is recorded).
 
 pub mod call_event;
+pub(crate) mod drop;
 pub mod event;
 mod json;
 mod parse;
@@ -69,9 +70,9 @@ pub mod write_ahead;
 pub mod writer;
 
 pub use call_event::CallEvent;
+pub use drop::drop_event;
 pub use event::{
-    canonical_bytes, drop_event, sha256_hex, Decision, Event, EventBody, EventKind, KINDS,
-    ZERO_HASH,
+    canonical_bytes, sha256_hex, Decision, Event, EventBody, EventKind, KINDS, ZERO_HASH,
 };
 pub use read::{read_log, read_prefix, LogError};
 pub use show::timeline;

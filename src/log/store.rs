@@ -14,7 +14,8 @@
 //! **The write-ahead rule, per event kind** ([`write_ahead`], in
 //! `write_ahead.rs`): every store keeps it.
 
-use super::event::{drop_event, Event, EventBody};
+use super::drop::drop_event;
+use super::event::{Event, EventBody};
 use super::read::read_prefix;
 use super::verify::VerifyReport;
 pub use super::write_ahead::{write_ahead, WriteAhead};

@@ -22,7 +22,8 @@
 //! checked, not counted, and not a problem by itself — except after
 //! `session_ended`, where nothing is ever written (`order`).
 
-use super::event::{canonical_bytes, drop_event, sha256_hex, Event, EventBody, ZERO_HASH};
+use super::drop::drop_event;
+use super::event::{canonical_bytes, sha256_hex, Event, EventBody, ZERO_HASH};
 use super::json::parse_strict;
 use serde_json::Value as Json;
 use std::fmt;

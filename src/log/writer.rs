@@ -12,7 +12,8 @@
 //! end (`lt resume`).
 
 use super::call_event::CallEvent;
-use super::event::{drop_body, drop_event, encode_line, Event, EventBody, HashHex, ZERO_HASH};
+use super::drop::{drop_body, drop_event};
+use super::event::{encode_line, Event, EventBody, HashHex, ZERO_HASH};
 use super::parse::is_hex;
 use super::read::read_prefix;
 use super::verify::{Problem, ProblemKind};

@@ -18,7 +18,7 @@
 
 use super::claim::Claim;
 use super::queue::{Append, Request};
-use crate::log::event::drop_body;
+use crate::log::drop::drop_body;
 use crate::log::write_ahead::{commit_point, WriteAhead};
 use crate::log::{Event, EventBody, EventSink, MemoryLog};
 use std::io;
