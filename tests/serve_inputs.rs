@@ -225,8 +225,18 @@ fn an_outcome_the_server_refuses_as_a_body_is_posted_as_a_failure() {
             ),
         );
         let mut child = Command::new(env!("CARGO_BIN_EXE_lt"))
-            .args(["run", program.to_str().unwrap(), "--server", &server.url])
-            .args(["--executors", local.to_str().unwrap(), "--profile", "edge"])
+            .args([
+                "run",
+                program.to_str().expect("a UTF-8 path"),
+                "--server",
+                &server.url,
+            ])
+            .args([
+                "--executors",
+                local.to_str().expect("a UTF-8 path"),
+                "--profile",
+                "edge",
+            ])
             .env("LT_API_KEY", ACME)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -292,7 +302,12 @@ fn the_thick_client_prints_a_value_nested_deep() {
         &format!("{DECLS}match exec tool deep \"300\" {{ Ok(j) => [j], Err(e) => []: Json }}"),
     );
     let out = Command::new(env!("CARGO_BIN_EXE_lt"))
-        .args(["run", program.to_str().unwrap(), "--server", &server.url])
+        .args([
+            "run",
+            program.to_str().expect("a UTF-8 path"),
+            "--server",
+            &server.url,
+        ])
         .args(["--profile", "edge"])
         .env("LT_API_KEY", ACME)
         .stdin(Stdio::null())
@@ -350,7 +365,7 @@ fn a_value_nested(depth: usize) {
     assert_eq!(status, 200, "{}", &log[..log.len().min(400)]);
     let file = s.write("deep.jsonl", &log);
     let verify = Command::new(env!("CARGO_BIN_EXE_lt"))
-        .args(["log", "verify", file.to_str().unwrap()])
+        .args(["log", "verify", file.to_str().expect("a UTF-8 path")])
         .output()
         .expect("lt log verify");
     assert!(verify.status.success(), "{verify:?}");

@@ -63,11 +63,11 @@ fn without_tools_the_unknown_tool_names_the_declarations_file() {
         "`lookup_account` is declared in tools.lt: check the program with it, `--tools tools.lt`"
     );
     // Without any tools.lt around: how to get one, not a declaration to write.
-    std::fs::remove_file(dir.path("tools.lt")).unwrap();
+    std::fs::remove_file(dir.path("tools.lt")).expect("the declarations file exists");
     let out = lt_in(&dir.0, &["check", "prog.lt", "--json"], &[]);
     let help = out.json()["diagnostics"][0]["help"]
         .as_str()
-        .unwrap()
+        .expect("help is a string")
         .to_string();
     assert!(help.contains("lt tools import"), "{help}");
     assert!(!help.contains("tool lookup_account:"), "{help}");
@@ -88,7 +88,7 @@ fn with_tools_an_undeclared_tool_says_what_the_file_declares() {
     assert_eq!(out.code, 1, "{out:?}");
     let help = out.json()["diagnostics"][0]["help"]
         .as_str()
-        .unwrap()
+        .expect("help is a string")
         .to_string();
     assert!(
         help.contains("neither the program nor tools.lt declares `send_mail`"),
@@ -123,12 +123,25 @@ fn a_tool_declared_in_both_must_agree() {
     assert_eq!(d["code"], "E0704", "{v}");
     assert_eq!(d["file"], "other.lt");
     assert_eq!(d["line"], 1);
-    assert!(d["message"].as_str().unwrap().contains("tools.lt:5"), "{d}");
+    assert!(
+        d["message"]
+            .as_str()
+            .expect("message is a string")
+            .contains("tools.lt:5"),
+        "{d}"
+    );
     assert_eq!(
         d["notes"][0],
         "tools.lt:5:1: `issue_refund` as tools.lt declares it"
     );
-    assert_eq!(v["diagnostics"].as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(
+        v["diagnostics"]
+            .as_array()
+            .expect("diagnostics is a list")
+            .len(),
+        1,
+        "{v}"
+    );
     // A type alias declared differently: E0213.
     dir.write(
         "alias.lt",
@@ -142,9 +155,9 @@ fn a_tool_declared_in_both_must_agree() {
     assert_eq!(out.code, 1, "{out:?}");
     let codes: Vec<String> = out.json()["diagnostics"]
         .as_array()
-        .unwrap()
+        .expect("diagnostics is a list")
         .iter()
-        .map(|d| d["code"].as_str().unwrap().to_string())
+        .map(|d| d["code"].as_str().expect("code is a string").to_string())
         .collect();
     assert!(codes.contains(&"E0213".to_string()), "{codes:?}");
 }

@@ -93,16 +93,16 @@ mod tests {
 
     #[test]
     fn basic_literal_and_multiline_strings_map_back() {
-        let m = offsets(r#""a\"b""#, "a\"b").unwrap();
+        let m = offsets(r#""a\"b""#, "a\"b").expect("offsets of a basic string");
         assert_eq!(m, vec![1, 2, 4, 5]);
-        let m = offsets("'a\\b'", "a\\b").unwrap();
+        let m = offsets("'a\\b'", "a\\b").expect("offsets of a literal string");
         assert_eq!(m, vec![1, 2, 3, 4]);
         let raw = "\"\"\"\nx ==\n  y\"\"\"";
-        let m = offsets(raw, "x ==\n  y").unwrap();
+        let m = offsets(raw, "x ==\n  y").expect("offsets of a multi-line string");
         assert_eq!(&raw[m[5]..m[5] + 1], " ");
         assert_eq!(&raw[m[7]..m[7] + 1], "y");
         let raw = "\"\"\"a \\\n    b\"\"\"";
-        let m = offsets(raw, "a b").unwrap();
+        let m = offsets(raw, "a b").expect("offsets of a line-ending backslash");
         assert_eq!(&raw[m[2]..m[2] + 1], "b");
         assert!(offsets("\"x\"", "y").is_none());
     }

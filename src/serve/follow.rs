@@ -239,7 +239,7 @@ mod tests {
         assert_eq!(f.recent_after("s", 0), None);
         f.committed("s", 3, line(3));
         f.committed("s", 4, line(4));
-        assert!(rx.has_changed().unwrap());
+        assert!(rx.has_changed().expect("the sender is alive"));
         rx.mark_unchanged();
         // Seq 0..3 are not in the ring: the store is asked.
         assert_eq!(f.recent_after("s", 0), None);
