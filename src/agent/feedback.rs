@@ -292,7 +292,7 @@ const MAX_SHOWN_ITEMS: usize = 50;
 /// A run's value as the model sees it: lt syntax (`{tx = "t1", n = 2}`),
 /// long strings and lists cut *inside* the value with their size said, so
 /// that a large field does not push the later ones out of the message; the
-/// whole is then cut at [`MAX_VALUE`] characters with a note.
+/// whole is then cut at `MAX_VALUE` characters with a note.
 pub fn show_value(v: &crate::runtime::value::Value) -> String {
     let mut out = String::new();
     write_value(v, &mut out);

@@ -4,7 +4,7 @@
 //! The loop ([`super::session::run_agent`]) runs again with three stand-ins
 //! sharing one cursor into the recorded events:
 //!
-//! - [`ReplaySink`] compares every event the loop records with the next
+//! - `ReplaySink` compares every event the loop records with the next
 //!   recorded one (the same request, the same diagnostics, the same
 //!   acceptance…); the first difference is the divergence.
 //!   `model_retried` events are skipped: retries belong to the transport.

@@ -4,6 +4,14 @@
 //! Exit codes: 0 the program is well-typed; 1 it has errors (diagnostics were
 //! printed); 2 usage or I/O error (bad arguments, missing file, not UTF-8,
 //! unknown error code).
+// The doc comments of the clap types below are the command line's `--help`
+// text, written for a terminal (`DIR/<session id>.jsonl`, bare URLs,
+// `[:PORT]`), not for rustdoc.
+#![allow(
+    rustdoc::broken_intra_doc_links,
+    rustdoc::invalid_html_tags,
+    rustdoc::bare_urls
+)]
 
 /// `println!` that reports failures through [`crate::frontend::note_write`] instead of panicking.
 macro_rules! out {

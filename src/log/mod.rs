@@ -6,7 +6,7 @@
 //! tools.toml), every call the program proposed, the decision on it, when
 //! it was scheduled, how it ended, and how the session ended. It is the
 //! source of truth of a session: replay answers calls from it, an auditor
-//! reads it ([`timeline`]), and [`verify()`] checks it has not been altered.
+//! reads it ([`timeline()`]), and [`verify()`] checks it has not been altered.
 //!
 //! **The hash chain.** Every event carries `prev`, the `hash` of the event
 //! before it (64 zeros for the first), and its own `hash`: SHA-256 of its
@@ -51,7 +51,7 @@
 //! an event's fields, with precise messages), `json` (JSON text at any
 //! depth, repeated keys rejected), [`writer`] (appending: a file or memory;
 //! reopening a file to continue it), [`mod@verify`] (the checks), [`read`]
-//! (verified reading), [`show`] (the `lt log show` text), [`timeline`] (a
+//! (verified reading), [`show`] (the `lt log show` text), [`timeline`](mod@timeline) (a
 //! log as rows: calls, approvals, model requests), [`tap`] (each event
 //! handed to an observer as it is recorded).
 

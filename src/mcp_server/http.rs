@@ -9,7 +9,7 @@
 //! - Bearer token: with [`HttpOptions::token`], every request must carry
 //!   `Authorization: Bearer TOKEN` (compared in constant time), else 401.
 //!
-//! - JSON-RPC errors ([`json_rpc_errors`]): rmcp answers a POST whose
+//! - JSON-RPC errors (`json_rpc_errors`): rmcp answers a POST whose
 //!   body is not a JSON-RPC message with 415, and a session's DELETE with
 //!   202. A body that is not JSON gets 400 and a `-32700` Parse error
 //!   (JSON that is no JSON-RPC message: 400, `-32600` Invalid Request), and

@@ -85,7 +85,7 @@ type LoweredKey = (String, String, String);
 
 /// Checks and lowers `file` for a session: the IR, or the report that
 /// refuses it (`lt run --json`'s rejection, `stage: "check"`). An accepted
-/// program is kept on this thread ([`KEPT_PROGRAMS`]): the same text for
+/// program is kept on this thread (`KEPT_PROGRAMS`): the same text for
 /// the same tenant and profile is not checked twice (both are fixed while
 /// the server runs).
 pub fn lower(

@@ -117,7 +117,7 @@ impl IntoResponse for ApiError {
 /// The most characters of a client's text an error message repeats.
 const SHOWN: usize = 64;
 
-/// `text` as an error message repeats it: at most [`SHOWN`] characters,
+/// `text` as an error message repeats it: at most `SHOWN` characters,
 /// then `…`.
 pub fn shown(text: &str) -> String {
     match text.char_indices().nth(SHOWN) {

@@ -117,7 +117,7 @@ impl Followers {
 
     /// Session `id`'s final status committed with `output`, or (`None`) it
     /// stopped running here without one. Its entry is kept among the last
-    /// [`FINISHED`] ended sessions.
+    /// `FINISHED` ended sessions.
     pub fn ended(&self, id: &str, output: Option<Arc<str>>) {
         self.ended_as(id, output, None);
     }

@@ -1,7 +1,7 @@
 //! The filters of a session list, as the API (`GET /v1/sessions`) and the
 //! console (`GET /`) take them in the query: `status`, `profile`, `tool`,
 //! `since`, `until` and `cursor`, read once here into a
-//! [`ListQuery`](super::store::ListQuery).
+//! [`ListQuery`].
 //!
 //! A time is milliseconds since the epoch (`1764871234567`), an RFC 3339
 //! time (`2026-12-06T01:00:00Z`), a browser's `datetime-local` value

@@ -125,7 +125,7 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
 
 /// The handler of `POST /v1/sessions`: 201 `{id}` (or, with `Prefer:
 /// wait=N`, the session's view once it is over), 200 for a known
-/// Idempotency-Key, 4xx/5xx as [`ApiError`] and [`started_response`] say.
+/// Idempotency-Key, 4xx/5xx as [`ApiError`] and [`started_response`](super::answer::started_response) say.
 pub async fn create(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,

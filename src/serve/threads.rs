@@ -14,7 +14,7 @@
 //! included), so the pool has no upper bound of its own: the hub's
 //! `max_sessions` is the bound.
 //!
-//! Invariant: `idle` is the number of threads waiting in [`worker`]; a job
+//! Invariant: `idle` is the number of threads waiting in `worker`; a job
 //! is only queued without a new thread when more threads wait than jobs
 //! are queued, so no job waits for a busy thread. A panicking job ends
 //! its job only; the thread goes on.

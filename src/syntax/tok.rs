@@ -50,7 +50,7 @@ pub enum Tok {
     Err,
     List,
     Result,
-    /// `Option` (extension; contextual, see [`lex`]).
+    /// `Option` (extension; contextual, see [`lex`](super::token::lex)).
     Option,
     /// `Some` (extension; contextual).
     Some,
@@ -69,7 +69,7 @@ pub enum Tok {
     LParen,
     RParen,
     LBrace,
-    /// A `{` that opens match arms (produced by [`lex`], never by logos).
+    /// A `{` that opens match arms (produced by [`lex`](super::token::lex), never by logos).
     MatchLBrace,
     RBrace,
     LBracket,
@@ -119,7 +119,7 @@ pub enum Tok {
     /// (so that tokens compare exactly) and parsed by the grammar's action.
     Float(FloatLit),
     Str(String),
-    /// A name as logos sees it; [`lex`] turns it into [`Tok::Ident`].
+    /// A name as logos sees it; [`lex`](super::token::lex) turns it into [`Tok::Ident`].
     RawIdent,
     /// A name (interned by [`lex`](super::token::lex): equal names share one allocation).
     Ident(Name),

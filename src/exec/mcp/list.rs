@@ -19,8 +19,8 @@ use tokio::time::Instant;
 /// object as the server sent it. The whole exchange must end within
 /// `timeout`, and a program that is not an MCP server is given up on
 /// early: one that exits, or sends lt's requests back, at once; one that
-/// writes lines on stdout that are not JSON-RPC after [`NOT_JSON_RPC_GRACE`];
-/// one silent on stdout and stderr after [`SILENCE_GRACE`]. Blocking: it
+/// writes lines on stdout that are not JSON-RPC after `NOT_JSON_RPC_GRACE`;
+/// one silent on stdout and stderr after `SILENCE_GRACE`. Blocking: it
 /// runs on a runtime of its own. Errors are one-line messages (the command
 /// could not start, the server exited, with its stderr tail, it is not an
 /// MCP server, it timed out, it answered something that is not a tool

@@ -20,7 +20,7 @@
 //! lets it go; nobody waits for it).
 //!
 //! Guarantees: an event that [`commit_point`] says is `Commit` is in the
-//! file and fsynced (`synchronous=FULL`), and its [`Committed`] notice
+//! file and fsynced (`synchronous=FULL`), and its [`Committed`](super::Committed) notice
 //! sent, when `append` returns; a `Buffer` event is committed with the
 //! next request somebody waits for (its session's next `Commit` event, its
 //! final status, any other session's) or after the writer's short gather
