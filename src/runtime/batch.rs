@@ -26,22 +26,12 @@
 //! the same as for sequential calls, so a log written concurrently replays
 //! by call identity whatever order the calls completed in.
 
-use super::eval::{Eval, Machine};
 use super::host::{AnnotationEvent, CallId, CallRequest, PathStep};
+use super::machine::{Compensation, Deferred, Eval, Machine};
 use super::value::Value;
 use crate::ir::NodeId;
 use crate::syntax::ast::{Annotation, Name};
 use std::rc::Rc;
-
-/// The undo of a completed call, kept by the innermost `scope`.
-pub(crate) struct Compensation {
-    /// The undo tool.
-    tool: u32,
-    /// Its argument.
-    arg: Value,
-    /// The undone call.
-    of: CallId,
-}
 
 /// `v` cut to the fields of `ty` when both are records (the undo is given
 /// only what it declares); otherwise `v`.
@@ -61,15 +51,6 @@ fn project(v: &Value, ty: &crate::types::Type) -> Value {
         }
         _ => v.clone(),
     }
-}
-
-/// A call queued while a batch is collected.
-pub(crate) struct Deferred {
-    tool: u32,
-    value: Value,
-    call_id: CallId,
-    arg: serde_json::Value,
-    time_left: Option<std::time::Duration>,
 }
 
 impl Machine<'_> {
@@ -102,7 +83,7 @@ impl Machine<'_> {
         let queued = std::mem::replace(&mut self.deferred, saved).unwrap_or_default();
         collected?;
         if queued.len() != expected {
-            return Err(super::eval::internal(
+            return Err(super::machine::internal(
                 self.span(id),
                 format!(
                     "{expected} concurrent calls expected, {} collected",
@@ -301,7 +282,7 @@ impl Machine<'_> {
             };
             let (Some(Value::Bool(d)), Some(v)) = (d, v) else {
                 self.leave(callee);
-                return Err(super::eval::internal(
+                return Err(super::machine::internal(
                     self.span(id),
                     format!("a bounded_loop step returned {r}"),
                 ));

@@ -12,34 +12,13 @@
 //! nesting inside a function body, and at every function entry
 //! ([`Machine::invoke`]), the stack is grown on demand (`stacker`).
 
-use super::eval::{internal, Callee, Eval, Machine};
 use super::host::PathStep;
+use super::machine::{internal, Callee, Code, Compiled, Eval, LambdaCode, Machine};
 use super::ops;
 use super::value::{Closure, Value};
 use crate::ir::{Arm, ArmTest, ForEachMode, Ir, NodeId, NodeKind, VarRef};
 use crate::syntax::ast::{BinOp, Name};
 use std::rc::Rc;
-
-/// A compiled node.
-pub(super) type Code = Box<dyn Fn(&mut Machine<'_>) -> Eval>;
-
-/// A compiled lambda: what [`Machine::invoke`] needs to enter it.
-pub(super) struct LambdaCode {
-    /// Parameters (slots `0..arity`).
-    pub arity: usize,
-    /// Slots of its frame.
-    pub frame_size: usize,
-    /// The body.
-    pub body: Code,
-}
-
-/// A compiled program.
-pub(super) struct Compiled {
-    /// The program's expression.
-    pub root: Code,
-    /// `lambdas[id]` is the lambda at node `id` (`None` for other nodes).
-    pub lambdas: Vec<Option<LambdaCode>>,
-}
 
 /// Every this many levels of nesting the stack is checked.
 const CHECK_EVERY: u32 = 16;

@@ -27,9 +27,10 @@
 
 use super::boundary;
 use super::cancel::Cancel;
-use super::compile::{self, Code, Compiled};
+use super::compile;
 use super::host::{CallId, CallRequest, Host, PathStep};
 use super::limits::{Limits, RunError, RunErrorKind};
+use super::machine::{internal, Callee, Code, Eval, Machine};
 use super::ops;
 use super::value::{Closure, Value};
 use crate::ir::{Ir, NodeId};
@@ -96,44 +97,6 @@ pub fn run_cancellable(
     (result, stats)
 }
 
-/// The interpreter's state. The compiled closures ([`super::compile`])
-/// read and write it directly.
-pub(super) struct Machine<'a> {
-    ir: &'a Ir,
-    code: &'a Compiled,
-    host: &'a mut dyn Host,
-    limits: &'a Limits,
-    /// The value stack; the current frame is `stack[base..]`.
-    pub(super) stack: Vec<Value>,
-    /// Where the current frame begins.
-    pub(super) base: usize,
-    /// The current closure's captured values.
-    pub(super) captures: Rc<[Value]>,
-    path: Vec<PathStep>,
-    steps: u64,
-    /// The step count at which `charge` next looks at the limit and the clock.
-    next_check: u64,
-    calls: u64,
-    /// Bytes of strings built by `++` so far.
-    built_bytes: usize,
-    deadline: Option<Instant>,
-    /// Tripped from outside: the run stops at the next clock check.
-    cancel: Option<&'a Cancel>,
-    /// While the calls of a `gather`/`fan_out` are collected: an `exec`
-    /// evaluates its argument, then is queued here instead of run
-    /// ([`super::batch`]).
-    pub(super) deferred: Option<Vec<super::batch::Deferred>>,
-    /// The `@intent` annotations being evaluated, innermost last, each with
-    /// the calls made directly under it.
-    pub(super) intents: Vec<(String, Vec<String>)>,
-    /// The `scope`s being evaluated, innermost last, each with the undos of
-    /// the calls that completed inside it, oldest first.
-    pub(super) scopes: Vec<Vec<super::batch::Compensation>>,
-}
-
-/// The result of evaluating a node. Errors are boxed so that the hot `Ok`
-/// path returns a small value.
-pub(super) type Eval = Result<Value, Box<RunError>>;
 type Unit = Result<(), Box<RunError>>;
 
 impl<'a> Machine<'a> {
@@ -533,23 +496,4 @@ impl<'a> Machine<'a> {
             )),
         }
     }
-}
-
-/// An internal error (a bug in lt) at `span`, boxed.
-#[cold]
-pub(super) fn internal(span: Span, message: impl Into<String>) -> Box<RunError> {
-    Box::new(RunError::internal(span, message))
-}
-
-/// A callback prepared for a loop (see [`Machine::enter`]).
-pub(super) enum Callee<'a> {
-    /// A lambda whose frame is in place: each call writes the parameters.
-    Frame {
-        body: &'a Code,
-        base: usize,
-        saved_base: usize,
-        saved_captures: Rc<[Value]>,
-    },
-    /// Any other function value.
-    General(Value),
 }

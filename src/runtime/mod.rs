@@ -25,6 +25,7 @@ pub(crate) mod deep_json;
 pub mod eval;
 pub mod host;
 pub mod limits;
+mod machine;
 mod natives;
 pub mod ops;
 /// The values (defined in [`crate::ir::value`], which IR constants need).

@@ -9,9 +9,9 @@
 //! longer than the step limit allows. Callbacks are pure (the checker's
 //! signatures say so) and are called through the machine like `map`'s.
 
-use super::eval::{internal, Eval, Machine};
 use super::host::PathStep;
 use super::limits::{RunError, RunErrorKind};
+use super::machine::{internal, Eval, Machine};
 use super::ops;
 use super::value::{format_float, Value};
 use crate::ir::NodeId;
