@@ -595,3 +595,57 @@ fn a_session_run_from_async_code_ends_without_a_panic() {
     });
     assert_eq!(value.as_deref(), Some("\"Ada\""));
 }
+
+/// A sink that keeps the events' kinds and what it was told of the tools.
+struct Told {
+    kinds: std::sync::Arc<std::sync::Mutex<Vec<&'static str>>>,
+    idempotent: std::sync::Arc<std::sync::Mutex<Vec<Vec<String>>>>,
+}
+
+impl lt::log::EventSink for Told {
+    fn append(&mut self, body: EventBody) -> std::io::Result<()> {
+        self.kinds.lock().expect("kinds").push(body.kind());
+        Ok(())
+    }
+
+    fn idempotent_tools(&mut self, tools: &std::collections::BTreeSet<String>) {
+        self.idempotent
+            .lock()
+            .expect("told")
+            .push(tools.iter().cloned().collect());
+    }
+}
+
+#[test]
+fn the_sink_is_told_the_tools_declared_idempotent_before_the_first_call() {
+    // A store whose commits are grouped buffers those tools' `scheduled`
+    // (log/write_ahead.rs): the session's sink must learn them, through
+    // every layer the session puts around it.
+    let dir = scratch("idempotent_told");
+    let tools = tools_toml(
+        &dir,
+        "[tools.lookup]\nfixed = { ok = { name = \"ada\" } }\nidempotent = true\n\n\
+         [tools.other]\nfixed = { ok = { name = \"x\" } }\n",
+    );
+    let file = SourceFile::new("idem.lt", LOOKUP);
+    let ir = check_and_lower(&file).ok().expect("checks");
+    let kinds = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let idempotent = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = Told {
+        kinds: std::sync::Arc::clone(&kinds),
+        idempotent: std::sync::Arc::clone(&idempotent),
+    };
+    let report = Session::new(&file)
+        .executors(Executors::File(tools))
+        .profile(ProfileSource::FromExecutors)
+        .log(LogTarget::Sink(Box::new(sink)))
+        .run(&ir)
+        .expect("starts");
+    let out = report.output(&file, &ir).to_json_string();
+    assert!(out.contains(r#""value":"ada""#), "{out}");
+    assert_eq!(
+        *idempotent.lock().expect("told"),
+        vec![vec!["lookup".to_string()]]
+    );
+    assert!(kinds.lock().expect("kinds").contains(&"scheduled"));
+}

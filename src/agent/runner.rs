@@ -99,6 +99,10 @@ impl EventSink for Observed<'_> {
     fn records(&self) -> bool {
         true
     }
+
+    fn idempotent_tools(&mut self, tools: &std::collections::BTreeSet<String>) {
+        self.inner.idempotent_tools(tools)
+    }
 }
 
 impl Runner for LiveRunner {

@@ -196,13 +196,15 @@ pub enum Recorded {
 
 impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
     /// Declares where tools run and which are idempotent (from tools.toml):
-    /// tools not named run on the server and are not idempotent.
+    /// tools not named run on the server and are not idempotent. The sink
+    /// is told the idempotent ones ([`EventSink::idempotent_tools`]).
     pub fn with_tool_traits(
         mut self,
         venues: BTreeMap<String, Venue>,
         idempotent: BTreeSet<String>,
     ) -> Self {
         self.venues = venues;
+        self.sink.idempotent_tools(&idempotent);
         self.idempotent = idempotent;
         self
     }

@@ -106,6 +106,10 @@ impl EventSink for Tapped<'_> {
         (self.inner.records() && self.inner.payloads()) || self.tap.payloads()
     }
 
+    fn idempotent_tools(&mut self, tools: &std::collections::BTreeSet<String>) {
+        self.inner.idempotent_tools(tools)
+    }
+
     /// When the inner sink keeps nothing: only the tap reads a call's
     /// events, and it reads them borrowed.
     fn observes(&self) -> bool {

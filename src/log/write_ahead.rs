@@ -12,6 +12,7 @@
 //! [`EventSink::append`]: super::EventSink::append
 
 use super::event::EventBody;
+use std::collections::BTreeSet;
 
 /// When an appended event must be committed (see the module note).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,8 +56,18 @@ pub fn write_ahead(body: &EventBody) -> WriteAhead {
 /// (Nightingale et al., *Rethink the Sync*, OSDI 2006): durability is owed
 /// before output, not before every step; it saves the store an fsync per
 /// outcome.
-pub fn commit_point(body: &EventBody) -> WriteAhead {
+///
+/// The `scheduled` of a call whose tool is in `idempotent` (tools.toml's
+/// `idempotent = true`) is [`WriteAhead::Buffer`] too: losing it loses a
+/// call that may have run, and resume then runs it again with the same
+/// idempotency key, which is what declaring the tool idempotent allows (a
+/// `scheduled` kept without an outcome would run it again as well). Such
+/// a call's guarantee is at least once, as a DBOS step's or a Temporal
+/// activity's; a call of any other tool keeps at most once, its
+/// `scheduled` committed before it starts.
+pub fn commit_point(body: &EventBody, idempotent: &BTreeSet<String>) -> WriteAhead {
     match body {
+        EventBody::Scheduled { tool, .. } if idempotent.contains(tool) => WriteAhead::Buffer,
         EventBody::SessionStarted { .. }
         | EventBody::Proposed { .. }
         | EventBody::Decided { .. }

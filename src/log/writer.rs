@@ -17,6 +17,7 @@ use super::event::{encode_line, Event, EventBody, HashHex, ZERO_HASH};
 use super::parse::is_hex;
 use super::read::read_prefix;
 use super::verify::{Problem, ProblemKind};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -70,6 +71,15 @@ pub trait EventSink {
     fn observe(&mut self, event: &CallEvent<'_>) -> io::Result<()> {
         self.append(event.to_body(self.payloads()))
     }
+
+    /// Told the tools the session's tools.toml declares `idempotent`
+    /// (names), before its first call. A store whose commits are grouped
+    /// need not commit the `scheduled` of such a call before the call
+    /// starts ([`commit_point`](super::write_ahead::commit_point)); the
+    /// default ignores it.
+    fn idempotent_tools(&mut self, tools: &BTreeSet<String>) {
+        let _ = tools;
+    }
 }
 
 /// A sink that keeps nothing: a session without `--log`.
@@ -117,6 +127,10 @@ macro_rules! forward_sink {
 
             fn observe(&mut self, event: &CallEvent<'_>) -> io::Result<()> {
                 (**self).observe(event)
+            }
+
+            fn idempotent_tools(&mut self, tools: &BTreeSet<String>) {
+                (**self).idempotent_tools(tools)
             }
         }
     )+};

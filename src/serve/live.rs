@@ -388,6 +388,10 @@ impl EventSink for Narrated {
         }
         Ok(())
     }
+
+    fn idempotent_tools(&mut self, tools: &std::collections::BTreeSet<String>) {
+        self.inner.idempotent_tools(tools)
+    }
 }
 
 /// Answers approvals with what `POST …/approvals/{approval_id}` posts

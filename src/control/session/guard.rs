@@ -140,6 +140,10 @@ impl EventSink for Guarded<'_> {
         self.inner.observes()
     }
 
+    fn idempotent_tools(&mut self, tools: &std::collections::BTreeSet<String>) {
+        self.inner.idempotent_tools(tools)
+    }
+
     /// As [`EventSink::append`]: refused once abandoned; a `scheduled`
     /// call is in flight.
     fn observe(&mut self, event: &CallEvent<'_>) -> std::io::Result<()> {

@@ -21,6 +21,7 @@ use super::queue::{Append, Request};
 use crate::log::drop::drop_body;
 use crate::log::write_ahead::{commit_point, WriteAhead};
 use crate::log::{Event, EventBody, EventSink, MemoryLog};
+use std::collections::BTreeSet;
 use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Sender};
@@ -46,6 +47,9 @@ pub(super) struct StoreSink {
     buffered: bool,
     /// The lease epoch its events are written under (0: no lease).
     epoch: i64,
+    /// The tools declared idempotent ([`EventSink::idempotent_tools`]):
+    /// their calls' `scheduled` is buffered ([`commit_point`]).
+    idempotent: BTreeSet<String>,
 }
 
 impl StoreSink {
@@ -72,6 +76,7 @@ impl StoreSink {
             failed: Arc::new(Mutex::new(None)),
             broken: None,
             buffered: false,
+            idempotent: BTreeSet::new(),
         }
     }
 
@@ -107,7 +112,7 @@ impl EventSink for StoreSink {
                 self.session
             )));
         }
-        let commit = commit_point(&body) == WriteAhead::Commit;
+        let commit = commit_point(&body, &self.idempotent) == WriteAhead::Commit;
         let tool = match &body {
             EventBody::Proposed { tool, .. } => Some(tool.clone()),
             _ => None,
@@ -155,6 +160,10 @@ impl EventSink for StoreSink {
             Ok(Err(why)) => Err(self.break_with(why)),
             Err(_) => Err(self.break_with(self.writer_gone())),
         }
+    }
+
+    fn idempotent_tools(&mut self, tools: &BTreeSet<String>) {
+        self.idempotent.clone_from(tools);
     }
 }
 

@@ -748,3 +748,79 @@ fn a_damaged_row_is_left_out_of_lists_and_resumes_and_refused_alone() {
         Some(id(1))
     );
 }
+
+/// `call(n)`'s `scheduled`, of `tool`.
+fn scheduled(n: u32, tool: &str) -> EventBody {
+    EventBody::Scheduled {
+        call_id: format!("n5[n3:{n}]"),
+        tool: tool.into(),
+        venue: "server".into(),
+        idempotency_key: format!("k:{n}"),
+    }
+}
+
+#[test]
+fn the_scheduled_of_an_idempotent_tool_does_not_wait_for_its_commit() {
+    let dir = TempDir::new("idempotent");
+    let store = Arc::new(open(&dir.db()));
+    // A gate the writer's commit observer waits at once armed: every
+    // commit after that is answered only when the gate opens.
+    let gate = Arc::new((Mutex::new((false, false)), std::sync::Condvar::new()));
+    {
+        let gate = Arc::clone(&gate);
+        store.observe_commits(Box::new(move |_, _| {
+            let (lock, cv) = &*gate;
+            let mut g = lock
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            while g.0 && !g.1 {
+                g = cv
+                    .wait(g)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+        }));
+    }
+    let set = |armed: bool, open: bool| {
+        let (lock, cv) = &*gate;
+        *lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = (armed, open);
+        cv.notify_all();
+    };
+    let s = id(7);
+    let mut sink = store.create(&s).expect("create");
+    sink.idempotent_tools(&["ping".to_string()].into_iter().collect());
+    sink.append(started()).expect("append");
+    // Committed and answered; the writer then stops at the gate.
+    set(true, false);
+    sink.append(scheduled(0, "charge")).expect("append");
+    let (done, finished) = std::sync::mpsc::channel();
+    let appender = std::thread::spawn(move || {
+        // An idempotent tool's `scheduled`: buffered, so the append
+        // returns while no commit is answered.
+        let r = sink.append(scheduled(1, "ping"));
+        let _ = done.send(("ping", r.is_ok()));
+        // Any other tool's waits for its commit.
+        let r = sink.append(scheduled(2, "charge"));
+        let _ = done.send(("charge", r.is_ok()));
+        sink
+    });
+    let first = finished.recv_timeout(Duration::from_secs(20));
+    assert_eq!(
+        first.ok(),
+        Some(("ping", true)),
+        "the idempotent tool's scheduled waited for a commit"
+    );
+    assert!(
+        finished.recv_timeout(Duration::from_millis(300)).is_err(),
+        "the scheduled of a tool that is not idempotent returned before its commit was answered"
+    );
+    set(false, true);
+    let second = finished.recv_timeout(Duration::from_secs(20));
+    assert_eq!(second.ok(), Some(("charge", true)));
+    drop(appender.join().expect("appender"));
+    store.flush();
+    let text = jsonl(&store, &s);
+    let report = verify(&text);
+    assert!(report.ok && report.events == 4, "{report}\n{text}");
+}
