@@ -306,14 +306,18 @@ def start_otlp_receiver():
     return f"http://127.0.0.1:{server.server_address[1]}/v1/traces"
 
 
-def lt_folder(name):
+def lt_folder(name, idempotent=False):
     """A fresh folder under WORK with the benchmark's serve.toml, tools and
-    program (the same for every lt run)."""
+    program (the same for every lt run). `idempotent`: the three tools
+    declared `idempotent = true`, the guarantee of a DBOS step (at least
+    once): lt serve then starts each call without waiting for its
+    `scheduled` to commit (docs/api.md, Durability)."""
     d = WORK / name
     shutil.rmtree(d, ignore_errors=True)
     d.mkdir(parents=True)
     (d / "tools.lt").write_text(TOOLS_LT)
-    (d / "tools.toml").write_text(TOOLS_TOML)
+    tools = TOOLS_TOML.replace(" }\n", " }\nidempotent = true\n") if idempotent else TOOLS_TOML
+    (d / "tools.toml").write_text(tools)
     (d / "program.lt").write_text(PROGRAM)
     digest = hashlib.sha256(KEY.encode()).hexdigest()
     (d / "serve.toml").write_text(
@@ -324,7 +328,7 @@ def lt_folder(name):
 
 def bench_lt(opts, lt, load_bin, engine="lt"):
     say(NAMES[engine])
-    d = lt_folder(engine)
+    d = lt_folder(engine, opts.idempotent)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = open(d / "server.log", "w")
@@ -636,6 +640,9 @@ def main():
     ap.add_argument("--json", help="write every record to this file")
     ap.add_argument("--wait-quiet", type=float, default=0, metavar="S",
                     help="before each timed run, wait up to S seconds for other builds to end")
+    ap.add_argument("--idempotent", action="store_true",
+                    help="lt's three tools declared idempotent = true: at least once, as DBOS's steps "
+                         "(each call then starts without waiting for its scheduled event to commit)")
     opts = ap.parse_args()
     # SIGTERM (and SIGINT, which a background job ignores) stop the run
     # through the `finally` blocks, which stop the servers it started.

@@ -118,7 +118,7 @@ def split(total, n):
 
 def bench_lt_workers(opts, lt, load_bin, server_url, n, pm):
     S.say(f"lt serve, {n} worker(s) on one PostgreSQL")
-    d = S.lt_folder(f"lt-pg-{n}")
+    d = S.lt_folder(f"lt-pg-{n}", opts.idempotent)
     store, why = S.fresh_pg_database(server_url)
     if why:
         return {"engine": "lt-pg", "workers": n, "missing": why}
@@ -268,6 +268,9 @@ def main():
                          "one POST with `Prefer: wait`, the shape of DBOS's start-and-wait in its process")
     ap.add_argument("--wait-quiet", type=float, default=0, metavar="S",
                     help="before each timed run, wait up to S seconds for other builds to end")
+    ap.add_argument("--idempotent", action="store_true",
+                    help="lt's three tools declared idempotent = true: at least once, as DBOS's steps "
+                         "(each call then starts without waiting for its scheduled event to commit)")
     opts = ap.parse_args()
     S.QUIET["seconds"] = opts.wait_quiet
     server_url = os.environ.get("LT_BENCH_POSTGRES_URL") or os.environ.get("LT_TEST_POSTGRES_URL")
