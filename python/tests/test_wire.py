@@ -1,0 +1,78 @@
+"""A call's argument and result cross between the session's thread and a
+pool thread (python/src/convert.rs, worker.rs): values of every kind come
+through both ways exactly (a number's kind included: 1 and 1.0 and True
+differ), and a result that is not JSON is refused with its path. A guard
+for any other form the values may take between the threads (issue 28,
+sixth pass)."""
+
+import lt
+
+SHAPE = (
+    "{n: Int, neg: Int, big: Int, x: Float, y: Float, t: Bool, f: Bool, s: String, e: String, "
+    "xs: List {k: String, v: List Int}, none: List Int, o: {inner: {deep: List String}}}"
+)
+ECHO = f"""
+tool echo: {SHAPE} -{{Read}}-> {SHAPE};
+match exec tool echo {{n = 7, neg = 0 - 3, big = 9007199254740993, x = 1.5, y = 0.1,
+  t = true, f = false, s = "cust é ☃ 😀", e = "",
+  xs = [{{k = "a", v = [1, 2]}}, {{k = "", v = []}}], none = [],
+  o = {{inner = {{deep = ["p", "q"]}}}}}} {{
+  Ok(r) => r,
+  Err(e) => {{n = 0, neg = 0, big = 0, x = 0.0, y = 0.0, t = false, f = false, s = e, e = "",
+    xs = [], none = [], o = {{inner = {{deep = []}}}}}}
+}}
+"""
+
+SENT = {
+    "n": 7, "neg": -3, "big": 9007199254740993, "x": 1.5, "y": 0.1, "t": True, "f": False,
+    "s": "cust é ☃ 😀", "e": "", "xs": [{"k": "a", "v": [1, 2]}, {"k": "", "v": []}],
+    "none": [], "o": {"inner": {"deep": ["p", "q"]}},
+}
+
+BACK = {
+    "n": 2**63 - 1, "neg": -(2**63), "big": -9007199254740993, "x": 1e300, "y": -0.0,
+    "t": False, "f": True, "s": "ünïcode ☃ 😀\n\"q\"", "e": "x" * 1000,
+    "xs": [{"k": "b" * 70, "v": list(range(300))}] * 3, "none": [],
+    "o": {"inner": {"deep": ["", "é"]}},
+}
+
+
+def kinds(v):
+    """v with each scalar's type beside it (1 and 1.0 and True differ)."""
+    if isinstance(v, dict):
+        return {k: kinds(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [kinds(x) for x in v]
+    return (type(v).__name__, v)
+
+
+def test_values_of_every_kind_cross_both_ways_exactly():
+    seen = []
+
+    def echo(arg):
+        seen.append(arg)
+        return BACK
+
+    for _ in range(3):
+        r = lt.run(ECHO, tools={"echo": echo})
+        assert kinds(r.value) == kinds(BACK)
+    assert all(kinds(a) == kinds(SENT) for a in seen) and len(seen) == 3
+
+
+def test_a_tuple_and_a_dict_subclass_cross_as_an_array_and_an_object():
+    class Row(dict):
+        pass
+
+    def echo(arg):
+        return Row({**BACK, "xs": tuple(Row(x) for x in BACK["xs"]), "o": Row(BACK["o"])})
+
+    assert kinds(lt.run(ECHO, tools={"echo": echo}).value) == kinds(BACK)
+
+
+def test_a_result_that_is_not_json_names_its_place():
+    r = lt.run(ECHO, tools={"echo": lambda a: {**BACK, "xs": [{"k": "a", "v": [1, {2}]}]}})
+    assert 'result["xs"][0]["v"][1]: a set is not JSON' in r.value["s"]
+    r = lt.run(ECHO, tools={"echo": lambda a: {**BACK, "o": {"inner": {3: "x"}}}})
+    assert 'result["o"]["inner"]: the key 3 is a int, not a str' in r.value["s"]
+    r = lt.run(ECHO, tools={"echo": lambda a: {**BACK, "n": 2**64}})
+    assert 'result["n"]: the integer 18446744073709551616 does not fit in 64 bits' in r.value["s"]
