@@ -8,14 +8,22 @@ use super::{ListQuery, SessionRecord, SessionStatus};
 use crate::log::StoreError;
 
 /// The `WHERE … ORDER BY` of [`ServerStore::unfinished`](super::ServerStore::unfinished):
-/// every session whose status is not final, oldest first.
-pub fn unfinished() -> String {
+/// every session whose status is not final, oldest first; by `d`'s
+/// table of them when it keeps one.
+pub fn unfinished(d: &Dialect) -> String {
     let open: Vec<String> = SessionStatus::ALL
         .iter()
         .filter(|s| !s.is_final())
         .map(|s| format!("'{}'", s.as_str()))
         .collect();
-    format!("status IN ({}) ORDER BY created_ms, id", open.join(", "))
+    let among = d
+        .open
+        .map(|ids| format!("id IN ({ids}) AND "))
+        .unwrap_or_default();
+    format!(
+        "{among}status IN ({}) ORDER BY created_ms, id",
+        open.join(", ")
+    )
 }
 
 /// One page of `q` with the damaged rows left out, read on past them: a
@@ -73,16 +81,23 @@ impl Arg {
 pub struct Dialect {
     /// The `n`th parameter (1-based): `?n` or `$n`.
     pub param: fn(usize) -> String,
+    /// A query of the ids of the sessions whose status is not final, when
+    /// the store keeps them apart (its `status` in no index): a filter by
+    /// an open status reads those, not every session of the tenant.
+    pub open: Option<&'static str>,
 }
 
-/// SQLite: `?n`.
+/// SQLite: `?n`; `status` is indexed.
 pub const SQLITE: Dialect = Dialect {
     param: |n| format!("?{n}"),
+    open: None,
 };
 
-/// PostgreSQL: `$n`.
+/// PostgreSQL: `$n`; the unfinished sessions in a table of their own
+/// (postgres/schema.rs, version 6).
 pub const POSTGRES: Dialect = Dialect {
     param: |n| format!("${n}"),
+    open: Some("SELECT u.session FROM unfinished u"),
 };
 
 /// The filter of `q` over table `sessions`, newest first, with its
@@ -97,11 +112,15 @@ pub fn filter(q: &ListQuery, d: &Dialect) -> (String, Vec<Arg>) {
             sql.push_str(&clause((d.param)(args.len())));
         };
     if let Some(status) = q.status {
+        let among = match d.open {
+            Some(ids) if !status.is_final() => format!("id IN ({ids}) AND "),
+            _ => String::new(),
+        };
         and(
             &mut sql,
             &mut args,
             Arg::Text(status.as_str().into()),
-            &|p| format!("status = {p}"),
+            &|p| format!("{among}status = {p}"),
         );
     }
     if let Some(profile) = &q.profile {
