@@ -85,19 +85,25 @@ pub struct Dialect {
     /// the store keeps them apart (its `status` in no index): a filter by
     /// an open status reads those, not every session of the tenant.
     pub open: Option<&'static str>,
+    /// Likewise, the ids of the tenant's failed and cancelled sessions:
+    /// `{}` in place of the status asked for (a parameter), the tenant
+    /// the filter's first parameter.
+    pub stopped: Option<&'static str>,
 }
 
 /// SQLite: `?n`; `status` is indexed.
 pub const SQLITE: Dialect = Dialect {
     param: |n| format!("?{n}"),
     open: None,
+    stopped: None,
 };
 
-/// PostgreSQL: `$n`; the unfinished sessions in a table of their own
-/// (postgres/schema.rs, version 6).
+/// PostgreSQL: `$n`; the unfinished sessions, and the failed and
+/// cancelled ones, in tables of their own (postgres/schema.rs, version 6).
 pub const POSTGRES: Dialect = Dialect {
     param: |n| format!("${n}"),
     open: Some("SELECT u.session FROM unfinished u"),
+    stopped: Some("SELECT x.session FROM stopped x WHERE x.tenant = $1 AND x.status = {}"),
 };
 
 /// The filter of `q` over table `sessions`, newest first, with its
@@ -112,15 +118,20 @@ pub fn filter(q: &ListQuery, d: &Dialect) -> (String, Vec<Arg>) {
             sql.push_str(&clause((d.param)(args.len())));
         };
     if let Some(status) = q.status {
-        let among = match d.open {
-            Some(ids) if !status.is_final() => format!("id IN ({ids}) AND "),
+        // Where the store keeps them apart, the ids of that status first:
+        // by index, not every session of the tenant filtered.
+        let among = |p: &str| match (d.open, d.stopped, status) {
+            (Some(ids), _, s) if !s.is_final() => format!("id IN ({ids}) AND "),
+            (_, Some(ids), SessionStatus::Failed | SessionStatus::Cancelled) => {
+                format!("id IN ({}) AND ", ids.replace("{}", p))
+            }
             _ => String::new(),
         };
         and(
             &mut sql,
             &mut args,
             Arg::Text(status.as_str().into()),
-            &|p| format!("{among}status = {p}"),
+            &|p| format!("{}status = {p}", among(&p)),
         );
     }
     if let Some(profile) = &q.profile {

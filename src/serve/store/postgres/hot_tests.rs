@@ -1,9 +1,10 @@
 //! Tests of schema version 6 against a real server (`LT_TEST_POSTGRES_URL`,
 //! skipped when unset): a session's status update is a HOT update (no
 //! index of `sessions` holds a column it sets), the `unfinished` table
-//! holds exactly the sessions whose status is not final through the
-//! writer's statements, the lists by status and `unfinished()` answer
-//! from it, and a version 5 database with sessions is migrated.
+//! holds exactly the sessions whose status is not final and `stopped`
+//! the failed and cancelled ones through the writer's statements, the
+//! lists by status and `unfinished()` answer from them, and a version 5
+//! database with sessions is migrated.
 
 use super::super::{ListQuery, NewSession, ServerStore, SessionStatus};
 use super::schema::migrate_to;
@@ -46,6 +47,15 @@ fn unfinished_rows(c: &mut Client) -> Vec<String> {
         .expect("unfinished")
         .iter()
         .map(|r| r.get(0))
+        .collect()
+}
+
+/// The rows of `stopped`: (session, status).
+fn stopped_rows(c: &mut Client) -> Vec<(String, String)> {
+    c.query("SELECT session, status FROM stopped ORDER BY session", &[])
+        .expect("stopped")
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
         .collect()
 }
 
@@ -93,6 +103,7 @@ fn pg_a_status_update_is_hot_and_keeps_the_unfinished_sessions() {
         .set_status(&id(3), SessionStatus::Running, None, 1)
         .is_err());
     assert_eq!(unfinished_rows(&mut c), [id(2)]);
+    assert_eq!(stopped_rows(&mut c), [(id(3), "failed".to_string())]);
     assert_eq!(list(&store, Some(SessionStatus::WaitingClient)), [id(2)]);
     assert_eq!(
         list(&store, Some(SessionStatus::Running)),
@@ -100,6 +111,10 @@ fn pg_a_status_update_is_hot_and_keeps_the_unfinished_sessions() {
     );
     assert_eq!(list(&store, Some(SessionStatus::Ended)), [id(1)]);
     assert_eq!(list(&store, Some(SessionStatus::Failed)), [id(3)]);
+    assert_eq!(
+        list(&store, Some(SessionStatus::Cancelled)),
+        Vec::<String>::new()
+    );
     assert_eq!(list(&store, None), [id(3), id(2), id(1)]);
     let open_ones: Vec<String> = store
         .unfinished()
@@ -172,6 +187,7 @@ fn pg_a_version_5_database_is_migrated_with_its_unfinished_sessions() {
     assert_eq!(version, SCHEMA_VERSION);
     assert_eq!(indexes_on_updated_columns(&mut c), Vec::<String>::new());
     assert_eq!(unfinished_rows(&mut c), [id(2), id(4)]);
+    assert_eq!(stopped_rows(&mut c), [(id(3), "failed".to_string())]);
     let open_ones: Vec<String> = store
         .unfinished()
         .expect("unfinished")
@@ -181,11 +197,19 @@ fn pg_a_version_5_database_is_migrated_with_its_unfinished_sessions() {
     assert_eq!(open_ones, [id(2), id(4)]);
     assert_eq!(list(&store, Some(SessionStatus::Running)), [id(2)]);
     assert_eq!(list(&store, Some(SessionStatus::Ended)), [id(1)]);
+    assert_eq!(list(&store, Some(SessionStatus::Failed)), [id(3)]);
     // A migrated open session ends as a new one does.
     store
         .set_status(&id(4), SessionStatus::Cancelled, None, 0)
         .expect("cancel");
     assert_eq!(unfinished_rows(&mut c), [id(2)]);
+    assert_eq!(
+        stopped_rows(&mut c),
+        [
+            (id(3), "failed".to_string()),
+            (id(4), "cancelled".to_string())
+        ]
+    );
     assert_eq!(list(&store, Some(SessionStatus::Cancelled)), [id(4)]);
     let fillfactor: Vec<String> = c
         .query_one(

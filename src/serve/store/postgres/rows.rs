@@ -13,7 +13,8 @@
 //!                  not final and the lease is at the epoch held (a HOT
 //!                  update: no index holds what it sets, schema.rs version
 //!                  6); the `unfinished` rows of those it made final
-//!                  deleted; per request:
+//!                  deleted, a `stopped` row for a failed or cancelled
+//!                  one inserted; per request:
 //!                  the lease's epoch, whether it changed, the status before
 //!   a batch setting one session's status twice: one statement per run of
 //!   requests with distinct sessions, in order
@@ -81,9 +82,12 @@ const SET_STATUS: &str = "WITH i AS (SELECT * FROM unnest($1::text[], $2::text[]
                   calls = i.calls, updated_ms = i.at_ms \
            FROM i WHERE s.id = i.id AND s.status NOT IN ('ended', 'failed', 'cancelled') \
              AND NOT EXISTS (SELECT 1 FROM l WHERE l.session = i.id AND l.epoch <> i.epoch) \
-           RETURNING s.id, s.status), \
+           RETURNING s.id, s.status, s.tenant, s.created_ms), \
      f AS (DELETE FROM unfinished f USING u \
-           WHERE f.session = u.id AND u.status IN ('ended', 'failed', 'cancelled')) \
+           WHERE f.session = u.id AND u.status IN ('ended', 'failed', 'cancelled')), \
+     x AS (INSERT INTO stopped (session, tenant, status, created_ms) \
+           SELECT u.id, u.tenant, u.status, u.created_ms FROM u \
+           WHERE u.status IN ('failed', 'cancelled')) \
      SELECT l.epoch, l.owner, EXISTS (SELECT 1 FROM u WHERE u.id = i.id), \
             (SELECT s.status FROM sessions s WHERE s.id = i.id) \
      FROM i LEFT JOIN l ON l.session = i.id ORDER BY i.n";

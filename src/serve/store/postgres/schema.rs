@@ -49,6 +49,11 @@
 //!   and deleted by the update that makes its status final, in the same
 //!   statements (rows.rs); the claim, `unfinished()` and a list by an
 //!   open status read it; the migration fills it from `sessions`
+//! stopped (session PK, tenant, status, created_ms)
+//!   index (tenant, status, created_ms DESC, session DESC)
+//!   the sessions that failed or were cancelled, inserted by the update
+//!   that sets that status: a list by one of them reads it; a list of the
+//!   ended ones (most sessions) reads the tenant's index and filters
 //! ```
 //!
 //! Why version 4: a row trigger in PL/pgSQL ran three queries per event
@@ -63,7 +68,8 @@
 //! entry in each of the table's six indexes, twice per session with the
 //! insert; a HOT update writes none, and the `unfinished` row costs one
 //! insert and one delete of a narrow row (docs/performance.md, run 6).
-//! A list by a final status reads the tenant's index and filters.
+//! An ended session costs no row of `stopped`; a failed or cancelled one
+//! (rare) one insert.
 //!
 //! Invariant: a database whose version is newer than [`SCHEMA_VERSION`]
 //! is refused and never written; a schema that holds `sessions` or
@@ -328,6 +334,18 @@ CREATE INDEX unfinished_by_age ON unfinished (created_ms, session);
 INSERT INTO unfinished (session, created_ms)
     SELECT id, created_ms FROM sessions
     WHERE status NOT IN ('ended', 'failed', 'cancelled');
+-- The sessions that failed or were cancelled (rare), for a list by those
+-- statuses; a list of the ended ones reads the tenant's index and filters.
+CREATE TABLE stopped (
+    session    text PRIMARY KEY,
+    tenant     text NOT NULL,
+    status     text NOT NULL,
+    created_ms bigint NOT NULL
+);
+CREATE INDEX stopped_by_tenant ON stopped (tenant, status, created_ms DESC, session DESC);
+INSERT INTO stopped (session, tenant, status, created_ms)
+    SELECT id, tenant, status, created_ms FROM sessions
+    WHERE status IN ('failed', 'cancelled');
 "#,
 ];
 

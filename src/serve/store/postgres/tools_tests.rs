@@ -85,6 +85,7 @@ fn pg_a_version_2_database_is_migrated_and_its_tools_indexed() {
     let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
     c.batch_execute(
         "DROP TABLE unfinished;
+         DROP TABLE stopped;
          DROP TABLE followers;
          DROP FUNCTION lt_proposed_tool(text);
          DROP TABLE session_tools;
