@@ -94,10 +94,11 @@ def time_wal_flushes(db_url):
 
 
 def wal(server_url):
-    """The cluster's WAL flushes so far: (count, milliseconds timed)."""
-    row = psql(server_url, "SELECT wal_sync, wal_sync_time FROM pg_stat_wal")
+    """The cluster's WAL flushes so far: (count, milliseconds timed, bytes
+    written)."""
+    row = psql(server_url, "SELECT wal_sync, wal_sync_time, wal_bytes FROM pg_stat_wal")
     try:
-        return int(row[0]), float(row[1])
+        return int(row[0]), float(row[1]), int(row[2])
     except (TypeError, ValueError, IndexError):
         return None
 
@@ -109,7 +110,7 @@ def wal_spent(before, after, wall):
         return {}
     n, ms = after[0] - before[0], after[1] - before[1]
     return {"wal_flushes_per_s": round(n / wall, 1), "wal_flush_ms": round(ms / n, 2) if n else None,
-            "wal_flush_busy": round(ms / 1000 / wall, 2)}
+            "wal_flush_busy": round(ms / 1000 / wall, 2), "wal_bytes": after[2] - before[2]}
 
 
 def split(total, n):
@@ -153,15 +154,23 @@ def bench_lt_workers(opts, lt, load_bin, server_url, n, pm):
                 rec["failed"] = (err.strip() or f"exit {p.returncode}")[-400:]
             recs.append(rec)
         pg, wal1, wall = spent(pg0, cluster_cpu(pm)), wal(server_url), time.time() - t0
-        return summed("lt-pg", n, recs, before, pg, wall,
-                      server=sum(r.get("server_cpu_s") or 0 for r in recs),
-                      client=sum(r.get("client_cpu_s") or 0 for r in recs),
-                      wal_use=wal_spent(wal0, wal1, wall))
+        rec = summed("lt-pg", n, recs, before, pg, wall,
+                     server=sum(r.get("server_cpu_s") or 0 for r in recs),
+                     client=sum(r.get("client_cpu_s") or 0 for r in recs),
+                     wal_use=wal_spent(wal0, wal1, wall))
     finally:
         for server in servers:
             S.stop(server)
         for log in logs:
             log.close()
+    # The sessions table's updates, and how many were HOT (no new index
+    # entry), counted by PostgreSQL once the workers' backends are gone.
+    time.sleep(1)
+    row = psql(store, "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'sessions'")
+    if row and len(row) == 2:
+        rec["sessions_updates"], rec["sessions_hot_updates"] = int(row[0]), int(row[1])
+        S.say(f"  sessions table: {row[0]} updates, {row[1]} HOT")
+    return rec
 
 
 def bench_dbos_procs(opts, server_url, n, pm):
@@ -215,13 +224,23 @@ def summed(engine, n, recs, before, pg_cpu, wall, server, client, wal_use):
         "machine_before": before, "machine_after": S.machine(),
         **wal_use,
     }
+    done = rec["sessions"]
+    if done:
+        # What one session cost: CPU (ms) of the engine and of PostgreSQL,
+        # and the WAL it wrote (KB; the cluster's, this window only).
+        rec["engine_ms_per_session"] = round(server * 1000 / done, 3)
+        rec["postgres_ms_per_session"] = round(pg_cpu * 1000 / done, 3)
+        if wal_use.get("wal_bytes") is not None:
+            rec["wal_kb_per_session"] = round(wal_use["wal_bytes"] / 1024 / done, 2)
     failed = [r["failed"] for r in recs if r.get("failed")]
     if failed:
         rec["failed"] = "; ".join(failed)[:800]
     S.say(f"  {engine} ×{n}: {rec.get('failed') or str(rec['sessions_per_s']) + ' sessions/s'}, "
           f"p50 {rec['p50_ms']} ms; cores: engine {rec['engine_cores']}, client {rec['client_cores']}, "
           f"postgres {rec['postgres_cores']}; WAL flushes {rec.get('wal_flushes_per_s')}/s, "
-          f"{rec.get('wal_flush_ms')} ms each  [load {before['load']} → {rec['machine_after']['load']}]")
+          f"{rec.get('wal_flush_ms')} ms each; per session: engine {rec.get('engine_ms_per_session')} ms, "
+          f"postgres {rec.get('postgres_ms_per_session')} ms, WAL {rec.get('wal_kb_per_session')} KB"
+          f"  [load {before['load']} → {rec['machine_after']['load']}]")
     return rec
 
 

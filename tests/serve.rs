@@ -1255,10 +1255,10 @@ fn postgres_migrate_only_then_a_newer_schema_or_a_wrong_password_is_refused() {
     let url = Backend::Postgres.store(&s, "pg_migrate");
     let (code, err) = serve_exit(&s, &["--store", &url, "--migrate-only"]);
     assert_eq!(code, 0, "{err}");
-    assert!(err.contains("schema migrated from version 0 to 5"), "{err}");
+    assert!(err.contains("schema migrated from version 0 to 6"), "{err}");
     let (code, err) = serve_exit(&s, &["--store", &url, "--migrate-only"]);
     assert_eq!(code, 0, "{err}");
-    assert!(err.contains("at schema version 5 (nothing to do)"), "{err}");
+    assert!(err.contains("at schema version 6 (nothing to do)"), "{err}");
     let mut c = ::postgres::Client::connect(&url, ::postgres::NoTls).expect("connect");
     c.execute("UPDATE lt_schema SET version = version + 1", &[])
         .expect("bump");

@@ -8,14 +8,22 @@ use super::{ListQuery, SessionRecord, SessionStatus};
 use crate::log::StoreError;
 
 /// The `WHERE … ORDER BY` of [`ServerStore::unfinished`](super::ServerStore::unfinished):
-/// every session whose status is not final, oldest first.
-pub fn unfinished() -> String {
+/// every session whose status is not final, oldest first; by `d`'s
+/// table of them when it keeps one.
+pub fn unfinished(d: &Dialect) -> String {
     let open: Vec<String> = SessionStatus::ALL
         .iter()
         .filter(|s| !s.is_final())
         .map(|s| format!("'{}'", s.as_str()))
         .collect();
-    format!("status IN ({}) ORDER BY created_ms, id", open.join(", "))
+    let among = d
+        .open
+        .map(|ids| format!("id IN ({ids}) AND "))
+        .unwrap_or_default();
+    format!(
+        "{among}status IN ({}) ORDER BY created_ms, id",
+        open.join(", ")
+    )
 }
 
 /// One page of `q` with the damaged rows left out, read on past them: a
@@ -73,16 +81,29 @@ impl Arg {
 pub struct Dialect {
     /// The `n`th parameter (1-based): `?n` or `$n`.
     pub param: fn(usize) -> String,
+    /// A query of the ids of the sessions whose status is not final, when
+    /// the store keeps them apart (its `status` in no index): a filter by
+    /// an open status reads those, not every session of the tenant.
+    pub open: Option<&'static str>,
+    /// Likewise, the ids of the tenant's failed and cancelled sessions:
+    /// `{}` in place of the status asked for (a parameter), the tenant
+    /// the filter's first parameter.
+    pub stopped: Option<&'static str>,
 }
 
-/// SQLite: `?n`.
+/// SQLite: `?n`; `status` is indexed.
 pub const SQLITE: Dialect = Dialect {
     param: |n| format!("?{n}"),
+    open: None,
+    stopped: None,
 };
 
-/// PostgreSQL: `$n`.
+/// PostgreSQL: `$n`; the unfinished sessions, and the failed and
+/// cancelled ones, in tables of their own (postgres/schema.rs, version 6).
 pub const POSTGRES: Dialect = Dialect {
     param: |n| format!("${n}"),
+    open: Some("SELECT u.session FROM unfinished u"),
+    stopped: Some("SELECT x.session FROM stopped x WHERE x.tenant = $1 AND x.status = {}"),
 };
 
 /// The filter of `q` over table `sessions`, newest first, with its
@@ -97,11 +118,20 @@ pub fn filter(q: &ListQuery, d: &Dialect) -> (String, Vec<Arg>) {
             sql.push_str(&clause((d.param)(args.len())));
         };
     if let Some(status) = q.status {
+        // Where the store keeps them apart, the ids of that status first:
+        // by index, not every session of the tenant filtered.
+        let among = |p: &str| match (d.open, d.stopped, status) {
+            (Some(ids), _, s) if !s.is_final() => format!("id IN ({ids}) AND "),
+            (_, Some(ids), SessionStatus::Failed | SessionStatus::Cancelled) => {
+                format!("id IN ({}) AND ", ids.replace("{}", p))
+            }
+            _ => String::new(),
+        };
         and(
             &mut sql,
             &mut args,
             Arg::Text(status.as_str().into()),
-            &|p| format!("status = {p}"),
+            &|p| format!("{}status = {p}", among(&p)),
         );
     }
     if let Some(profile) = &q.profile {

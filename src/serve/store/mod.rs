@@ -34,9 +34,10 @@
 /// through `readable_records` (damaged rows left out, `damage.rs`).
 /// Expands inside `impl ServerStore for T` where `T: LogReads` has an
 /// inherent `queue()` returning a [`queue::Queue`], an inherent
-/// `readable_records(filter, args)` and a `shared: Arc<Shared>` field.
+/// `readable_records(filter, args)` and a `shared: Arc<Shared>` field;
+/// `$dialect` names its SQL's [`list::Dialect`] (`SQLITE`, `POSTGRES`).
 macro_rules! queued_store_methods {
-    () => {
+    ($dialect:ident) => {
         fn create_minted(
             &self,
             id: &str,
@@ -98,7 +99,10 @@ macro_rules! queued_store_methods {
         fn unfinished(
             &self,
         ) -> Result<Vec<$crate::serve::store::SessionRecord>, $crate::log::StoreError> {
-            self.readable_records(&$crate::serve::store::list::unfinished(), Vec::new())
+            self.readable_records(
+                &$crate::serve::store::list::unfinished(&$crate::serve::store::list::$dialect),
+                Vec::new(),
+            )
         }
     };
 }

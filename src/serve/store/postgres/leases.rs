@@ -13,7 +13,7 @@
 //!   let go: sessions ended or abandoned here: owner NULL, expires -infinity
 //!           (abandoned ones are taken over at once by another worker)
 //!   claim:  UPDATE leases SET owner = me, epoch = epoch + 1, expires = now + lease
-//!           FROM (SELECT … unfinished sessions whose lease expired, or whose
+//!           FROM (SELECT … `unfinished` sessions whose lease expired, or whose
 //!                 owner's lease connection is gone … FOR UPDATE OF l SKIP LOCKED)
 //!           ── claimed(records): the hub resumes them from the log
 //!   mailbox: SELECT … FROM mailbox WHERE session is held ORDER BY id
@@ -275,21 +275,21 @@ impl Leases {
             return Ok(0);
         }
         let limit = i64::try_from(room.min(64)).unwrap_or(64);
-        let sql = format!(
-            "WITH c AS (SELECT l.session FROM leases l JOIN sessions s ON s.id = l.session \
-               WHERE s.status NOT IN {FINAL} \
-                 AND (l.expires < clock_timestamp() \
+        // The unfinished sessions by their table (schema.rs, version 6):
+        // oldest first, by index, never reading `sessions`.
+        let sql =
+            "WITH c AS (SELECT l.session FROM leases l JOIN unfinished s ON s.session = l.session \
+               WHERE (l.expires < clock_timestamp() \
                       OR (l.owner IS NOT NULL AND l.owner <> $1 \
                           AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a \
                                           WHERE a.application_name = 'lt-worker-' || l.owner))) \
-               ORDER BY s.created_ms, s.id LIMIT $3 \
+               ORDER BY s.created_ms, s.session LIMIT $3 \
                FOR UPDATE OF l SKIP LOCKED) \
              UPDATE leases l SET owner = $1, epoch = l.epoch + 1, \
                expires = clock_timestamp() + $2::bigint * interval '1 millisecond' \
-             FROM c WHERE l.session = c.session RETURNING l.session, l.epoch"
-        );
+             FROM c WHERE l.session = c.session RETURNING l.session, l.epoch";
         let claimed: Vec<(String, i64)> = c
-            .query(&sql, &[&self.worker.id, &self.worker.lease_ms, &limit])?
+            .query(sql, &[&self.worker.id, &self.worker.lease_ms, &limit])?
             .iter()
             .map(|r| (r.get(0), r.get(1)))
             .collect();

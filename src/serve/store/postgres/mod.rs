@@ -41,6 +41,8 @@ mod checks_tests;
 #[cfg(test)]
 mod followers_tests;
 #[cfg(test)]
+mod hot_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_cut;
@@ -372,7 +374,7 @@ impl LogReads for PostgresStore {
 }
 
 impl ServerStore for PostgresStore {
-    queued_store_methods!();
+    queued_store_methods!(POSTGRES);
 
     fn create_session(&self, s: &NewSession) -> Result<Created, StoreError> {
         self.hold_new(&s.id);

@@ -4,12 +4,17 @@
 //! ```text
 //! create_sessions: INSERT INTO sessions … SELECT … FROM unnest(…) ORDER BY n
 //!                  ON CONFLICT DO NOTHING, and the inserted ones' lease rows
-//!                  (this worker, epoch 1) in the same statement
+//!                  (this worker, epoch 1) and `unfinished` rows in the
+//!                  same statement
 //!   not inserted: the tenant's session of that idempotency key (Existing),
 //!                 else the id is taken (Conflict); a statement each, rare
 //! set_statuses:    the lease rows of the sessions held under an epoch, FOR KEY
 //!                  SHARE; UPDATE sessions … FROM unnest(…) where the status is
-//!                  not final and the lease is at the epoch held; per request:
+//!                  not final and the lease is at the epoch held (a HOT
+//!                  update: no index holds what it sets, schema.rs version
+//!                  6); the `unfinished` rows of those it made final
+//!                  deleted, a `stopped` row for a failed or cancelled
+//!                  one inserted; per request:
 //!                  the lease's epoch, whether it changed, the status before
 //!   a batch setting one session's status twice: one statement per run of
 //!   requests with distinct sessions, in order
@@ -57,10 +62,11 @@ const CREATE: &str = "WITH i AS (SELECT * FROM unnest($1::text[], $2::text[], $3
                                  created_ms, updated_ms, output, calls) \
            SELECT id, tenant, profile, $7::text, request, key, created, created, NULL, 0 \
            FROM i ORDER BY n \
-           ON CONFLICT DO NOTHING RETURNING id), \
+           ON CONFLICT DO NOTHING RETURNING id, created_ms), \
      l AS (INSERT INTO leases (session, owner, epoch, expires) \
            SELECT id, $8::text, 1, clock_timestamp() + $9::bigint * interval '1 millisecond' \
-           FROM s ON CONFLICT (session) DO NOTHING) \
+           FROM s ON CONFLICT (session) DO NOTHING), \
+     o AS (INSERT INTO unfinished (session, created_ms) SELECT id, created_ms FROM s) \
      SELECT id FROM s";
 
 /// The statuses with their fences, in one statement. A final status is
@@ -76,7 +82,12 @@ const SET_STATUS: &str = "WITH i AS (SELECT * FROM unnest($1::text[], $2::text[]
                   calls = i.calls, updated_ms = i.at_ms \
            FROM i WHERE s.id = i.id AND s.status NOT IN ('ended', 'failed', 'cancelled') \
              AND NOT EXISTS (SELECT 1 FROM l WHERE l.session = i.id AND l.epoch <> i.epoch) \
-           RETURNING s.id) \
+           RETURNING s.id, s.status, s.tenant, s.created_ms), \
+     f AS (DELETE FROM unfinished f USING u \
+           WHERE f.session = u.id AND u.status IN ('ended', 'failed', 'cancelled')), \
+     x AS (INSERT INTO stopped (session, tenant, status, created_ms) \
+           SELECT u.id, u.tenant, u.status, u.created_ms FROM u \
+           WHERE u.status IN ('failed', 'cancelled')) \
      SELECT l.epoch, l.owner, EXISTS (SELECT 1 FROM u WHERE u.id = i.id), \
             (SELECT s.status FROM sessions s WHERE s.id = i.id) \
      FROM i LEFT JOIN l ON l.session = i.id ORDER BY i.n";

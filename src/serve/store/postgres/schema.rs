@@ -38,6 +38,22 @@
 //!   followers (session, worker, PRIMARY KEY (session, worker)): the
 //!   sessions a stream on another worker follows; a batch sends its
 //!   `lt_events` notice only for those (followers.rs)
+//! version 6 (a session's final update is HOT):
+//!   indexes sessions_by_tenant_status, sessions_by_status and
+//!   sessions_unfinished dropped: no index of `sessions` holds a column
+//!   a status update sets (status, output, calls, updated_ms), so
+//!   PostgreSQL updates the row in place on its page (a heap-only
+//!   tuple: no new index entry); fillfactor 50 leaves the page room
+//! unfinished (session PK, created_ms)      index (created_ms, session)
+//!   the sessions whose status is not final: inserted with the session
+//!   and deleted by the update that makes its status final, in the same
+//!   statements (rows.rs); the claim, `unfinished()` and a list by an
+//!   open status read it; the migration fills it from `sessions`
+//! stopped (session PK, tenant, status, created_ms)
+//!   index (tenant, status, created_ms DESC, session DESC)
+//!   the sessions that failed or were cancelled, inserted by the update
+//!   that sets that status: a list by one of them reads it; a list of the
+//!   ended ones (most sessions) reads the tenant's index and filters
 //! ```
 //!
 //! Why version 4: a row trigger in PL/pgSQL ran three queries per event
@@ -46,6 +62,14 @@
 //! session (docs/performance.md). The guarantees are the same: the
 //! statement that breaks the chain or is fenced fails whole, before its
 //! transaction can commit.
+//!
+//! Why version 6: the update that ended a session changed `status`, which
+//! three indexes held (one in its predicate), so PostgreSQL wrote a new
+//! entry in each of the table's six indexes, twice per session with the
+//! insert; a HOT update writes none, and the `unfinished` row costs one
+//! insert and one delete of a narrow row (docs/performance.md, run 6).
+//! An ended session costs no row of `stopped`; a failed or cancelled one
+//! (rare) one insert.
 //!
 //! Invariant: a database whose version is newer than [`SCHEMA_VERSION`]
 //! is refused and never written; a schema that holds `sessions` or
@@ -58,7 +82,7 @@ use postgres::error::SqlState;
 use postgres::Client;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i32 = 5;
+pub const SCHEMA_VERSION: i32 = 6;
 
 /// The SQLSTATE the chain trigger raises.
 pub const CHAIN_BROKEN: &str = "LT001";
@@ -71,7 +95,7 @@ pub const FENCED: &str = "LT002";
 const MIGRATION_LOCK: i64 = 0x6c74_0001;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 5] = [
+const MIGRATIONS: [&str; 6] = [
     r#"
 CREATE TABLE sessions (
     id              text PRIMARY KEY,
@@ -291,6 +315,37 @@ CREATE TABLE followers (
     worker  text NOT NULL,
     PRIMARY KEY (session, worker)
 );
+"#,
+    r#"
+-- Version 6: a status update touches no index of `sessions` (a HOT
+-- update); the unfinished sessions listed by a table of their own.
+DROP INDEX IF EXISTS sessions_by_tenant_status;
+DROP INDEX IF EXISTS sessions_by_status;
+DROP INDEX IF EXISTS sessions_unfinished;
+-- Half of each page left free for the new versions: the sessions a batch
+-- created together often end together, every row of a page updated by
+-- one statement (at fillfactor 70 about half the updates found no room).
+ALTER TABLE sessions SET (fillfactor = 50);
+CREATE TABLE unfinished (
+    session    text PRIMARY KEY,
+    created_ms bigint NOT NULL
+);
+CREATE INDEX unfinished_by_age ON unfinished (created_ms, session);
+INSERT INTO unfinished (session, created_ms)
+    SELECT id, created_ms FROM sessions
+    WHERE status NOT IN ('ended', 'failed', 'cancelled');
+-- The sessions that failed or were cancelled (rare), for a list by those
+-- statuses; a list of the ended ones reads the tenant's index and filters.
+CREATE TABLE stopped (
+    session    text PRIMARY KEY,
+    tenant     text NOT NULL,
+    status     text NOT NULL,
+    created_ms bigint NOT NULL
+);
+CREATE INDEX stopped_by_tenant ON stopped (tenant, status, created_ms DESC, session DESC);
+INSERT INTO stopped (session, tenant, status, created_ms)
+    SELECT id, tenant, status, created_ms FROM sessions
+    WHERE status IN ('failed', 'cancelled');
 "#,
 ];
 

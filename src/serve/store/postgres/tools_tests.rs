@@ -84,7 +84,8 @@ fn pg_a_version_2_database_is_migrated_and_its_tools_indexed() {
     // Back to schema version 2 as an older lt left it: no index.
     let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
     c.batch_execute(
-        "DROP INDEX sessions_unfinished;
+        "DROP TABLE unfinished;
+         DROP TABLE stopped;
          DROP TABLE followers;
          DROP FUNCTION lt_proposed_tool(text);
          DROP TABLE session_tools;

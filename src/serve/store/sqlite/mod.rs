@@ -334,7 +334,7 @@ impl LogReads for SqliteStore {
 }
 
 impl ServerStore for SqliteStore {
-    queued_store_methods!();
+    queued_store_methods!(SQLITE);
 
     fn create_session(&self, s: &NewSession) -> Result<Created, StoreError> {
         self.queue().create_session(s)
