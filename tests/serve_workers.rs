@@ -49,6 +49,23 @@ fn setup(
     reply_secs: &str,
     accounts: usize,
 ) -> (Scratch, PathBuf, String) {
+    let tools = [
+        ("lookup_account", true, "0"),
+        ("issue_refund", false, "0"),
+        ("send_reply", false, reply_secs),
+    ];
+    setup_tools(name, lease_ms, renew_ms, &tools, accounts)
+}
+
+/// [`setup`] with each tool's `(name, idempotent, seconds its wrapper
+/// sleeps first)`.
+fn setup_tools(
+    name: &str,
+    lease_ms: u64,
+    renew_ms: u64,
+    tool_specs: &[(&str, bool, &str)],
+    accounts: usize,
+) -> (Scratch, PathBuf, String) {
     let s = Scratch::new(name);
     let tools = repo().join("examples/support_desk/tools");
     let db = s.path("acme.db");
@@ -64,11 +81,7 @@ fn setup(
          printf '%s' \"$input\" | exec python3 \"$script\"\n",
     );
     let mut toml = String::new();
-    for (tool, idem, secs) in [
-        ("lookup_account", true, "0"),
-        ("issue_refund", false, "0"),
-        ("send_reply", false, reply_secs),
-    ] {
+    for &(tool, idem, secs) in tool_specs {
         toml.push_str(&format!(
             "[tools.{tool}]\ncommand = [\"sh\", \"{r}\", \"{tool}\", \"{c}\", \"{secs}\", \"{p}\"]\n\
              env = {{ LT_EXAMPLE_DB = \"{d}\" }}\ntimeout_ms = 30000\nidempotent = {idem}\n\n",
@@ -293,6 +306,69 @@ fn a_paused_worker_past_its_lease_is_fenced_by_the_database_and_lets_the_session
         assert_eq!(calls(&s, tool).len(), 1, "{tool} ran once");
     }
     assert_eq!(refunds(&s).get("cust_w0"), Some(&1), "one refund");
+}
+
+#[test]
+fn a_paused_worker_past_its_lease_starts_no_idempotent_call_after_it_wakes() {
+    // An idempotent call's `scheduled` need not commit before the call
+    // starts, but only while the worker knows its lease valid: A, paused
+    // past its lease during the refund, must not start the (idempotent)
+    // reply when it wakes; its append is fenced first, and it lets go.
+    if !Backend::Postgres.available("split_brain_idempotent") {
+        return;
+    }
+    let tool_specs = [
+        ("lookup_account", true, "0"),
+        ("issue_refund", false, "3"),
+        ("send_reply", true, "0"),
+    ];
+    let (s, config, store) = setup_tools("split_brain_idem", 1500, 300, &tool_specs, 1);
+    let a = Server::start(&config, &store);
+    let id = a.submit(ACME, &program("cust_w0"), "support");
+    let mut stream = a.stream(ACME, &id, None);
+    loop {
+        let v = stream.next_event().expect("the stream goes on").json();
+        if v["kind"] == "scheduled" && v["tool"] == "issue_refund" {
+            break;
+        }
+    }
+    signal(&a, "STOP");
+    let mut c = db(&store);
+    c.batch_execute("SET application_name = 'lt-worker-split-brain-test'")
+        .expect("name");
+    let until = Instant::now() + Duration::from_secs(20);
+    let taken = loop {
+        let row = c
+            .query_opt(
+                "UPDATE leases SET owner = 'split-brain-test', epoch = epoch + 1, \
+                 expires = clock_timestamp() + interval '1 hour' \
+                 WHERE session = (SELECT session FROM leases \
+                                  WHERE session = $1 AND expires < clock_timestamp() \
+                                  FOR UPDATE SKIP LOCKED) \
+                 RETURNING epoch",
+                &[&id],
+            )
+            .expect("claim");
+        if row.is_some() || Instant::now() > until {
+            break row.is_some();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(taken, "A's lease runs out while it is paused");
+    // The refund's tool ends meanwhile (it is not paused); A wakes with its
+    // outcome and goes on to the reply.
+    std::thread::sleep(Duration::from_secs(4));
+    signal(&a, "CONT");
+    wait_stderr(&a, Duration::from_secs(20), "A lets the session go", |t| {
+        t.contains(&format!("session {id}: let go:"))
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(calls(&s, "issue_refund").len(), 1, "the refund ran once");
+    assert_eq!(
+        calls(&s, "send_reply"),
+        Vec::<Value>::new(),
+        "A started the idempotent reply after its lease was taken over"
+    );
 }
 
 #[test]

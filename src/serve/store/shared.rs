@@ -9,6 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::io;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
 use tokio::sync::broadcast;
 
 /// How many commit notices a subscriber may fall behind before it sees
@@ -37,6 +38,12 @@ pub struct Shared {
     pub lost: Mutex<HashSet<String>>,
     /// Damaged session records already named on stderr (`damage.rs`).
     pub damaged: Mutex<HashSet<String>>,
+    /// Until when (this process's clock) every lease held here is known
+    /// to be valid: the start of the last lease round that succeeded plus
+    /// the lease's length (`None`: no round has succeeded, or no leases).
+    /// A sink buffers an idempotent call's `scheduled` only before then
+    /// (`sink.rs`): a worker paused past its lease starts no call.
+    pub held_until: Mutex<Option<Instant>>,
 }
 
 impl Shared {
@@ -52,7 +59,26 @@ impl Shared {
             leases: Mutex::new(HashMap::new()),
             lost: Mutex::new(HashSet::new()),
             damaged: Mutex::new(HashSet::new()),
+            held_until: Mutex::new(None),
         }
+    }
+
+    /// Every lease held here is valid until `until` ([`Shared::held_until`]).
+    pub fn renewed(&self, until: Instant) {
+        *self
+            .held_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(until);
+    }
+
+    /// Whether this worker still holds `session`'s lease at `epoch` and
+    /// the leases are known valid now ([`Shared::held_until`]).
+    pub fn holds_now(&self, session: &str, epoch: i64) -> bool {
+        let until = *self
+            .held_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.epoch_of(session) == epoch && until.is_some_and(|t| Instant::now() < t)
     }
 
     /// The sessions this worker lost ([`Shared::lost`]).

@@ -96,6 +96,14 @@ impl StoreSink {
         }
     }
 
+    /// Whether this worker holds the session's lease, at the epoch its
+    /// events are written under, and knows it valid now.
+    fn lease_now(&self) -> bool {
+        self.claim
+            .as_ref()
+            .is_some_and(|c| c.shared.holds_now(&self.session, self.epoch))
+    }
+
     /// Records `why` as this sink's end and returns it as an error.
     fn break_with(&mut self, why: String) -> io::Error {
         let why = self.stopped().unwrap_or(why);
@@ -112,7 +120,14 @@ impl EventSink for StoreSink {
                 self.session
             )));
         }
-        let commit = commit_point(&body, &self.idempotent) == WriteAhead::Commit;
+        // An idempotent call's `scheduled` is buffered only while this
+        // worker's lease is known valid (always without leases, epoch 0): a
+        // worker paused past its lease commits it, and the database's fence
+        // refuses it before the call starts.
+        let commit = commit_point(&body, &self.idempotent) == WriteAhead::Commit
+            || (self.epoch != 0
+                && matches!(body, EventBody::Scheduled { .. })
+                && !self.lease_now());
         let tool = match &body {
             EventBody::Proposed { tool, .. } => Some(tool.clone()),
             _ => None,

@@ -113,6 +113,11 @@ impl Leases {
             }
             match round.map(|claimed| claimed.is_some()) {
                 Ok(true) => {
+                    // Renewed after `started`: each lease held (and each
+                    // claimed or created since) lasts past this.
+                    let lease =
+                        Duration::from_millis(u64::try_from(self.worker.lease_ms).unwrap_or(0));
+                    self.shared.renewed(started + lease);
                     if complained {
                         eprintln!(
                             "lt serve: worker {}: the store answers again",
