@@ -46,8 +46,9 @@ pub struct Target {
     config: Config,
     /// The URL without its password (and without its query).
     pub name: String,
-    /// The password, to scrub from the driver's messages.
-    password: Option<String>,
+    /// The passwords the URL holds (user info, `password=`), to scrub
+    /// from the driver's messages.
+    password: Vec<String>,
 }
 
 impl std::fmt::Debug for Target {
@@ -60,12 +61,12 @@ impl Target {
     /// Parses `url` (`postgres://` or `postgresql://`). Errors: it is not
     /// a URL the driver reads (a usage error).
     pub fn parse(url: &str) -> Result<Target, OpenError> {
-        let password = url_password(url);
+        let password = url_passwords(url);
         let mut config: Config = url.parse().map_err(|e: postgres::Error| OpenError {
             message: format!(
                 "--store {} is not a PostgreSQL URL the driver reads: {}",
                 redact_url(url),
-                scrub(&e.to_string(), password.as_deref())
+                scrub(&e.to_string(), &password)
             ),
             hint: Some("write postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE".into()),
             usage: true,
@@ -109,7 +110,7 @@ impl Target {
 
     /// `text` without the password.
     pub fn scrub_text(&self, text: &str) -> String {
-        scrub(text, self.password.as_deref())
+        scrub(text, &self.password)
     }
 
     /// The error of a failed connection, with a hint by its cause.
@@ -198,43 +199,44 @@ fn name_of(config: &Config) -> String {
     format!("postgres://{user}{}/{db}", hosts.join(","))
 }
 
-/// The password of a URL, in its user info or its query (`password=`).
-fn url_password(url: &str) -> Option<String> {
+/// Every password a URL holds: in its user info and in each `password=`
+/// of its query (a URL may hold both, and the driver reads one).
+fn url_passwords(url: &str) -> Vec<String> {
+    let mut found = Vec::new();
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let authority = rest.split(['/', '?']).next().unwrap_or("");
     if let Some((userinfo, _)) = authority.rsplit_once('@') {
         if let Some((_, pw)) = userinfo.split_once(':') {
-            if !pw.is_empty() {
-                return Some(pw.to_string());
-            }
+            found.push(pw.to_string());
         }
     }
-    let query = url.split_once('?').map(|(_, q)| q)?;
-    query
-        .split('&')
-        .find_map(|kv| kv.strip_prefix("password="))
-        .filter(|p| !p.is_empty())
-        .map(str::to_string)
-}
-
-/// `url` with its password replaced by `***` (user info and query).
-pub fn redact_url(url: &str) -> String {
-    match url_password(url) {
-        Some(pw) => scrub(url, Some(&pw)),
-        None => url.to_string(),
+    if let Some((_, query)) = url.split_once('?') {
+        found.extend(
+            query
+                .split('&')
+                .filter_map(|kv| kv.strip_prefix("password="))
+                .map(str::to_string),
+        );
     }
+    found.retain(|p| !p.is_empty());
+    found
 }
 
-/// `text` with every occurrence of `password` (and its percent-decoded
-/// form) replaced by `***`.
-fn scrub(text: &str, password: Option<&str>) -> String {
-    let Some(pw) = password.filter(|p| !p.is_empty()) else {
-        return text.to_string();
-    };
-    let mut out = text.replace(pw, "***");
-    let decoded = percent_decode(pw);
-    if !decoded.is_empty() && decoded != pw {
-        out = out.replace(&decoded, "***");
+/// `url` with its passwords replaced by `***` (user info and query).
+pub fn redact_url(url: &str) -> String {
+    scrub(url, &url_passwords(url))
+}
+
+/// `text` with every occurrence of each of `passwords` (and its
+/// percent-decoded form) replaced by `***`.
+fn scrub(text: &str, passwords: &[String]) -> String {
+    let mut out = text.to_string();
+    for pw in passwords.iter().filter(|p| !p.is_empty()) {
+        out = out.replace(pw.as_str(), "***");
+        let decoded = percent_decode(pw);
+        if !decoded.is_empty() && decoded != *pw {
+            out = out.replace(&decoded, "***");
+        }
     }
     out
 }
@@ -280,6 +282,17 @@ mod tests {
         assert!(!format!("{t:?}").contains("s3cr"));
         let q = "postgres://lt@h/db?password=hunter2";
         assert_eq!(redact_url(q), "postgres://lt@h/db?password=***");
+        // Both places at once (break-it pass: the query's was shown).
+        let both = "postgres://lt:S3cret@h/db?password=Other9&sslmode=bogus";
+        assert_eq!(
+            redact_url(both),
+            "postgres://lt:***@h/db?password=***&sslmode=bogus"
+        );
+        let err = Target::parse(both)
+            .err()
+            .map(|e| e.message)
+            .unwrap_or_default();
+        assert!(!err.contains("S3cret") && !err.contains("Other9"), "{err}");
     }
 
     #[test]
