@@ -264,6 +264,15 @@ impl PostgresStore {
 
     /// The rows of the sessions `filter` selects, as stored.
     fn rows(&self, filter: &str, args: Vec<Param>) -> Result<Vec<postgres::Row>, StoreError> {
+        // PostgreSQL's text holds no NUL, so no row matches a value with
+        // one (an id or a filter from a request): none, as on SQLite, not
+        // the server's "invalid byte sequence" error (a 503).
+        if args
+            .iter()
+            .any(|a| matches!(a, Param::Text(s) if s.contains('\0')))
+        {
+            return Ok(Vec::new());
+        }
         let sql = format!(
             "SELECT {} FROM sessions WHERE {filter}",
             schema::RECORD_COLUMNS
