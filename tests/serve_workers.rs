@@ -213,6 +213,33 @@ fn wait_stderr(server: &Server, within: Duration, what: &str, pred: impl Fn(&str
     }
 }
 
+/// Takes session `id`'s lease over once it has run out, as a claim does
+/// (the next epoch, under FOR UPDATE), for an hour: the new epoch, or
+/// `None` if it did not run out within 20 s.
+fn take_over(c: &mut postgres::Client, id: &str) -> Option<i64> {
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let row = c
+            .query_opt(
+                "UPDATE leases SET owner = 'split-brain-test', epoch = epoch + 1, \
+                 expires = clock_timestamp() + interval '1 hour' \
+                 WHERE session = (SELECT session FROM leases \
+                                  WHERE session = $1 AND expires < clock_timestamp() \
+                                  FOR UPDATE SKIP LOCKED) \
+                 RETURNING epoch",
+                &[&id],
+            )
+            .expect("claim");
+        if let Some(r) = row {
+            return Some(r.get(0));
+        }
+        if Instant::now() > until {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn a_paused_worker_past_its_lease_is_fenced_by_the_database_and_lets_the_session_go() {
     if !Backend::Postgres.available("split_brain") {
@@ -236,28 +263,7 @@ fn a_paused_worker_past_its_lease_is_fenced_by_the_database_and_lets_the_session
     // live worker, its connection named as a worker's lease connection.
     c.batch_execute("SET application_name = 'lt-worker-split-brain-test'")
         .expect("name");
-    let until = Instant::now() + Duration::from_secs(20);
-    let taken: Option<i64> = loop {
-        let row = c
-            .query_opt(
-                "UPDATE leases SET owner = 'split-brain-test', epoch = epoch + 1, \
-                 expires = clock_timestamp() + interval '1 hour' \
-                 WHERE session = (SELECT session FROM leases \
-                                  WHERE session = $1 AND expires < clock_timestamp() \
-                                  FOR UPDATE SKIP LOCKED) \
-                 RETURNING epoch",
-                &[&id],
-            )
-            .expect("claim");
-        if let Some(r) = row {
-            break Some(r.get(0));
-        }
-        if Instant::now() > until {
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let epoch = taken.expect("A's lease runs out while it is paused");
+    let epoch = take_over(&mut c, &id).expect("A's lease runs out while it is paused");
     assert_eq!(epoch, 2, "A held the session at epoch 1");
     let before = events_of(&mut c, &id);
     // The reply's tool ends meanwhile (it is not paused); A goes on and
@@ -336,25 +342,10 @@ fn a_paused_worker_past_its_lease_starts_no_idempotent_call_after_it_wakes() {
     let mut c = db(&store);
     c.batch_execute("SET application_name = 'lt-worker-split-brain-test'")
         .expect("name");
-    let until = Instant::now() + Duration::from_secs(20);
-    let taken = loop {
-        let row = c
-            .query_opt(
-                "UPDATE leases SET owner = 'split-brain-test', epoch = epoch + 1, \
-                 expires = clock_timestamp() + interval '1 hour' \
-                 WHERE session = (SELECT session FROM leases \
-                                  WHERE session = $1 AND expires < clock_timestamp() \
-                                  FOR UPDATE SKIP LOCKED) \
-                 RETURNING epoch",
-                &[&id],
-            )
-            .expect("claim");
-        if row.is_some() || Instant::now() > until {
-            break row.is_some();
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    assert!(taken, "A's lease runs out while it is paused");
+    assert!(
+        take_over(&mut c, &id).is_some(),
+        "A's lease runs out while it is paused"
+    );
     // The refund's tool ends meanwhile (it is not paused); A wakes with its
     // outcome and goes on to the reply.
     std::thread::sleep(Duration::from_secs(4));

@@ -9,7 +9,7 @@
 use super::super::{ListQuery, NewSession, ServerStore, SessionStatus};
 use super::schema::migrate_to;
 use super::tests::{database, id, open};
-use super::SCHEMA_VERSION;
+use super::{PostgresStore, SCHEMA_VERSION};
 use postgres::{Client, NoTls};
 use serde_json::json;
 
@@ -116,12 +116,7 @@ fn pg_a_status_update_is_hot_and_keeps_the_unfinished_sessions() {
         Vec::<String>::new()
     );
     assert_eq!(list(&store, None), [id(3), id(2), id(1)]);
-    let open_ones: Vec<String> = store
-        .unfinished()
-        .expect("unfinished")
-        .into_iter()
-        .map(|r| r.id)
-        .collect();
+    let open_ones = unfinished_ids(&store);
     assert_eq!(open_ones, [id(2)]);
     // No index holds what a status update sets: the update is HOT, as
     // this transaction's own statistics count it.
@@ -188,12 +183,7 @@ fn pg_a_version_5_database_is_migrated_with_its_unfinished_sessions() {
     assert_eq!(indexes_on_updated_columns(&mut c), Vec::<String>::new());
     assert_eq!(unfinished_rows(&mut c), [id(2), id(4)]);
     assert_eq!(stopped_rows(&mut c), [(id(3), "failed".to_string())]);
-    let open_ones: Vec<String> = store
-        .unfinished()
-        .expect("unfinished")
-        .into_iter()
-        .map(|r| r.id)
-        .collect();
+    let open_ones = unfinished_ids(&store);
     assert_eq!(open_ones, [id(2), id(4)]);
     assert_eq!(list(&store, Some(SessionStatus::Running)), [id(2)]);
     assert_eq!(list(&store, Some(SessionStatus::Ended)), [id(1)]);
@@ -219,4 +209,14 @@ fn pg_a_version_5_database_is_migrated_with_its_unfinished_sessions() {
         .expect("options")
         .get(0);
     assert_eq!(fillfactor, ["fillfactor=50"]);
+}
+
+/// The ids of the store's unfinished sessions, as `unfinished()` gives them.
+fn unfinished_ids(store: &PostgresStore) -> Vec<String> {
+    store
+        .unfinished()
+        .expect("unfinished")
+        .into_iter()
+        .map(|r| r.id)
+        .collect()
 }
