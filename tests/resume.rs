@@ -190,6 +190,49 @@ fn a_call_cut_short_is_not_run_again_and_its_outcome_is_unknown() {
 }
 
 #[test]
+fn an_idempotent_call_lt_stops_during_each_start_is_not_started_a_fourth_time() {
+    // A poison call: lt stops every time it runs (a tool that kills the
+    // process running it would do the same, on every worker that resumes
+    // it). Run again by each resume, until its log holds MAX_STARTS (3)
+    // starts; then its outcome is unknown and the session goes on.
+    let dir = TempDir::new("restarted");
+    let tools = dir.write(
+        "tools.toml",
+        &dir.tool("slow", r#"{"v": 1}"#, Some("2"), "idempotent = true"),
+    );
+    let program = dir.write("p.lt", ONE_CALL);
+    let log = dir.path("session.jsonl");
+    run_and_kill(
+        &dir.0 .0,
+        &["run", &program, "--executors", &tools, "--log", &log],
+        &[],
+        || dir.runs("slow").len() == 1,
+    );
+    for started in 2..=3 {
+        run_and_kill(
+            &dir.0 .0,
+            &["resume", &log, "--executors", &tools],
+            &[],
+            || dir.runs("slow").len() == started,
+        );
+    }
+    assert_verifies(&dir, &log);
+    let out = lt(&dir, &["resume", &log, "--executors", &tools, "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let value = out.json()["value"].as_str().unwrap_or_default().to_string();
+    assert!(value.starts_with("outcome unknown"), "{value}");
+    assert!(value.contains("started 3 times"), "{value}");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(dir.runs("slow").len(), 3, "not started a fourth time");
+    let k = kinds(&log);
+    assert_eq!(
+        k[k.len() - 4..],
+        ["scheduled", "session_resumed", "failed", "session_ended"]
+    );
+    assert_verifies(&dir, &log);
+}
+
+#[test]
 fn an_idempotent_call_cut_short_runs_again_with_the_same_key() {
     let dir = TempDir::new("idempotent");
     let (out, log) = kill_during_slow(&dir, true);

@@ -65,7 +65,7 @@ impl<H: Host, S: EventSink> ControlPlane<'_, H, S> {
         let mut client = Vec::new();
         let rank = |r: Recorded| match r {
             Recorded::Proposed | Recorded::Decided => 0,
-            Recorded::Scheduled | Recorded::Queued => 1,
+            Recorded::Scheduled | Recorded::Restarted | Recorded::Queued => 1,
             Recorded::Nothing | Recorded::Lost => 2,
         };
         let mut order: Vec<(usize, CallRequest<'_>, Recorded)> = requests

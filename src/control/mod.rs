@@ -187,7 +187,17 @@ pub enum Recorded {
     Queued,
     /// Its `scheduled` event, but no outcome: the call may have started.
     Scheduled,
+    /// Its `scheduled` event [`MAX_STARTS`] times (run again by as many
+    /// resumes), never an outcome: lt stopped during each start, perhaps
+    /// because of the call itself (a tool that kills the process running
+    /// it). Not run again, idempotent or not: its outcome is unknown.
+    Restarted,
 }
+
+/// How many times a call whose outcome is never recorded is started, at
+/// most: a resume runs an idempotent call again until its log holds this
+/// many `scheduled` events for it ([`Recorded::Restarted`]).
+pub const MAX_STARTS: usize = 3;
 
 // Every stage but `Nothing` and `Queued` means the call may have started:
 // `lt` writes a single call's `proposed`, `decided` and `scheduled` together
@@ -438,11 +448,21 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
         let key = named.then(|| self.idempotency_key(&call_id));
         if recorded > Recorded::Nothing
             && recorded != Recorded::Queued
-            && !self.idempotent.contains(request.tool)
+            && (recorded == Recorded::Restarted || !self.idempotent.contains(request.tool))
         {
             // Built: `recorded` is not `Nothing`.
             let key = key.unwrap_or_default();
-            let how = if recorded == Recorded::Scheduled {
+            let why_not = if recorded == Recorded::Restarted {
+                format!("it was started {MAX_STARTS} times, so it was not run again")
+            } else {
+                "the tool is not declared idempotent, so it was not run again".to_string()
+            };
+            let how = if recorded == Recorded::Restarted {
+                format!(
+                    "lt stopped during this call of {} each time it started (the process running it may have died because of it)",
+                    request.tool
+                )
+            } else if recorded == Recorded::Scheduled {
                 format!(
                     "lt stopped after starting this call of {} and before recording how it ended",
                     request.tool
@@ -453,9 +473,7 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
             let outcome: Outcome = Err(ToolFailure {
                 stderr: None,
                 kind: FailureKind::Unknown,
-                message: format!(
-                    "outcome unknown: {how}; the tool is not declared idempotent, so it was not run again (idempotency key {key})"
-                ),
+                message: format!("outcome unknown: {how}; {why_not} (idempotency key {key})"),
             });
             if recording && recorded < Recorded::Scheduled {
                 // What the cut-short line may have said, so that the log

@@ -351,13 +351,18 @@ impl ReplayHost<'_> {
                     }
                     Some(_) => None,
                 };
-                // A call run again after an earlier resume is scheduled twice.
+                // A call run again after an earlier resume is scheduled
+                // again: counted, up to `MAX_STARTS`.
+                let mut starts = 1;
                 while stage == Some(Recorded::Scheduled) {
                     match self.take() {
                         None => break,
-                        Some(EventBody::Scheduled { call_id, .. }) if ours(call_id) => {}
+                        Some(EventBody::Scheduled { call_id, .. }) if ours(call_id) => starts += 1,
                         Some(_) => stage = None,
                     }
+                }
+                if stage == Some(Recorded::Scheduled) && starts >= super::MAX_STARTS {
+                    stage = Some(Recorded::Restarted);
                 }
                 stage
             }
