@@ -61,15 +61,20 @@ fn checked() -> lt::types::CheckedProgram {
         .expect("checked")
 }
 
-/// Runs PROGRAM under `profile`; the value, the tools that really ran, and the events.
-fn session(profile: Profile, answer: Json) -> (Value, Vec<String>, Vec<EventBody>) {
-    let ir = lower(&checked()).expect("lowered");
-    let tools = Tools {
+/// Tools answering `answer` to every call, with keys.
+fn answering(answer: Json) -> Tools {
+    Tools {
         answer,
         ran: Vec::new(),
         keys: Vec::new(),
         keyless: false,
-    };
+    }
+}
+
+/// Runs PROGRAM under `profile`; the value, the tools that really ran, and the events.
+fn session(profile: Profile, answer: Json) -> (Value, Vec<String>, Vec<EventBody>) {
+    let ir = lower(&checked()).expect("lowered");
+    let tools = answering(answer);
     let mut plane = ControlPlane::new(
         tools,
         profile,
@@ -346,4 +351,50 @@ fn profile_errors_have_positions() {
             .expect("ok")
             .is_none()
     );
+}
+
+/// A sink that keeps what it was told of the idempotent tools.
+#[derive(Default)]
+struct ToldTools(Vec<Vec<String>>);
+
+impl lt::log::EventSink for ToldTools {
+    fn append(&mut self, _: EventBody) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn idempotent_tools(&mut self, tools: &std::collections::BTreeSet<String>) {
+        self.0.push(tools.iter().cloned().collect());
+    }
+}
+
+#[test]
+fn a_resumed_session_tells_its_sink_of_no_idempotent_tool() {
+    // Resumed, every call's `scheduled` commits before the call starts, so
+    // that the log counts each start (MAX_STARTS): a buffered one, lost
+    // with the process, would let a call that kills it run on every resume.
+    let ir = lower(&checked()).expect("lowered");
+    let tools = answering(json!({}));
+    let idempotent: std::collections::BTreeSet<String> = ["lookup".to_string()].into();
+    let plane = ControlPlane::new(
+        tools,
+        profile("[profile]\n"),
+        &ir.tools,
+        ToldTools::default(),
+        SESSION.into(),
+    )
+    .with_tool_traits(Default::default(), idempotent);
+    let fresh = plane.into_sink().0;
+    assert_eq!(fresh, vec![vec!["lookup".to_string()]]);
+    let tools = answering(json!({}));
+    let idempotent: std::collections::BTreeSet<String> = ["lookup".to_string()].into();
+    let plane = ControlPlane::new(
+        tools,
+        profile("[profile]\n"),
+        &ir.tools,
+        ToldTools::default(),
+        SESSION.into(),
+    )
+    .with_tool_traits(Default::default(), idempotent)
+    .resumed();
+    assert_eq!(plane.into_sink().0.last(), Some(&Vec::<String>::new()));
 }

@@ -219,6 +219,16 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
         self
     }
 
+    /// A resumed session: every call's `scheduled` is committed before the
+    /// call starts, idempotent or not (the sink is told of no idempotent
+    /// tool), so that its log counts each start of a call lt stops
+    /// during ([`MAX_STARTS`]); a `scheduled` buffered and lost with the
+    /// process would let such a call run on every resume.
+    pub fn resumed(mut self) -> Self {
+        self.sink.idempotent_tools(&BTreeSet::new());
+        self
+    }
+
     /// Takes over the pipeline (its budgets already charged with the calls
     /// replayed so far) from a replay of the same session.
     pub fn with_pipeline(mut self, pipeline: Pipeline) -> Self {

@@ -520,6 +520,9 @@ impl<'a> Session<'a> {
                     &mut self.approver,
                     Box::new(TerminalApprover),
                 ));
+        if events.is_some() {
+            plane = plane.resumed();
+        }
         if let Some(p) = self.pipeline.take() {
             plane = plane.with_pipeline(p);
         }
