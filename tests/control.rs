@@ -373,28 +373,19 @@ fn a_resumed_session_tells_its_sink_of_no_idempotent_tool() {
     // that the log counts each start (MAX_STARTS): a buffered one, lost
     // with the process, would let a call that kills it run on every resume.
     let ir = lower(&checked()).expect("lowered");
-    let tools = answering(json!({}));
-    let idempotent: std::collections::BTreeSet<String> = ["lookup".to_string()].into();
-    let plane = ControlPlane::new(
-        tools,
-        profile("[profile]\n"),
-        &ir.tools,
-        ToldTools::default(),
-        SESSION.into(),
-    )
-    .with_tool_traits(Default::default(), idempotent);
-    let fresh = plane.into_sink().0;
-    assert_eq!(fresh, vec![vec!["lookup".to_string()]]);
-    let tools = answering(json!({}));
-    let idempotent: std::collections::BTreeSet<String> = ["lookup".to_string()].into();
-    let plane = ControlPlane::new(
-        tools,
-        profile("[profile]\n"),
-        &ir.tools,
-        ToldTools::default(),
-        SESSION.into(),
-    )
-    .with_tool_traits(Default::default(), idempotent)
-    .resumed();
-    assert_eq!(plane.into_sink().0.last(), Some(&Vec::<String>::new()));
+    // What the sink of a session with `lookup` declared idempotent is told.
+    let told = |resumed: bool| {
+        let plane = ControlPlane::new(
+            answering(json!({})),
+            profile("[profile]\n"),
+            &ir.tools,
+            ToldTools::default(),
+            SESSION.into(),
+        )
+        .with_tool_traits(Default::default(), ["lookup".to_string()].into());
+        let plane = if resumed { plane.resumed() } else { plane };
+        plane.into_sink().0
+    };
+    assert_eq!(told(false), vec![vec!["lookup".to_string()]]);
+    assert_eq!(told(true).last(), Some(&Vec::<String>::new()));
 }
