@@ -231,11 +231,14 @@ def receiver_binary():
 
 class Compiled:
     """The compiled receiver (benches/otlp_receiver.rs) in a process of its
-    own: it decodes each request with prost and counts its spans."""
+    own: it decodes each request with prost and counts its spans (with
+    `read_only`, it counts them by their encoded name without decoding: a
+    stand-in for a collector on another host)."""
 
-    def __init__(self, path):
-        self.p = subprocess.Popen([path, "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
-                                  text=True)
+    def __init__(self, path, read_only=False):
+        flags = ["--read-only"] if read_only else []
+        self.p = subprocess.Popen([path, "--listen", "127.0.0.1:0", *flags],
+                                  stdout=subprocess.PIPE, text=True)
         line = self.p.stdout.readline()
         m = re.search(r"listening on (http://\S+)", line)
         if not m:
@@ -254,7 +257,7 @@ class Compiled:
         self.p.wait(timeout=10)
 
 
-def workload_b(lts, runs, receivers, receiver_bin):
+def workload_b(lts, runs, receivers, receiver_bin, read_only=False):
     """`lt run` of the 1,000 calls for each binary of `lts` (label, path),
     all variants and binaries alternating in each round."""
     tmp = tempfile.mkdtemp(prefix="lt-otlp-bench-")
@@ -265,7 +268,7 @@ def workload_b(lts, runs, receivers, receiver_bin):
         urls["python"] = f"http://127.0.0.1:{server.server_address[1]}/v1/traces"
     compiled = None
     if "compiled" in receivers:
-        compiled = Compiled(receiver_bin or receiver_binary())
+        compiled = Compiled(receiver_bin or receiver_binary(), read_only)
         urls["compiled"] = compiled.url
     try:
         prog = os.path.join(tmp, "calls.lt")
@@ -315,8 +318,9 @@ def workload_b(lts, runs, receivers, receiver_bin):
             assert Receiver.spans == sent["python"], (Receiver.spans, sent["python"])
         if compiled:
             c = compiled.counts()
+            how = "counted undecoded (--read-only)" if read_only else f"of {c['spans']} decoded"
             print(f"    compiled receiver (benches/otlp_receiver.rs, its own process): "
-                  f"{c['execute_tool']} execute_tool spans of {c['spans']} decoded, in "
+                  f"{c['execute_tool']} execute_tool spans {how}, in "
                   f"{c['requests']} requests, {c['bytes']} bytes (expected {sent['compiled']})")
             assert c["execute_tool"] == sent["compiled"] and c["undecodable"] == 0, c
         for label, lt in lts:
@@ -350,6 +354,9 @@ def main():
     ap.add_argument("--receiver", choices=["python", "compiled", "both"], default="both",
                     help="(b): the OTLP receiver(s) posted to (default both)")
     ap.add_argument("--receiver-bin", help="(b): the built otlp_receiver (else cargo builds it)")
+    ap.add_argument("--read-only", action="store_true",
+                    help="(b): the compiled receiver counts spans without decoding them "
+                         "(a collector on another host: its decoding off these two cores)")
     args = ap.parse_args()
     if not os.path.exists(args.lt):
         sys.exit(f"{args.lt} does not exist: cargo build --release, or --lt PATH")
@@ -358,7 +365,7 @@ def main():
     if args.only in (None, "b"):
         lts = [("lt", args.lt)] if not args.base else [("base", args.base), ("new", args.lt)]
         receivers = ["python", "compiled"] if args.receiver == "both" else [args.receiver]
-        workload_b(lts, args.runs, receivers, args.receiver_bin)
+        workload_b(lts, args.runs, receivers, args.receiver_bin, args.read_only)
 
 
 if __name__ == "__main__":
