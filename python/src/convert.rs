@@ -245,25 +245,27 @@ fn in_place(py: Python<'_>) -> bool {
     *AT_LEAST_3_10.get_or_init(|| py.version_info() >= (3, 10))
 }
 
-/// The text of a dict key, if it is a `str`.
-fn key_text(k: &Bound<'_, PyAny>) -> Option<String> {
+/// The text of a dict key; `Err`: why it is not a JSON object key.
+fn key_text(k: &Bound<'_, PyAny>) -> Result<String, String> {
     let s = match k.cast_exact::<PyString>() {
         Ok(s) => s,
-        Err(_) => k.cast::<PyString>().ok()?,
+        Err(_) => k.cast::<PyString>().map_err(|_| {
+            format!(
+                "the key {} is a {}, not a str (JSON object keys are strings)",
+                repr(k),
+                type_name(k)
+            )
+        })?,
     };
-    utf8(s).ok().map(Cow::into_owned)
+    utf8(s)
+        .map(Cow::into_owned)
+        .map_err(|e| format!("the key {} is not valid UTF-8: {e}", repr(k)))
 }
 
 fn object(dict: &Bound<'_, PyDict>, path: &Path<'_>, depth: usize) -> Result<Json, String> {
     let mut map = Map::new();
     for (k, v) in dict.iter() {
-        let Some(key) = key_text(&k) else {
-            return Err(format!(
-                "{path}: the key {} is a {}, not a str (JSON object keys are strings)",
-                repr(&k),
-                type_name(&k)
-            ));
-        };
+        let key = key_text(&k).map_err(|why| format!("{path}: {why}"))?;
         let item = convert(&v, &Path::Key(path, &key), depth + 1)?;
         map.insert(key, item);
     }
