@@ -225,7 +225,9 @@ pub fn utf8<'a>(s: &'a Bound<'_, PyString>) -> PyResult<Cow<'a, str>> {
         let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) };
         // SAFETY: CPython returns valid UTF-8 (a string it cannot encode,
         // one with lone surrogates, is the NULL above).
-        return Ok(Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(bytes) }));
+        return Ok(Cow::Borrowed(unsafe {
+            std::str::from_utf8_unchecked(bytes)
+        }));
     }
     s.to_cow()
 }

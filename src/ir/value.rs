@@ -382,7 +382,10 @@ mod tests {
             Value::Float(1.5),
             Value::None,
             Value::Some(Rc::new(Value::Int(4))),
-            Value::List(Rc::new(vec![Value::Ok(Rc::new(Value::Unit)), Value::Err(Rc::new(s(2)))])),
+            Value::List(Rc::new(vec![
+                Value::Ok(Rc::new(Value::Unit)),
+                Value::Err(Rc::new(s(2))),
+            ])),
             Value::Json(Rc::new(json!({"k": [null]}))),
             Value::Bool(false),
         ]);
