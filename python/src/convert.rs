@@ -18,6 +18,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value as Json};
+use std::borrow::Cow;
 
 /// The deepest Python value converted to JSON (a cycle hits it too).
 pub const MAX_DEPTH: usize = 512;
@@ -193,21 +194,80 @@ fn int(obj: &Bound<'_, PyAny>, path: &Path<'_>) -> Result<Json, String> {
 }
 
 fn text(s: &Bound<'_, PyString>, path: &Path<'_>) -> Result<Json, String> {
-    s.extract::<String>()
-        .map(Json::String)
+    utf8(s)
+        .map(|t| Json::String(t.into_owned()))
         .map_err(|e| format!("{path}: the string is not valid UTF-8: {e}"))
+}
+
+/// The text of `s`, read in place where the running Python allows it.
+///
+/// Under the 3.9 stable ABI (`abi3-py39`) pyo3 reads a `str` through
+/// `PyUnicode_AsUTF8String`: a new `bytes` object, copied again into a
+/// `String` (two allocations and a Python object per string, twice per
+/// key and string a call). `PyUnicode_AsUTF8AndSize` is in the stable ABI
+/// from Python 3.10 (PEP 384's list, "Added in version 3.10"): on 3.10 and
+/// later it gives the string's own UTF-8 (an ASCII `str` holds it already;
+/// any other caches it in the object, as CPython itself does), borrowed.
+pub fn utf8<'a>(s: &'a Bound<'_, PyString>) -> PyResult<Cow<'a, str>> {
+    if in_place(s.py()) {
+        let mut size: pyo3::ffi::Py_ssize_t = 0;
+        // SAFETY: `s` is a `str` object held for 'a; the function is in the
+        // stable ABI of the running Python (3.10 or later, checked above)
+        // and returns its UTF-8 buffer, owned by `s`, or NULL with an
+        // exception set.
+        let data = unsafe { PyUnicode_AsUTF8AndSize(s.as_ptr(), &mut size) };
+        if data.is_null() {
+            return Err(PyErr::fetch(s.py()));
+        }
+        let len = usize::try_from(size).unwrap_or(0);
+        // SAFETY: `data` points to `len` bytes of valid UTF-8 that live as
+        // long as `s` (CPython's contract for this function).
+        let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) };
+        // SAFETY: CPython returns valid UTF-8 (a string it cannot encode,
+        // one with lone surrogates, is the NULL above).
+        return Ok(Cow::Borrowed(unsafe {
+            std::str::from_utf8_unchecked(bytes)
+        }));
+    }
+    s.to_cow()
+}
+
+extern "C" {
+    // Declared here: pyo3-ffi declares it only for builds whose minimum is
+    // 3.10 or that do not use the stable ABI. Called only on 3.10 and later.
+    fn PyUnicode_AsUTF8AndSize(
+        unicode: *mut pyo3::ffi::PyObject,
+        size: *mut pyo3::ffi::Py_ssize_t,
+    ) -> *const std::os::raw::c_char;
+}
+
+/// Whether the running Python is 3.10 or later (asked once).
+fn in_place(py: Python<'_>) -> bool {
+    static AT_LEAST_3_10: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AT_LEAST_3_10.get_or_init(|| py.version_info() >= (3, 10))
+}
+
+/// The text of a dict key; `Err`: why it is not a JSON object key.
+fn key_text(k: &Bound<'_, PyAny>) -> Result<String, String> {
+    let s = match k.cast_exact::<PyString>() {
+        Ok(s) => s,
+        Err(_) => k.cast::<PyString>().map_err(|_| {
+            format!(
+                "the key {} is a {}, not a str (JSON object keys are strings)",
+                repr(k),
+                type_name(k)
+            )
+        })?,
+    };
+    utf8(s)
+        .map(Cow::into_owned)
+        .map_err(|e| format!("the key {} is not valid UTF-8: {e}", repr(k)))
 }
 
 fn object(dict: &Bound<'_, PyDict>, path: &Path<'_>, depth: usize) -> Result<Json, String> {
     let mut map = Map::new();
     for (k, v) in dict.iter() {
-        let Ok(key) = k.extract::<String>() else {
-            return Err(format!(
-                "{path}: the key {} is a {}, not a str (JSON object keys are strings)",
-                repr(&k),
-                type_name(&k)
-            ));
-        };
+        let key = key_text(&k).map_err(|why| format!("{path}: {why}"))?;
         let item = convert(&v, &Path::Key(path, &key), depth + 1)?;
         map.insert(key, item);
     }

@@ -72,10 +72,36 @@ impl Spinner {
         }
     }
 
+    /// Spins on the core only (no yielding), for at most `limit`, unless
+    /// the last such spins missed (skipped as [`Spinner::spin`] skips its
+    /// busy spin): whether `done()`.
+    pub fn busy_for(&self, limit: Duration, done: impl Fn() -> bool) -> bool {
+        if done() {
+            return true;
+        }
+        let skip = self.skip.load(Ordering::Relaxed);
+        if skip > 0 {
+            self.skip.store(skip - 1, Ordering::Relaxed);
+            return false;
+        }
+        if self.busy_within(limit, &done) {
+            self.level.store(0, Ordering::Relaxed);
+            return true;
+        }
+        let level = (self.level.load(Ordering::Relaxed) * 2).clamp(1, MAX_SKIP);
+        self.level.store(level, Ordering::Relaxed);
+        self.skip.store(level, Ordering::Relaxed);
+        false
+    }
+
     /// Spins on the core (no system call) until `done()` or [`BUSY`] has
     /// passed: whether it is done.
     fn busy(&self, done: &impl Fn() -> bool) -> bool {
-        let until = Instant::now() + BUSY;
+        self.busy_within(BUSY, done)
+    }
+
+    fn busy_within(&self, limit: Duration, done: &impl Fn() -> bool) -> bool {
+        let until = Instant::now() + limit;
         loop {
             for _ in 0..64 {
                 if done() {

@@ -262,6 +262,13 @@ static COMING: AtomicUsize = AtomicUsize::new(0);
 
 /// The waits for jobs (pool threads) and for outcomes (sessions' threads).
 static FOR_JOBS: Spinner = Spinner::new();
+/// The wait for a job with the GIL kept, before [`FOR_JOBS`]'s.
+static HELD: Spinner = Spinner::new();
+/// The longest a pool thread back from a call looks for the next job
+/// with the GIL kept: Python's other threads wait for it that long at
+/// most (their switch interval is 5 ms), and only while such looks find a
+/// job ([`Spinner::busy_for`] skips them after misses).
+const HOLD: Duration = Duration::from_micros(5);
 static FOR_OUTCOMES: Spinner = Spinner::new();
 
 /// One thread fewer on its way (it has reached `next_job`).
@@ -430,7 +437,47 @@ pub fn next_job<'py>(
 ) -> PyResult<(Py<PyAny>, Bound<'py, PyAny>)> {
     // The last call's, its outcome given.
     job.borrow_mut().spent = None;
-    let q = gate::detach(py, || {
+    // The session's thread queues its next call about a microsecond after
+    // it has the outcome: a job queued within [`HOLD`] is taken with the
+    // GIL kept (releasing and taking it back is two locks of the GIL's
+    // mutex, a signal and the gate's atomics a call).
+    let soon = if HELD.busy_for(HOLD, || PENDING.load(Ordering::Acquire) > 0) {
+        take_queued()
+    } else {
+        None
+    };
+    let q = match soon {
+        Some(q) => q,
+        None => wait_for_job(py),
+    };
+    let Queued { f, arg, slot } = q;
+    let function = f.clone_ref(py);
+    let mut job = job.borrow_mut();
+    let argument = to_py_keyed(py, &arg, &mut job.keys);
+    job.slot = Some(slot);
+    job.settling = false;
+    job.spent = Some((f, arg));
+    Ok((function, argument?))
+}
+
+/// The job at the queue's head, if there is one not abandoned (taken by
+/// a thread back from a call, before it waits).
+fn take_queued() -> Option<Queued> {
+    let mut q = queue();
+    loop {
+        let job = q.jobs.pop_front()?;
+        PENDING.store(q.jobs.len(), Ordering::Release);
+        if !job.slot.lock().abandoned {
+            arrived();
+            return Some(job);
+        }
+    }
+}
+
+/// Waits for the next job with the GIL released, spinning first, then
+/// asleep on [`QUEUED`]; abandoned jobs are skipped.
+fn wait_for_job(py: Python<'_>) -> Queued {
+    gate::detach(py, || {
         let mut q = queue();
         arrived();
         loop {
@@ -453,15 +500,7 @@ pub fn next_job<'py>(
             }
             q.idle -= 1;
         }
-    });
-    let Queued { f, arg, slot } = q;
-    let function = f.clone_ref(py);
-    let mut job = job.borrow_mut();
-    let argument = to_py_keyed(py, &arg, &mut job.keys);
-    job.slot = Some(slot);
-    job.settling = false;
-    job.spent = Some((f, arg));
-    Ok((function, argument?))
+    })
 }
 
 fn failure(kind: FailureKind, message: String) -> ToolFailure {

@@ -76,3 +76,21 @@ def test_a_result_that_is_not_json_names_its_place():
     assert 'result["o"]["inner"]: the key 3 is a int, not a str' in r.value["s"]
     r = lt.run(ECHO, tools={"echo": lambda a: {**BACK, "n": 2**64}})
     assert 'result["n"]: the integer 18446744073709551616 does not fit in 64 bits' in r.value["s"]
+
+
+def test_strings_read_in_place_keep_their_text_and_refuse_what_is_not_utf8():
+    """Strings and keys are read as UTF-8 in place on Python 3.10 and
+    later (convert.rs, `utf8`): a `str` subclass reads as its text, and a
+    lone surrogate (no UTF-8 form) is the call's `Err`, naming its place."""
+
+    class Name(str):
+        pass
+
+    def subclassed(a):
+        return {**{Name(k): v for k, v in BACK.items()}, "s": Name("sub é ☃")}
+
+    assert lt.run(ECHO, tools={"echo": subclassed}).value["s"] == "sub é ☃"
+    r = lt.run(ECHO, tools={"echo": lambda a: {**BACK, "s": "bad \ud800"}})
+    assert 'result["s"]: the string is not valid UTF-8' in r.value["s"]
+    r = lt.run(ECHO, tools={"echo": lambda a: {**BACK, "o": {"inner": {"\ud800": ["x"]}}}})
+    assert "result[\"o\"][\"inner\"]: the key '\\ud800' is not valid UTF-8" in r.value["s"]

@@ -130,6 +130,56 @@ impl Value {
     /// printed form is astronomically large: `let b = [a, a, a, a] in …`).
     /// `None` when larger than `cap`.
     pub fn size_up_to(&self, cap: usize) -> Option<usize> {
+        if let Some(size) = self.flat_size_up_to(cap) {
+            return size;
+        }
+        self.walk_size_up_to(cap)
+    }
+
+    /// [`Value::size_up_to`] of a value with no container below its top (a
+    /// record or list of scalars: a tool's usual argument, sized on every
+    /// call), without the work list the walk allocates: the walk's steps in
+    /// its order (the top, then its items last first, as they are popped).
+    /// `None`: the value is not flat.
+    fn flat_size_up_to(&self, cap: usize) -> Option<Option<usize>> {
+        fn leaf(v: &Value) -> bool {
+            !matches!(
+                v,
+                Value::Record(_)
+                    | Value::List(_)
+                    | Value::Ok(_)
+                    | Value::Err(_)
+                    | Value::Some(_)
+                    | Value::Json(_)
+            )
+        }
+        let mut count = 0usize;
+        // One node popped: counted, checked, then a string's length added.
+        let mut step = |v: &Value| {
+            count += 1;
+            if count > cap {
+                return false;
+            }
+            if let Value::Str(s) = v {
+                count += s.len() / 64;
+            }
+            true
+        };
+        let fits = match self {
+            Value::Record(fields) if fields.iter().all(|(_, x)| leaf(x)) => {
+                step(self) && fields.iter().rev().all(|(_, x)| step(x))
+            }
+            Value::List(items) if items.iter().all(leaf) => {
+                step(self) && items.iter().rev().all(&mut step)
+            }
+            v if leaf(v) => step(v),
+            _ => return None,
+        };
+        Some(fits.then_some(count))
+    }
+
+    /// [`Value::size_up_to`] by walking the value with a work list.
+    fn walk_size_up_to(&self, cap: usize) -> Option<usize> {
         let mut count = 0usize;
         let mut work: Vec<&Value> = vec![self];
         while let Some(v) = work.pop() {
@@ -157,12 +207,23 @@ impl Value {
     /// (and a record field holding `None` is left out, as JSON Schema's
     /// optional properties are), `Json` → itself.
     pub fn to_json(&self) -> Json {
-        stacker::maybe_grow(32 * 1024, 1024 * 1024, || match self {
+        // A scalar needs no look at the stack; a container may nest deep.
+        // Strings are copied as they are (`to_string` on an `Rc<str>` goes
+        // through `Display` and grows its `String` as it writes).
+        match self {
             Value::Unit | Value::None => Json::Null,
             Value::Bool(b) => Json::Bool(*b),
             Value::Int(n) => Json::Number(Number::from(*n)),
             Value::Float(x) => Number::from_f64(*x).map_or(Json::Null, Json::Number),
-            Value::Str(s) => Json::String(s.to_string()),
+            Value::Str(s) => Json::String(String::from(&**s)),
+            Value::Fn(_) => Json::String("<function>".to_string()),
+            _ => stacker::maybe_grow(32 * 1024, 1024 * 1024, || self.container_to_json()),
+        }
+    }
+
+    /// [`Value::to_json`] of a container (the stack already checked).
+    fn container_to_json(&self) -> Json {
+        match self {
             Value::Some(v) => v.to_json(),
             Value::Json(j) => (**j).clone(),
             Value::Record(fields) => {
@@ -171,15 +232,15 @@ impl Value {
                     if matches!(v, Value::None) {
                         continue;
                     }
-                    map.insert(n.to_string(), v.to_json());
+                    map.insert(String::from(&**n), v.to_json());
                 }
                 Json::Object(map)
             }
             Value::List(items) => Json::Array(items.iter().map(Value::to_json).collect()),
             Value::Ok(v) => single("Ok", v.to_json()),
             Value::Err(e) => single("Err", e.to_json()),
-            Value::Fn(_) => Json::String("<function>".to_string()),
-        })
+            scalar => scalar.to_json(),
+        }
     }
 }
 
@@ -257,4 +318,83 @@ fn json_nodes(j: &Json, cap: usize) -> usize {
         }
     }
     n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Value;
+    use serde_json::json;
+    use std::rc::Rc;
+
+    fn s(len: usize) -> Value {
+        Value::Str(Rc::from("x".repeat(len).as_str()))
+    }
+
+    fn record(fields: Vec<Value>) -> Value {
+        Value::Record(
+            fields
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (Rc::from(format!("f{i}").as_str()), v))
+                .collect(),
+        )
+    }
+
+    /// Flat values (sized without the work list) and nested ones, with
+    /// strings whose lengths cross the 64-byte steps, sized against every
+    /// cap from 0: the same answer as the walk.
+    #[test]
+    fn size_up_to_agrees_with_the_walk_for_flat_and_nested_values() {
+        let values = vec![
+            Value::Unit,
+            Value::Int(3),
+            s(0),
+            s(200),
+            record(vec![]),
+            record(vec![Value::Int(1), s(130), Value::Bool(true)]),
+            record(vec![s(640), s(63), s(64), Value::None]),
+            Value::List(Rc::new(vec![s(70), Value::Int(2), s(500)])),
+            Value::List(Rc::new(vec![])),
+            record(vec![Value::Int(1), record(vec![s(128)])]),
+            Value::Ok(Rc::new(record(vec![s(90)]))),
+            Value::List(Rc::new(vec![Value::Some(Rc::new(s(65))), s(1)])),
+            record(vec![Value::Json(Rc::new(json!({"a": [1, 2, 3]}))), s(66)]),
+        ];
+        for v in &values {
+            for cap in 0..40 {
+                assert_eq!(
+                    v.size_up_to(cap),
+                    v.walk_size_up_to(cap),
+                    "{v:?} with a cap of {cap}"
+                );
+            }
+        }
+        // The flat path is taken for the flat ones.
+        assert!(values[5].flat_size_up_to(10).is_some());
+        assert!(values[9].flat_size_up_to(10).is_none());
+    }
+
+    /// `to_json` of every kind of value, scalars at the top and inside.
+    #[test]
+    fn to_json_of_every_kind() {
+        let v = record(vec![
+            Value::Str(Rc::from("é\"x")),
+            Value::Float(1.5),
+            Value::None,
+            Value::Some(Rc::new(Value::Int(4))),
+            Value::List(Rc::new(vec![
+                Value::Ok(Rc::new(Value::Unit)),
+                Value::Err(Rc::new(s(2))),
+            ])),
+            Value::Json(Rc::new(json!({"k": [null]}))),
+            Value::Bool(false),
+        ]);
+        assert_eq!(
+            v.to_json(),
+            json!({"f0": "é\"x", "f1": 1.5, "f3": 4,
+                   "f4": [{"Ok": null}, {"Err": "xx"}], "f5": {"k": [null]}, "f6": false})
+        );
+        assert_eq!(Value::Str(Rc::from("a")).to_json(), json!("a"));
+        assert_eq!(Value::Int(-7).to_json(), json!(-7));
+    }
 }

@@ -342,22 +342,39 @@ fn convert_here(json: &Json, ty: &Type) -> Result<Value, BoundaryError> {
             }
         }
         (Type::Record(fields) | Type::OpenRecord(fields), Json::Object(map)) => {
-            let mut out: Vec<(Name, Value)> = Vec::with_capacity(fields.len());
-            for (name, fty) in fields {
-                let v = match map.get(&**name) {
-                    Some(j) => convert(j, fty),
-                    None if matches!(fty, Type::Option(_)) => Ok(Value::None),
-                    None => Err(BoundaryError {
-                        path: String::new(),
-                        problem: format!("missing (expected {fty})"),
-                    }),
-                };
-                out.push((
-                    name.clone(),
-                    v.map_err(|e| e.within(format_args!(".{name}")))?,
-                ));
+            // Collected straight into the record's `Rc<[_]>`, one
+            // allocation (a slice's `map` has an exact length; through a
+            // `Vec` it was two and a copy, on every tool result). The first
+            // field that does not convert is kept, and the fields after it
+            // are not converted (a placeholder each, dropped with the rest).
+            let mut failed: Option<BoundaryError> = None;
+            let out: Rc<[(Name, Value)]> = fields
+                .iter()
+                .map(|(name, fty)| {
+                    if failed.is_some() {
+                        return (name.clone(), Value::Unit);
+                    }
+                    let v = match map.get(&**name) {
+                        Some(j) => convert(j, fty),
+                        None if matches!(fty, Type::Option(_)) => Ok(Value::None),
+                        None => Err(BoundaryError {
+                            path: String::new(),
+                            problem: format!("missing (expected {fty})"),
+                        }),
+                    };
+                    match v {
+                        Ok(v) => (name.clone(), v),
+                        Err(e) => {
+                            failed = Some(e.within(format_args!(".{name}")));
+                            (name.clone(), Value::Unit)
+                        }
+                    }
+                })
+                .collect();
+            match failed {
+                Some(e) => Err(e),
+                None => Ok(Value::Record(out)),
             }
-            Ok(Value::Record(out.into()))
         }
         (Type::List(elem), Json::Array(items)) => {
             let mut out = Vec::with_capacity(items.len());
