@@ -10,6 +10,7 @@
 //! results and `lt.Error` subclasses. A panic in lt is caught and becomes
 //! `lt.InternalError`, never a crash of the Python process.
 
+mod answer;
 mod check;
 mod convert;
 mod errors;

@@ -41,11 +41,12 @@
 //! ([`crate::spin`]), and a condition variable is signalled only when a
 //! thread sleeps on it.
 
+use crate::answer::{batch_outcomes, failure, outcome, raised, timed_out_message};
 use crate::convert::{to_py_keyed, Keys};
 use crate::gate;
 use crate::spin::Spinner;
 use lt::runtime::cancel::Cancel;
-use lt::runtime::host::{FailureKind, Outcome, ToolFailure};
+use lt::runtime::host::{FailureKind, Outcome};
 use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -199,11 +200,6 @@ impl Outcomes {
     }
 }
 
-/// `tool T timed out after N ms`, every executor's words.
-pub fn timed_out_message(tool: &str, after: Duration) -> String {
-    format!("tool {tool} timed out after {} ms", after.as_millis())
-}
-
 #[derive(Default)]
 struct SlotState {
     outcomes: Option<Outcomes>,
@@ -355,8 +351,8 @@ impl Job {
         }
         let slot = self.slot.take()?;
         let outcomes = match &slot.work {
-            Work::One(tool) => Outcomes::One(crate::tools::outcome(tool, result)),
-            Work::Batch(calls) => Outcomes::Batch(crate::tools::batch_outcomes(calls, result)),
+            Work::One(tool) => Outcomes::One(outcome(tool, result)),
+            Work::Batch(calls) => Outcomes::Batch(batch_outcomes(calls, result)),
         };
         finish(&slot, outcomes);
         None
@@ -378,7 +374,7 @@ impl Job {
             return;
         }
         let outcomes = match work {
-            Work::One(tool) => Outcomes::One(Err(crate::tools::raised(py, tool, &err))),
+            Work::One(tool) => Outcomes::One(Err(raised(py, tool, &err))),
             Work::Batch(calls) => Outcomes::Batch(
                 calls
                     .iter()
@@ -501,14 +497,6 @@ fn wait_for_job(py: Python<'_>) -> Queued {
             q.idle -= 1;
         }
     })
-}
-
-fn failure(kind: FailureKind, message: String) -> ToolFailure {
-    ToolFailure {
-        stderr: None,
-        kind,
-        message,
-    }
 }
 
 /// How often a waiting call looks at the session's cancellation.

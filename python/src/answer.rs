@@ -1,0 +1,104 @@
+//! A Python function's answer as a call's outcome ([`Outcome`]): its
+//! result converted to JSON (a result that is not JSON is a `bad_output`
+//! `Err`), the exception it raised (a `failed` `Err` naming its type), or
+//! a batch function's `(ok, value)` pairs. Below the pool's threads
+//! ([`crate::worker`]), which give these outcomes, and the host's closures
+//! ([`crate::tools`]).
+
+use crate::convert::{from_py, type_name};
+use lt::runtime::host::{FailureKind, Outcome, ToolFailure};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use std::time::Duration;
+
+/// A failure of `kind` with its whole message.
+pub(crate) fn failure(kind: FailureKind, message: String) -> ToolFailure {
+    ToolFailure {
+        stderr: None,
+        kind,
+        message,
+    }
+}
+
+/// `tool T timed out after N ms`, every executor's words.
+pub fn timed_out_message(tool: &str, after: Duration) -> String {
+    format!("tool {tool} timed out after {} ms", after.as_millis())
+}
+
+/// The failure of a function that raised `e`.
+pub fn raised(py: Python<'_>, tool: &str, e: &PyErr) -> ToolFailure {
+    let ty = e
+        .get_type(py)
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "Exception".into());
+    let msg = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
+    let text = if msg.is_empty() {
+        format!("tool {tool} raised {ty}")
+    } else {
+        format!("tool {tool} raised {ty}: {msg}")
+    };
+    failure(FailureKind::Failed, text)
+}
+
+/// `obj`, a function's result, as the call's outcome.
+pub fn outcome(tool: &str, obj: &Bound<'_, PyAny>) -> Outcome {
+    from_py(obj, "result").map_err(|why| {
+        failure(
+            FailureKind::BadOutput,
+            format!("tool {tool} returned a value that is not JSON: {why}"),
+        )
+    })
+}
+
+/// The outcomes of a batch function's answer: one `(ok, value)` pair per
+/// call (tool, time left), in order.
+pub fn batch_outcomes(
+    calls: &[(String, Option<Duration>)],
+    answered: &Bound<'_, PyAny>,
+) -> Vec<Outcome> {
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, (tool, left))| match answered.get_item(i) {
+            Ok(pair) => pair_outcome(tool, *left, &pair),
+            Err(e) => Err(failure(
+                FailureKind::Failed,
+                format!("tool {tool}: no outcome: {e}"),
+            )),
+        })
+        .collect()
+}
+
+/// `(True, value)` → the value; `(False, message)` → a failure; `(None,
+/// _)` → the call timed out (after `left`).
+fn pair_outcome(tool: &str, left: Option<Duration>, pair: &Bound<'_, PyAny>) -> Outcome {
+    let Ok(t) = pair.cast::<PyTuple>() else {
+        return Err(failure(
+            FailureKind::Failed,
+            format!(
+                "tool {tool}: the batch answered a {}, not a pair",
+                type_name(pair)
+            ),
+        ));
+    };
+    let ok = match t.get_item(0) {
+        Ok(o) if o.is_none() => {
+            return Err(failure(
+                FailureKind::TimedOut,
+                timed_out_message(tool, left.unwrap_or_default()),
+            ))
+        }
+        Ok(o) => o.is_truthy().unwrap_or(false),
+        Err(_) => false,
+    };
+    let value = match t.get_item(1) {
+        Ok(v) => v,
+        Err(e) => return Err(failure(FailureKind::Failed, format!("tool {tool}: {e}"))),
+    };
+    if ok {
+        outcome(tool, &value)
+    } else {
+        Err(failure(FailureKind::Failed, value.to_string()))
+    }
+}
