@@ -1200,6 +1200,48 @@ fn a_client_that_never_finishes_its_headers_is_cut_off_and_frees_its_slot() {
     assert!(err.contains("server.max_connections = 0"), "{err}");
 }
 
+/// `[server]`'s lease and pool settings out of range are configuration
+/// errors (exit 2) naming the key, its line and the range: a lease of
+/// 100 ms to an hour (a worker that dies keeps its sessions' leases from
+/// every other worker that long), renewed at least twice, a pool of 1 to 64.
+#[test]
+fn lease_and_pool_settings_out_of_range_are_refused_naming_their_line() {
+    let s = Scratch::new("lease-range");
+    for (body, says) in [
+        (
+            "lease_ms = 99",
+            "serve.toml:2: server.lease_ms = 99 is too short",
+        ),
+        (
+            "lease_ms = 3600001",
+            "serve.toml:2: server.lease_ms = 3600001 is longer than an hour",
+        ),
+        (
+            "pool_size = 4\nlease_ms = 9223372036854775807",
+            "serve.toml:3: server.lease_ms = 9223372036854775807 is longer than an hour",
+        ),
+        (
+            "lease_ms = 1000\nlease_renew_ms = 501",
+            "serve.toml:3: server.lease_renew_ms = 501 must be above 0 and at most half",
+        ),
+        (
+            "lease_renew_ms = 0",
+            "serve.toml:2: server.lease_renew_ms = 0 must be above 0",
+        ),
+        (
+            "pool_size = 65",
+            "serve.toml:2: server.pool_size = 65 is not between 1 and 64",
+        ),
+    ] {
+        let config = s.write("serve.toml", &format!("[server]\n{body}\n"));
+        // `--migrate-only`: a setting let through exits 0 instead of serving.
+        let (code, err) = serve_with(&config, &["--migrate-only"]);
+        assert_eq!(code, 2, "{body}: {err}");
+        assert!(err.contains(says), "{body}: {err}");
+        assert!(err.contains("help: "), "{body}: {err}");
+    }
+}
+
 #[test]
 fn a_store_url_of_another_scheme_is_refused_not_taken_as_a_path() {
     let s = Scratch::new("store-schemes");

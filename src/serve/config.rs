@@ -11,7 +11,7 @@
 //!                                  # half the file-descriptor limit when lower)
 //! header_timeout_ms = 10000        # a request's headers must arrive within this
 //!                                  # (then its body within as long again: 408)
-//! lease_ms = 10000                 # PostgreSQL: a claimed session's lease
+//! lease_ms = 10000                 # PostgreSQL: a claimed session's lease (100 ms to an hour)
 //! lease_renew_ms = 2000            # … renewed (and sessions claimed) this often
 //! pool_size = 4                    # … read connections (+1 writer, +1 lease thread)
 //!
@@ -214,7 +214,7 @@ impl ServeConfig {
             Some(s) => relative_store(s, folder),
             None => DEFAULT_STORE.to_string(),
         };
-        let store_options = store_options(&shown, &raw.server)?;
+        let store_options = store_options(&shown, &text, &raw.server)?;
         for (key, value) in [
             ("max_body_bytes", raw.server.max_body_bytes),
             ("max_sessions", raw.server.max_sessions),
@@ -270,9 +270,33 @@ fn line_of_key(text: &str, key: &str) -> Option<usize> {
         .map(|i| i + 1)
 }
 
-/// `[server]`'s lease and pool settings, checked: a lease of at least
-/// 100 ms, renewed at least twice per lease, a pool of 1 to 64.
-fn store_options(shown: &str, raw: &RawServer) -> Result<super::store::StoreOptions, ConfigError> {
+/// The longest lease `[server]` accepts, in milliseconds (an hour): a
+/// worker that dies holding a session's lease keeps it from every other
+/// worker that long.
+const MAX_LEASE_MS: u64 = 3_600_000;
+
+/// `[server]`'s lease and pool settings, checked: a lease of 100 ms to an
+/// hour ([`MAX_LEASE_MS`]), renewed at least twice per lease, a pool of 1
+/// to 64. Each refusal names the line of its key.
+fn store_options(
+    shown: &str,
+    text: &str,
+    raw: &RawServer,
+) -> Result<super::store::StoreOptions, ConfigError> {
+    let at = |mut err: ConfigError, key: &str| {
+        err.line = line_of_key(text, key);
+        err
+    };
+    if let Some(ms) = raw.lease_ms.filter(|ms| *ms > MAX_LEASE_MS) {
+        return Err(at(
+            fail(
+                shown,
+                format!("server.lease_ms = {ms} is longer than an hour ({MAX_LEASE_MS})"),
+                Some("a session whose worker dies waits out its lease before another worker takes it: give at most 3600000 (the default is 10000)"),
+            ),
+            "lease_ms",
+        ));
+    }
     let defaults = super::store::StoreOptions::default();
     let lease = raw.lease_ms.map_or(defaults.lease, Duration::from_millis);
     let renew = match (raw.lease_renew_ms, raw.lease_ms) {
@@ -282,29 +306,46 @@ fn store_options(shown: &str, raw: &RawServer) -> Result<super::store::StoreOpti
         (None, None) => defaults.renew,
     };
     if lease < Duration::from_millis(100) {
-        return Err(fail(
-            shown,
-            format!("server.lease_ms = {} is too short", lease.as_millis()),
-            Some("a lease of at least 100 ms (the default is 10000)"),
+        return Err(at(
+            fail(
+                shown,
+                format!("server.lease_ms = {} is too short", lease.as_millis()),
+                Some("a lease of at least 100 ms (the default is 10000)"),
+            ),
+            "lease_ms",
         ));
     }
-    if renew.is_zero() || renew * 2 > lease {
-        return Err(fail(
-            shown,
-            format!(
-                "server.lease_renew_ms = {} must be above 0 and at most half of lease_ms ({})",
-                renew.as_millis(),
-                lease.as_millis()
+    // `renew > lease / 2`, not `renew * 2 > lease`: any u64 of milliseconds
+    // is a Duration, and doubling the largest would overflow.
+    if renew.is_zero() || renew > lease / 2 {
+        return Err(at(
+            fail(
+                shown,
+                format!(
+                    "server.lease_renew_ms = {} must be above 0 and at most half of lease_ms ({})",
+                    renew.as_millis(),
+                    lease.as_millis()
+                ),
+                Some(
+                    "a lease is renewed at least twice before it runs out (default: 2000 of 10000)",
+                ),
             ),
-            Some("a lease is renewed at least twice before it runs out (default: 2000 of 10000)"),
+            if raw.lease_renew_ms.is_some() {
+                "lease_renew_ms"
+            } else {
+                "lease_ms"
+            },
         ));
     }
     let pool_size = raw.pool_size.unwrap_or(defaults.pool_size);
     if !(1..=64).contains(&pool_size) {
-        return Err(fail(
-            shown,
-            format!("server.pool_size = {pool_size} is not between 1 and 64"),
-            Some("the read connections of a PostgreSQL store (default 4)"),
+        return Err(at(
+            fail(
+                shown,
+                format!("server.pool_size = {pool_size} is not between 1 and 64"),
+                Some("the read connections of a PostgreSQL store (default 4)"),
+            ),
+            "pool_size",
         ));
     }
     Ok(super::store::StoreOptions {
