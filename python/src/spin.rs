@@ -49,19 +49,8 @@ impl Spinner {
     /// missed, then yielding until [`SPIN`] has passed. The caller looks
     /// again under its lock, and sleeps if it is still not done.
     pub fn spin(&self, done: impl Fn() -> bool) {
-        if done() {
+        if self.busy_for(BUSY, &done) {
             return;
-        }
-        let skip = self.skip.load(Ordering::Relaxed);
-        if skip > 0 {
-            self.skip.store(skip - 1, Ordering::Relaxed);
-        } else if self.busy(&done) {
-            self.level.store(0, Ordering::Relaxed);
-            return;
-        } else {
-            let level = (self.level.load(Ordering::Relaxed) * 2).clamp(1, MAX_SKIP);
-            self.level.store(level, Ordering::Relaxed);
-            self.skip.store(level, Ordering::Relaxed);
         }
         let until = Instant::now() + SPIN;
         while Instant::now() < until {
@@ -73,9 +62,10 @@ impl Spinner {
     }
 
     /// Spins on the core only (no yielding), for at most `limit`, unless
-    /// the last such spins missed (skipped as [`Spinner::spin`] skips its
-    /// busy spin): whether `done()`.
-    pub fn busy_for(&self, limit: Duration, done: impl Fn() -> bool) -> bool {
+    /// the last such spins missed ([`MAX_SKIP`]): whether `done()`. The
+    /// busy spin of [`Spinner::spin`], and the pool's look for a job with
+    /// the GIL kept.
+    pub fn busy_for(&self, limit: Duration, done: &impl Fn() -> bool) -> bool {
         if done() {
             return true;
         }
@@ -84,7 +74,7 @@ impl Spinner {
             self.skip.store(skip - 1, Ordering::Relaxed);
             return false;
         }
-        if self.busy_within(limit, &done) {
+        if busy_within(limit, done) {
             self.level.store(0, Ordering::Relaxed);
             return true;
         }
@@ -93,25 +83,21 @@ impl Spinner {
         self.skip.store(level, Ordering::Relaxed);
         false
     }
+}
 
-    /// Spins on the core (no system call) until `done()` or [`BUSY`] has
-    /// passed: whether it is done.
-    fn busy(&self, done: &impl Fn() -> bool) -> bool {
-        self.busy_within(BUSY, done)
-    }
-
-    fn busy_within(&self, limit: Duration, done: &impl Fn() -> bool) -> bool {
-        let until = Instant::now() + limit;
-        loop {
-            for _ in 0..64 {
-                if done() {
-                    return true;
-                }
-                std::hint::spin_loop();
+/// Spins on the core (no system call) until `done()` or `limit` has
+/// passed: whether it is done.
+fn busy_within(limit: Duration, done: &impl Fn() -> bool) -> bool {
+    let until = Instant::now() + limit;
+    loop {
+        for _ in 0..64 {
+            if done() {
+                return true;
             }
-            if Instant::now() >= until {
-                return false;
-            }
+            std::hint::spin_loop();
+        }
+        if Instant::now() >= until {
+            return false;
         }
     }
 }

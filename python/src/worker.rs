@@ -437,7 +437,7 @@ pub fn next_job<'py>(
     // it has the outcome: a job queued within [`HOLD`] is taken with the
     // GIL kept (releasing and taking it back is two locks of the GIL's
     // mutex, a signal and the gate's atomics a call).
-    let soon = if HELD.busy_for(HOLD, || PENDING.load(Ordering::Acquire) > 0) {
+    let soon = if HELD.busy_for(HOLD, &|| PENDING.load(Ordering::Acquire) > 0) {
         take_queued()
     } else {
         None
@@ -459,12 +459,18 @@ pub fn next_job<'py>(
 /// The job at the queue's head, if there is one not abandoned (taken by
 /// a thread back from a call, before it waits).
 fn take_queued() -> Option<Queued> {
-    let mut q = queue();
+    let job = pop_live(&mut queue())?;
+    arrived();
+    Some(job)
+}
+
+/// The first job of `q` not abandoned, the abandoned ones before it
+/// dropped; `None` once the queue is empty.
+fn pop_live(q: &mut Queue) -> Option<Queued> {
     loop {
         let job = q.jobs.pop_front()?;
         PENDING.store(q.jobs.len(), Ordering::Release);
         if !job.slot.lock().abandoned {
-            arrived();
             return Some(job);
         }
     }
@@ -477,11 +483,7 @@ fn wait_for_job(py: Python<'_>) -> Queued {
         let mut q = queue();
         arrived();
         loop {
-            if let Some(job) = q.jobs.pop_front() {
-                PENDING.store(q.jobs.len(), Ordering::Release);
-                if job.slot.lock().abandoned {
-                    continue;
-                }
+            if let Some(job) = pop_live(&mut q) {
                 return job;
             }
             // Idle (a submitter counts on this thread), spinning first.
