@@ -1,15 +1,20 @@
-//! A Python function's answer as a call's outcome ([`Outcome`]): its
-//! result converted to JSON (a result that is not JSON is a `bad_output`
+//! A Python function's answer as a call's outcome: its result on the
+//! engine's wire (a result that is not JSON is a `bad_output`
 //! `Err`), the exception it raised (a `failed` `Err` naming its type), or
 //! a batch function's `(ok, value)` pairs. Below the pool's threads
 //! ([`crate::worker`]), which give these outcomes, and the host's closures
 //! ([`crate::tools`]).
 
-use crate::convert::{from_py, type_name};
-use lt::runtime::host::{FailureKind, Outcome, ToolFailure};
+use crate::convert::{type_name, write_wire};
+use lt::runtime::host::{FailureKind, ToolFailure};
+use lt::runtime::wire::Wire;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use std::time::Duration;
+
+/// A call's outcome as a pool thread gives it: the function's result on
+/// the wire, or why there is none.
+pub type Answered = Result<Wire, ToolFailure>;
 
 /// A failure of `kind` with its whole message.
 pub(crate) fn failure(kind: FailureKind, message: String) -> ToolFailure {
@@ -41,9 +46,10 @@ pub fn raised(py: Python<'_>, tool: &str, e: &PyErr) -> ToolFailure {
     failure(FailureKind::Failed, text)
 }
 
-/// `obj`, a function's result, as the call's outcome.
-pub fn outcome(tool: &str, obj: &Bound<'_, PyAny>) -> Outcome {
-    from_py(obj, "result").map_err(|why| {
+/// `obj`, a function's result, as the call's outcome, written into `into`
+/// (a buffer used before: the call's argument's).
+pub fn outcome(tool: &str, obj: &Bound<'_, PyAny>, mut into: Wire) -> Answered {
+    write_wire(obj, "result", &mut into).map(|()| into).map_err(|why| {
         failure(
             FailureKind::BadOutput,
             format!("tool {tool} returned a value that is not JSON: {why}"),
@@ -56,7 +62,7 @@ pub fn outcome(tool: &str, obj: &Bound<'_, PyAny>) -> Outcome {
 pub fn batch_outcomes(
     calls: &[(String, Option<Duration>)],
     answered: &Bound<'_, PyAny>,
-) -> Vec<Outcome> {
+) -> Vec<Answered> {
     calls
         .iter()
         .enumerate()
@@ -72,7 +78,7 @@ pub fn batch_outcomes(
 
 /// `(True, value)` → the value; `(False, message)` → a failure; `(None,
 /// _)` → the call timed out (after `left`).
-fn pair_outcome(tool: &str, left: Option<Duration>, pair: &Bound<'_, PyAny>) -> Outcome {
+fn pair_outcome(tool: &str, left: Option<Duration>, pair: &Bound<'_, PyAny>) -> Answered {
     let Ok(t) = pair.cast::<PyTuple>() else {
         return Err(failure(
             FailureKind::Failed,
@@ -97,7 +103,7 @@ fn pair_outcome(tool: &str, left: Option<Duration>, pair: &Bound<'_, PyAny>) -> 
         Err(e) => return Err(failure(FailureKind::Failed, format!("tool {tool}: {e}"))),
     };
     if ok {
-        outcome(tool, &value)
+        outcome(tool, &value, Wire::new())
     } else {
         Err(failure(FailureKind::Failed, value.to_string()))
     }

@@ -1,5 +1,8 @@
 //! Values across the boundary: JSON (what the engine gives a tool and the
-//! program's value) to Python objects and back.
+//! program's value) to Python objects and back. Both ways go through the
+//! engine's [`Wire`] (a tool's argument and result travel between the
+//! session's thread and a pool thread as one, with no JSON tree at either
+//! end); JSON is converted to and from it.
 //!
 //! JSON → Python: `null` → `None`, booleans, integers (`int`), floats,
 //! strings, arrays → `list`, objects → `dict`. Python → JSON: `None`,
@@ -16,8 +19,10 @@
 //! argument's dicts with the `str` keys it made before ([`Keys`]).
 
 use pyo3::prelude::*;
+use lt::runtime::wire::{Item, Reader, Wire};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use serde_json::{Map, Number, Value as Json};
+use serde_json::Value as Json;
 use std::borrow::Cow;
 
 /// The deepest Python value converted to JSON (a cycle hits it too).
@@ -25,7 +30,7 @@ pub const MAX_DEPTH: usize = 512;
 
 /// `v` as a Python object.
 pub fn to_py<'py>(py: Python<'py>, v: &Json) -> PyResult<Bound<'py, PyAny>> {
-    to_py_keyed(py, v, &mut Keys::none())
+    wire_to_py(py, &Wire::from_json(v), &mut Keys::none())
 }
 
 /// The Python `str` objects of the object keys met lately, by a pool
@@ -74,32 +79,33 @@ impl Keys {
     }
 }
 
-/// [`to_py`], the keys of its dicts taken from `keys`.
-pub fn to_py_keyed<'py>(py: Python<'py>, v: &Json, keys: &mut Keys) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match v {
-        Json::Null => py.None().into_bound(py),
-        Json::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
-        Json::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                i.into_pyobject(py)?.into_any()
-            } else if let Some(u) = n.as_u64() {
-                u.into_pyobject(py)?.into_any()
-            } else {
-                PyFloat::new(py, n.as_f64().unwrap_or(f64::NAN)).into_any()
-            }
-        }
-        Json::String(s) => PyString::new(py, s).into_any(),
-        Json::Array(items) => {
+/// The value on `wire` as a Python object, the keys of its dicts taken
+/// from `keys`.
+pub fn wire_to_py<'py>(py: Python<'py>, wire: &Wire, keys: &mut Keys) -> PyResult<Bound<'py, PyAny>> {
+    read(py, &mut wire.reader(), keys)
+}
+
+fn read<'py>(py: Python<'py>, r: &mut Reader<'_>, keys: &mut Keys) -> PyResult<Bound<'py, PyAny>> {
+    let broken = |e: lt::runtime::wire::WireError| PyRuntimeError::new_err(e.to_string());
+    Ok(match r.item().map_err(broken)? {
+        Item::Null => py.None().into_bound(py),
+        Item::Bool(b) => PyBool::new(py, b).to_owned().into_any(),
+        Item::I64(i) => i.into_pyobject(py)?.into_any(),
+        Item::U64(u) => u.into_pyobject(py)?.into_any(),
+        Item::F64(x) => PyFloat::new(py, x).into_any(),
+        Item::Str(s) => PyString::new(py, s).into_any(),
+        Item::Array(n) => {
             let list = PyList::empty(py);
-            for item in items {
-                list.append(to_py_keyed(py, item, keys)?)?;
+            for _ in 0..n {
+                list.append(read(py, r, keys)?)?;
             }
             list.into_any()
         }
-        Json::Object(fields) => {
+        Item::Object(n) => {
             let dict = PyDict::new(py);
-            for (k, item) in fields {
-                dict.set_item(keys.get(py, k), to_py_keyed(py, item, keys)?)?;
+            for _ in 0..n {
+                let k = keys.get(py, r.key().map_err(broken)?);
+                dict.set_item(k, read(py, r, keys)?)?;
             }
             dict.into_any()
         }
@@ -109,7 +115,20 @@ pub fn to_py_keyed<'py>(py: Python<'py>, v: &Json, keys: &mut Keys) -> PyResult<
 /// `obj` as JSON; `Err`: where and why it is not JSON (`path` names the
 /// root, e.g. `result`).
 pub fn from_py(obj: &Bound<'_, PyAny>, path: &str) -> Result<Json, String> {
-    convert(obj, &Path::Root(path), 0)
+    to_wire(obj, path)?.to_json().map_err(|e| format!("{path}: {e}"))
+}
+
+/// `obj` on the wire; `Err`: where and why it is not JSON, as [`from_py`].
+pub fn to_wire(obj: &Bound<'_, PyAny>, path: &str) -> Result<Wire, String> {
+    let mut w = Wire::new();
+    write_wire(obj, path, &mut w)?;
+    Ok(w)
+}
+
+/// [`to_wire`], written into `w` (emptied first: a buffer used before).
+pub fn write_wire(obj: &Bound<'_, PyAny>, path: &str, w: &mut Wire) -> Result<(), String> {
+    w.clear();
+    write(obj, &Path::Root(path), 0, w)
 }
 
 /// Where a part sits in the value being converted, rendered only for an
@@ -130,7 +149,7 @@ impl std::fmt::Display for Path<'_> {
     }
 }
 
-fn convert(obj: &Bound<'_, PyAny>, path: &Path<'_>, depth: usize) -> Result<Json, String> {
+fn write(obj: &Bound<'_, PyAny>, path: &Path<'_>, depth: usize, w: &mut Wire) -> Result<(), String> {
     if depth > MAX_DEPTH {
         return Err(format!(
             "{path}: nested more than {MAX_DEPTH} levels deep (a cycle?)"
@@ -139,43 +158,44 @@ fn convert(obj: &Bound<'_, PyAny>, path: &Path<'_>, depth: usize) -> Result<Json
     // The plain types by an exact comparison first (a pointer each), then
     // every type by the checks that accept subclasses.
     if let Ok(dict) = obj.cast_exact::<PyDict>() {
-        return object(dict, path, depth);
+        return object(dict, path, depth, w);
     }
     if let Ok(s) = obj.cast_exact::<PyString>() {
-        return text(s, path);
+        return text(s, path, w);
     }
     if obj.is_exact_instance_of::<PyInt>() {
-        return int(obj, path);
+        return int(obj, path, w);
     }
     if let Ok(list) = obj.cast_exact::<PyList>() {
-        return items(list.iter(), path, depth);
+        return items(list.iter(), path, depth, w);
     }
     if obj.is_none() {
-        return Ok(Json::Null);
+        w.null();
+        return Ok(());
     }
     if let Ok(b) = obj.cast::<PyBool>() {
-        return Ok(Json::Bool(b.is_true()));
+        w.bool(b.is_true());
+        return Ok(());
     }
     if obj.cast::<PyInt>().is_ok() {
-        return int(obj, path);
+        return int(obj, path, w);
     }
     if let Ok(f) = obj.cast::<PyFloat>() {
-        let x = f.value();
-        return Number::from_f64(x)
-            .map(Json::Number)
-            .ok_or_else(|| format!("{path}: the float {x} is not a JSON number"));
+        return w
+            .f64(f.value())
+            .map_err(|x| format!("{path}: the float {x} is not a JSON number"));
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return text(s, path);
+        return text(s, path, w);
     }
     if let Ok(list) = obj.cast::<PyList>() {
-        return items(list.iter(), path, depth);
+        return items(list.iter(), path, depth, w);
     }
     if let Ok(tuple) = obj.cast::<PyTuple>() {
-        return items(tuple.iter(), path, depth);
+        return items(tuple.iter(), path, depth, w);
     }
     if let Ok(dict) = obj.cast::<PyDict>() {
-        return object(dict, path, depth);
+        return object(dict, path, depth, w);
     }
     Err(format!(
         "{path}: a {} is not JSON (give None, bool, int, float, str, list, tuple or dict)",
@@ -183,20 +203,22 @@ fn convert(obj: &Bound<'_, PyAny>, path: &Path<'_>, depth: usize) -> Result<Json
     ))
 }
 
-fn int(obj: &Bound<'_, PyAny>, path: &Path<'_>) -> Result<Json, String> {
+fn int(obj: &Bound<'_, PyAny>, path: &Path<'_>, w: &mut Wire) -> Result<(), String> {
     if let Ok(i) = obj.extract::<i64>() {
-        return Ok(Json::from(i));
+        w.i64(i);
+        return Ok(());
     }
     if let Ok(u) = obj.extract::<u64>() {
-        return Ok(Json::from(u));
+        w.u64(u);
+        return Ok(());
     }
     Err(format!("{path}: the integer {obj} does not fit in 64 bits"))
 }
 
-fn text(s: &Bound<'_, PyString>, path: &Path<'_>) -> Result<Json, String> {
-    utf8(s)
-        .map(|t| Json::String(t.into_owned()))
-        .map_err(|e| format!("{path}: the string is not valid UTF-8: {e}"))
+fn text(s: &Bound<'_, PyString>, path: &Path<'_>, w: &mut Wire) -> Result<(), String> {
+    let t = utf8(s).map_err(|e| format!("{path}: the string is not valid UTF-8: {e}"))?;
+    w.str_checked(&t)
+        .map_err(|n| format!("{path}: a string of {n} bytes is too long (at most 4 GiB)"))
 }
 
 /// The text of `s`, read in place where the running Python allows it.
@@ -248,7 +270,7 @@ fn in_place(py: Python<'_>) -> bool {
 }
 
 /// The text of a dict key; `Err`: why it is not a JSON object key.
-fn key_text(k: &Bound<'_, PyAny>) -> Result<String, String> {
+fn key_text<'k>(k: &'k Bound<'_, PyAny>) -> Result<Cow<'k, str>, String> {
     let s = match k.cast_exact::<PyString>() {
         Ok(s) => s,
         Err(_) => k.cast::<PyString>().map_err(|_| {
@@ -259,31 +281,41 @@ fn key_text(k: &Bound<'_, PyAny>) -> Result<String, String> {
             )
         })?,
     };
-    utf8(s)
-        .map(Cow::into_owned)
-        .map_err(|e| format!("the key {} is not valid UTF-8: {e}", repr(k)))
+    utf8(s).map_err(|e| format!("the key {} is not valid UTF-8: {e}", repr(k)))
 }
 
-fn object(dict: &Bound<'_, PyDict>, path: &Path<'_>, depth: usize) -> Result<Json, String> {
-    let mut map = Map::new();
+fn object(
+    dict: &Bound<'_, PyDict>,
+    path: &Path<'_>,
+    depth: usize,
+    w: &mut Wire,
+) -> Result<(), String> {
+    let open = w.open_object();
+    let mut n = 0;
     for (k, v) in dict.iter() {
         let key = key_text(&k).map_err(|why| format!("{path}: {why}"))?;
-        let item = convert(&v, &Path::Key(path, &key), depth + 1)?;
-        map.insert(key, item);
+        w.key(&key);
+        write(&v, &Path::Key(path, &key), depth + 1, w)?;
+        n += 1;
     }
-    Ok(Json::Object(map))
+    w.close(open, n)
+        .map_err(|n| format!("{path}: a dict of {n} entries is too large"))
 }
 
 fn items<'py>(
     iter: impl Iterator<Item = Bound<'py, PyAny>>,
     path: &Path<'_>,
     depth: usize,
-) -> Result<Json, String> {
-    let mut out = Vec::new();
+    w: &mut Wire,
+) -> Result<(), String> {
+    let open = w.open_array();
+    let mut n = 0;
     for (i, item) in iter.enumerate() {
-        out.push(convert(&item, &Path::Index(path, i), depth + 1)?);
+        write(&item, &Path::Index(path, i), depth + 1, w)?;
+        n += 1;
     }
-    Ok(Json::Array(out))
+    w.close(open, n)
+        .map_err(|n| format!("{path}: a list of {n} items is too long"))
 }
 
 /// The name of `obj`'s type (`set`, `MyClass`).

@@ -1,18 +1,20 @@
-//! Python functions as tools: the closures of an
+//! Python functions as tools: the wire closures of an
 //! [`InProcessHost`](lt::exec::in_process::InProcessHost). Each call is
 //! handed to a Python thread ([`crate::worker`]) and waited for until the
-//! call's deadline or the session's cancellation: the argument becomes
-//! Python objects, the function is called with it as its first positional
-//! argument, and its result becomes JSON (the engine then checks it
-//! against the declared output type). A function that raises is the call's
+//! call's deadline or the session's cancellation: the argument (on the
+//! engine's wire, written from the program's value) becomes Python
+//! objects, the function is called with it as its first positional
+//! argument, and its result goes back on the wire (the engine then reads
+//! it against the declared output type). A function that raises is the call's
 //! `Err` (`tool T raised ValueError: …`); a result that is not JSON is a
 //! `bad_output` `Err`, like any executor's garbage; a call that outlives
 //! its deadline is a `timed_out` `Err`.
 
 use crate::answer::failure;
 use crate::worker::{perform, submit, RunState, Work};
-use lt::exec::in_process::{BatchFn, InProcessCall, InProcessHost, ToolFn};
+use lt::exec::in_process::{json_outcome, BatchFn, InProcessCall, InProcessHost, WireFn};
 use lt::runtime::host::{FailureKind, Outcome};
+use lt::runtime::wire::Wire;
 use pyo3::prelude::*;
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
@@ -40,10 +42,10 @@ pub fn host(
         functions.insert(name.clone(), f.clone());
         let run = run.clone();
         let tool: Arc<str> = Arc::from(name.as_str());
-        let f: ToolFn<'static> = Box::new(move |call| {
+        let f: WireFn<'static> = Box::new(move |call| {
             perform(&f, call.arg, Work::One(tool.clone()), call.time_left, &run).one(call.tool)
         });
-        host = host.tool(name, f);
+        host = host.wire_tool(name, f);
     }
     if let Some((b, async_tools)) = batch {
         let b = Arc::new(b);
@@ -84,7 +86,10 @@ fn call_batch(
                 .map(|(_, c)| (c.tool.to_string(), c.time_left))
                 .collect(),
         );
-        let at: Vec<usize> = together.iter().map(|(i, _)| *i).collect();
+        let at: Vec<(usize, String)> = together
+            .iter()
+            .map(|(i, c)| (*i, c.tool.to_string()))
+            .collect();
         let arg = Json::Array(
             together
                 .into_iter()
@@ -98,12 +103,15 @@ fn call_batch(
                 })
                 .collect(),
         );
-        (at, submit(b, arg, work, time_left, run))
+        (at, submit(b, Wire::from_json(&arg), work, time_left, run))
     });
     for (i, c) in alone {
         outcomes[i] = Some(match functions.get(c.tool) {
             Some(f) => {
-                perform(f, c.arg, Work::One(Arc::from(c.tool)), c.time_left, run).one(c.tool)
+                let arg = Wire::from_json(&c.arg);
+                let answered =
+                    perform(f, arg, Work::One(Arc::from(c.tool)), c.time_left, run).one(c.tool);
+                json_outcome(c.tool, answered)
             }
             None => Err(failure(
                 FailureKind::Unavailable,
@@ -117,8 +125,8 @@ fn call_batch(
             Err(outcomes) => outcomes,
         }
         .into_vec();
-        for (i, o) in at.into_iter().zip(answered) {
-            outcomes[i] = Some(o);
+        for ((i, tool), o) in at.into_iter().zip(answered) {
+            outcomes[i] = Some(json_outcome(&tool, o));
         }
     }
     outcomes

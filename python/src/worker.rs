@@ -13,7 +13,7 @@
 //! f, arg = _lt.next_job(job)              # waits, GIL released
 //! try:
 //!     r = f(arg)                          # the user's function (pure Python frames)
-//!     settle = job.done(r)                # plain data: as JSON, to the session
+//!     settle = job.done(r)                # plain data: on the wire, to the session
 //!     if settle is not None:              # else (an awaitable): the run's settle
 //!         job.done(settle(r, job))
 //! except BaseException as e: job.fail(e)
@@ -41,16 +41,16 @@
 //! ([`crate::spin`]), and a condition variable is signalled only when a
 //! thread sleeps on it.
 
-use crate::answer::{batch_outcomes, failure, outcome, raised, timed_out_message};
-use crate::convert::{to_py_keyed, Keys};
+use crate::answer::{batch_outcomes, failure, outcome, raised, timed_out_message, Answered};
+use crate::convert::{wire_to_py, Keys};
 use crate::gate;
 use crate::spin::Spinner;
 use lt::runtime::cancel::Cancel;
-use lt::runtime::host::{FailureKind, Outcome};
+use lt::runtime::host::FailureKind;
+use lt::runtime::wire::Wire;
 use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use serde_json::Value as Json;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -172,14 +172,14 @@ impl Work {
 /// order (a single call allocates no vector).
 pub enum Outcomes {
     /// The outcome of a [`Work::One`].
-    One(Outcome),
+    One(Answered),
     /// The outcomes of a [`Work::Batch`].
-    Batch(Vec<Outcome>),
+    Batch(Vec<Answered>),
 }
 
 impl Outcomes {
     /// The outcome of a single call of `tool` (a batch's first).
-    pub fn one(self, tool: &str) -> Outcome {
+    pub fn one(self, tool: &str) -> Answered {
         match self {
             Outcomes::One(o) => o,
             Outcomes::Batch(v) => v.into_iter().next().unwrap_or_else(|| {
@@ -192,7 +192,7 @@ impl Outcomes {
     }
 
     /// Every outcome, in order.
-    pub fn into_vec(self) -> Vec<Outcome> {
+    pub fn into_vec(self) -> Vec<Answered> {
         match self {
             Outcomes::One(o) => vec![o],
             Outcomes::Batch(v) => v,
@@ -227,7 +227,7 @@ impl Slot {
 
 struct Queued {
     f: Arc<Py<PyAny>>,
-    arg: Json,
+    arg: Wire,
     slot: Arc<Slot>,
 }
 
@@ -305,10 +305,10 @@ pub struct Job {
     settling: bool,
     /// The `str` keys of this thread's arguments' dicts.
     keys: Keys,
-    /// The call's function and JSON argument, dropped once its outcome is
+    /// The call's function and argument, dropped once its outcome is
     /// given (the session's thread then goes on meanwhile), not before the
     /// function is called.
-    spent: Option<(Arc<Py<PyAny>>, Json)>,
+    spent: Option<(Arc<Py<PyAny>>, Wire)>,
 }
 
 /// Whether `obj`'s type is exactly one that is plain data (never
@@ -351,7 +351,11 @@ impl Job {
         }
         let slot = self.slot.take()?;
         let outcomes = match &slot.work {
-            Work::One(tool) => Outcomes::One(outcome(tool, result)),
+            // The result written into the argument's buffer (read by now).
+            Work::One(tool) => {
+                let buffer = self.spent.as_mut().map(|(_, arg)| std::mem::take(arg));
+                Outcomes::One(outcome(tool, result, buffer.unwrap_or_default()))
+            }
             Work::Batch(calls) => Outcomes::Batch(batch_outcomes(calls, result)),
         };
         finish(&slot, outcomes);
@@ -449,7 +453,7 @@ pub fn next_job<'py>(
     let Queued { f, arg, slot } = q;
     let function = f.clone_ref(py);
     let mut job = job.borrow_mut();
-    let argument = to_py_keyed(py, &arg, &mut job.keys);
+    let argument = wire_to_py(py, &arg, &mut job.keys);
     job.slot = Some(slot);
     job.settling = false;
     job.spent = Some((f, arg));
@@ -518,7 +522,7 @@ pub struct Pending {
 /// except to start a thread when none is idle.
 pub fn submit(
     f: &Arc<Py<PyAny>>,
-    arg: Json,
+    arg: Wire,
     work: Work,
     time_left: Option<Duration>,
     run: &Arc<RunState>,
@@ -625,7 +629,7 @@ impl Pending {
 /// ([`submit`], then [`Pending::wait`]).
 pub fn perform(
     f: &Arc<Py<PyAny>>,
-    arg: Json,
+    arg: Wire,
     work: Work,
     time_left: Option<Duration>,
     run: &Arc<RunState>,

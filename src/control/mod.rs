@@ -27,10 +27,12 @@ pub mod report;
 pub mod resume;
 pub mod session;
 pub mod static_check;
+mod value_call;
 
 use crate::log::{CallEvent, Decision as Verdict, EventBody, EventSink};
 use crate::runtime::host::{
-    AnnotationEvent, ApprovalRequest, CallRequest, FailureKind, Host, Outcome, ToolFailure,
+    AnnotationEvent, Answer, ApprovalRequest, CallRequest, FailureKind, Host, Outcome,
+    ToolFailure, ValueCall,
 };
 use crate::runtime::limits::Limits;
 use crate::types::ToolSig;
@@ -143,6 +145,35 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
     /// The idempotency key of a call: the session id and the call identity.
     pub fn idempotency_key(&self, call_id: &str) -> String {
         format!("{}:{call_id}", self.session)
+    }
+}
+
+/// The failure of a call the pipeline denied.
+fn denied(decision: &pipeline::Decision) -> ToolFailure {
+    ToolFailure {
+        stderr: None,
+        kind: FailureKind::Denied,
+        message: format!("denied: {}: {}", decision.rule, decision.reason),
+    }
+}
+
+/// What a dry run answers for a call of `tool`: the profile's configured
+/// result, else the empty value of the tool's output type.
+fn dry_run_output(policy: Option<&profile::ToolPolicy>, tool: &ToolSig) -> Json {
+    policy
+        .and_then(|p| p.dry_run_result.clone())
+        .unwrap_or_else(|| empty_json(&tool.output))
+}
+
+/// The time a call may take: the smaller of the run's time left and the
+/// profile's timeout for its tool (`None`: neither limits it).
+fn within(
+    time_left: Option<std::time::Duration>,
+    timeout: Option<std::time::Duration>,
+) -> Option<std::time::Duration> {
+    match (time_left, timeout) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -432,17 +463,11 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
             }))?;
         }
         if !decision.allow {
-            return Err(Err(ToolFailure {
-                stderr: None,
-                kind: FailureKind::Denied,
-                message: format!("denied: {}: {}", decision.rule, decision.reason),
-            }));
+            return Err(Err(denied(&decision)));
         }
         let policy = self.pipeline.profile().tools.get(request.tool);
         if decision.dry_run {
-            let output = policy
-                .and_then(|p| p.dry_run_result.clone())
-                .unwrap_or_else(|| empty_json(&tool.output));
+            let output = dry_run_output(policy, tool);
             let outcome: Outcome = Ok(output.clone());
             if recording {
                 let result = result_json(tool, &outcome, &self.limits);
@@ -504,10 +529,7 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
         }
         // Written just before the call starts (see `Prepared::Dispatch`).
         let schedule = recording;
-        let time_left = match (request.time_left, timeout) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let time_left = within(request.time_left, timeout);
         Ok(Prepared::Dispatch {
             schedule,
             venue,
@@ -550,6 +572,10 @@ impl<'a, H: Host, S: EventSink> ControlPlane<'a, H, S> {
 impl<H: Host, S: EventSink> Host for ControlPlane<'_, H, S> {
     fn call(&mut self, request: CallRequest<'_>) -> Outcome {
         self.call_from(request, Recorded::Nothing)
+    }
+
+    fn call_value(&mut self, request: ValueCall<'_>) -> Option<Answer> {
+        self.value_call(request)
     }
 
     /// Answers an approval request as the profile's `approvals` says

@@ -22,6 +22,7 @@
 
 use super::profile::Profile;
 use crate::runtime::boundary;
+use crate::runtime::value::Value;
 use crate::types::ToolSig;
 use rustc_hash::FxHashMap;
 use serde_json::Value as Json;
@@ -47,6 +48,24 @@ impl Decision {
             rule,
             reason,
             dry_run: false,
+        }
+    }
+}
+
+/// A call's argument as the pipeline is given it: the JSON a log records,
+/// or the interpreter's value ([`Pipeline::decide_value`]).
+#[derive(Clone, Copy)]
+enum Argument<'j> {
+    Json(&'j Json),
+    Value(&'j Value),
+}
+
+impl<'j> Argument<'j> {
+    /// The argument as JSON (built from a value).
+    fn json(self) -> Cow<'j, Json> {
+        match self {
+            Argument::Json(j) => Cow::Borrowed(j),
+            Argument::Value(v) => Cow::Owned(v.to_json()),
         }
     }
 }
@@ -118,6 +137,21 @@ impl Pipeline {
         token
     }
 
+    /// Whether the `approval` rule reads a call of `tool`'s argument: its
+    /// input has an `!Approval` field, or the profile requires approval.
+    fn approvals_concern(&self, tool: &ToolSig) -> bool {
+        let fields = match &tool.input {
+            crate::types::Type::Record(fields) => fields.iter().any(|(_, t)| t.is_approval()),
+            _ => false,
+        };
+        fields
+            || self
+                .profile
+                .tools
+                .get(&*tool.name)
+                .is_some_and(|t| t.require_approval)
+    }
+
     /// Why the approval fields of this call do not hold, if they do not.
     fn approval_problem(&self, tool: &ToolSig, argument: &Json) -> Option<String> {
         let name: &str = &tool.name;
@@ -175,6 +209,22 @@ impl Pipeline {
         argument: &Json,
         explain_allowed: bool,
     ) -> Decision {
+        self.decide_argument(tool, Argument::Json(argument), explain_allowed)
+    }
+
+    /// [`Pipeline::decide_explaining`] of an argument that is the
+    /// interpreter's value (the same decision as for its JSON, which is
+    /// built only for a denial's words or an approval's check).
+    pub fn decide_value(&mut self, tool: &ToolSig, argument: &Value, explain_allowed: bool) -> Decision {
+        self.decide_argument(tool, Argument::Value(argument), explain_allowed)
+    }
+
+    fn decide_argument(
+        &mut self,
+        tool: &ToolSig,
+        argument: Argument<'_>,
+        explain_allowed: bool,
+    ) -> Decision {
         let p = &self.profile;
         let name: &str = &tool.name;
         if let Some(allow) = &p.allow {
@@ -205,8 +255,12 @@ impl Pipeline {
         }
         // Checked without building the value; converted only for the words
         // of a denial.
-        if !boundary::fits(argument, &tool.input) {
-            if let Err(e) = boundary::from_json(argument, &tool.input) {
+        let fits = match argument {
+            Argument::Json(j) => boundary::fits(j, &tool.input),
+            Argument::Value(v) => boundary::value_fits(v, &tool.input),
+        };
+        if !fits {
+            if let Err(e) = boundary::from_json(&argument.json(), &tool.input) {
                 return Decision::deny(
                     "arguments",
                     format!(
@@ -239,14 +293,22 @@ impl Pipeline {
                 );
             }
         }
-        if let Some(why) = self.approval_problem(tool, argument) {
-            return Decision::deny("approval", why);
+        // A value's JSON is built only for a tool that approvals concern.
+        let approved = match argument {
+            Argument::Json(_) => Some(argument.json()),
+            Argument::Value(_) => self.approvals_concern(tool).then(|| argument.json()),
+        };
+        let mut spent: Vec<String> = Vec::new();
+        if let Some(argument) = &approved {
+            if let Some(why) = self.approval_problem(tool, argument) {
+                return Decision::deny("approval", why);
+            }
+            spent = split_approvals(tool, argument)
+                .1
+                .into_iter()
+                .flatten()
+                .collect();
         }
-        let spent: Vec<String> = split_approvals(tool, argument)
-            .1
-            .into_iter()
-            .flatten()
-            .collect();
         for t in &spent {
             if let Some(entry) = self.approvals.get_mut(t) {
                 entry.2 = true;

@@ -11,14 +11,20 @@
 //! executor. A tool with no closure fails as `Unavailable`; an embedding
 //! should refuse such a program before it runs ([`InProcessHost::missing`]).
 //!
+//! A closure may instead take and give [`Wire`] bytes
+//! ([`InProcessHost::wire_tool`]): then a call from the interpreter
+//! reaches it with no JSON built at either end ([`Host::call_value`]); one
+//! through the JSON door (a session with a log) is converted on the way.
+//!
 //! A batch (`gather`, `fan_out`) goes to the batch closure when one is
 //! given ([`InProcessHost::with_batch`]: an asyncio host runs coroutines
 //! concurrently), else its calls run one after the other.
 
 use crate::runtime::host::{
-    not_started, one_after_another, BatchEvent, CallRequest, FailureKind, Host, Outcome,
-    ToolFailure,
+    not_started, one_after_another, Answer, BatchEvent, CallRequest, FailureKind, Host, Outcome,
+    ToolFailure, ValueCall,
 };
+use crate::runtime::wire::Wire;
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -44,6 +50,27 @@ pub struct InProcessCall<'a> {
 /// The closure of one tool.
 pub type ToolFn<'a> = Box<dyn FnMut(InProcessCall<'_>) -> Outcome + 'a>;
 
+/// One call as a wire tool sees it ([`InProcessHost::wire_tool`]).
+#[derive(Debug)]
+pub struct WireCall<'a> {
+    /// The tool's declared name.
+    pub tool: &'a str,
+    /// The argument.
+    pub arg: Wire,
+    /// As [`InProcessCall::time_left`].
+    pub time_left: Option<Duration>,
+}
+
+/// The closure of one wire tool: the raw result on the wire, or why there
+/// is none. It is given no idempotency key.
+pub type WireFn<'a> = Box<dyn FnMut(WireCall<'_>) -> Result<Wire, ToolFailure> + 'a>;
+
+/// A tool's closure, of either kind.
+enum Closure<'a> {
+    Json(ToolFn<'a>),
+    Wire(WireFn<'a>),
+}
+
 /// The closure that performs a batch of calls (all their outcomes, in
 /// order).
 pub type BatchFn<'a> = Box<dyn FnMut(Vec<InProcessCall<'_>>) -> Vec<Outcome> + 'a>;
@@ -51,7 +78,7 @@ pub type BatchFn<'a> = Box<dyn FnMut(Vec<InProcessCall<'_>>) -> Vec<Outcome> + '
 /// A [`Host`] performing each call with the tool's closure.
 #[derive(Default)]
 pub struct InProcessHost<'a> {
-    tools: BTreeMap<String, ToolFn<'a>>,
+    tools: BTreeMap<String, Closure<'a>>,
     batch: Option<BatchFn<'a>>,
     /// The closures read no idempotency key.
     keyless: bool,
@@ -77,7 +104,14 @@ impl<'a> InProcessHost<'a> {
 
     /// Adds (or replaces) the closure of `tool`.
     pub fn tool(mut self, tool: impl Into<String>, f: ToolFn<'a>) -> Self {
-        self.tools.insert(tool.into(), f);
+        self.tools.insert(tool.into(), Closure::Json(f));
+        self
+    }
+
+    /// Performs calls of `tool` with `f`, which takes and gives [`Wire`]
+    /// bytes (module note).
+    pub fn wire_tool(mut self, tool: impl Into<String>, f: WireFn<'a>) -> Self {
+        self.tools.insert(tool.into(), Closure::Wire(f));
         self
     }
 
@@ -97,6 +131,16 @@ impl<'a> InProcessHost<'a> {
     }
 }
 
+/// A wire tool's outcome as JSON, for the JSON door (a result whose bytes
+/// do not read back is a `bad_output` failure).
+pub fn json_outcome(tool: &str, result: Result<Wire, ToolFailure>) -> Outcome {
+    result?.to_json().map_err(|e| ToolFailure {
+        stderr: None,
+        kind: FailureKind::BadOutput,
+        message: format!("tool {tool}: {e}"),
+    })
+}
+
 /// The failure of a call to a tool without a closure.
 fn no_tool(tool: &str) -> ToolFailure {
     ToolFailure {
@@ -113,13 +157,33 @@ impl Host for InProcessHost<'_> {
 
     fn call(&mut self, request: CallRequest<'_>) -> Outcome {
         match self.tools.get_mut(request.tool) {
-            Some(f) => f(InProcessCall {
+            Some(Closure::Json(f)) => f(InProcessCall {
                 tool: request.tool,
                 arg: request.arg,
                 idempotency_key: request.idempotency_key,
                 time_left: request.time_left,
             }),
+            Some(Closure::Wire(f)) => {
+                let result = f(WireCall {
+                    tool: request.tool,
+                    arg: Wire::from_json(&request.arg),
+                    time_left: request.time_left,
+                });
+                json_outcome(request.tool, result)
+            }
             None => Err(no_tool(request.tool)),
+        }
+    }
+
+    /// A wire tool's call, with no JSON between; `None` for the others.
+    fn call_value(&mut self, request: ValueCall<'_>) -> Option<Answer> {
+        match self.tools.get_mut(request.tool) {
+            Some(Closure::Wire(f)) => Some(Answer::Wire(f(WireCall {
+                tool: request.tool,
+                arg: Wire::from_value(request.arg),
+                time_left: request.time_left,
+            }))),
+            _ => None,
         }
     }
 

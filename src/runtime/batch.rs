@@ -57,13 +57,13 @@ impl Machine<'_> {
     /// `exec` while a batch is collected: queue the call (argument already
     /// evaluated); the placeholder value is never seen by the program.
     pub(super) fn defer_exec(&mut self, id: NodeId, tool: u32, arg: &Value) -> Eval {
-        let (call_id, json, time_left) = self.prepare_call(id, tool, arg)?;
+        let (call_id, time_left) = self.prepare_call(id, tool, arg)?;
         if let Some(q) = self.deferred.as_mut() {
             q.push(Deferred {
                 tool,
                 value: arg.clone(),
                 call_id,
-                arg: json,
+                arg: arg.to_json(),
                 time_left,
             });
         }

@@ -86,6 +86,50 @@ fn leaf(json: &Json, ty: &Type) -> bool {
         && !matches!(ty, Type::Option(_) | Type::Linear(_))
 }
 
+/// Whether `value` (a call's argument, the interpreter's) fits `ty`:
+/// exactly [`fits`] of `value.to_json()`, answered from the value itself
+/// where it plainly fits (every part of the declared type, no field left
+/// out or added), else from its JSON.
+pub fn value_fits(value: &Value, ty: &Type) -> bool {
+    if plainly_fits(value, ty, 0) {
+        return true;
+    }
+    let json = value.to_json();
+    let f = fits(&json, ty);
+    drop_deep(json);
+    f
+}
+
+/// Whether `value` surely fits `ty` (`false`: perhaps not; ask the JSON).
+fn plainly_fits(value: &Value, ty: &Type, depth: usize) -> bool {
+    if depth > 64 {
+        return false;
+    }
+    match (ty, value) {
+        (Type::Unit, Value::Unit)
+        | (Type::Bool, Value::Bool(_))
+        | (Type::Int, Value::Int(_))
+        | (Type::String | Type::Approval, Value::Str(_))
+        // `None` (and `()`) are `null`, which every option takes.
+        | (Type::Option(_), Value::None | Value::Unit) => true,
+        (Type::Float, Value::Float(x)) => x.is_finite(),
+        (Type::Enum(lits), Value::Str(s)) => lits.iter().any(|l| **l == **s),
+        (Type::Option(inner), Value::Some(v)) => plainly_fits(v, inner, depth + 1),
+        (Type::Linear(inner), _) => plainly_fits(value, inner, depth + 1),
+        (Type::Record(fields) | Type::OpenRecord(fields), Value::Record(values)) => {
+            fields.len() == values.len()
+                && fields
+                    .iter()
+                    .zip(values.iter())
+                    .all(|((n, t), (m, v))| n == m && plainly_fits(v, t, depth + 1))
+        }
+        (Type::List(elem), Value::List(items)) => {
+            items.iter().all(|v| plainly_fits(v, elem, depth + 1))
+        }
+        _ => false,
+    }
+}
+
 /// [`fits`] of one level (the stack already checked where it must be).
 fn fits_here(json: &Json, ty: &Type) -> bool {
     match (ty, json) {

@@ -28,7 +28,8 @@
 use super::boundary;
 use super::cancel::Cancel;
 use super::compile;
-use super::host::{CallId, CallRequest, Host, PathStep};
+use super::host::{Answer, CallId, CallRequest, Host, PathStep, ToolFailure, ValueCall};
+use super::wire::{typed, Wire};
 use super::limits::{Limits, RunError, RunErrorKind};
 use super::machine::{internal, Callee, Code, Eval, Machine};
 use super::ops;
@@ -363,31 +364,45 @@ impl<'a> Machine<'a> {
     }
 
     /// One tool call through the host, its result validated at the boundary.
+    /// A host that takes the argument as a value ([`Host::call_value`])
+    /// is given it so; any other is given its JSON.
     pub(super) fn exec(&mut self, id: NodeId, tool: u32, arg: &Value) -> Eval {
-        let (call_id, json, time_left) = self.prepare_call(id, tool, arg)?;
+        let (call_id, time_left) = self.prepare_call(id, tool, arg)?;
         let sig = &self.ir.tools[tool as usize];
-        let outcome = self.host.call(CallRequest {
+        let answer = self.host.call_value(ValueCall {
             id: &call_id,
             tool: &sig.name,
-            arg: json,
+            arg,
             time_left,
-            idempotency_key: None,
         });
-        let value = self.receive(tool, outcome);
+        let value = match answer {
+            Some(Answer::Wire(result)) => self.receive_wire(tool, result),
+            Some(Answer::Json(outcome)) => self.receive(tool, outcome),
+            None => {
+                let outcome = self.host.call(CallRequest {
+                    id: &call_id,
+                    tool: &sig.name,
+                    arg: arg.to_json(),
+                    time_left,
+                    idempotency_key: None,
+                });
+                self.receive(tool, outcome)
+            }
+        };
         self.note_undo(tool, arg, &call_id, &value);
         self.check_clock(id)?;
         Ok(value)
     }
 
     /// Everything before a call: the call limit, the argument's size, the
-    /// clock; the call's identity (linked to the innermost `@intent`), its
-    /// JSON argument and the time left.
+    /// clock; the call's identity (linked to the innermost `@intent`) and
+    /// the time left.
     pub(super) fn prepare_call(
         &mut self,
         id: NodeId,
         tool: u32,
         arg: &Value,
-    ) -> Result<(CallId, serde_json::Value, Option<std::time::Duration>), Box<RunError>> {
+    ) -> Result<(CallId, Option<std::time::Duration>), Box<RunError>> {
         let span = self.span(id);
         let ir = self.ir;
         let Some(sig) = ir.tools.get(tool as usize) else {
@@ -422,7 +437,7 @@ impl<'a> Machine<'a> {
             .deadline
             .zip(now)
             .map(|(d, now)| d.saturating_duration_since(now));
-        Ok((call_id, arg.to_json(), time_left))
+        Ok((call_id, time_left))
     }
 
     /// The program's view of a call's outcome: `Ok(v)` of the validated
@@ -444,6 +459,24 @@ impl<'a> Machine<'a> {
                 boundary::drop_deep(json);
                 v
             }
+            Err(failure) => Value::Err(Rc::new(Value::Str(Rc::from(failure.message)))),
+        }
+    }
+
+    /// [`Machine::receive`] of a result on the wire ([`Answer::Wire`]).
+    fn receive_wire(&self, tool: u32, result: Result<Wire, ToolFailure>) -> Value {
+        let sig = &self.ir.tools[tool as usize];
+        match result {
+            Ok(wire) => match typed::program_result(
+                &sig.name,
+                &wire,
+                &sig.output,
+                self.limits.max_list_len,
+                self.limits.max_value_nodes,
+            ) {
+                Ok(v) => Value::Ok(Rc::new(v)),
+                Err(msg) => Value::Err(Rc::new(Value::Str(Rc::from(msg)))),
+            },
             Err(failure) => Value::Err(Rc::new(Value::Str(Rc::from(failure.message)))),
         }
     }

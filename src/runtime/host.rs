@@ -13,6 +13,8 @@
 //! future for the duration of the call. Replay (issue 4) is a host that
 //! answers from the event log instead of calling anything.
 
+use super::value::Value;
+use super::wire::Wire;
 use serde_json::Value as Json;
 use std::fmt;
 use std::time::Duration;
@@ -186,6 +188,31 @@ pub struct ToolFailure {
 /// validated against the declared output type), or why there is none.
 pub type Outcome = Result<Json, ToolFailure>;
 
+/// A tool call whose argument is the interpreter's own value
+/// ([`Host::call_value`]), for a host that takes it without JSON.
+#[derive(Clone, Debug)]
+pub struct ValueCall<'a> {
+    /// The call's stable identity.
+    pub id: &'a CallId,
+    /// The tool's declared name.
+    pub tool: &'a str,
+    /// The argument (of the tool's declared input type).
+    pub arg: &'a Value,
+    /// The longest the call may take, as [`CallRequest::time_left`].
+    pub time_left: Option<Duration>,
+}
+
+/// A host's answer to a [`ValueCall`]: the outcome as JSON (what
+/// [`Host::call`] answers), or the tool's raw result on the wire, read by
+/// the interpreter with [`super::wire::typed::program_result`].
+#[derive(Debug)]
+pub enum Answer {
+    /// The outcome, as [`Host::call`] gives it.
+    Json(Outcome),
+    /// The result on the wire, or why there is none.
+    Wire(Result<Wire, ToolFailure>),
+}
+
 /// An `@intent` annotation (extension) starting or ending, as the
 /// interpreter tells its host ([`Host::annotation`]).
 #[derive(Clone, Copy, Debug)]
@@ -327,6 +354,18 @@ pub trait Host {
     fn uses_idempotency_keys(&self) -> bool {
         true
     }
+
+    /// Performs one call whose argument is the interpreter's value, if
+    /// this host takes it that way ([`crate::runtime::wire`]: no JSON
+    /// between the value and the tool). `None`: it does not, and nothing
+    /// was done; the interpreter then calls [`Host::call`] with the
+    /// argument's JSON. Must answer exactly as [`Host::call`] would, events
+    /// and policy included (a host that records, or that cannot, answers
+    /// `None`). The default: `None`.
+    fn call_value(&mut self, request: ValueCall<'_>) -> Option<Answer> {
+        let _ = request;
+        None
+    }
 }
 
 /// A host behind a pointer (`&mut H`, `Box<H>`) is the host itself.
@@ -356,6 +395,10 @@ macro_rules! forward_host {
 
             fn uses_idempotency_keys(&self) -> bool {
                 (**self).uses_idempotency_keys()
+            }
+
+            fn call_value(&mut self, request: ValueCall<'_>) -> Option<Answer> {
+                (**self).call_value(request)
             }
         }
     )*};

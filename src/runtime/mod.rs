@@ -16,6 +16,10 @@
 //!   (records → objects, lists → arrays, unit → `null`,
 //!   `Ok`/`Err` → `{"Ok": v}` / `{"Err": e}`), which is also how tool
 //!   arguments are sent. [`ops`]: the operators.
+//! * [`wire`]: a flat, `Send` form of JSON for a host whose tools run on
+//!   another thread of this process (the Python package): a call's argument
+//!   written from its value and its result read into one against the
+//!   declared types, with no JSON tree between ([`host::Host::call_value`]).
 
 mod batch;
 pub mod boundary;
@@ -28,5 +32,6 @@ pub mod limits;
 mod machine;
 mod natives;
 pub mod ops;
+pub mod wire;
 /// The values (defined in [`crate::ir::value`], which IR constants need).
 pub use crate::ir::value;
