@@ -125,13 +125,8 @@ pub fn program_result(
     max_list_len: usize,
     max_values: usize,
 ) -> Result<Value, String> {
-    if wire.nodes() <= max_values && wire.longest_array() <= max_list_len {
-        let mut r = wire.reader();
-        if let Some(v) = read(&mut r, output, 0) {
-            if r.at_end() {
-                return Ok(v);
-            }
-        }
+    if let Some(v) = plain_result(wire, output, max_list_len, max_values) {
+        return Ok(v);
     }
     match wire.to_json() {
         Ok(json) => {
@@ -141,6 +136,22 @@ pub fn program_result(
         }
         Err(e) => Err(format!("tool {tool} returned an invalid result: {e}")),
     }
+}
+
+/// The value [`program_result`] gives for a plain result, read directly;
+/// `None` for any other (module note).
+pub fn plain_result(
+    wire: &Wire,
+    output: &Type,
+    max_list_len: usize,
+    max_values: usize,
+) -> Option<Value> {
+    if wire.nodes() > max_values || wire.longest_array() > max_list_len {
+        return None;
+    }
+    let mut r = wire.reader();
+    let v = read(&mut r, output, 0)?;
+    r.at_end().then_some(v)
 }
 
 /// The next value as `ty`, when it is plain (`None`: read it through the
