@@ -94,3 +94,41 @@ def test_strings_read_in_place_keep_their_text_and_refuse_what_is_not_utf8():
     assert 'result["s"]: the string is not valid UTF-8' in r.value["s"]
     r = lt.run(ECHO, tools={"echo": lambda a: {**BACK, "o": {"inner": {"\ud800": ["x"]}}}})
     assert "result[\"o\"][\"inner\"]: the key '\\ud800' is not valid UTF-8" in r.value["s"]
+
+
+def test_a_logged_session_and_one_without_give_the_same_values(tmp_path):
+    """Without a log a call takes the value door (the argument written from
+    the program's value, the result read straight into one); with a log,
+    the JSON door. The tool sees the same argument, keys in the same
+    (JSON object's) order, and the program the same result and the same
+    refusal's words."""
+    seen = {}
+
+    def run(log, answer):
+        got = []
+
+        def echo(arg):
+            got.append(arg)
+            return answer
+
+        r = lt.run(ECHO, tools={"echo": echo}, log=log, limits={"max_list_len": 1000})
+        return got, r.value
+
+    for name, answer in [
+        ("plain", BACK),
+        ("a float for an Int", {**BACK, "n": 3.0}),
+        ("a field missing", {k: v for k, v in BACK.items() if k != "o"}),
+        ("a wrong type deep down", {**BACK, "o": {"inner": {"deep": ["", 1]}}}),
+        ("a list past the limit", {**BACK, "none": list(range(2000))}),
+    ]:
+        (a1,), v1 = run(None, answer)
+        (a2,), v2 = run(tmp_path / f"{len(seen)}.jsonl", answer)
+        seen[name] = v1
+        assert list(a1) == list(a2) == sorted(SENT), name
+        assert kinds(a1) == kinds(a2) == kinds(SENT), name
+        assert kinds(v1) == kinds(v2), name
+    assert kinds(seen["plain"]) == kinds(BACK)
+    assert seen["a float for an Int"]["n"] == 3
+    assert "missing" in seen["a field missing"]["s"]
+    assert "o.inner.deep[1]" in seen["a wrong type deep down"]["s"]
+    assert "more than the limit of 1000" in seen["a list past the limit"]["s"]

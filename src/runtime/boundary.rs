@@ -121,7 +121,9 @@ fn plainly_fits(value: &Value, ty: &Type, depth: usize) -> bool {
                 && fields
                     .iter()
                     .zip(values.iter())
-                    .all(|((n, t), (m, v))| n == m && plainly_fits(v, t, depth + 1))
+                    .all(|((n, t), (m, v))| {
+                        (Rc::ptr_eq(n, m) || n == m) && plainly_fits(v, t, depth + 1)
+                    })
         }
         (Type::List(elem), Value::List(items)) => {
             items.iter().all(|v| plainly_fits(v, elem, depth + 1))

@@ -374,6 +374,23 @@ impl<'a> Reader<'a> {
 
     /// Passes over the next whole value.
     pub fn skip(&mut self) -> Result<(), WireError> {
+        // A scalar (most of a record's entries) is passed at once.
+        match self.bytes.get(self.at) {
+            Some(&(NULL | FALSE | TRUE)) => {
+                self.at += 1;
+                return Ok(());
+            }
+            Some(&(I64 | U64 | F64)) => {
+                self.take(9)?;
+                return Ok(());
+            }
+            Some(&STR) => {
+                self.at += 1;
+                self.text_bytes()?;
+                return Ok(());
+            }
+            _ => {}
+        }
         // Containers still to pass, as counts of values left in each.
         let mut left: usize = 1;
         let mut stack: Vec<(usize, bool)> = Vec::new();
