@@ -49,12 +49,14 @@ pub fn raised(py: Python<'_>, tool: &str, e: &PyErr) -> ToolFailure {
 /// `obj`, a function's result, as the call's outcome, written into `into`
 /// (a buffer used before: the call's argument's).
 pub fn outcome(tool: &str, obj: &Bound<'_, PyAny>, mut into: Wire) -> Answered {
-    write_wire(obj, "result", &mut into).map(|()| into).map_err(|why| {
-        failure(
-            FailureKind::BadOutput,
-            format!("tool {tool} returned a value that is not JSON: {why}"),
-        )
-    })
+    write_wire(obj, "result", &mut into)
+        .map(|()| into)
+        .map_err(|why| {
+            failure(
+                FailureKind::BadOutput,
+                format!("tool {tool} returned a value that is not JSON: {why}"),
+            )
+        })
 }
 
 /// The outcomes of a batch function's answer: one `(ok, value)` pair per

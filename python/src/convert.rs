@@ -18,15 +18,21 @@
 //! (subclasses take the longer way), and a pool thread builds an
 //! argument's dicts with the `str` keys it made before ([`Keys`]).
 
-use pyo3::prelude::*;
 use lt::runtime::wire::{Item, Reader, Wire};
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::Value as Json;
 use std::borrow::Cow;
 
 /// The deepest Python value converted to JSON (a cycle hits it too).
 pub const MAX_DEPTH: usize = 512;
+
+/// The deepest value made into Python objects. A program's values nest no
+/// deeper than their types, and a `Json` part at most
+/// [`MAX_JSON_DEPTH`](lt::runtime::boundary::MAX_JSON_DEPTH) levels; this
+/// leaves room for both and still fits a thread's stack.
+const MAX_READ_DEPTH: usize = 2 * lt::runtime::boundary::MAX_JSON_DEPTH;
 
 /// `v` as a Python object.
 pub fn to_py<'py>(py: Python<'py>, v: &Json) -> PyResult<Bound<'py, PyAny>> {
@@ -81,11 +87,27 @@ impl Keys {
 
 /// The value on `wire` as a Python object, the keys of its dicts taken
 /// from `keys`.
-pub fn wire_to_py<'py>(py: Python<'py>, wire: &Wire, keys: &mut Keys) -> PyResult<Bound<'py, PyAny>> {
-    read(py, &mut wire.reader(), keys)
+/// `Err`: bytes that are not one value, or a value nested more than
+/// [`MAX_READ_DEPTH`] levels deep (never a stack overflow).
+pub fn wire_to_py<'py>(
+    py: Python<'py>,
+    wire: &Wire,
+    keys: &mut Keys,
+) -> PyResult<Bound<'py, PyAny>> {
+    read(py, &mut wire.reader(), keys, 0)
 }
 
-fn read<'py>(py: Python<'py>, r: &mut Reader<'_>, keys: &mut Keys) -> PyResult<Bound<'py, PyAny>> {
+fn read<'py>(
+    py: Python<'py>,
+    r: &mut Reader<'_>,
+    keys: &mut Keys,
+    depth: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    if depth > MAX_READ_DEPTH {
+        return Err(PyValueError::new_err(format!(
+            "the value is nested more than {MAX_READ_DEPTH} levels deep"
+        )));
+    }
     let broken = |e: lt::runtime::wire::WireError| PyRuntimeError::new_err(e.to_string());
     Ok(match r.item().map_err(broken)? {
         Item::Null => py.None().into_bound(py),
@@ -97,7 +119,7 @@ fn read<'py>(py: Python<'py>, r: &mut Reader<'_>, keys: &mut Keys) -> PyResult<B
         Item::Array(n) => {
             let list = PyList::empty(py);
             for _ in 0..n {
-                list.append(read(py, r, keys)?)?;
+                list.append(read(py, r, keys, depth + 1)?)?;
             }
             list.into_any()
         }
@@ -105,7 +127,7 @@ fn read<'py>(py: Python<'py>, r: &mut Reader<'_>, keys: &mut Keys) -> PyResult<B
             let dict = PyDict::new(py);
             for _ in 0..n {
                 let k = keys.get(py, r.key().map_err(broken)?);
-                dict.set_item(k, read(py, r, keys)?)?;
+                dict.set_item(k, read(py, r, keys, depth + 1)?)?;
             }
             dict.into_any()
         }
@@ -115,7 +137,9 @@ fn read<'py>(py: Python<'py>, r: &mut Reader<'_>, keys: &mut Keys) -> PyResult<B
 /// `obj` as JSON; `Err`: where and why it is not JSON (`path` names the
 /// root, e.g. `result`).
 pub fn from_py(obj: &Bound<'_, PyAny>, path: &str) -> Result<Json, String> {
-    to_wire(obj, path)?.to_json().map_err(|e| format!("{path}: {e}"))
+    to_wire(obj, path)?
+        .to_json()
+        .map_err(|e| format!("{path}: {e}"))
 }
 
 /// `obj` on the wire; `Err`: where and why it is not JSON, as [`from_py`].
@@ -149,7 +173,12 @@ impl std::fmt::Display for Path<'_> {
     }
 }
 
-fn write(obj: &Bound<'_, PyAny>, path: &Path<'_>, depth: usize, w: &mut Wire) -> Result<(), String> {
+fn write(
+    obj: &Bound<'_, PyAny>,
+    path: &Path<'_>,
+    depth: usize,
+    w: &mut Wire,
+) -> Result<(), String> {
     if depth > MAX_DEPTH {
         return Err(format!(
             "{path}: nested more than {MAX_DEPTH} levels deep (a cycle?)"

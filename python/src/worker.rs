@@ -437,27 +437,43 @@ pub fn next_job<'py>(
 ) -> PyResult<(Py<PyAny>, Bound<'py, PyAny>)> {
     // The last call's, its outcome given.
     job.borrow_mut().spent = None;
-    // The session's thread queues its next call about a microsecond after
-    // it has the outcome: a job queued within [`HOLD`] is taken with the
-    // GIL kept (releasing and taking it back is two locks of the GIL's
-    // mutex, a signal and the gate's atomics a call).
-    let soon = if HELD.busy_for(HOLD, &|| PENDING.load(Ordering::Acquire) > 0) {
-        take_queued()
-    } else {
-        None
-    };
-    let q = match soon {
-        Some(q) => q,
-        None => wait_for_job(py),
-    };
-    let Queued { f, arg, slot } = q;
-    let function = f.clone_ref(py);
-    let mut job = job.borrow_mut();
-    let argument = wire_to_py(py, &arg, &mut job.keys);
-    job.slot = Some(slot);
-    job.settling = false;
-    job.spent = Some((f, arg));
-    Ok((function, argument?))
+    loop {
+        // The session's thread queues its next call about a microsecond
+        // after it has the outcome: a job queued within [`HOLD`] is taken
+        // with the GIL kept (releasing and taking it back is two locks of
+        // the GIL's mutex, a signal and the gate's atomics a call).
+        let soon = if HELD.busy_for(HOLD, &|| PENDING.load(Ordering::Acquire) > 0) {
+            take_queued()
+        } else {
+            None
+        };
+        let Queued { f, arg, slot } = match soon {
+            Some(q) => q,
+            None => wait_for_job(py),
+        };
+        let mut j = job.borrow_mut();
+        match wire_to_py(py, &arg, &mut j.keys) {
+            Ok(argument) => {
+                let function = f.clone_ref(py);
+                j.slot = Some(slot);
+                j.settling = false;
+                j.spent = Some((f, arg));
+                return Ok((function, argument));
+            }
+            Err(e) => {
+                // Not given to the function: the call's `Err`, and this
+                // thread goes on to the next job (an exception here would
+                // end the pool thread and leave the call to its deadline).
+                let why = e.to_string();
+                let outcomes = slot.work.all(
+                    FailureKind::Failed,
+                    |t, _| format!("tool {t}: its argument could not be given to Python: {why}"),
+                    None,
+                );
+                finish(&slot, outcomes);
+            }
+        }
+    }
 }
 
 /// The job at the queue's head, if there is one not abandoned (taken by

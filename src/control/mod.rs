@@ -31,8 +31,8 @@ mod value_call;
 
 use crate::log::{CallEvent, Decision as Verdict, EventBody, EventSink};
 use crate::runtime::host::{
-    AnnotationEvent, Answer, ApprovalRequest, CallRequest, FailureKind, Host, Outcome,
-    ToolFailure, ValueCall,
+    AnnotationEvent, Answer, ApprovalRequest, CallRequest, FailureKind, Host, Outcome, ToolFailure,
+    ValueCall,
 };
 use crate::runtime::limits::Limits;
 use crate::types::ToolSig;

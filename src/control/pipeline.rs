@@ -215,7 +215,12 @@ impl Pipeline {
     /// [`Pipeline::decide_explaining`] of an argument that is the
     /// interpreter's value (the same decision as for its JSON, which is
     /// built only for a denial's words or an approval's check).
-    pub fn decide_value(&mut self, tool: &ToolSig, argument: &Value, explain_allowed: bool) -> Decision {
+    pub fn decide_value(
+        &mut self,
+        tool: &ToolSig,
+        argument: &Value,
+        explain_allowed: bool,
+    ) -> Decision {
         self.decide_argument(tool, Argument::Value(argument), explain_allowed)
     }
 

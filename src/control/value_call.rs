@@ -20,7 +20,13 @@ impl<H: Host, S: EventSink> ControlPlane<'_, H, S> {
         }
         let tools = self.tools;
         let tool = tools.iter().find(|t| *t.name == *request.tool)?;
-        if self.venues.get(request.tool).copied().unwrap_or(Venue::Server) != Venue::Server {
+        if self
+            .venues
+            .get(request.tool)
+            .copied()
+            .unwrap_or(Venue::Server)
+            != Venue::Server
+        {
             return None;
         }
         let decision = self.pipeline.decide_value(tool, request.arg, false);
@@ -32,29 +38,26 @@ impl<H: Host, S: EventSink> ControlPlane<'_, H, S> {
             return Some(Answer::Json(Ok(dry_run_output(policy, tool))));
         }
         let time_left = within(request.time_left, policy.and_then(|p| p.timeout));
-        if self.inner.uses_idempotency_keys() {
-            let key = self.idempotency_key(&request.id.to_string());
-            return Some(Answer::Json(self.inner.call(CallRequest {
-                id: request.id,
-                tool: request.tool,
-                arg: request.arg.to_json(),
+        // A host whose tools see keys gets the JSON, with the call's key.
+        let key = self
+            .inner
+            .uses_idempotency_keys()
+            .then(|| self.idempotency_key(&request.id.to_string()));
+        if key.is_none() {
+            let call = ValueCall {
                 time_left,
-                idempotency_key: Some(&key),
-            })));
+                ..request
+            };
+            if let Some(answer) = self.inner.call_value(call) {
+                return Some(answer);
+            }
         }
-        let call = ValueCall {
+        Some(Answer::Json(self.inner.call(CallRequest {
+            id: request.id,
+            tool: request.tool,
+            arg: request.arg.to_json(),
             time_left,
-            ..request
-        };
-        Some(match self.inner.call_value(call) {
-            Some(answer) => answer,
-            None => Answer::Json(self.inner.call(CallRequest {
-                id: request.id,
-                tool: request.tool,
-                arg: request.arg.to_json(),
-                time_left,
-                idempotency_key: None,
-            })),
-        })
+            idempotency_key: key.as_deref(),
+        })))
     }
 }

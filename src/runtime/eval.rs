@@ -29,11 +29,11 @@ use super::boundary;
 use super::cancel::Cancel;
 use super::compile;
 use super::host::{Answer, CallId, CallRequest, Host, PathStep, ToolFailure, ValueCall};
-use super::wire::{typed, Wire};
 use super::limits::{Limits, RunError, RunErrorKind};
 use super::machine::{internal, Callee, Code, Eval, Machine};
 use super::ops;
 use super::value::{Closure, Value};
+use super::wire::{typed, Wire};
 use crate::ir::{Ir, NodeId};
 use crate::source::Span;
 use std::rc::Rc;
@@ -444,41 +444,34 @@ impl<'a> Machine<'a> {
     /// output, or `Err(message)`.
     pub(super) fn receive(&self, tool: u32, outcome: super::host::Outcome) -> Value {
         let sig = &self.ir.tools[tool as usize];
-        match outcome {
-            Ok(json) => {
-                let v = match boundary::program_result(
-                    &sig.name,
-                    &json,
-                    &sig.output,
-                    self.limits.max_list_len,
-                    self.limits.max_value_nodes,
-                ) {
-                    Ok(v) => Value::Ok(Rc::new(v)),
-                    Err(msg) => Value::Err(Rc::new(Value::Str(Rc::from(msg)))),
-                };
-                boundary::drop_deep(json);
-                v
-            }
-            Err(failure) => Value::Err(Rc::new(Value::Str(Rc::from(failure.message)))),
-        }
+        let limits = self.limits;
+        let received = outcome.map_err(|f| f.message).and_then(|json| {
+            let v = boundary::program_result(
+                &sig.name,
+                &json,
+                &sig.output,
+                limits.max_list_len,
+                limits.max_value_nodes,
+            );
+            boundary::drop_deep(json);
+            v
+        });
+        as_result(received)
     }
 
     /// [`Machine::receive`] of a result on the wire ([`Answer::Wire`]).
     fn receive_wire(&self, tool: u32, result: Result<Wire, ToolFailure>) -> Value {
         let sig = &self.ir.tools[tool as usize];
-        match result {
-            Ok(wire) => match typed::program_result(
+        let limits = self.limits;
+        as_result(result.map_err(|f| f.message).and_then(|wire| {
+            typed::program_result(
                 &sig.name,
                 &wire,
                 &sig.output,
-                self.limits.max_list_len,
-                self.limits.max_value_nodes,
-            ) {
-                Ok(v) => Value::Ok(Rc::new(v)),
-                Err(msg) => Value::Err(Rc::new(Value::Str(Rc::from(msg)))),
-            },
-            Err(failure) => Value::Err(Rc::new(Value::Str(Rc::from(failure.message)))),
-        }
+                limits.max_list_len,
+                limits.max_value_nodes,
+            )
+        }))
     }
 
     /// The host, the current path and the tool table, for [`super::batch`].
@@ -528,5 +521,13 @@ impl<'a> Machine<'a> {
                 .with_help("the value repeats shared parts many times over; build a smaller one"),
             )),
         }
+    }
+}
+
+/// A call's result as the program's value: `Ok(v)`, or `Err(message)`.
+fn as_result(received: Result<Value, String>) -> Value {
+    match received {
+        Ok(v) => Value::Ok(Rc::new(v)),
+        Err(msg) => Value::Err(Rc::new(Value::Str(Rc::from(msg)))),
     }
 }

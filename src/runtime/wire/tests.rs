@@ -95,7 +95,10 @@ fn every_value_reads_back_as_its_json() {
         assert_eq!(w.to_json().as_ref(), Ok(&v), "{v}");
         // The scalar kinds as JSON has them: `1` and `1.0` differ.
         if let (Ok(Json::Number(a)), Json::Number(b)) = (w.to_json(), &v) {
-            assert_eq!((a.is_i64(), a.is_u64(), a.is_f64()), (b.is_i64(), b.is_u64(), b.is_f64()));
+            assert_eq!(
+                (a.is_i64(), a.is_u64(), a.is_f64()),
+                (b.is_i64(), b.is_u64(), b.is_f64())
+            );
         }
     }
 }
@@ -126,11 +129,24 @@ fn a_result_reads_as_boundary_reads_its_json_within_every_bound() {
 
 #[test]
 fn the_usual_results_are_read_directly() {
-    let lookup = record(&[("id", Type::Int), ("name", Type::String), ("balance", Type::Int)]);
+    let lookup = record(&[
+        ("id", Type::Int),
+        ("name", Type::String),
+        ("balance", Type::Int),
+    ]);
     let cases = [
-        (json!({"id": 1, "name": "cust", "balance": 3}), lookup.clone()),
-        (json!([{"id": 1, "name": "x", "balance": 3}]), Type::list(lookup.clone())),
-        (json!({"a": null}), record(&[("a", Type::option(Type::Int))])),
+        (
+            json!({"id": 1, "name": "cust", "balance": 3}),
+            lookup.clone(),
+        ),
+        (
+            json!([{"id": 1, "name": "x", "balance": 3}]),
+            Type::list(lookup.clone()),
+        ),
+        (
+            json!({"a": null}),
+            record(&[("a", Type::option(Type::Int))]),
+        ),
         (json!({}), record(&[("a", Type::option(Type::Int))])),
         (json!(2.5), Type::Float),
         (json!(2), Type::Float),
@@ -140,7 +156,10 @@ fn the_usual_results_are_read_directly() {
         let w = Wire::from_json(&v);
         let direct = plain_result(&w, &t, 100, 100);
         assert!(direct.is_some(), "{v} as {t}");
-        assert_eq!(direct.map(Ok), Some(boundary::program_result("t", &v, &t, 100, 100)));
+        assert_eq!(
+            direct.map(Ok),
+            Some(boundary::program_result("t", &v, &t, 100, 100))
+        );
     }
 }
 
@@ -174,7 +193,11 @@ fn a_program_value_is_written_as_its_json_and_fits_as_its_json_does() {
         ("a".into(), Value::Unit),
     ]));
     for value in [some, ok, record, Value::None, Value::Float(-0.0)] {
-        assert_eq!(Wire::from_value(&value), Wire::from_json(&value.to_json()), "{value}");
+        assert_eq!(
+            Wire::from_value(&value),
+            Wire::from_json(&value.to_json()),
+            "{value}"
+        );
     }
 }
 
