@@ -7,7 +7,8 @@ use lt::control::ControlPlane;
 use lt::ir::lower::lower;
 use lt::log::{EventBody, MemoryLog};
 use lt::runtime::eval::run;
-use lt::runtime::host::{CallRequest, Host, Outcome};
+use lt::runtime::host::{Answer, CallRequest, Host, Outcome, ValueCall};
+use lt::runtime::wire::Wire;
 use lt::runtime::limits::Limits;
 use lt::runtime::value::Value;
 use serde_json::{json, Value as Json};
@@ -388,4 +389,123 @@ fn a_resumed_session_tells_its_sink_of_no_idempotent_tool() {
     };
     assert_eq!(told(false), vec![vec!["lookup".to_string()]]);
     assert_eq!(told(true).last(), Some(&Vec::<String>::new()));
+}
+
+/// Answers like `Tools`, and takes a call's argument as a value when
+/// `wire` (answering on the wire, as the Python package's host does),
+/// recording by which door each call came and its time limit.
+struct Doors {
+    tools: Tools,
+    wire: bool,
+    doors: Vec<(&'static str, Json, Option<std::time::Duration>)>,
+}
+
+impl Host for Doors {
+    fn call(&mut self, request: CallRequest<'_>) -> Outcome {
+        self.doors
+            .push(("json", request.arg.clone(), request.time_left));
+        self.tools.call(request)
+    }
+
+    fn uses_idempotency_keys(&self) -> bool {
+        self.tools.uses_idempotency_keys()
+    }
+
+    fn call_value(&mut self, request: ValueCall<'_>) -> Option<Answer> {
+        if !self.wire {
+            return None;
+        }
+        self.doors
+            .push(("value", request.arg.to_json(), request.time_left));
+        self.tools.ran.push(request.tool.to_string());
+        self.tools.keys.push(None);
+        Some(Answer::Wire(Ok(Wire::from_json(&self.tools.answer))))
+    }
+}
+
+/// What a `Doors` host saw in one session.
+struct Seen {
+    ran: Vec<String>,
+    keys: Vec<Option<String>>,
+    doors: Vec<(&'static str, Json, Option<std::time::Duration>)>,
+}
+
+#[test]
+fn a_session_without_a_log_takes_the_value_door_and_ends_as_a_logged_one_does() {
+    let ir = lower(&checked()).expect("lowered");
+    let profiles = [
+        "[profile]\n",
+        "[profile]\neffects = [\"Read\"]\n",
+        "[profile]\nallow = [\"refund\"]\n",
+        "[profile]\nmax_calls = 1\n",
+        "[profile]\n[profile.tools.refund]\nmax_calls = 0\n",
+        "[profile]\n[profile.tools.lookup]\ntimeout_ms = 2500\n",
+        "[profile]\ndry_run = true\n[profile.tools.refund]\ndry_run_result = { tx = \"dry\" }\n",
+    ];
+    let answers = [
+        json!({"id": "c1", "cents": 5, "tx": "t9"}),
+        // Not the declared output: the same refusal either way.
+        json!({"id": "c1", "cents": "5", "tx": 9}),
+    ];
+    for toml in profiles {
+        for answer in &answers {
+            for (wire, keyless) in [(true, true), (false, true), (true, false)] {
+                let through = |logged: bool| {
+                    let host = Doors {
+                        tools: Tools {
+                            answer: answer.clone(),
+                            ran: Vec::new(),
+                            keys: Vec::new(),
+                            keyless,
+                        },
+                        wire,
+                        doors: Vec::new(),
+                    };
+                    let limits = Limits::default();
+                    let seen = |h: &Doors| Seen {
+                        ran: h.tools.ran.clone(),
+                        keys: h.tools.keys.clone(),
+                        doors: h.doors.clone(),
+                    };
+                    if logged {
+                        let log = MemoryLog::new(SESSION).expect("memory log");
+                        let mut plane =
+                            ControlPlane::new(host, profile(toml), &ir.tools, log, SESSION.into());
+                        let (result, _) = run(&ir, &mut plane, &limits);
+                        (result.expect("runs"), seen(plane.inner()))
+                    } else {
+                        let sink = lt::log::Discard;
+                        let mut plane =
+                            ControlPlane::new(host, profile(toml), &ir.tools, sink, SESSION.into());
+                        let (result, _) = run(&ir, &mut plane, &limits);
+                        (result.expect("runs"), seen(plane.inner()))
+                    }
+                };
+                let (v1, h1) = through(false);
+                let (v2, h2) = through(true);
+                let case = format!("{toml} {answer} wire={wire} keyless={keyless}");
+                assert_eq!(v1, v2, "{case}");
+                assert_eq!(h1.ran, h2.ran, "{case}");
+                // The same arguments, and time limits within a second of each other.
+                let limited = |h: &Seen| -> Vec<(Json, Option<u64>)> {
+                    h.doors
+                        .iter()
+                        .map(|(_, a, t)| (a.clone(), t.map(|t| t.as_secs())))
+                        .collect()
+                };
+                assert_eq!(limited(&h1), limited(&h2), "{case}");
+                // A logged session always takes the JSON door; one without a
+                // log takes the value door to a host that takes values and
+                // reads no keys.
+                assert!(h2.doors.iter().all(|d| d.0 == "json"), "{case}");
+                let door = if wire && keyless { "value" } else { "json" };
+                assert!(h1.doors.iter().all(|d| d.0 == door), "{case}: {:?}", h1.doors);
+                if keyless {
+                    assert!(h1.keys.iter().all(Option::is_none), "{case}");
+                } else {
+                    assert_eq!(h1.keys, h2.keys, "{case}");
+                }
+            }
+        }
+    }
 }
