@@ -8,9 +8,9 @@ use lt::ir::lower::lower;
 use lt::log::{EventBody, MemoryLog};
 use lt::runtime::eval::run;
 use lt::runtime::host::{Answer, CallRequest, Host, Outcome, ValueCall};
-use lt::runtime::wire::Wire;
 use lt::runtime::limits::Limits;
 use lt::runtime::value::Value;
+use lt::runtime::wire::Wire;
 use serde_json::{json, Value as Json};
 use std::rc::Rc;
 
@@ -499,7 +499,11 @@ fn a_session_without_a_log_takes_the_value_door_and_ends_as_a_logged_one_does() 
                 // reads no keys.
                 assert!(h2.doors.iter().all(|d| d.0 == "json"), "{case}");
                 let door = if wire && keyless { "value" } else { "json" };
-                assert!(h1.doors.iter().all(|d| d.0 == door), "{case}: {:?}", h1.doors);
+                assert!(
+                    h1.doors.iter().all(|d| d.0 == door),
+                    "{case}: {:?}",
+                    h1.doors
+                );
                 if keyless {
                     assert!(h1.keys.iter().all(Option::is_none), "{case}");
                 } else {

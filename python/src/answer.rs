@@ -5,7 +5,7 @@
 //! ([`crate::worker`]), which give these outcomes, and the host's closures
 //! ([`crate::tools`]).
 
-use crate::convert::{type_name, write_wire};
+use crate::convert::{a_type, write_wire};
 use lt::runtime::host::{FailureKind, ToolFailure};
 use lt::runtime::wire::Wire;
 use pyo3::prelude::*;
@@ -85,8 +85,8 @@ fn pair_outcome(tool: &str, left: Option<Duration>, pair: &Bound<'_, PyAny>) -> 
         return Err(failure(
             FailureKind::Failed,
             format!(
-                "tool {tool}: the batch answered a {}, not a pair",
-                type_name(pair)
+                "tool {tool}: the batch answered {}, not a pair",
+                a_type(pair)
             ),
         ));
     };

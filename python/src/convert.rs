@@ -19,7 +19,7 @@
 //! argument's dicts with the `str` keys it made before ([`Keys`]).
 
 use lt::runtime::wire::{Item, Reader, Wire};
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::Value as Json;
@@ -27,12 +27,6 @@ use std::borrow::Cow;
 
 /// The deepest Python value converted to JSON (a cycle hits it too).
 pub const MAX_DEPTH: usize = 512;
-
-/// The deepest value made into Python objects. A program's values nest no
-/// deeper than their types, and a `Json` part at most
-/// [`MAX_JSON_DEPTH`](lt::runtime::boundary::MAX_JSON_DEPTH) levels; this
-/// leaves room for both and still fits a thread's stack.
-const MAX_READ_DEPTH: usize = 2 * lt::runtime::boundary::MAX_JSON_DEPTH;
 
 /// `v` as a Python object.
 pub fn to_py<'py>(py: Python<'py>, v: &Json) -> PyResult<Bound<'py, PyAny>> {
@@ -87,27 +81,17 @@ impl Keys {
 
 /// The value on `wire` as a Python object, the keys of its dicts taken
 /// from `keys`.
-/// `Err`: bytes that are not one value, or a value nested more than
-/// [`MAX_READ_DEPTH`] levels deep (never a stack overflow).
+/// `Err`: bytes that are not one value. A value of any depth is read
+/// (never a stack overflow).
 pub fn wire_to_py<'py>(
     py: Python<'py>,
     wire: &Wire,
     keys: &mut Keys,
 ) -> PyResult<Bound<'py, PyAny>> {
-    read(py, &mut wire.reader(), keys, 0)
+    read(py, &mut wire.reader(), keys)
 }
 
-fn read<'py>(
-    py: Python<'py>,
-    r: &mut Reader<'_>,
-    keys: &mut Keys,
-    depth: usize,
-) -> PyResult<Bound<'py, PyAny>> {
-    if depth > MAX_READ_DEPTH {
-        return Err(PyValueError::new_err(format!(
-            "the value is nested more than {MAX_READ_DEPTH} levels deep"
-        )));
-    }
+fn read<'py>(py: Python<'py>, r: &mut Reader<'_>, keys: &mut Keys) -> PyResult<Bound<'py, PyAny>> {
     let broken = |e: lt::runtime::wire::WireError| PyRuntimeError::new_err(e.to_string());
     Ok(match r.item().map_err(broken)? {
         Item::Null => py.None().into_bound(py),
@@ -116,21 +100,23 @@ fn read<'py>(
         Item::U64(u) => u.into_pyobject(py)?.into_any(),
         Item::F64(x) => PyFloat::new(py, x).into_any(),
         Item::Str(s) => PyString::new(py, s).into_any(),
-        Item::Array(n) => {
+        // A container may nest deep: the stack grows as it must (a thread
+        // Python started may have a small one).
+        Item::Array(n) => stacker::maybe_grow(32 * 1024, 1024 * 1024, || {
             let list = PyList::empty(py);
             for _ in 0..n {
-                list.append(read(py, r, keys, depth + 1)?)?;
+                list.append(read(py, r, keys)?)?;
             }
-            list.into_any()
-        }
-        Item::Object(n) => {
+            Ok::<_, PyErr>(list.into_any())
+        })?,
+        Item::Object(n) => stacker::maybe_grow(32 * 1024, 1024 * 1024, || {
             let dict = PyDict::new(py);
             for _ in 0..n {
                 let k = keys.get(py, r.key().map_err(broken)?);
-                dict.set_item(k, read(py, r, keys, depth + 1)?)?;
+                dict.set_item(k, read(py, r, keys)?)?;
             }
-            dict.into_any()
-        }
+            Ok::<_, PyErr>(dict.into_any())
+        })?,
     })
 }
 
@@ -163,13 +149,49 @@ enum Path<'a> {
     Index(&'a Path<'a>, usize),
 }
 
+/// Steps of a [`Path`] shown at each end of a long one (a cycle's is 512).
+const PATH_ENDS: usize = 8;
+/// The bytes of a key shown in a path.
+const KEY_SHOWN: usize = 40;
+
 impl std::fmt::Display for Path<'_> {
+    /// `result["items"][3]`; a path of more than 16 steps shows its first
+    /// and last 8 (`[… 496 more …]` between), a key its first 40 bytes.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Path::Root(name) => f.write_str(name),
-            Path::Key(up, key) => write!(f, "{up}[{key:?}]"),
-            Path::Index(up, i) => write!(f, "{up}[{i}]"),
+        let mut steps = Vec::new();
+        let mut at = self;
+        let root = loop {
+            match at {
+                Path::Root(name) => break *name,
+                Path::Key(up, _) | Path::Index(up, _) => {
+                    steps.push(at);
+                    at = up;
+                }
+            }
+        };
+        f.write_str(root)?;
+        let n = steps.len();
+        for (i, step) in steps.iter().rev().enumerate() {
+            if n > 2 * PATH_ENDS && i >= PATH_ENDS && i < n - PATH_ENDS {
+                if i == PATH_ENDS {
+                    write!(f, "[… {} more …]", n - 2 * PATH_ENDS)?;
+                }
+                continue;
+            }
+            match step {
+                Path::Key(_, key) if key.len() > KEY_SHOWN => {
+                    let mut cut = KEY_SHOWN;
+                    while !key.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    write!(f, "[{:?}…]", &key[..cut])?;
+                }
+                Path::Key(_, key) => write!(f, "[{key:?}]")?,
+                Path::Index(_, i) => write!(f, "[{i}]")?,
+                Path::Root(_) => {}
+            }
         }
+        Ok(())
     }
 }
 
@@ -227,8 +249,8 @@ fn write(
         return object(dict, path, depth, w);
     }
     Err(format!(
-        "{path}: a {} is not JSON (give None, bool, int, float, str, list, tuple or dict)",
-        type_name(obj)
+        "{path}: {} is not JSON (give None, bool, int, float, str, list, tuple or dict)",
+        a_type(obj)
     ))
 }
 
@@ -304,47 +326,54 @@ fn key_text<'k>(k: &'k Bound<'_, PyAny>) -> Result<Cow<'k, str>, String> {
         Ok(s) => s,
         Err(_) => k.cast::<PyString>().map_err(|_| {
             format!(
-                "the key {} is a {}, not a str (JSON object keys are strings)",
+                "the key {} is {}, not a str (JSON object keys are strings)",
                 repr(k),
-                type_name(k)
+                a_type(k)
             )
         })?,
     };
     utf8(s).map_err(|e| format!("the key {} is not valid UTF-8: {e}", repr(k)))
 }
 
+/// A dict's entries (the stack grown as it must: a thread Python started
+/// may have a small one).
 fn object(
     dict: &Bound<'_, PyDict>,
     path: &Path<'_>,
     depth: usize,
     w: &mut Wire,
 ) -> Result<(), String> {
-    let open = w.open_object();
-    let mut n = 0;
-    for (k, v) in dict.iter() {
-        let key = key_text(&k).map_err(|why| format!("{path}: {why}"))?;
-        w.key(&key);
-        write(&v, &Path::Key(path, &key), depth + 1, w)?;
-        n += 1;
-    }
-    w.close(open, n)
-        .map_err(|n| format!("{path}: a dict of {n} entries is too large"))
+    stacker::maybe_grow(32 * 1024, 1024 * 1024, || {
+        let open = w.open_object();
+        let mut n = 0;
+        for (k, v) in dict.iter() {
+            let key = key_text(&k).map_err(|why| format!("{path}: {why}"))?;
+            w.key(&key);
+            write(&v, &Path::Key(path, &key), depth + 1, w)?;
+            n += 1;
+        }
+        w.close(open, n)
+            .map_err(|n| format!("{path}: a dict of {n} entries is too large"))
+    })
 }
 
+/// A list's or tuple's items (the stack grown as [`object`]'s).
 fn items<'py>(
     iter: impl Iterator<Item = Bound<'py, PyAny>>,
     path: &Path<'_>,
     depth: usize,
     w: &mut Wire,
 ) -> Result<(), String> {
-    let open = w.open_array();
-    let mut n = 0;
-    for (i, item) in iter.enumerate() {
-        write(&item, &Path::Index(path, i), depth + 1, w)?;
-        n += 1;
-    }
-    w.close(open, n)
-        .map_err(|n| format!("{path}: a list of {n} items is too long"))
+    stacker::maybe_grow(32 * 1024, 1024 * 1024, || {
+        let open = w.open_array();
+        let mut n = 0;
+        for (i, item) in iter.enumerate() {
+            write(&item, &Path::Index(path, i), depth + 1, w)?;
+            n += 1;
+        }
+        w.close(open, n)
+            .map_err(|n| format!("{path}: a list of {n} items is too long"))
+    })
 }
 
 /// The name of `obj`'s type (`set`, `MyClass`).
@@ -353,6 +382,16 @@ pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
         .name()
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "value".to_string())
+}
+
+/// `a set`, `an int`: the name of `obj`'s type with its article.
+pub fn a_type(obj: &Bound<'_, PyAny>) -> String {
+    let name = type_name(obj);
+    let vowel = name
+        .chars()
+        .next()
+        .is_some_and(|c| "aeiouAEIOU".contains(c));
+    format!("{} {name}", if vowel { "an" } else { "a" })
 }
 
 fn repr(obj: &Bound<'_, PyAny>) -> String {

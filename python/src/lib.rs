@@ -73,8 +73,12 @@ fn profile_arg(
     })
 }
 
-fn to_py(py: Python<'_>, v: &Json) -> PyResult<Py<PyAny>> {
-    Ok(convert::to_py(py, v)?.unbind())
+/// `v` as a Python object, `v` then dropped without recursing (a deep
+/// value on a thread with a small stack).
+fn to_py(py: Python<'_>, v: Json) -> PyResult<Py<PyAny>> {
+    let converted = convert::to_py(py, &v);
+    lt::runtime::boundary::drop_deep(v);
+    Ok(converted?.unbind())
 }
 
 /// `check(source, declarations, profile_path, profile_table)`: the check
@@ -90,10 +94,10 @@ fn py_check(
 ) -> PyResult<Py<PyAny>> {
     let profile = match profile_arg(profile_path, profile_table.as_ref()) {
         Ok(p) => p,
-        Err(f) => return to_py(py, &f.into_json()),
+        Err(f) => return to_py(py, f.into_json()),
     };
     let v = on_big_stack(py, move || check::check(&source, &declarations, &profile));
-    to_py(py, &v)
+    to_py(py, v)
 }
 
 /// `run(source, declarations, tools, settle, batch, async_tools,
@@ -166,7 +170,7 @@ fn py_run(
         Ok(args) => run::run(py, args)?,
         Err(f) => f.into_json(),
     };
-    to_py(py, &v)
+    to_py(py, v)
 }
 
 /// `replay(log)`: the verdict of replaying a session's log.
@@ -202,7 +206,7 @@ fn replay(py: Python<'_>, log: String) -> PyResult<Py<PyAny>> {
             )),
         }
     });
-    to_py(py, &v)
+    to_py(py, v)
 }
 
 /// `prompt(declarations)`: the system prompt of the agent loop (the guide
@@ -221,7 +225,7 @@ fn prompt(py: Python<'_>, declarations: String) -> PyResult<Py<PyAny>> {
             )),
         }
     });
-    to_py(py, &v)
+    to_py(py, v)
 }
 
 /// `import_tools(text, format)`: definitions (JSON text) imported as
@@ -229,7 +233,7 @@ fn prompt(py: Python<'_>, declarations: String) -> PyResult<Py<PyAny>> {
 #[pyfunction]
 fn import_tools(py: Python<'_>, text: String, format: String) -> PyResult<Py<PyAny>> {
     let v = on_big_stack(py, move || schemas::import_definitions(&text, &format));
-    to_py(py, &v)
+    to_py(py, v)
 }
 
 /// `import_server(command, timeout_ms)`: the tools of a live MCP server,
@@ -237,7 +241,7 @@ fn import_tools(py: Python<'_>, text: String, format: String) -> PyResult<Py<PyA
 #[pyfunction]
 fn import_server(py: Python<'_>, command: Vec<String>, timeout_ms: u64) -> PyResult<Py<PyAny>> {
     let v = on_big_stack(py, move || schemas::import_server(command, timeout_ms));
-    to_py(py, &v)
+    to_py(py, v)
 }
 
 /// `export_tools(declarations, format)`: the definitions of the declared
@@ -251,7 +255,7 @@ fn export_tools(
     let v = on_big_stack(py, move || {
         schemas::export_definitions(&declarations.0, &declarations.1, &format)
     });
-    to_py(py, &v)
+    to_py(py, v)
 }
 
 /// `main(argv)`: the `lt` command line (`lt.cli`'s entry point, the `lt`

@@ -73,7 +73,7 @@ def test_a_result_that_is_not_json_names_its_place():
     r = lt.run(ECHO, tools={"echo": lambda a: {**BACK, "xs": [{"k": "a", "v": [1, {2}]}]}})
     assert 'result["xs"][0]["v"][1]: a set is not JSON' in r.value["s"]
     r = lt.run(ECHO, tools={"echo": lambda a: {**BACK, "o": {"inner": {3: "x"}}}})
-    assert 'result["o"]["inner"]: the key 3 is a int, not a str' in r.value["s"]
+    assert 'result["o"]["inner"]: the key 3 is an int, not a str' in r.value["s"]
     r = lt.run(ECHO, tools={"echo": lambda a: {**BACK, "n": 2**64}})
     assert 'result["n"]: the integer 18446744073709551616 does not fit in 64 bits' in r.value["s"]
 
@@ -132,3 +132,50 @@ def test_a_logged_session_and_one_without_give_the_same_values(tmp_path):
     assert "missing" in seen["a field missing"]["s"]
     assert "o.inner.deep[1]" in seen["a wrong type deep down"]["s"]
     assert "more than the limit of 1000" in seen["a list past the limit"]["s"]
+
+
+DEEP = r'''
+import threading
+threading.stack_size(256 << 10)   # small thread stacks, as some hosts set
+import lt
+def go(out):
+    deep = "fold (fn acc => fn x => to_json [acc]) (to_json 0) (range 0 2500)"
+    # The program's value, converted on the caller's thread.
+    v = lt.run(deep).value
+    d = 0
+    while isinstance(v, list):
+        v, d = v[0], d + 1
+    out.append(d)
+    # A tool's argument, converted on a pool thread.
+    seen = []
+    src = "tool t: Json -{}-> Int;\nmatch exec tool t (" + deep + ") { Ok(k) => k, Err(e) => 0 }"
+    out.append(lt.run(src, tools={"t": lambda a: seen.append(a) or 7}).value)
+out = []
+t = threading.Thread(target=go, args=(out,))
+t.start()
+t.join()
+print(out)
+'''
+
+
+def test_deep_values_cross_on_small_thread_stacks():
+    """A value nested thousands of levels deep becomes Python objects on a
+    thread with a small stack (a pool thread for a tool's argument, the
+    caller's for the program's value): the stack grows, never overflows
+    (the break-it pass crashed both with a segmentation fault)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", DEEP], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[2500, 7]"
+
+
+def test_a_long_refusal_path_is_shortened():
+    d = {}
+    d["k" * 10_000] = d  # a cycle through a long key
+    src = "tool t: Int -{}-> Json;\nmatch exec tool t 1 { Ok(j) => \"\", Err(e) => e }"
+    msg = lt.run(src, tools={"t": lambda a: d}).value
+    assert "nested more than 512 levels deep (a cycle?)" in msg
+    assert "[… 497 more …]" in msg
+    assert len(msg) < 2_000, len(msg)
