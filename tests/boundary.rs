@@ -1,8 +1,9 @@
 //! The boundary contract (issue 3, item 4): a tool's JSON result is checked
 //! against the declared output type, one test per type form.
 
-use lt::runtime::boundary::{check_size, fits, from_json, tool_result};
+use lt::runtime::boundary::{check_size, fits, from_json, program_result, tool_result, value_fits};
 use lt::runtime::value::Value;
+use lt::runtime::wire::{typed, Wire};
 use lt::types::{EffectSet, Type};
 use serde_json::json;
 
@@ -209,11 +210,8 @@ fn round_trip_through_json_keeps_the_value() {
     assert_eq!(from_json(&v.to_json(), &ty), Ok(v));
 }
 
-/// `fits` (the control plane's argument check, which builds nothing)
-/// accepts exactly what `from_json` converts: every type form against
-/// every kind of JSON, nested.
-#[test]
-fn fits_agrees_with_from_json() {
+/// Every type form, scalars alone and inside each wrapper.
+fn every_type_form() -> Vec<Type> {
     let scalars = vec![
         Type::Unit,
         Type::Bool,
@@ -234,15 +232,26 @@ fn fits_agrees_with_from_json() {
         types.push(Type::result(t.clone(), Type::String));
         types.push(Type::result(Type::Unit, t.clone()));
         types.push(record(&[("a", t.clone()), ("b", Type::option(t.clone()))]));
+        // Declared out of key order (a JSON object's is sorted).
+        types.push(record(&[("b", t.clone()), ("a", Type::Int)]));
         types.push(Type::OpenRecord(vec![("a".into(), t.clone())]));
     }
     types.push(Type::list(record(&[("a", Type::list(Type::Int))])));
+    types.push(Type::option(Type::option(Type::Int)));
+    types
+}
+
+/// JSON of every kind, alone and nested.
+fn every_kind_of_json() -> Vec<serde_json::Value> {
     let leaves = vec![
         json!(null),
         json!(true),
+        json!(false),
         json!(0),
         json!(-7),
+        json!(i64::MIN),
         json!(3.0),
+        json!(-0.0),
         json!(2.5),
         json!(9007199254740992.0),
         json!(9007199254740994.0),
@@ -250,6 +259,8 @@ fn fits_agrees_with_from_json() {
         json!(18446744073709551615u64),
         json!("a"),
         json!("c"),
+        json!(""),
+        json!("é𝄞"),
         json!([]),
         json!({}),
     ];
@@ -259,15 +270,24 @@ fn fits_agrees_with_from_json() {
         values.push(json!([1, v]));
         values.push(json!({"a": v}));
         values.push(json!({"a": v, "b": v}));
+        values.push(json!({"b": v, "a": 1, "extra": [v, {"x": v}]}));
         values.push(json!({"b": v}));
         values.push(json!({"Ok": v}));
         values.push(json!({"Err": v}));
         values.push(json!({"Ok": v, "Err": v}));
         values.push(json!([{"a": [v]}]));
     }
+    values
+}
+
+/// `fits` (the control plane's argument check, which builds nothing)
+/// accepts exactly what `from_json` converts: every type form against
+/// every kind of JSON, nested.
+#[test]
+fn fits_agrees_with_from_json() {
     let mut checked = 0;
-    for t in &types {
-        for v in &values {
+    for t in &every_type_form() {
+        for v in &every_kind_of_json() {
             let converts = from_json(v, t).is_ok();
             assert_eq!(
                 fits(v, t),
@@ -281,6 +301,54 @@ fn fits_agrees_with_from_json() {
         checked > 100,
         "only {checked} pairs fit: the cases test too little"
     );
+}
+
+/// A result on the wire (the Python package's, runtime/wire) reads as
+/// `boundary` reads its JSON, refusals and bounds included, and the direct
+/// read (no JSON) is the common path, not a branch never taken.
+#[test]
+fn a_result_on_the_wire_reads_as_its_json_within_every_bound() {
+    let (mut plain, mut checked) = (0, 0);
+    for t in every_type_form() {
+        for v in every_kind_of_json() {
+            let w = Wire::from_json(&v);
+            assert_eq!(w.to_json().as_ref(), Ok(&v), "{v}");
+            for (max_list, max_values) in [(1000, 1000), (1, 1000), (1000, 2), (0, 0)] {
+                let want = program_result("t", &v, &t, max_list, max_values);
+                let got = typed::program_result("t", &w, &t, max_list, max_values);
+                assert_eq!(got, want, "{v} as {t}, bounds {max_list}/{max_values}");
+                if let Some(direct) = typed::plain_result(&w, &t, max_list, max_values) {
+                    assert_eq!(Ok(direct), want, "{v} as {t}, read directly");
+                    plain += 1;
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 10_000, "{checked}");
+    assert!(plain > 500, "{plain} of {checked} read directly");
+}
+
+/// A program's value is written on the wire as its JSON is, and fits a
+/// type exactly when its JSON does (`value_fits`, the value door's check).
+#[test]
+fn a_value_is_written_and_fits_as_its_json() {
+    let mut checked = 0;
+    let types = every_type_form();
+    for t in &types {
+        for v in every_kind_of_json() {
+            let Ok(value) = from_json(&v, t) else {
+                continue;
+            };
+            let json = value.to_json();
+            assert_eq!(Wire::from_value(&value), Wire::from_json(&json), "{value}");
+            for u in &types {
+                assert_eq!(value_fits(&value, u), fits(&json, u), "{value} as {u}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 500, "{checked}");
 }
 
 /// The size check's walk, as it was before flat values skipped its work
