@@ -88,10 +88,15 @@ pub fn wire_to_py<'py>(
     wire: &Wire,
     keys: &mut Keys,
 ) -> PyResult<Bound<'py, PyAny>> {
-    read(py, &mut wire.reader(), keys)
+    read(py, &mut wire.reader(), keys, 0)
 }
 
-fn read<'py>(py: Python<'py>, r: &mut Reader<'_>, keys: &mut Keys) -> PyResult<Bound<'py, PyAny>> {
+fn read<'py>(
+    py: Python<'py>,
+    r: &mut Reader<'_>,
+    keys: &mut Keys,
+    depth: usize,
+) -> PyResult<Bound<'py, PyAny>> {
     let broken = |e: lt::runtime::wire::WireError| PyRuntimeError::new_err(e.to_string());
     Ok(match r.item().map_err(broken)? {
         Item::Null => py.None().into_bound(py),
@@ -100,24 +105,34 @@ fn read<'py>(py: Python<'py>, r: &mut Reader<'_>, keys: &mut Keys) -> PyResult<B
         Item::U64(u) => u.into_pyobject(py)?.into_any(),
         Item::F64(x) => PyFloat::new(py, x).into_any(),
         Item::Str(s) => PyString::new(py, s).into_any(),
-        // A container may nest deep: the stack grows as it must (a thread
-        // Python started may have a small one).
-        Item::Array(n) => stacker::maybe_grow(32 * 1024, 1024 * 1024, || {
+        Item::Array(n) => deeper(depth, || {
             let list = PyList::empty(py);
             for _ in 0..n {
-                list.append(read(py, r, keys)?)?;
+                list.append(read(py, r, keys, depth + 1)?)?;
             }
             Ok::<_, PyErr>(list.into_any())
         })?,
-        Item::Object(n) => stacker::maybe_grow(32 * 1024, 1024 * 1024, || {
+        Item::Object(n) => deeper(depth, || {
             let dict = PyDict::new(py);
             for _ in 0..n {
                 let k = keys.get(py, r.key().map_err(broken)?);
-                dict.set_item(k, read(py, r, keys)?)?;
+                dict.set_item(k, read(py, r, keys, depth + 1)?)?;
             }
             Ok::<_, PyErr>(dict.into_any())
         })?,
     })
+}
+
+/// Runs `f`, a container's conversion at nesting `depth`. A value may nest
+/// deep and a thread Python started may have a small stack: every 16
+/// levels the stack is checked and grown as it must be (16 levels take far
+/// less than the 32 KiB kept free), as the engine's conversions do.
+fn deeper<R>(depth: usize, f: impl FnOnce() -> R) -> R {
+    if depth % 16 == 15 {
+        stacker::maybe_grow(32 * 1024, 1024 * 1024, f)
+    } else {
+        f()
+    }
 }
 
 /// `obj` as JSON; `Err`: where and why it is not JSON (`path` names the
@@ -335,15 +350,14 @@ fn key_text<'k>(k: &'k Bound<'_, PyAny>) -> Result<Cow<'k, str>, String> {
     utf8(s).map_err(|e| format!("the key {} is not valid UTF-8: {e}", repr(k)))
 }
 
-/// A dict's entries (the stack grown as it must: a thread Python started
-/// may have a small one).
+/// A dict's entries (the stack grown as it must, [`deeper`]).
 fn object(
     dict: &Bound<'_, PyDict>,
     path: &Path<'_>,
     depth: usize,
     w: &mut Wire,
 ) -> Result<(), String> {
-    stacker::maybe_grow(32 * 1024, 1024 * 1024, || {
+    deeper(depth, || {
         let open = w.open_object();
         let mut n = 0;
         for (k, v) in dict.iter() {
@@ -357,14 +371,14 @@ fn object(
     })
 }
 
-/// A list's or tuple's items (the stack grown as [`object`]'s).
+/// A list's or tuple's items (the stack grown as it must, [`deeper`]).
 fn items<'py>(
     iter: impl Iterator<Item = Bound<'py, PyAny>>,
     path: &Path<'_>,
     depth: usize,
     w: &mut Wire,
 ) -> Result<(), String> {
-    stacker::maybe_grow(32 * 1024, 1024 * 1024, || {
+    deeper(depth, || {
         let open = w.open_array();
         let mut n = 0;
         for (i, item) in iter.enumerate() {
