@@ -10,22 +10,14 @@ use crate::types::Type;
 use serde_json::json;
 use std::rc::Rc;
 
-fn record(fields: &[(&str, Type)]) -> Type {
-    Type::Record(
-        fields
-            .iter()
-            .map(|(n, t)| ((*n).into(), t.clone()))
-            .collect(),
-    )
-}
-
 #[test]
 fn the_usual_results_are_read_directly() {
-    let lookup = record(&[
-        ("id", Type::Int),
-        ("name", Type::String),
-        ("balance", Type::Int),
+    let lookup = Type::Record(vec![
+        ("id".into(), Type::Int),
+        ("name".into(), Type::String),
+        ("balance".into(), Type::Int),
     ]);
+    let optional = Type::Record(vec![("a".into(), Type::option(Type::Int))]);
     let cases = [
         (
             json!({"id": 1, "name": "cust", "balance": 3}),
@@ -35,11 +27,8 @@ fn the_usual_results_are_read_directly() {
             json!([{"id": 1, "name": "x", "balance": 3}]),
             Type::list(lookup.clone()),
         ),
-        (
-            json!({"a": null}),
-            record(&[("a", Type::option(Type::Int))]),
-        ),
-        (json!({}), record(&[("a", Type::option(Type::Int))])),
+        (json!({"a": null}), optional.clone()),
+        (json!({}), optional),
         (json!(2.5), Type::Float),
         (json!(2), Type::Float),
         (json!("b"), Type::enumeration(vec!["a".into(), "b".into()])),
@@ -64,7 +53,7 @@ fn a_repeated_key_reads_as_json_reads_it_the_last_one() {
     w.key("a");
     w.i64(2);
     w.close(open, 2).expect("small");
-    let t = record(&[("a", Type::Int)]);
+    let t = Type::Record(vec![("a".into(), Type::Int)]);
     assert_eq!(w.to_json(), Ok(json!({"a": 2})));
     let want = boundary::program_result("t", &json!({"a": 2}), &t, 10, 10);
     assert_eq!(program_result("t", &w, &t, 10, 10), want);
