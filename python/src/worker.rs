@@ -51,8 +51,9 @@ use lt::runtime::wire::Wire;
 use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -122,6 +123,12 @@ pub enum Work {
 }
 
 impl Work {
+    /// Whether `other` is one call of this work's tool (the same `Arc`);
+    /// a batch is never the same.
+    fn same(&self, other: &Work) -> bool {
+        matches!((self, other), (Work::One(a), Work::One(b)) if Arc::ptr_eq(a, b))
+    }
+
     fn label(&self) -> String {
         match self {
             Work::One(t) => t.to_string(),
@@ -202,6 +209,8 @@ impl Outcomes {
 
 #[derive(Default)]
 struct SlotState {
+    /// The argument, on the wire, until a pool thread takes the job.
+    arg: Option<Wire>,
     outcomes: Option<Outcomes>,
     abandoned: bool,
     canceller: Option<Py<PyAny>>,
@@ -209,8 +218,12 @@ struct SlotState {
     sleeping: bool,
 }
 
-/// One job's work and where its outcome goes.
+/// One job: the function, its work, and where its outcome goes. A
+/// session's thread reuses its slots ([`SPARE`]): a slot's function, work
+/// and run are replaced only when they change, so a call moves no
+/// reference count the pool's threads also move.
 struct Slot {
+    f: Arc<Py<PyAny>>,
     work: Work,
     run: Arc<RunState>,
     state: Mutex<SlotState>,
@@ -225,36 +238,124 @@ impl Slot {
     }
 }
 
-struct Queued {
-    f: Arc<Py<PyAny>>,
-    arg: Wire,
-    slot: Arc<Slot>,
+/// How many slots a session's thread keeps for reuse: the pool thread
+/// may still hold the last call's slot for a moment after giving its
+/// outcome, and then the one before is free.
+const SPARES: usize = 2;
+
+thread_local! {
+    /// This thread's slots, reused while no one else holds them
+    /// (`Arc::get_mut`): no allocation a call, and the slot's lines stay
+    /// where its last use left them.
+    static SPARE: RefCell<(Vec<Arc<Slot>>, usize)> = const { RefCell::new((Vec::new(), 0)) };
+}
+
+/// A slot for `f` with `arg` and `work` of `run`: one of this thread's
+/// spares no other thread holds, else a new one (kept as a spare, in
+/// place of the oldest when there are [`SPARES`]).
+fn slot_for(f: &Arc<Py<PyAny>>, arg: Wire, work: Work, run: &Arc<RunState>) -> Arc<Slot> {
+    SPARE.with_borrow_mut(|(spare, next)| {
+        for slot in spare.iter_mut() {
+            if let Some(s) = Arc::get_mut(slot) {
+                if !Arc::ptr_eq(&s.f, f) {
+                    s.f = f.clone();
+                }
+                if !Arc::ptr_eq(&s.run, run) {
+                    s.run = run.clone();
+                }
+                if !s.work.same(&work) {
+                    s.work = work;
+                }
+                *s.ready.get_mut() = false;
+                let state = s.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+                *state = SlotState {
+                    arg: Some(arg),
+                    ..SlotState::default()
+                };
+                return slot.clone();
+            }
+        }
+        let slot = Arc::new(Slot {
+            f: f.clone(),
+            work,
+            run: run.clone(),
+            state: Mutex::new(SlotState {
+                arg: Some(arg),
+                ..SlotState::default()
+            }),
+            done: Condvar::new(),
+            ready: AtomicBool::new(false),
+        });
+        if spare.len() < SPARES {
+            spare.push(slot.clone());
+        } else {
+            spare[*next] = slot.clone();
+            *next = (*next + 1) % SPARES;
+        }
+        slot
+    })
 }
 
 /// The jobs not yet taken, and the pool's threads.
 pub(crate) struct Queue {
-    jobs: VecDeque<Queued>,
+    /// The oldest job, when it is the only one (no second line to touch).
+    first: Option<Arc<Slot>>,
+    /// The jobs after `first` (all of them while `first` is empty).
+    rest: VecDeque<Arc<Slot>>,
     /// Threads waiting in `next_job` (spinning or sleeping).
-    idle: usize,
+    idle: u32,
     /// Of those, the threads sleeping on [`QUEUED`].
-    sleeping: usize,
+    sleeping: u32,
 }
 
-static QUEUE: Mutex<Queue> = Mutex::new(Queue {
-    jobs: VecDeque::new(),
-    idle: 0,
-    sleeping: 0,
-});
+impl Queue {
+    fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.rest.len()
+    }
+
+    fn push(&mut self, slot: Arc<Slot>) {
+        if self.first.is_none() && self.rest.is_empty() {
+            self.first = Some(slot);
+        } else {
+            self.rest.push_back(slot);
+        }
+    }
+
+    fn pop(&mut self) -> Option<Arc<Slot>> {
+        self.first.take().or_else(|| self.rest.pop_front())
+    }
+}
+
+/// The queue and the counts read without its lock, on one cache line: a
+/// call's hand-off moves this line to the pool's thread and back, not one
+/// line per count.
+#[repr(align(64))]
+struct Hub {
+    queue: Mutex<Queue>,
+    /// `queue.len()`, read without the lock while spinning.
+    pending: AtomicU32,
+    /// Threads on their way to `next_job`: started and not yet in it, or
+    /// back from a job (its outcome given). A submitter counts them with
+    /// the idle ones: without them, a job queued the moment a thread gave
+    /// its outcome started a second thread, and on a loaded machine the
+    /// two then took turns spinning for jobs. Raised under the queue's
+    /// lock or before the outcome is published; lowered under the lock.
+    coming: AtomicU32,
+}
+
+static HUB: Hub = Hub {
+    queue: Mutex::new(Queue {
+        first: None,
+        rest: VecDeque::new(),
+        idle: 0,
+        sleeping: 0,
+    }),
+    pending: AtomicU32::new(0),
+    coming: AtomicU32::new(0),
+};
+// One cache line, as its note says.
+const _: () = assert!(std::mem::size_of::<Hub>() == 64);
 static QUEUED: Condvar = Condvar::new();
-/// `QUEUE.jobs.len()`, read without the lock while spinning.
-static PENDING: AtomicUsize = AtomicUsize::new(0);
-/// Threads on their way to `next_job`: started and not yet in it, or back
-/// from a job (its outcome given). A submitter counts them with the idle
-/// ones: without them, a job queued the moment a thread gave its outcome
-/// started a second thread, and on a loaded machine the two then took
-/// turns spinning for jobs. Raised under [`QUEUE`]'s lock or before the
-/// outcome is published; lowered under the lock.
-static COMING: AtomicUsize = AtomicUsize::new(0);
 
 /// The waits for jobs (pool threads) and for outcomes (sessions' threads).
 static FOR_JOBS: Spinner = Spinner::new();
@@ -269,11 +370,13 @@ static FOR_OUTCOMES: Spinner = Spinner::new();
 
 /// One thread fewer on its way (it has reached `next_job`).
 fn arrived() {
-    let _ = COMING.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+    let _ = HUB
+        .coming
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
 }
 
 fn queue() -> MutexGuard<'static, Queue> {
-    QUEUE.lock().unwrap_or_else(PoisonError::into_inner)
+    HUB.queue.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The queue, locked by the thread about to `fork` ([`crate::fork`]).
@@ -285,11 +388,12 @@ pub(crate) fn hold_for_fork() -> MutexGuard<'static, Queue> {
 /// and threads do not exist here. Its jobs are forgotten (their sessions'
 /// threads are gone too), no thread is idle.
 pub(crate) fn reset_in_child(mut q: MutexGuard<'static, Queue>) {
-    std::mem::forget(std::mem::take(&mut q.jobs));
+    std::mem::forget(q.first.take());
+    std::mem::forget(std::mem::take(&mut q.rest));
     q.idle = 0;
     q.sleeping = 0;
-    PENDING.store(0, Ordering::Release);
-    COMING.store(0, Ordering::Release);
+    HUB.pending.store(0, Ordering::Release);
+    HUB.coming.store(0, Ordering::Release);
 }
 
 /// The call (or batch) a pool thread is running, and where its outcome
@@ -305,10 +409,11 @@ pub struct Job {
     settling: bool,
     /// The `str` keys of this thread's arguments' dicts.
     keys: Keys,
-    /// The call's function and argument, dropped once its outcome is
-    /// given (the session's thread then goes on meanwhile), not before the
-    /// function is called.
-    spent: Option<(Arc<Py<PyAny>>, Wire)>,
+    /// The call's argument's buffer, read by the time the function is
+    /// called: its result is written into it. Dropped by the next
+    /// `next_job` when the outcome did not take it (the session's thread
+    /// goes on meanwhile).
+    spent: Option<Wire>,
 }
 
 /// Whether `obj`'s type is exactly one that is plain data (never
@@ -353,7 +458,7 @@ impl Job {
         let outcomes = match &slot.work {
             // The result written into the argument's buffer (read by now).
             Work::One(tool) => {
-                let buffer = self.spent.as_mut().map(|(_, arg)| std::mem::take(arg));
+                let buffer = self.spent.take();
                 Outcomes::One(outcome(tool, result, buffer.unwrap_or_default()))
             }
             Work::Batch(calls) => Outcomes::Batch(batch_outcomes(calls, result)),
@@ -415,7 +520,7 @@ impl Job {
 
 /// Gives `slot` its `outcomes` (its thread is on its way back).
 fn finish(slot: &Slot, outcomes: Outcomes) {
-    COMING.fetch_add(1, Ordering::AcqRel);
+    HUB.coming.fetch_add(1, Ordering::AcqRel);
     let mut s = slot.lock();
     s.canceller = None;
     if !s.abandoned {
@@ -442,22 +547,22 @@ pub fn next_job<'py>(
         // after it has the outcome: a job queued within [`HOLD`] is taken
         // with the GIL kept (releasing and taking it back is two locks of
         // the GIL's mutex, a signal and the gate's atomics a call).
-        let soon = if HELD.busy_for(HOLD, &|| PENDING.load(Ordering::Acquire) > 0) {
+        let soon = if HELD.busy_for(HOLD, &|| HUB.pending.load(Ordering::Acquire) > 0) {
             take_queued()
         } else {
             None
         };
-        let Queued { f, arg, slot } = match soon {
+        let (slot, arg) = match soon {
             Some(q) => q,
             None => wait_for_job(py),
         };
         let mut j = job.borrow_mut();
         match wire_to_py(py, &arg, &mut j.keys) {
             Ok(argument) => {
-                let function = f.clone_ref(py);
+                let function = slot.f.clone_ref(py);
                 j.slot = Some(slot);
                 j.settling = false;
-                j.spent = Some((f, arg));
+                j.spent = Some(arg);
                 return Ok((function, argument));
             }
             Err(e) => {
@@ -478,27 +583,30 @@ pub fn next_job<'py>(
 
 /// The job at the queue's head, if there is one not abandoned (taken by
 /// a thread back from a call, before it waits).
-fn take_queued() -> Option<Queued> {
+fn take_queued() -> Option<(Arc<Slot>, Wire)> {
     let job = pop_live(&mut queue())?;
     arrived();
     Some(job)
 }
 
-/// The first job of `q` not abandoned, the abandoned ones before it
-/// dropped; `None` once the queue is empty.
-fn pop_live(q: &mut Queue) -> Option<Queued> {
+/// The first job of `q` not abandoned, with its argument, the abandoned
+/// ones before it dropped; `None` once the queue is empty.
+fn pop_live(q: &mut Queue) -> Option<(Arc<Slot>, Wire)> {
     loop {
-        let job = q.jobs.pop_front()?;
-        PENDING.store(q.jobs.len(), Ordering::Release);
-        if !job.slot.lock().abandoned {
-            return Some(job);
+        let slot = q.pop()?;
+        HUB.pending.store(q.len() as u32, Ordering::Release);
+        let mut s = slot.lock();
+        if !s.abandoned {
+            let arg = s.arg.take().unwrap_or_default();
+            drop(s);
+            return Some((slot, arg));
         }
     }
 }
 
 /// Waits for the next job with the GIL released, spinning first, then
 /// asleep on [`QUEUED`]; abandoned jobs are skipped.
-fn wait_for_job(py: Python<'_>) -> Queued {
+fn wait_for_job(py: Python<'_>) -> (Arc<Slot>, Wire) {
     gate::detach(py, || {
         let mut q = queue();
         arrived();
@@ -509,9 +617,9 @@ fn wait_for_job(py: Python<'_>) -> Queued {
             // Idle (a submitter counts on this thread), spinning first.
             q.idle += 1;
             drop(q);
-            FOR_JOBS.spin(|| PENDING.load(Ordering::Acquire) > 0);
+            FOR_JOBS.spin(|| HUB.pending.load(Ordering::Acquire) > 0);
             q = queue();
-            if q.jobs.is_empty() {
+            if q.len() == 0 {
                 q.sleeping += 1;
                 q = QUEUED.wait(q).unwrap_or_else(PoisonError::into_inner);
                 q.sleeping -= 1;
@@ -550,27 +658,19 @@ pub fn submit(
         return Err(work.cancelled());
     }
     let deadline = time_left.map(|t| Instant::now() + t);
-    let slot = Arc::new(Slot {
-        work,
-        run: run.clone(),
-        state: Mutex::default(),
-        done: Condvar::new(),
-        ready: AtomicBool::new(false),
-    });
+    let slot = slot_for(f, arg, work, run);
     let spawn = {
         let mut q = queue();
-        q.jobs.push_back(Queued {
-            f: f.clone(),
-            arg,
-            slot: slot.clone(),
-        });
-        PENDING.store(q.jobs.len(), Ordering::Release);
+        q.push(slot.clone());
+        let queued = q.len();
+        HUB.pending.store(queued as u32, Ordering::Release);
         if q.sleeping > 0 {
             QUEUED.notify_one();
         }
-        let spawn = q.jobs.len() > q.idle + COMING.load(Ordering::Acquire);
+        let ready = q.idle as usize + HUB.coming.load(Ordering::Acquire) as usize;
+        let spawn = queued > ready;
         if spawn {
-            COMING.fetch_add(1, Ordering::AcqRel);
+            HUB.coming.fetch_add(1, Ordering::AcqRel);
         }
         spawn
     };
