@@ -282,3 +282,40 @@ def test_lt_in_a_later_atexit_handler_does_not_hang():
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=20)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["2", "check:", "Int", "run:", "cancelled"], out.stdout
+
+
+@pytest.mark.timeout(30, method="thread")
+def test_calls_after_one_that_timed_out_get_their_own_outcomes():
+    # The session's thread reuses its job slots (python/src/worker.rs): the
+    # slot of the call that timed out is held by the thread still running
+    # it, and once that thread lets it go (its late result dropped) the
+    # slot serves later calls, which must not inherit its state.
+    release = threading.Event()
+    returned = threading.Event()
+    program = """
+    tool slow: {n: Int} -{Read}-> Int;
+    match traverse (fn i: Int => match exec tool slow {n = i} { Ok(v) => Ok(v), Err(e) => Ok(0 - 1) }) (range 0 8) {
+      Ok(vs) => vs,
+      Err(e) => []
+    }
+    """
+    calls = []
+
+    def slow(arg):
+        n = arg["n"]
+        calls.append(n)
+        if n == 0:
+            release.wait(20)
+            returned.set()
+            return 999
+        if n == 3:
+            release.set()
+            assert returned.wait(10)
+            time.sleep(0.05)  # its outcome given (and dropped) meanwhile
+        return n * 10
+
+    r = lt.run(program, tools={"slow": slow}, profile={"tools": {"slow": {"timeout_ms": 300}}})
+    assert r.value == [-1, 10, 20, 30, 40, 50, 60, 70], r.value
+    assert calls == list(range(8)), calls
+    # And a run after it, on a new session thread, as usual.
+    assert lt.run(program.replace("range 0 8", "range 4 7"), tools={"slow": slow}).value == [40, 50, 60]
