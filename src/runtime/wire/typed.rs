@@ -199,41 +199,34 @@ fn read(r: &mut Reader<'_>, ty: &Type, depth: usize) -> Option<Value> {
     })
 }
 
-/// An object of `n` entries as a record of `fields`: each field from the
-/// entry of its name (the last one, as JSON reads a repeated key), extra
-/// entries passed over, a missing `Option` field `None`.
+/// An object of `n` entries as a record of `fields`, in one pass: each
+/// entry read into the field of its name (a repeated key's last entry
+/// stays, as JSON reads it), extra entries passed over, a missing
+/// `Option` field `None`. A record of more than [`MAX_ENTRIES`] fields
+/// goes through the JSON.
 fn record(r: &mut Reader<'_>, fields: &[(Name, Type)], n: usize, depth: usize) -> Option<Value> {
-    if n > MAX_ENTRIES {
+    if n > MAX_ENTRIES || fields.len() > MAX_ENTRIES {
         return None;
     }
-    let mut entries: [(&[u8], usize); MAX_ENTRIES] = [(&[], 0); MAX_ENTRIES];
-    for e in entries.iter_mut().take(n) {
+    let mut values: [Option<Value>; MAX_ENTRIES] = [const { None }; MAX_ENTRIES];
+    for _ in 0..n {
         let key = r.key_bytes().ok()?;
-        *e = (key, r.position());
-        r.skip().ok()?;
+        match fields.iter().position(|(name, _)| name.as_bytes() == key) {
+            Some(i) => values[i] = Some(read(r, &fields[i].1, depth + 1)?),
+            None => r.skip().ok()?,
+        }
     }
-    let entries = &entries[..n];
-    let mut plain = true;
+    let complete = fields
+        .iter()
+        .zip(&values)
+        .all(|((_, fty), v)| v.is_some() || matches!(fty, Type::Option(_)));
+    if !complete {
+        return None;
+    }
     let out: Rc<[(Name, Value)]> = fields
         .iter()
-        .map(|(name, fty)| {
-            if !plain {
-                return (name.clone(), Value::Unit);
-            }
-            let at = entries.iter().rev().find(|(k, _)| *k == name.as_bytes());
-            let v = match at {
-                Some(&(_, at)) => read(&mut r.at(at), fty, depth + 1),
-                None if matches!(fty, Type::Option(_)) => Some(Value::None),
-                None => None,
-            };
-            match v {
-                Some(v) => (name.clone(), v),
-                None => {
-                    plain = false;
-                    (name.clone(), Value::Unit)
-                }
-            }
-        })
+        .zip(values.iter_mut())
+        .map(|((name, _), v)| (name.clone(), v.take().unwrap_or(Value::None)))
         .collect();
-    plain.then_some(Value::Record(out))
+    Some(Value::Record(out))
 }
