@@ -59,24 +59,32 @@ impl Keys {
         Keys { slots: Vec::new() }
     }
 
-    /// `key` as a Python `str`: the one made before, if it is still held.
-    fn get<'py>(&mut self, py: Python<'py>, key: &str) -> Bound<'py, PyString> {
-        let b = key.as_bytes();
+    /// The key whose UTF-8 is `b` as a Python `str`: the one made before,
+    /// if it is still held (its bytes compared, not checked again), else a
+    /// new one. `Err`: `b` is not UTF-8.
+    fn get<'py>(&mut self, py: Python<'py>, b: &[u8]) -> PyResult<Bound<'py, PyString>> {
         if self.slots.is_empty() || b.len() > KEY_MAX {
-            return PyString::new(py, key);
+            return Ok(PyString::new(py, key_str(b)?));
         }
         let first = usize::from(b.first().copied().unwrap_or(0));
         let last = usize::from(b.last().copied().unwrap_or(0));
-        let i = (b.len() * 31 + first * 7 + last) % self.slots.len();
+        let i = (b.len() * 31 + first * 7 + last) % KEY_SLOTS;
         if let Some((k, s)) = &self.slots[i] {
-            if **k == *key {
-                return s.bind(py).clone();
+            if k.as_bytes() == b {
+                return Ok(s.bind(py).clone());
             }
         }
+        let key = key_str(b)?;
         let s = PyString::new(py, key);
         self.slots[i] = Some((key.into(), s.clone().unbind()));
-        s
+        Ok(s)
     }
+}
+
+/// `b` as text; `Err`: it is not UTF-8 (the wire's bytes are broken).
+fn key_str(b: &[u8]) -> PyResult<&str> {
+    std::str::from_utf8(b)
+        .map_err(|_| PyRuntimeError::new_err("malformed wire data: a key that is not UTF-8"))
 }
 
 /// The value on `wire` as a Python object, the keys of its dicts taken
@@ -115,7 +123,7 @@ fn read<'py>(
         Item::Object(n) => deeper(depth, || {
             let dict = PyDict::new(py);
             for _ in 0..n {
-                let k = keys.get(py, r.key().map_err(broken)?);
+                let k = keys.get(py, r.key_bytes().map_err(broken)?)?;
                 dict.set_item(k, read(py, r, keys, depth + 1)?)?;
             }
             Ok::<_, PyErr>(dict.into_any())
