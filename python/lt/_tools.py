@@ -65,16 +65,16 @@ def _work() -> None:
     (``dict``, ``list``, ``str``, …) at once and answers ``None``; for any
     other (an awaitable) it answers the run's ``settle``, whose value it is
     then given."""
-    next_job = _lt.next_job
     job = _lt.Job()  # this thread's, given each call in turn
+    next_job, done = job.next, job.done
     _here.job = job
     while True:
-        f, arg = next_job(job)
+        f, arg = next_job()
         try:
             r = f(arg)
-            settle = job.done(r)
+            settle = done(r)
             if settle is not None:
-                job.done(settle(r, job))
+                done(settle(r, job))
         except BaseException as e:  # a raising tool is the call's Err
             job.fail(e)
         f = arg = r = settle = None

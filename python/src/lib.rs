@@ -290,7 +290,6 @@ fn _lt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(import_tools, m)?)?;
     m.add_function(wrap_pyfunction!(import_server, m)?)?;
     m.add_function(wrap_pyfunction!(export_tools, m)?)?;
-    m.add_function(wrap_pyfunction!(worker::next_job, m)?)?;
     m.add_function(wrap_pyfunction!(gate::python_exiting, m)?)?;
     m.add_function(wrap_pyfunction!(fork::before_fork, m)?)?;
     m.add_function(wrap_pyfunction!(fork::after_fork_in_parent, m)?)?;

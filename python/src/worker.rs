@@ -10,7 +10,7 @@
 //!
 //! ```python
 //! job = _lt.Job()                         # the thread's, for all its calls
-//! f, arg = _lt.next_job(job)              # waits, GIL released
+//! f, arg = job.next()                     # waits, GIL released
 //! try:
 //!     r = f(arg)                          # the user's function (pure Python frames)
 //!     settle = job.done(r)                # plain data: on the wire, to the session
@@ -443,6 +443,14 @@ impl Job {
         }
     }
 
+    /// `job.next()`: `(f, arg)` of the next job, once there is one (the
+    /// GIL released while waiting), its outcome to go through this job.
+    /// A method without arguments: Python calls it without building an
+    /// argument tuple (the stable ABI of 3.9 has no faster convention).
+    fn next<'py>(slf: &Bound<'py, Self>) -> PyResult<(Py<PyAny>, Bound<'py, PyAny>)> {
+        next_job(slf.py(), slf)
+    }
+
     /// The function returned `result`: its outcome, unless `result` is not
     /// of a plain type and the run settles such results; then the run's
     /// `settle`, to call with `(result, job)` and give its value to `done`.
@@ -532,11 +540,10 @@ fn finish(slot: &Slot, outcomes: Outcomes) {
     }
 }
 
-/// `next_job(job)`: `(f, arg)` of the next job, once there is one (the
-/// GIL released while waiting), its outcome to go through `job` (the
-/// calling thread's). Abandoned jobs are skipped.
-#[pyfunction]
-pub fn next_job<'py>(
+/// `(f, arg)` of the next job, once there is one (the GIL released while
+/// waiting), its outcome to go through `job` (the calling thread's):
+/// [`Job::next`]. Abandoned jobs are skipped.
+fn next_job<'py>(
     py: Python<'py>,
     job: &Bound<'py, Job>,
 ) -> PyResult<(Py<PyAny>, Bound<'py, PyAny>)> {
