@@ -13,14 +13,14 @@
 //! session" and releases them. The child's first call starts a pool
 //! thread of its own.
 
-use crate::{gate, worker};
+use crate::{gate, slot};
 use pyo3::prelude::*;
 use std::cell::RefCell;
 use std::sync::MutexGuard;
 
 type Held = (
     MutexGuard<'static, gate::Gate>,
-    MutexGuard<'static, worker::Queue>,
+    MutexGuard<'static, slot::Queue>,
 );
 
 thread_local! {
@@ -33,7 +33,7 @@ thread_local! {
 /// thread holding either lock waits for the GIL.
 #[pyfunction]
 pub fn before_fork() {
-    let held = (gate::hold_for_fork(), worker::hold_for_fork());
+    let held = (gate::hold_for_fork(), slot::hold_for_fork());
     HELD.with(|h| *h.borrow_mut() = Some(held));
 }
 
@@ -48,7 +48,7 @@ pub fn after_fork_in_parent() {
 #[pyfunction]
 pub fn after_fork_in_child() {
     if let Some((g, q)) = HELD.with(|h| h.borrow_mut().take()) {
-        worker::reset_in_child(q);
+        slot::reset_in_child(q);
         gate::reset_in_child(g);
     }
 }

@@ -19,8 +19,10 @@ mod gate;
 mod profile;
 mod run;
 mod schemas;
+mod slot;
 mod spin;
 mod tools;
+mod work;
 mod worker;
 
 use errors::{internal, panic_text, Failure};

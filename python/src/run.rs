@@ -25,7 +25,7 @@
 use crate::check::{analyse, analysis_json, declarations_only, Declarations};
 use crate::errors::{config_error, internal, panic_text, start_failure, Failure};
 use crate::profile::ProfileArg;
-use crate::worker::RunState;
+use crate::work::RunState;
 use lt::control::approver::FixedApprover;
 use lt::control::report::RunErrorReport;
 use lt::control::session::{

@@ -11,7 +11,8 @@
 //! its deadline is a `timed_out` `Err`.
 
 use crate::answer::failure;
-use crate::worker::{perform, submit, RunState, Work};
+use crate::work::{RunState, Work};
+use crate::worker::{perform, submit};
 use lt::exec::in_process::{json_outcome, BatchFn, InProcessCall, InProcessHost, WireFn};
 use lt::runtime::host::{FailureKind, Outcome};
 use lt::runtime::wire::Wire;

@@ -41,321 +41,25 @@
 //! ([`crate::spin`]), and a condition variable is signalled only when a
 //! thread sleeps on it.
 
-use crate::answer::{batch_outcomes, failure, outcome, raised, timed_out_message, Answered};
+use crate::answer::{batch_outcomes, failure, outcome, raised};
 use crate::convert::{wire_to_py, Keys};
 use crate::gate;
+use crate::slot::{arrived, pop_live, queue, slot_for, take_queued, Slot, HUB, QUEUED};
 use crate::spin::Spinner;
-use lt::runtime::cancel::Cancel;
+use crate::work::{Outcomes, RunState, Work};
 use lt::runtime::host::FailureKind;
 use lt::runtime::wire::Wire;
 use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use std::cell::RefCell;
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
-
-/// What one run's calls share: its cancellation, and the
-/// `KeyboardInterrupt` / `SystemExit` a tool raised, to raise from
-/// `lt.run`.
-pub struct RunState {
-    /// The session's cancellation.
-    pub cancel: Cancel,
-    /// `settle(result, job)`: the value of a function's result that is
-    /// not of a plain type (an awaitable, awaited); `None`: such a result
-    /// is converted as it is.
-    settle: Option<Py<PyAny>>,
-    escaped: Mutex<Option<PyErr>>,
-}
-
-impl RunState {
-    /// The state of a run cancelled by `cancel`, whose results not of a
-    /// plain type go through `settle` first.
-    pub fn new(cancel: Cancel, settle: Option<Py<PyAny>>) -> Arc<RunState> {
-        Arc::new(RunState {
-            cancel,
-            settle,
-            escaped: Mutex::new(None),
-        })
-    }
-
-    /// The `KeyboardInterrupt` or `SystemExit` a tool raised (the first),
-    /// which cancelled the session.
-    pub fn take_escaped(&self) -> Option<PyErr> {
-        self.escaped
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-    }
-
-    /// Records `err`, raised by `tool`, and cancels the session.
-    fn escape(&self, py: Python<'_>, tool: &str, err: PyErr) {
-        let ty = err
-            .get_type(py)
-            .name()
-            .map(|n| n.to_string())
-            .unwrap_or_default();
-        {
-            let mut e = self.escaped.lock().unwrap_or_else(PoisonError::into_inner);
-            if e.is_none() {
-                *e = Some(err);
-            }
-        }
-        self.cancel.cancel(format!("tool {tool} raised {ty}"));
-    }
-}
 
 /// Whether `e` stops the run rather than failing the call.
 fn stops_the_run(e: &Bound<'_, PyAny>) -> bool {
     e.is_instance_of::<PyKeyboardInterrupt>() || e.is_instance_of::<PySystemExit>()
 }
-
-/// What a job computes, and how its Python result becomes outcomes.
-pub enum Work {
-    /// One call of the tool: the function takes the argument.
-    One(Arc<str>),
-    /// A batch (the `async` calls of a `gather` or `fan_out`): the
-    /// function takes a list of `(tool, argument, timeout_s)` triples.
-    /// Each call's tool and time left.
-    Batch(Vec<(String, Option<Duration>)>),
-}
-
-impl Work {
-    /// Whether `other` is one call of this work's tool (the same `Arc`);
-    /// a batch is never the same.
-    fn same(&self, other: &Work) -> bool {
-        matches!((self, other), (Work::One(a), Work::One(b)) if Arc::ptr_eq(a, b))
-    }
-
-    fn label(&self) -> String {
-        match self {
-            Work::One(t) => t.to_string(),
-            Work::Batch(calls) => calls
-                .iter()
-                .map(|c| c.0.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-        }
-    }
-
-    /// Every call's `Err` of `kind`: `message(tool, time_left)`.
-    fn all(
-        &self,
-        kind: FailureKind,
-        message: impl Fn(&str, Option<Duration>) -> String,
-        time_left: Option<Duration>,
-    ) -> Outcomes {
-        match self {
-            Work::One(t) => Outcomes::One(Err(failure(kind, message(t, time_left)))),
-            Work::Batch(calls) => Outcomes::Batch(
-                calls
-                    .iter()
-                    .map(|(t, left)| Err(failure(kind, message(t, *left))))
-                    .collect(),
-            ),
-        }
-    }
-
-    fn cancelled(&self) -> Outcomes {
-        self.all(
-            FailureKind::Unavailable,
-            |t, _| format!("tool {t}: the session was cancelled"),
-            None,
-        )
-    }
-
-    fn timed_out(&self, time_left: Option<Duration>) -> Outcomes {
-        self.all(
-            FailureKind::TimedOut,
-            |t, left| timed_out_message(t, left.unwrap_or_default()),
-            time_left,
-        )
-    }
-}
-
-/// A job's outcomes: its one call's, or its batch's, one per call in
-/// order (a single call allocates no vector).
-pub enum Outcomes {
-    /// The outcome of a [`Work::One`].
-    One(Answered),
-    /// The outcomes of a [`Work::Batch`].
-    Batch(Vec<Answered>),
-}
-
-impl Outcomes {
-    /// The outcome of a single call of `tool` (a batch's first).
-    pub fn one(self, tool: &str) -> Answered {
-        match self {
-            Outcomes::One(o) => o,
-            Outcomes::Batch(v) => v.into_iter().next().unwrap_or_else(|| {
-                Err(failure(
-                    FailureKind::Unavailable,
-                    format!("tool {tool}: no outcome"),
-                ))
-            }),
-        }
-    }
-
-    /// Every outcome, in order.
-    pub fn into_vec(self) -> Vec<Answered> {
-        match self {
-            Outcomes::One(o) => vec![o],
-            Outcomes::Batch(v) => v,
-        }
-    }
-}
-
-#[derive(Default)]
-struct SlotState {
-    /// The argument, on the wire, until a pool thread takes the job.
-    arg: Option<Wire>,
-    outcomes: Option<Outcomes>,
-    abandoned: bool,
-    canceller: Option<Py<PyAny>>,
-    /// The session's thread sleeps on `done`: signal it.
-    sleeping: bool,
-}
-
-/// One job: the function, its work, and where its outcome goes. A
-/// session's thread reuses its slots ([`SPARE`]): a slot's function, work
-/// and run are replaced only when they change, so a call moves no
-/// reference count the pool's threads also move.
-struct Slot {
-    f: Arc<Py<PyAny>>,
-    work: Work,
-    run: Arc<RunState>,
-    state: Mutex<SlotState>,
-    done: Condvar,
-    /// The outcomes are in `state` (read without the lock while spinning).
-    ready: AtomicBool,
-}
-
-impl Slot {
-    fn lock(&self) -> MutexGuard<'_, SlotState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// How many slots a session's thread keeps for reuse: the pool thread
-/// may still hold the last call's slot for a moment after giving its
-/// outcome, and then the one before is free.
-const SPARES: usize = 2;
-
-thread_local! {
-    /// This thread's slots, reused while no one else holds them
-    /// (`Arc::get_mut`): no allocation a call, and the slot's lines stay
-    /// where its last use left them.
-    static SPARE: RefCell<(Vec<Arc<Slot>>, usize)> = const { RefCell::new((Vec::new(), 0)) };
-}
-
-/// A slot for `f` with `arg` and `work` of `run`: one of this thread's
-/// spares no other thread holds, else a new one (kept as a spare, in
-/// place of the oldest when there are [`SPARES`]).
-fn slot_for(f: &Arc<Py<PyAny>>, arg: Wire, work: Work, run: &Arc<RunState>) -> Arc<Slot> {
-    SPARE.with_borrow_mut(|(spare, next)| {
-        for slot in spare.iter_mut() {
-            if let Some(s) = Arc::get_mut(slot) {
-                if !Arc::ptr_eq(&s.f, f) {
-                    s.f = f.clone();
-                }
-                if !Arc::ptr_eq(&s.run, run) {
-                    s.run = run.clone();
-                }
-                if !s.work.same(&work) {
-                    s.work = work;
-                }
-                *s.ready.get_mut() = false;
-                let state = s.state.get_mut().unwrap_or_else(PoisonError::into_inner);
-                *state = SlotState {
-                    arg: Some(arg),
-                    ..SlotState::default()
-                };
-                return slot.clone();
-            }
-        }
-        let slot = Arc::new(Slot {
-            f: f.clone(),
-            work,
-            run: run.clone(),
-            state: Mutex::new(SlotState {
-                arg: Some(arg),
-                ..SlotState::default()
-            }),
-            done: Condvar::new(),
-            ready: AtomicBool::new(false),
-        });
-        if spare.len() < SPARES {
-            spare.push(slot.clone());
-        } else {
-            spare[*next] = slot.clone();
-            *next = (*next + 1) % SPARES;
-        }
-        slot
-    })
-}
-
-/// The jobs not yet taken, and the pool's threads.
-pub(crate) struct Queue {
-    /// The oldest job, when it is the only one (no second line to touch).
-    first: Option<Arc<Slot>>,
-    /// The jobs after `first` (all of them while `first` is empty).
-    rest: VecDeque<Arc<Slot>>,
-    /// Threads waiting in `next_job` (spinning or sleeping).
-    idle: u32,
-    /// Of those, the threads sleeping on [`QUEUED`].
-    sleeping: u32,
-}
-
-impl Queue {
-    fn len(&self) -> usize {
-        usize::from(self.first.is_some()) + self.rest.len()
-    }
-
-    fn push(&mut self, slot: Arc<Slot>) {
-        if self.first.is_none() && self.rest.is_empty() {
-            self.first = Some(slot);
-        } else {
-            self.rest.push_back(slot);
-        }
-    }
-
-    fn pop(&mut self) -> Option<Arc<Slot>> {
-        self.first.take().or_else(|| self.rest.pop_front())
-    }
-}
-
-/// The queue and the counts read without its lock, on one cache line: a
-/// call's hand-off moves this line to the pool's thread and back, not one
-/// line per count.
-#[repr(align(64))]
-struct Hub {
-    queue: Mutex<Queue>,
-    /// `queue.len()`, read without the lock while spinning.
-    pending: AtomicU32,
-    /// Threads on their way to `next_job`: started and not yet in it, or
-    /// back from a job (its outcome given). A submitter counts them with
-    /// the idle ones: without them, a job queued the moment a thread gave
-    /// its outcome started a second thread, and on a loaded machine the
-    /// two then took turns spinning for jobs. Raised under the queue's
-    /// lock or before the outcome is published; lowered under the lock.
-    coming: AtomicU32,
-}
-
-static HUB: Hub = Hub {
-    queue: Mutex::new(Queue {
-        first: None,
-        rest: VecDeque::new(),
-        idle: 0,
-        sleeping: 0,
-    }),
-    pending: AtomicU32::new(0),
-    coming: AtomicU32::new(0),
-};
-// One cache line, as its note says.
-const _: () = assert!(std::mem::size_of::<Hub>() == 64);
-static QUEUED: Condvar = Condvar::new();
 
 /// The waits for jobs (pool threads) and for outcomes (sessions' threads).
 static FOR_JOBS: Spinner = Spinner::new();
@@ -367,34 +71,6 @@ static HELD: Spinner = Spinner::new();
 /// job ([`Spinner::busy_for`] skips them after misses).
 const HOLD: Duration = Duration::from_micros(5);
 static FOR_OUTCOMES: Spinner = Spinner::new();
-
-/// One thread fewer on its way (it has reached `next_job`).
-fn arrived() {
-    let _ = HUB
-        .coming
-        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
-}
-
-fn queue() -> MutexGuard<'static, Queue> {
-    HUB.queue.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The queue, locked by the thread about to `fork` ([`crate::fork`]).
-pub(crate) fn hold_for_fork() -> MutexGuard<'static, Queue> {
-    queue()
-}
-
-/// In a forked child, the queue held across the fork: the parent's jobs
-/// and threads do not exist here. Its jobs are forgotten (their sessions'
-/// threads are gone too), no thread is idle.
-pub(crate) fn reset_in_child(mut q: MutexGuard<'static, Queue>) {
-    std::mem::forget(q.first.take());
-    std::mem::forget(std::mem::take(&mut q.rest));
-    q.idle = 0;
-    q.sleeping = 0;
-    HUB.pending.store(0, Ordering::Release);
-    HUB.coming.store(0, Ordering::Release);
-}
 
 /// The call (or batch) a pool thread is running, and where its outcome
 /// goes: one object per thread, given each call's slot in turn by
@@ -584,29 +260,6 @@ fn next_job<'py>(
                 );
                 finish(&slot, outcomes);
             }
-        }
-    }
-}
-
-/// The job at the queue's head, if there is one not abandoned (taken by
-/// a thread back from a call, before it waits).
-fn take_queued() -> Option<(Arc<Slot>, Wire)> {
-    let job = pop_live(&mut queue())?;
-    arrived();
-    Some(job)
-}
-
-/// The first job of `q` not abandoned, with its argument, the abandoned
-/// ones before it dropped; `None` once the queue is empty.
-fn pop_live(q: &mut Queue) -> Option<(Arc<Slot>, Wire)> {
-    loop {
-        let slot = q.pop()?;
-        HUB.pending.store(q.len() as u32, Ordering::Release);
-        let mut s = slot.lock();
-        if !s.abandoned {
-            let arg = s.arg.take().unwrap_or_default();
-            drop(s);
-            return Some((slot, arg));
         }
     }
 }
