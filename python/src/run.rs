@@ -127,6 +127,7 @@ pub fn run(py: Python<'_>, mut args: RunArgs) -> PyResult<Json> {
         };
         // The session has ended (its log too): `atexit` need not wait.
         drop(registered);
+        crate::slot::release_spares();
         let _ = tx.send(json);
     });
     if let Err(e) = spawned {

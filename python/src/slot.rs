@@ -106,6 +106,17 @@ pub(crate) fn slot_for(
     })
 }
 
+/// Drops this thread's spare slots: a session's thread calls it when its
+/// run is over, so that the functions and the run they hold are let go
+/// before the run's report is sent (`lt.run` returns), not whenever the
+/// thread ends.
+pub(crate) fn release_spares() {
+    SPARE.with_borrow_mut(|(spare, next)| {
+        spare.clear();
+        *next = 0;
+    });
+}
+
 /// The jobs not yet taken, and the pool's threads.
 pub(crate) struct Queue {
     /// The oldest job, when it is the only one (no second line to touch).

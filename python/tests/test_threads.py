@@ -7,6 +7,7 @@ import sys
 import textwrap
 import threading
 import time
+import weakref
 
 import lt
 from conftest import REFUND, lookup, refund
@@ -124,3 +125,26 @@ def test_calls_one_after_another_keep_to_one_pool_thread():
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "1", f"pool threads after 40,000 calls one at a time: {out.stdout.strip()}"
+
+
+def test_a_tool_function_is_let_go_when_the_run_returns():
+    # The session's thread keeps its job slots for reuse, and they hold the
+    # function: they are let go before lt.run returns, not whenever that
+    # thread ends (a weak reference to the function is dead at once).
+    program = """
+    tool t: {n: Int} -{Read}-> Int;
+    match exec tool t {n = 1} { Ok(v) => v, Err(e) => 0 }
+    """
+
+    class Tool:
+        def __call__(self, arg):
+            return arg["n"]
+
+    alive = 0
+    for _ in range(200):
+        f = Tool()
+        ref = weakref.ref(f)
+        assert lt.run(program, tools={"t": f}).value == 1
+        del f
+        alive += ref() is not None
+    assert alive == 0, f"{alive} of 200 tool functions still alive right after lt.run returned"
