@@ -57,9 +57,18 @@ pub fn host(
     host
 }
 
+/// How long past its longest call's time a batch is waited for. The
+/// batch function answers each call that outlives its own time as timed
+/// out; waited for only that long, the batch timed out at the same moment
+/// as its slowest call, and every call of it was reported timed out, even
+/// those that had finished (break-it pass). A run's own deadline may be
+/// passed by this much.
+const BATCH_GRACE: Duration = Duration::from_millis(100);
+
 /// A batch: its `async` calls handed to the batch function at once (each
 /// with its own time left), its other calls performed one by one
-/// meanwhile, then the batch waited for until its last deadline.
+/// meanwhile, then the batch waited for until its last deadline (and
+/// [`BATCH_GRACE`]).
 fn call_batch(
     b: &Arc<Py<PyAny>>,
     async_tools: &[String],
@@ -80,7 +89,9 @@ fn call_batch(
     }
     let pending = (!together.is_empty()).then(|| {
         let every_left: Option<Vec<Duration>> = together.iter().map(|(_, c)| c.time_left).collect();
-        let time_left = every_left.and_then(|l| l.into_iter().max());
+        let time_left = every_left
+            .and_then(|l| l.into_iter().max())
+            .map(|t| t + BATCH_GRACE);
         let work = Work::Batch(
             together
                 .iter()

@@ -86,3 +86,33 @@ def test_a_tool_raising_timeout_error_itself_is_its_err_not_a_timeout():
 
 def teardown_module():
     release.set()
+
+
+@pytest.mark.timeout(30, method="thread")
+@pytest.mark.parametrize("under_run_async", [False, True])
+def test_one_async_call_past_its_timeout_leaves_the_others_of_its_batch(under_run_async):
+    # The batch function answers each call that outlives its own timeout;
+    # the batch as a whole is waited for a little longer than its longest
+    # call's time, so the calls that finished keep their values (break-it
+    # pass: every call of the batch was reported timed out).
+    source = """
+    tool a: Int -{}-> Int;
+    let rs = fan_out (fn i => exec tool a i) (range 0 4) in
+    map (fn r => match r { Ok(x) => to_string x, Err(e) => e }) rs
+    """
+
+    async def a(i):
+        if i == 3:
+            await asyncio.sleep(0.5)
+        return i
+
+    profile = {"tools": {"a": {"timeout_ms": 100}}}
+    if under_run_async:
+
+        async def main():
+            return await lt.run_async(source, tools={"a": a}, profile=profile)
+
+        value = asyncio.run(main()).value
+    else:
+        value = lt.run(source, tools={"a": a}, profile=profile).value
+    assert value == ["0", "1", "2", "tool a timed out after 100 ms"], value
