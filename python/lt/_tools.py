@@ -85,9 +85,22 @@ def _start_worker() -> None:
     threading.Thread(target=_work, name="lt-tool", daemon=True).start()
 
 
-def _run_here(coro: Awaitable[Any], job: Any) -> Any:
+def _close_unstarted(aws: List[Any]) -> None:
+    """Closes each coroutine of ``aws`` that never started (its call was
+    abandoned before its task ran): Python would otherwise warn that the
+    tool's coroutine "was never awaited", as if the user's code were at
+    fault. Only for coroutines this thread's own loop was to run: one
+    another loop may still start is left alone."""
+    for aw in aws:
+        if inspect.iscoroutine(aw) and inspect.getcoroutinestate(aw) == inspect.CORO_CREATED:
+            aw.close()
+
+
+def _run_here(coro: Awaitable[Any], job: Any, inner: List[Any]) -> Any:
     """Awaits ``coro`` on a new event loop of this thread; the job's
-    cancellation cancels its task."""
+    cancellation cancels its task. The coroutines of ``inner`` (the
+    tool's, which ``coro`` awaits) are closed at the end if they never
+    started."""
     loop = asyncio.new_event_loop()
     try:
         task = loop.create_task(_await(coro))
@@ -98,6 +111,7 @@ def _run_here(coro: Awaitable[Any], job: Any) -> Any:
             loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
             loop.close()
+            _close_unstarted([coro, *inner])
 
 
 class Dispatch:
@@ -119,7 +133,7 @@ class Dispatch:
             fut = asyncio.run_coroutine_threadsafe(_await(result), self.loop)
             job.on_cancel(fut.cancel)
             return _value(fut.result())
-        return _run_here(result, job)
+        return _run_here(result, job, [])
 
     def async_names(self) -> List[str]:
         """The tools whose functions are ``async`` (a batch runs their
@@ -135,6 +149,7 @@ class Dispatch:
         job = _here.job
         outcomes: List[Optional[Outcome]] = [None] * len(calls)
         pending: List[Tuple[int, str, Awaitable[Any]]] = []
+        awaited: List[Any] = []  # the tools' awaitables and their wrappers
         for i, (name, arg, timeout) in enumerate(calls):
             f = self.tools.get(name)
             if f is None:
@@ -147,6 +162,7 @@ class Dispatch:
                 continue
             if inspect.isawaitable(r):
                 pending.append((i, name, _within(name, r, timeout)))
+                awaited += [pending[-1][2], r]
             else:
                 outcomes[i] = (True, r)
         if pending:
@@ -159,7 +175,7 @@ class Dispatch:
                 job.on_cancel(fut.cancel)
                 results = fut.result()
             else:
-                results = _run_here(together(), job)
+                results = _run_here(together(), job, awaited)
             for (i, name, _), r in zip(pending, results):
                 if isinstance(r, _Stop):
                     raise r.e

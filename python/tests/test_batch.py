@@ -4,8 +4,10 @@ the one that outlives it is the only `Err` (it used to fail every call of
 the batch)."""
 
 import asyncio
+import gc
 import threading
 import time
+import warnings
 
 import pytest
 
@@ -116,3 +118,33 @@ def test_one_async_call_past_its_timeout_leaves_the_others_of_its_batch(under_ru
     else:
         value = lt.run(source, tools={"a": a}, profile=profile).value
     assert value == ["0", "1", "2", "tool a timed out after 100 ms"], value
+
+
+def test_a_batch_abandoned_before_it_ran_leaves_no_never_awaited_warning():
+    # Under load a batch's job can be abandoned (its deadline passed) before
+    # its tasks ran: the tools' coroutines were made but never started, and
+    # Python warned "coroutine 't' was never awaited" as if the user's code
+    # were at fault (break-it pass). They are closed instead.
+    from lt import _tools
+
+    class Abandoned:
+        """A job already abandoned: its canceller runs at once."""
+
+        def on_cancel(self, f):
+            f()
+
+    async def t(arg):
+        return arg
+
+    dispatch = _tools.Dispatch({"t": t}, None)
+    _tools._here.job = Abandoned()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(asyncio.CancelledError):
+                dispatch.batch([("t", 1, None), ("t", 2, 0.5)])
+            gc.collect()
+    finally:
+        del _tools._here.job
+    never = [str(w.message) for w in caught if "never awaited" in str(w.message)]
+    assert never == [], never
