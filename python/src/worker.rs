@@ -205,6 +205,11 @@ impl Job {
 /// Gives `slot` its `outcomes` (its thread is on its way back).
 fn finish(slot: &Slot, outcomes: Outcomes) {
     HUB.coming.fetch_add(1, Ordering::AcqRel);
+    give(slot, outcomes);
+}
+
+/// Gives `slot` its `outcomes`, unless it was abandoned.
+fn give(slot: &Slot, outcomes: Outcomes) {
     let mut s = slot.lock();
     s.canceller = None;
     if !s.abandoned {
@@ -212,6 +217,23 @@ fn finish(slot: &Slot, outcomes: Outcomes) {
         slot.ready.store(true, Ordering::Release);
         if s.sleeping {
             slot.done.notify_one();
+        }
+    }
+}
+
+impl Drop for Job {
+    /// A pool thread that ends with a call in hand (an exception raised
+    /// in it outside the tool, e.g. one injected into the thread) gives
+    /// the call its `Err` rather than leave it to its deadline. The thread
+    /// is not on its way back: no count is raised.
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            let outcomes = slot.work.all(
+                FailureKind::Unavailable,
+                |t, _| format!("tool {t}: the Python thread running it ended before it finished"),
+                None,
+            );
+            give(&slot, outcomes);
         }
     }
 }

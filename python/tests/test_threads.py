@@ -148,3 +148,35 @@ def test_a_tool_function_is_let_go_when_the_run_returns():
         del f
         alive += ref() is not None
     assert alive == 0, f"{alive} of 200 tool functions still alive right after lt.run returned"
+
+
+def test_a_pool_thread_that_ends_with_a_call_in_hand_gives_it_an_err():
+    # A pool thread can end between taking a call and running the tool (an
+    # exception injected into it, as a host's watchdog may do): the call
+    # gets its Err at once instead of waiting for its deadline (break-it
+    # pass: the run hung until timeout_ms). A fresh process: one pool thread.
+    script = textwrap.dedent(
+        """
+        import ctypes, json, threading, time, lt
+        program = '''
+        tool t: Int -{}-> Int;
+        match traverse (fn i: Int => match exec tool t i { Ok(x) => Ok(to_string x), Err(e) => Ok(e) }) (range 0 3) {
+          Ok(vs) => vs,
+          Err(e) => []
+        }
+        '''
+        lt.run(program, tools={"t": lambda i: i})
+        pool = [t for t in threading.enumerate() if t.name == "lt-tool"]
+        for t in pool:
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(t.ident), ctypes.py_object(SystemExit))
+        began = time.monotonic()
+        value = lt.run(program, tools={"t": lambda i: i}, limits={"timeout_ms": 20000}).value
+        print(json.dumps({"value": value, "took": time.monotonic() - began, "pool": len(pool)}))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["pool"] == 1, got
+    assert got["took"] < 5, got
+    assert got["value"] == ["tool t: the Python thread running it ended before it finished", "1", "2"], got
