@@ -37,6 +37,16 @@ pub(crate) struct Slot {
     pub(crate) ready: AtomicBool,
 }
 
+impl SlotState {
+    /// The state of a job just queued with `arg`.
+    fn of(arg: Wire) -> SlotState {
+        SlotState {
+            arg: Some(arg),
+            ..SlotState::default()
+        }
+    }
+}
+
 impl Slot {
     pub(crate) fn lock(&self) -> MutexGuard<'_, SlotState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
@@ -77,11 +87,7 @@ pub(crate) fn slot_for(
                     s.work = work;
                 }
                 *s.ready.get_mut() = false;
-                let state = s.state.get_mut().unwrap_or_else(PoisonError::into_inner);
-                *state = SlotState {
-                    arg: Some(arg),
-                    ..SlotState::default()
-                };
+                *s.state.get_mut().unwrap_or_else(PoisonError::into_inner) = SlotState::of(arg);
                 return slot.clone();
             }
         }
@@ -89,10 +95,7 @@ pub(crate) fn slot_for(
             f: f.clone(),
             work,
             run: run.clone(),
-            state: Mutex::new(SlotState {
-                arg: Some(arg),
-                ..SlotState::default()
-            }),
+            state: Mutex::new(SlotState::of(arg)),
             done: Condvar::new(),
             ready: AtomicBool::new(false),
         });
