@@ -344,6 +344,8 @@ def replay(log: PathLike) -> ReplayResult:
         value=v.get("value"),
         kind=v.get("kind"),
         message=v.get("message"),
+        cancelled=bool(v.get("cancelled", False)),
+        timed_out=bool(v.get("timed_out", False)),
     )
 
 

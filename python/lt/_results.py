@@ -112,7 +112,12 @@ class ReplayResult:
     """The verdict of ``lt.replay``: ``ok`` when the program made exactly
     the recorded calls and reached the recorded ending. When it differs,
     ``kind`` (``incomplete``, ``non_determinism``, ``different_value``) and
-    ``message`` say how."""
+    ``message`` say how. A session stopped from outside the program
+    (cancelled: Ctrl-C, a tool raising ``KeyboardInterrupt``, Python's
+    exit; or its wall-clock deadline) replays only up to that stop (replay
+    has no clock and no cancel): ``ok`` when every recorded call was made,
+    ``cancelled`` or ``timed_out`` set, ``status == "error"``, and no
+    ``steps`` or ``value`` (``lt replay --json`` gives the same)."""
 
     ok: bool
     calls: int = 0
@@ -121,3 +126,5 @@ class ReplayResult:
     value: Any = None
     kind: Optional[str] = None
     message: Optional[str] = None
+    cancelled: bool = False
+    timed_out: bool = False

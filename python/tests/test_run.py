@@ -137,6 +137,41 @@ def test_log_replayed(tmp_path):
         lt.replay(log)
 
 
+def test_a_cancelled_session_replays_up_to_its_stop(tmp_path):
+    # A tool raising KeyboardInterrupt cancels the session; its replay says
+    # so (break-it pass: the verdict came back with no sign of the stop,
+    # as if the program had ended with an error after 0 steps).
+    log = tmp_path / "k.jsonl"
+    source = "tool a: Int -{}-> Int;\nmatch exec tool a 1 { Ok(n) => n, Err(e) => 0 }"
+
+    def interrupt(arg):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        lt.run(source, tools={"a": interrupt}, log=log)
+    v = lt.replay(log)
+    assert v.ok and v.cancelled and not v.timed_out, v
+    assert v.calls == 1 and v.status == "error" and v.value is None, v
+    done = lt.replay(_logged_run(tmp_path))
+    assert done.ok and not done.cancelled and not done.timed_out, done
+    late = tmp_path / "t.jsonl"
+
+    def slow(arg):
+        time.sleep(0.5)
+        return 1
+
+    with pytest.raises(lt.RunStopped):
+        lt.run(source, tools={"a": slow}, limits={"timeout_ms": 100}, log=late)
+    stopped = lt.replay(late)
+    assert stopped.ok and stopped.timed_out and not stopped.cancelled, stopped
+
+
+def _logged_run(tmp_path):
+    log = tmp_path / "done.jsonl"
+    lt.run(REFUND, tools={"lookup": lookup, "refund": refund}, log=log)
+    return log
+
+
 def test_tools_toml(tmp_path):
     (tmp_path / "tools.toml").write_text(
         '[tools.lookup]\nfixed = { ok = { id = "c1", tier = "silver", cents = 5 } }\n'
