@@ -14,6 +14,7 @@ mod answer;
 mod check;
 mod convert;
 mod errors;
+mod fast;
 mod fork;
 mod gate;
 mod profile;

@@ -130,7 +130,7 @@ impl Job {
     /// The function returned `result`: its outcome, unless `result` is not
     /// of a plain type and the run settles such results; then the run's
     /// `settle`, to call with `(result, job)` and give its value to `done`.
-    fn done(&mut self, result: &Bound<'_, PyAny>) -> Option<Py<PyAny>> {
+    pub(crate) fn done(&mut self, result: &Bound<'_, PyAny>) -> Option<Py<PyAny>> {
         let slot = self.slot.as_ref()?;
         if !std::mem::take(&mut self.settling) && !plain(result) {
             if let Some(settle) = &slot.run.settle {
@@ -149,6 +149,13 @@ impl Job {
         };
         finish(&slot, outcomes);
         None
+    }
+
+    /// `job.give()`: a builtin bound to this job, `give(r)` being
+    /// `done(r)` with its argument taken the `METH_O` way, with no tuple
+    /// built a call ([`crate::fast`]).
+    fn give(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        crate::fast::give_of(slf)
     }
 
     /// The function raised `e`. `KeyboardInterrupt` and `SystemExit` stop
