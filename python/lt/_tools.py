@@ -29,6 +29,31 @@ def _raised(tool: str, e: BaseException) -> str:
     return f"tool {tool} raised {name}: {msg}" if msg else f"tool {tool} raised {name}"
 
 
+class _Foreign(Exception):
+    """A tool's result lt cannot await: a pending asyncio Future of an event
+    loop other than the one lt awaits it on. Awaited anyway, asyncio would
+    fail with a message about lt's own task; the call's ``Err`` says what
+    the tool did instead (``tool t returned …``)."""
+
+
+def _foreign(result: Any, loop: Optional[asyncio.AbstractEventLoop]) -> Optional[str]:
+    """Why ``result`` cannot be awaited on ``loop`` (``None``: a new loop of
+    this thread, under ``lt.run``), or ``None`` when it can. A future that is
+    done gives its value on any loop."""
+    if not asyncio.isfuture(result) or result.done():
+        return None
+    try:
+        own = result.get_loop()
+    except AttributeError:  # a future-like object without a loop: await it
+        return None
+    if own is loop:
+        return None
+    where = ("an event loop of its own (lt.run)" if loop is None
+             else "the event loop that runs lt.run_async")
+    return (f"returned an asyncio Future of another event loop: lt awaits a tool's "
+            f"awaitable on {where}; make the tool `async def`, or return its value")
+
+
 class _Stop:
     """A ``KeyboardInterrupt`` or ``SystemExit`` an ``async`` tool raised,
     carried out of its task as a value: raised inside a task, asyncio
@@ -129,6 +154,9 @@ class Dispatch:
         over every result not of a plain type)."""
         if not inspect.isawaitable(result):
             return result
+        why = _foreign(result, self.loop)
+        if why is not None:
+            raise _Foreign(why)
         if self.loop is not None:
             fut = asyncio.run_coroutine_threadsafe(_await(result), self.loop)
             job.on_cancel(fut.cancel)

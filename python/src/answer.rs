@@ -38,6 +38,11 @@ pub fn raised(py: Python<'_>, tool: &str, e: &PyErr) -> ToolFailure {
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "Exception".into());
     let msg = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
+    if ty == "_Foreign" {
+        // `lt._tools._Foreign`: a result lt could not await (its words
+        // say what the tool returned).
+        return failure(FailureKind::BadOutput, format!("tool {tool} {msg}"));
+    }
     let text = if msg.is_empty() {
         format!("tool {tool} raised {ty}")
     } else {

@@ -53,6 +53,46 @@ def test_results_not_of_a_plain_type_are_settled_first():
     assert "not JSON" in r.value and "set" in r.value
 
 
+def test_a_future_of_another_loop_is_refused_in_the_tools_words():
+    """A tool returning a pending asyncio Future of another event loop
+    cannot be awaited where lt awaits it: the call's Err says what the tool
+    returned, not asyncio's words about lt's own task; in a gather too. A
+    done future, and under run_async a
+    future of the host's own loop, give their values."""
+    other = asyncio.new_event_loop()
+    try:
+        r = lt.run(LOOKUP, tools={"lookup": lambda a: other.create_future()},
+                   limits={"timeout_ms": 5000})
+        assert r.value.startswith("tool lookup returned an asyncio Future of another event loop")
+        assert "_tools.py" not in r.value and "Task" not in r.value
+
+        async def slow(arg):
+            return arg["n"]
+
+        batch = GATHER.replace("Err(e) => 0 }, Err(e) => 0 }, Err(e) => 0 }",
+                               "Err(e) => 0 }, Err(e) => 0 }, Err(e) => 100 }")
+        r = lt.run(batch, tools={"slow": lambda a: other.create_future() if a["n"] == 1 else slow(a)})
+        assert r.value == 100  # g.a is the refused one
+
+        done = other.create_future()
+        done.set_result(lookup({"id": "c1"}))
+        assert lt.run(LOOKUP, tools={"lookup": lambda a: done}).value == "gold"
+    finally:
+        other.close()
+
+    async def host():
+        loop = asyncio.get_running_loop()
+
+        def later(arg):
+            f = loop.create_future()
+            loop.call_later(0.01, f.set_result, lookup(arg))
+            return f
+
+        return await lt.run_async(LOOKUP, tools={"lookup": later})
+
+    assert asyncio.run(host()).value == "gold"
+
+
 def test_argument_keys_stay_exact_when_kept_keys_share_a_slot():
     """A pool thread keeps the str keys of arguments (python/src/convert.rs,
     Keys): keys of one length with the same first and last letters share a
