@@ -209,9 +209,14 @@ fn record(r: &mut Reader<'_>, fields: &[(Name, Type)], n: usize, depth: usize) -
         return None;
     }
     let mut values: [Option<Value>; MAX_ENTRIES] = [const { None }; MAX_ENTRIES];
-    for _ in 0..n {
+    for j in 0..n {
         let key = r.key_bytes().ok()?;
-        match fields.iter().position(|(name, _)| name.as_bytes() == key) {
+        // The `j`th field first: a result usually lists them in order.
+        let at = match fields.get(j) {
+            Some((name, _)) if name.as_bytes() == key => Some(j),
+            _ => fields.iter().position(|(name, _)| name.as_bytes() == key),
+        };
+        match at {
             Some(i) => values[i] = Some(read(r, &fields[i].1, depth + 1)?),
             None => r.skip().ok()?,
         }
