@@ -91,7 +91,7 @@ def _work() -> None:
     other (an awaitable) it answers the run's ``settle``, whose value it is
     then given."""
     job = _lt.Job()  # this thread's, given each call in turn
-    next_job, done = job.next, job.give()  # `give`: `done` without a tuple a call
+    next_job, done = job.next, _lt.giver(job)  # `done` without a tuple a call
     _here.job = job
     while True:
         f, arg = next_job()

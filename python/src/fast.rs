@@ -1,6 +1,6 @@
-//! `job.give`: [`Job::done`] as a builtin that takes its one argument
-//! the `METH_O` way, for the pool thread's loop (`lt._tools._work`), which
-//! calls it once a call.
+//! `_lt.giver(job)`: [`Job::done`] as a builtin that takes its one
+//! argument the `METH_O` way, for the pool thread's loop
+//! (`lt._tools._work`), which calls it once a call.
 //!
 //! Under the 3.9 stable ABI (`abi3-py39`), PyO3 gives every method with
 //! arguments the `METH_VARARGS` convention (`METH_FASTCALL` is in the
@@ -34,9 +34,10 @@ static GIVE: Def = Def(ffi::PyMethodDef {
     ml_doc: c"give(result): job.done(result), taking its argument without a tuple".as_ptr(),
 });
 
-/// `job.give`: a builtin bound to `job` (it holds a reference to it);
-/// `give(r)` is `job.done(r)`.
-pub fn give_of(job: &Bound<'_, Job>) -> PyResult<Py<PyAny>> {
+/// `_lt.giver(job)`: a builtin bound to `job` (it holds a reference to
+/// it); `give(r)` is `job.done(r)`.
+#[pyfunction]
+pub fn giver(job: &Bound<'_, Job>) -> PyResult<Py<PyAny>> {
     // SAFETY: the definition lives forever and CPython does not write
     // through the pointer (its parameter is not `const` in the C API
     // only); `job` is a live object, which the builtin takes a reference to.

@@ -299,6 +299,7 @@ fn _lt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fork::after_fork_in_child, m)?)?;
     m.add_class::<run::RunHandle>()?;
     m.add_class::<worker::Job>()?;
+    m.add_function(wrap_pyfunction!(fast::giver, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -151,13 +151,6 @@ impl Job {
         None
     }
 
-    /// `job.give()`: a builtin bound to this job, `give(r)` being
-    /// `done(r)` with its argument taken the `METH_O` way, with no tuple
-    /// built a call ([`crate::fast`]).
-    fn give(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        crate::fast::give_of(slf)
-    }
-
     /// The function raised `e`. `KeyboardInterrupt` and `SystemExit` stop
     /// the run (the session is cancelled; `lt.run` raises them).
     fn fail(&mut self, e: &Bound<'_, PyAny>) {
