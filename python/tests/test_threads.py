@@ -9,6 +9,8 @@ import threading
 import time
 import weakref
 
+import pytest
+
 import lt
 from conftest import REFUND, lookup, refund
 
@@ -180,3 +182,26 @@ def test_a_pool_thread_that_ends_with_a_call_in_hand_gives_it_an_err():
     assert got["pool"] == 1, got
     assert got["took"] < 5, got
     assert got["value"] == ["tool t: the Python thread running it ended before it finished", "1", "2"], got
+
+
+def test_the_pool_loops_builtin_takes_one_result_and_refuses_the_rest():
+    """`_lt.giver(job)` (python/src/fast.rs) is `job.done` as a METH_O
+    builtin: with no call in hand a result is ignored; a wrong number of
+    arguments or an object that is not a job is a TypeError, never a
+    crash."""
+    from lt import _lt
+
+    job = _lt.Job()
+    give = _lt.giver(job)
+    assert give({"a": 1}) is None and give(None) is None
+    for bad in [(), (1, 2)]:
+        with pytest.raises(TypeError):
+            give(*bad)
+    with pytest.raises(TypeError):
+        give(result=1)
+    with pytest.raises(TypeError):
+        _lt.giver(object())
+    assert lt.run(
+        'tool t: {n: Int} -{Read}-> Int;\nmatch exec tool t {n = 2} { Ok(v) => v, Err(e) => 0 }',
+        tools={"t": lambda a: a["n"] * 21},
+    ).value == 42
