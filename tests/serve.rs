@@ -1266,6 +1266,38 @@ fn a_store_url_of_another_scheme_is_refused_not_taken_as_a_path() {
 }
 
 #[test]
+fn a_bad_store_url_from_serve_toml_is_named_as_its_setting_not_as_the_flag() {
+    let s = Scratch::new("store-from-config");
+    for (url, says) in [
+        (
+            "mysql://lt@127.0.0.1/lt",
+            "`mysql:` is not a store lt knows",
+        ),
+        (
+            "postgres://lt@127.0.0.1:notaport/db",
+            "not a PostgreSQL URL",
+        ),
+    ] {
+        let config = s.write("serve.toml", &format!("[server]\nstore = {url:?}\n"));
+        for args in [&["--migrate-only"][..], &["--listen", "127.0.0.1:0"][..]] {
+            let (code, err) = serve_with(&config, args);
+            assert_eq!(code, 2, "{url} {args:?}: {err}");
+            assert!(err.contains(says), "{url} {args:?}: {err}");
+            assert!(
+                err.contains("serve.toml: server.store"),
+                "{url} {args:?}: {err}"
+            );
+            assert!(!err.contains("--store"), "{url} {args:?}: {err}");
+        }
+        // The flag, given, is what the error names.
+        let (code, err) = serve_with(&config, &["--store", url, "--migrate-only"]);
+        assert_eq!(code, 2, "{url}: {err}");
+        assert!(err.contains("--store"), "{url}: {err}");
+        assert!(!err.contains("server.store"), "{url}: {err}");
+    }
+}
+
+#[test]
 fn a_bad_or_unreachable_postgres_url_is_a_clear_error_without_the_password() {
     let s = Scratch::new("pg-bad-url");
     let (code, err) = serve_exit(

@@ -107,22 +107,43 @@ pub fn is_postgres(url: &str) -> bool {
     url.starts_with("postgres://") || url.starts_with("postgresql://")
 }
 
-/// Opens the store a `--store` URL names: `postgres://…` (with
-/// `options`), `sqlite:PATH` (or a bare path).
+/// Where a store URL was given, as its errors name it: `--store`, or the
+/// config file's `server.store` (`serve.toml: server.store`).
+pub fn store_given(flag: bool, config: Option<&Path>) -> String {
+    match config {
+        Some(p) if !flag => format!("{}: server.store", p.display()),
+        _ => "--store".to_string(),
+    }
+}
+
+/// A store's error, named by where its URL was given when the URL itself
+/// is at fault (`usage`).
+fn given_usage(given: &str, usage: bool, message: String) -> String {
+    if usage {
+        format!("{given}: {message}")
+    } else {
+        message
+    }
+}
+
+/// Opens the store a URL names: `postgres://…` (with `options`),
+/// `sqlite:PATH` (or a bare path). `given` says where the URL came from
+/// ([`store_given`]), for its errors.
 pub fn open_store(
     url: &str,
     options: &store::StoreOptions,
+    given: &str,
 ) -> Result<Arc<dyn store::ServerStore>, ServeError> {
     if is_postgres(url) {
         return store::postgres::PostgresStore::open_with(url, options)
             .map(|s| Arc::new(s) as Arc<dyn store::ServerStore>)
             .map_err(|e| ServeError {
-                message: e.message,
+                message: given_usage(given, e.usage, e.message),
                 help: e.hint,
                 usage: e.usage,
             });
     }
-    let path = sqlite_path(url)?;
+    let path = sqlite_path(url, given)?;
     store::sqlite::SqliteStore::open(Path::new(path))
         .map(|s| Arc::new(s) as Arc<dyn store::ServerStore>)
         .map_err(|e| ServeError {
@@ -132,19 +153,21 @@ pub fn open_store(
         })
 }
 
-/// The file a `--store` URL that is not PostgreSQL names: `sqlite:PATH` or
-/// a bare path. Errors (usage): an empty path, another scheme (`mysql://`,
-/// `file:`: SQLite would read `file:` as a URI of its own while the lock
-/// is taken on a file of that name, so two servers could write one
-/// store), `sqlite://…` (whose slashes say a host, not a path).
-fn sqlite_path(url: &str) -> Result<&str, ServeError> {
-    const FORMS: &str =
-        "--store takes sqlite:PATH (e.g. sqlite:lt-data/lt.db, sqlite:/var/lib/lt/lt.db), a path, or postgres://USER@HOST/DATABASE";
+/// The file a store URL that is not PostgreSQL names: `sqlite:PATH` or
+/// a bare path. Errors (usage, naming the URL by `given`): an empty path,
+/// another scheme (`mysql://`, `file:`: SQLite would read `file:` as a URI
+/// of its own while the lock is taken on a file of that name, so two
+/// servers could write one store), `sqlite://…` (whose slashes say a
+/// host, not a path).
+fn sqlite_path<'u>(url: &'u str, given: &str) -> Result<&'u str, ServeError> {
+    let forms = format!(
+        "{given} takes sqlite:PATH (e.g. sqlite:lt-data/lt.db, sqlite:/var/lib/lt/lt.db), a path, or postgres://USER@HOST/DATABASE"
+    );
     let path = match url.strip_prefix("sqlite:") {
         Some(rest) if rest.starts_with("//") => {
             return Err(ServeError::usage(
-                format!("--store {url:?}: sqlite:// is not a form lt reads (it would name a host)"),
-                Some(FORMS),
+                format!("{given} {url:?}: sqlite:// is not a form lt reads (it would name a host)"),
+                Some(&forms),
             ))
         }
         Some(rest) => rest,
@@ -152,8 +175,8 @@ fn sqlite_path(url: &str) -> Result<&str, ServeError> {
     };
     if path.is_empty() {
         return Err(ServeError::usage(
-            "--store sqlite: needs a path",
-            Some("e.g. --store sqlite:lt-data/lt.db"),
+            format!("{given} sqlite: needs a path"),
+            Some("e.g. sqlite:lt-data/lt.db"),
         ));
     }
     let scheme = path.split_once(':').map(|(head, _)| head).filter(|head| {
@@ -164,11 +187,11 @@ fn sqlite_path(url: &str) -> Result<&str, ServeError> {
     });
     if let Some(scheme) = scheme {
         return Err(ServeError::usage(
-            format!("--store {url:?}: `{scheme}:` is not a store lt knows"),
+            format!("{given} {url:?}: `{scheme}:` is not a store lt knows"),
             Some(if scheme == "file" {
                 "write the path without file: (sqlite:PATH or a path); a path that really begins with a name and a colon can be given as ./NAME:…"
             } else {
-                FORMS
+                &forms
             }),
         ));
     }
@@ -178,26 +201,27 @@ fn sqlite_path(url: &str) -> Result<&str, ServeError> {
 /// `lt serve --migrate-only`: creates or migrates the store's schema and
 /// returns what to print. Errors: as [`open_store`].
 pub fn migrate_only(opts: &ServeOptions) -> Result<String, ServeError> {
-    let url = match &opts.store {
-        Some(s) => s.clone(),
+    let (url, given) = match &opts.store {
+        Some(s) => (s.clone(), store_given(true, None)),
         None => {
             let config_path = opts.config.clone().or_else(|| {
                 let p = PathBuf::from("serve.toml");
                 p.exists().then_some(p)
             });
             match &config_path {
-                Some(p) => {
+                Some(p) => (
                     ServeConfig::load(p)
                         .map_err(|e| ServeError::usage(e.to_string(), None))?
-                        .store
-                }
-                None => config::DEFAULT_STORE.to_string(),
+                        .store,
+                    store_given(false, Some(p)),
+                ),
+                None => (config::DEFAULT_STORE.to_string(), store_given(true, None)),
             }
         }
     };
     if is_postgres(&url) {
         let (name, m) = store::postgres::migrate_only(&url).map_err(|e| ServeError {
-            message: e.message,
+            message: given_usage(&given, e.usage, e.message),
             help: e.hint,
             usage: e.usage,
         })?;
@@ -214,7 +238,7 @@ pub fn migrate_only(opts: &ServeOptions) -> Result<String, ServeError> {
         });
     }
     // SQLite: opening the file creates or checks its schema.
-    let store = open_store(&url, &store::StoreOptions::default())?;
+    let store = open_store(&url, &store::StoreOptions::default(), &given)?;
     drop(store);
     Ok(format!(
         "the store {url} is at schema version {}",
@@ -255,7 +279,8 @@ pub fn run(opts: &ServeOptions, ready: impl FnOnce(&str, usize, usize)) -> Resul
         })?;
     let handle = runtime.handle().clone();
     crate::exec::ignore_file_size_signal(&handle);
-    let store = open_store(&config.store, &config.store_options)?;
+    let given = store_given(opts.store.is_some(), config_path.as_deref());
+    let store = open_store(&config.store, &config.store_options, &given)?;
     let metrics = Arc::new(metrics::Metrics::new().map_err(|e| ServeError {
         message: format!("cannot set up the metrics: {e}"),
         help: None,

@@ -64,7 +64,7 @@ impl Target {
         let password = url_passwords(url);
         let mut config: Config = url.parse().map_err(|e: postgres::Error| OpenError {
             message: format!(
-                "--store {} is not a PostgreSQL URL the driver reads: {}",
+                "the store URL {} is not a PostgreSQL URL the driver reads: {}",
                 redact_url(url),
                 scrub(&e.to_string(), &password)
             ),
