@@ -18,7 +18,7 @@ import threading
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
 from . import _lt
-from ._errors import CheckError, ConfigError, Error, InternalError, LogError, RunStopped, raise_failure
+from ._errors import CheckError, ConfigError, Error, InternalError, LogError, RunStopped, a_type as _a, raise_failure
 from ._results import CheckResult, Diagnostic, Label, ReplayResult, RunResult
 from ._tools import Dispatch
 from . import tools
@@ -78,7 +78,7 @@ def _fspath(value: Any, keyword: str, what: str) -> str:
         path = os.fspath(value)
         if isinstance(path, str):
             return path
-    raise TypeError(f"{keyword} is a {type(value).__name__}: give {what} (a str or os.PathLike)")
+    raise TypeError(f"{keyword} is {_a(value)}: give {what} (a str or os.PathLike)")
 
 
 def _profile(profile: Profile) -> Tuple[Optional[str], Optional[Mapping[str, Any]]]:
@@ -94,7 +94,7 @@ def _limits(limits: Optional[Mapping[str, int]]) -> Optional[Dict[str, int]]:
         return None
     if not isinstance(limits, Mapping):
         raise TypeError(
-            f"limits= is a {type(limits).__name__}: give a dict, e.g. limits={{\"max_calls\": 10, \"timeout_ms\": 5000}}"
+            f"limits= is {_a(limits)}: give a dict, e.g. limits={{\"max_calls\": 10, \"timeout_ms\": 5000}}"
         )
     return dict(limits)
 
@@ -109,7 +109,7 @@ def _declarations(declarations: Optional[Union[str, "os.PathLike[str]"]]) -> Opt
         return ("<tools>", str(declarations))
     if not isinstance(declarations, (str, os.PathLike)):
         raise ConfigError(
-            f"declarations= is a {type(declarations).__name__}: give the declarations' text or a .lt file's path",
+            f"declarations= is {_a(declarations)}: give the declarations' text or a .lt file's path",
             'e.g. declarations="tool lookup: {id: String} -{Read}-> {tier: String};" or declarations=pathlib.Path("tools.lt")',
             "input",
         )
@@ -174,7 +174,7 @@ def _executors(tools: Any) -> str:
             "input",
         )
     raise ConfigError(
-        f"tools= is a {type(tools).__name__}: give a dict of Python functions or a tools.toml path",
+        f"tools= is {_a(tools)}: give a dict of Python functions or a tools.toml path",
         'e.g. tools={"lookup": lookup} or tools="tools.toml"',
         "input",
     )
@@ -200,7 +200,7 @@ def _run_args(
         for name, f in tools.items():
             if not callable(f):
                 raise ConfigError(
-                    f"tools[{name!r}] is a {type(f).__name__}, not a function",
+                    f"tools[{name!r}] is {_a(f)}, not a function",
                     "each value of tools= is a function (sync or async) taking the tool's argument",
                     "executors",
                 )

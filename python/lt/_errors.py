@@ -147,3 +147,10 @@ def raise_failure(failure: Dict[str, Any]) -> None:
     if cls == "LogError":
         raise LogError(message, help, failure.get("file"))
     raise InternalError(message, help)
+
+
+def a_type(value: Any) -> str:
+    """``an int``, ``a list``: the name of ``value``'s type with its article
+    (for the words of a ``TypeError``)."""
+    name = type(value).__name__
+    return f"an {name}" if name[:1].lower() in "aeiou" else f"a {name}"

@@ -24,8 +24,13 @@ Tool = Callable[[Any], Any]
 Outcome = Tuple[Optional[bool], Any]
 
 def _raised(tool: str, e: BaseException) -> str:
-    msg = str(e)
+    """``tool t raised ValueError: …`` (as the extension words a raise). An
+    exception whose ``str()`` itself fails is named by its type alone."""
     name = type(e).__name__
+    try:
+        msg = str(e)
+    except Exception:  # a broken __str__ is the tool's, not the batch's
+        msg = ""
     return f"tool {tool} raised {name}: {msg}" if msg else f"tool {tool} raised {name}"
 
 
@@ -158,7 +163,14 @@ class Dispatch:
         if why is not None:
             raise _Foreign(why)
         if self.loop is not None:
-            fut = asyncio.run_coroutine_threadsafe(_await(result), self.loop)
+            waiting = _await(result)
+            try:
+                fut = asyncio.run_coroutine_threadsafe(waiting, self.loop)
+            except BaseException:
+                # The host's loop is closed (the run was over): no one will
+                # start these; closed, they leave no "never awaited" warning.
+                _close_unstarted([waiting, result])
+                raise
             job.on_cancel(fut.cancel)
             return _value(fut.result())
         return _run_here(result, job, [])
@@ -228,7 +240,7 @@ async def _within(name: str, aw: Awaitable[Any], timeout: Optional[float]) -> An
 
     async def settled() -> Any:
         # A `KeyboardInterrupt` or `SystemExit` is caught here, inside the
-        # task `wait_for` makes of this coroutine: raised out of a task,
+        # task made of this coroutine: raised out of a task,
         # asyncio re-raises it out of the event loop, past the `gather`
         # (whose task was then left pending, and destroyed pending).
         try:
@@ -238,9 +250,18 @@ async def _within(name: str, aw: Awaitable[Any], timeout: Optional[float]) -> An
         except (KeyboardInterrupt, SystemExit) as e:
             return _Stop(e)
 
+    if timeout is None:
+        return await settled()
+    # Not `asyncio.wait_for`, which waits for the cancelled task to end: a
+    # tool that is slow to stop, or never stops, would hold the whole batch
+    # (break-it pass: the other calls' values lost, the deadline not kept).
+    task = asyncio.ensure_future(settled())
     try:
-        if timeout is None:
-            return await settled()
-        return await asyncio.wait_for(settled(), timeout)
-    except asyncio.TimeoutError:
-        return _TimedOut()
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+    except BaseException:
+        task.cancel()  # the batch itself was cancelled
+        raise
+    if task in done:
+        return task.result()
+    task.cancel()
+    return _TimedOut()

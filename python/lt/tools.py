@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _lt
-from ._errors import ConfigError, raise_failure
+from ._errors import ConfigError, a_type, raise_failure
 
 __all__ = [
     "Imported",
@@ -138,7 +138,7 @@ def from_mcp(
         if isinstance(command, str):
             raise ConfigError("command= is a list of the program and its arguments, not a str", 'e.g. command=["uvx", "mcp-server-time"]', "input")
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int):
-            raise TypeError(f"timeout_ms= is a {type(timeout_ms).__name__}: give an int of milliseconds")
+            raise TypeError(f"timeout_ms= is {a_type(timeout_ms)}: give an int of milliseconds")
         if not 0 < timeout_ms < 2**63:
             raise ConfigError(
                 f"timeout_ms={timeout_ms} is out of range: give the milliseconds to wait for the server, at least 1",

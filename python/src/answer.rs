@@ -38,7 +38,7 @@ pub fn raised(py: Python<'_>, tool: &str, e: &PyErr) -> ToolFailure {
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "Exception".into());
     let msg = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
-    if ty == "_Foreign" {
+    if is_foreign(py, e) {
         // `lt._tools._Foreign`: a result lt could not await (its words
         // say what the tool returned).
         return failure(FailureKind::BadOutput, format!("tool {tool} {msg}"));
@@ -49,6 +49,14 @@ pub fn raised(py: Python<'_>, tool: &str, e: &PyErr) -> ToolFailure {
         format!("tool {tool} raised {ty}: {msg}")
     };
     failure(FailureKind::Failed, text)
+}
+
+/// Whether `e` is lt's own `lt._tools._Foreign` (the class itself, not
+/// one of a user's of that name).
+fn is_foreign(py: Python<'_>, e: &PyErr) -> bool {
+    py.import("lt._tools")
+        .and_then(|m| m.getattr("_Foreign"))
+        .is_ok_and(|class| e.get_type(py).is(&class))
 }
 
 /// `obj`, a function's result, as the call's outcome, written into `into`

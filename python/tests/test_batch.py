@@ -5,6 +5,9 @@ the batch)."""
 
 import asyncio
 import gc
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 import warnings
@@ -148,3 +151,96 @@ def test_a_batch_abandoned_before_it_ran_leaves_no_never_awaited_warning():
         del _tools._here.job
     never = [str(w.message) for w in caught if "never awaited" in str(w.message)]
     assert never == [], never
+
+
+G2 = """tool a: Int -{}-> Json;
+tool t: Int -{}-> Json;
+let g = gather { x = exec tool a 1, y = exec tool t 2 } in
+to_json {x = match g.x { Ok(v) => v, Err(e) => to_json {err = e} }, y = match g.y { Ok(v) => v, Err(e) => to_json {err = e} }}"""
+
+
+async def answers_at_once(n):
+    return "ok"
+
+
+async def ignores_cancellation(n):
+    while True:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            pass
+
+
+async def stops_slowly(n):
+    try:
+        await asyncio.sleep(10)
+    except asyncio.CancelledError:
+        await asyncio.sleep(0.5)
+        raise
+
+
+@pytest.mark.parametrize("late", [ignores_cancellation, stops_slowly])
+@pytest.mark.parametrize("limits", [{"timeout_ms": 0}, {"timeout_ms": 5000}])
+def test_a_call_slow_to_stop_after_its_deadline_keeps_its_own_deadline_in_a_batch(late, limits):
+    """An async tool that ignores its cancellation, or takes long to stop,
+    gets its Err at its own deadline, and the other call of its batch
+    keeps its value (break-it pass: both calls ended timed out at the
+    other's deadline, the run stopped at its own, or never returned)."""
+    profile = {"tools": {"t": {"timeout_ms": 100}}}
+    t0 = time.monotonic()
+    r = lt.run(G2, tools={"a": answers_at_once, "t": late}, profile=profile, limits=limits)
+    took = time.monotonic() - t0
+    assert r.value == {"x": "ok", "y": {"err": "tool t timed out after 100 ms"}}
+    assert took < 0.45, took
+
+
+def test_an_exception_whose_str_fails_is_its_own_calls_err_in_a_batch():
+    """An async tool raising an exception whose str() fails is named by
+    its type, and the batch's other calls keep their values (it used to
+    fail the whole batch with another exception's words)."""
+
+    class Broken(Exception):
+        def __str__(self):
+            raise self
+
+    class Buggy(Exception):
+        def __str__(self):
+            return f"code {self.detail}"  # no such attribute
+
+    src = """tool t: Int -{}-> Int;
+let rs = fan_out (fn i => exec tool t i) [0, 1, 2, 3] in
+map (fn r => match r { Ok(v) => to_string v, Err(e) => e }) rs"""
+    for exc in (Broken, Buggy):
+
+        async def t(i):
+            if i == 2:
+                raise exc()
+            return i * 10
+
+        want = ["0", "10", f"tool t raised {exc.__name__}", "30"]
+        assert lt.run(src, tools={"t": t}).value == want
+        assert asyncio.run(lt.run_async(src, tools={"t": t})).value == want
+
+
+def test_a_late_awaitable_after_the_hosts_loop_closed_leaves_no_warning():
+    """Under run_async, a sync tool that returns a coroutine after its
+    call timed out and the host's loop has closed: the coroutines lt could
+    not schedule are closed, not left to warn "never awaited"."""
+    script = textwrap.dedent(
+        """
+        import asyncio, time, lt
+        P = "tool t: Int -{}-> Int;\\nmatch exec tool t 1 { Ok(n) => to_string n, Err(e) => e }"
+        async def co(n): return n
+        def t(n):
+            time.sleep(0.1)
+            return co(n)
+        async def main():
+            return (await lt.run_async(P, tools={"t": t}, profile={"tools": {"t": {"timeout_ms": 20}}})).value
+        print(asyncio.run(main()))
+        time.sleep(0.3)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "tool t timed out after 20 ms"
+    assert "never awaited" not in out.stderr, out.stderr

@@ -93,6 +93,20 @@ def test_a_future_of_another_loop_is_refused_in_the_tools_words():
     assert asyncio.run(host()).value == "gold"
 
 
+def test_a_users_exception_named_like_lts_marker_keeps_its_name():
+    """lt's own marker for a result it cannot await is told by its class,
+    not its name: a user's exception called `_Foreign` is an ordinary
+    raise (break-it pass)."""
+
+    class _Foreign(Exception):
+        pass
+
+    def t(arg):
+        raise _Foreign("my own message")
+
+    assert lt.run(LOOKUP, tools={"lookup": t}).value == "tool lookup raised _Foreign: my own message"
+
+
 def test_argument_keys_stay_exact_when_kept_keys_share_a_slot():
     """A pool thread keeps the str keys of arguments (python/src/convert.rs,
     Keys): keys of one length with the same first and last letters share a
