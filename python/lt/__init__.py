@@ -96,6 +96,14 @@ def _limits(limits: Optional[Mapping[str, int]]) -> Optional[Dict[str, int]]:
         raise TypeError(
             f"limits= is {_a(limits)}: give a dict, e.g. limits={{\"max_calls\": 10, \"timeout_ms\": 5000}}"
         )
+    for k, v in limits.items():
+        # Named as Python spells it (`True`, `None`), not as JSON would.
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ConfigError(
+                f"limits[{k!r}] is {v!r}, not a non-negative int",
+                help='e.g. limits={"max_calls": 10, "timeout_ms": 5000}',
+                stage="input",
+            )
     return dict(limits)
 
 

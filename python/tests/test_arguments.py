@@ -51,6 +51,11 @@ def test_numbers_out_of_range_are_config_errors():
     with pytest.raises(lt.ConfigError) as e:
         lt.run(LOOKUP, tools={"lookup": lookup}, limits={"max_calls": 10**30})
     assert 'limits["max_calls"]' in str(e.value)
+    # Named as Python spells them (break-it pass: `true`, `null`).
+    for bad, shown in ((True, "True"), (None, "None"), ("5", "'5'"), (1.5, "1.5")):
+        with pytest.raises(lt.ConfigError) as e:
+            lt.run(LOOKUP, tools={"lookup": lookup}, limits={"timeout_ms": bad})
+        assert f"limits['timeout_ms'] is {shown}, not a non-negative int" in str(e.value)
     for bad in (10**30, -1, 0):
         with pytest.raises(lt.ConfigError) as e:
             lt.tools.from_mcp(command=["true"], timeout_ms=bad)
