@@ -81,7 +81,9 @@ fn in_dict(text: &str, e: ConfigError) -> ConfigError {
     let message = if key.is_empty() {
         e.message
     } else {
-        format!("profile{key}: {}", e.message)
+        // The file's words begin `profile: `; the key already says it.
+        let words = e.message.strip_prefix("profile: ").unwrap_or(&e.message);
+        format!("profile{key}: {words}")
     };
     ConfigError {
         line: None,

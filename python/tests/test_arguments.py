@@ -101,6 +101,12 @@ def test_an_error_in_a_profile_dict_names_its_key():
     with pytest.raises(lt.ConfigError) as e:
         lt.check(LOOKUP, profile={"tools": {"lookup": {"timeout_ms": None}}})
     assert 'profile["tools"]["lookup"]["timeout_ms"] is None' in str(e.value)
+    # The key is said once, not followed by the file's own `profile: `.
+    with pytest.raises(lt.ConfigError) as e:
+        lt.check(LOOKUP, profile={"tools": {"lookup": {"timeout_ms": 0}}})
+    assert str(e.value).startswith(
+        '<profile dict>: profile["tools"]["lookup"]["timeout_ms"]: tool lookup: timeout_ms must be'
+    ), str(e.value)
 
 
 def test_timeout_ms_zero_means_no_limit_as_on_the_command_line():
