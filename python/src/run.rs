@@ -156,7 +156,11 @@ pub fn run(py: Python<'_>, mut args: RunArgs) -> PyResult<Json> {
                         // A second interrupt: stop waiting.
                         return Err(e);
                     }
-                    cancel.cancel(format!("interrupted in Python ({})", e.get_type(py)));
+                    let what = e
+                        .get_type(py)
+                        .name()
+                        .map_or_else(|_| "an exception".to_string(), |n| n.to_string());
+                    cancel.cancel(format!("interrupted in Python ({what})"));
                     interrupted = Some(e);
                 }
             }

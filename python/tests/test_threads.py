@@ -102,6 +102,8 @@ def test_ctrl_c_cancels_the_session_and_raises_keyboard_interrupt(tmp_path):
     events = [json.loads(line) for line in log.read_text().splitlines()]
     assert events[-1]["kind"] == "session_ended", events[-1]
     assert "cancel" in json.dumps(events[-1])
+    # The reason names the exception by its name, not its repr.
+    assert "interrupted in Python (KeyboardInterrupt)" in json.dumps(events[-1]), events[-1]
 
 
 def test_calls_one_after_another_keep_to_one_pool_thread():
