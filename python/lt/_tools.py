@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from typing import Any, Awaitable, Callable, List, Mapping, Optional, Tuple
+from typing import Any, Awaitable, Callable, List, Mapping, Optional, Set, Tuple
 
 from . import _lt
 
@@ -187,6 +187,7 @@ class Dispatch:
         ``SystemExit`` in any of them is raised (it stops the run). Runs on
         a pool thread (its job cancels the batch)."""
         job = _here.job
+        batch = _Batch()
         outcomes: List[Optional[Outcome]] = [None] * len(calls)
         pending: List[Tuple[int, str, Awaitable[Any]]] = []
         awaited: List[Any] = []  # the tools' awaitables and their wrappers
@@ -201,30 +202,33 @@ class Dispatch:
                 outcomes[i] = (False, _raised(name, e))
                 continue
             if inspect.isawaitable(r):
-                pending.append((i, name, _within(name, r, timeout)))
+                pending.append((i, name, batch.within(name, r, timeout)))
                 awaited += [pending[-1][2], r]
             else:
                 outcomes[i] = (True, r)
         if pending:
 
-            async def together() -> List[Any]:
-                return await asyncio.gather(*(p[2] for p in pending), return_exceptions=True)
+            def deliver(results: List[Any]) -> List[Outcome]:
+                for (i, name, _), r in zip(pending, results):
+                    if isinstance(r, _Stop):
+                        raise r.e
+                    if isinstance(r, _TimedOut):
+                        outcomes[i] = (None, None)
+                    elif isinstance(r, BaseException):
+                        outcomes[i] = (False, _raised(name, r))
+                    else:
+                        outcomes[i] = r
+                return [o if o is not None else (False, "no outcome") for o in outcomes]
 
+            together = batch.together([p[2] for p in pending])
             if self.loop is not None:
-                fut = asyncio.run_coroutine_threadsafe(together(), self.loop)
+                fut = asyncio.run_coroutine_threadsafe(together, self.loop)
                 job.on_cancel(fut.cancel)
-                results = fut.result()
-            else:
-                results = _run_here(together(), job, awaited)
-            for (i, name, _), r in zip(pending, results):
-                if isinstance(r, _Stop):
-                    raise r.e
-                if isinstance(r, _TimedOut):
-                    outcomes[i] = (None, None)
-                elif isinstance(r, BaseException):
-                    outcomes[i] = (False, _raised(name, r))
-                else:
-                    outcomes[i] = r
+                try:
+                    return deliver(fut.result())
+                finally:
+                    batch.cancel_stragglers(self.loop)
+            return _run_batch_here(batch, together, job, awaited, deliver)
         return [o if o is not None else (False, "no outcome") for o in outcomes]
 
 
@@ -232,36 +236,152 @@ class _TimedOut:
     """A batch's call that outlived its own timeout."""
 
 
-async def _within(name: str, aw: Awaitable[Any], timeout: Optional[float]) -> Any:
-    """``(True, value)`` or ``(False, message)`` of ``aw``, ``_TimedOut()``
-    past ``timeout`` (its task then cancelled), or ``_Stop`` for a
-    ``KeyboardInterrupt`` or ``SystemExit``. A ``TimeoutError`` the tool
-    raises itself is its ``Err``, not a timeout."""
+class _Batch:
+    """The ``async`` calls of one batch on one event loop: each awaited
+    within its own deadline, all together, and those past their deadlines
+    cancelled only once the batch's outcomes are given (a task slow to
+    stop, or one that blocks its loop as it stops, would hold them back:
+    break-it pass)."""
 
-    async def settled() -> Any:
-        # A `KeyboardInterrupt` or `SystemExit` is caught here, inside the
-        # task made of this coroutine: raised out of a task,
-        # asyncio re-raises it out of the event loop, past the `gather`
-        # (whose task was then left pending, and destroyed pending).
+    def __init__(self) -> None:
+        self.stragglers: List["asyncio.Task[Any]"] = []
+
+    async def within(self, name: str, aw: Awaitable[Any], timeout: Optional[float]) -> Any:
+        """``(True, value)`` or ``(False, message)`` of ``aw``, ``_TimedOut()``
+        past ``timeout`` (seconds; a value that comes later, the loop having
+        been blocked, is past it too), or ``_Stop`` for a
+        ``KeyboardInterrupt`` or ``SystemExit``. A ``TimeoutError`` the tool
+        raises itself is its ``Err``, not a timeout."""
+
+        async def settled() -> Any:
+            # A `KeyboardInterrupt` or `SystemExit` is caught here, inside
+            # the task made of this coroutine: raised out of a task, asyncio
+            # re-raises it out of the event loop, past the batch.
+            try:
+                return (True, await aw)
+            except Exception as e:  # a raising tool is the call's Err
+                return (False, _raised(name, e))
+            except (KeyboardInterrupt, SystemExit) as e:
+                return _Stop(e)
+
+        if timeout is None:
+            return await settled()
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        # Not `asyncio.wait_for`, which waits for the cancelled task to end.
+        task = loop.create_task(settled())
         try:
-            return (True, await aw)
-        except Exception as e:  # a raising tool is the call's Err
-            return (False, _raised(name, e))
-        except (KeyboardInterrupt, SystemExit) as e:
-            return _Stop(e)
+            done, _ = await asyncio.wait({task}, timeout=timeout)
+        except BaseException:
+            task.cancel()  # the batch itself was cancelled
+            raise
+        if task in done:
+            if loop.time() - began <= timeout:
+                return task.result()
+        else:
+            self.stragglers.append(task)
+        return _TimedOut()
 
-    if timeout is None:
-        return await settled()
-    # Not `asyncio.wait_for`, which waits for the cancelled task to end: a
-    # tool that is slow to stop, or never stops, would hold the whole batch
-    # (break-it pass: the other calls' values lost, the deadline not kept).
-    task = asyncio.ensure_future(settled())
+    async def together(self, aws: List[Awaitable[Any]]) -> List[Any]:
+        """Each of ``aws``'s value (an exception it raised, as a value), in
+        order; as soon as one is a ``_Stop``, that stop for all (the run is
+        stopping; the others are cancelled)."""
+        tasks = [asyncio.ensure_future(aw) for aw in aws]
+        try:
+            left = set(tasks)
+            while left:
+                done, left = await asyncio.wait(left, return_when=asyncio.FIRST_COMPLETED)
+                for t in done:
+                    r = _outcome_of(t)
+                    if isinstance(r, _Stop):
+                        for other in left:
+                            other.cancel()
+                        return [r] * len(tasks)
+        except BaseException:
+            for t in tasks:
+                t.cancel()
+            raise
+        return [_outcome_of(t) for t in tasks]
+
+    def cancel_stragglers(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Cancels the calls past their deadlines, on ``loop`` (another
+        thread's: the host's, under ``lt.run_async``)."""
+        for t in self.stragglers:
+            try:
+                loop.call_soon_threadsafe(t.cancel)
+            except RuntimeError:  # the host's loop is closed
+                pass
+
+
+def _outcome_of(t: "asyncio.Task[Any]") -> Any:
+    """A done task's value, or the exception it ended with, as a value."""
+    if t.cancelled():
+        return asyncio.CancelledError()
+    e = t.exception()
+    return e if e is not None else t.result()
+
+
+# How long, in seconds, the calls of a batch on its own loop (under
+# ``lt.run``) that are still running once its outcomes are known (past
+# their deadlines, or the run stopping) are given to end, cancelled.
+_GRACE = 1.0
+
+# Tasks that did not end within the grace: kept, never run again and never
+# destroyed (destroyed, a task warns "was destroyed but it is pending", and
+# closing its coroutine throws ``GeneratorExit`` into the user's code,
+# which may not let it end).
+_stuck: Set["asyncio.Task[Any]"] = set()
+
+
+def _run_batch_here(
+    batch: _Batch,
+    together: Awaitable[Any],
+    job: Any,
+    inner: List[Any],
+    deliver: Callable[[List[Any]], List[Outcome]],
+) -> List[Outcome]:
+    """Awaits a batch on a new event loop of this thread (the job's
+    cancellation cancels it) and returns its outcomes (``deliver`` of its
+    results). Calls still running then (past their deadlines) are
+    cancelled and given :data:`_GRACE` to end on a thread of their own, so
+    that the outcomes are not held back and this thread is free."""
+    loop = asyncio.new_event_loop()
     try:
-        done, _ = await asyncio.wait({task}, timeout=timeout)
-    except BaseException:
-        task.cancel()  # the batch itself was cancelled
-        raise
-    if task in done:
-        return task.result()
-    task.cancel()
-    return _TimedOut()
+        task = loop.create_task(_await(together))
+        job.on_cancel(lambda: loop.call_soon_threadsafe(task.cancel))
+        return deliver(_value(loop.run_until_complete(task)))
+    finally:
+        for t in batch.stragglers:
+            t.cancel()
+        left = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for t in left:
+            t.cancel()
+        if left:
+            threading.Thread(
+                target=_reap, args=(loop, left, [together, *inner]), name="lt-reap", daemon=True
+            ).start()
+        else:
+            _close(loop, [together, *inner])
+
+
+def _reap(loop: asyncio.AbstractEventLoop, left: List["asyncio.Task[Any]"], inner: List[Any]) -> None:
+    """Lets a batch's cancelled calls end, for :data:`_GRACE` at most, then
+    closes their loop; those still running are kept (:data:`_stuck`)."""
+    try:
+        loop.run_until_complete(asyncio.wait(left, timeout=_GRACE))
+    finally:
+        _close(loop, inner)
+
+
+def _close(loop: asyncio.AbstractEventLoop, inner: List[Any]) -> None:
+    """Closes a batch's loop: its async generators finished, the tasks
+    still pending kept, the coroutines of ``inner`` that never started
+    closed."""
+    try:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
+        _stuck.update(t for t in asyncio.all_tasks(loop) if not t.done())
+        loop.close()
+        _close_unstarted(inner)
+
+

@@ -244,3 +244,84 @@ def test_a_late_awaitable_after_the_hosts_loop_closed_leaves_no_warning():
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "tool t timed out after 20 ms"
     assert "never awaited" not in out.stderr, out.stderr
+
+
+def test_a_call_past_its_deadline_in_a_batch_is_let_clean_up_and_leaves_no_warning():
+    """Under lt.run a batch's loop is lt's own: a call cancelled at its
+    deadline is given time to run its cleanup (break-it pass: its loop was
+    closed at once, the cleanup never ran and the task was destroyed
+    pending, with a warning naming lt's code); one that never ends leaves
+    the program free to go on."""
+    script = textwrap.dedent(
+        '''
+        import asyncio, gc, time, lt
+        SRC = """tool a: Int -{}-> Json;
+        tool t: Int -{}-> Json;
+        let g = gather { x = exec tool a 1, y = exec tool t 2 } in
+        to_json {x = match g.x { Ok(v) => v, Err(e) => to_json {err = e} }, y = match g.y { Ok(v) => v, Err(e) => to_json {err = e} }}"""
+        P = {"tools": {"t": {"timeout_ms": 100}}}
+        log = []
+        async def fast(n): return "ok"
+        async def clean(n):
+            try:
+                await asyncio.sleep(10)
+            except asyncio.CancelledError:
+                await asyncio.sleep(0.01)
+                log.append("cleaned")
+                raise
+        async def never(n):
+            while True:
+                try:
+                    await asyncio.sleep(0.05)
+                except:
+                    pass
+        for t in (clean, never):
+            print(lt.run(SRC, tools={"a": fast, "t": t}, profile=P).value)
+        junk = [{i: [i]} for i in range(100000)]
+        time.sleep(0.3)
+        gc.collect()
+        print(log)
+        '''
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert lines[:2] == ["{'x': 'ok', 'y': {'err': 'tool t timed out after 100 ms'}}"] * 2, out.stdout
+    assert lines[2] == "['cleaned']", out.stdout
+    assert "destroyed but it is pending" not in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("under_run_async", [False, True])
+def test_a_stop_in_one_call_of_a_batch_does_not_wait_for_the_others(under_run_async):
+    """A KeyboardInterrupt in one async call of a batch stops the run at
+    once, as it does alone (it used to wait for the slowest sibling)."""
+
+    async def stops(n):
+        await asyncio.sleep(0.01)
+        raise KeyboardInterrupt
+
+    async def slow(n):
+        await asyncio.sleep(5)
+        return n
+
+    tools = {"a": stops, "t": slow}
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        if under_run_async:
+            asyncio.run(lt.run_async(G2, tools=tools))
+        else:
+            lt.run(G2, tools=tools)
+    assert time.monotonic() - t0 < 1.5
+
+
+def test_an_async_call_that_blocks_its_loop_past_its_deadline_is_timed_out():
+    """An async tool that blocks the event loop (time.sleep before its
+    first await) past its deadline is timed out in a batch, as it is alone
+    (its late value used to be taken)."""
+
+    async def blocks(n):
+        time.sleep(0.3)
+        return n
+
+    r = lt.run(G2, tools={"a": answers_at_once, "t": blocks}, profile={"tools": {"t": {"timeout_ms": 100}}})
+    assert r.value["y"] == {"err": "tool t timed out after 100 ms"}, r.value
