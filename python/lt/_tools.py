@@ -218,7 +218,7 @@ class Dispatch:
                         outcomes[i] = (False, _raised(name, r))
                     else:
                         outcomes[i] = r
-                return [o if o is not None else (False, "no outcome") for o in outcomes]
+                return _every(outcomes)
 
             together = batch.together([p[2] for p in pending])
             if self.loop is not None:
@@ -229,7 +229,12 @@ class Dispatch:
                 finally:
                     batch.cancel_stragglers(self.loop)
             return _run_batch_here(batch, together, job, awaited, deliver)
-        return [o if o is not None else (False, "no outcome") for o in outcomes]
+        return _every(outcomes)
+
+
+def _every(outcomes: List[Optional[Outcome]]) -> List[Outcome]:
+    """A batch's outcomes, one per call (``no outcome`` for a gap)."""
+    return [o if o is not None else (False, "no outcome") for o in outcomes]
 
 
 class _TimedOut:

@@ -32,11 +32,7 @@ pub fn timed_out_message(tool: &str, after: Duration) -> String {
 
 /// The failure of a function that raised `e`.
 pub fn raised(py: Python<'_>, tool: &str, e: &PyErr) -> ToolFailure {
-    let ty = e
-        .get_type(py)
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "Exception".into());
+    let ty = exception_name(py, e);
     let msg = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
     if is_foreign(py, e) {
         // `lt._tools._Foreign`: a result lt could not await (its words
@@ -49,6 +45,14 @@ pub fn raised(py: Python<'_>, tool: &str, e: &PyErr) -> ToolFailure {
         format!("tool {tool} raised {ty}: {msg}")
     };
     failure(FailureKind::Failed, text)
+}
+
+/// The name of `e`'s class (`ValueError`), or `Exception` when it has none
+/// to read.
+pub fn exception_name(py: Python<'_>, e: &PyErr) -> String {
+    e.get_type(py)
+        .name()
+        .map_or_else(|_| "Exception".to_string(), |n| n.to_string())
 }
 
 /// Whether `e` is lt's own `lt._tools._Foreign` (the class itself, not

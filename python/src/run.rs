@@ -156,10 +156,7 @@ pub fn run(py: Python<'_>, mut args: RunArgs) -> PyResult<Json> {
                         // A second interrupt: stop waiting.
                         return Err(e);
                     }
-                    let what = e
-                        .get_type(py)
-                        .name()
-                        .map_or_else(|_| "an exception".to_string(), |n| n.to_string());
+                    let what = crate::answer::exception_name(py, &e);
                     cancel.cancel(format!("interrupted in Python ({what})"));
                     interrupted = Some(e);
                 }

@@ -116,13 +116,17 @@ pub fn store_given(flag: bool, config: Option<&Path>) -> String {
     }
 }
 
-/// A store's error, named by where its URL was given when the URL itself
-/// is at fault (`usage`).
-fn given_usage(given: &str, usage: bool, message: String) -> String {
-    if usage {
-        format!("{given}: {message}")
-    } else {
-        message
+/// A PostgreSQL store's error, its message naming where the URL was given
+/// when the URL itself is at fault (`usage`).
+fn postgres_error(given: &str, e: store::postgres::OpenError) -> ServeError {
+    ServeError {
+        message: if e.usage {
+            format!("{given}: {}", e.message)
+        } else {
+            e.message
+        },
+        help: e.hint,
+        usage: e.usage,
     }
 }
 
@@ -137,11 +141,7 @@ pub fn open_store(
     if is_postgres(url) {
         return store::postgres::PostgresStore::open_with(url, options)
             .map(|s| Arc::new(s) as Arc<dyn store::ServerStore>)
-            .map_err(|e| ServeError {
-                message: given_usage(given, e.usage, e.message),
-                help: e.hint,
-                usage: e.usage,
-            });
+            .map_err(|e| postgres_error(given, e));
     }
     let path = sqlite_path(url, given)?;
     store::sqlite::SqliteStore::open(Path::new(path))
@@ -220,11 +220,8 @@ pub fn migrate_only(opts: &ServeOptions) -> Result<String, ServeError> {
         }
     };
     if is_postgres(&url) {
-        let (name, m) = store::postgres::migrate_only(&url).map_err(|e| ServeError {
-            message: given_usage(&given, e.usage, e.message),
-            help: e.hint,
-            usage: e.usage,
-        })?;
+        let (name, m) =
+            store::postgres::migrate_only(&url).map_err(|e| postgres_error(&given, e))?;
         return Ok(if m.from == m.to {
             format!(
                 "the store {name} is at schema version {} (nothing to do)",
