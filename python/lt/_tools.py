@@ -180,14 +180,18 @@ class Dispatch:
         calls together)."""
         return [name for name, f in self.tools.items() if inspect.iscoroutinefunction(f)]
 
-    def batch(self, calls: List[Tuple[str, Any, Optional[float]]]) -> List[Outcome]:
-        """The ``async`` calls of a batch, awaited together, each within its
-        own timeout (seconds; ``None``: none): an outcome per call,
-        ``(None, None)`` for one that timed out. A ``KeyboardInterrupt`` or
-        ``SystemExit`` in any of them is raised (it stops the run). Runs on
-        a pool thread (its job cancels the batch)."""
+    def batch(self, work: Tuple[int, List[Tuple[str, Any, Optional[float]]]]) -> List[Outcome]:
+        """The ``async`` calls of a batch, ``work`` being ``(slots, calls)``:
+        awaited together, at most ``slots`` at once (the profile's
+        ``max_concurrency``), each within its own timeout (seconds, counted
+        from the batch's start, the wait for a slot included; ``None``:
+        none): an outcome per call, ``(None, None)`` for one that timed out.
+        A ``KeyboardInterrupt`` or ``SystemExit`` in any of them is raised
+        (it stops the run). Runs on a pool thread (its job cancels the
+        batch)."""
+        slots, calls = work
         job = _here.job
-        batch = _Batch()
+        batch = _Batch(slots)
         outcomes: List[Optional[Outcome]] = [None] * len(calls)
         pending: List[Tuple[int, str, Awaitable[Any]]] = []
         awaited: List[Any] = []  # the tools' awaitables and their wrappers
@@ -248,8 +252,12 @@ class _Batch:
     stop, or one that blocks its loop as it stops, would hold them back:
     break-it pass)."""
 
-    def __init__(self) -> None:
+    def __init__(self, slots: int) -> None:
         self.stragglers: List["asyncio.Task[Any]"] = []
+        self.slots = slots
+        # Made on the loop, by `together` (a Python 3.9 semaphore binds
+        # the loop current when it is made).
+        self.free: Optional[asyncio.Semaphore] = None
 
     async def within(self, name: str, aw: Awaitable[Any], timeout: Optional[float]) -> Any:
         """``(True, value)`` or ``(False, message)`` of ``aw``, ``_TimedOut()``
@@ -269,28 +277,46 @@ class _Batch:
             except (KeyboardInterrupt, SystemExit) as e:
                 return _Stop(e)
 
-        if timeout is None:
-            return await settled()
         loop = asyncio.get_running_loop()
         began = loop.time()
-        # Not `asyncio.wait_for`, which waits for the cancelled task to end.
-        task = loop.create_task(settled())
+        free = self.free
+        if free is not None:
+            try:
+                await free.acquire()
+            except BaseException:
+                _close_unstarted([aw])  # the batch was cancelled first
+                raise
         try:
-            done, _ = await asyncio.wait({task}, timeout=timeout)
-        except BaseException:
-            task.cancel()  # the batch itself was cancelled
-            raise
-        if task in done:
-            if loop.time() - began <= timeout:
-                return task.result()
-        else:
-            self.stragglers.append(task)
-        return _TimedOut()
+            if timeout is None:
+                return await settled()
+            left = timeout - (loop.time() - began)
+            if left <= 0:  # its time went waiting for a slot
+                _close_unstarted([aw])
+                return _TimedOut()
+            # Not `asyncio.wait_for`, which waits for the cancelled task to end.
+            task = loop.create_task(settled())
+            try:
+                done, _ = await asyncio.wait({task}, timeout=left)
+            except BaseException:
+                task.cancel()  # the batch itself was cancelled
+                raise
+            if task in done:
+                if loop.time() - began <= timeout:
+                    return task.result()
+            else:
+                # Its slot is given up now; it is cancelled with the batch's end.
+                self.stragglers.append(task)
+            return _TimedOut()
+        finally:
+            if free is not None:
+                free.release()
 
     async def together(self, aws: List[Awaitable[Any]]) -> List[Any]:
         """Each of ``aws``'s value (an exception it raised, as a value), in
         order; as soon as one is a ``_Stop``, that stop for all (the run is
         stopping; the others are cancelled)."""
+        if self.slots < len(aws):
+            self.free = asyncio.Semaphore(self.slots)
         tasks = [asyncio.ensure_future(aw) for aw in aws]
         try:
             left = set(tasks)

@@ -25,11 +25,13 @@ use std::time::Duration;
 /// The host of `tools` (name → the Python function, taking the argument).
 /// `batch`, when given, performs the calls of a `gather` or `fan_out`
 /// batch to the functions named in `async_tools`, together: it is called
-/// on a pool thread with a list of `(tool, argument, timeout_s)` triples
-/// and returns one `(ok, value_or_message)` pair per call, in order
-/// (`ok` is `None` for a call that timed out). The batch's other calls are
-/// performed one by one meanwhile. Every call stops waiting when the run
-/// is cancelled.
+/// on a pool thread with a pair `(slots, calls)`, `calls` a list of
+/// `(tool, argument, timeout_s)` triples of which at most `slots` may run
+/// at once, and returns one `(ok, value_or_message)` pair per call, in
+/// order (`ok` is `None` for a call that timed out). The batch's other
+/// calls are performed one by one meanwhile, on a slot of their own, so
+/// that at most the profile's `max_concurrency` calls run at once. Every
+/// call stops waiting when the run is cancelled.
 pub fn host(
     tools: Vec<(String, Py<PyAny>)>,
     batch: Option<(Py<PyAny>, Vec<String>)>,
@@ -50,8 +52,9 @@ pub fn host(
     }
     if let Some((b, async_tools)) = batch {
         let b = Arc::new(b);
-        let f: BatchFn<'static> =
-            Box::new(move |calls| call_batch(&b, &async_tools, &functions, calls, &run));
+        let f: BatchFn<'static> = Box::new(move |calls, limit| {
+            call_batch(&b, &async_tools, &functions, calls, limit, &run)
+        });
         host = host.with_batch(f);
     }
     host
@@ -66,7 +69,8 @@ pub fn host(
 const BATCH_GRACE: Duration = Duration::from_millis(100);
 
 /// A batch: its `async` calls handed to the batch function at once (each
-/// with its own time left), its other calls performed one by one
+/// with its own time left; at most `limit` running at once, or one fewer
+/// when the batch has other calls), its other calls performed one by one
 /// meanwhile, then the batch waited for until its last deadline (and
 /// [`BATCH_GRACE`]).
 fn call_batch(
@@ -74,6 +78,7 @@ fn call_batch(
     async_tools: &[String],
     functions: &BTreeMap<String, Arc<Py<PyAny>>>,
     calls: Vec<InProcessCall<'_>>,
+    limit: usize,
     run: &Arc<RunState>,
 ) -> Vec<Outcome> {
     let n = calls.len();
@@ -102,7 +107,13 @@ fn call_batch(
             .iter()
             .map(|(i, c)| (*i, c.tool.to_string()))
             .collect();
-        let arg = Json::Array(
+        let slots = if alone.is_empty() {
+            limit
+        } else {
+            limit.saturating_sub(1)
+        }
+        .max(1);
+        let calls = Json::Array(
             together
                 .into_iter()
                 .map(|(_, c)| {
@@ -115,6 +126,7 @@ fn call_batch(
                 })
                 .collect(),
         );
+        let arg = Json::Array(vec![Json::from(slots), calls]);
         (at, submit(b, Wire::from_json(&arg), work, time_left, run))
     });
     for (i, c) in alone {

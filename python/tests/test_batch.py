@@ -145,7 +145,7 @@ def test_a_batch_abandoned_before_it_ran_leaves_no_never_awaited_warning():
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             with pytest.raises(asyncio.CancelledError):
-                dispatch.batch([("t", 1, None), ("t", 2, 0.5)])
+                dispatch.batch((1, [("t", 1, None), ("t", 2, 0.5)]))
             gc.collect()
     finally:
         del _tools._here.job

@@ -18,7 +18,9 @@
 //!
 //! A batch (`gather`, `fan_out`) goes to the batch closure when one is
 //! given ([`InProcessHost::with_batch`]: an asyncio host runs coroutines
-//! concurrently), else its calls run one after the other.
+//! concurrently, at most the profile's `max_concurrency` at once), else
+//! its calls run one after the other (as they do, closure or not, when
+//! `max_concurrency` is 1).
 
 use crate::runtime::host::{
     not_started, one_after_another, Answer, BatchEvent, CallRequest, FailureKind, Host, Outcome,
@@ -71,9 +73,10 @@ enum Closure<'a> {
     Wire(WireFn<'a>),
 }
 
-/// The closure that performs a batch of calls (all their outcomes, in
-/// order).
-pub type BatchFn<'a> = Box<dyn FnMut(Vec<InProcessCall<'_>>) -> Vec<Outcome> + 'a>;
+/// The closure that performs a batch of calls, at most `limit` of them
+/// running at once (the second argument, at least 2): all their outcomes,
+/// in order.
+pub type BatchFn<'a> = Box<dyn FnMut(Vec<InProcessCall<'_>>, usize) -> Vec<Outcome> + 'a>;
 
 /// A [`Host`] performing each call with the tool's closure.
 #[derive(Default)]
@@ -193,11 +196,11 @@ impl Host for InProcessHost<'_> {
         limit: usize,
         events: &mut dyn FnMut(BatchEvent<'_>) -> bool,
     ) -> Vec<Outcome> {
-        let Some(batch) = self.batch.as_mut() else {
-            // One after the other, as the trait's default does.
+        let Some(batch) = self.batch.as_mut().filter(|_| limit > 1) else {
+            // One after the other, as the trait's default does (and, one
+            // at a time, as `max_concurrency = 1` asks).
             return one_after_another(self, requests, events);
         };
-        let _ = limit;
         let mut started = Vec::with_capacity(requests.len());
         let mut calls = Vec::new();
         for (i, r) in requests.iter().enumerate() {
@@ -212,7 +215,7 @@ impl Host for InProcessHost<'_> {
                 });
             }
         }
-        let mut answered = batch(calls).into_iter();
+        let mut answered = batch(calls, limit).into_iter();
         requests
             .iter()
             .zip(started)
@@ -265,5 +268,45 @@ mod tests {
         let missing = host.call(request(&id, "other"));
         assert!(matches!(missing, Err(f) if f.kind == FailureKind::Unavailable));
         assert_eq!(host.missing(["double", "other"]), vec!["other"]);
+    }
+
+    /// `max_concurrency` reaches the batch closure, and a limit of 1 runs
+    /// the calls one after the other without it.
+    #[test]
+    fn a_batch_closure_is_given_the_limit_and_skipped_at_one() {
+        let limits = std::cell::RefCell::new(Vec::new());
+        let singles = std::cell::Cell::new(0);
+        let mut host = InProcessHost::new()
+            .tool(
+                "double",
+                Box::new(|c: InProcessCall<'_>| {
+                    singles.set(singles.get() + 1);
+                    Ok(Json::from(c.arg.as_i64().unwrap_or(0) * 2))
+                }),
+            )
+            .with_batch(Box::new(|calls: Vec<InProcessCall<'_>>, limit| {
+                limits.borrow_mut().push(limit);
+                calls.iter().map(|_| Ok(Json::from(0))).collect()
+            }));
+        let id = CallId {
+            node: 0,
+            path: vec![],
+        };
+        let mut started = Vec::new();
+        let mut events = |e: BatchEvent<'_>| {
+            if let BatchEvent::Starting(i) = e {
+                started.push(i);
+            }
+            true
+        };
+        let two = || vec![request(&id, "double"), request(&id, "double")];
+        let batched = host.call_batch(two(), 3, &mut events);
+        assert_eq!(batched, vec![Ok(Json::from(0)), Ok(Json::from(0))]);
+        let alone = host.call_batch(two(), 1, &mut events);
+        assert_eq!(alone, vec![Ok(Json::from(4)), Ok(Json::from(4))]);
+        drop(host);
+        assert_eq!(*limits.borrow(), vec![3]);
+        assert_eq!(singles.get(), 2);
+        assert_eq!(started, vec![0, 1, 0, 1]);
     }
 }

@@ -1,0 +1,165 @@
+"""The profile's `max_concurrency` in a batch of Python tools: a `gather`
+or `fan_out` of `async` tools runs at most that many calls at once, as
+every other executor does (it used to run them all at once), and a call's
+wait for a slot counts against its timeout. Each test counts the calls
+running at once from inside the tools themselves."""
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+import lt
+
+FAN_OUT = """
+tool a: Int -{}-> Int;
+let rs = fan_out (fn i => exec tool a i) (range 0 12) in
+map (fn r => match r { Ok(x) => to_string x, Err(e) => e }) rs
+"""
+
+
+class Peak:
+    """The number of calls running at once, and its peak (tools on any
+    thread or loop)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now = 0
+        self.peak = 0
+        self.calls = 0
+
+    def enter(self) -> None:
+        with self.lock:
+            self.now += 1
+            self.calls += 1
+            self.peak = max(self.peak, self.now)
+
+    def leave(self) -> None:
+        with self.lock:
+            self.now -= 1
+
+
+def run(source, tools, profile, under_run_async):
+    if under_run_async:
+
+        async def main():
+            return await lt.run_async(source, tools=tools, profile=profile)
+
+        return asyncio.run(main())
+    return lt.run(source, tools=tools, profile=profile)
+
+
+@pytest.mark.timeout(30, method="thread")
+@pytest.mark.parametrize("under_run_async", [False, True])
+@pytest.mark.parametrize("limit", [1, 3, None])
+def test_a_fan_out_of_async_tools_runs_at_most_max_concurrency_at_once(limit, under_run_async):
+    peak = Peak()
+
+    async def a(i):
+        peak.enter()
+        try:
+            await asyncio.sleep(0.05)
+        finally:
+            peak.leave()
+        return i
+
+    profile = {} if limit is None else {"max_concurrency": limit}
+    r = run(FAN_OUT, {"a": a}, profile, under_run_async)
+    assert r.value == [str(i) for i in range(12)]
+    assert peak.calls == 12
+    # No profile: the default, 8, as for every executor (docs/profiles.md).
+    assert peak.peak == (8 if limit is None else limit)
+
+
+@pytest.mark.timeout(30, method="thread")
+@pytest.mark.parametrize("under_run_async", [False, True])
+def test_sync_and_async_tools_of_one_gather_share_the_limit(under_run_async):
+    # The sync calls run one by one beside the async ones, so the async
+    # ones get one slot fewer: never more than `max_concurrency` at once.
+    source = """
+    tool s: Int -{}-> Int;
+    tool a: Int -{}-> Int;
+    let g = gather { w = exec tool s 1, x = exec tool a 2, y = exec tool a 3, z = exec tool a 4 } in
+    map (fn r => match r { Ok(x) => to_string x, Err(e) => e }) [g.w, g.x, g.y, g.z]
+    """
+    peak = Peak()
+
+    def s(i):
+        peak.enter()
+        try:
+            time.sleep(0.2)
+        finally:
+            peak.leave()
+        return i
+
+    async def a(i):
+        peak.enter()
+        try:
+            await asyncio.sleep(0.2)
+        finally:
+            peak.leave()
+        return i
+
+    r = run(source, {"s": s, "a": a}, {"max_concurrency": 2}, under_run_async)
+    assert r.value == ["1", "2", "3", "4"]
+    assert peak.peak == 2
+
+
+@pytest.mark.timeout(30, method="thread")
+@pytest.mark.parametrize("under_run_async", [False, True])
+def test_the_wait_for_a_slot_counts_against_a_calls_timeout(under_run_async):
+    # Two slots, three 0.3 s calls with 0.5 s each: the third waits 0.3 s
+    # for a slot and has 0.2 s left, not enough (the command executor
+    # counts the wait the same way).
+    source = """
+    tool a: Int -{}-> Int;
+    let rs = fan_out (fn i => exec tool a i) [0, 1, 2] in
+    map (fn r => match r { Ok(x) => to_string x, Err(e) => e }) rs
+    """
+    started = []
+
+    async def a(i):
+        started.append(i)
+        await asyncio.sleep(0.3)
+        return i
+
+    profile = {"max_concurrency": 2, "tools": {"a": {"timeout_ms": 500}}}
+    r = run(source, {"a": a}, profile, under_run_async)
+    assert r.value == ["0", "1", "tool a timed out after 500 ms"]
+    assert started == [0, 1, 2]
+
+
+def test_calls_still_waiting_for_a_slot_when_the_run_is_cancelled_leave_no_warning():
+    # Under lt.run_async the batch runs on the host's loop; cancelled while
+    # some calls still wait for a slot, their coroutines never start and are
+    # closed, not left for Python to warn that they were "never awaited".
+    script = textwrap.dedent(
+        '''
+        import asyncio, gc, lt
+        SRC = """tool a: Int -{}-> Int;
+        let rs = fan_out (fn i => exec tool a i) (range 0 6) in
+        map (fn r => match r { Ok(x) => x, Err(e) => 0 }) rs"""
+        async def a(i):
+            await asyncio.sleep(10)
+            return i
+        async def main():
+            run = asyncio.ensure_future(lt.run_async(SRC, tools={"a": a}, profile={"max_concurrency": 2}))
+            await asyncio.sleep(0.3)
+            run.cancel()
+            try:
+                await run
+            except asyncio.CancelledError:
+                print("cancelled")
+        for _ in range(5):  # how the loop's end finds the calls varies
+            asyncio.run(main())
+            gc.collect()
+        '''
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["cancelled"] * 5
+    assert "never awaited" not in out.stderr, out.stderr
