@@ -9,7 +9,7 @@ mod console_support;
 mod serve_support;
 
 use console_support::*;
-use serve_support::Server;
+use serve_support::{Backend, Server};
 use std::time::Duration;
 
 #[test]
@@ -477,12 +477,9 @@ fn an_approval_answered_in_the_console_lets_the_session_continue() {
         .expect("pending")
         .to_string();
     let c = login(&server, ACME);
-    let page = c.get(&server, "/approvals");
-    assert!(
-        page.body.contains(&format!("data-approval=\"{approval}\"")),
-        "{}",
-        page.body
-    );
+    let marker = format!("data-approval=\"{approval}\"");
+    let page = c.get_until(&server, "/approvals", &marker);
+    assert!(page.body.contains(&marker), "{}", page.body);
     assert!(
         page.body.contains("delete_file") && page.body.contains("tmp/a.log"),
         "{}",
@@ -526,6 +523,54 @@ fn an_approval_answered_in_the_console_lets_the_session_continue() {
         "{}",
         p.body
     );
+}
+
+#[test]
+fn an_approval_waiting_on_another_worker_is_listed_and_answered_in_this_ones_console() {
+    // Many workers on one PostgreSQL database behind one address: the
+    // console of a worker that does not run the session lists its request
+    // and forwards the answer (it used to list nothing and answer 409).
+    if !Backend::Postgres.available("console_cross_approval") {
+        return;
+    }
+    let (s, config, _) = setup("console-cross-approve");
+    let store = Backend::Postgres.store(&s, "console_cross_approval");
+    let a = Server::start(&config, &store);
+    let b = Server::start(&config, &store);
+    let id = a.submit(ACME, APPROVAL_PROGRAM, "supervised");
+    let approval = a.pending_approval(ACME, &id);
+    let c = login(&b, ACME);
+    let marker = format!("data-approval=\"{approval}\"");
+    for page in ["/approvals".to_string(), format!("/sessions/{id}")] {
+        let p = c.get_until(&b, &page, &marker);
+        assert!(
+            p.body.contains(&marker) && p.body.contains("tmp/a.log"),
+            "{page}: {}",
+            p.body
+        );
+    }
+    let answered = c.post(
+        &b,
+        &format!("/sessions/{id}/approve"),
+        &[
+            ("csrf", &c.csrf),
+            ("approval_id", &approval),
+            ("decision", "allow"),
+            ("back", "/approvals"),
+        ],
+    );
+    assert_eq!(answered.status, 303, "{}", answered.body);
+    assert_eq!(answered.location.as_deref(), Some("/approvals"));
+    let v = b.wait_final(ACME, &id, Duration::from_secs(30));
+    assert_eq!(v["value"], "deleted ok", "{v}");
+    let p = c.get(&b, &format!("/sessions/{id}"));
+    assert!(
+        p.body
+            .contains("data-kind=\"Approval\" data-outcome=\"approved\""),
+        "{}",
+        p.body
+    );
+    assert!(!c.get(&b, "/approvals").body.contains(&marker));
 }
 
 #[test]

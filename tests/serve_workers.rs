@@ -593,6 +593,8 @@ fn an_approval_posted_to_another_worker_reaches_the_session_waiting_for_it() {
     let b = Server::start(&config, &store);
     let id = a.submit(ACME, program, "supervised");
     let approval = a.pending_approval(ACME, &id);
+    // The worker that does not run it lists the request too (from the log).
+    assert_eq!(b.pending_approval(ACME, &id), approval);
     let path = approval_path(&id, &approval);
     let (status, r) = b.call(
         "POST",

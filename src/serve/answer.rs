@@ -50,8 +50,8 @@ pub async fn answer_start(
         .final_record(&id)
         .filter(|r| r.tenant == tenant && r.status.is_final());
     let body = match known {
-        Some(rec) => view(state, &rec),
-        None => view(state, &record(state, tenant, &id)?),
+        Some(rec) => view(state, &rec)?,
+        None => view(state, &record(state, tenant, &id)?)?,
     };
     let mut response = (status, Json(body)).into_response();
     if let Ok(applied) = header::HeaderValue::from_str(&format!("wait={seconds}")) {

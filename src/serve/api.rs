@@ -10,7 +10,7 @@ pub use super::error::ApiError;
 use super::input::{json_body, path_ids};
 use super::listing::Filters;
 use super::state::AppState;
-use super::state::{record, tenant, view};
+use super::state::{answer_approval, record, tenant, view};
 use super::store::SessionRecord;
 use crate::control::approver::ApprovalAnswer;
 use crate::source::SourceFile;
@@ -165,7 +165,7 @@ async fn show(
     let t = tenant(&state, &headers)?;
     let id = path_ids(path)?;
     let r = record(&state, t, &id)?;
-    Ok(Json(view(&state, &r)).into_response())
+    Ok(Json(view(&state, &r)?).into_response())
 }
 
 #[derive(Deserialize)]
@@ -208,7 +208,10 @@ async fn list(
     let next = (rows.len() == limit)
         .then(|| rows.last().map(|r| format!("{}.{}", r.created_ms, r.id)))
         .flatten();
-    let sessions: Vec<Value> = rows.iter().map(|r| view(&state, r)).collect();
+    let sessions = rows
+        .iter()
+        .map(|r| view(&state, r))
+        .collect::<Result<Vec<Value>, ApiError>>()?;
     Ok(Json(json!({"sessions": sessions, "next_cursor": next})).into_response())
 }
 
@@ -368,15 +371,12 @@ async fn approve(
         }
         return Err(ApiError::over(&id, r.status.as_str(), ""));
     };
-    live.answer(
-        &approval_id,
-        ApprovalAnswer {
-            granted,
-            by: "api".into(),
-            reason,
-        },
-    )
-    .map_err(|refusal| match refusal {
+    let answer = ApprovalAnswer {
+        granted,
+        by: "api".into(),
+        reason,
+    };
+    answer_approval(&state, &live, &id, &approval_id, answer).map_err(|refusal| match refusal {
         super::live::Refusal::Unknown(m) => ApiError::new(StatusCode::NOT_FOUND, "not_found", m)
             .hint(
             "GET the session: a running session lists the requests that wait in pending_approvals",

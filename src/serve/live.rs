@@ -282,6 +282,18 @@ impl Live {
         }
     }
 
+    /// As [`Live::answer`], for a request the session's log holds
+    /// unanswered but the session has not asked again yet (it is resuming
+    /// after a restart or a takeover): the answer is kept for it, and taken
+    /// as soon as it asks.
+    pub fn answer_ahead(&self, approval_id: &str, answer: ApprovalAnswer) -> Result<(), Refusal> {
+        self.state()
+            .approvals
+            .entry(approval_id.to_string())
+            .or_insert(None);
+        self.answer(approval_id, answer)
+    }
+
     /// The approval requests waiting for an answer.
     pub fn pending_approvals(&self) -> Vec<String> {
         let st = self.state();
@@ -450,5 +462,49 @@ impl Approver for ApiApprover {
 
     fn answers_api(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An answer posted while a resuming session has not asked again yet
+    /// is kept for it: the approver takes it at once (it used to be
+    /// refused as unknown, though `pending_approvals` listed it).
+    #[test]
+    fn an_answer_ahead_is_taken_when_the_resumed_session_asks() {
+        let dir = std::env::temp_dir().join(format!("lt-live-ahead-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = match crate::serve::store::sqlite::SqliteStore::open(&dir.join("lt.db")) {
+            Ok(s) => s,
+            Err(e) => panic!("store: {e}"),
+        };
+        let live = Arc::new(Live::new("s1".into(), "acme".into(), Cancel::new()));
+        let answer = ApprovalAnswer {
+            granted: true,
+            by: "api".into(),
+            reason: "granted through the API".into(),
+        };
+        let unknown = live.answer("a1", answer.clone());
+        assert!(matches!(unknown, Err(Refusal::Unknown(_))));
+        assert!(live.answer_ahead("a1", answer.clone()).is_ok());
+        let mut approver = ApiApprover {
+            live: live.clone(),
+            store: Arc::new(store),
+            metrics: Arc::new(Metrics::new().expect("metrics")),
+        };
+        let argument = serde_json::json!({});
+        let q = ApprovalQuestion {
+            session: "s1",
+            approval_id: "a1",
+            tool: "delete_file",
+            argument: &argument,
+            time_left: Some(Duration::from_millis(300)),
+        };
+        assert_eq!(approver.decide(&q), answer);
+        let again = live.answer_ahead("a1", answer);
+        assert!(matches!(again, Err(Refusal::Repeated(_))));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -6,7 +6,9 @@
 
 use super::error::ApiError;
 use super::hub::Hub;
+use super::live::{Live, Refusal};
 use super::store::{SessionRecord, SessionStatus};
+use crate::control::approver::ApprovalAnswer;
 use crate::log::StoreError;
 use axum::http::{header, HeaderMap, StatusCode};
 use serde_json::{json, Value};
@@ -56,8 +58,22 @@ pub fn known(state: &AppState, tenant: &str, id: &str) -> Result<(), ApiError> {
     record(state, tenant, id).map(drop)
 }
 
-/// A session as the API shows it.
-pub fn view(state: &AppState, r: &SessionRecord) -> Value {
+/// A session as the API shows it: [`summary`] with `pending_approvals`
+/// when it runs here or waits for an approval. Errors: 503, when the log
+/// of a session waiting for an approval on another worker cannot be read.
+pub fn view(state: &AppState, r: &SessionRecord) -> Result<Value, ApiError> {
+    let mut v = summary(state, r);
+    let here = state.hub.live(&r.tenant, &r.id).is_some();
+    if here || v["status"] == SessionStatus::WaitingApproval.as_str() {
+        v["pending_approvals"] = json!(pending_approvals(state, r).map_err(ApiError::store)?);
+    }
+    Ok(v)
+}
+
+/// A session's fields as the API shows them, but for `pending_approvals`
+/// (status and calls from this server when it runs the session, else from
+/// its record; `value` and `output` once it is over). Reads nothing.
+pub fn summary(state: &AppState, r: &SessionRecord) -> Value {
     let live = state.hub.live(&r.tenant, &r.id);
     let status = live.as_ref().map_or(r.status, |l| l.status());
     let calls = live.as_ref().map_or(r.calls, |l| l.calls());
@@ -70,9 +86,6 @@ pub fn view(state: &AppState, r: &SessionRecord) -> Value {
         "calls": calls,
         "events": r.events,
     });
-    if let Some(l) = &live {
-        v["pending_approvals"] = json!(l.pending_approvals());
-    }
     if status.is_final() {
         if let Some(out) = &r.output {
             if status == SessionStatus::Ended {
@@ -84,4 +97,61 @@ pub fn view(state: &AppState, r: &SessionRecord) -> Value {
         }
     }
     v
+}
+
+/// The approval requests of session `r` that wait for an answer, sorted:
+/// those the session holds when this server runs it, else, when it waits
+/// for an approval on another worker (many workers share a PostgreSQL
+/// store), those its log holds unanswered; else none. Errors: the store's,
+/// reading the log.
+pub fn pending_approvals(state: &AppState, r: &SessionRecord) -> Result<Vec<String>, StoreError> {
+    match state.hub.live(&r.tenant, &r.id) {
+        Some(l) => Ok(l.pending_approvals()),
+        None if r.status == SessionStatus::WaitingApproval => pending_in_log(state, &r.id),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Answers approval request `approval_id` of session `id`, which runs
+/// here as `live`: one it waits for, or one its log holds unanswered that
+/// it has not asked again yet (resuming: [`Live::answer_ahead`]). Errors:
+/// as [`Live::answer`].
+pub fn answer_approval(
+    state: &AppState,
+    live: &Live,
+    id: &str,
+    approval_id: &str,
+    answer: ApprovalAnswer,
+) -> Result<(), Refusal> {
+    match live.answer(approval_id, answer.clone()) {
+        Err(Refusal::Unknown(m)) => match pending_in_log(state, id) {
+            Ok(logged) if logged.iter().any(|a| a == approval_id) => {
+                live.answer_ahead(approval_id, answer)
+            }
+            _ => Err(Refusal::Unknown(m)),
+        },
+        other => other,
+    }
+}
+
+/// The approval requests of session `id` that its log holds unanswered
+/// (an `approval_requested` with no `approval_decided` of the same
+/// `approval_id`; `docs/log-format.md`), sorted: what the worker running
+/// it lists from memory, for a worker that does not run it.
+fn pending_in_log(state: &AppState, id: &str) -> Result<Vec<String>, StoreError> {
+    let mut pending = std::collections::BTreeSet::new();
+    for line in state.hub.store.events_after(id, None)? {
+        let Ok(event) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let Some(approval) = event["approval_id"].as_str() else {
+            continue;
+        };
+        match event["kind"].as_str() {
+            Some("approval_requested") => pending.insert(approval.to_string()),
+            Some("approval_decided") => pending.remove(approval),
+            _ => false,
+        };
+    }
+    Ok(pending.into_iter().collect())
 }

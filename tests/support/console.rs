@@ -226,6 +226,21 @@ impl Client {
         request(server, "GET", path, &self.cookie, None)
     }
 
+    /// GETs `path` until its body contains `text` (10 s at most; the
+    /// page with it). A session's status reaches the store a moment after
+    /// the API shows it waiting, and the approvals page lists sessions by
+    /// the stored status.
+    pub fn get_until(&self, server: &Server, path: &str, text: &str) -> Answer {
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let page = self.get(server, path);
+            if page.body.contains(text) || std::time::Instant::now() > until {
+                return page;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
     pub fn post(&self, server: &Server, path: &str, form: &[(&str, &str)]) -> Answer {
         request(server, "POST", path, &self.cookie, Some(form))
     }

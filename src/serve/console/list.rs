@@ -7,8 +7,8 @@ use super::html::Who;
 use super::html::{esc, layout, pct, when};
 use super::{error_page, page, unavailable, Console, Shared};
 use crate::serve::listing::Filters;
-use crate::serve::state::view;
-use crate::serve::store::{ListQuery, SessionStatus};
+use crate::serve::state::{pending_approvals, summary};
+use crate::serve::store::{ListQuery, SessionRecord, SessionStatus};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::Query;
 use axum::http::{HeaderMap, StatusCode};
@@ -92,7 +92,7 @@ pub async fn sessions(
     } else {
         body.push_str("<table class=\"sessions\" id=\"sessions\"><thead><tr><th>session</th><th>status</th><th>profile</th><th>created</th><th>calls</th><th>events</th><th>value</th></tr></thead><tbody>");
         for r in &rows {
-            let v = view(&state.app, r);
+            let v = summary(&state.app, r);
             body.push_str(&format!(
                 "<tr data-id=\"{id}\" data-status=\"{st}\"><td><a class=\"session-link\" href=\"/sessions/{idp}\"><code>{id}</code></a></td><td>{badge}</td><td>{profile}</td><td>{created}</td><td>{calls}</td><td>{events}</td><td class=\"value\">{value}</td></tr>",
                 id = esc(&r.id),
@@ -144,10 +144,9 @@ fn waiting(state: &Console, who: &Who) -> Result<Vec<Waiting>, crate::log::Store
     })?;
     let mut out = Vec::new();
     for r in rows {
-        let Some(live) = hub.live(&who.tenant, &r.id) else {
-            continue;
-        };
-        let pending = live.pending_approvals();
+        // Those of a session another worker runs too: the answer is
+        // forwarded to it (`session::approve`).
+        let pending = pending_approvals(&state.app, &r)?;
         if pending.is_empty() {
             continue;
         }
@@ -201,15 +200,14 @@ fn buttons(w: &Waiting, who: &Who, back: &str) -> String {
     )
 }
 
-/// The approvals section of session `id`'s page (empty when none waits).
-pub fn session_approvals(state: &Console, who: &Who, id: &str) -> String {
-    let Some(live) = state.app.hub.live(&who.tenant, id) else {
-        return String::new();
+/// The approvals section of session `r`'s page (empty when none waits).
+pub fn session_approvals(state: &Console, who: &Who, r: &SessionRecord) -> String {
+    let id = &r.id;
+    let pending = match pending_approvals(&state.app, r) {
+        Ok(p) if p.is_empty() => return String::new(),
+        Ok(p) => p,
+        Err(e) => return format!("<p class=\"error-message\">{}</p>", esc(&e.to_string())),
     };
-    let pending = live.pending_approvals();
-    if pending.is_empty() {
-        return String::new();
-    }
     match requests(state, id, &pending) {
         Ok(ws) => {
             let mut s = String::from("<section id=\"approvals\"><h2>Waiting for an answer</h2>");

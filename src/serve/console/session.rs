@@ -4,7 +4,8 @@
 //! `POST /sessions/{id}/replay` replays the stored log on the server (the
 //! API's replay, `serve::replay`) and shows whether it matches. `POST
 //! /sessions/{id}/approve` answers an approval request as the API's route
-//! does (`by: "api"` in the log).
+//! does (`by: "api"` in the log), forwarding it to the worker that runs
+//! the session when it is another.
 
 use super::html::Who;
 use super::html::{esc, highlight, layout, pct, when};
@@ -12,7 +13,7 @@ use super::list::{badge, session_approvals};
 use super::{error_page, not_found, page, redirect, timeline, unavailable, Console, Shared};
 use crate::control::approver::ApprovalAnswer;
 use crate::serve::live::Refusal;
-use crate::serve::state::view;
+use crate::serve::state::{answer_approval, summary};
 use crate::serve::store::SessionRecord;
 use axum::extract::rejection::{FormRejection, PathRejection};
 use axum::extract::{Form, Path};
@@ -34,7 +35,7 @@ fn record(state: &Console, who: &Who, id: &str) -> Result<SessionRecord, Respons
 
 /// The page of session `r`, with a replay's verdict if one was asked.
 fn render(state: &Console, who: &Who, r: &SessionRecord, replayed: Option<&Value>) -> Response {
-    let v = view(&state.app, r);
+    let v = summary(&state.app, r);
     let status = v["status"].as_str().unwrap_or("");
     let lines = match state.app.hub.store.events_after(&r.id, None) {
         Ok(l) => l,
@@ -74,7 +75,7 @@ fn render(state: &Console, who: &Who, r: &SessionRecord, replayed: Option<&Value
         updated = when(r.updated_ms),
         calls = v["calls"],
     );
-    body.push_str(&session_approvals(state, who, &r.id));
+    body.push_str(&session_approvals(state, who, r));
     if let Some(val) = v.get("value") {
         let shown = shown_json(val);
         body.push_str(&format!(
@@ -225,7 +226,26 @@ pub async fn approve(
         }
     };
     let approval_id = f.approval_id.unwrap_or_default();
+    let reason = format!(
+        "{} in the console",
+        if granted { "granted" } else { "refused" }
+    );
+    let back = match f.back.as_deref() {
+        Some(b) if b.starts_with('/') && !b.starts_with("//") && !b.contains('\\') => b.to_string(),
+        _ => format!("/sessions/{}", pct(&id)),
+    };
     let Some(live) = state.app.hub.live(&who.tenant, &id) else {
+        // Another worker may run it (many workers on one database): the
+        // answer goes to it as the API's does, and the page shows the
+        // request until that worker has taken it.
+        if !r.status.is_final() {
+            let body = serde_json::json!({"approval_id": approval_id, "granted": granted, "reason": reason});
+            match state.app.hub.forward(&id, "approval", &body) {
+                Ok(true) => return redirect(&back),
+                Ok(false) => {}
+                Err(e) => return unavailable(e, &who),
+            }
+        }
         return error_page(
             StatusCode::CONFLICT,
             "Not running",
@@ -239,22 +259,16 @@ pub async fn approve(
     let answer = ApprovalAnswer {
         granted,
         by: "api".into(),
-        reason: format!(
-            "{} in the console",
-            if granted { "granted" } else { "refused" }
-        ),
+        reason,
     };
-    if let Err(refusal) = live.answer(&approval_id, answer) {
+    if let Err(refusal) = answer_approval(&state.app, &live, &id, &approval_id, answer) {
         let (status, m) = match refusal {
             Refusal::Unknown(m) => (StatusCode::NOT_FOUND, m),
             Refusal::Repeated(m) | Refusal::Gone(m) => (StatusCode::CONFLICT, m),
         };
         return error_page(status, "Not answered", &m, Some(&who));
     }
-    match f.back.as_deref() {
-        Some(b) if b.starts_with('/') && !b.starts_with("//") && !b.contains('\\') => redirect(b),
-        _ => redirect(&format!("/sessions/{}", pct(&id))),
-    }
+    redirect(&back)
 }
 
 /// The most levels a value shown on a page is indented for.
