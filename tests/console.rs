@@ -464,6 +464,29 @@ fn a_sessions_ir_is_shown_on_request_as_lt_check_emit_ir_prints_it() {
     assert_eq!(c.get(&server, "/sessions/0123/ir").status, 404);
 }
 
+/// Approves `approval` of session `id` with the approvals page's form on
+/// `server`: back to that page, the session ends with the tool run, and
+/// its timeline shows the approval.
+fn allow_from_the_approvals_page(c: &Client, server: &Server, id: &str, approval: &str) {
+    let a = c.post(
+        server,
+        &format!("/sessions/{id}/approve"),
+        &[
+            ("csrf", &c.csrf),
+            ("approval_id", approval),
+            ("decision", "allow"),
+            ("back", "/approvals"),
+        ],
+    );
+    assert_eq!(a.status, 303, "{}", a.body);
+    assert_eq!(a.location.as_deref(), Some("/approvals"));
+    let v = server.wait_final(ACME, id, Duration::from_secs(30));
+    assert_eq!(v["value"], "deleted ok", "{v}");
+    let p = c.get(server, &format!("/sessions/{id}"));
+    let approved = "data-kind=\"Approval\" data-outcome=\"approved\"";
+    assert!(p.body.contains(approved), "{}", p.body);
+}
+
 #[test]
 fn an_approval_answered_in_the_console_lets_the_session_continue() {
     let (_s, config, store) = setup("console-approve");
@@ -492,20 +515,7 @@ fn an_approval_answered_in_the_console_lets_the_session_continue() {
         &[("approval_id", &approval), ("decision", "allow")],
     );
     assert_eq!(no.status, 403, "no token, no answer");
-    let a = c.post(
-        &server,
-        &path,
-        &[
-            ("csrf", &c.csrf),
-            ("approval_id", &approval),
-            ("decision", "allow"),
-            ("back", "/approvals"),
-        ],
-    );
-    assert_eq!(a.status, 303, "{}", a.body);
-    assert_eq!(a.location.as_deref(), Some("/approvals"));
-    let v = server.wait_final(ACME, &id, Duration::from_secs(30));
-    assert_eq!(v["value"], "deleted ok", "{v}");
+    allow_from_the_approvals_page(&c, &server, &id, &approval);
     let again = c.post(
         &server,
         &path,
@@ -516,13 +526,6 @@ fn an_approval_answered_in_the_console_lets_the_session_continue() {
         ],
     );
     assert_eq!(again.status, 409, "{}", again.body);
-    let p = c.get(&server, &format!("/sessions/{id}"));
-    assert!(
-        p.body
-            .contains("data-kind=\"Approval\" data-outcome=\"approved\""),
-        "{}",
-        p.body
-    );
 }
 
 #[test]
@@ -549,27 +552,7 @@ fn an_approval_waiting_on_another_worker_is_listed_and_answered_in_this_ones_con
             p.body
         );
     }
-    let answered = c.post(
-        &b,
-        &format!("/sessions/{id}/approve"),
-        &[
-            ("csrf", &c.csrf),
-            ("approval_id", &approval),
-            ("decision", "allow"),
-            ("back", "/approvals"),
-        ],
-    );
-    assert_eq!(answered.status, 303, "{}", answered.body);
-    assert_eq!(answered.location.as_deref(), Some("/approvals"));
-    let v = b.wait_final(ACME, &id, Duration::from_secs(30));
-    assert_eq!(v["value"], "deleted ok", "{v}");
-    let p = c.get(&b, &format!("/sessions/{id}"));
-    assert!(
-        p.body
-            .contains("data-kind=\"Approval\" data-outcome=\"approved\""),
-        "{}",
-        p.body
-    );
+    allow_from_the_approvals_page(&c, &b, &id, &approval);
     assert!(!c.get(&b, "/approvals").body.contains(&marker));
 }
 

@@ -32,13 +32,13 @@ class Peak:
         self.peak = 0
         self.calls = 0
 
-    def enter(self) -> None:
+    def __enter__(self) -> None:
         with self.lock:
             self.now += 1
             self.calls += 1
             self.peak = max(self.peak, self.now)
 
-    def leave(self) -> None:
+    def __exit__(self, *exc) -> None:
         with self.lock:
             self.now -= 1
 
@@ -60,11 +60,8 @@ def test_a_fan_out_of_async_tools_runs_at_most_max_concurrency_at_once(limit, un
     peak = Peak()
 
     async def a(i):
-        peak.enter()
-        try:
+        with peak:
             await asyncio.sleep(0.05)
-        finally:
-            peak.leave()
         return i
 
     profile = {} if limit is None else {"max_concurrency": limit}
@@ -89,19 +86,13 @@ def test_sync_and_async_tools_of_one_gather_share_the_limit(under_run_async):
     peak = Peak()
 
     def s(i):
-        peak.enter()
-        try:
+        with peak:
             time.sleep(0.2)
-        finally:
-            peak.leave()
         return i
 
     async def a(i):
-        peak.enter()
-        try:
+        with peak:
             await asyncio.sleep(0.2)
-        finally:
-            peak.leave()
         return i
 
     r = run(source, {"s": s, "a": a}, {"max_concurrency": 2}, under_run_async)
