@@ -88,7 +88,8 @@ _here = threading.local()  # a pool thread's job (``_here.job``), for a batch
 
 
 def _work() -> None:
-    """A pool thread: runs the jobs of every session, one after another.
+    """A pool thread: runs the jobs of every session, one after another,
+    until ``next_job`` raises ``StopIteration`` (it was idle too long).
     The tool is called from these Python frames, never under a Rust frame
     (Python's exit may end this thread while it runs). The tool is the
     user's function itself: ``job.done`` takes a result of a plain type
@@ -98,16 +99,19 @@ def _work() -> None:
     job = _lt.Job()  # this thread's, given each call in turn
     next_job, done = job.next, _lt.giver(job)  # `done` without a tuple a call
     _here.job = job
-    while True:
-        f, arg = next_job()
-        try:
-            r = f(arg)
-            settle = done(r)
-            if settle is not None:
-                done(settle(r, job))
-        except BaseException as e:  # a raising tool is the call's Err
-            job.fail(e)
-        f = arg = r = settle = None
+    try:
+        while True:
+            f, arg = next_job()
+            try:
+                r = f(arg)
+                settle = done(r)
+                if settle is not None:
+                    done(settle(r, job))
+            except BaseException as e:  # a raising tool is the call's Err
+                job.fail(e)
+            f = arg = r = settle = None
+    except StopIteration:  # idle too long, with others idle: the thread ends
+        pass
 
 
 def _start_worker() -> None:

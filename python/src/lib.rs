@@ -282,6 +282,19 @@ fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
     })
 }
 
+/// `_retire_after(seconds)`: how long an idle pool thread sleeps before it
+/// may end (60 s unless set; for the tests). Errors: `ValueError` for a
+/// negative or non-finite number.
+#[pyfunction]
+#[pyo3(name = "_retire_after")]
+fn retire_after(seconds: f64) -> PyResult<()> {
+    let after = std::time::Duration::try_from_secs_f64(seconds).map_err(|e| {
+        pyo3::exceptions::PyValueError::new_err(format!("_retire_after({seconds}): {e}"))
+    })?;
+    worker::set_retire_after(after);
+    Ok(())
+}
+
 /// The extension module.
 #[pymodule]
 fn _lt(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -300,6 +313,7 @@ fn _lt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<run::RunHandle>()?;
     m.add_class::<worker::Job>()?;
     m.add_function(wrap_pyfunction!(fast::giver, m)?)?;
+    m.add_function(wrap_pyfunction!(retire_after, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -36,6 +36,12 @@
 //! raised by `lt.run` ([`RunState::take_escaped`]), whether the function
 //! was sync, `async`, or part of a batch.
 //!
+//! A pool thread idle for [`retire_after`] (60 s) while more than
+//! [`KEEP_IDLE`] threads are idle ends (`job.next()` raises
+//! `StopIteration`, which ends `_work`): a burst of sessions in many
+//! threads does not leave as many idle threads behind for the life of the
+//! process.
+//!
 //! The hand-off costs two wake-ups a call at most: a thread about to wait
 //! first spins on its core for a while, then yields it for a while
 //! ([`crate::spin`]), and a condition variable is signalled only when a
@@ -49,10 +55,10 @@ use crate::spin::Spinner;
 use crate::work::{Outcomes, RunState, Work};
 use lt::runtime::host::FailureKind;
 use lt::runtime::wire::Wire;
-use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyStopIteration, PySystemExit};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -259,7 +265,11 @@ fn next_job<'py>(
         };
         let (slot, arg) = match soon {
             Some(q) => q,
-            None => wait_for_job(py),
+            None => match wait_for_job(py) {
+                Some(q) => q,
+                // Idle too long, with enough others idle: this thread ends.
+                None => return Err(PyStopIteration::new_err("this pool thread retires")),
+            },
         };
         let mut j = job.borrow_mut();
         match wire_to_py(py, &arg, &mut j.keys) {
@@ -286,15 +296,37 @@ fn next_job<'py>(
     }
 }
 
+/// How many idle pool threads are always kept (a retiring thread leaves
+/// at least this many idle).
+pub const KEEP_IDLE: u32 = 2;
+
+/// How long a pool thread sleeps without a job before it may retire, in
+/// milliseconds ([`set_retire_after`]).
+static RETIRE_AFTER_MS: AtomicU64 = AtomicU64::new(60_000);
+
+/// How long a pool thread sleeps without a job before it may retire.
+pub fn retire_after() -> Duration {
+    Duration::from_millis(RETIRE_AFTER_MS.load(Ordering::Relaxed))
+}
+
+/// Sets [`retire_after`] (`_lt._retire_after(seconds)`, for the tests).
+pub fn set_retire_after(after: Duration) {
+    let ms = u64::try_from(after.as_millis()).unwrap_or(u64::MAX).max(1);
+    RETIRE_AFTER_MS.store(ms, Ordering::Relaxed);
+}
+
 /// Waits for the next job with the GIL released, spinning first, then
-/// asleep on [`QUEUED`]; abandoned jobs are skipped.
-fn wait_for_job(py: Python<'_>) -> (Arc<Slot>, Wire) {
+/// asleep on [`QUEUED`]; abandoned jobs are skipped. `None`: this thread
+/// slept [`retire_after`] with no job while more than [`KEEP_IDLE`]
+/// threads were idle, and retires (no longer counted idle, under the
+/// queue's lock, so no submitter counts on it after).
+fn wait_for_job(py: Python<'_>) -> Option<(Arc<Slot>, Wire)> {
     gate::detach(py, || {
         let mut q = queue();
         arrived();
         loop {
             if let Some(job) = pop_live(&mut q) {
-                return job;
+                return Some(job);
             }
             // Idle (a submitter counts on this thread), spinning first.
             q.idle += 1;
@@ -303,8 +335,15 @@ fn wait_for_job(py: Python<'_>) -> (Arc<Slot>, Wire) {
             q = queue();
             if q.len() == 0 {
                 q.sleeping += 1;
-                q = QUEUED.wait(q).unwrap_or_else(PoisonError::into_inner);
+                let (guard, waited) = QUEUED
+                    .wait_timeout(q, retire_after())
+                    .unwrap_or_else(PoisonError::into_inner);
+                q = guard;
                 q.sleeping -= 1;
+                if waited.timed_out() && q.len() == 0 && q.idle > KEEP_IDLE {
+                    q.idle -= 1;
+                    return None;
+                }
             }
             q.idle -= 1;
         }

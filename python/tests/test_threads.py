@@ -131,6 +131,46 @@ def test_calls_one_after_another_keep_to_one_pool_thread():
     assert out.stdout.strip() == "1", f"pool threads after 40,000 calls one at a time: {out.stdout.strip()}"
 
 
+def test_idle_pool_threads_retire_beyond_two_and_the_pool_runs_on():
+    # Twelve sessions in threads, each call held until all twelve run at
+    # once, need twelve pool threads; idle past `_retire_after` they end,
+    # two kept (the pool used to keep every thread for the life of the
+    # process). Later sessions, one and twelve at once, still run. A fresh
+    # process: no threads before.
+    script = textwrap.dedent(
+        """
+        import threading, time, lt
+        from lt import _lt
+        _lt._retire_after(0.2)
+        src = 'tool t: Int -{}-> Int;\\nmatch exec tool t 1 { Ok(n) => n, Err(e) => 0 }'
+        def burst():
+            together = threading.Barrier(12)
+            def t(n):
+                together.wait(10)
+                return n
+            values = []
+            runs = [threading.Thread(target=lambda: values.append(lt.run(src, tools={"t": t}).value)) for _ in range(12)]
+            for r in runs: r.start()
+            for r in runs: r.join()
+            return values
+        def pool():
+            return sum(1 for t in threading.enumerate() if t.name == "lt-tool")
+        assert burst() == [1] * 12
+        print(pool())
+        until = time.monotonic() + 10
+        while pool() > 2 and time.monotonic() < until:
+            time.sleep(0.05)
+        print(pool())
+        assert lt.run(src, tools={"t": lambda n: n + 1}).value == 2
+        assert burst() == [1] * 12
+        print("ok")
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["12", "2", "ok"], out.stdout
+
+
 def test_a_tool_function_is_let_go_when_the_run_returns():
     # The session's thread keeps its job slots for reuse, and they hold the
     # function: they are let go before lt.run returns, not whenever that
