@@ -25,9 +25,12 @@ pub(crate) fn failure(kind: FailureKind, message: String) -> ToolFailure {
     }
 }
 
-/// `tool T timed out after N ms`, every executor's words.
+/// `tool T timed out after N ms`, every executor's words; `N` rounded to
+/// the nearest millisecond (a call after others of its batch is given its
+/// time less the microseconds they took: 199.98 ms is `200 ms`).
 pub fn timed_out_message(tool: &str, after: Duration) -> String {
-    format!("tool {tool} timed out after {} ms", after.as_millis())
+    let ms = after.as_micros().saturating_add(500) / 1000;
+    format!("tool {tool} timed out after {ms} ms")
 }
 
 /// The failure of a function that raised `e`.

@@ -45,11 +45,7 @@ impl RunState {
 
     /// Records `err`, raised by `tool`, and cancels the session.
     pub(crate) fn escape(&self, py: Python<'_>, tool: &str, err: PyErr) {
-        let ty = err
-            .get_type(py)
-            .name()
-            .map(|n| n.to_string())
-            .unwrap_or_default();
+        let ty = crate::answer::exception_name(py, &err);
         {
             let mut e = self.escaped.lock().unwrap_or_else(PoisonError::into_inner);
             if e.is_none() {
@@ -77,14 +73,25 @@ impl Work {
         matches!((self, other), (Work::One(a), Work::One(b)) if Arc::ptr_eq(a, b))
     }
 
+    /// Its tools, for a message (`tool {label} raised …`): the tool of one
+    /// call; a batch's tools, each once, and how many calls it has.
     pub(crate) fn label(&self) -> String {
         match self {
             Work::One(t) => t.to_string(),
-            Work::Batch(calls) => calls
-                .iter()
-                .map(|c| c.0.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
+            // Each tool once (a `fan_out` of 5,000 calls named its tool
+            // 5,000 times: break-it pass).
+            Work::Batch(calls) => {
+                let mut names: Vec<&str> = Vec::new();
+                for (t, _) in calls {
+                    if !names.contains(&t.as_str()) {
+                        names.push(t);
+                    }
+                }
+                match calls.len() {
+                    1 => names.join(", "),
+                    n => format!("{} (one of a batch of {n} calls)", names.join(", ")),
+                }
+            }
         }
     }
 

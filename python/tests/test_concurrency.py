@@ -154,3 +154,76 @@ def test_calls_still_waiting_for_a_slot_when_the_run_is_cancelled_leave_no_warni
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["cancelled"] * 5
     assert "never awaited" not in out.stderr, out.stderr
+
+
+@pytest.mark.timeout(30, method="thread")
+@pytest.mark.parametrize("kind,limit", [("sync", 8), ("sync", 1), ("async", 1)])
+def test_no_call_of_a_fan_out_starts_after_the_runs_deadline(kind, limit):
+    # Calls run one after another (sync tools, or max_concurrency = 1):
+    # each used to start with the time the batch began with, so twenty
+    # 0.1 s calls ran to their end, 1.7 s past a 0.25 s deadline
+    # (break-it pass). The calls past it now time out at once.
+    source = """
+    tool a: Int -{Write}-> Int;
+    let rs = fan_out (fn i => exec tool a i) (range 0 20) in
+    map (fn r => match r { Ok(x) => to_string x, Err(e) => e }) rs
+    """
+    started = []
+
+    def sync_a(i):
+        started.append(i)
+        time.sleep(0.1)
+        return i
+
+    async def async_a(i):
+        started.append(i)
+        await asyncio.sleep(0.1)
+        return i
+
+    tool = sync_a if kind == "sync" else async_a
+    began = time.monotonic()
+    with pytest.raises(lt.RunStopped) as e:
+        lt.run(source, tools={"a": tool}, profile={"max_concurrency": limit}, limits={"timeout_ms": 250})
+    assert e.value.kind == "timeout"
+    assert len(started) <= 4, started
+    assert time.monotonic() - began < 1.5
+
+
+@pytest.mark.timeout(10, method="thread")
+def test_a_fan_out_of_twenty_thousand_async_calls_through_eight_slots_is_not_quadratic():
+    # The batch waited with `asyncio.wait` over every call left once a
+    # completion: 20,000 calls through 8 slots took 20 s (break-it pass);
+    # a callback a call takes about half a second. The timeout is the
+    # test: a guard against the N² steps, twenty times the time it takes.
+    source = """
+    tool a: Int -{}-> Int;
+    let rs = fan_out (fn i => exec tool a i) (range 0 20000) in
+    map (fn r => match r { Ok(x) => x, Err(e) => 0 - 1 }) rs
+    """
+
+    async def a(i):
+        return i
+
+    assert lt.run(source, tools={"a": a}, limits={"max_calls": 20000}).value == list(range(20000))
+
+
+def test_a_stop_in_one_call_of_a_big_batch_names_its_tool_once(tmp_path):
+    # The cancel's reason named the batch's tool once a call ("tool a, a,
+    # a, …": 15 KB for 5,000 calls; break-it pass).
+    source = """
+    tool a: Int -{}-> Int;
+    let rs = fan_out (fn i => exec tool a i) (range 0 50) in
+    map (fn r => match r { Ok(x) => to_string x, Err(e) => e }) rs
+    """
+
+    async def a(i):
+        if i == 5:
+            raise KeyboardInterrupt
+        await asyncio.sleep(0.01)
+        return i
+
+    log = tmp_path / "s.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        lt.run(source, tools={"a": a}, profile={"max_concurrency": 2}, log=log)
+    last = log.read_text().splitlines()[-1]
+    assert "tool a (one of a batch of 50 calls) raised KeyboardInterrupt" in last, last

@@ -278,11 +278,16 @@ pub fn one_after_another<H: Host + ?Sized>(
     requests: Vec<CallRequest<'_>>,
     events: &mut dyn FnMut(BatchEvent<'_>) -> bool,
 ) -> Vec<Outcome> {
+    // The time a call waits for those before it counts against its own, as
+    // a wait for a slot does (`Host::call_batch`): a call whose time is up
+    // is given none (its host answers it timed out).
+    let began = std::time::Instant::now();
     requests
         .into_iter()
         .enumerate()
-        .map(|(i, r)| {
+        .map(|(i, mut r)| {
             let o = if events(BatchEvent::Starting(i)) {
+                r.time_left = r.time_left.map(|t| t.saturating_sub(began.elapsed()));
                 host.call(r)
             } else {
                 Err(not_started(r.tool))
