@@ -617,6 +617,76 @@ fn an_approval_posted_to_another_worker_reaches_the_session_waiting_for_it() {
     }
 }
 
+/// A program that asks two approvals, one after the other.
+const TWO_DELETES: &str = r#"effect Delete;
+tool delete_file: {path: String, approval: !Approval} -{Delete}-> {deleted: String};
+match approve tool delete_file {path = "tmp/a.log"} {
+  Ok(a) => match exec tool delete_file {path = "tmp/a.log", approval = a} {
+    Ok(d) => match approve tool delete_file {path = "tmp/b.log"} {
+      Ok(b) => match exec tool delete_file {path = "tmp/b.log", approval = b} {
+        Ok(e) => "both deleted",
+        Err(e) => "b: " ++ e
+      },
+      Err(why) => "b not approved: " ++ why
+    },
+    Err(e) => "a: " ++ e
+  },
+  Err(why) => "a not approved: " ++ why
+}"#;
+
+#[test]
+fn a_worker_that_does_not_run_the_session_refuses_a_second_answer_the_log_holds() {
+    // It used to forward it (202), and the worker running the session
+    // then refused it in its own log only (break-it pass).
+    if !Backend::Postgres.available("answered_twice") {
+        return;
+    }
+    let (s, config, store) = setup("answered_twice", 3000, 500, "0", 1);
+    let deleted = with_approvals(&s, &config);
+    let a = Server::start(&config, &store);
+    let b = Server::start(&config, &store);
+    let id = a.submit(ACME, TWO_DELETES, "supervised");
+    let first = a.pending_approval(ACME, &id);
+    let answer = |approval: &str, decision: &str| {
+        b.call(
+            "POST",
+            &approval_path(&id, approval),
+            Some(ACME),
+            Some(&json!({"decision": decision})),
+        )
+    };
+    let (status, r) = answer(&first, "allow");
+    assert_eq!((status, r["forwarded"].clone()), (202, json!(true)), "{r}");
+    let v = b.wait_for(ACME, &id, Duration::from_secs(15), |v| {
+        v["pending_approvals"][0].is_string() && v["pending_approvals"][0] != first.as_str()
+    });
+    let second = v["pending_approvals"][0]
+        .as_str()
+        .expect("the second")
+        .to_string();
+    let (status, r) = answer(&first, "deny");
+    assert_eq!(status, 409, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("already answered"),
+        "{r}"
+    );
+    let (status, r) = answer(&second, "deny");
+    assert_eq!(status, 202, "{r}");
+    let v = b.wait_final(ACME, &id, Duration::from_secs(15));
+    assert!(
+        v["value"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("b not approved"),
+        "{v}"
+    );
+    let recorded = std::fs::read_to_string(&deleted).expect("the tool ran");
+    assert_eq!(recorded.lines().filter(|l| !l.is_empty()).count(), 1);
+}
+
 #[test]
 fn a_forwarded_answer_for_an_unknown_id_holds_back_no_other_and_is_refused_once_overdue() {
     if !Backend::Postgres.available("unknown_forwarded") {

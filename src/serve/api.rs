@@ -10,7 +10,7 @@ pub use super::error::ApiError;
 use super::input::{json_body, path_ids};
 use super::listing::Filters;
 use super::state::AppState;
-use super::state::{answer_approval, record, tenant, view};
+use super::state::{answer_approval, answered_in_log, record, tenant, view};
 use super::store::SessionRecord;
 use crate::control::approver::ApprovalAnswer;
 use crate::source::SourceFile;
@@ -365,6 +365,9 @@ async fn approve(
         )
     });
     let Some(live) = state.hub.live(t, &id) else {
+        if answered_in_log(&state, &id, &approval_id).map_err(ApiError::store)? {
+            return Err(answered_twice(&approval_id));
+        }
         let body = json!({"approval_id": approval_id, "granted": granted, "reason": reason});
         if let Some(forwarded) = forward(&state, &r, "approval", body)? {
             return Ok(forwarded);
@@ -381,14 +384,27 @@ async fn approve(
             .hint(
             "GET the session: a running session lists the requests that wait in pending_approvals",
         ),
-        super::live::Refusal::Repeated(m) | super::live::Refusal::Gone(m) => ApiError::conflict(m)
-            .hint("nothing to do: a request is answered once, by the first answer"),
+        super::live::Refusal::Repeated(m) | super::live::Refusal::Gone(m) => {
+            ApiError::conflict(m).hint(ANSWERED_ONCE)
+        }
     })?;
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({"approval_id": approval_id, "decision": req.decision})),
     )
         .into_response())
+}
+
+/// The hint of a second answer to an approval request.
+const ANSWERED_ONCE: &str = "nothing to do: a request is answered once, by the first answer";
+
+/// 409 for approval request `approval_id`, whose answer the log holds.
+fn answered_twice(approval_id: &str) -> ApiError {
+    ApiError::conflict(format!(
+        "approval request {:?} was already answered",
+        super::error::shown(approval_id)
+    ))
+    .hint(ANSWERED_ONCE)
 }
 
 async fn log(

@@ -139,7 +139,30 @@ pub fn answer_approval(
 /// `approval_id`; `docs/log-format.md`), sorted: what the worker running
 /// it lists from memory, for a worker that does not run it.
 fn pending_in_log(state: &AppState, id: &str) -> Result<Vec<String>, StoreError> {
-    let mut pending = std::collections::BTreeSet::new();
+    Ok(approvals_in_log(state, id)?
+        .into_iter()
+        .filter(|(_, answered)| !answered)
+        .map(|(a, _)| a)
+        .collect())
+}
+
+/// Whether session `id`'s log holds an answer (`approval_decided`) to
+/// approval request `approval_id`: a worker that does not run the session
+/// refuses to forward another (409), as the one running it would.
+pub fn answered_in_log(state: &AppState, id: &str, approval_id: &str) -> Result<bool, StoreError> {
+    Ok(approvals_in_log(state, id)?
+        .get(approval_id)
+        .copied()
+        .unwrap_or(false))
+}
+
+/// The approval requests in session `id`'s log, each with whether the
+/// log holds its answer.
+fn approvals_in_log(
+    state: &AppState,
+    id: &str,
+) -> Result<std::collections::BTreeMap<String, bool>, StoreError> {
+    let mut asked = std::collections::BTreeMap::new();
     for line in state.hub.store.events_after(id, None)? {
         let Ok(event) = serde_json::from_str::<Value>(&line) else {
             continue;
@@ -148,10 +171,14 @@ fn pending_in_log(state: &AppState, id: &str) -> Result<Vec<String>, StoreError>
             continue;
         };
         match event["kind"].as_str() {
-            Some("approval_requested") => pending.insert(approval.to_string()),
-            Some("approval_decided") => pending.remove(approval),
-            _ => false,
-        };
+            Some("approval_requested") => {
+                asked.entry(approval.to_string()).or_insert(false);
+            }
+            Some("approval_decided") => {
+                asked.insert(approval.to_string(), true);
+            }
+            _ => {}
+        }
     }
-    Ok(pending.into_iter().collect())
+    Ok(asked)
 }

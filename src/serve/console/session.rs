@@ -13,7 +13,7 @@ use super::list::{badge, session_approvals};
 use super::{error_page, not_found, page, redirect, timeline, unavailable, Console, Shared};
 use crate::control::approver::ApprovalAnswer;
 use crate::serve::live::Refusal;
-use crate::serve::state::{answer_approval, summary};
+use crate::serve::state::{answer_approval, answered_in_log, summary};
 use crate::serve::store::SessionRecord;
 use axum::extract::rejection::{FormRejection, PathRejection};
 use axum::extract::{Form, Path};
@@ -239,6 +239,14 @@ pub async fn approve(
         // answer goes to it as the API's does, and the page shows the
         // request until that worker has taken it.
         if !r.status.is_final() {
+            match answered_in_log(&state.app, &id, &approval_id) {
+                Ok(true) => {
+                    let m = format!("Approval request {approval_id} was already answered.");
+                    return error_page(StatusCode::CONFLICT, "Not answered", &m, Some(&who));
+                }
+                Ok(false) => {}
+                Err(e) => return unavailable(e, &who),
+            }
             let body = serde_json::json!({"approval_id": approval_id, "granted": granted, "reason": reason});
             match state.app.hub.forward(&id, "approval", &body) {
                 Ok(true) => return redirect(&back),
