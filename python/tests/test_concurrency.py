@@ -15,11 +15,18 @@ import pytest
 
 import lt
 
-FAN_OUT = """
-tool a: Int -{}-> Int;
-let rs = fan_out (fn i => exec tool a i) (range 0 12) in
-map (fn r => match r { Ok(x) => to_string x, Err(e) => e }) rs
+
+def fan_out(over: str, effects: str = "") -> str:
+    """A program calling tool ``a`` on each item of ``over`` (an lt list)
+    in a ``fan_out``: each call's value as text, or its ``Err``."""
+    return f"""
+tool a: Int -{{{effects}}}-> Int;
+let rs = fan_out (fn i => exec tool a i) {over} in
+map (fn r => match r {{ Ok(x) => to_string x, Err(e) => e }}) rs
 """
+
+
+FAN_OUT = fan_out("(range 0 12)")
 
 
 class Peak:
@@ -106,11 +113,7 @@ def test_the_wait_for_a_slot_counts_against_a_calls_timeout(under_run_async):
     # Two slots, three 0.3 s calls with 0.5 s each: the third waits 0.3 s
     # for a slot and has 0.2 s left, not enough (the command executor
     # counts the wait the same way).
-    source = """
-    tool a: Int -{}-> Int;
-    let rs = fan_out (fn i => exec tool a i) [0, 1, 2] in
-    map (fn r => match r { Ok(x) => to_string x, Err(e) => e }) rs
-    """
+    source = fan_out("[0, 1, 2]")
     started = []
 
     async def a(i):
@@ -163,11 +166,7 @@ def test_no_call_of_a_fan_out_starts_after_the_runs_deadline(kind, limit):
     # each used to start with the time the batch began with, so twenty
     # 0.1 s calls ran to their end, 1.7 s past a 0.25 s deadline
     # (break-it pass). The calls past it now time out at once.
-    source = """
-    tool a: Int -{Write}-> Int;
-    let rs = fan_out (fn i => exec tool a i) (range 0 20) in
-    map (fn r => match r { Ok(x) => to_string x, Err(e) => e }) rs
-    """
+    source = fan_out("(range 0 20)", "Write")
     started = []
 
     def sync_a(i):
@@ -195,26 +194,19 @@ def test_a_fan_out_of_twenty_thousand_async_calls_through_eight_slots_is_not_qua
     # completion: 20,000 calls through 8 slots took 20 s (break-it pass);
     # a callback a call takes about half a second. The timeout is the
     # test: a guard against the N² steps, twenty times the time it takes.
-    source = """
-    tool a: Int -{}-> Int;
-    let rs = fan_out (fn i => exec tool a i) (range 0 20000) in
-    map (fn r => match r { Ok(x) => x, Err(e) => 0 - 1 }) rs
-    """
+    source = fan_out("(range 0 20000)")
 
     async def a(i):
         return i
 
-    assert lt.run(source, tools={"a": a}, limits={"max_calls": 20000}).value == list(range(20000))
+    r = lt.run(source, tools={"a": a}, limits={"max_calls": 20000})
+    assert r.value == [str(i) for i in range(20000)]
 
 
 def test_a_stop_in_one_call_of_a_big_batch_names_its_tool_once(tmp_path):
     # The cancel's reason named the batch's tool once a call ("tool a, a,
     # a, …": 15 KB for 5,000 calls; break-it pass).
-    source = """
-    tool a: Int -{}-> Int;
-    let rs = fan_out (fn i => exec tool a i) (range 0 50) in
-    map (fn r => match r { Ok(x) => to_string x, Err(e) => e }) rs
-    """
+    source = fan_out("(range 0 50)")
 
     async def a(i):
         if i == 5:
