@@ -197,8 +197,8 @@ class Dispatch:
         job = _here.job
         batch = _Batch(slots)
         outcomes: List[Optional[Outcome]] = [None] * len(calls)
-        pending: List[Tuple[int, str, Awaitable[Any]]] = []
-        awaited: List[Any] = []  # the tools' awaitables and their wrappers
+        pending: List[Tuple[int, str, Awaitable[Any], Optional[float]]] = []
+        awaited: List[Any] = []  # the tools' awaitables
         for i, (name, arg, timeout) in enumerate(calls):
             f = self.tools.get(name)
             if f is None:
@@ -210,14 +210,14 @@ class Dispatch:
                 outcomes[i] = (False, _raised(name, e))
                 continue
             if inspect.isawaitable(r):
-                pending.append((i, name, batch.within(name, r, timeout)))
-                awaited += [pending[-1][2], r]
+                pending.append((i, name, r, timeout))
+                awaited.append(r)
             else:
                 outcomes[i] = (True, r)
         if pending:
 
             def deliver(results: List[Any]) -> List[Outcome]:
-                for (i, name, _), r in zip(pending, results):
+                for (i, name, _, _), r in zip(pending, results):
                     if isinstance(r, _Stop):
                         raise r.e
                     if isinstance(r, _TimedOut):
@@ -228,7 +228,7 @@ class Dispatch:
                         outcomes[i] = r
                 return _every(outcomes)
 
-            together = batch.together([p[2] for p in pending])
+            together = batch.together([(name, r, timeout) for _, name, r, timeout in pending])
             if self.loop is not None:
                 fut = asyncio.run_coroutine_threadsafe(together, self.loop)
                 job.on_cancel(fut.cancel)
@@ -259,16 +259,15 @@ class _Batch:
     def __init__(self, slots: int) -> None:
         self.stragglers: List["asyncio.Task[Any]"] = []
         self.slots = slots
-        # Made on the loop, by `together` (a Python 3.9 semaphore binds
-        # the loop current when it is made).
-        self.free: Optional[asyncio.Semaphore] = None
 
-    async def within(self, name: str, aw: Awaitable[Any], timeout: Optional[float]) -> Any:
+    async def within(self, name: str, aw: Awaitable[Any], timeout: Optional[float], began: float) -> Any:
         """``(True, value)`` or ``(False, message)`` of ``aw``, ``_TimedOut()``
-        past ``timeout`` (seconds; a value that comes later, the loop having
-        been blocked, is past it too), or ``_Stop`` for a
-        ``KeyboardInterrupt`` or ``SystemExit``. A ``TimeoutError`` the tool
-        raises itself is its ``Err``, not a timeout."""
+        past ``timeout`` (seconds from ``began``, the batch's start on the
+        loop's clock, so that the wait for a slot counts; a value that
+        comes later, the loop having been blocked, is past it too), or
+        ``_Stop`` for a ``KeyboardInterrupt`` or ``SystemExit``. A
+        ``TimeoutError`` the tool raises itself is its ``Err``, not a
+        timeout."""
 
         async def settled() -> Any:
             # A `KeyboardInterrupt` or `SystemExit` is caught here, inside
@@ -281,78 +280,78 @@ class _Batch:
             except (KeyboardInterrupt, SystemExit) as e:
                 return _Stop(e)
 
+        if timeout is None:
+            return await settled()
+        loop = asyncio.get_running_loop()
+        left = timeout - (loop.time() - began)
+        if left <= 0:  # its time went waiting for a slot
+            _close_unstarted([aw])
+            return _TimedOut()
+        # Not `asyncio.wait_for`, which waits for the cancelled task to end.
+        task = loop.create_task(settled())
+        try:
+            done, _ = await asyncio.wait({task}, timeout=left)
+        except BaseException:
+            task.cancel()  # the batch itself was cancelled
+            raise
+        if task in done:
+            if loop.time() - began <= timeout:
+                return task.result()
+        else:
+            # Its slot is given up now; it is cancelled with the batch's end.
+            self.stragglers.append(task)
+        return _TimedOut()
+
+    async def together(self, calls: List[Tuple[str, Awaitable[Any], Optional[float]]]) -> List[Any]:
+        """Each call's value (``within``'s), in order, at most ``slots``
+        running at once, taken in order; as soon as one is a ``_Stop``,
+        that stop for all (the run is stopping; the others are cancelled
+        and those not started are closed).
+
+        ``slots`` workers take the calls one after another: a batch of any
+        size makes only that many tasks, so it starts at once and a cancel
+        stops it at once, and no call starts after it (break-it pass: a task
+        a call, 200,000 calls held the host's loop for 3 s as they were
+        made, and calls went on starting after ``cancel()``)."""
+        n = len(calls)
+        if n == 0:
+            return []
         loop = asyncio.get_running_loop()
         began = loop.time()
-        free = self.free
-        if free is not None:
-            try:
-                await free.acquire()
-            except BaseException:
-                _close_unstarted([aw])  # the batch was cancelled first
-                raise
-        try:
-            if timeout is None:
-                return await settled()
-            left = timeout - (loop.time() - began)
-            if left <= 0:  # its time went waiting for a slot
-                _close_unstarted([aw])
-                return _TimedOut()
-            # Not `asyncio.wait_for`, which waits for the cancelled task to end.
-            task = loop.create_task(settled())
-            try:
-                done, _ = await asyncio.wait({task}, timeout=left)
-            except BaseException:
-                task.cancel()  # the batch itself was cancelled
-                raise
-            if task in done:
-                if loop.time() - began <= timeout:
-                    return task.result()
-            else:
-                # Its slot is given up now; it is cancelled with the batch's end.
-                self.stragglers.append(task)
-            return _TimedOut()
-        finally:
-            if free is not None:
-                free.release()
+        results: List[Any] = [None] * n
+        todo = iter(range(n))
+        stops: List[_Stop] = []
 
-    async def together(self, aws: List[Awaitable[Any]]) -> List[Any]:
-        """Each of ``aws``'s value (an exception it raised, as a value), in
-        order; as soon as one is a ``_Stop``, that stop for all (the run is
-        stopping; the others are cancelled)."""
-        if self.slots < len(aws):
-            self.free = asyncio.Semaphore(self.slots)
-        tasks = [asyncio.ensure_future(aw) for aw in aws]
-        if not tasks:
-            return []
-        ended: "asyncio.Future[Optional[_Stop]]" = asyncio.get_running_loop().create_future()
-        left = [len(tasks)]
+        async def worker() -> None:
+            for i in todo:
+                name, aw, timeout = calls[i]
+                r = await self.within(name, aw, timeout, began)
+                results[i] = r
+                if isinstance(r, _Stop):
+                    stops.append(r)
+                    return
+
+        workers = [loop.create_task(worker()) for _ in range(min(self.slots, n))]
+        ended: "asyncio.Future[None]" = loop.create_future()
+        left = [len(workers)]
 
         def one_ended(t: "asyncio.Task[Any]") -> None:
-            # A callback a call, not `asyncio.wait` over the calls left once
-            # a completion: with a few slots, a fan_out of N calls took N²
-            # steps (20,000 calls, 20 s; break-it pass).
             left[0] -= 1
-            if ended.done():
-                return
-            r = _outcome_of(t)
-            if isinstance(r, _Stop):
-                ended.set_result(r)
-            elif left[0] == 0:
+            if not ended.done() and (stops or left[0] == 0):
                 ended.set_result(None)
 
-        for t in tasks:
-            t.add_done_callback(one_ended)
+        for w in workers:
+            w.add_done_callback(one_ended)
         try:
-            stop = await ended
-        except BaseException:
-            for t in tasks:
-                t.cancel()
-            raise
-        if stop is not None:
-            for t in tasks:
-                t.cancel()  # those not done yet
-            return [stop] * len(tasks)
-        return [_outcome_of(t) for t in tasks]
+            await ended
+        finally:
+            for w in workers:
+                w.cancel()  # those not done: the run stops, or was cancelled
+            # The calls no worker took never start.
+            _close_unstarted([calls[i][1] for i in todo])
+        if stops:
+            return [stops[0]] * n
+        return results
 
     def cancel_stragglers(self, loop: asyncio.AbstractEventLoop) -> None:
         """Cancels the calls past their deadlines, on ``loop`` (another

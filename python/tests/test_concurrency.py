@@ -219,3 +219,23 @@ def test_a_stop_in_one_call_of_a_big_batch_names_its_tool_once(tmp_path):
         lt.run(source, tools={"a": a}, profile={"max_concurrency": 2}, log=log)
     last = log.read_text().splitlines()[-1]
     assert "tool a (one of a batch of 50 calls) raised KeyboardInterrupt" in last, last
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_a_big_batch_under_run_async_makes_a_task_per_slot_not_per_call():
+    # A task a call: 200,000 calls held the host's loop for 3 s while they
+    # were made, and a cancel went through them all (break-it pass). The
+    # host's loop now holds about as many tasks as the batch has slots.
+    source = fan_out("(range 0 5000)")
+    most = [0]
+
+    async def a(i):
+        most[0] = max(most[0], len(asyncio.all_tasks()))
+        await asyncio.sleep(0)
+        return i
+
+    async def main():
+        return await lt.run_async(source, tools={"a": a}, profile={"max_concurrency": 8})
+
+    assert asyncio.run(main()).value == [str(i) for i in range(5000)]
+    assert most[0] <= 20, f"{most[0]} tasks on the host's loop for 8 slots"
