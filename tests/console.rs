@@ -308,6 +308,9 @@ fn the_list_is_newest_first_filtered_by_status_and_paged() {
     let mut ids = Vec::new();
     for i in 0..51 {
         ids.push(server.submit(ACME, &format!("\"s{i}\""), "support"));
+        // Newest first is by creation time in ms: two sessions of one ms
+        // are ordered by their ids, at random.
+        std::thread::sleep(Duration::from_millis(2));
     }
     let waiting = server.submit(ACME, APPROVAL_PROGRAM, "supervised");
     server.wait_for(ACME, &waiting, Duration::from_secs(30), |v| {

@@ -10,7 +10,7 @@ pub use super::error::ApiError;
 use super::input::{json_body, path_ids};
 use super::listing::Filters;
 use super::state::AppState;
-use super::state::{answer_approval, answered_in_log, record, tenant, view};
+use super::state::{answer_approval, answered_in_log, live_soon, record, tenant, view};
 use super::store::SessionRecord;
 use crate::control::approver::ApprovalAnswer;
 use crate::source::SourceFile;
@@ -364,15 +364,23 @@ async fn approve(
             if granted { "granted" } else { "refused" }
         )
     });
-    let Some(live) = state.hub.live(t, &id) else {
-        if answered_in_log(&state, &id, &approval_id).map_err(ApiError::store)? {
-            return Err(answered_twice(&approval_id));
+    let live = match state.hub.live(t, &id) {
+        Some(live) => live,
+        None => {
+            if answered_in_log(&state, &id, &approval_id).map_err(ApiError::store)? {
+                return Err(answered_twice(&approval_id));
+            }
+            let body = json!({"approval_id": approval_id, "granted": granted, "reason": reason});
+            if let Some(forwarded) = forward(&state, &r, "approval", body)? {
+                return Ok(forwarded);
+            }
+            // The only server on its store: a session not over is about
+            // to run here (resumed after a restart).
+            match (r.status.is_final(), live_soon(&state, t, &id).await) {
+                (false, Some(live)) => live,
+                _ => return Err(ApiError::over(&id, r.status.as_str(), "")),
+            }
         }
-        let body = json!({"approval_id": approval_id, "granted": granted, "reason": reason});
-        if let Some(forwarded) = forward(&state, &r, "approval", body)? {
-            return Ok(forwarded);
-        }
-        return Err(ApiError::over(&id, r.status.as_str(), ""));
     };
     let answer = ApprovalAnswer {
         granted,

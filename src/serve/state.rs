@@ -112,6 +112,28 @@ pub fn pending_approvals(state: &AppState, r: &SessionRecord) -> Result<Vec<Stri
     }
 }
 
+/// How long a request for a session that is not over, yet not running on a
+/// server that is the only one on its store, waits for it to run: just
+/// after a restart, the server resumes its sessions a moment after it
+/// listens, and its API already lists their pending approvals (from their
+/// logs).
+pub const RESUME_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Session `id` of `tenant` once it runs here, waiting [`RESUME_WAIT`] at
+/// most (`None`: it did not start running; the caller answers 409).
+pub async fn live_soon(state: &AppState, tenant: &str, id: &str) -> Option<Arc<Live>> {
+    let until = tokio::time::Instant::now() + RESUME_WAIT;
+    loop {
+        if let Some(l) = state.hub.live(tenant, id) {
+            return Some(l);
+        }
+        if tokio::time::Instant::now() >= until {
+            return None;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
 /// Answers approval request `approval_id` of session `id`, which runs
 /// here as `live`: one it waits for, or one its log holds unanswered that
 /// it has not asked again yet (resuming: [`Live::answer_ahead`]). Errors:

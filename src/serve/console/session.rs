@@ -13,7 +13,7 @@ use super::list::{badge, session_approvals};
 use super::{error_page, not_found, page, redirect, timeline, unavailable, Console, Shared};
 use crate::control::approver::ApprovalAnswer;
 use crate::serve::live::Refusal;
-use crate::serve::state::{answer_approval, answered_in_log, summary};
+use crate::serve::state::{answer_approval, answered_in_log, live_soon, summary};
 use crate::serve::store::SessionRecord;
 use axum::extract::rejection::{FormRejection, PathRejection};
 use axum::extract::{Form, Path};
@@ -234,11 +234,13 @@ pub async fn approve(
         Some(b) if b.starts_with('/') && !b.starts_with("//") && !b.contains('\\') => b.to_string(),
         _ => format!("/sessions/{}", pct(&id)),
     };
-    let Some(live) = state.app.hub.live(&who.tenant, &id) else {
-        // Another worker may run it (many workers on one database): the
-        // answer goes to it as the API's does, and the page shows the
-        // request until that worker has taken it.
-        if !r.status.is_final() {
+    let resumed = match state.app.hub.live(&who.tenant, &id) {
+        Some(live) => Some(live),
+        None if r.status.is_final() => None,
+        None => {
+            // Another worker may run it (many workers on one database): the
+            // answer goes to it as the API's does, and the page shows the
+            // request until that worker has taken it.
             match answered_in_log(&state.app, &id, &approval_id) {
                 Ok(true) => {
                     let m = format!("Approval request {approval_id} was already answered.");
@@ -253,7 +255,11 @@ pub async fn approve(
                 Ok(false) => {}
                 Err(e) => return unavailable(e, &who),
             }
+            // The only server on its store: about to run here (resumed).
+            live_soon(&state.app, &who.tenant, &id).await
         }
+    };
+    let Some(live) = resumed else {
         return error_page(
             StatusCode::CONFLICT,
             "Not running",
