@@ -9,8 +9,9 @@
 pub use super::error::ApiError;
 use super::input::{json_body, path_ids};
 use super::listing::Filters;
+use super::live::Refusal;
 use super::state::AppState;
-use super::state::{answer_approval, answered_in_log, live_soon, record, tenant, view};
+use super::state::{self, record, tenant, view, Answered, NotAnswered};
 use super::store::SessionRecord;
 use crate::control::approver::ApprovalAnswer;
 use crate::source::SourceFile;
@@ -364,38 +365,30 @@ async fn approve(
             if granted { "granted" } else { "refused" }
         )
     });
-    let live = match state.hub.live(t, &id) {
-        Some(live) => live,
-        None => {
-            if answered_in_log(&state, &id, &approval_id).map_err(ApiError::store)? {
-                return Err(answered_twice(&approval_id));
-            }
-            let body = json!({"approval_id": approval_id, "granted": granted, "reason": reason});
-            if let Some(forwarded) = forward(&state, &r, "approval", body)? {
-                return Ok(forwarded);
-            }
-            // The only server on its store: a session not over is about
-            // to run here (resumed after a restart).
-            match (r.status.is_final(), live_soon(&state, t, &id).await) {
-                (false, Some(live)) => live,
-                _ => return Err(ApiError::over(&id, r.status.as_str(), "")),
-            }
-        }
-    };
     let answer = ApprovalAnswer {
         granted,
         by: "api".into(),
         reason,
     };
-    answer_approval(&state, &live, &id, &approval_id, answer).map_err(|refusal| match refusal {
-        super::live::Refusal::Unknown(m) => ApiError::new(StatusCode::NOT_FOUND, "not_found", m)
-            .hint(
-            "GET the session: a running session lists the requests that wait in pending_approvals",
-        ),
-        super::live::Refusal::Repeated(m) | super::live::Refusal::Gone(m) => {
-            ApiError::conflict(m).hint(ANSWERED_ONCE)
-        }
-    })?;
+    let answered = state::answer(&state, &r, &approval_id, answer)
+        .await
+        .map_err(|why| match why {
+            NotAnswered::Twice => answered_twice(&approval_id),
+            NotAnswered::NotRunning => ApiError::over(&id, r.status.as_str(), ""),
+            NotAnswered::Store(e) => ApiError::store(e),
+            NotAnswered::Refused(Refusal::Unknown(m)) => ApiError::new(StatusCode::NOT_FOUND, "not_found", m)
+                .hint("GET the session: a running session lists the requests that wait in pending_approvals"),
+            NotAnswered::Refused(Refusal::Repeated(m) | Refusal::Gone(m)) => {
+                ApiError::conflict(m).hint(ANSWERED_ONCE)
+            }
+        })?;
+    if answered == Answered::Forwarded {
+        return Ok((
+            StatusCode::ACCEPTED,
+            Json(json!({"id": id, "forwarded": true, "kind": "approval"})),
+        )
+            .into_response());
+    }
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({"approval_id": approval_id, "decision": req.decision})),

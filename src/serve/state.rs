@@ -62,11 +62,16 @@ pub fn known(state: &AppState, tenant: &str, id: &str) -> Result<(), ApiError> {
 /// when it runs here or waits for an approval. Errors: 503, when the log
 /// of a session waiting for an approval on another worker cannot be read.
 pub fn view(state: &AppState, r: &SessionRecord) -> Result<Value, ApiError> {
-    let mut v = summary(state, r);
-    let here = state.hub.live(&r.tenant, &r.id).is_some();
-    if here || v["status"] == SessionStatus::WaitingApproval.as_str() {
-        v["pending_approvals"] = json!(pending_approvals(state, r).map_err(ApiError::store)?);
-    }
+    let live = state.hub.live(&r.tenant, &r.id);
+    let mut v = summary_of(r, live.as_deref());
+    let pending = match &live {
+        Some(l) => l.pending_approvals(),
+        None if v["status"] == SessionStatus::WaitingApproval.as_str() => {
+            pending_in_log(state, &r.id).map_err(ApiError::store)?
+        }
+        None => return Ok(v),
+    };
+    v["pending_approvals"] = json!(pending);
     Ok(v)
 }
 
@@ -74,9 +79,13 @@ pub fn view(state: &AppState, r: &SessionRecord) -> Result<Value, ApiError> {
 /// (status and calls from this server when it runs the session, else from
 /// its record; `value` and `output` once it is over). Reads nothing.
 pub fn summary(state: &AppState, r: &SessionRecord) -> Value {
-    let live = state.hub.live(&r.tenant, &r.id);
-    let status = live.as_ref().map_or(r.status, |l| l.status());
-    let calls = live.as_ref().map_or(r.calls, |l| l.calls());
+    summary_of(r, state.hub.live(&r.tenant, &r.id).as_deref())
+}
+
+/// [`summary`] of `r`, which runs here as `live` (or not: `None`).
+fn summary_of(r: &SessionRecord, live: Option<&Live>) -> Value {
+    let status = live.map_or(r.status, Live::status);
+    let calls = live.map_or(r.calls, Live::calls);
     let mut v = json!({
         "id": r.id,
         "status": status.as_str(),
@@ -121,7 +130,7 @@ pub const RESUME_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Session `id` of `tenant` once it runs here, waiting [`RESUME_WAIT`] at
 /// most (`None`: it did not start running; the caller answers 409).
-pub async fn live_soon(state: &AppState, tenant: &str, id: &str) -> Option<Arc<Live>> {
+async fn live_soon(state: &AppState, tenant: &str, id: &str) -> Option<Arc<Live>> {
     let until = tokio::time::Instant::now() + RESUME_WAIT;
     loop {
         if let Some(l) = state.hub.live(tenant, id) {
@@ -134,11 +143,76 @@ pub async fn live_soon(state: &AppState, tenant: &str, id: &str) -> Option<Arc<L
     }
 }
 
+/// Where [`answer`] took an answer to an approval request.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Answered {
+    /// The session runs here and took it.
+    Here,
+    /// Another worker runs the session: the answer went to it.
+    Forwarded,
+}
+
+/// Why [`answer`] did not take an answer to an approval request.
+#[derive(Debug)]
+pub enum NotAnswered {
+    /// The session is over, or runs on no worker and did not start running
+    /// here within [`RESUME_WAIT`] (409).
+    NotRunning,
+    /// The session's log already holds an answer to this request (409).
+    Twice,
+    /// The session running here refused it (unknown request: 404; a
+    /// second answer, or a request no longer waited for: 409).
+    Refused(Refusal),
+    /// The store could not be read or written (503).
+    Store(StoreError),
+}
+
+/// Gives `answer` to approval request `approval_id` of session `r`, the
+/// one path of the API's and the console's answers:
+/// - the session runs here: [`answer_approval`];
+/// - else, its log holds an answer: [`NotAnswered::Twice`];
+/// - else, it is over: [`NotAnswered::NotRunning`];
+/// - else, another worker runs it (many workers on one store): forwarded,
+///   as `{"approval_id", "granted", "reason"}`;
+/// - else (the only server on its store, just restarted): the session is
+///   about to run here, and is waited for ([`live_soon`]).
+pub async fn answer(
+    state: &AppState,
+    r: &SessionRecord,
+    approval_id: &str,
+    answer: ApprovalAnswer,
+) -> Result<Answered, NotAnswered> {
+    let live = match state.hub.live(&r.tenant, &r.id) {
+        Some(live) => live,
+        None => {
+            if answered_in_log(state, &r.id, approval_id).map_err(NotAnswered::Store)? {
+                return Err(NotAnswered::Twice);
+            }
+            if r.status.is_final() {
+                return Err(NotAnswered::NotRunning);
+            }
+            let body = json!({"approval_id": approval_id, "granted": answer.granted, "reason": answer.reason});
+            if state
+                .hub
+                .forward(&r.id, "approval", &body)
+                .map_err(NotAnswered::Store)?
+            {
+                return Ok(Answered::Forwarded);
+            }
+            live_soon(state, &r.tenant, &r.id)
+                .await
+                .ok_or(NotAnswered::NotRunning)?
+        }
+    };
+    answer_approval(state, &live, &r.id, approval_id, answer).map_err(NotAnswered::Refused)?;
+    Ok(Answered::Here)
+}
+
 /// Answers approval request `approval_id` of session `id`, which runs
 /// here as `live`: one it waits for, or one its log holds unanswered that
 /// it has not asked again yet (resuming: [`Live::answer_ahead`]). Errors:
 /// as [`Live::answer`].
-pub fn answer_approval(
+fn answer_approval(
     state: &AppState,
     live: &Live,
     id: &str,
@@ -171,7 +245,7 @@ fn pending_in_log(state: &AppState, id: &str) -> Result<Vec<String>, StoreError>
 /// Whether session `id`'s log holds an answer (`approval_decided`) to
 /// approval request `approval_id`: a worker that does not run the session
 /// refuses to forward another (409), as the one running it would.
-pub fn answered_in_log(state: &AppState, id: &str, approval_id: &str) -> Result<bool, StoreError> {
+fn answered_in_log(state: &AppState, id: &str, approval_id: &str) -> Result<bool, StoreError> {
     Ok(approvals_in_log(state, id)?
         .get(approval_id)
         .copied()

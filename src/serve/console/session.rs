@@ -13,7 +13,7 @@ use super::list::{badge, session_approvals};
 use super::{error_page, not_found, page, redirect, timeline, unavailable, Console, Shared};
 use crate::control::approver::ApprovalAnswer;
 use crate::serve::live::Refusal;
-use crate::serve::state::{answer_approval, answered_in_log, live_soon, summary};
+use crate::serve::state::{self, summary, NotAnswered};
 use crate::serve::store::SessionRecord;
 use axum::extract::rejection::{FormRejection, PathRejection};
 use axum::extract::{Form, Path};
@@ -234,55 +234,33 @@ pub async fn approve(
         Some(b) if b.starts_with('/') && !b.starts_with("//") && !b.contains('\\') => b.to_string(),
         _ => format!("/sessions/{}", pct(&id)),
     };
-    let resumed = match state.app.hub.live(&who.tenant, &id) {
-        Some(live) => Some(live),
-        None if r.status.is_final() => None,
-        None => {
-            // Another worker may run it (many workers on one database): the
-            // answer goes to it as the API's does, and the page shows the
-            // request until that worker has taken it.
-            match answered_in_log(&state.app, &id, &approval_id) {
-                Ok(true) => {
-                    let m = format!("Approval request {approval_id} was already answered.");
-                    return error_page(StatusCode::CONFLICT, "Not answered", &m, Some(&who));
-                }
-                Ok(false) => {}
-                Err(e) => return unavailable(e, &who),
-            }
-            let body = serde_json::json!({"approval_id": approval_id, "granted": granted, "reason": reason});
-            match state.app.hub.forward(&id, "approval", &body) {
-                Ok(true) => return redirect(&back),
-                Ok(false) => {}
-                Err(e) => return unavailable(e, &who),
-            }
-            // The only server on its store: about to run here (resumed).
-            live_soon(&state.app, &who.tenant, &id).await
-        }
-    };
-    let Some(live) = resumed else {
-        return error_page(
-            StatusCode::CONFLICT,
-            "Not running",
-            &format!(
-                "Session {id} is not running (status {}).",
-                r.status.as_str()
-            ),
-            Some(&who),
-        );
-    };
     let answer = ApprovalAnswer {
         granted,
         by: "api".into(),
         reason,
     };
-    if let Err(refusal) = answer_approval(&state.app, &live, &id, &approval_id, answer) {
-        let (status, m) = match refusal {
-            Refusal::Unknown(m) => (StatusCode::NOT_FOUND, m),
-            Refusal::Repeated(m) | Refusal::Gone(m) => (StatusCode::CONFLICT, m),
-        };
-        return error_page(status, "Not answered", &m, Some(&who));
-    }
-    redirect(&back)
+    let (status, m) = match state::answer(&state.app, &r, &approval_id, answer).await {
+        // Answered here, or sent to the worker that runs the session (whose
+        // page shows the request until that worker has taken it).
+        Ok(_) => return redirect(&back),
+        Err(NotAnswered::Store(e)) => return unavailable(e, &who),
+        Err(NotAnswered::NotRunning) => {
+            let m = format!(
+                "Session {id} is not running (status {}).",
+                r.status.as_str()
+            );
+            return error_page(StatusCode::CONFLICT, "Not running", &m, Some(&who));
+        }
+        Err(NotAnswered::Twice) => (
+            StatusCode::CONFLICT,
+            format!("Approval request {approval_id} was already answered."),
+        ),
+        Err(NotAnswered::Refused(Refusal::Unknown(m))) => (StatusCode::NOT_FOUND, m),
+        Err(NotAnswered::Refused(Refusal::Repeated(m) | Refusal::Gone(m))) => {
+            (StatusCode::CONFLICT, m)
+        }
+    };
+    error_page(status, "Not answered", &m, Some(&who))
 }
 
 /// The most levels a value shown on a page is indented for.
