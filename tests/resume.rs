@@ -777,7 +777,7 @@ fn a_log_in_use_is_neither_resumed_nor_overwritten() {
     let before = std::fs::read(&log).expect("test fixture");
     let resume = lt(&dir, &["resume", &log, "--executors", &tools]);
     assert_eq!(resume.code, 2, "{resume:?}");
-    assert!(resume.stderr.contains("another lt process"), "{resume:?}");
+    assert!(resume.stderr.contains("another lt session"), "{resume:?}");
     let run = lt(
         &dir,
         &["run", &program, "--executors", &tools, "--log", &log],
@@ -797,7 +797,7 @@ fn a_log_in_use_is_neither_resumed_nor_overwritten() {
         ],
     );
     assert_eq!(run.code, 2, "{run:?}");
-    assert!(run.stderr.contains("another lt process"), "{run:?}");
+    assert!(run.stderr.contains("another lt session"), "{run:?}");
     assert!(
         std::fs::read(&log)
             .expect("test fixture")

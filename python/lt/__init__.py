@@ -77,8 +77,44 @@ def _fspath(value: Any, keyword: str, what: str) -> str:
     if isinstance(value, (str, os.PathLike)):
         path = os.fspath(value)
         if isinstance(path, str):
-            return path
+            return _utf8(path, keyword)
     raise TypeError(f"{keyword} is {_a(value)}: give {what} (a str or os.PathLike)")
+
+
+def _utf8(text: str, keyword: str) -> str:
+    """``text``, which lt reads as UTF-8: a lone surrogate (``"\\ud800"``,
+    or a file name's undecodable byte) has no UTF-8 form, an
+    :class:`ConfigError` naming ``keyword`` and the place."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        line = text.count("\n", 0, e.start) + 1
+        column = e.start - (text.rfind("\n", 0, e.start) + 1) + 1
+        raise ConfigError(
+            f"{keyword} holds U+{ord(text[e.start]):04X}, a lone surrogate, at line {line}, column {column}: it has no UTF-8 form",
+            "remove it, or pair it (a surrogate pair is one character, e.g. \"\\ud83d\\ude00\" is \"\U0001F600\")",
+            "input",
+        ) from None
+    return text
+
+
+def _source(source: Any) -> str:
+    """The program's text: a ``str`` (a path or another type is a
+    ``TypeError`` saying to give the text)."""
+    if isinstance(source, str):
+        return _utf8(source, "source")
+    if isinstance(source, os.PathLike):
+        raise TypeError(
+            f"source is a path ({os.fspath(source)!r}): give the program's text, e.g. pathlib.Path(...).read_text()"
+        )
+    raise TypeError(f"source is {_a(source)}: give the program's text (a str)")
+
+
+def _flag(value: Any, keyword: str) -> bool:
+    """A ``bool`` keyword (``force=``); another type is a ``TypeError``."""
+    if isinstance(value, bool):
+        return value
+    raise TypeError(f"{keyword} is {_a(value)}: give True or False")
 
 
 def _profile(profile: Profile) -> Tuple[Optional[str], Optional[Mapping[str, Any]]]:
@@ -107,21 +143,18 @@ def _limits(limits: Optional[Mapping[str, int]]) -> Optional[Dict[str, int]]:
     return dict(limits)
 
 
-def _declarations(declarations: Optional[Union[str, "os.PathLike[str]"]]) -> Optional[Tuple[str, str]]:
+def _declarations(
+    declarations: Optional[Union[str, "os.PathLike[str]"]], keyword: str = "declarations="
+) -> Optional[Tuple[str, str]]:
     """``(name, text)`` of declarations given as text (a ``str``) or a file
-    (a ``pathlib.Path``, or a one-line ``str`` ending ``.lt``)."""
+    (a ``pathlib.Path``, or a one-line ``str`` ending ``.lt`` that reads
+    as a file name); ``keyword`` names the argument in errors."""
     if declarations is None:
         return None
     text = isinstance(declarations, str) and not _names_file(declarations, ".lt")
     if text and not _names_file(str(declarations), ".toml"):
-        return ("<tools>", str(declarations))
-    if not isinstance(declarations, (str, os.PathLike)):
-        raise ConfigError(
-            f"declarations= is {_a(declarations)}: give the declarations' text or a .lt file's path",
-            'e.g. declarations="tool lookup: {id: String} -{Read}-> {tier: String};" or declarations=pathlib.Path("tools.lt")',
-            "input",
-        )
-    path = os.fspath(declarations)
+        return ("<tools>", _utf8(str(declarations), keyword))
+    path = _fspath(declarations, keyword, "the declarations' text or a .lt file's path")
     if _names_file(path, ".toml"):
         raise ConfigError(
             f"declarations= is {path}, a tools.toml: declarations are lt text (tool …: … -{{…}}-> …;)",
@@ -134,12 +167,21 @@ def _declarations(declarations: Optional[Union[str, "os.PathLike[str]"]]) -> Opt
             return (path, f.read())
     except OSError as e:
         raise ConfigError(f"cannot read {path}: {e}", "check the path", "input", path) from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"cannot read {path}: it is not UTF-8 text ({e.reason} at byte {e.start})", "save it as UTF-8", "input", path) from None
 
 
 def _names_file(s: str, suffix: str) -> bool:
     """Whether ``s`` reads as a file name with ``suffix`` (one line, no
-    declaration syntax) rather than text."""
-    return s.endswith(suffix) and "\n" not in s and ":" not in s.replace(os.sep, "/").split("/")[-1]
+    declaration syntax: no ``;``, braces or comment, and no ``:`` in its
+    last part) rather than text."""
+    return (
+        s.endswith(suffix)
+        and "\n" not in s
+        and not any(c in s for c in ";{}")
+        and "//" not in s
+        and ":" not in s.replace(os.sep, "/").split("/")[-1]
+    )
 
 
 def check(
@@ -165,7 +207,7 @@ def check(
             "input",
         )
     path, table = _profile(profile)
-    report = _unwrap(_lt.check(source, _declarations(declarations), path, table))
+    report = _unwrap(_lt.check(_source(source), _declarations(declarations), path, table))
     return CheckResult._from_report(report)
 
 
@@ -220,7 +262,7 @@ def _run_args(
     elif tools is not None:
         executors = _executors(tools)
     return dict(
-        source=source,
+        source=_source(source),
         declarations=_declarations(declarations),
         tools=functions,
         settle=settle,
@@ -231,7 +273,7 @@ def _run_args(
         profile_table=table,
         limits=_limits(limits),
         log=_fspath(log, "log=", "the event log's path") if log is not None else None,
-        force=force,
+        force=_flag(force, "force="),
     )
 
 
@@ -361,7 +403,7 @@ def prompt(tools: Union[str, "os.PathLike[str]"]) -> str:
     """The system prompt of the agent loop (``lt prompt``): the guide to lt
     for models, then the declarations of ``tools`` (their text, or a
     ``pathlib.Path``). Raises :class:`CheckError` when they have errors."""
-    decls = _declarations(tools)
+    decls = _declarations(tools, "tools")
     if decls is None:
         raise ConfigError(
             "lt.prompt needs the tools' declarations, not None",

@@ -36,6 +36,12 @@ class CheckError(Error):
     def __str__(self) -> str:
         return f"{self.message}\n{self.result.rendered}"
 
+    def __reduce__(self) -> Any:
+        # Pickled (multiprocessing, concurrent.futures) and copied with its
+        # result: an exception is rebuilt from its args, which hold only
+        # the message.
+        return (type(self), (self.message, self.result), self.__dict__)
+
 
 class ConfigError(Error):
     """The session could not start: an invalid tools.toml or profile, a

@@ -88,8 +88,18 @@ def _too_deep(value: Any) -> Optional[str]:
 
 
 def _text(defs: Definitions) -> str:
+    if defs is None:
+        raise TypeError("the definitions are None: give them as parsed JSON (lists, dicts) or its text")
     if isinstance(defs, str):
-        return defs
+        if not defs.strip():
+            raise ConfigError(
+                "the definitions are empty text",
+                'give the JSON of tool definitions, e.g. [{"type": "function", "function": {"name": …, "parameters": {…}}}]',
+                "input",
+            )
+        from . import _utf8
+
+        return _utf8(defs, "the definitions' text")
     deep = _too_deep(defs)
     if deep is not None:
         if len(deep) > 200:
@@ -160,7 +170,7 @@ def _arg(c: Any) -> str:
 def _declarations(decls: Union[str, "os.PathLike[str]"]) -> Tuple[str, str]:
     from . import _declarations as read
 
-    d = read(decls)
+    d = read(decls, "declarations")
     if d is None:
         raise ConfigError(
             "the declarations to export are None",

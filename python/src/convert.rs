@@ -6,7 +6,8 @@
 //!
 //! JSON → Python: `null` → `None`, booleans, integers (`int`), floats,
 //! strings, arrays → `list`, objects → `dict`. Python → JSON: `None`,
-//! `bool`, `int` (64-bit), `float` (finite), `str`, `list` / `tuple` →
+//! `bool`, `int` (past 64 bits, the nearest float, as JSON's reader gives
+//! such a number from any executor), `float` (finite), `str`, `list` / `tuple` →
 //! arrays, `dict` with `str` keys → objects. Anything else is refused with
 //! the path of the offending part (`result["items"][3]: a set is not
 //! JSON`), which the engine turns into the call's `Err`, like any executor's
@@ -25,8 +26,10 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::Value as Json;
 use std::borrow::Cow;
 
-/// The deepest Python value converted to JSON (a cycle hits it too).
-pub const MAX_DEPTH: usize = 512;
+/// The deepest Python value converted to JSON: as deep as a tool's result
+/// may nest ([`lt::runtime::boundary::MAX_JSON_DEPTH`], 10,000 levels,
+/// whose check then has the last word); a cycle hits it too.
+pub const MAX_DEPTH: usize = lt::runtime::boundary::MAX_JSON_DEPTH;
 
 /// `v` as a Python object.
 pub fn to_py<'py>(py: Python<'py>, v: &Json) -> PyResult<Bound<'py, PyAny>> {
@@ -226,7 +229,7 @@ fn write(
 ) -> Result<(), String> {
     if depth > MAX_DEPTH {
         return Err(format!(
-            "{path}: nested more than {MAX_DEPTH} levels deep (a cycle?)"
+            "{path}: nested more than {MAX_DEPTH} levels deep (or contains itself)"
         ));
     }
     // The plain types by an exact comparison first (a pointer each), then
@@ -286,7 +289,18 @@ fn int(obj: &Bound<'_, PyAny>, path: &Path<'_>, w: &mut Wire) -> Result<(), Stri
         w.u64(u);
         return Ok(());
     }
-    Err(format!("{path}: the integer {obj} does not fit in 64 bits"))
+    // Past 64 bits, the nearest float, as JSON's reader takes such a number
+    // from any other executor (`100000000000000000000` reads as 1e20).
+    match obj.extract::<f64>() {
+        Ok(x) if x.is_finite() => w
+            .f64(x)
+            .map_err(|x| format!("{path}: the integer {x} is not a JSON number")),
+        // Its size in bits, not its digits (`str` of a huge int raises).
+        _ => Err(format!(
+            "{path}: an integer of {} bits is too large for a JSON number (at most about 1.8e308, 1024 bits)",
+            obj.call_method0("bit_length").map_or_else(|_| "many".to_string(), |b| b.to_string())
+        )),
+    }
 }
 
 fn text(s: &Bound<'_, PyString>, path: &Path<'_>, w: &mut Wire) -> Result<(), String> {

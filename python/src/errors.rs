@@ -49,7 +49,7 @@ pub fn pythonize(text: &str) -> String {
         let rest = &t[at + "pass --executors tools.toml with a `[tools.".len()..];
         let tool: String = rest.chars().take_while(|c| *c != ']').collect();
         let replaced = format!(
-            "pass tools={{\"{tool}\": function}} (a Python function taking the tool's argument), or tools=\"tools.toml\" with a `[tools.{tool}]` table"
+            "pass tools={{\"{tool}\": function}} (a Python function taking the tool's argument), or tools=\"tools.toml\" with a `[tools.{tool}]`"
         );
         let end = rest.find("]`").map_or(t.len(), |e| {
             at + "pass --executors tools.toml with a `[tools.".len() + e + 2

@@ -33,9 +33,23 @@ fn dialect(name: &str) -> Result<Dialect, Failure> {
 fn import_failure(what: &str, e: &ImportError) -> Failure {
     Failure::new(
         "ConfigError",
-        format!("{what}: {}", e.message),
-        json!({"stage": "import", "help": e.help, "line": e.line, "column": e.column}),
+        format!("{what}: {}", in_python(&e.message)),
+        json!({"stage": "import", "help": e.help.as_deref().map(in_python), "line": e.line, "column": e.column}),
     )
+}
+
+/// An importer's message in this package's words: the command line's
+/// `--format X` is the function `lt.tools.from_X`, and its file is the
+/// JSON given (`docs/python.md`: a hint names what to change here).
+fn in_python(text: &str) -> String {
+    text.replace("`--format openai`", "`lt.tools.from_openai`")
+        .replace("`--format anthropic`", "`lt.tools.from_anthropic`")
+        .replace("`--format mcp`", "`lt.tools.from_mcp`")
+        .replace(
+            "`--format` says which dialect to read",
+            "`lt.tools.from_openai`, `from_anthropic` or `from_mcp` says which dialect to read",
+        )
+        .replace("the file ", "the JSON given ")
 }
 
 /// `{declarations, tools_toml, tools: [{name, original}], warnings}`.

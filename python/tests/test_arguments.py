@@ -33,12 +33,64 @@ def test_declarations_holding_an_expression_are_refused_with_its_place(call):
         ({"limits": [("max_calls", 1)]}, "limits="),
         ({"log": 5}, "log="),
         ({"profile": 5}, "profile="),
+        ({"declarations": 42}, "declarations="),
+        ({"force": "yes"}, "force="),
     ],
 )
 def test_a_wrong_type_is_a_type_error_naming_the_keyword(kwargs, keyword):
     with pytest.raises(TypeError) as e:
         lt.run(LOOKUP, tools={"lookup": lookup}, **kwargs)
     assert keyword in str(e.value)
+
+
+def test_a_source_that_is_not_text_is_a_type_error_saying_to_give_the_text(tmp_path):
+    """Break-it pass: `lt.check(5)` and `lt.check(Path(...))` gave PyO3's
+    "cannot be cast as 'str'"; `lt.prompt(5)` named `declarations=`."""
+    path = tmp_path / "prog.lt"
+    path.write_text(BODY)
+    for f in (lt.check, lambda s: lt.run(s, tools={"t": abs})):
+        with pytest.raises(TypeError) as e:
+            f(path)
+        assert "source is a path" in str(e.value) and "read_text()" in str(e.value)
+        with pytest.raises(TypeError) as e:
+            f(5)
+        assert "source is an int: give the program's text" in str(e.value)
+    with pytest.raises(TypeError) as e:
+        lt.prompt(5)  # type: ignore[arg-type]
+    assert str(e.value).startswith("tools is an int")
+    with pytest.raises(TypeError) as e:
+        lt.tools.to_openai(5)  # type: ignore[arg-type]
+    assert str(e.value).startswith("declarations is an int")
+
+
+def test_a_lone_surrogate_is_a_config_error_naming_the_argument_and_place():
+    """Break-it pass: a raw `UnicodeEncodeError` that named nothing."""
+    with pytest.raises(lt.ConfigError) as e:
+        lt.check("1 +\n 2 \ud800")
+    assert str(e.value).startswith("source holds U+D800, a lone surrogate, at line 2, column 4")
+    with pytest.raises(lt.ConfigError) as e:
+        lt.check(BODY, declarations="tool t: Int -{}-> Int; // \udcff")
+    assert "declarations= holds U+DCFF" in str(e.value)
+    with pytest.raises(lt.ConfigError) as e:
+        lt.replay("log\udcff.jsonl")
+    assert "log holds U+DCFF" in str(e.value)
+    with pytest.raises(lt.ConfigError) as e:
+        lt.run(BODY, tools={"t": abs}, profile="p\ud800.toml")
+    assert "profile= holds U+D800" in str(e.value)
+    with pytest.raises(lt.ConfigError) as e:
+        lt.tools.from_openai('[{"name": "\ud800"}]')
+    assert "the definitions' text holds U+D800" in str(e.value)
+
+
+def test_declarations_text_naming_a_file_in_a_comment_is_read_as_text():
+    """Break-it pass: text ending ``.lt`` (a comment's path) was opened as
+    a file; a one-line name is still a file."""
+    text = "tool t: Int -{}-> Int; // from ./tools.lt"
+    assert lt.check(BODY, declarations=text).ok
+    assert lt.prompt(text).endswith(text + "\n") or "tool t" in lt.prompt(text)
+    with pytest.raises(lt.ConfigError) as e:
+        lt.check(BODY, declarations="no/such/tools.lt")
+    assert str(e.value).startswith("no/such/tools.lt: cannot read")
 
 
 def test_replay_of_a_wrong_type_names_the_argument():

@@ -59,3 +59,37 @@ def test_declarations_as_text_and_file(tmp_path):
     assert lt.check(body, declarations=pathlib.Path(p)).ok
     assert lt.check(body, declarations=str(p)).ok  # a one-line str ending .lt is a path
     assert not lt.check(body).ok  # unknown tool without them
+
+
+def _rejected(_):
+    """Runs a program the checker rejects (in a pool's worker process)."""
+    return lt.run('1 + "x"')
+
+
+def test_every_error_pickles_and_copies_with_its_fields(tmp_path):
+    """Break-it pass: `CheckError` could not be unpickled (its `result` was
+    not in its args), so a `multiprocessing.Pool` worker whose `lt.run`
+    raised it hung `get()` for ever. Every lt error crosses a process."""
+    import concurrent.futures
+    import copy
+    import multiprocessing
+    import pickle
+
+    with pytest.raises(lt.CheckError) as e:
+        lt.run('1 + "x"')
+    errors = [e.value]
+    for bad in (lambda: lt.run(LOOKUP, tools={"lookup": 5}), lambda: lt.run(LOOKUP, limits={"max_steps": 1}, tools={"lookup": lambda a: {"tier": "x"}}), lambda: lt.replay(tmp_path / "none.jsonl")):
+        with pytest.raises(lt.Error) as e:
+            bad()
+        errors.append(e.value)
+    assert {type(x).__name__ for x in errors} == {"CheckError", "ConfigError", "RunStopped", "LogError"}
+    for err in errors:
+        for back in (pickle.loads(pickle.dumps(err)), copy.deepcopy(err)):
+            assert type(back) is type(err) and str(back) == str(err) and back.__dict__.keys() == err.__dict__.keys()
+    back = pickle.loads(pickle.dumps(errors[0]))
+    assert back.diagnostics == errors[0].diagnostics and back.result == errors[0].result
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=ctx) as pool:
+        with pytest.raises(lt.CheckError) as e:
+            pool.submit(_rejected, 0).result(timeout=60)
+    assert e.value.diagnostics[0].code == errors[0].diagnostics[0].code

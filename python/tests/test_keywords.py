@@ -54,8 +54,6 @@ def test_a_value_of_the_wrong_kind_is_a_config_error(tmp_path):
         lt.prompt(None)  # type: ignore[arg-type]
     with pytest.raises(lt.ConfigError):
         lt.tools.to_openai(None)  # type: ignore[arg-type]
-    with pytest.raises(lt.ConfigError):
-        lt.check(BODY, declarations=42)  # type: ignore[arg-type]
 
 
 def no_flags(text):
@@ -66,6 +64,7 @@ def test_hints_name_keywords_not_flags(tmp_path):
     with pytest.raises(lt.ConfigError) as e:
         lt.run(LOOKUP)  # no tools at all
     assert no_flags(str(e.value)) and 'tools={"lookup": function}' in str(e.value), str(e.value)
+    assert "table table" not in str(e.value) and "`[tools.lookup]` table (see" in str(e.value), str(e.value)
     with pytest.raises(lt.RunStopped) as s:
         lt.run("fold (fn acc: Int => fn x: Int => acc + x) 0 (range 0 100000)", limits={"max_steps": 100})
     assert no_flags(str(s.value)) and 'limits={"max_steps": N}' in str(s.value), str(s.value)

@@ -100,6 +100,24 @@ def test_from_mcp_lists_a_live_server(tmp_path):
     assert "mcp = { command = [" in imported.tools_toml and 'tool = "get_time"' in imported.tools_toml
 
 
+def test_import_errors_name_the_functions_not_the_command_lines_format():
+    """Break-it pass: the hints said `--format mcp` and "the file"."""
+    anthropic = [{"name": "get", "description": "d", "input_schema": {"type": "object"}}]
+    with pytest.raises(lt.ConfigError) as e:
+        lt.tools.from_mcp(anthropic)
+    text = str(e.value)
+    assert "--format" not in text and "`lt.tools.from_anthropic`" in text, text
+    for empty in ("[]", "5"):
+        with pytest.raises(lt.ConfigError) as e:
+            lt.tools.from_openai(empty)
+        assert "the file" not in str(e.value) and "the JSON given" in str(e.value), str(e.value)
+    with pytest.raises(lt.ConfigError) as e:
+        lt.tools.from_openai("  ")
+    assert "the definitions are empty text" in str(e.value)
+    with pytest.raises(TypeError):
+        lt.tools.from_openai(None)  # type: ignore[arg-type]
+
+
 def test_bad_definitions_and_declarations_raise_lt_errors(tmp_path):
     with pytest.raises(lt.ConfigError) as e:
         lt.tools.from_openai("[{")

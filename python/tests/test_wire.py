@@ -74,8 +74,52 @@ def test_a_result_that_is_not_json_names_its_place():
     assert 'result["xs"][0]["v"][1]: a set is not JSON' in r.value["s"]
     r = lt.run(ECHO, tools={"echo": lambda a: {**BACK, "o": {"inner": {3: "x"}}}})
     assert 'result["o"]["inner"]: the key 3 is an int, not a str' in r.value["s"]
-    r = lt.run(ECHO, tools={"echo": lambda a: {**BACK, "n": 2**64}})
-    assert 'result["n"]: the integer 18446744073709551616 does not fit in 64 bits' in r.value["s"]
+    r = lt.run(ECHO, tools={"echo": lambda a: {**BACK, "n": 2**1100}})
+    assert 'result["n"]: an integer of 1101 bits is too large for a JSON number' in r.value["s"]
+
+
+WIDE = """tool w: Int -{Read}-> {x: Float, j: Json};
+match exec tool w 1 { Ok(r) => {ok = [r], err = ""}, Err(e) => {ok = [], err = e} }"""
+
+
+def test_an_int_past_64_bits_is_the_nearest_float_as_from_any_executor():
+    """Break-it pass: `10**20` for a `Float` was refused ("does not fit in
+    64 bits"), though a command executor's `100000000000000000000` reads
+    as 1e20 (JSON's reader)."""
+    r = lt.run(WIDE, tools={"w": lambda a: {"x": 10**20, "j": [2**64, -(2**70)]}})
+    assert r.value == {"ok": [{"x": 1e20, "j": [float(2**64), -float(2**70)]}], "err": ""}
+    assert type(r.value["ok"][0]["j"][0]) is float
+    # Within 64 bits an int stays an int.
+    r = lt.run(WIDE, tools={"w": lambda a: {"x": 3, "j": [2**64 - 1, -(2**63)]}})
+    assert r.value == {"ok": [{"x": 3.0, "j": [2**64 - 1, -(2**63)]}], "err": ""}
+    assert type(r.value["ok"][0]["j"][0]) is int
+
+
+def nested(depth):
+    v = []
+    for _ in range(depth):
+        v = [v]
+    return v
+
+
+def test_a_json_result_nests_as_deep_as_from_any_executor():
+    """Break-it pass: a Python tool's `Json` result was refused past 512
+    levels ("a cycle?"); the language takes 10,000 (boundary.rs,
+    MAX_JSON_DEPTH), as a command executor's does."""
+    prog = """tool d: Int -{Read}-> Json;
+match exec tool d 1 { Ok(j) => {ok = [j], err = ""}, Err(e) => {ok = [], err = e} }"""
+    r = lt.run(prog, tools={"d": lambda a: nested(9_998)})
+    assert r.value["err"] == ""
+    v, depth = r.value["ok"][0], 0
+    while v:
+        v, depth = v[0], depth + 1
+    assert depth == 9_998
+    r = lt.run(prog, tools={"d": lambda a: nested(20_000)})
+    assert "nested more than 10000 levels deep" in r.value["err"]
+    cyclic: list = []
+    cyclic.append(cyclic)
+    r = lt.run(prog, tools={"d": lambda a: cyclic})
+    assert "(or contains itself)" in r.value["err"]
 
 
 def test_strings_read_in_place_keep_their_text_and_refuse_what_is_not_utf8():
@@ -176,6 +220,6 @@ def test_a_long_refusal_path_is_shortened():
     d["k" * 10_000] = d  # a cycle through a long key
     src = "tool t: Int -{}-> Json;\nmatch exec tool t 1 { Ok(j) => \"\", Err(e) => e }"
     msg = lt.run(src, tools={"t": lambda a: d}).value
-    assert "nested more than 512 levels deep (a cycle?)" in msg
-    assert "[… 497 more …]" in msg
+    assert "nested more than 10000 levels deep (or contains itself)" in msg
+    assert "[… 9985 more …]" in msg
     assert len(msg) < 2_000, len(msg)

@@ -337,7 +337,7 @@ fn lock(file: &File, path: &Path) -> io::Result<()> {
         Err(std::fs::TryLockError::WouldBlock) => Err(io::Error::new(
             io::ErrorKind::WouldBlock,
             format!(
-                "{} is being written by another lt process (a run or a resume of this session); wait for it to end",
+                "{} is being written by another lt session (a run or a resume of this one, in this process or another); wait for it to end, or give each session its own log",
                 path.display()
             ),
         )),

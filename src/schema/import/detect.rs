@@ -181,7 +181,8 @@ fn tool_def(item: &Json, at: String, forced: Option<Dialect>) -> Result<ToolDef<
     let found = other_keys.iter().find(|k| body.get(**k).is_some());
     if input.is_none() && (dialect != Dialect::Openai || found.is_some()) {
         let help = match (found, looks_like) {
-            (Some(k), _) => format!(
+            (Some(k), Some(hint)) => format!("it has `{k}`: {hint}"),
+            (Some(k), None) => format!(
                 "it has `{k}`: is `--format {}` right?",
                 dialect_flag(dialect)
             ),
