@@ -14,6 +14,7 @@ end on its thread, its result dropped."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import inspect
 import threading
 from typing import Any, Awaitable, Callable, List, Mapping, Optional, Set, Tuple
@@ -176,7 +177,7 @@ class Dispatch:
                 _close_unstarted([waiting, result])
                 raise
             job.on_cancel(fut.cancel)
-            return _value(fut.result())
+            return _value(_result_on(fut, self.loop))
         return _run_here(result, job, [])
 
     def async_names(self) -> List[str]:
@@ -233,11 +234,33 @@ class Dispatch:
                 fut = asyncio.run_coroutine_threadsafe(together, self.loop)
                 job.on_cancel(fut.cancel)
                 try:
-                    return deliver(fut.result())
+                    return deliver(_result_on(fut, self.loop))
                 finally:
                     batch.cancel_stragglers(self.loop)
             return _run_batch_here(batch, together, job, awaited, deliver)
         return _every(outcomes)
+
+
+# How often a call awaited on the host's loop looks whether that loop was
+# closed (seconds).
+_LOOP_CHECK = 0.25
+
+
+def _result_on(fut: "concurrent.futures.Future[Any]", loop: asyncio.AbstractEventLoop) -> Any:
+    """The result of ``fut``, a call awaited on ``loop`` (the host's, under
+    ``lt.run_async``). A loop closed with the call pending would never
+    settle it: the call then raises ``RuntimeError`` (its ``Err``), as a
+    call made after the loop closed does, rather than waiting for its
+    deadline."""
+    while True:
+        try:
+            return fut.result(timeout=_LOOP_CHECK)
+        except concurrent.futures.TimeoutError:
+            if fut.done():
+                raise  # the tool's own TimeoutError
+            if loop.is_closed():
+                fut.cancel()
+                raise RuntimeError("Event loop is closed (the loop running lt.run_async closed with the call pending)") from None
 
 
 def _every(outcomes: List[Optional[Outcome]]) -> List[Outcome]:
@@ -345,8 +368,11 @@ class _Batch:
         try:
             await ended
         finally:
-            for w in workers:
-                w.cancel()  # those not done: the run stops, or was cancelled
+            # Those not done: the run stops, or was cancelled (on a loop the
+            # host closed under the batch, they went with it).
+            if not loop.is_closed():
+                for w in workers:
+                    w.cancel()
             # The calls no worker took never start.
             _close_unstarted([calls[i][1] for i in todo])
         if stops:

@@ -252,6 +252,39 @@ def test_run_async_gathers_async_tools_concurrently():
     assert took < 0.8, f"three 0.3 s calls took {took:.2f} s: not concurrent"
 
 
+@pytest.mark.parametrize("program", ["one", "gather"])
+def test_a_host_loop_closed_with_a_call_pending_ends_the_call_not_the_deadline(tmp_path, program):
+    """Break-it pass: a `run_async` session whose host loop was closed while
+    it awaited an `async` tool waited for the run's deadline (300 s by
+    default) with its log unfinished. The call now fails ("Event loop is
+    closed", as a call made after the close does) and the session ends."""
+    import json
+    import warnings
+
+    async def slow(arg):
+        await asyncio.sleep(60)
+        return arg["n"] if "n" in arg else {"id": "c1", "tier": "gold", "cents": 1}
+
+    src, tools = {"one": (LOOKUP, {"lookup": slow}), "gather": (GATHER, {"slow": slow})}[program]
+    log = tmp_path / "s.jsonl"
+    loop = asyncio.new_event_loop()
+    loop.create_task(lt.run_async(src, tools=tools, log=log, limits={"timeout_ms": 120_000}))
+    loop.run_until_complete(asyncio.sleep(0.3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the task destroyed pending, by the user's close
+        loop.close()
+    began = time.monotonic()
+    ended = None
+    while time.monotonic() - began < 15 and ended is None:
+        time.sleep(0.05)
+        events = [json.loads(line) for line in log.read_text().splitlines() if line.endswith("}")]
+        ended = next((e for e in events if e["kind"] == "session_ended"), None)
+    assert ended is not None, f"the session did not end in 15 s: {[e['kind'] for e in events]}"
+    failed = [e for e in events if e["kind"] == "failed"]
+    assert failed and all("Event loop is closed" in e["message"] for e in failed), failed
+    assert lt.replay(log).ok
+
+
 def test_prompt_lists_the_declarations():
     p = lt.prompt("tool lookup: {id: String} -{Read}-> {tier: String};\n")
     assert "tool lookup" in p and "exec tool" in p
