@@ -252,6 +252,8 @@ def test_run_async_gathers_async_tools_concurrently():
     assert took < 0.8, f"three 0.3 s calls took {took:.2f} s: not concurrent"
 
 
+# The pending tasks the user's close destroyed say so as they are collected.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 @pytest.mark.parametrize("program", ["one", "gather"])
 def test_a_host_loop_closed_with_a_call_pending_ends_the_call_not_the_deadline(tmp_path, program):
     """Break-it pass: a `run_async` session whose host loop was closed while
