@@ -174,3 +174,11 @@ def _docs():
     import pathlib
 
     return pathlib.Path(__file__).resolve().parents[2] / "docs" / "python.md"
+
+
+def test_a_profile_value_of_the_wrong_type_is_said_in_words_not_rust_types():
+    """Break-it pass: `timeout_ms: -5` said "expected u64"."""
+    for profile in ({"tools": {"lookup": {"timeout_ms": -5}}}, {"max_concurrency": "x"}):
+        with pytest.raises(lt.ConfigError) as e:
+            lt.run(LOOKUP, tools={"lookup": lookup}, profile=profile)
+        assert str(e.value).endswith("expected a non-negative integer"), str(e.value)

@@ -135,7 +135,7 @@ impl AgentTable {
                 text,
                 origin,
                 e.span().map(|s| s.start),
-                e.message().trim().to_string(),
+                crate::diag::toml::message(&e).trim().to_string(),
                 Some("the [agent] keys are max_attempts, max_turns, samples, agree, on_disagreement, max_tokens and [agent.trace] (see docs/agent.md)".into()),
             )
         })?;
@@ -362,7 +362,7 @@ impl Rules {
                 &text,
                 &origin,
                 e.span().map(|s| s.start),
-                e.message().trim().to_string(),
+                crate::diag::toml::message(&e).trim().to_string(),
                 Some("a rule table has `[classifier] default = \"label\"` and `[[rule]]` tables with label, description, profile, trace (see docs/agent.md)".into()),
             )
         })?;

@@ -156,7 +156,7 @@ impl Profile {
                 text,
                 origin,
                 e.span().map(|s| s.start),
-                e.message().to_string(),
+                crate::diag::toml::message(&e),
                 None,
             )
         })?;

@@ -9,6 +9,7 @@
 pub mod codes;
 pub mod json;
 pub mod render;
+pub mod toml;
 
 pub use codes::Code;
 

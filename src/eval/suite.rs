@@ -230,7 +230,7 @@ pub fn parse(path: &str, text: &str) -> Result<Suite, SuiteError> {
         message: format!(
             "{}: {}",
             at(path, text, e.span().map(|s| s.start)),
-            e.message().trim_end()
+            crate::diag::toml::message(&e).trim_end()
         ),
         help: Some(
             "a suite has an optional [defaults] table (executors, profile, setup, timeout_ms, tools, [defaults.model], [defaults.agent]) and [[case]] tables (name, program or task, tools, executors, profile, setup, timeout_ms, [case.model], [case.agent], [case.expect]); see docs/eval.md"

@@ -160,7 +160,7 @@ impl Registry {
         };
         let raw: RawFile = toml::from_str(text).map_err(|e| {
             // toml's syntax messages may span lines; keep the error on one.
-            let message = e.message().trim().replace('\n', "; ");
+            let message = crate::diag::toml::message(&e).trim().replace('\n', "; ");
             let message = match e.span().and_then(|s| tool_at(text, s.start)) {
                 Some(name) => format!("tool {name}: {message}"),
                 None => message,

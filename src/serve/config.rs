@@ -178,7 +178,7 @@ impl ServeConfig {
         let text = std::fs::read_to_string(path)
             .map_err(|e| fail(&shown, format!("cannot read the file: {e}"), None))?;
         let raw: RawFile = toml::from_str(&text).map_err(|e| {
-            let mut err = fail(&shown, e.message().to_string(), None);
+            let mut err = fail(&shown, crate::diag::toml::message(&e), None);
             if let Some(span) = e.span() {
                 let before = text.get(..span.start).unwrap_or("");
                 err.line = Some(before.matches('\n').count() + 1);
