@@ -100,8 +100,16 @@ def _utf8(text: str, keyword: str) -> str:
 
 def _source(source: Any) -> str:
     """The program's text: a ``str`` (a path or another type is a
-    ``TypeError`` saying to give the text)."""
+    ``TypeError`` saying to give the text; a ``str`` naming a ``.lt`` file
+    that exists, an :class:`ConfigError`)."""
     if isinstance(source, str):
+        if _names_file(source, ".lt") and os.path.isfile(source):
+            raise ConfigError(
+                f"source is the path of a file ({source}), not the program's text",
+                "give its text: pathlib.Path(path).read_text()",
+                "input",
+                source,
+            )
         return _utf8(source, "source")
     if isinstance(source, os.PathLike):
         raise TypeError(

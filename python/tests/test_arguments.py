@@ -55,6 +55,9 @@ def test_a_source_that_is_not_text_is_a_type_error_saying_to_give_the_text(tmp_p
         with pytest.raises(TypeError) as e:
             f(5)
         assert "source is an int: give the program's text" in str(e.value)
+        with pytest.raises(lt.ConfigError) as c:
+            f(str(path))
+        assert "not the program's text" in str(c.value) and c.value.file == str(path)
     with pytest.raises(TypeError) as e:
         lt.prompt(5)  # type: ignore[arg-type]
     assert str(e.value).startswith("tools is an int")
