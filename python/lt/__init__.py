@@ -225,7 +225,7 @@ def _executors(tools: Any) -> str:
     if isinstance(tools, (str, os.PathLike)):
         path = os.fspath(tools)
         if isinstance(path, str) and _names_file(path, ".toml"):
-            return path
+            return _utf8(path, "tools=")
         raise ConfigError(
             f"tools= is {path[:60]!r}: a str or path there names a tools.toml (ending .toml)",
             "declarations (lt text or a .lt file) go in declarations=; Python functions in tools={\"name\": function}",
@@ -256,6 +256,8 @@ def _run_args(
     executors = None
     if isinstance(tools, Mapping):
         for name, f in tools.items():
+            if isinstance(name, str):
+                _utf8(name, f"tools= key {name!r}")
             if not callable(f):
                 raise ConfigError(
                     f"tools[{name!r}] is {_a(f)}, not a function",

@@ -259,7 +259,8 @@ def _result_on(fut: "concurrent.futures.Future[Any]", loop: asyncio.AbstractEven
             if fut.done():
                 raise  # the tool's own TimeoutError
             if loop.is_closed():
-                fut.cancel()
+                # Not `fut.cancel()`: its callback would call the closed
+                # loop (a traceback printed); the task went with the loop.
                 raise RuntimeError("Event loop is closed (the loop running lt.run_async closed with the call pending)") from None
 
 

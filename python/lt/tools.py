@@ -110,9 +110,14 @@ def _text(defs: Definitions) -> str:
             "input",
         )
     try:
-        return json.dumps(defs)
+        # Not ASCII-escaped: a lone surrogate stays one, for `_utf8` to name
+        # (escaped, "\\ud800" is JSON no reader takes).
+        text = json.dumps(defs, ensure_ascii=False)
     except (TypeError, ValueError) as e:
         raise ConfigError(f"the definitions are not JSON: {e}", "give the parsed JSON (lists, dicts) or its text", "input") from None
+    from . import _utf8
+
+    return _utf8(text, "the definitions (as JSON)")
 
 
 def from_openai(defs: Definitions) -> Imported:
@@ -147,6 +152,8 @@ def from_mcp(
     if command is not None:
         if isinstance(command, str):
             raise ConfigError("command= is a list of the program and its arguments, not a str", 'e.g. command=["uvx", "mcp-server-time"]', "input")
+        if not isinstance(command, (list, tuple)):
+            raise TypeError(f"command= is {a_type(command)}: give a list of the program and its arguments, e.g. [\"uvx\", \"mcp-server-time\"]")
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int):
             raise TypeError(f"timeout_ms= is {a_type(timeout_ms)}: give an int of milliseconds")
         if not 0 < timeout_ms < 2**63:

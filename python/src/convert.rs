@@ -31,6 +31,10 @@ use std::borrow::Cow;
 /// whose check then has the last word); a cycle hits it too.
 pub const MAX_DEPTH: usize = lt::runtime::boundary::MAX_JSON_DEPTH;
 
+/// The most values (arrays, objects and scalars) a Python value converted
+/// to JSON holds: a command executor's output's ([`lt::exec::MAX_OUTPUT_VALUES`]).
+pub const MAX_VALUES: usize = lt::exec::MAX_OUTPUT_VALUES;
+
 /// `v` as a Python object.
 pub fn to_py<'py>(py: Python<'py>, v: &Json) -> PyResult<Bound<'py, PyAny>> {
     wire_to_py(py, &Wire::from_json(v), &mut Keys::none())
@@ -227,7 +231,10 @@ fn write(
     depth: usize,
     w: &mut Wire,
 ) -> Result<(), String> {
-    if depth > MAX_DEPTH {
+    // `depth` counts from 0 at the top, the boundary's levels from 1: a
+    // value at index MAX_DEPTH is its level MAX_DEPTH + 1, refused here
+    // with its path rather than there without one.
+    if depth >= MAX_DEPTH {
         return Err(format!(
             "{path}: nested more than {MAX_DEPTH} levels deep (or contains itself)"
         ));
@@ -297,8 +304,9 @@ fn int(obj: &Bound<'_, PyAny>, path: &Path<'_>, w: &mut Wire) -> Result<(), Stri
             .map_err(|x| format!("{path}: the integer {x} is not a JSON number")),
         // Its size in bits, not its digits (`str` of a huge int raises).
         _ => Err(format!(
-            "{path}: an integer of {} bits is too large for a JSON number (at most about 1.8e308, 1024 bits)",
-            obj.call_method0("bit_length").map_or_else(|_| "many".to_string(), |b| b.to_string())
+            "{path}: an integer of {} bits is too large for a JSON number (at most about 1.8e308)",
+            obj.call_method0("bit_length")
+                .map_or_else(|_| "many".to_string(), |b| b.to_string())
         )),
     }
 }
@@ -383,6 +391,7 @@ fn object(
         let open = w.open_object();
         let mut n = 0;
         for (k, v) in dict.iter() {
+            too_many(path, w)?;
             let key = key_text(&k).map_err(|why| format!("{path}: {why}"))?;
             w.key(&key);
             write(&v, &Path::Key(path, &key), depth + 1, w)?;
@@ -391,6 +400,19 @@ fn object(
         w.close(open, n)
             .map_err(|n| format!("{path}: a dict of {n} entries is too large"))
     })
+}
+
+/// `Err` once `w` holds more than [`MAX_VALUES`] values: a result read
+/// stops there, as a command executor's output does before it is parsed,
+/// so a list of a billion items, or one list shared at every level (each
+/// path read anew: 2^40 values), costs a bounded time and memory.
+fn too_many(path: &Path<'_>, w: &Wire) -> Result<(), String> {
+    if w.nodes() > MAX_VALUES {
+        return Err(format!(
+            "{path}: the value holds more than {MAX_VALUES} values"
+        ));
+    }
+    Ok(())
 }
 
 /// A list's or tuple's items (the stack grown as it must, [`deeper`]).
@@ -404,6 +426,7 @@ fn items<'py>(
         let open = w.open_array();
         let mut n = 0;
         for (i, item) in iter.enumerate() {
+            too_many(path, w)?;
             write(&item, &Path::Index(path, i), depth + 1, w)?;
             n += 1;
         }

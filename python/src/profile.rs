@@ -40,6 +40,17 @@ impl ProfileArg {
                         ),
                     });
                 }
+                if let Some(key) = past_toml_at(table, String::new()) {
+                    return Err(ConfigError {
+                        path: origin.into(),
+                        line: None,
+                        column: None,
+                        message: format!(
+                            "profile{key} is past the largest integer a profile holds (2**63 - 1)"
+                        ),
+                        help: Some("give a smaller number".into()),
+                    });
+                }
                 let text = toml::to_string(&serde_json::json!({ "profile": table })).map_err(
                     |e| ConfigError {
                         path: origin.into(),
@@ -163,18 +174,35 @@ fn parse_keys(s: &str) -> (Vec<String>, &str) {
     }
 }
 
-/// The key of the first `None` (JSON `null`) in `v`, below `at`: TOML has
-/// no such value.
-fn none_at(v: &serde_json::Value, at: String) -> Option<String> {
+/// The key of the first value in `v` (below `at`) that `bad` picks out.
+fn first_at(
+    v: &serde_json::Value,
+    at: String,
+    bad: &dyn Fn(&serde_json::Value) -> bool,
+) -> Option<String> {
+    if bad(v) {
+        return Some(at);
+    }
     match v {
-        serde_json::Value::Null => Some(at),
         serde_json::Value::Array(items) => items
             .iter()
             .enumerate()
-            .find_map(|(i, item)| none_at(item, format!("{at}[{i}]"))),
+            .find_map(|(i, item)| first_at(item, format!("{at}[{i}]"), bad)),
         serde_json::Value::Object(map) => map
             .iter()
-            .find_map(|(k, item)| none_at(item, format!("{at}[{k:?}]"))),
+            .find_map(|(k, item)| first_at(item, format!("{at}[{k:?}]"), bad)),
         _ => None,
     }
+}
+
+/// The key of the first `None` (JSON `null`) in `v`, below `at`: TOML has
+/// no such value.
+fn none_at(v: &serde_json::Value, at: String) -> Option<String> {
+    first_at(v, at, &serde_json::Value::is_null)
+}
+
+/// The key of the first integer in `v` (below `at`) past TOML's largest,
+/// 2**63 − 1 (TOML integers are 64-bit signed).
+fn past_toml_at(v: &serde_json::Value, at: String) -> Option<String> {
+    first_at(v, at, &|v| v.is_u64() && !v.is_i64())
 }

@@ -185,3 +185,25 @@ def test_a_profile_value_of_the_wrong_type_is_said_in_words_not_rust_types():
         with pytest.raises(lt.ConfigError) as e:
             lt.run(LOOKUP, tools={"lookup": lookup}, profile=profile)
         assert str(e.value).endswith("expected a non-negative integer"), str(e.value)
+
+
+def test_the_second_pass_surrogates_commands_and_big_profile_ints_are_named():
+    """Second break-it pass: a surrogate in a tools= path or key, or in
+    parsed definitions, `from_mcp(command=5)`, and a profile int past
+    2**63 - 1 gave raw or unplaced errors."""
+    with pytest.raises(lt.ConfigError) as e:
+        lt.run(LOOKUP, tools="\ud800.toml")
+    assert "tools= holds U+D800" in str(e.value)
+    with pytest.raises(lt.ConfigError) as e:
+        lt.run(LOOKUP, tools={"\ud800": lookup})
+    assert "holds U+D800" in str(e.value) and "tools= key" in str(e.value)
+    defs = [{"type": "function", "function": {"name": "f\ud800", "parameters": {"type": "object"}}}]
+    with pytest.raises(lt.ConfigError) as e:
+        lt.tools.from_openai(defs)
+    assert "the definitions (as JSON) holds U+D800" in str(e.value)
+    with pytest.raises(TypeError) as t:
+        lt.tools.from_mcp(command=5)  # type: ignore[arg-type]
+    assert str(t.value).startswith("command= is an int")
+    with pytest.raises(lt.ConfigError) as e:
+        lt.run(LOOKUP, tools={"lookup": lookup}, profile={"tools": {"lookup": {"timeout_ms": 2**63}}})
+    assert 'profile["tools"]["lookup"]["timeout_ms"] is past the largest integer' in str(e.value)

@@ -108,14 +108,16 @@ def test_a_json_result_nests_as_deep_as_from_any_executor():
     MAX_JSON_DEPTH), as a command executor's does."""
     prog = """tool d: Int -{Read}-> Json;
 match exec tool d 1 { Ok(j) => {ok = [j], err = ""}, Err(e) => {ok = [], err = e} }"""
-    r = lt.run(prog, tools={"d": lambda a: nested(9_998)})
+    r = lt.run(prog, tools={"d": lambda a: nested(9_999)})  # 10,000 levels
     assert r.value["err"] == ""
     v, depth = r.value["ok"][0], 0
     while v:
         v, depth = v[0], depth + 1
-    assert depth == 9_998
-    r = lt.run(prog, tools={"d": lambda a: nested(20_000)})
-    assert "nested more than 10000 levels deep" in r.value["err"]
+    assert depth == 9_999
+    for levels in (10_001, 20_000):
+        # Refused here, with the path, not by the type's check without one.
+        r = lt.run(prog, tools={"d": lambda a: nested(levels - 1)})
+        assert "result[0][0]" in r.value["err"] and "nested more than 10000 levels deep" in r.value["err"]
     cyclic: list = []
     cyclic.append(cyclic)
     r = lt.run(prog, tools={"d": lambda a: cyclic})
@@ -221,5 +223,22 @@ def test_a_long_refusal_path_is_shortened():
     src = "tool t: Int -{}-> Json;\nmatch exec tool t 1 { Ok(j) => \"\", Err(e) => e }"
     msg = lt.run(src, tools={"t": lambda a: d}).value
     assert "nested more than 10000 levels deep (or contains itself)" in msg
-    assert "[… 9985 more …]" in msg
+    assert "[… 9984 more …]" in msg
     assert len(msg) < 2_000, len(msg)
+
+
+def test_a_result_of_more_values_than_any_executor_takes_is_refused_early():
+    """Break-it pass: a result was read whole before its size was checked:
+    one list shared at every level (read once a path) grew to 7.5 GB, and
+    at 40 levels never ended. It now stops at 10,000,000 values, as a
+    command executor's output does (`MAX_OUTPUT_VALUES`)."""
+    prog = """tool d: Int -{Read}-> Json;
+match exec tool d 1 { Ok(j) => "", Err(e) => e }"""
+    shared: list = []
+    for _ in range(40):
+        shared = [shared, shared]  # 2**41 values read path by path
+    wide = [[0] * 1000] * 20_000  # 20,000,000 values in 1,000 objects
+    for value in (shared, wide):
+        err = lt.run(prog, tools={"d": lambda a: value}).value
+        assert "holds more than 10000000 values" in err, err[:300]
+    assert lt.run(prog, tools={"d": lambda a: [[0] * 1000] * 9_000}).value == ""
