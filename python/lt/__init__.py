@@ -85,6 +85,8 @@ def _utf8(text: str, keyword: str) -> str:
     """``text``, which lt reads as UTF-8: a lone surrogate (``"\\ud800"``,
     or a file name's undecodable byte) has no UTF-8 form, an
     :class:`ConfigError` naming ``keyword`` and the place."""
+    if text.isascii():
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as e:

@@ -88,6 +88,8 @@ def _too_deep(value: Any) -> Optional[str]:
 
 
 def _text(defs: Definitions) -> str:
+    from . import _utf8
+
     if defs is None:
         raise TypeError("the definitions are None: give them as parsed JSON (lists, dicts) or its text")
     if isinstance(defs, str):
@@ -97,8 +99,6 @@ def _text(defs: Definitions) -> str:
                 'give the JSON of tool definitions, e.g. [{"type": "function", "function": {"name": …, "parameters": {…}}}]',
                 "input",
             )
-        from . import _utf8
-
         return _utf8(defs, "the definitions' text")
     deep = _too_deep(defs)
     if deep is not None:
@@ -115,8 +115,6 @@ def _text(defs: Definitions) -> str:
         text = json.dumps(defs, ensure_ascii=False)
     except (TypeError, ValueError) as e:
         raise ConfigError(f"the definitions are not JSON: {e}", "give the parsed JSON (lists, dicts) or its text", "input") from None
-    from . import _utf8
-
     return _utf8(text, "the definitions (as JSON)")
 
 

@@ -75,6 +75,14 @@ pub fn pythonize(text: &str) -> String {
         ("--profile", "profile="),
         ("--tools ", "declarations="),
         ("--tools", "declarations="),
+        // The importer's dialect: the function of `lt.tools` that reads it.
+        ("`--format openai`", "`lt.tools.from_openai`"),
+        ("`--format anthropic`", "`lt.tools.from_anthropic`"),
+        ("`--format mcp`", "`lt.tools.from_mcp`"),
+        (
+            "`--format` says which dialect to read",
+            "`lt.tools.from_openai`, `from_anthropic` or `from_mcp` says which dialect to read",
+        ),
     ] {
         t = t.replace(flag, keyword);
     }

@@ -39,17 +39,10 @@ fn import_failure(what: &str, e: &ImportError) -> Failure {
 }
 
 /// An importer's message in this package's words: the command line's
-/// `--format X` is the function `lt.tools.from_X`, and its file is the
-/// JSON given (`docs/python.md`: a hint names what to change here).
+/// flags as [`crate::errors::pythonize`] names them (`--format X` is
+/// `lt.tools.from_X`), and its file the JSON given.
 fn in_python(text: &str) -> String {
-    text.replace("`--format openai`", "`lt.tools.from_openai`")
-        .replace("`--format anthropic`", "`lt.tools.from_anthropic`")
-        .replace("`--format mcp`", "`lt.tools.from_mcp`")
-        .replace(
-            "`--format` says which dialect to read",
-            "`lt.tools.from_openai`, `from_anthropic` or `from_mcp` says which dialect to read",
-        )
-        .replace("the file ", "the JSON given ")
+    crate::errors::pythonize(text).replace("the file ", "the JSON given ")
 }
 
 /// `{declarations, tools_toml, tools: [{name, original}], warnings}`.
